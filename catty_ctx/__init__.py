@@ -1,0 +1,37 @@
+"""catty-ctx: the context lifecycle of LLM-agent sessions, as a library and a CLI.
+
+The public API is imported lazily so that `import catty_ctx` (and the CLI's start-up)
+stays light.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ._version import __version__
+
+_API = {
+    "Session": ("store", "Session"),
+    "create_session": ("store", "create_session"),
+    "open_session": ("store", "open_session"),
+    "view": ("view", "view"),
+    "stream_view": ("view", "stream_view"),
+    "canonical": ("fingerprint", "canonical"),
+    "prefix_fp": ("fingerprint", "prefix_fp"),
+    "item_tokens": ("tokens", "item_tokens"),
+    "inspect_session": ("report", "inspect_session"),
+    "ExitCode": ("errors", "ExitCode"),
+    "CattyError": ("errors", "CattyError"),
+    "DataError": ("errors", "DataError"),
+}
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _API[name]
+    except KeyError:
+        raise AttributeError(f"module 'catty_ctx' has no attribute {name!r}") from None
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), attr)

@@ -1,0 +1,114 @@
+"""`catty-ctx inspect`: what a session, a ROOT of sessions, or a piped stream holds."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from . import app
+from .errors import handle_errors, warn
+from .options import JsonOpt, TargetArg
+
+
+@app.command(
+    "inspect",
+    epilog=(
+        "Examples: catty-ctx inspect fixtures/sessions/demo; "
+        "catty-ctx inspect S --items --json | jq '.items[-1].fp'; "
+        "catty-ctx prune S | catty-ctx inspect -"
+    ),
+)
+@handle_errors
+def inspect_cmd(
+    target: TargetArg,
+    items: Annotated[bool, typer.Option("--items", help="List the view's items with their tokens and cumulative fingerprint.")] = False,
+    seq: Annotated[Optional[int], typer.Option("--seq", metavar="N", min=0, help="Print the event with this seq in full.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Counts, turns, estimated tokens against the window, largest items, compactions,
+    integrity problems and the prefix fingerprint of a session's view.
+
+    `-` reads an event stream, or an item stream (what prune and resume print) and reports
+    on that request. A ROOT lists its sessions, a row each.
+    """
+    from ..report import find_event, inspect_root, inspect_session, view_rows
+    from ..store import Session, is_root
+    from .output import rows_out, stdout_tty, write_json, write_json_array, write_lines
+
+    if target != "-" and is_root(target):
+        from pathlib import Path
+
+        errors: list[str] = []
+
+        def on_error(path: Path, exc: Exception) -> None:
+            errors.append(str(exc))
+            warn(str(exc))
+
+        cols = ["path", "session_id", "events", "turns", "tokens", "percent", "compactions", "problems"]
+        rows_out(inspect_root(Path(target), on_error=on_error), cols, as_json=as_json, key="sessions", right=cols[2:])
+        if errors:
+            raise typer.Exit(65)
+        return
+
+    with Session.open(target) as session:
+        if seq is not None:
+            write_json(find_event(session, seq), pretty=stdout_tty() and not as_json or None)
+            return
+        if items:
+            rows = view_rows(session)
+            if as_json:
+                write_json_array("items", rows)
+            elif stdout_tty():
+                _show_items(rows)
+            else:
+                write_lines(rows)
+            return
+        report = inspect_session(session, warn=warn)
+    if as_json:
+        write_json(report)
+    elif stdout_tty():
+        _show_report(report)
+    else:
+        write_lines([report])
+
+
+def _preview(item: dict[str, Any], width: int = 60) -> str:
+    text = item.get("text") if "text" in item else item.get("output", "")
+    if item.get("tool_calls"):
+        text = (text or "") + " → " + ", ".join(c.get("name", "?") for c in item["tool_calls"])
+    text = " ".join(str(text).split())
+    return text[:width] + ("…" if len(text) > width else "")
+
+
+def _show_items(rows: Any) -> None:
+    from .output import show, table
+
+    body = (
+        (r["index"], r["item"].get("seq", r["item"].get("synthetic", "")), r["item"]["role"], r["tokens"], r["fp"][:12], _preview(r["item"]))
+        for r in rows
+    )
+    show(table(None, ["index", "seq", "role", "tokens", "fp", "text"], body, right=["index", "tokens"]))
+
+
+def _show_report(rep: dict[str, Any]) -> None:
+    from .output import show, table
+
+    head = [
+        ("session", rep["session_id"] or rep["path"]),
+        ("events", rep["events"]),
+        ("turns", rep["turns"]),
+        ("view items", rep["items"]),
+        ("tokens", f"{rep['tokens']:,} of {rep['window']:,} ({rep['percent']}%)"),
+        ("fingerprint", rep["fp"]),
+    ]
+    parts = [table(None, ["", ""], head)]
+    if rep["kinds"]:
+        parts.append(table("kinds", ["kind", "count"], sorted(rep["kinds"].items()), right=["count"]))
+    if rep["roles"]:
+        parts.append(table("roles", ["role", "count"], sorted(rep["roles"].items()), right=["count"]))
+    if rep["largest"]:
+        parts.append(table("largest items", ["index", "seq", "role", "tokens"], ([r["index"], r["seq"], r["role"], r["tokens"]] for r in rep["largest"]), right=["index", "tokens"]))
+    if rep["compactions"]:
+        parts.append(table("compactions", ["seq", "id", "mode", "through_seq"], ([c.get("seq"), c.get("id"), c.get("mode"), c.get("through_seq")] for c in rep["compactions"])))
+    parts.append(table("problems", ["problem", "count"], rep["problems"].items(), right=["count"]))
+    show(*parts)

@@ -1,0 +1,21 @@
+"""Options shared by several commands, declared once (one source of truth for help and docs)."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+SessionArg = Annotated[
+    str,
+    typer.Argument(metavar="SESSION", help="A session directory, an updates.jsonl file, or - for an event stream on stdin."),
+]
+TargetArg = Annotated[
+    str,
+    typer.Argument(metavar="SESSION|ROOT", help="A session directory, an updates.jsonl file, - for stdin, or a ROOT folder holding sessions at any depth."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a terminal gets tables, a pipe JSON Lines).")]
+LockTimeoutOpt = Annotated[
+    float,
+    typer.Option("--lock-timeout", metavar="SECONDS", min=0, help="Wait this long for the session lock, then exit 75."),
+]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]

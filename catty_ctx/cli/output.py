@@ -1,0 +1,95 @@
+"""One output layer for every command: rich on a terminal, JSON Lines in a pipe, --json one document.
+
+Rows stream out as they are produced; rich is imported only when a terminal will show it.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Iterable, Sequence
+
+import orjson
+
+_NL = b"\n"
+
+
+def stdout_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _out() -> Any:
+    return sys.stdout.buffer
+
+
+def write_json(doc: Any, *, pretty: bool | None = None) -> None:
+    """One JSON document; indented on a terminal, one line in a pipe."""
+    if pretty is None:
+        pretty = stdout_tty()
+    opt = orjson.OPT_INDENT_2 if pretty else 0
+    _out().write(orjson.dumps(doc, option=opt | orjson.OPT_NON_STR_KEYS) + _NL)
+    sys.stdout.flush()
+
+
+def write_lines(rows: Iterable[Any]) -> int:
+    """JSON Lines, streamed; returns how many were written."""
+    out = _out()
+    n = 0
+    for row in rows:
+        out.write(orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + _NL)
+        n += 1
+    out.flush()
+    return n
+
+
+def write_json_array(key: str, rows: Iterable[Any], extra: dict[str, Any] | None = None) -> int:
+    """`{"key": [row, …]}` written row by row, never built whole in memory."""
+    out = _out()
+    out.write(b'{"' + key.encode() + b'":[')
+    n = 0
+    for row in rows:
+        if n:
+            out.write(b",")
+        out.write(orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS))
+        n += 1
+    out.write(b"]")
+    for k, v in (extra or {}).items():
+        out.write(b"," + orjson.dumps(k) + b":" + orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS))
+    out.write(b"}\n")
+    out.flush()
+    return n
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, right: Sequence[str] = ()) -> Any:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for col in columns:
+        t.add_column(col, justify="right" if col in right else "left", overflow="fold")
+    for row in rows:
+        t.add_row(*("" if v is None else str(v) for v in row))
+    return t
+
+
+def show(*renderables: Any) -> None:
+    c = console()
+    for r in renderables:
+        c.print(r)
+
+
+def rows_out(rows: Iterable[dict[str, Any]], columns: Sequence[str], *, as_json: bool, key: str = "rows", title: str | None = None, right: Sequence[str] = ()) -> int:
+    """The standard row output: --json document, rich table on a terminal, else JSON Lines."""
+    if as_json:
+        return write_json_array(key, rows)
+    if stdout_tty():
+        materialised = list(rows)
+        show(table(title, columns, ([r.get(c) for c in columns] for r in materialised), right=right))
+        return len(materialised)
+    return write_lines(rows)

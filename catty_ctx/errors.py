@@ -1,0 +1,55 @@
+"""Exit codes (one enum) and the exceptions that carry them.
+
+The library raises these; the CLI's single error path turns them into one stderr line
+and the documented exit code (SPEC "The command line").
+"""
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    CHECK_FAILED = 1  # a check found problems (repair --check, compact --check)
+    USAGE = 2  # bad arguments, missing paths
+    DATA = 65  # bad input data (EX_DATAERR)
+    CANT_CREATE = 73  # cannot write output (EX_CANTCREAT)
+    TEMP_FAIL = 75  # lock busy: try again (EX_TEMPFAIL)
+    INTERRUPTED = 130
+
+
+class CattyError(Exception):
+    """Base of every error the CLI reports as one line."""
+
+    exit_code: ExitCode = ExitCode.DATA
+
+    def __init__(self, message: str, *, exit_code: ExitCode | None = None) -> None:
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(CattyError):
+    exit_code = ExitCode.USAGE
+
+
+class DataError(CattyError):
+    """Bad input data; names the file and line when they are known."""
+
+    exit_code = ExitCode.DATA
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class WriteError(CattyError):
+    exit_code = ExitCode.CANT_CREATE
+
+
+class LockBusy(CattyError):
+    exit_code = ExitCode.TEMP_FAIL

@@ -1,0 +1,237 @@
+"""Event kinds, the envelope and validation (SPEC "Events: updates.jsonl").
+
+Events stay plain dicts (orjson in, orjson out) so unknown kinds and fields travel through
+every command untouched; the TypedDicts below are for readers and type checkers, and
+`check_event` is the one place that says what a valid event is.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal, NotRequired, TypedDict
+
+SCHEMA_VERSION = 1
+DEFAULT_WINDOW = 200_000
+
+ROLES = frozenset({"system", "developer", "user", "assistant"})
+STATE_FACETS = frozenset(
+    {
+        "todos",
+        "plan",
+        "edited_files",
+        "jobs",
+        "subagents",
+        "skills",
+        "instructions",
+        "mcp",
+        "memory",
+        "prompt_context",
+    }
+)
+ENVELOPE_FIELDS = ("v", "seq", "ts", "kind", "agent")
+
+Event = dict[str, Any]
+
+
+class Envelope(TypedDict):
+    v: int
+    seq: int
+    ts: str
+    kind: str
+    agent: NotRequired[str]
+
+
+class SessionEvent(Envelope):
+    session_id: str
+    parent_session_id: NotRequired[str | None]
+    forked_from_seq: NotRequired[int | None]
+    cwd: NotRequired[str]
+    model: NotRequired[str]
+    window: NotRequired[int]
+    source: NotRequired[Any]
+
+
+class MessageEvent(Envelope):
+    id: str
+    role: Literal["system", "developer", "user", "assistant"]
+    text: str
+    images: NotRequired[list[Any]]
+    synthetic: NotRequired[str]
+
+
+class ToolCallEvent(Envelope):
+    call_id: str
+    name: str
+    args: dict[str, Any] | str
+
+
+class ToolResultEvent(Envelope):
+    call_id: str
+    output: NotRequired[str]
+    blob: NotRequired[str]
+    bytes: NotRequired[int]
+    is_error: bool
+
+
+# Field rules: name -> (accepted types, required). `int` never accepts bool here.
+_STR = (str,)
+_INT = (int,)
+_NUM = (int, float)
+_BOOL = (bool,)
+_ANY: tuple[type, ...] = ()
+_Rules = dict[str, tuple[tuple[type, ...], bool, bool]]  # types, required, nullable
+
+
+def _r(types: tuple[type, ...], required: bool = True, nullable: bool = False) -> tuple[tuple[type, ...], bool, bool]:
+    return (types, required, nullable)
+
+
+KIND_RULES: dict[str, _Rules] = {
+    "session": {
+        "session_id": _r(_STR),
+        "parent_session_id": _r(_STR, False, True),
+        "forked_from_seq": _r(_INT, False, True),
+        "cwd": _r(_STR, False, True),
+        "model": _r(_STR, False, True),
+        "window": _r(_INT, False, True),
+    },
+    "message": {
+        "id": _r(_STR),
+        "role": _r(_STR),
+        "text": _r(_STR),
+        "images": _r((list,), False),
+        "synthetic": _r(_STR, False),
+    },
+    "tool_call": {
+        "call_id": _r(_STR),
+        "name": _r(_STR),
+        "args": _r((dict, str)),
+    },
+    "tool_result": {
+        "call_id": _r(_STR),
+        "output": _r(_STR, False),
+        "blob": _r(_STR, False),
+        "bytes": _r(_INT, False),
+        "is_error": _r(_BOOL),
+    },
+    "usage": {
+        "model": _r(_STR),
+        "input": _r(_INT),
+        "output": _r(_INT),
+        "cache_read": _r(_INT, False),
+        "cache_write": _r(_INT, False),
+        "reasoning": _r(_INT, False),
+        "cost_usd": _r(_NUM, False, True),
+        "request_id": _r(_STR, False, True),
+        "incomplete": _r(_BOOL, False),
+    },
+    "state": {
+        "facet": _r(_STR),
+        "value": _r(_ANY),
+    },
+    "compaction": {
+        "id": _r(_STR),
+        "mode": _r(_STR),
+        "through_seq": _r(_INT),
+        "summary": _r(_STR),
+        "summarizer": _r(_STR, False),
+        "trigger": _r(_STR, False),
+        "tokens_before": _r(_INT, False),
+        "tokens_after": _r(_INT, False),
+        "prefix_fp": _r(_STR, False),
+        "segment": _r(_ANY, False),
+        "artifact": _r(_ANY, False),
+        "two_pass": _r(_ANY, False),
+    },
+    "repair": {
+        "action": _r(_STR),
+        "call_id": _r(_STR, False),
+        "target_seq": _r(_INT, False),
+        "text": _r(_STR, False),
+        "reason": _r(_STR),
+    },
+    "rewind": {
+        "to_turn": _r(_INT),
+    },
+}
+KINDS = frozenset(KIND_RULES)
+_NON_NEGATIVE = frozenset(
+    {"input", "output", "cache_read", "cache_write", "reasoning", "window", "to_turn", "bytes",
+     "through_seq", "tokens_before", "tokens_after", "target_seq", "forked_from_seq"}
+)
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", dict: "an object", list: "an array"}
+
+
+def _type_name(types: tuple[type, ...]) -> str:
+    return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+
+
+def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
+    if not types:
+        return True
+    if isinstance(value, bool):
+        return bool in types
+    return isinstance(value, types)
+
+
+def check_fields(obj: dict[str, Any]) -> str | None:
+    """Check a kind's own fields; return what is wrong, or None. Unknown kinds pass."""
+    kind = obj.get("kind")
+    rules = KIND_RULES.get(kind) if isinstance(kind, str) else None
+    if rules is None:
+        return None
+    for name, (types, required, nullable) in rules.items():
+        if name not in obj:
+            if required:
+                return f"{kind} event lacks field '{name}'"
+            continue
+        value = obj[name]
+        if value is None and nullable:
+            continue
+        if not _type_ok(value, types):
+            return f"{kind} field '{name}' must be {_type_name(types)}"
+        if name in _NON_NEGATIVE and type(value) is int and value < 0:
+            return f"{kind} field '{name}' must not be negative"
+    if kind == "message":
+        if obj["role"] not in ROLES:
+            return f"message role '{obj['role']}' is not one of system, developer, user, assistant"
+    elif kind == "tool_result":
+        if "output" not in obj and "blob" not in obj:
+            return "tool_result needs 'output' or 'blob'"
+    return None
+
+
+def check_event(obj: Any) -> str | None:
+    """Check a full event (envelope + fields); return what is wrong, or None."""
+    if type(obj) is not dict:
+        return "not a JSON object"
+    v = obj.get("v")
+    if v != SCHEMA_VERSION or type(v) is not int:
+        return f"field 'v' must be {SCHEMA_VERSION}" if "v" in obj else "event lacks field 'v'"
+    seq = obj.get("seq")
+    if type(seq) is not int or seq < 0:
+        return "event lacks a non-negative integer 'seq'" if "seq" not in obj or seq is None else "field 'seq' must be a non-negative integer"
+    ts = obj.get("ts")
+    if type(ts) is not str:
+        return "event lacks a string 'ts'"
+    kind = obj.get("kind")
+    if type(kind) is not str or not kind:
+        return "event lacks a string 'kind'"
+    if "agent" in obj and obj["agent"] is not None and type(obj["agent"]) is not str:
+        return "field 'agent' must be a string"
+    return check_fields(obj)
+
+
+def now_ts() -> str:
+    """RFC 3339 UTC with milliseconds and a Z, the form every writer uses."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def is_real_user(ev: Event) -> bool:
+    """A real user message starts a turn; synthetic ones and subagents' do not."""
+    return (
+        ev.get("kind") == "message"
+        and ev.get("role") == "user"
+        and not ev.get("synthetic")
+        and not ev.get("agent")
+    )

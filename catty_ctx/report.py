@@ -1,0 +1,238 @@
+"""`inspect`: what a session (or a request read from a pipe) holds, in one streaming pass.
+
+Counts by kind and role, turns, the view's estimated tokens against the window, the largest
+items, compactions, pairing problems and the prefix fingerprint, without holding the log or
+the view in memory.
+"""
+from __future__ import annotations
+
+import heapq
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import orjson
+
+from .errors import DataError
+from .events import Event
+from .fingerprint import Chain, canonical
+from .integrity import PairingChecker
+from .store import Session, iter_raw_lines, session_window
+from .tokens import item_tokens, percent_of
+from .view import ViewStats, iter_view, plan_view, scan_markers
+
+LARGEST = 5
+
+
+class _Tally:
+    """Counts events as they stream past on their way into the view."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.kinds: dict[str, int] = {}
+        self.roles: dict[str, int] = {}
+        self.first: Event | None = None
+        self.compactions: list[dict[str, Any]] = []
+
+    def wrap(self, events: Iterator[Event]) -> Iterator[Event]:
+        kinds = self.kinds
+        roles = self.roles
+        for ev in events:
+            if self.first is None:
+                self.first = ev
+            self.events += 1
+            kind = ev["kind"]
+            kinds[kind] = kinds.get(kind, 0) + 1
+            if kind == "message":
+                role = ev["role"]
+                roles[role] = roles.get(role, 0) + 1
+            elif kind == "compaction":
+                self.compactions.append(
+                    {k: ev.get(k) for k in ("seq", "id", "mode", "through_seq", "trigger", "tokens_before", "tokens_after", "agent") if k in ev}
+                )
+            yield ev
+
+
+class _Largest:
+    """The n largest items by tokens (earlier index first on ties), kept in a small heap."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.heap: list[tuple[int, int, int | None, str]] = []
+
+    def add(self, index: int, tokens: int, item: dict[str, Any]) -> None:
+        entry = (tokens, -index, item.get("seq"), item["role"])
+        if len(self.heap) < self.n:
+            heapq.heappush(self.heap, entry)
+        elif entry > self.heap[0]:
+            heapq.heapreplace(self.heap, entry)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"index": -neg, "seq": seq, "role": role, "tokens": t} for t, neg, seq, role in sorted(self.heap, reverse=True)]
+
+
+def _is_item_stream(session: Session) -> bool:
+    """An item stream (prune / resume output) has `role` and no `kind` on its lines."""
+    for raw in iter_raw_lines(session.log_path, session.display, warn=None):
+        try:
+            first = orjson.loads(raw.data)
+        except orjson.JSONDecodeError:
+            return False
+        return isinstance(first, dict) and "role" in first and "kind" not in first
+    return False
+
+
+def _torn_counter(problems: dict[str, int], warn: Callable[[str], None] | None) -> Callable[[str], None]:
+    def on_warn(message: str) -> None:
+        problems["torn"] += 1
+        if warn:
+            warn(message)
+
+    return on_warn
+
+
+def inspect_session(session: Session, *, warn: Callable[[str], None] | None = None, largest: int = LARGEST) -> dict[str, Any]:
+    """The inspect report of a session or of a piped event or item stream."""
+    if session.stdin and _is_item_stream(session):
+        return inspect_items(session, warn=warn, largest=largest)
+    problems = {"dangling": 0, "orphan": 0, "duplicate": 0, "torn": 0, "invalid": 0}
+    plan = plan_view(scan_markers(session.log_path))
+    tally = _Tally()
+    stats = ViewStats()
+    chain = Chain()
+    checker = PairingChecker()
+    top = _Largest(largest)
+    index = 0
+    events = tally.wrap(session.events(warn=_torn_counter(problems, warn)))
+    for vi in iter_view(events, plan, stats=stats):
+        chain.add_canonical(vi.canon)
+        checker.feed(vi.item)
+        top.add(index, vi.tokens, vi.item)
+        index += 1
+    checker.finish()
+    problems.update(checker.counts)
+    window = session_window(session, tally.first)
+    tokens = stats.tokens
+    first = tally.first or {}
+    turns = len(plan.turn_starts)
+    return {
+        "path": str(session.directory or session.display),
+        "session_id": first.get("session_id") if first.get("kind") == "session" else None,
+        "stream": "events",
+        "events": tally.events,
+        "kinds": dict(sorted(tally.kinds.items())),
+        "roles": dict(sorted(tally.roles.items())),
+        "turns": turns,
+        "items": stats.items,
+        "tokens": tokens,
+        "window": window,
+        "percent": percent_of(tokens, window),
+        "fp": chain.hex,
+        "largest": top.rows(),
+        "compactions": tally.compactions,
+        "problems": problems,
+        "problem_details": [p.__dict__ for p in checker.found[:20]],
+    }
+
+
+def iter_item_lines(session: Session, *, warn: Callable[[str], None] | None = None) -> Iterator[dict[str, Any]]:
+    """Items of an item stream; a line that is not an item is a data error naming file:line."""
+    for raw in iter_raw_lines(session.log_path, session.display, warn=warn):
+        try:
+            item = orjson.loads(raw.data)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON ({exc})", path=session.display, line=raw.lineno) from None
+        if not isinstance(item, dict) or not isinstance(item.get("role"), str):
+            raise DataError("not a view item (an object with 'role')", path=session.display, line=raw.lineno)
+        yield item
+
+
+def inspect_items(session: Session, *, warn: Callable[[str], None] | None = None, largest: int = LARGEST) -> dict[str, Any]:
+    """Report on a request read as items: tokens, fingerprint, pairing problems."""
+    problems = {"dangling": 0, "orphan": 0, "duplicate": 0, "torn": 0, "invalid": 0}
+    chain = Chain()
+    checker = PairingChecker()
+    roles: dict[str, int] = {}
+    total = 0
+    turns = 0
+    top = _Largest(largest)
+    index = 0
+    for item in iter_item_lines(session, warn=_torn_counter(problems, warn)):
+        canon = canonical(item)
+        chain.add_canonical(canon)
+        tokens = item_tokens(item, canon)
+        total += tokens
+        role = item["role"]
+        roles[role] = roles.get(role, 0) + 1
+        if role == "user" and not item.get("synthetic"):
+            turns += 1
+        checker.feed(item)
+        top.add(index, tokens, item)
+        index += 1
+    checker.finish()
+    problems.update(checker.counts)
+    from .events import DEFAULT_WINDOW
+
+    return {
+        "path": session.display,
+        "session_id": None,
+        "stream": "items",
+        "events": 0,
+        "kinds": {},
+        "roles": dict(sorted(roles.items())),
+        "turns": turns,
+        "items": index,
+        "tokens": total,
+        "window": DEFAULT_WINDOW,
+        "percent": percent_of(total, DEFAULT_WINDOW),
+        "fp": chain.hex,
+        "largest": top.rows(),
+        "compactions": [],
+        "problems": problems,
+        "problem_details": [p.__dict__ for p in checker.found[:20]],
+    }
+
+
+def view_rows(session: Session) -> Iterator[dict[str, Any]]:
+    """`inspect --items`: each view item with its tokens and the fingerprint through it."""
+    if session.stdin and _is_item_stream(session):
+        items: Iterator[tuple[dict[str, Any], bytes]] = ((it, canonical(it)) for it in iter_item_lines(session))
+    else:
+        plan = plan_view(scan_markers(session.log_path))
+        items = ((vi.item, vi.canon) for vi in iter_view(session.events(), plan))
+    chain = Chain()
+    for index, (item, canon) in enumerate(items):
+        yield {"index": index, "tokens": item_tokens(item, canon), "fp": chain.add_canonical(canon).hex(), "item": item}
+
+
+def find_event(session: Session, seq: int) -> Event:
+    for ev in session.events():
+        if ev["seq"] == seq:
+            return ev
+    raise DataError(f"no event with seq {seq}", path=session.display)
+
+
+def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None]) -> Iterator[dict[str, Any]]:
+    """A row per session under ROOT; a broken session is reported and skipped."""
+    from .errors import CattyError
+    from .store import find_sessions
+
+    for directory in find_sessions(root):
+        try:
+            with Session.open(directory) as s:
+                rep = inspect_session(s)
+        except CattyError as exc:
+            on_error(directory, exc)
+            continue
+        yield {
+            "path": str(directory),
+            "session_id": rep["session_id"],
+            "events": rep["events"],
+            "turns": rep["turns"],
+            "tokens": rep["tokens"],
+            "window": rep["window"],
+            "percent": rep["percent"],
+            "compactions": len(rep["compactions"]),
+            "problems": sum(v for v in rep["problems"].values()),
+        }
+
+

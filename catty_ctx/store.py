@@ -1,0 +1,526 @@
+"""The session store: open (dir | updates.jsonl | stdin), stream, append under the lock.
+
+One reader and one writer for every command (SPEC "The session directory", "Events").
+The reader streams line by line and never holds the log in memory; the writer appends each
+event as a single write under the session lock and keeps summary.json current through
+temp + fsync + rename. The log is the source of truth; summary.json is a cache of it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Iterator
+
+import orjson
+
+from .errors import DataError, LockBusy, UsageError, WriteError
+from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
+
+LOG_NAME = "updates.jsonl"
+SUMMARY_NAME = "summary.json"
+QUARANTINE_NAME = "quarantine"
+DEFAULT_LOCK_TIMEOUT = 30.0
+# A line longer than this is refused without being read whole (SPEC: bad input never
+# costs unbounded memory).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+_CHUNK = 1 << 20
+
+Warn = Callable[[str], None]
+
+
+def _stderr_warning(message: str) -> None:
+    sys.stderr.write(f"catty-ctx: warning: {message}\n")
+
+
+@dataclass(frozen=True)
+class RawLine:
+    lineno: int  # 1-based
+    offset: int  # byte offset of the line's start
+    data: bytes  # the line without its trailing newline
+
+
+@dataclass
+class Session:
+    """A session on disk (a directory or a bare updates.jsonl) or a spooled stdin stream."""
+
+    log_path: Path
+    directory: Path | None = None
+    display: str = ""
+    stdin: bool = False
+    _spool: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
+
+    # -- opening -------------------------------------------------------------------------
+    @classmethod
+    def open(cls, target: str | os.PathLike[str], *, stdin: IO[bytes] | None = None) -> "Session":
+        """Open SESSION as the CLI names it: a directory, an updates.jsonl file, or '-'."""
+        if str(target) == "-":
+            return cls.from_stream(stdin if stdin is not None else sys.stdin.buffer)
+        path = Path(target)
+        if path.is_dir():
+            log = path / LOG_NAME
+            if not log.is_file():
+                raise UsageError(f"{path}: not a session (no {LOG_NAME})")
+            return cls(log_path=log, directory=path, display=str(log))
+        if path.is_file():
+            return cls(log_path=path, directory=path.parent if path.name == LOG_NAME else None, display=str(path))
+        if path.exists():
+            raise UsageError(f"{path}: not a regular file or directory")
+        raise UsageError(f"{path}: no such session")
+
+    @classmethod
+    def from_stream(cls, stream: IO[bytes]) -> "Session":
+        """Spool a stream to a private temp file so it can be read more than once."""
+        spool = tempfile.TemporaryDirectory(prefix="catty-ctx-")
+        log = Path(spool.name) / LOG_NAME
+        with open(log, "wb") as out:
+            shutil.copyfileobj(stream, out, _CHUNK)
+        return cls(log_path=log, directory=None, display="<stdin>", stdin=True, _spool=spool)
+
+    def close(self) -> None:
+        if self._spool is not None:
+            self._spool.cleanup()
+            self._spool = None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- paths ---------------------------------------------------------------------------
+    @property
+    def summary_path(self) -> Path | None:
+        return self.directory / SUMMARY_NAME if self.directory is not None else None
+
+    @property
+    def lock_path(self) -> Path:
+        return self.log_path.with_name(self.log_path.name + ".lock")
+
+    @property
+    def quarantine_dir(self) -> Path:
+        if self.directory is not None:
+            return self.directory / QUARANTINE_NAME
+        return self.log_path.with_name(self.log_path.name + "." + QUARANTINE_NAME)
+
+    def require_directory(self, command: str) -> Path:
+        if self.directory is None:
+            raise UsageError(f"{command} needs a session directory, not {self.display}")
+        return self.directory
+
+    # -- reading -------------------------------------------------------------------------
+    def summary(self) -> dict[str, Any] | None:
+        path = self.summary_path
+        if path is None or not path.is_file():
+            return None
+        try:
+            data = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON: {exc}", path=str(path)) from None
+        return data if isinstance(data, dict) else None
+
+    def allowed_gaps(self) -> frozenset[int]:
+        """Seqs of lines that `repair` moved to quarantine: the reader accepts their gap."""
+        index = self.quarantine_dir / "index.jsonl"
+        if not index.is_file():
+            return frozenset()
+        gaps: set[int] = set()
+        for line in index.read_bytes().splitlines():
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("seq"), int):
+                gaps.add(rec["seq"])
+        return frozenset(gaps)
+
+    def raw_lines(self, *, warn: Warn | None = _stderr_warning) -> Iterator[RawLine]:
+        """Every complete line; a torn final line is reported through `warn` and skipped."""
+        yield from iter_raw_lines(self.log_path, self.display, warn=warn)
+
+    def events(self, *, warn: Warn | None = _stderr_warning, validate: bool = True) -> Iterator[Event]:
+        """Stream validated events; the first invalid line raises DataError naming file:line."""
+        gaps = self.allowed_gaps() if not self.stdin else frozenset()
+        expect = 0
+        display = self.display
+        loads = orjson.loads
+        for raw in self.raw_lines(warn=warn):
+            try:
+                ev = loads(raw.data)
+            except orjson.JSONDecodeError as exc:
+                raise DataError(f"invalid JSON ({exc})", path=display, line=raw.lineno) from None
+            if validate:
+                problem = check_event(ev)
+                if problem is not None:
+                    raise DataError(problem, path=display, line=raw.lineno)
+                seq = ev["seq"]
+                if seq != expect:
+                    while expect in gaps and expect < seq:
+                        expect += 1
+                    if seq != expect:
+                        raise DataError(f"seq {seq} where {expect} was expected", path=display, line=raw.lineno)
+                if seq == 0 and ev["kind"] != "session":
+                    raise DataError("seq 0 must be the session event", path=display, line=raw.lineno)
+                expect = seq + 1
+            yield ev
+
+    def first_event(self) -> Event | None:
+        for ev in self.events(warn=None):
+            return ev
+        return None
+
+    # -- writing -------------------------------------------------------------------------
+    def lock(self, timeout: float = DEFAULT_LOCK_TIMEOUT) -> "SessionLock":
+        if self.stdin:
+            raise UsageError("cannot write to a stream read from stdin")
+        return SessionLock(self.lock_path, timeout, self.display)
+
+    def append(
+        self,
+        events: Iterable[dict[str, Any]],
+        *,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        warn: Warn | None = _stderr_warning,
+    ) -> list[Event]:
+        """Append events (kind + fields, or full envelopes) with contiguous seqs.
+
+        Every event is checked before anything is written, so bad input never leaves a
+        partial write. Returns the events as written.
+        """
+        pending = [dict(ev) for ev in events]
+        with self.lock(lock_timeout):
+            return self._append_locked(pending, warn=warn)
+
+    def _append_locked(self, pending: list[dict[str, Any]], *, warn: Warn | None) -> list[Event]:
+        if not pending:
+            return []
+        self._quarantine_torn_tail(warn)
+        next_seq = self.next_seq()
+        written: list[Event] = []
+        lines: list[bytes] = []
+        for i, ev in enumerate(pending):
+            out = prepare_event(ev, next_seq + i)
+            problem = check_event(out)
+            if problem is None and out["seq"] == 0 and out["kind"] != "session":
+                problem = "the first event of a session must be its session event (use --create)"
+            if problem is not None:
+                raise DataError(f"event {i + 1}: {problem}")
+            written.append(out)
+            lines.append(orjson.dumps(out) + b"\n")
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            for line in lines:
+                start = os.lseek(fd, 0, os.SEEK_END)
+                n = os.write(fd, line)  # one write per line: the line is the unit of commit
+                if n != len(line):
+                    os.ftruncate(fd, start)
+                    raise WriteError(f"{self.display}: short write ({n} of {len(line)} bytes); disk full?")
+            os.fsync(fd)
+        except OSError as exc:
+            raise WriteError(f"{self.display}: cannot append ({exc.strerror})") from None
+        finally:
+            os.close(fd)
+        if self.directory is not None:
+            self._update_summary(written)
+        return written
+
+    def next_seq(self) -> int:
+        """1 + the seq of the last complete line (0 for an empty log)."""
+        last = read_last_line(self.log_path)
+        if last is None:
+            return 0
+        try:
+            ev = orjson.loads(last)
+            return int(ev["seq"]) + 1
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise DataError("last line is not a valid event; run 'catty-ctx repair'", path=self.display) from None
+
+    def _quarantine_torn_tail(self, warn: Warn | None) -> None:
+        size = self.log_path.stat().st_size if self.log_path.exists() else 0
+        if size == 0:
+            return
+        with open(self.log_path, "rb") as f:
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+        offset = last_newline_end(self.log_path)
+        moved = quarantine_bytes(self, offset, size, reason="torn final line")
+        with open(self.log_path, "r+b") as f:
+            f.truncate(offset)
+            f.flush()
+            os.fsync(f.fileno())
+        if warn:
+            warn(f"{self.display}: torn final line ({size - offset} bytes at offset {offset}) moved to {moved}")
+
+    def _update_summary(self, written: list[Event]) -> None:
+        summary = self.summary() or {}
+        if not summary:
+            # A directory without summary.json gets one rebuilt from its session event.
+            first = written[0] if written and written[0]["seq"] == 0 else self.first_event()
+            summary = new_summary(first or {})
+        for ev in written:
+            if ev["kind"] == "session" and ev["seq"] == 0:
+                summary.update(new_summary(ev))
+            elif ev["kind"] == "message" and ev.get("role") == "user" and not ev.get("synthetic") and not summary.get("title"):
+                summary["title"] = _title(ev.get("text", ""))
+            elif ev["kind"] == "usage" and not ev.get("agent") and ev.get("model"):
+                summary["model"] = ev["model"]
+        summary["updated_at"] = written[-1]["ts"] if written else now_ts()
+        summary["last_seq"] = written[-1]["seq"]
+        summary["events"] = written[-1]["seq"] + 1
+        summary["log_size"] = self.log_path.stat().st_size
+        write_summary(self.directory, summary)  # type: ignore[arg-type]
+
+
+class SessionLock:
+    """The per-session writer lock (filelock, imported lazily: readers never need it)."""
+
+    def __init__(self, path: Path, timeout: float, display: str) -> None:
+        self.path = path
+        self.timeout = timeout
+        self.display = display
+        self._lock: Any = None
+
+    def __enter__(self) -> "SessionLock":
+        import filelock
+
+        self._lock = filelock.FileLock(str(self.path), timeout=self.timeout)
+        try:
+            self._lock.acquire()
+        except filelock.Timeout:
+            raise LockBusy(
+                f"{self.display}: session is locked by another writer (waited {self.timeout:g}s); try again"
+            ) from None
+        except OSError as exc:
+            raise WriteError(f"{self.path}: cannot take the session lock ({exc.strerror})") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+# -- helpers shared by readers and writers ---------------------------------------------------
+
+
+def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warning) -> Iterator[RawLine]:
+    """Complete lines of a JSONL file, streamed; a torn final line is warned about and skipped."""
+    try:
+        f = open(path, "rb", buffering=_CHUNK)
+    except IsADirectoryError:
+        raise DataError("is a directory, not a log file", path=display) from None
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=display) from None
+    with f:
+        lineno = 0
+        offset = 0
+        readline = f.readline
+        limit = MAX_LINE_BYTES + 1
+        while True:
+            line = readline(limit)
+            if not line:
+                return
+            lineno += 1
+            if line[-1:] != b"\n":
+                if len(line) >= limit:
+                    raise DataError(f"line longer than {MAX_LINE_BYTES} bytes", path=display, line=lineno)
+                if warn:
+                    warn(f"{display}:{lineno}: torn final line ({len(line)} bytes, no newline) ignored; 'catty-ctx repair' quarantines it")
+                return
+            yield RawLine(lineno, offset, line[:-1])
+            offset += len(line)
+
+
+def read_last_line(path: Path) -> bytes | None:
+    """The last complete line (without newline), reading backwards from the end."""
+    end = last_newline_end(path)
+    if end == 0:
+        return None
+    stop = end - 1  # the final newline
+    with open(path, "rb") as f:
+        pos = stop
+        buf = b""
+        while pos > 0:
+            step = min(_CHUNK // 16, pos)
+            pos -= step
+            f.seek(pos)
+            buf = f.read(step) + buf
+            nl = buf.rfind(b"\n")  # buf holds bytes [pos, stop)
+            if nl != -1:
+                return buf[nl + 1 :]
+        return buf
+
+
+def last_newline_end(path: Path) -> int:
+    """Offset just past the last newline: the size of the log's complete lines."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    with open(path, "rb") as f:
+        pos = size
+        while pos > 0:
+            step = min(_CHUNK // 16, pos)
+            pos -= step
+            f.seek(pos)
+            chunk = f.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl != -1:
+                return pos + nl + 1
+    return 0
+
+
+def quarantine_bytes(session: Session, start: int, end: int, *, reason: str, seq: int | None = None, lineno: int | None = None) -> Path:
+    """Copy log bytes [start, end) into the session's quarantine folder (fsynced) and index them."""
+    qdir = session.quarantine_dir
+    qdir.mkdir(parents=True, exist_ok=True)
+    target = qdir / f"offset-{start}.bin"
+    with open(session.log_path, "rb") as src:
+        src.seek(start)
+        data = src.read(end - start)
+    _write_durable(target, data)
+    record: dict[str, Any] = {"file": target.name, "offset": start, "bytes": end - start, "reason": reason, "ts": now_ts()}
+    if seq is not None:
+        record["seq"] = seq
+    if lineno is not None:
+        record["line"] = lineno
+    fd = os.open(qdir / "index.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, orjson.dumps(record) + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return target
+
+
+def prepare_event(ev: dict[str, Any], seq: int) -> Event:
+    """Give an input event its envelope: v and seq assigned, ts kept or stamped now."""
+    out: Event = {"v": SCHEMA_VERSION, "seq": seq, "ts": ev.get("ts") or now_ts(), "kind": ev.get("kind")}
+    for key, value in ev.items():
+        if key not in ("v", "seq", "ts", "kind"):
+            out[key] = value
+    return out
+
+
+def new_summary(session_event: dict[str, Any]) -> dict[str, Any]:
+    ts = session_event.get("ts") or now_ts()
+    return {
+        "schema": SCHEMA_VERSION,
+        "session_id": session_event.get("session_id"),
+        "parent_session_id": session_event.get("parent_session_id"),
+        "forked_from_seq": session_event.get("forked_from_seq"),
+        "created_at": ts,
+        "updated_at": ts,
+        "model": session_event.get("model"),
+        "window": session_event.get("window") or DEFAULT_WINDOW,
+        "cwd": session_event.get("cwd"),
+        "title": "",
+        "source": session_event.get("source"),
+        "events": 1,
+        "last_seq": 0,
+    }
+
+
+def _title(text: str) -> str:
+    line = " ".join(text.split())
+    return line[:80] + ("…" if len(line) > 80 else "")
+
+
+def _write_durable(path: Path, data: bytes) -> None:
+    """temp + fsync + rename, then fsync the folder: a reader sees the old file or the new."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Whole-file rewrite through temp + fsync + rename; errors become WriteError (exit 73)."""
+    try:
+        _write_durable(path, data)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
+
+
+def write_summary(directory: Path, summary: dict[str, Any]) -> None:
+    atomic_write(directory / SUMMARY_NAME, orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def create_session(
+    directory: str | os.PathLike[str],
+    *,
+    session_id: str | None = None,
+    window: int | None = None,
+    model: str | None = None,
+    cwd: str | None = None,
+    parent_session_id: str | None = None,
+    source: Any = None,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> Session:
+    """Make a session directory with its session event (seq 0) and summary.json.
+
+    An existing session is opened as it is (creating is idempotent).
+    """
+    path = Path(directory)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot create session directory ({exc.strerror})") from None
+    log = path / LOG_NAME
+    session = Session(log_path=log, directory=path, display=str(log))
+    with session.lock(lock_timeout):
+        if log.exists() and last_newline_end(log) > 0:
+            return session
+        event: dict[str, Any] = {"kind": "session", "session_id": session_id or str(uuid.uuid4())}
+        for key, value in (("parent_session_id", parent_session_id), ("cwd", cwd), ("model", model), ("window", window), ("source", source)):
+            if value is not None:
+                event[key] = value
+        log.touch()
+        session._append_locked([event], warn=None)
+    return session
+
+
+def open_session(target: str | os.PathLike[str]) -> Session:
+    return Session.open(target)
+
+
+def session_window(session: Session, session_event: Event | None = None) -> int:
+    """summary.json's window, else the session event's, else the default (SPEC)."""
+    summary = session.summary()
+    if summary and isinstance(summary.get("window"), int) and summary["window"] > 0:
+        return summary["window"]
+    if session_event and isinstance(session_event.get("window"), int) and session_event["window"] > 0:
+        return session_event["window"]
+    return DEFAULT_WINDOW
+
+
+def find_sessions(root: str | os.PathLike[str]) -> Iterator[Path]:
+    """Session directories (holding updates.jsonl) under ROOT at any depth, sorted, no symlinks followed."""
+    root = Path(root)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        if LOG_NAME in filenames:
+            dirnames[:] = []  # a session's own folders (segments, blobs) hold no sessions
+            yield Path(dirpath)
+
+
+def is_root(path: str | os.PathLike[str]) -> bool:
+    p = Path(path)
+    return p.is_dir() and not (p / LOG_NAME).exists()

@@ -1,0 +1,46 @@
+"""The token estimator and threshold semantics (SPEC "Token estimates"; reference 3.1).
+
+One estimator for every command: bytes of the canonical item / 4 (floor), each image 765.
+Unlike grok-build, images on tool results count too (weakness #5).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .fingerprint import canonical
+
+IMAGE_TOKENS = 765
+BYTES_PER_TOKEN = 4
+
+
+def item_tokens(item: dict[str, Any], canon: bytes | None = None) -> int:
+    """Estimate of one view item. `canon` may be passed when already computed."""
+    images = item.get("images")
+    if images:
+        # Image payloads are priced per image, not by their (base64) bytes.
+        rest = {k: v for k, v in item.items() if k != "images"}
+        return len(canonical(rest)) // BYTES_PER_TOKEN + IMAGE_TOKENS * len(images)
+    if canon is None:
+        canon = canonical(item)
+    return len(canon) // BYTES_PER_TOKEN
+
+
+def usage_context(ev: dict[str, Any]) -> int:
+    """Context size of the request a usage event reports: input + cache_read + cache_write + output."""
+    return (
+        int(ev.get("input") or 0)
+        + int(ev.get("cache_read") or 0)
+        + int(ev.get("cache_write") or 0)
+        + int(ev.get("output") or 0)
+    )
+
+
+def over_threshold(used: int, window: int, percent: float) -> bool:
+    """used*100 >= window*percent; never true for an empty window."""
+    if window <= 0:
+        return False
+    return used * 100 >= window * percent
+
+
+def percent_of(used: int, window: int) -> float:
+    return round(used * 100 / window, 2) if window > 0 else 0.0

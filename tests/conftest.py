@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test touches the real cache or config folders."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A private copy of the demo session."""
+    dest = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "sessions" / "demo", dest)
+    return dest
+
+
+def fixture_session(name: str, tmp_path: Path) -> Path:
+    dest = tmp_path / name
+    shutil.copytree(FIXTURES / "sessions" / name, dest)
+    return dest
+
+
+def cli(*args: str, input: bytes | None = None, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """Run the real program in a subprocess (pipes, exit codes and stderr as a user sees them)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-m", "catty_ctx", *args],
+        input=input if input is not None else b"",
+        capture_output=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr.decode()}")
+    return proc
+
+
+def jsonl(data: bytes) -> list[Any]:
+    return [orjson.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def write_log(path: Path, events: list[dict[str, Any]], *, raw_tail: bytes = b"") -> Path:
+    """A session directory with exactly these events (envelopes filled in)."""
+    path.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for seq, ev in enumerate(events):
+        full = {"v": 1, "seq": seq, "ts": f"2026-11-01T00:00:{seq % 60:02d}.000Z", **ev}
+        lines.append(orjson.dumps(full) + b"\n")
+    (path / "updates.jsonl").write_bytes(b"".join(lines) + raw_tail)
+    return path
+
+
+def session_event(sid: str = "s-1", **kw: Any) -> dict[str, Any]:
+    return {"kind": "session", "session_id": sid, **kw}
+
+
+def msg(role: str, text: str, i: str = "m", **kw: Any) -> dict[str, Any]:
+    return {"kind": "message", "id": i, "role": role, "text": text, **kw}
+
+
+def call(cid: str, name: str = "t", args: Any = None) -> dict[str, Any]:
+    return {"kind": "tool_call", "call_id": cid, "name": name, "args": args if args is not None else {}}
+
+
+def result(cid: str, output: str = "ok", is_error: bool = False) -> dict[str, Any]:
+    return {"kind": "tool_result", "call_id": cid, "output": output, "is_error": is_error}
