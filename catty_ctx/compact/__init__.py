@@ -1,4 +1,244 @@
-"""Compaction: the pipeline and its commit protocol (reference 3.6-3.8).
+"""Compaction: the pipeline and its commit protocol (reference 3.6-3.8; SPEC `compact`).
 
-Kept import-light: the view imports `continuation` from here on every read.
+One streaming pass measures the view (tokens, prefix fingerprint, the items to summarise)
+and, on the side, the state the new head will carry. If the session is over its threshold
+(or forced), the summariser runs outside the lock; then the request artifact is written
+(temp + fsync + rename) and the `compaction` event is appended last under the session lock:
+the event is the commit point, so a crash at any moment leaves a loadable session, and the
+log before is a byte-identical prefix of the log after.
+
+Kept import-light: the view imports `continuation` from this package on every read.
 """
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import CattyError, ExitCode, LockBusy, UsageError
+from ..events import Event
+from ..fingerprint import Chain
+from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root, session_window
+from ..tokens import item_tokens, over_threshold, percent_of
+from ..view import ViewStats, iter_view, plan_view, scan_markers
+from .continuation import HeadState, build_head, continuation_state
+
+MODES = ("summary", "transcript", "segments")
+DEFAULT_THRESHOLD = 85.0
+
+
+@dataclass
+class Measure:
+    """One pass over a session: the view's size and fingerprint, and the next head's state."""
+
+    session_id: str | None
+    window: int
+    tokens: int
+    fp: str
+    last_seq: int
+    previous: Event | None  # the latest compaction now in force
+    head: HeadState
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def nothing_new(self) -> bool:
+        """No event after the last compaction (or nothing but the session event)."""
+        if self.previous is not None:
+            return self.last_seq <= self.previous["seq"]
+        return self.last_seq <= 0
+
+
+def measure(session: Session, *, keep_items: bool = True) -> Measure:
+    """Stream the view once; tap the events to build the state of a head that would fold them all."""
+    plan = plan_view(scan_markers(session.log_path))
+    head = HeadState()
+    first: list[Event] = []
+    last = [-1]
+
+    def tap(events: Iterator[Event]) -> Iterator[Event]:
+        ranges = plan.excluded
+        r_i = 0
+        track = head.track
+        for ev in events:
+            seq = ev["seq"]
+            last[0] = seq
+            if not first:
+                first.append(ev)
+            # The same filter the view applies before tracking its own head.
+            while r_i < len(ranges) and seq >= ranges[r_i][1]:
+                r_i += 1
+            if (r_i >= len(ranges) or seq < ranges[r_i][0]) and ev.get("agent") is None:
+                track(ev)
+            yield ev
+
+    stats = ViewStats()
+    chain = Chain()
+    items: list[dict[str, Any]] = []
+    for vi in iter_view(tap(session.events()), plan, stats=stats):
+        chain.add_canonical(vi.canon)
+        if keep_items:
+            items.append(vi.item)
+    ev0 = first[0] if first else None
+    return Measure(
+        session_id=ev0.get("session_id") if ev0 and ev0.get("kind") == "session" else None,
+        window=session_window(session, ev0),
+        tokens=stats.tokens,
+        fp=chain.hex,
+        last_seq=last[0],
+        previous=plan.compaction,
+        head=head,
+        items=items,
+    )
+
+
+@dataclass
+class CompactResult:
+    """What happened to one session (a row of `compact`'s output)."""
+
+    path: str
+    session_id: str | None
+    status: str  # compacted | would_compact | below_threshold | nothing_to_compact | over | under
+    tokens_before: int
+    window: int
+    percent: float
+    threshold: float
+    id: str | None = None
+    through_seq: int | None = None
+    tokens_after: int | None = None
+    summarizer: str | None = None
+    summary_chars: int | None = None
+    artifact: str | None = None
+    head: str | None = None
+    summary: str | None = None
+    event: Event | None = None
+
+    def row(self) -> dict[str, Any]:
+        row = {k: v for k, v in self.__dict__.items() if k not in ("event", "summary")}
+        return row
+
+
+def checked_head(comp: Event, head: HeadState) -> tuple[list[dict[str, Any]], str]:
+    """The new head, validated with the pairing rules; the minimal safe head if it fails."""
+    from ..integrity import PairingChecker
+
+    items = build_head(comp, head)
+    checker = PairingChecker()
+    for it in items:
+        checker.feed(it)
+    if checker.finish().ok:
+        return items, "full"
+    return build_head({**comp, "head": "minimal"}, head), "minimal"
+
+
+def compact_session(
+    session: Session,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    force: bool = False,
+    mode: str = "summary",
+    summarizer: str = "extractive",
+    summarizer_options: dict[str, Any] | None = None,
+    dry_run: bool = False,
+    check: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+) -> CompactResult:
+    """Compact one session if it is over `threshold` % of its window (or `force`)."""
+    if mode not in MODES:
+        raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
+    if mode == "segments":
+        raise UsageError("--mode segments is not available yet; use summary or transcript")
+    m = measure(session, keep_items=not check)
+    base = dict(
+        path=str(session.directory or session.display),
+        session_id=m.session_id,
+        tokens_before=m.tokens,
+        window=m.window,
+        percent=percent_of(m.tokens, m.window),
+        threshold=threshold,
+    )
+    over = over_threshold(m.tokens, m.window, threshold)
+    if check:
+        return CompactResult(status="over" if over and not m.nothing_new else "under", **base)  # type: ignore[arg-type]
+    if m.nothing_new:
+        return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
+    if not over and not force:
+        return CompactResult(status="below_threshold", **base)  # type: ignore[arg-type]
+    if not dry_run:
+        directory = session.require_directory("compact")
+
+    from .summarizers import SummarizerError, SummaryRequest, get_summarizer
+
+    summ = get_summarizer(summarizer, **(summarizer_options or {}))
+    state = continuation_state(m.head)
+    request = SummaryRequest(items=m.items, state=state, window=m.window)
+    result = summ.summarize(request)
+    cid = str(uuid.uuid4())
+    trigger = "threshold" if over else "manual"
+    comp: Event = {
+        "kind": "compaction",
+        "id": cid,
+        "mode": mode,
+        "through_seq": m.last_seq,
+        "summary": result.summary or "",
+        "summarizer": summ.id,
+        "trigger": trigger,
+        "tokens_before": m.tokens,
+        "tokens_after": 0,
+        "prefix_fp": m.fp,
+    }
+    head_items, head_kind = checked_head(comp, m.head)
+    if head_kind != "full":
+        comp["head"] = head_kind
+    comp["tokens_after"] = sum(item_tokens(it) for it in head_items)
+    from .artifacts import artifact_doc, artifact_relpath, write_artifact
+
+    doc = artifact_doc(
+        compaction_id=cid, session_id=m.session_id, trigger=trigger, mode=mode, through_seq=m.last_seq,
+        prefix_fp=m.fp, request=request, result=result, tokens_before=m.tokens,
+        tokens_after=comp["tokens_after"] if result.summary is not None else None, threshold=threshold, head=head_kind,
+    )
+    out = CompactResult(
+        status="would_compact" if dry_run else "compacted", id=cid, through_seq=m.last_seq,
+        tokens_after=comp["tokens_after"], summarizer=summ.id, summary_chars=len(result.summary or ""),
+        head=head_kind, summary=result.summary, **base,  # type: ignore[arg-type]
+    )
+    if result.summary is None:
+        if not dry_run:
+            write_artifact(directory, doc)
+        code = ExitCode.DATA if result.error_class == "deterministic" else ExitCode.TEMP_FAIL
+        where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
+        raise SummarizerError(f"{session.display}: {summ.id}: {result.error}{where}", exit_code=code)
+    if dry_run:
+        return out
+    write_artifact(directory, doc)
+    comp["artifact"] = artifact_relpath(cid)
+    with session.lock(lock_timeout):
+        now = plan_view(scan_markers(session.log_path)).compaction
+        if (now or {}).get("id") != (m.previous or {}).get("id"):
+            raise LockBusy(f"{session.display}: another compaction landed while this one ran; run compact again")
+        written = session._append_locked([comp], warn=None)
+    out.artifact = comp["artifact"]
+    out.event = written[0]
+    return out
+
+
+def compact_target(
+    target: str,
+    *,
+    on_error: Callable[[str, CattyError], None] | None = None,
+    **options: Any,
+) -> Iterator[CompactResult]:
+    """Compact SESSION, or each session under ROOT over its threshold (errors go to on_error)."""
+    if target != "-" and is_root(target):
+        for path in find_sessions(target):
+            try:
+                with Session.open(path) as s:
+                    yield compact_session(s, **options)
+            except CattyError as exc:
+                if on_error is None:
+                    raise
+                on_error(str(path), exc)
+        return
+    with Session.open(target) as s:
+        yield compact_session(s, **options)

@@ -1,0 +1,105 @@
+"""`catty-ctx compact`: summarise what a session's view holds, commit it as a compaction event."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from . import app
+from .errors import handle_errors, warn
+from .options import DryRunOpt, JsonOpt, LockTimeoutOpt
+
+_COLUMNS = ["path", "status", "tokens_before", "percent", "tokens_after", "through_seq", "summarizer", "artifact"]
+
+
+@app.command(
+    "compact",
+    epilog=(
+        "Examples: catty-ctx compact S --force; catty-ctx compact ROOT --check (exit 1 when one is over); "
+        "catty-ctx compact S --summarizer openai:gpt-4.1-mini; "
+        "catty-ctx compact --replay S/compaction_requests/ID.json --summarizer cmd:./my-model.sh"
+    ),
+)
+@handle_errors
+def compact_cmd(
+    target: Annotated[Optional[str], typer.Argument(metavar="SESSION|ROOT", help="A session directory, or a ROOT folder holding sessions at any depth (--check also takes a file or -).")] = None,
+    threshold: Annotated[float, typer.Option("--threshold", min=0, max=100, metavar="PCT", help="Compact when the view's estimated tokens are >= PCT % of the window.")] = 85.0,
+    force: Annotated[bool, typer.Option("--force", help="Compact even below the threshold (not when nothing happened since the last compaction).")] = False,
+    check: Annotated[bool, typer.Option("--check", help="Only report: exit 1 when a session is over its threshold, 0 otherwise.")] = False,
+    mode: Annotated[str, typer.Option("--mode", metavar="summary|transcript|segments", help="What the summary carrier points at: nothing, or the seq range of updates.jsonl.")] = "summary",
+    summarizer: Annotated[str, typer.Option("--summarizer", metavar="extractive|cmd:CMD|openai:MODEL", help="Who writes the summary: offline extraction, a command (prompt on stdin, summary on stdout; no shell), or an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")] = "extractive",
+    min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried.")] = 500,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser.")] = None,
+    replay: Annotated[Optional[str], typer.Option("--replay", metavar="ARTIFACT", help="Run a saved compaction_requests/<id>.json input through --summarizer and print the summary and timings; no session is touched.")] = None,
+    dry_run: DryRunOpt = False,
+    lock_timeout: LockTimeoutOpt = 30.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compact a session: summarise its view and append a `compaction` event.
+
+    The request artifact (compaction_requests/<id>.json: the exact summariser input, output,
+    attempts and timings) is written first and the event last, under the session lock. A ROOT
+    compacts every session over its threshold.
+    """
+    from ..errors import CattyError, UsageError
+    from .output import rows_out, stdout_tty, write_json
+
+    options: dict[str, Any] = {"min_chars": min_summary_chars}
+    if timeout is not None:
+        options["timeout"] = timeout
+    if summarizer == "extractive":
+        options = {}
+    if replay is not None:
+        if target is not None:
+            raise UsageError("--replay takes an artifact, not a SESSION")
+        from ..compact.artifacts import replay as run_replay
+
+        out = run_replay(replay, summarizer, **options)
+        if as_json or not stdout_tty():
+            write_json(out)
+        else:
+            _show_replay(out)
+        if out["summary"] is None:
+            raise CattyError(f"{replay}: {out['summarizer']}: {out['error']}", exit_code=75 if out["error_class"] != "deterministic" else 65)
+        return
+    if target is None:
+        raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
+
+    from ..compact import compact_target
+
+    errors: list[CattyError] = []
+
+    def on_error(path: str, exc: CattyError) -> None:
+        errors.append(exc)
+        warn(str(exc))
+
+    results = list(
+        compact_target(
+            target, on_error=on_error, threshold=threshold, force=force, mode=mode, summarizer=summarizer,
+            summarizer_options=options, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+        )
+    )
+    rows = [r.row() for r in results]
+    if as_json and len(rows) == 1 and not errors:
+        write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})
+    else:
+        rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions", right=["tokens_before", "percent", "tokens_after", "through_seq"])
+    if errors:
+        raise typer.Exit(int(errors[0].exit_code))
+    if check and any(r.status == "over" for r in results):
+        raise typer.Exit(1)
+
+
+def _is_root(target: str) -> bool:
+    from ..store import is_root
+
+    return is_root(target)
+
+
+def _show_replay(out: dict[str, Any]) -> None:
+    from .output import console, show, table
+
+    timings = out.get("timings") or {}
+    show(table(None, ["", ""], [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
+    if out.get("summary"):
+        console().print(out["summary"], markup=False)

@@ -1,0 +1,119 @@
+"""`catty-ctx compact`: the command line over the compaction pipeline."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import orjson
+
+from conftest import cli, jsonl, msg, session_event, write_log
+from scripted_server import ScriptedServer, error, sse
+
+
+def _session(path: Path, window: int = 200_000) -> Path:
+    return write_log(path, [
+        session_event(window=window),
+        msg("system", "sys"),
+        msg("user", "Make the build green; do not edit vendor/.", "u1"),
+        msg("assistant", "Working on it.", "a1"),
+    ])
+
+
+def test_force_compacts_and_prints_the_result_as_json(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    out = orjson.loads(cli("compact", str(s), "--force", "--json", check=True).stdout)
+    assert out["status"] == "compacted" and out["summarizer"] == "extractive" and out["through_seq"] == 3
+    ev = jsonl((s / "updates.jsonl").read_bytes())[-1]
+    assert ev["kind"] == "compaction" and ev["id"] == out["id"] and (s / out["artifact"]).is_file()
+
+
+def test_below_threshold_exits_0_and_writes_nothing(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    before = (s / "updates.jsonl").read_bytes()
+    proc = cli("compact", str(s), check=True)
+    assert jsonl(proc.stdout)[0]["status"] == "below_threshold" and (s / "updates.jsonl").read_bytes() == before
+
+
+def test_check_exits_1_when_over_and_0_when_under(tmp_path: Path) -> None:
+    s = _session(tmp_path / "root" / "s", window=40)
+    assert cli("compact", str(s), "--check").returncode == 1
+    assert cli("compact", str(tmp_path / "root"), "--check").returncode == 1
+    proc = cli("compact", str(_session(tmp_path / "big-window")), "--check")
+    assert proc.returncode == 0 and jsonl(proc.stdout)[0]["status"] == "under"
+    assert cli("compact", "-", "--check", input=(s / "updates.jsonl").read_bytes()).returncode == 1
+
+
+def test_root_compacts_sessions_over_their_threshold(tmp_path: Path) -> None:
+    _session(tmp_path / "root" / "over", window=40)
+    _session(tmp_path / "root" / "under")
+    out = orjson.loads(cli("compact", str(tmp_path / "root"), "--json", check=True).stdout)
+    assert {Path(r["path"]).name: r["status"] for r in out["sessions"]} == {"over": "compacted", "under": "below_threshold"}
+
+
+def test_compact_refuses_stdin_with_exit_2(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    proc = cli("compact", "-", "--force", input=(s / "updates.jsonl").read_bytes())
+    assert proc.returncode == 2 and b"needs a session directory" in proc.stderr
+
+
+def test_bad_options_are_usage_errors(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    for args in (["--summarizer", "magic"], ["--mode", "poem"]):
+        proc = cli("compact", str(s), "--force", *args)
+        assert proc.returncode == 2 and proc.stderr.startswith(b"catty-ctx: error:"), args
+
+
+def test_bad_log_line_is_exit_65_naming_file_and_line(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    with open(s / "updates.jsonl", "ab") as f:
+        f.write(b'{"v":1,"seq":4}\n')
+    proc = cli("compact", str(s), "--force")
+    assert proc.returncode == 65 and b"updates.jsonl:5:" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_openai_summarizer_over_a_real_http_endpoint(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    summary = "<summary>" + "The user wants a green build; vendor/ is off limits. " * 12 + "</summary>"
+    with ScriptedServer([error(502, "bad gateway"), sse(summary)]) as srv:
+        env = {"OPENAI_BASE_URL": srv.url, "OPENAI_API_KEY": "k", "CATTY_CTX_RETRY_BACKOFF": "0"}
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            out = orjson.loads(cli("compact", str(s), "--force", "--summarizer", "openai:m1", "--json", check=True).stdout)
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    doc = orjson.loads((s / out["artifact"]).read_bytes())
+    assert [a["outcome"] for a in doc["attempts"]] == ["transient", "success"] and doc["summarizer"] == "openai:m1"
+    assert "vendor/ is off limits" in jsonl((s / "updates.jsonl").read_bytes())[-1]["summary"]
+
+
+def test_summariser_failure_exits_with_one_line_and_no_event(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    before = (s / "updates.jsonl").read_bytes()
+    script = tmp_path / "bad.py"
+    script.write_text("import sys\nsys.stdin.read()\nsys.exit(4)\n")
+    proc = cli("compact", str(s), "--force", "--summarizer", f"cmd:{sys.executable} {script}")
+    assert proc.returncode == 65 and proc.stderr.count(b"\n") == 1 and b"exited 4" in proc.stderr
+    assert (s / "updates.jsonl").read_bytes() == before
+
+
+def test_replay_prints_the_summary_and_timings_and_touches_nothing(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    out = orjson.loads(cli("compact", str(s), "--force", "--json", check=True).stdout)
+    before = sorted((p.name, p.stat().st_size) for p in s.rglob("*"))
+    script = tmp_path / "echo.py"
+    script.write_text("import sys\nsys.stdin.read()\nprint('<summary>' + 'replayed ' * 80 + '</summary>')\n")
+    proc = cli("compact", "--replay", str(s / out["artifact"]), "--summarizer", f"cmd:{sys.executable} {script}", "--json", check=True)
+    rep = orjson.loads(proc.stdout)
+    assert rep["summary"].startswith("replayed") and rep["original_summarizer"] == "extractive" and "total_ms" in rep["timings"]
+    assert sorted((p.name, p.stat().st_size) for p in s.rglob("*")) == before
+
+
+def test_help_has_a_description_and_an_example() -> None:
+    out = cli("compact", "--help", check=True).stdout.decode()
+    assert "Compact a session" in out and "Example" in out and "--replay" in out
