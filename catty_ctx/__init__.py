@@ -19,6 +19,7 @@ _API = {
     "prefix_fp": ("fingerprint", "prefix_fp"),
     "item_tokens": ("tokens", "item_tokens"),
     "inspect_session": ("report", "inspect_session"),
+    "compact_session": ("compact", "compact_session"),
     "ExitCode": ("errors", "ExitCode"),
     "CattyError": ("errors", "CattyError"),
     "DataError": ("errors", "DataError"),
