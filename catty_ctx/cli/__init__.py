@@ -46,6 +46,7 @@ def _root(
 from . import append as _append  # noqa: E402,F401  (registers commands)
 from . import inspect as _inspect  # noqa: E402,F401
 from . import compact as _compact  # noqa: E402,F401
+from . import segment as _segment  # noqa: E402,F401
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from . import app
 from .errors import handle_errors, warn
 from .options import DryRunOpt, JsonOpt, LockTimeoutOpt
 
-_COLUMNS = ["path", "status", "tokens_before", "percent", "tokens_after", "through_seq", "summarizer", "artifact"]
+_COLUMNS = ["path", "status", "tokens_before", "percent", "tokens_after", "through_seq", "summarizer", "artifact", "segment"]
 
 
 @app.command(
@@ -26,7 +26,8 @@ def compact_cmd(
     threshold: Annotated[float, typer.Option("--threshold", min=0, max=100, metavar="PCT", help="Compact when the view's estimated tokens are >= PCT % of the window.")] = 85.0,
     force: Annotated[bool, typer.Option("--force", help="Compact even below the threshold (not when nothing happened since the last compaction).")] = False,
     check: Annotated[bool, typer.Option("--check", help="Only report: exit 1 when a session is over its threshold, 0 otherwise.")] = False,
-    mode: Annotated[str, typer.Option("--mode", metavar="summary|transcript|segments", help="What the summary carrier points at: nothing, or the seq range of updates.jsonl.")] = "summary",
+    mode: Annotated[str, typer.Option("--mode", metavar="summary|transcript|segments", help="What the summary carrier points at: nothing, the seq range of updates.jsonl, or a new segments/segment_NNN.md archive of the span.")] = "summary",
+    detail: Annotated[str, typer.Option("--detail", metavar="none|minimal|balanced|verbose", help="How much of each item a segment keeps (segments mode).")] = "verbose",
     summarizer: Annotated[str, typer.Option("--summarizer", metavar="extractive|cmd:CMD|openai:MODEL", help="Who writes the summary: offline extraction, a command (prompt on stdin, summary on stdout; no shell), or an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")] = "extractive",
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried.")] = 500,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser.")] = None,
@@ -76,7 +77,7 @@ def compact_cmd(
     results = list(
         compact_target(
             target, on_error=on_error, threshold=threshold, force=force, mode=mode, summarizer=summarizer,
-            summarizer_options=options, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+            detail=detail, summarizer_options=options, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
         )
     )
     rows = [r.row() for r in results]

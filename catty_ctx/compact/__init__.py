@@ -40,6 +40,12 @@ class Measure:
     previous: Event | None  # the latest compaction now in force
     head: HeadState
     items: list[dict[str, Any]] = field(default_factory=list)
+    span_start: int = 0  # items before it are the previous compaction's head
+
+    @property
+    def span_from(self) -> int:
+        """The first seq this compaction folds that no earlier one did."""
+        return self.previous["through_seq"] + 1 if self.previous is not None else 0
 
     @property
     def nothing_new(self) -> bool:
@@ -75,8 +81,14 @@ def measure(session: Session, *, keep_items: bool = True) -> Measure:
     stats = ViewStats()
     chain = Chain()
     items: list[dict[str, Any]] = []
+    prev_through = plan.compaction["through_seq"] if plan.compaction else None
+    span_start = 0 if prev_through is None else -1
     for vi in iter_view(tap(session.events()), plan, stats=stats):
         chain.add_canonical(vi.canon)
+        if span_start < 0:
+            seq = vi.item.get("seq")
+            if (type(seq) is int and seq > prev_through) or vi.item.get("synthetic") == "implicit_assistant":  # type: ignore[operator]
+                span_start = chain.length - 1
         if keep_items:
             items.append(vi.item)
     ev0 = first[0] if first else None
@@ -89,6 +101,7 @@ def measure(session: Session, *, keep_items: bool = True) -> Measure:
         previous=plan.compaction,
         head=head,
         items=items,
+        span_start=span_start if span_start >= 0 else chain.length,
     )
 
 
@@ -110,6 +123,7 @@ class CompactResult:
     summary_chars: int | None = None
     artifact: str | None = None
     head: str | None = None
+    segment: str | None = None
     summary: str | None = None
     event: Event | None = None
 
@@ -137,6 +151,7 @@ def compact_session(
     threshold: float = DEFAULT_THRESHOLD,
     force: bool = False,
     mode: str = "summary",
+    detail: str = "verbose",
     summarizer: str = "extractive",
     summarizer_options: dict[str, Any] | None = None,
     dry_run: bool = False,
@@ -146,8 +161,10 @@ def compact_session(
     """Compact one session if it is over `threshold` % of its window (or `force`)."""
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
-    if mode == "segments":
-        raise UsageError("--mode segments is not available yet; use summary or transcript")
+    from .segments import DETAILS
+
+    if detail not in DETAILS:
+        raise UsageError(f"unknown detail '{detail}' (use {', '.join(DETAILS)})")
     m = measure(session, keep_items=not check)
     base = dict(
         path=str(session.directory or session.display),
@@ -187,37 +204,59 @@ def compact_session(
         "tokens_after": 0,
         "prefix_fp": m.fp,
     }
-    head_items, head_kind = checked_head(comp, m.head)
-    if head_kind != "full":
-        comp["head"] = head_kind
-    comp["tokens_after"] = sum(item_tokens(it) for it in head_items)
     from .artifacts import artifact_doc, artifact_relpath, write_artifact
 
-    doc = artifact_doc(
-        compaction_id=cid, session_id=m.session_id, trigger=trigger, mode=mode, through_seq=m.last_seq,
-        prefix_fp=m.fp, request=request, result=result, tokens_before=m.tokens,
-        tokens_after=comp["tokens_after"] if result.summary is not None else None, threshold=threshold, head=head_kind,
-    )
-    out = CompactResult(
-        status="would_compact" if dry_run else "compacted", id=cid, through_seq=m.last_seq,
-        tokens_after=comp["tokens_after"], summarizer=summ.id, summary_chars=len(result.summary or ""),
-        head=head_kind, summary=result.summary, **base,  # type: ignore[arg-type]
-    )
+    def finish(segment: str | None) -> tuple[dict[str, Any], CompactResult]:
+        """The head (as the view will build it), its size, the artifact, the result row."""
+        if segment is not None:
+            comp["segment"] = segment
+        head_items, head_kind = checked_head(comp, m.head)
+        if head_kind != "full":
+            comp["head"] = head_kind
+        comp["tokens_after"] = sum(item_tokens(it) for it in head_items)
+        doc = artifact_doc(
+            compaction_id=cid, session_id=m.session_id, trigger=trigger, mode=mode, through_seq=m.last_seq,
+            prefix_fp=m.fp, request=request, result=result, tokens_before=m.tokens,
+            tokens_after=comp["tokens_after"] if result.summary is not None else None, threshold=threshold, head=head_kind,
+        )
+        row = CompactResult(
+            status="would_compact" if dry_run else "compacted", id=cid, through_seq=m.last_seq,
+            tokens_after=comp["tokens_after"], summarizer=summ.id, summary_chars=len(result.summary or ""),
+            head=head_kind, summary=result.summary, segment=segment, **base,  # type: ignore[arg-type]
+        )
+        return doc, row
+
     if result.summary is None:
+        doc, _ = finish(None)
         if not dry_run:
             write_artifact(directory, doc)
         code = ExitCode.DATA if result.error_class == "deterministic" else ExitCode.TEMP_FAIL
         where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
         raise SummarizerError(f"{session.display}: {summ.id}: {result.error}{where}", exit_code=code)
     if dry_run:
-        return out
-    write_artifact(directory, doc)
+        segment = None
+        if mode == "segments" and session.directory is not None:
+            from .segments import next_number, segment_name
+
+            segment = segment_name(next_number(session.directory))
+        return finish(segment)[1]
     comp["artifact"] = artifact_relpath(cid)
+    # Under one lock: the check that no other compaction landed, the segment number, the side
+    # files, then the event (the commit point).
     with session.lock(lock_timeout):
         now = plan_view(scan_markers(session.log_path)).compaction
         if (now or {}).get("id") != (m.previous or {}).get("id"):
             raise LockBusy(f"{session.display}: another compaction landed while this one ran; run compact again")
-        written = session._append_locked([comp], warn=None)
+        segment = None
+        if mode == "segments":
+            from .segments import Span, write_segment
+
+            span = Span(m.session_id, cid, m.span_from, m.last_seq, m.items[m.span_start:], result.summary, detail)
+            entry = write_segment(directory, session.log_path, span)
+            segment = entry["file"]
+        doc, out = finish(segment)
+        write_artifact(directory, doc)
+        written = session._append_locked([comp], warn=None)  # the lock is already held
     out.artifact = comp["artifact"]
     out.event = written[0]
     return out
