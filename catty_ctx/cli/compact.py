@@ -9,7 +9,7 @@ from . import app
 from .errors import handle_errors, warn
 from .options import DryRunOpt, JsonOpt, LockTimeoutOpt
 
-_COLUMNS = ["path", "status", "tokens_before", "percent", "tokens_after", "through_seq", "summarizer", "artifact", "segment"]
+_COLUMNS = ["path", "status", "tokens_before", "percent", "tokens_after", "through_seq", "summarizer", "artifact", "segment", "two_pass"]
 
 
 @app.command(
@@ -31,6 +31,8 @@ def compact_cmd(
     summarizer: Annotated[str, typer.Option("--summarizer", metavar="extractive|cmd:CMD|openai:MODEL", help="Who writes the summary: offline extraction, a command (prompt on stdin, summary on stdout; no shell), or an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")] = "extractive",
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried.")] = 500,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser.")] = None,
+    two_pass: Annotated[bool, typer.Option("--two-pass", help="Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass.")] = False,
+    prefire: Annotated[bool, typer.Option("--prefire", help="Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points of their threshold.")] = False,
     replay: Annotated[Optional[str], typer.Option("--replay", metavar="ARTIFACT", help="Run a saved compaction_requests/<id>.json input through --summarizer and print the summary and timings; no session is touched.")] = None,
     dry_run: DryRunOpt = False,
     lock_timeout: LockTimeoutOpt = 30.0,
@@ -77,7 +79,7 @@ def compact_cmd(
     results = list(
         compact_target(
             target, on_error=on_error, threshold=threshold, force=force, mode=mode, summarizer=summarizer,
-            detail=detail, summarizer_options=options, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+            detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
         )
     )
     rows = [r.row() for r in results]

@@ -25,6 +25,7 @@ from ..view import ViewStats, iter_view, plan_view, scan_markers
 from .continuation import HeadState, build_head, continuation_state
 
 MODES = ("summary", "transcript", "segments")
+PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
 DEFAULT_THRESHOLD = 85.0
 
 
@@ -124,6 +125,8 @@ class CompactResult:
     artifact: str | None = None
     head: str | None = None
     segment: str | None = None
+    two_pass: dict[str, Any] | None = None
+    prefix_len: int | None = None
     summary: str | None = None
     event: Event | None = None
 
@@ -156,9 +159,16 @@ def compact_session(
     summarizer_options: dict[str, Any] | None = None,
     dry_run: bool = False,
     check: bool = False,
+    two_pass: bool = False,
+    prefire: bool = False,
+    prefire_from: float | None = None,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> CompactResult:
-    """Compact one session if it is over `threshold` % of its window (or `force`)."""
+    """Compact one session if it is over `threshold` % of its window (or `force`).
+
+    `prefire` runs two-pass's pass 1 now instead (on a ROOT only for sessions at or above
+    `prefire_from` %) and appends nothing; `two_pass` uses a matching pass-1 note.
+    """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
     from .segments import DETAILS
@@ -179,6 +189,8 @@ def compact_session(
         return CompactResult(status="over" if over and not m.nothing_new else "under", **base)  # type: ignore[arg-type]
     if m.nothing_new:
         return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
+    if prefire:
+        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from)
     if not over and not force:
         return CompactResult(status="below_threshold", **base)  # type: ignore[arg-type]
     if not dry_run:
@@ -189,6 +201,13 @@ def compact_session(
     summ = get_summarizer(summarizer, **(summarizer_options or {}))
     state = continuation_state(m.head)
     request = SummaryRequest(items=m.items, state=state, window=m.window)
+    hit = None
+    if two_pass and session.directory is not None:
+        from .twopass import lookup, pass2_items
+
+        hit = lookup(session.directory, m.items, summ.id)
+        if hit.hit:
+            request = SummaryRequest(items=pass2_items(m.items, hit, m.window), state=state, window=m.window)
     result = summ.summarize(request)
     cid = str(uuid.uuid4())
     trigger = "threshold" if over else "manual"
@@ -204,6 +223,8 @@ def compact_session(
         "tokens_after": 0,
         "prefix_fp": m.fp,
     }
+    if hit is not None:
+        comp["two_pass"] = hit.record()
     from .artifacts import artifact_doc, artifact_relpath, write_artifact
 
     def finish(segment: str | None) -> tuple[dict[str, Any], CompactResult]:
@@ -222,8 +243,10 @@ def compact_session(
         row = CompactResult(
             status="would_compact" if dry_run else "compacted", id=cid, through_seq=m.last_seq,
             tokens_after=comp["tokens_after"], summarizer=summ.id, summary_chars=len(result.summary or ""),
-            head=head_kind, summary=result.summary, segment=segment, **base,  # type: ignore[arg-type]
+            head=head_kind, summary=result.summary, segment=segment, two_pass=comp.get("two_pass"), **base,  # type: ignore[arg-type]
         )
+        if hit is not None:
+            doc["two_pass"] = {**hit.record(), "prefix_len": hit.prefix_len, "why_stale": hit.why}
         return doc, row
 
     if result.summary is None:
@@ -257,9 +280,30 @@ def compact_session(
         doc, out = finish(segment)
         write_artifact(directory, doc)
         written = session._append_locked([comp], warn=None)  # the lock is already held
+    if hit is not None and hit.hit:
+        from .twopass import discard
+
+        discard(directory)
     out.artifact = comp["artifact"]
     out.event = written[0]
     return out
+
+
+def _prefire(session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None, from_pct: float | None) -> CompactResult:
+    from .summarizers import SummarizerError, get_summarizer
+    from .twopass import prefire
+
+    directory = session.require_directory("compact --prefire")
+    if from_pct is not None and base["percent"] < from_pct:
+        return CompactResult(status="not_near_threshold", **base)
+    summ = get_summarizer(summarizer, **(options or {}))
+    pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head))
+    if pre.status == "failed":
+        raise SummarizerError(f"{session.display}: {summ.id}: pass 1 failed: {pre.error}")
+    return CompactResult(
+        status=pre.status, summarizer=summ.id, prefix_len=pre.prefix_len,
+        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp}, **base,
+    )
 
 
 def compact_target(
@@ -270,6 +314,9 @@ def compact_target(
 ) -> Iterator[CompactResult]:
     """Compact SESSION, or each session under ROOT over its threshold (errors go to on_error)."""
     if target != "-" and is_root(target):
+        if options.get("prefire"):
+            # On a ROOT, prefire the sessions that are getting close (the cron use).
+            options.setdefault("prefire_from", options.get("threshold", DEFAULT_THRESHOLD) - PREFIRE_LEAD)
         for path in find_sessions(target):
             try:
                 with Session.open(path) as s:

@@ -281,4 +281,4 @@ class ExtractiveSummarizer(Summarizer):
         summary = extractive_summary(req.items, req.state, window=req.window)
         ms = round((time.monotonic() - t0) * 1000, 1)
         attempt = {"stage": "verbatim", "attempt": 1, "input_items": len(req.items), "outcome": "success", "summary_chars": len(summary)}
-        return SummaryResult(summary, self.id, stage="verbatim", attempts=[attempt], timings={"total_ms": ms})
+        return SummaryResult(summary, self.id, stage="verbatim", attempts=[attempt], timings={"total_ms": ms}, raw=summary)

@@ -129,6 +129,7 @@ class SummaryResult:
     error_class: str | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
+    raw: str | None = None  # the whole answer of the successful attempt (two-pass NOTE1 reads it)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -296,7 +297,7 @@ def run_ladder(
                 if len(summary) >= min_chars:
                     record["outcome"] = "success"
                     result.attempts.append(record)
-                    result.summary, result.stage, result.timings = summary, stage, timings
+                    result.summary, result.stage, result.timings, result.raw = summary, stage, timings, text
                     return result
                 record["outcome"] = "degenerate"
                 last_error = f"degenerate summary ({len(summary)} characters, fewer than {min_chars})"

@@ -117,3 +117,13 @@ def test_replay_prints_the_summary_and_timings_and_touches_nothing(tmp_path: Pat
 def test_help_has_a_description_and_an_example() -> None:
     out = cli("compact", "--help", check=True).stdout.decode()
     assert "Compact a session" in out and "Example" in out and "--replay" in out
+
+
+def test_prefire_then_two_pass_on_the_command_line(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    pre = orjson.loads(cli("compact", str(s), "--prefire", "--json", check=True).stdout)
+    assert pre["status"] == "prefired" and pre["prefix_len"] > 0 and (s / "compaction_requests" / "prefire.json").is_file()
+    assert jsonl((s / "updates.jsonl").read_bytes())[-1]["kind"] != "compaction"
+    cli("append", str(s), "-q", input=b'{"kind":"message","id":"n","role":"user","text":"next"}\n', check=True)
+    out = orjson.loads(cli("compact", str(s), "--force", "--two-pass", "--json", check=True).stdout)
+    assert out["two_pass"]["hit"] is True and jsonl((s / "updates.jsonl").read_bytes())[-1]["two_pass"]["hit"] is True
