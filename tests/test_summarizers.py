@@ -184,3 +184,11 @@ def test_unknown_summarizer_is_a_usage_error() -> None:
     for spec in ("magic", "cmd:", "openai:"):
         with pytest.raises(UsageError):
             get_summarizer(spec)
+
+
+def test_tool_schemas_count_against_the_ladder_budgets() -> None:
+    from catty_ctx.compact.summarizers import tool_schema_tokens
+
+    tools = [{"name": "read_file", "description": "Read a file", "parameters": {"type": "object"}}]
+    assert tool_schema_tokens({"tools": tools}) == item_tokens(tools[0]) > 0
+    assert tool_schema_tokens(None) == 0 and tool_schema_tokens({"tools": "x"}) == 0

@@ -67,6 +67,15 @@ def measure(session: Session, *, keep_items: bool = True) -> Measure:
         ranges = plan.excluded
         r_i = 0
         track = head.track
+        if not ranges:  # the common case, kept lean: this loop sees every event
+            for ev in events:
+                if not first:
+                    first.append(ev)
+                if ev.get("agent") is None:
+                    track(ev)
+                last[0] = ev["seq"]
+                yield ev
+            return
         for ev in events:
             seq = ev["seq"]
             last[0] = seq
@@ -131,8 +140,7 @@ class CompactResult:
     event: Event | None = None
 
     def row(self) -> dict[str, Any]:
-        row = {k: v for k, v in self.__dict__.items() if k not in ("event", "summary")}
-        return row
+        return {k: v for k, v in self.__dict__.items() if k not in ("event", "summary")}
 
 
 def checked_head(comp: Event, head: HeadState) -> tuple[list[dict[str, Any]], str]:
@@ -196,18 +204,19 @@ def compact_session(
     if not dry_run:
         directory = session.require_directory("compact")
 
-    from .summarizers import SummarizerError, SummaryRequest, get_summarizer
+    from .summarizers import SummarizerError, SummaryRequest, get_summarizer, tool_schema_tokens
 
     summ = get_summarizer(summarizer, **(summarizer_options or {}))
     state = continuation_state(m.head)
-    request = SummaryRequest(items=m.items, state=state, window=m.window)
+    schema = tool_schema_tokens(m.head.facets.get("prompt_context"))
+    request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema)
     hit = None
     if two_pass and session.directory is not None:
         from .twopass import lookup, pass2_items
 
         hit = lookup(session.directory, m.items, summ.id)
         if hit.hit:
-            request = SummaryRequest(items=pass2_items(m.items, hit, m.window), state=state, window=m.window)
+            request = SummaryRequest(items=pass2_items(m.items, hit, m.window, schema), state=state, window=m.window, tool_schema_tokens=schema)
     result = summ.summarize(request)
     cid = str(uuid.uuid4())
     trigger = "threshold" if over else "manual"

@@ -140,6 +140,7 @@ class _Digest:
         self.files: dict[str, list[str]] = {}
         self.calls: dict[str, tuple[str, Any]] = {}
         self.errors: list[list[Any]] = []  # [bullet, name, resolved?]
+        self.open_errors: dict[str, list[list[Any]]] = {}  # tool name -> its unresolved errors
         self.steps: list[str] = []
         self.last_assistant: str | None = None
         self.last_user_after_assistant = False
@@ -223,12 +224,13 @@ class _Digest:
         name, args = self.calls.pop(str(it.get("call_id")), ("?", None))
         if it.get("is_error"):
             first = _error_line(str(it.get("output", "")))
-            self.errors.append([f"- [seq {it.get('seq', '?')}] {name}({_args_brief(args)}) failed: {first}", name, False])
+            err = [f"- [seq {it.get('seq', '?')}] {name}({_args_brief(args)}) failed: {first}", name, False]
+            self.errors.append(err)
+            self.open_errors.setdefault(name, []).append(err)
             return
-        for err in self.errors:
-            if err[1] == name and not err[2]:
-                err[0] += f" → then {name} succeeded at seq {it.get('seq', '?')}"
-                err[2] = True
+        for err in self.open_errors.pop(name, ()):
+            err[0] += f" → then {name} succeeded at seq {it.get('seq', '?')}"
+            err[2] = True
 
     def render(self, state: dict[str, Any], user_budget: int) -> str:
         prev = self.prev
