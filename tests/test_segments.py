@@ -185,3 +185,27 @@ def test_a_copied_session_reads_its_own_segments(tmp_path: Path) -> None:
     (s / "segments" / "segment_000.md").write_text("parent changed")
     assert [h["file"] for h in grep_segments(child, child / "updates.jsonl", "ImportError")]
     assert resolve_segment(child, "0").parent == child / "segments"
+
+
+def test_two_compactions_at_once_never_share_a_segment_number(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    s = _session(tmp_path / "s")
+    Session.open(s).append([msg("user", f"filler {i} " + "f" * 300, f"f{i}") for i in range(3000)])
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from catty_ctx.compact import compact_session\nfrom catty_ctx.errors import LockBusy\nfrom catty_ctx.store import Session\n"
+        f"try:\n    compact_session(Session.open({str(s)!r}), force=True, mode='segments')\n"
+        "except LockBusy:\n    sys.exit(75)\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(3)]
+    codes = sorted(p.wait(timeout=60) for p in procs)
+    assert codes[0] == 0 and set(codes) <= {0, 75}  # the losers are told to try again
+    events = [orjson.loads(line) for line in (s / "updates.jsonl").read_bytes().splitlines()]
+    named = [e["segment"] for e in events if e["kind"] == "compaction"]
+    assert 1 <= len(named) <= codes.count(0) and len(set(named)) == len(named)  # a late starter may find nothing new
+    assert [e["file"] for e in list_segments(s, s / "updates.jsonl")] == named
+    assert all((s / "segments" / n).is_file() for n in named)
