@@ -17,6 +17,7 @@ import pytest
 from catty_ctx.compact import checked_head, compact_session, compact_target, measure
 from catty_ctx.compact.artifacts import load_artifact, replay
 from catty_ctx.compact.continuation import HeadState
+from catty_ctx.compact.segments import list_segments
 from catty_ctx.errors import CattyError, LockBusy, UsageError
 from catty_ctx.fingerprint import prefix_fp
 from catty_ctx.store import Session
@@ -209,8 +210,11 @@ def test_a_root_compacts_each_session_over_its_threshold(tmp_path: Path) -> None
 
 def test_compact_needs_a_directory(tmp_path: Path) -> None:
     s = planted(tmp_path / "s")
-    with pytest.raises(UsageError):
-        compact_session(Session.open(s / "updates.jsonl").__class__(log_path=s / "updates.jsonl", display="f"), force=True)
+    bare = tmp_path / "log.jsonl"  # a log file outside any session directory
+    bare.write_bytes(_log(s))
+    with pytest.raises(UsageError, match="needs a session directory"):
+        compact_session(Session.open(bare), force=True)
+    assert compact_session(Session.open(bare), check=True).status == "under"  # reading is fine
 
 
 def test_summariser_failure_keeps_its_artifact_and_appends_no_event(tmp_path: Path) -> None:
@@ -264,8 +268,8 @@ def test_replay_runs_the_saved_input_through_another_summarizer(tmp_path: Path) 
     assert {p.name: p.read_bytes() for p in s.rglob("*") if p.is_file()} == before
 
 
-def _kill_during_compaction(s: Path, delay: float, summarizer: str = "extractive") -> None:
-    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from catty_ctx.compact import compact_session; from catty_ctx.store import Session; compact_session(Session.open({str(s)!r}), force=True, summarizer={summarizer!r})"
+def _kill_during_compaction(s: Path, delay: float, summarizer: str = "extractive", mode: str = "summary") -> None:
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from catty_ctx.compact import compact_session; from catty_ctx.store import Session; compact_session(Session.open({str(s)!r}), force=True, summarizer={summarizer!r}, mode={mode!r})"
     proc = subprocess.Popen([sys.executable, "-c", code])
     try:
         proc.wait(timeout=delay)
@@ -284,9 +288,9 @@ def test_kill_9_during_compaction_never_leaves_an_unloadable_session(tmp_path: P
     t0 = time.monotonic()
     _kill_during_compaction(trial, 60)  # runs to the end: how long a whole compaction takes
     whole = time.monotonic() - t0
-    for _ in range(6):
+    for i in range(6):
         before = _log(s)
-        _kill_during_compaction(s, rng.uniform(0.1, 0.95) * whole)
+        _kill_during_compaction(s, rng.uniform(0.1, 0.95) * whole, mode=("summary", "segments")[i % 2])
         after = _log(s)
         assert after.startswith(before)
         events = list(Session.open(s).events())  # validates every line; a torn tail would warn
@@ -296,6 +300,8 @@ def test_kill_9_during_compaction_never_leaves_an_unloadable_session(tmp_path: P
             _assert_state_survives(items)
         for artifact in (s / "compaction_requests").glob("*.json") if (s / "compaction_requests").exists() else ():
             load_artifact(artifact)  # never a half-written artifact
+        listed = list_segments(s, s / "updates.jsonl")
+        assert [e["file"] for e in listed] == [e["segment"] for e in events if e["kind"] == "compaction" and "segment" in e]
         Session.open(s).append([msg("user", "more", "m")])
 
 

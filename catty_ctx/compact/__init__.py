@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
