@@ -168,3 +168,9 @@ def test_root_prefire_takes_sessions_within_10_points_of_their_threshold(tmp_pat
     rows = {Path(r.path).name: r.status for r in compact_target(str(tmp_path / "root"), prefire=True)}
     assert rows == {"near": "prefired", "far": "not_near_threshold"}
     assert not any(_last_event(tmp_path / "root" / n)["kind"] == "compaction" for n in rows)
+
+
+def test_prefire_dry_run_writes_nothing(tmp_path: Path) -> None:
+    s = write_log(tmp_path / "s", _events())
+    res = compact_session(Session.open(s), prefire=True, dry_run=True)
+    assert res.status == "would_prefire" and res.prefix_len == split_point(view(s)) and not (s / "compaction_requests").exists()

@@ -11,6 +11,7 @@ from .options import JsonOpt
 
 segment_app = typer.Typer(
     help="Read the segments archive that `compact --mode segments` writes (segments/segment_NNN.md).",
+    epilog="Example: catty-ctx segment list S; catty-ctx segment grep S TimeoutError -i; catty-ctx segment show S 0",
     no_args_is_help=True,
 )
 app.add_typer(segment_app, name="segment")

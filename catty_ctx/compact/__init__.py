@@ -197,7 +197,7 @@ def compact_session(
     if m.nothing_new:
         return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
     if prefire:
-        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from)
+        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run)
     if not over and not force:
         return CompactResult(status="below_threshold", **base)  # type: ignore[arg-type]
     if not dry_run:
@@ -297,14 +297,18 @@ def compact_session(
     return out
 
 
-def _prefire(session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None, from_pct: float | None) -> CompactResult:
+def _prefire(
+    session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None, from_pct: float | None, dry_run: bool
+) -> CompactResult:
     from .summarizers import SummarizerError, get_summarizer
-    from .twopass import prefire
+    from .twopass import prefire, split_point
 
     directory = session.require_directory("compact --prefire")
     if from_pct is not None and base["percent"] < from_pct:
         return CompactResult(status="not_near_threshold", **base)
     summ = get_summarizer(summarizer, **(options or {}))
+    if dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
+        return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
     pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head))
     if pre.status == "failed":
         raise SummarizerError(f"{session.display}: {summ.id}: pass 1 failed: {pre.error}")

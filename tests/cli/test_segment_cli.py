@@ -62,6 +62,6 @@ def test_segment_needs_a_session_directory(tmp_path: Path) -> None:
 
 
 def test_every_segment_command_has_help_and_an_example() -> None:
-    for sub in ("list", "show", "grep"):
-        out = cli("segment", sub, "--help", check=True).stdout.decode()
+    for sub in ("list", "show", "grep", None):
+        out = cli("segment", *([sub] if sub else []), "--help", check=True).stdout.decode()
         assert "Example" in out, sub
