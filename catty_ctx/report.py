@@ -16,7 +16,7 @@ from .errors import DataError
 from .events import Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
-from .store import Session, iter_raw_lines, session_window
+from .store import Session, iter_raw_lines, json_problem, session_window
 from .tokens import item_tokens, percent_of
 from .view import ViewStats, iter_view, plan_file
 
@@ -112,7 +112,7 @@ def iter_item_lines(session: Session, *, warn: Callable[[str], None] | None = No
         try:
             item = orjson.loads(raw.data)
         except orjson.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc})", path=session.display, line=raw.lineno) from None
+            raise DataError(json_problem(exc), path=session.display, line=raw.lineno) from None
         if not isinstance(item, dict) or not isinstance(item.get("role"), str):
             raise DataError("not a view item (an object with 'role')", path=session.display, line=raw.lineno)
         yield item

@@ -63,6 +63,8 @@ class Session:
         path = Path(target)
         if path.is_dir():
             log = path / LOG_NAME
+            if log.exists() and not log.is_file():
+                raise DataError("not a regular file", path=str(log))
             if not log.is_file():
                 raise UsageError(f"{path}: not a session (no {LOG_NAME})")
             return cls(log_path=log, directory=path, display=str(log))
@@ -152,7 +154,7 @@ class Session:
             try:
                 ev = loads(data)
             except orjson.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON ({exc})", path=display, line=lineno) from None
+                raise DataError(json_problem(exc), path=display, line=lineno) from None
             if validate:
                 problem = check_event(ev)
                 if problem is not None:
@@ -167,6 +169,8 @@ class Session:
                     raise DataError("seq 0 must be the session event", path=display, line=lineno)
                 expect = seq + 1
             yield ev
+        if validate and expect == 0:
+            raise DataError("no events: a log starts with its session event", path=display)
 
     def first_event(self) -> Event | None:
         for ev in self.events(warn=None):
@@ -304,6 +308,11 @@ class SessionLock:
 
 
 # -- helpers shared by readers and writers ---------------------------------------------------
+
+
+def json_problem(exc: orjson.JSONDecodeError) -> str:
+    """orjson's message without its own 'line 1' position (the caller names file:line)."""
+    return f"invalid JSON: {exc.msg} (column {exc.colno})"
 
 
 def _lines(path: Path, display: str, warn: Warn | None) -> Iterator[tuple[int, bytes]]:

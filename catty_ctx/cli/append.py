@@ -37,7 +37,7 @@ def append_cmd(
     import orjson
 
     from ..errors import DataError, UsageError
-    from ..store import LOG_NAME, Session, create_session
+    from ..store import LOG_NAME, Session, create_session, json_problem
     from .output import write_lines
 
     pending = []
@@ -47,7 +47,7 @@ def append_cmd(
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc})", path="<stdin>", line=lineno) from None
+            raise DataError(json_problem(exc), path="<stdin>", line=lineno) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
             raise DataError("an event needs to be an object with a 'kind'", path="<stdin>", line=lineno)
         pending.append(obj)
