@@ -44,6 +44,8 @@ def _root(
 
 
 from . import append as _append  # noqa: E402,F401  (registers commands)
+from . import completion as _completion  # noqa: E402,F401
+from . import completion as _completion  # noqa: E402,F401
 from . import inspect as _inspect  # noqa: E402,F401
 
 

@@ -1,0 +1,31 @@
+# bash completion for catty-ctx (generated; do not edit)
+_catty_ctx() {
+    local cur prev path="" w i
+    cur="${COMP_WORDS[COMP_CWORD]}"
+    prev="${COMP_WORDS[COMP_CWORD-1]}"
+    local groups="  "
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w="${COMP_WORDS[i]}"
+        [[ "$w" == -* ]] && continue
+        if [[ -z "$path" ]]; then path="$w"
+        elif [[ "$groups" == *" $path "* ]]; then path="$path $w"; break
+        else break
+        fi
+    done
+    case "$path|$prev" in
+
+    esac
+    local opts=""
+    case "${path:-__root__}" in
+        "__root__") opts="--help --version -h append completion inspect" ;;
+        "append") opts="--create --cwd --help --lock-timeout --model --quiet --session-id --window -h -q" ;;
+        "completion") opts="--help -h" ;;
+        "inspect") opts="--help --items --json --seq -h" ;;
+    esac
+    if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    else
+        COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+}
+complete -o filenames -F _catty_ctx catty-ctx
