@@ -3,7 +3,7 @@ _catty_ctx() {
     local cur prev path="" w i
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
-    local groups="  "
+    local groups=" segment "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         [[ "$w" == -* ]] && continue
@@ -17,10 +17,14 @@ _catty_ctx() {
     esac
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append completion inspect" ;;
+        "__root__") opts="--help --version -h append completion inspect segment" ;;
         "append") opts="--create --cwd --help --lock-timeout --model --quiet --session-id --window -h -q" ;;
         "completion") opts="--help -h" ;;
         "inspect") opts="--help --items --json --seq -h" ;;
+        "segment") opts="--help -h grep list show" ;;
+        "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
+        "segment list") opts="--help --json -h" ;;
+        "segment show") opts="--help -h" ;;
     esac
     if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
