@@ -45,6 +45,8 @@ def _root(
 
 from . import append as _append  # noqa: E402,F401  (registers commands)
 from . import inspect as _inspect  # noqa: E402,F401
+from . import blob as _blob  # noqa: E402,F401
+from . import instructions as _instructions  # noqa: E402,F401
 
 
 def main() -> None:
