@@ -39,6 +39,11 @@ def inspect_cmd(
     if target != "-" and is_root(target):
         from pathlib import Path
 
+        if context:
+            from ..errors import UsageError
+
+            raise UsageError(f"{target}: --context needs one session, not a ROOT")
+
         errors: list[str] = []
 
         def on_error(path: Path, exc: Exception) -> None:
