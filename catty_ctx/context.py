@@ -591,8 +591,7 @@ class Announcer:
         return self._listing({facet: ev.get("value")}, fresh=False)
 
     def head(self, facets: dict[str, Any]) -> dict[str, Any] | None:
-        """The listing for a rebuilt head: all current entries, as the head starts empty."""
-        self.announced.clear()
+        """The listing for a rebuilt head: all current entries (nothing is announced yet)."""
         return self._listing({f: facets.get(f) for f in ANNOUNCED_FACETS if f in facets}, fresh=True)
 
     def _listing(self, values: dict[str, Any], *, fresh: bool) -> dict[str, Any] | None:
