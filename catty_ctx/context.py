@@ -22,13 +22,16 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import orjson
 
 from .errors import DataError, UsageError
 from .events import DEFAULT_WINDOW, Event
 from .fingerprint import blob_handle
+
+if TYPE_CHECKING:
+    from .store import Session
 
 Warn = Callable[[str], None]
 
@@ -364,7 +367,7 @@ def latest_facet(events: Iterable[Event], facet: str, *, agent: str | None = Non
     return latest
 
 
-def record_instructions(session: Any, discovery: Discovery, *, lock_timeout: float = 30.0) -> Event | None:
+def record_instructions(session: "Session", discovery: Discovery, *, lock_timeout: float = 30.0) -> Event | None:
     """Append the `instructions` state unless the latest one already equals it (idempotent).
 
     Read and append happen under the session lock, so two runs at once append it once.
@@ -450,7 +453,7 @@ def _source_of(name: str, sources: dict[str, Any]) -> str | None:
     return None
 
 
-def context_report(session: Any, *, agent: str | None = None) -> dict[str, Any]:
+def context_report(session: "Session", *, agent: str | None = None) -> dict[str, Any]:
     """`inspect --context`: the prompt-context snapshot, every part with its provenance.
 
     The latest `prompt_context` state gives the parts it records; parts it lacks are filled
