@@ -1,19 +1,26 @@
 """Externalised payloads: the cost of folding a session whose large inputs stay inline
 versus one whose large inputs moved to blobs/ (previews inline), and the cost of writing them.
 
-Run: python -m bench.blobs [--turns N]   (prints ratios against the inline baseline)
+    python bench/blobs.py [--turns N]
+
+Prints log bytes, view tokens, fold time and append time, each as a ratio against the
+inline baseline.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from catty_ctx.context import externalize
-from catty_ctx.store import create_session
-from catty_ctx.view import ViewStats, stream_view
+# The project (uninstalled) instead of bench/, whose inspect.py would shadow the stdlib module.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from catty_ctx.context import externalize  # noqa: E402
+from catty_ctx.store import create_session  # noqa: E402
+from catty_ctx.view import ViewStats, stream_view  # noqa: E402
 
 
 def _turns(n: int) -> list[dict[str, Any]]:
