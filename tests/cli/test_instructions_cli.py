@@ -64,3 +64,21 @@ def test_append_to_a_missing_session_is_a_usage_error(repo: Path, tmp_path: Path
     proc = cli("instructions", str(repo), "--append", str(tmp_path / "none"))
     assert proc.returncode == 2 and not (tmp_path / "none").exists()
     assert os.path.exists(repo / "AGENTS.md")
+
+
+def test_concurrent_appends_record_the_state_once(repo: Path, tmp_path: Path) -> None:
+    import sys
+
+    from conftest import ROOT
+
+    s = tmp_path / "s"
+    cli("append", str(s), "--create", check=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "catty_ctx", "instructions", str(repo), "--append", str(s), "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for _ in range(4)
+    ]
+    seqs = [orjson.loads(p.communicate(timeout=60)[0])["appended_seq"] for p in procs]
+    assert sorted(seqs, key=lambda x: x is not None) == [None, None, None, 1]
+    assert [e["kind"] for e in jsonl((s / "updates.jsonl").read_bytes())] == ["session", "state"]
