@@ -22,9 +22,7 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
-
-import orjson
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .errors import DataError, UsageError
 from .events import DEFAULT_WINDOW, Event
@@ -179,16 +177,33 @@ def blob_path(session_dir: Path, handle: str) -> Path:
     return path
 
 
-def check_blob(path: Path) -> None:
-    """A blob whose content no longer hashes to its name is corrupt: a data error."""
+def open_blob(session_dir: Path, handle: str) -> IO[bytes]:
+    """The payload of a handle, opened for reading after checking it hashes to its name.
+
+    The file is opened without following links and checked through the same descriptor it
+    is read from, so it cannot be swapped in between. A mismatch is a data error (corrupt).
+    """
     import xxhash
 
-    h = xxhash.xxh3_128()
-    with open(path, "rb") as f:
+    path = blob_path(session_dir, handle)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
+    f = os.fdopen(fd, "rb")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DataError("not a regular file", path=str(path))
+        h = xxhash.xxh3_128()
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
-    if h.hexdigest() != path.name:
-        raise DataError("content does not match its handle (corrupt blob)", path=str(path))
+        if h.hexdigest() != handle:
+            raise DataError("content does not match its handle (corrupt blob)", path=str(path))
+        f.seek(0)
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
 def session_directory(target: str) -> Path:

@@ -26,10 +26,8 @@ def blob_cmd(
     import shutil
     import sys
 
-    from ..context import blob_path, check_blob, session_directory
+    from ..context import open_blob, session_directory
 
-    path = blob_path(session_directory(session), handle)
-    check_blob(path)
-    with open(path, "rb") as f:
+    with open_blob(session_directory(session), handle) as f:
         shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
     sys.stdout.flush()
