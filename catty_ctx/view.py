@@ -216,6 +216,8 @@ def message_item(ev: Event) -> Item:
         item["synthetic"] = ev["synthetic"]
     if ev.get("images"):
         item["images"] = ev["images"]
+    if "blob" in ev:  # an externalised message: `text` is its preview
+        item["blob"] = ev["blob"]
     return item
 
 
@@ -248,13 +250,14 @@ def answer_item(repair: Event) -> Item:
 class _Step:
     """An assistant message with its tool calls and the run of results after it."""
 
-    __slots__ = ("assistant", "pos", "calls", "results")
+    __slots__ = ("assistant", "pos", "calls", "results", "after")
 
     def __init__(self, assistant: Item, pos: int) -> None:
         self.assistant = assistant
         self.pos = pos
         self.calls: list[dict[str, Any]] = []
         self.results: list[tuple[Item, int]] = []
+        self.after: list[tuple[Item, int]] = []  # announcements held until the results are in
 
 
 # -- pass 2 ------------------------------------------------------------------------------
@@ -273,6 +276,7 @@ def _step_items(s: _Step, answers: dict[str, list[Event]], out: list[tuple[Item,
         for call in s.calls:
             for rep in answers.get(call["call_id"], ()):
                 out.append((answer_item(rep), last))
+    out.extend(s.after)
 
 
 def iter_view(
@@ -284,7 +288,9 @@ def iter_view(
 ) -> Iterator[ViewItem]:
     """Stream the view's items from the events (in seq order) and the plan of pass 1."""
     from .compact.continuation import HeadState, build_head
+    from .context import Announcer
 
+    announcer = Announcer()
     st = stats if stats is not None else ViewStats()
     comp = plan.compaction
     through = comp["through_seq"] if comp else -1
@@ -304,6 +310,11 @@ def iter_view(
     h = xxh3_128_digest
     at_end = object()
 
+    def rebuilt_head() -> list[tuple[Item, int]]:
+        items = [(item, through) for item in build_head(comp, head)]  # type: ignore[arg-type]
+        listing = announcer.head(head.facets)  # type: ignore[union-attr]
+        return items + [(listing, through)] if listing is not None else items
+
     for ev in _with_end(events, at_end):
         if ev is not at_end:
             seq = ev["seq"]
@@ -314,6 +325,8 @@ def iter_view(
                 roles[ev["role"]] = roles.get(ev["role"], 0) + 1
             elif st.first is None and kind == "session":
                 st.first = ev
+                if type(ev.get("window")) is int and ev["window"] > 0:
+                    announcer.window = ev["window"]  # the listing's budget is a share of it
             while r_i < len(ranges) and seq >= ranges[r_i][1]:
                 r_i += 1
             if r_i < len(ranges) and seq >= ranges[r_i][0]:
@@ -327,7 +340,7 @@ def iter_view(
                 continue
             if not head_done:
                 head_done = True
-                out.extend((item, through) for item in build_head(comp, head))  # type: ignore[arg-type]
+                out.extend(rebuilt_head())
             if seq in drops:
                 continue
             if kind == "message":
@@ -353,11 +366,15 @@ def iter_view(
             elif kind == "usage":
                 if seq > comp_seq:
                     st.on_usage(ev)
+            elif kind == "state":
+                listing = announcer.feed(ev)
+                if listing is not None:
+                    (step.after if step is not None else out).append((listing, seq))
             if not out:
                 continue
         else:
             if not head_done and comp is not None:
-                out.extend((item, through) for item in build_head(comp, head))  # type: ignore[arg-type]
+                out.extend(rebuilt_head())
             if step is not None:
                 _step_items(step, answers, out)
         for item, pos in out:

@@ -17,10 +17,12 @@ _catty_ctx() {
     esac
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append completion inspect segment" ;;
-        "append") opts="--create --cwd --help --lock-timeout --model --quiet --session-id --window -h -q" ;;
+        "__root__") opts="--help --version -h append blob completion inspect instructions segment" ;;
+        "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
+        "blob") opts="--help -h" ;;
         "completion") opts="--help -h" ;;
-        "inspect") opts="--help --items --json --seq -h" ;;
+        "inspect") opts="--context --help --items --json --seq -h" ;;
+        "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
         "segment") opts="--help -h grep list show" ;;
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--help --json -h" ;;

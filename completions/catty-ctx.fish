@@ -1,10 +1,12 @@
 # fish completion for catty-ctx (generated; do not edit)
 complete -c catty-ctx -f
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append completion inspect segment' -l version -d 'Print the version and exit'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append completion inspect segment' -a append -d 'Append events read from stdin (JSON Lines: kind + fields, or'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append completion inspect segment' -a completion -d 'Print the completion script for SHELL (the same file as comp'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append completion inspect segment' -a inspect -d 'Counts, turns, estimated tokens against the window, largest '
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append completion inspect segment' -a segment -d 'Read the segments archive: the verbatim record of compacted '
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions segment' -l version -d 'Print the version and exit'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions segment' -a append -d 'Append events read from stdin (JSON Lines: kind + fields, or'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions segment' -a blob -d 'Print the payload a large message or tool output was moved t'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions segment' -a completion -d 'Print the completion script for SHELL (the same file as comp'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions segment' -a inspect -d 'Counts, turns, estimated tokens against the window, largest '
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions segment' -a instructions -d 'Find instruction files (AGENTS.md and rules) for DIR, in pro'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions segment' -a segment -d 'Read the segments archive: the verbatim record of compacted '
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l create -d 'Make the session (summary.json and its session event) if it '
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l window -r -F -d 'Context window in tokens, with --create.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l model -r -F -d 'Model name, with --create.'
@@ -12,15 +14,26 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l cwd -r -F -d 'W
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l session-id -r -F -d 'Session id, with --create (default: a new UUID).'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l lock-timeout -r -F -d 'Wait this long for the session lock, then exit 75.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l quiet -s q -d 'Do not echo the appended events.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l max-user-bytes -r -F -d 'A user message longer than N bytes moves to blobs/ with its '
+complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l max-tool-bytes -r -F -d 'A tool output longer than N bytes moves to blobs/ with its h'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l items -d 'List the view\'s items with their tokens and cumulative finge'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l seq -r -F -d 'Print the event with this seq in full.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l context -d 'The prompt-context snapshot: every part with its source; unk'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -l append -r -F -d 'Record them as the session\'s instructions state (nothing is '
+complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -l no-global -d 'Leave out the user-level files.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
+complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -l lock-timeout -r -F -d 'Wait this long for the session lock, then exit 75.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment' -a grep -d 'Find TEXT in every segment; each match with its segment, seq'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment' -a list -d 'List the segments with their seq range, turns, size and keyw'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment' -a show -d 'Print segment N in full.'

@@ -41,7 +41,7 @@ def test_man_pages_render_without_warnings() -> None:
 
 
 def test_bash_completion_registers_and_completes() -> None:
-    script = f"source {ROOT / 'completions/catty-ctx.bash'}; complete -p catty-ctx; COMP_WORDS=(catty-ctx ins); COMP_CWORD=1; _catty_ctx; echo \"${{COMPREPLY[@]}}\""
+    script = f"source {ROOT / 'completions/catty-ctx.bash'}; complete -p catty-ctx; COMP_WORDS=(catty-ctx insp); COMP_CWORD=1; _catty_ctx; echo \"${{COMPREPLY[@]}}\""
     out = subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout.decode()
     assert "complete -o filenames -F _catty_ctx catty-ctx" in out and out.strip().endswith("inspect")
 
