@@ -47,6 +47,7 @@ from . import append as _append  # noqa: E402,F401  (registers commands)
 from . import completion as _completion  # noqa: E402,F401
 from . import completion as _completion  # noqa: E402,F401
 from . import inspect as _inspect  # noqa: E402,F401
+from . import prune as _prune  # noqa: E402,F401
 from . import segment as _segment  # noqa: E402,F401
 
 
