@@ -95,7 +95,7 @@ class PruneStats:
     tokens_before: int = 0
     tokens_after: int = 0
     trimmed: int = 0  # results kept head + tail
-    omitted: int = 0  # results replaced by a placeholder (tool uses cleared)
+    tool_uses_cleared: int = 0  # results replaced by a placeholder
     inputs_cleared: int = 0  # calls whose arguments were cleared
     images_removed: int = 0
     tokens_cleared: int = 0
@@ -238,6 +238,7 @@ class Plan:
     images: dict[int, int] = field(default_factory=dict)
     batches: int = 0
     reason: str = "omitted"
+    overhead: int = 0  # provider tokens beyond the items' estimate, at the end
 
 
 def plan_images(metas: Sequence[Meta], opts: PruneOptions) -> dict[int, int]:
@@ -308,31 +309,48 @@ def plan_tiered(metas: Sequence[Meta], call_ids: Sequence[str], total: int, wind
     return plan
 
 
-def plan_cache_aware(metas: Sequence[Meta], call_ids: Sequence[str], overheads: Sequence[int], window: int, opts: PruneOptions) -> Plan:
+@dataclass(frozen=True)
+class Usage:
+    """A `usage` event as seen from the view: what the provider counted for a request."""
+
+    first: int  # index of the first item it applies to (it came after item first - 1)
+    context: int  # its context size (input + cache_read + cache_write + output)
+    unpruned: int  # estimate of the unpruned items before it
+
+
+def usage_overhead(u: Usage | None, pruned_before: int) -> int:
+    """Tokens a provider counts beyond the items' estimate (tool schemas, framing).
+
+    A usage at least as large as the unpruned items measured an unpruned request: the excess
+    is overhead. A smaller one measured a pruned request (a runtime sending prune's output):
+    the excess over the pruned items as they stood then is overhead.
+    """
+    if u is None:
+        return 0
+    if u.context >= u.unpruned:
+        return u.context - u.unpruned
+    return max(0, u.context - pruned_before)
+
+
+def plan_cache_aware(metas: Sequence[Meta], call_ids: Sequence[str], usages: Sequence[Usage], window: int, opts: PruneOptions) -> Plan:
     """Batches replayed over the view: at the high-water mark, clear oldest-first to the low one."""
     plan = Plan(reason=omit_reason(opts))
     high = window * opts.high_percent
+    low = window * opts.low_percent / 100
     content = 0
+    content_at: list[int] = []  # the pruned estimate as it stood after each item
     users = 0
     users_at: list[int] = []  # real users up to each result
     results: list[int] = []  # view indices of results, in order
     calls: dict[str, int] = {}
     frontier = 0  # results before it are cleared or never will be
     failed: tuple[int, int] | None = None
-    for p, m in enumerate(metas):
-        content += m.tokens
-        if m.real_user:
-            users += 1
-        for cid in m.call_ids:
-            calls[cid] = p
-        if m.result:
-            results.append(p)
-            users_at.append(users)
-        total = content + overheads[p]
-        if window <= 0 or total * 100 < high or failed == (users, len(results)):
-            continue
-        # One batch: oldest eligible results first, until at or under the low mark.
-        low = window * opts.low_percent / 100
+    u_i = 0
+    extra = 0  # overhead of the latest usage
+
+    def batch(total: int) -> int:
+        """Clear the oldest eligible results until the request is under the low mark."""
+        nonlocal frontier, failed
         picked: list[int] = []
         saved = 0
         j = frontier
@@ -353,11 +371,35 @@ def plan_cache_aware(metas: Sequence[Meta], call_ids: Sequence[str], overheads: 
             if opts.clear_inputs:
                 plan.clear_calls.update(call_ids[i] for i in picked)
             plan.batches += 1
-            content -= saved
             frontier = j
             failed = None
-        else:
-            failed = (users, len(results))
+            return saved
+        failed = (users, len(results))
+        return 0
+
+    for p in range(len(metas) + 1):
+        while u_i < len(usages) and usages[u_i].first <= p:
+            u = usages[u_i]
+            extra = usage_overhead(u, content_at[u.first - 1] if u.first else 0)
+            u_i += 1
+        if p < len(metas):
+            m = metas[p]
+            content += m.tokens
+            if m.real_user:
+                users += 1
+            for cid in m.call_ids:
+                calls[cid] = p
+            if m.result:
+                results.append(p)
+                users_at.append(users)
+        elif not (usages and usages[-1].first == p):
+            break  # the end: re-checked only for a usage after the last item
+        total = content + extra
+        if window > 0 and total * 100 >= high and failed != (users, len(results)):
+            content -= batch(total)
+        if p < len(metas):
+            content_at.append(content)
+    plan.overhead = extra
     return plan
 
 
@@ -373,7 +415,7 @@ def apply_plan(items: Iterable[ViewItem], plan: Plan, opts: PruneOptions, stats:
         new: Item | None = None
         if i in plan.omit:
             new = placeholder_item(item, plan.reason, ref)
-            stats.omitted += 1
+            stats.tool_uses_cleared += 1
         elif i in plan.trim:
             new = trimmed_item(item, opts.trim_head, opts.trim_tail, ref)
             stats.trimmed += 1
@@ -401,64 +443,84 @@ def apply_plan(items: Iterable[ViewItem], plan: Plan, opts: PruneOptions, stats:
         delta += vi.tokens - tokens
         yield ViewItem(new, canon, tokens)
     stats.tokens_cleared = delta
-    stats.tokens_after = stats.tokens_before - delta
-    stats.over_window = stats.window > 0 and stats.tokens_after > stats.window
 
 
 # -- the whole mechanism ---------------------------------------------------------------------
 
 
 class Measure:
-    """Pass 1 over a view stream: metas, call ids of results, and the overhead at each point."""
+    """Pass 1 over a view stream: metas, call ids of results, and the usage events between."""
 
     def __init__(self, opts: PruneOptions, call_seqs: dict[str, int]) -> None:
         self.opts = opts
         self.call_seqs = call_seqs
         self.metas: list[Meta] = []
         self.call_ids: list[str] = []
-        self.overheads: list[int] = []
+        self.usages: list[Usage] = []
         self.names: dict[str, str] = {}
+        self.content = 0
+        self._usage_seq = -1
+        self._seq = -1
+        self._pending: tuple[int, int] | None = None
 
-    def feed(self, vi: ViewItem, stats: ViewStats | None) -> None:
+    def feed(self, vi: ViewItem, stats: ViewStats | None = None) -> None:
+        seq = vi.item.get("seq")
+        if isinstance(seq, int):
+            self._seq = seq
+        if stats is not None:
+            self.note_usage(stats)
         self.metas.append(describe(vi, self.opts, self.names, self.call_seqs))
         self.call_ids.append(vi.item.get("call_id", "") if vi.item.get("role") == "tool" else "")
-        self.overheads.append(overhead(stats))
+        self.content += vi.tokens
 
-    def plan(self, window: int, total: int) -> Plan:
+    def note_usage(self, stats: ViewStats, *, end: bool = False) -> None:
+        """Place the latest usage event before the first item that follows it in the log.
+
+        The view yields an assistant item only when its step ends, so a usage can be seen
+        before items that precede it; the item's seq says which side it is on.
+        """
+        if stats.usage_seen and stats.usage_seq != self._usage_seq:
+            self._pending = (stats.usage_seq, stats.usage_context)
+        if self._pending and (end or self._seq > self._pending[0]):
+            self._usage_seq = self._pending[0]
+            self.usages.append(Usage(len(self.metas), self._pending[1], self.content))
+            self._pending = None
+
+    @property
+    def overhead(self) -> int:
+        """The overhead of the last usage against the unpruned items."""
+        return usage_overhead(self.usages[-1], self.usages[-1].unpruned) if self.usages else 0
+
+    def plan(self, window: int) -> Plan:
         opts = self.opts
         if opts.strategy == "tiered":
-            plan = plan_tiered(self.metas, self.call_ids, total, window, opts)
+            plan = plan_tiered(self.metas, self.call_ids, self.content + self.overhead, window, opts)
+            plan.overhead = self.overhead
         else:
-            plan = plan_cache_aware(self.metas, self.call_ids, self.overheads, window, opts)
+            plan = plan_cache_aware(self.metas, self.call_ids, self.usages, window, opts)
         plan.images = plan_images(self.metas, opts)
         return plan
 
 
-def overhead(stats: ViewStats | None) -> int:
-    """Tokens the last usage counted beyond the estimate of the items before it (floor 0)."""
-    if stats is None or not stats.usage_seen:
-        return 0
-    return max(0, stats.usage_context - (stats.sum_tokens - stats.since_usage))
-
-
-def prune_items(items: Sequence[ViewItem], opts: PruneOptions, window: int, *, overheads: Sequence[int] | None = None, call_seqs: dict[str, int] | None = None) -> tuple[list[ViewItem], PruneStats]:
-    """Prune a view held in memory (a list of ViewItems); returns the items and the stats."""
+def prune_items(items: Sequence[ViewItem], opts: PruneOptions, window: int, *, call_seqs: dict[str, int] | None = None) -> tuple[list[ViewItem], PruneStats]:
+    """Prune a view held in memory (a list of ViewItems, no usage events); items and stats."""
     seqs = call_seqs or {}
     measure = Measure(opts, seqs)
     for vi in items:
-        measure.feed(vi, None)
-    if overheads is not None:
-        measure.overheads = list(overheads)
-    total = sum(m.tokens for m in measure.metas) + (measure.overheads[-1] if measure.overheads else 0)
-    return _finish(measure, items, window, total, seqs)
-
-
-def _finish(measure: Measure, items: Iterable[ViewItem], window: int, total: int, seqs: dict[str, int]) -> tuple[list[ViewItem], PruneStats]:
-    stats = PruneStats(strategy=measure.opts.strategy, window=window, tokens_before=total)
-    plan = measure.plan(window, total)
-    stats.batches = plan.batches
-    out = list(apply_plan(items, plan, measure.opts, stats, seqs))
+        measure.feed(vi)
+    stats = PruneStats()
+    out = list(_apply(measure, items, window, stats))
     return out, stats
+
+
+def _apply(measure: Measure, items: Iterable[ViewItem], window: int, stats: PruneStats) -> Iterator[ViewItem]:
+    stats.strategy, stats.window = measure.opts.strategy, window
+    stats.tokens_before = measure.content + measure.overhead
+    plan = measure.plan(window)
+    stats.batches = plan.batches
+    yield from apply_plan(items, plan, measure.opts, stats, measure.call_seqs)
+    stats.tokens_after = measure.content - stats.tokens_cleared + plan.overhead
+    stats.over_window = window > 0 and stats.tokens_after > window
 
 
 def call_event_seqs(events: Iterable[dict[str, Any]]) -> dict[str, int]:
@@ -496,16 +558,10 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
     vstats = ViewStats()
     for vi in iter_view(events(False), vplan, stats=vstats):
         measure.feed(vi, vstats)
+    measure.note_usage(vstats, end=True)  # a usage after the last item
     if window is None:
         window = session_window(source, first) if not isinstance(source, (list, tuple)) else _event_window(first)
-    content = sum(m.tokens for m in measure.metas)
-    total = content + overhead(vstats)
-    st.strategy, st.window, st.tokens_before = opts.strategy, window, total
-    if measure.overheads:
-        measure.overheads[-1] = overhead(vstats)  # a usage after the last item counts too
-    plan = measure.plan(window, total)
-    st.batches = plan.batches
-    yield from apply_plan(iter_view(events(True), vplan), plan, opts, st, seqs)
+    yield from _apply(measure, iter_view(events(True), vplan), window, st)
 
 
 def _event_window(first: dict[str, Any] | None) -> int:
@@ -576,8 +632,23 @@ def prefix_reuse(previous: Iterable[bytes], current: Iterable[ViewItem]) -> Pref
     return res
 
 
-def item_lines_canon(lines: Iterable[bytes]) -> Iterator[bytes]:
-    """Canonical forms of the items of an item stream (one JSON object a line)."""
-    for line in lines:
-        if line.strip():
-            yield canonical(orjson.loads(line))
+def item_lines_canon(path: str) -> list[bytes]:
+    """Canonical forms of the items of an item stream file (an earlier prune output)."""
+    from .errors import DataError, UsageError
+
+    out = []
+    try:
+        with open(path, "rb") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise DataError(f"invalid JSON ({exc})", path=path, line=lineno) from None
+                if not isinstance(item, dict) or "role" not in item:
+                    raise DataError("not a view item (an object with 'role')", path=path, line=lineno)
+                out.append(canonical(item))
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror}") from None
+    return out

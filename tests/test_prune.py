@@ -12,7 +12,7 @@ WINDOW = 200_000
 
 
 def events(*evs: dict[str, Any]) -> list[dict[str, Any]]:
-    out = [session_event()] + list(evs)
+    out = list(evs) if evs and evs[0].get("kind") == "session" else [session_event(), *evs]
     return [{"v": 1, "seq": i, "ts": "2026-11-01T00:00:00.000Z", **e} for i, e in enumerate(out)]
 
 
@@ -67,9 +67,9 @@ def test_tiered_runs_only_from_half_the_window() -> None:
     items = list(stream_view(evs))
     total = sum(vi.tokens for vi in items)
     untouched, st = prune_items(items, PruneOptions(strategy="tiered"), total * 2 + 2)  # below 50%
-    assert [vi.item for vi in untouched] == [vi.item for vi in items] and st.omitted == 0
+    assert [vi.item for vi in untouched] == [vi.item for vi in items] and st.tool_uses_cleared == 0
     pruned, st = prune_items(items, PruneOptions(strategy="tiered"), total * 2)  # exactly 50%: >=
-    assert st.omitted == 3 and st.trimmed == 7
+    assert st.tool_uses_cleared == 3 and st.trimmed == 7
 
 
 def test_every_rewrite_names_the_seq_and_the_inspect_command() -> None:
@@ -184,3 +184,29 @@ def test_prefix_reuse_counts_the_common_prefix_in_tokens() -> None:
     r = prefix_reuse([v.canon for v in items], changed)
     assert r.items == 3 and r.tokens == sum(v.tokens for v in items[:3]) and r.first_change_index == 3
     assert prefix_reuse([v.canon for v in items], items).ratio == 1.0
+
+
+def test_usage_of_pruned_requests_keeps_every_request_within_the_window() -> None:
+    """A runtime that sends prune's output records usage of the *pruned* request (plus its
+    tool schemas); prune must still count those schemas, or requests creep over the window."""
+    window, schema = 20_000, 3_000
+    log: list[dict[str, Any]] = [session_event(window=window)]
+
+    def send() -> int:
+        st = PruneStats()
+        req = list(prune(events(*log), PruneOptions(), stats=st))
+        sent = sum(v.tokens for v in req) + schema
+        assert sent <= window and st.tokens_after >= sent - schema
+        return sent
+
+    sizes = []
+    for n in range(1, 40):
+        log.append(msg("user", f"turn {n}", f"u{n}"))
+        sent = send()
+        log += [msg("assistant", "", f"a{n}"), call(f"c{n}", "read_file", {"n": n}),
+                {"kind": "usage", "model": "m", "input": sent, "output": 20, "cache_read": 0, "cache_write": 0, "reasoning": 0},
+                result(f"c{n}", "w" * 4000)]
+        sent = send()
+        log += [msg("assistant", "done", f"d{n}"), {"kind": "usage", "model": "m", "input": sent, "output": 5, "cache_read": 0, "cache_write": 0, "reasoning": 0}]
+        sizes.append(sent)
+    assert max(sizes) > window * 0.8  # the session did reach the high-water mark, repeatedly

@@ -54,7 +54,7 @@ def prune_cmd(
     """
     import orjson
 
-    from ..errors import DataError, UsageError
+    from ..errors import UsageError
     from ..events import DEFAULT_WINDOW
     from ..prune import MIB, PruneOptions, PruneStats, item_lines_canon, PrefixReuse, prune, prune_item_stream
     from ..report import _is_item_stream, iter_item_lines
@@ -81,15 +81,7 @@ def prune_cmd(
     problem = opts.check()
     if problem:
         raise UsageError(problem)
-    prev_lines = None
-    if previous is not None:
-        try:
-            with open(previous, "rb") as f:
-                prev_lines = list(item_lines_canon(f))
-        except OSError as exc:
-            raise UsageError(f"{previous}: {exc.strerror}") from None
-        except orjson.JSONDecodeError as exc:
-            raise DataError(f"not an item stream ({exc})", path=previous) from None
+    prev_lines = item_lines_canon(previous) if previous is not None else None
     st = PruneStats()
     with Session.open(session) as s:
         if s.stdin and _is_item_stream(s):

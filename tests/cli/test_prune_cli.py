@@ -63,7 +63,7 @@ def test_stats_report_tokens_before_after_and_what_was_cleared(tmp_path: Path) -
     st = orjson.loads(proc.stderr.splitlines()[-1])["stats"]
     assert st["strategy"] == "cache-aware" and st["window"] == 20_000
     assert st["tokens_before"] > 20_000 > st["tokens_after"] > 0
-    assert st["omitted"] > 0 and st["tokens_cleared"] == st["tokens_before"] - st["tokens_after"]
+    assert st["tool_uses_cleared"] > 0 and st["tokens_cleared"] == st["tokens_before"] - st["tokens_after"]
     inspected = orjson.loads(cli("inspect", str(d), "--json", check=True).stdout)
     assert st["tokens_before"] == inspected["tokens"]  # SPEC token estimates, as inspect counts them
 
@@ -118,3 +118,12 @@ def test_torn_tail_warns_once(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "sessions" / "torn", d)
     proc = cli("prune", str(d), check=True)
     assert proc.stderr.decode().count("warning:") == 1 and "torn final line" in proc.stderr.decode()
+
+
+def test_previous_that_is_not_an_item_stream_exits_65_naming_the_line(tmp_path: Path) -> None:
+    d = long_session(tmp_path / "s", turns=2)
+    prev = tmp_path / "prev.jsonl"
+    prev.write_bytes(b'{"role":"user","text":"a"}\n{"kind":"message"}\n')
+    proc = cli("prune", str(d), "--previous", str(prev))
+    assert proc.returncode == 65 and f"{prev}:2:" in proc.stderr.decode() and proc.stdout == b""
+    assert cli("prune", str(d), "--previous", str(tmp_path / "missing")).returncode == 2
