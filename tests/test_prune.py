@@ -210,3 +210,16 @@ def test_usage_of_pruned_requests_keeps_every_request_within_the_window() -> Non
         log += [msg("assistant", "done", f"d{n}"), {"kind": "usage", "model": "m", "input": sent, "output": 5, "cache_read": 0, "cache_write": 0, "reasoning": 0}]
         sizes.append(sent)
     assert max(sizes) > window * 0.8  # the session did reach the high-water mark, repeatedly
+
+
+def test_cache_aware_never_touches_recent_turns_or_excluded_tools() -> None:
+    evs = events(*turn(1, "m" * 4000, "memory"), *[e for n in range(2, 19) for e in turn(n, "w" * 4000)])
+    out = by_call(run(evs, window=20_000, exclude_tools=frozenset({"memory"}))[0])
+    assert out["c1"] == "m" * 4000 and out["c2"].startswith("[tool result cleared")
+    assert all(out[f"c{n}"] == "w" * 4000 for n in (16, 17, 18))  # ages 2, 1, 0
+
+
+def test_cache_aware_clear_at_least_skips_small_batches() -> None:
+    evs = events(*[e for n in range(1, 23) for e in turn(n, "w" * 4000)])  # 1.15x the window
+    items, st = run(evs, window=20_000, clear_at_least=10**6)
+    assert st.batches == 0 and st.over_window and all(not it.get("pruned") for it in items)
