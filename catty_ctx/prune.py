@@ -34,9 +34,10 @@ body is at most `image_low`. This is also replayed item by item, so the set of r
 images only grows when the high mark is crossed again (hysteresis that holds across
 requests, not only within one).
 
-Request size: each item's estimate (SPEC "Token estimates") plus the provider's overhead
-seen in the last `usage` event (its context size minus the estimate of the items before it,
-never negative). Without usage events that is the sum of the item estimates.
+Request size: the items' estimates (SPEC "Token estimates") plus the provider overhead the
+latest `usage` event shows (see `usage_overhead`): its excess over the unpruned items before
+it, or, when it measured a smaller (pruned) request, its excess over the pruned items as the
+replay had them then. Without usage events it is the sum of the item estimates.
 """
 from __future__ import annotations
 
@@ -502,15 +503,13 @@ class Measure:
         return plan
 
 
-def prune_items(items: Sequence[ViewItem], opts: PruneOptions, window: int, *, call_seqs: dict[str, int] | None = None) -> tuple[list[ViewItem], PruneStats]:
+def prune_items(items: Sequence[ViewItem], opts: PruneOptions, window: int, *, call_seqs: dict[str, int] | None = None, stats: PruneStats | None = None) -> tuple[list[ViewItem], PruneStats]:
     """Prune a view held in memory (a list of ViewItems, no usage events); items and stats."""
-    seqs = call_seqs or {}
-    measure = Measure(opts, seqs)
+    measure = Measure(opts, call_seqs or {})
     for vi in items:
         measure.feed(vi)
-    stats = PruneStats()
-    out = list(_apply(measure, items, window, stats))
-    return out, stats
+    st = stats if stats is not None else PruneStats()
+    return list(_apply(measure, items, window, st)), st
 
 
 def _apply(measure: Measure, items: Iterable[ViewItem], window: int, stats: PruneStats) -> Iterator[ViewItem]:
@@ -571,16 +570,13 @@ def _event_window(first: dict[str, Any] | None) -> int:
     return w if isinstance(w, int) and w > 0 else DEFAULT_WINDOW
 
 
-def prune_item_stream(items: Iterable[Item], opts: PruneOptions, window: int, stats: PruneStats | None = None) -> Iterator[ViewItem]:
+def prune_item_stream(items: Iterable[Item], opts: PruneOptions, window: int, stats: PruneStats | None = None) -> list[ViewItem]:
     """Prune a request read as items (what `resume --format items` or `prune` printed)."""
     vis = []
     for item in items:
         canon = canonical(item)
         vis.append(ViewItem(item, canon, item_tokens(item, canon)))
-    out, st = prune_items(vis, opts, window)
-    if stats is not None:
-        stats.__dict__.update(st.__dict__)
-    yield from out
+    return prune_items(vis, opts, window, stats=stats)[0]
 
 
 # -- comparing requests ----------------------------------------------------------------------
