@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# Put the project where this folder was: bench/inspect.py would shadow the stdlib's inspect.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from catty_ctx.prune import PruneOptions, prefix_reuse, prune_items  # noqa: E402
 from catty_ctx.view import stream_view  # noqa: E402

@@ -534,7 +534,7 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
     `stats` is filled in as the output streams; it is complete when the iterator ends.
     """
     from .store import Session, session_window
-    from .view import iter_view, plan_view, scan_markers
+    from .view import iter_view, plan_file, plan_view
 
     if isinstance(source, (list, tuple)):
         first = source[0] if source else None
@@ -545,7 +545,7 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
     else:
         source = source if isinstance(source, Session) else Session.open(source)
         first = source.first_event()
-        vplan = plan_view(scan_markers(source.log_path))
+        vplan = plan_file(source.log_path)
 
         def events(quiet: bool) -> Any:
             # Warnings (a torn tail) once, on the first pass only.

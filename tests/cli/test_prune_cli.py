@@ -127,3 +127,12 @@ def test_previous_that_is_not_an_item_stream_exits_65_naming_the_line(tmp_path: 
     proc = cli("prune", str(d), "--previous", str(prev))
     assert proc.returncode == 65 and f"{prev}:2:" in proc.stderr.decode() and proc.stdout == b""
     assert cli("prune", str(d), "--previous", str(tmp_path / "missing")).returncode == 2
+
+
+def test_below_the_marks_the_output_is_the_view_itself_rewinds_applied(tmp_path: Path) -> None:
+    d = write_log(tmp_path / "s", [session_event(), msg("user", "one", "u1"), msg("assistant", "a", "a1"),
+                                   msg("user", "two", "u2"), msg("assistant", "b", "a2"), {"kind": "rewind", "to_turn": 1},
+                                   msg("user", "two again", "u3")])
+    pruned = jsonl(cli("prune", str(d), check=True).stdout)
+    view = [r["item"] for r in orjson.loads(cli("inspect", str(d), "--items", "--json", check=True).stdout)["items"]]
+    assert pruned == view and [it["text"] for it in pruned] == ["one", "a", "two again"]
