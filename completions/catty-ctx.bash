@@ -17,10 +17,11 @@ _catty_ctx() {
     esac
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append completion inspect segment" ;;
+        "__root__") opts="--help --version -h append completion inspect prune segment" ;;
         "append") opts="--create --cwd --help --lock-timeout --model --quiet --session-id --window -h -q" ;;
         "completion") opts="--help -h" ;;
         "inspect") opts="--help --items --json --seq -h" ;;
+        "prune") opts="--clear-at-least --clear-inputs --exclude-tools --help --high --image-high --image-low --keep --keep-turns --low --min-percent --omit-age --previous --session-ref --stats --strategy --trim-head --trim-over --trim-tail --window -h" ;;
         "segment") opts="--help -h grep list show" ;;
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--help --json -h" ;;
