@@ -49,6 +49,7 @@ from . import blob as _blob  # noqa: E402,F401
 from . import completion as _completion  # noqa: E402,F401
 from . import inspect as _inspect  # noqa: E402,F401
 from . import instructions as _instructions  # noqa: E402,F401
+from . import prune as _prune  # noqa: E402,F401
 from . import segment as _segment  # noqa: E402,F401
 
 
