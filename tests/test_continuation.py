@@ -26,8 +26,10 @@ def test_every_facet_is_carried_and_the_structure_is_versioned() -> None:
     cs = continuation_state(h)
     assert cs["version"] == CONTINUATION_VERSION == 1
     text = render_state(cs)
-    for needle in ("Available skills: pdf (read PDFs)", "MCP server github: issues, prs", "- prefers tabs", "Plan: 1. split 2. test", "Instruction files in effect: AGENTS.md"):
+    for needle in ("- prefers tabs", "Plan: 1. split 2. test", "Instruction files in effect: AGENTS.md"):
         assert needle in text
+    assert cs["skills"] == [{"name": "pdf", "description": "read PDFs"}] and cs["mcp"] == [{"name": "github", "tools": ["issues", "prs"]}]
+    assert "pdf" not in text  # the announcer lists skills and MCP servers after the head
 
 
 def test_latest_facet_event_wins() -> None:

@@ -1,211 +1,107 @@
-"""The segments archive: segment files at every detail level, the indexes, numbering under
-the lock, reading and searching, and refusing anything that is not a segment."""
+"""The segments archive (reference 3.4): files, index, detail levels, reading and confinement."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import orjson
 import pytest
 
-from catty_ctx.compact import compact_session
-from catty_ctx.compact.segments import (
-    DETAILS,
-    Span,
-    grep_segments,
-    keywords,
-    list_segments,
-    render_segment,
-    resolve_segment,
-    write_segment,
-)
+from catty_ctx.compact.segments import DETAILS, list_segments, render_segment, segment_path, write_segment
 from catty_ctx.errors import UsageError
 from catty_ctx.store import Session
-from catty_ctx.view import view
-from conftest import call, msg, result, session_event, write_log
+from conftest import cli, jsonl
+
+SUMMARY = "## Current Work\nFixing parse_header in src/parse.py so ParseError is raised for empty input."
 
 
-def _session(path: Path) -> Path:
-    return write_log(path, [
-        session_event(),
-        msg("system", "sys"),
-        msg("user", "Port the tokenizer; keep `tokenize_line` signature.", "u1"),
-        msg("assistant", "Reading it. " + "A" * 3000, "a1"),
-        call("c1", "read_file", {"path": "src/tok.py"}), result("c1", "def tokenize_line(s):\n    return s.split()\n" + "B" * 900),
-        call("c2", "run_terminal_cmd", {"command": "pytest -q"}), result("c2", "Error: ImportError: no module named tok", is_error=True),
-        msg("assistant", "Fixed the import.", "a2"),
-    ])
+def _events(demo: Path) -> list[dict]:
+    return [e for e in Session.open(demo).events() if e["kind"] in ("message", "tool_call", "tool_result")]
 
 
-def _compact(s: Path, detail: str = "verbose") -> dict:
-    res = compact_session(Session.open(s), force=True, mode="segments", detail=detail)
-    assert res.status == "compacted" and res.segment
-    return orjson.loads((s / "updates.jsonl").read_bytes().splitlines()[-1])
+@pytest.mark.parametrize("detail", DETAILS)
+def test_each_detail_level_renders_banner_metadata_stats_summary(demo: Path, detail: str) -> None:
+    text, info = render_segment(0, _events(demo), SUMMARY, detail=detail, created_at="2026-11-01T00:00:00Z")
+    assert text.startswith("# Segment 000") and "Historical record, read-only" in text
+    assert "- seq: 1..21" in text and "read_file (1)" in text and "run_terminal_cmd (2)" in text
+    assert "src/parse.py" in text and "- tool errors: 1" in text and SUMMARY in text
+    assert info.turns == 2 and info.tools == {"run_terminal_cmd": 2, "read_file": 1, "edit_file": 1}
+    if detail == "none":
+        assert "## Turns" not in text
+    else:
+        assert "#### [seq 2] user" in text
+    if detail == "minimal":
+        assert '#### [seq 4] tool_call read_file(path="tests/test_parse.py")' in text
+    if detail == "verbose":
+        assert "AssertionError: assert None == []" in text
 
 
-def test_segment_file_banner_metadata_statistics_summary_and_turns(tmp_path: Path) -> None:
-    s = _session(tmp_path / "s")
-    ev = _compact(s)
-    text = (s / "segments" / "segment_000.md").read_text()
-    assert ev["segment"] == "segment_000.md"
-    assert "read-only" in text and "segment grep" in text  # the banner says what it is and how to search it
-    assert f"- compaction: {ev['id']}" in text and "- seq: 0..8" in text and "- turns: 1" in text
-    assert "- roles: assistant 2, system 1, tool 2, user 1" in text
-    assert "- tools used: read_file (1), run_terminal_cmd (1)" in text and "- files: src/tok.py" in text
-    assert "- tool errors: 1" in text and "### 1. Primary Request and Intent" in text
-    assert "### [seq 5] tool c1\ndef tokenize_line(s):" in text and "A" * 3000 in text
+def test_balanced_clips_long_texts_and_verbose_keeps_them(demo: Path) -> None:
+    evs = _events(demo)
+    evs.append({"v": 1, "seq": 99, "ts": "t", "kind": "tool_result", "call_id": "cx", "output": "x" * 5000, "is_error": False})
+    balanced, _ = render_segment(0, evs, SUMMARY, detail="balanced")
+    verbose, _ = render_segment(0, evs, SUMMARY, detail="verbose")
+    assert "x" * 5000 in verbose and "x" * 5000 not in balanced and "x" * 500 in balanced
 
 
-def test_detail_levels(tmp_path: Path) -> None:
-    sizes = {}
-    for detail in DETAILS:
-        s = _session(tmp_path / detail)
-        _compact(s, detail)
-        text = (s / "segments" / "segment_000.md").read_text()
-        sizes[detail] = len(text)
-        if detail == "none":
-            assert "## Turns" not in text and "tokenize_line" in text  # the summary still names it
-        elif detail == "minimal":
-            assert '- [seq 3] assistant: Reading it.' in text and 'read_file(path="src/tok.py")' in text
-            assert "- [seq 7] tool c2: error: Error: ImportError" in text and "B" * 200 not in text
-        elif detail == "balanced":
-            assert "A" * 1988 + " […1012 more characters…]" in text and "B" * 900 not in text
-        else:
-            assert "A" * 3000 in text and "B" * 900 in text
-    assert sizes["none"] < sizes["minimal"] < sizes["balanced"] < sizes["verbose"]
+def test_a_segment_is_capped_at_whole_items_with_a_notice(demo: Path) -> None:
+    evs = [{"v": 1, "seq": i, "ts": "t", "kind": "tool_result", "call_id": f"c{i}", "output": "y" * 1000, "is_error": False} for i in range(1, 200)]
+    text, info = render_segment(0, evs, SUMMARY, cap=20_000)
+    assert info.truncated and len(text.encode()) <= 20_000 and "Segment capped at 20000 bytes" in text
+    assert text.count("y" * 1000) == text.count("tool_result (")  # no item is cut in half
 
 
-def test_segments_are_capped_at_whole_items_with_a_notice() -> None:
-    items = [{"seq": i, "role": "assistant", "text": "x" * 1000} for i in range(100)]
-    data, _ = render_segment(0, Span("s", "k", 0, 99, items, "S", "verbose"), cap=20_000)
-    text = data.decode()
-    assert len(data) <= 20_000 and text.rstrip().endswith("in updates.jsonl)]")
-    shown = text.count("### [seq ")
-    assert f"{100 - shown} later items are not shown (seq {shown}..99" in text
-    assert text.count("x" * 1000) == shown  # no item is cut in half
+def test_keywords_come_from_current_work(demo: Path) -> None:
+    _, info = render_segment(0, _events(demo), SUMMARY)
+    assert "parse_header" in info.keywords and "src/parse.py" in info.keywords and "the" not in info.keywords
 
 
-def test_index_md_and_index_json(tmp_path: Path) -> None:
-    s = _session(tmp_path / "s")
-    _compact(s)
-    Session.open(s).append([msg("user", "now the parser", "u2"), msg("assistant", "Working on parse_block in src/parse.py", "a3")])
-    ev = _compact(s, "minimal")
-    index = orjson.loads((s / "segments" / "index.json").read_bytes())["segments"]
-    assert [(e["segment"], e["file"], e["seq_from"], e["seq_to"], e["turns"]) for e in index] == [
-        (0, "segment_000.md", 0, 8, 1), (1, "segment_001.md", 9, 11, 1)]
-    assert index[1]["compaction"] == ev["id"] and index[1]["bytes"] == (s / "segments" / "segment_001.md").stat().st_size
-    assert index[0]["tools"] == {"read_file": 1, "run_terminal_cmd": 1} and index[0]["files"] == ["src/tok.py"] and index[0]["errors"] == 1
-    md = (s / "segments" / "INDEX.md").read_text()
-    assert "| Segment | File | Turns | Approx bytes | Keywords |" in md and "| 1 | segment_001.md | 1 |" in md
-    assert "parse_block" in index[1]["keywords"]
+def test_write_numbers_from_zero_and_keeps_both_indexes(demo: Path) -> None:
+    evs = _events(demo)
+    a = write_segment(demo, evs[:6], SUMMARY, compaction_id="k1")
+    b = write_segment(demo, evs[6:], "second", detail="minimal", compaction_id="k2")
+    assert (a.segment, a.file, b.segment, b.file) == (0, "segment_000.md", 1, "segment_001.md")
+    index = orjson.loads((demo / "segments" / "index.json").read_bytes())["segments"]
+    assert [r["segment"] for r in index] == [0, 1] and index[0]["seq_from"] == 1 and index[1]["seq_to"] == 21
+    md = (demo / "segments" / "INDEX.md").read_text()
+    assert "| Segment | File | Turns | Approx bytes | Keywords |" in md and "| 001 | segment_001.md |" in md
+    assert [r["segment"] for r in list_segments(demo)] == [0, 1]
 
 
-def test_the_second_segment_holds_only_the_new_span(tmp_path: Path) -> None:
-    s = _session(tmp_path / "s")
-    _compact(s)
-    Session.open(s).append([msg("user", "second span only", "u2")])
-    _compact(s)
-    text = (s / "segments" / "segment_001.md").read_text()
-    turns = text.split("## Turns", 1)[1]
-    assert "second span only" in turns and "Port the tokenizer" not in turns
+def test_segment_commands_list_show_grep(demo: Path) -> None:
+    write_segment(demo, _events(demo), SUMMARY)
+    listed = orjson.loads(cli("segment", "list", str(demo), "--json", check=True).stdout)
+    row = listed["segments"][0]
+    assert {"segment", "file", "seq_from", "seq_to", "turns", "bytes", "keywords"} <= row.keys()
+    shown = cli("segment", "show", str(demo), "0", check=True).stdout.decode()
+    assert shown == (demo / "segments" / "segment_000.md").read_text()
+    matches = jsonl(cli("segment", "grep", str(demo), "assertionerror", "-i", check=True).stdout)
+    assert matches and matches[0]["segment"] == 0 and matches[0]["seq"] == 7 and matches[0]["role"] == "tool_result"
+    regex = orjson.loads(cli("segment", "grep", str(demo), "-E", r"pytest (tests|-q)", "--json", check=True).stdout)
+    assert {m["seq"] for m in regex["matches"]} >= {5, 17}
+    assert cli("segment", "grep", str(demo), "no such text anywhere").returncode == 1
 
 
-def test_keywords_come_from_current_work_without_stopwords() -> None:
-    summary = "## 7. Pending Tasks\n- zebra_task\n\n## 8. Current Work\nThe assistant was fixing `parse_block` in src/parse.py and the tests.\n\n## 9. Optional Next Step\nx"
-    assert keywords(summary) == ["fixing", "parse_block", "src/parse.py", "tests"]
-
-
-def test_carrier_points_at_the_segment_and_index(tmp_path: Path) -> None:
-    s = _session(tmp_path / "s")
-    _compact(s)
-    carrier = next(i for i in view(s) if i.get("synthetic") == "compaction_summary")
-    assert "segments/ (this one: segment_000.md)" in carrier["text"] and "INDEX.md" in carrier["text"]
-
-
-def test_numbering_continues_from_the_highest_on_disk(tmp_path: Path) -> None:
-    s = _session(tmp_path / "s")
-    (s / "segments").mkdir()
-    (s / "segments" / "segment_004.md").write_text("older")
-    assert _compact(s)["segment"] == "segment_005.md"
-
-
-def test_an_uncommitted_segment_is_not_listed(tmp_path: Path) -> None:
-    """A crash after the segment but before the event: the index entry does not count."""
-    s = _session(tmp_path / "s")
-    write_segment(s, s / "updates.jsonl", Span("x", "never-committed", 0, 8, view(s), "S", "none"))
-    assert list_segments(s, s / "updates.jsonl") == []
-    _compact(s)
-    listed = list_segments(s, s / "updates.jsonl")
-    assert [e["file"] for e in listed] == ["segment_001.md"]
-    assert "never-committed" not in (s / "segments" / "index.json").read_text()
-
-
-def test_grep_fixed_string_regex_and_ignore_case(tmp_path: Path) -> None:
-    s = _session(tmp_path / "s")
-    _compact(s)
-    hits = list(grep_segments(s, s / "updates.jsonl", "ImportError"))
-    turn_hits = [h for h in hits if h["seq"] is not None]
-    assert turn_hits == [{"segment": 0, "file": "segment_000.md", "line_no": turn_hits[0]["line_no"], "seq": 7, "role": "tool", "line": "Error: ImportError: no module named tok"}]
-    assert list(grep_segments(s, s / "updates.jsonl", "tokenize_line(s)"))  # a fixed string by default
-    assert not list(grep_segments(s, s / "updates.jsonl", "tokenize_line(s)", regex=True))  # as a regex: a group
-    assert not list(grep_segments(s, s / "updates.jsonl", "importerror"))
-    assert list(grep_segments(s, s / "updates.jsonl", "importerror", ignore_case=True))
-    assert [h["seq"] for h in grep_segments(s, s / "updates.jsonl", r"def \w+_line", regex=True)] == [5]
+@pytest.mark.parametrize("name", ["../summary.json", "/etc/passwd", "segment_000.md/../../x", "-1", "0x1", "..", "segment_0.md"])
+def test_names_that_are_not_segments_are_refused(demo: Path, name: str) -> None:
+    write_segment(demo, _events(demo), SUMMARY)
     with pytest.raises(UsageError):
-        list(grep_segments(s, s / "updates.jsonl", "(", regex=True))
+        segment_path(demo, name)
+    proc = cli("segment", "show", str(demo), name)
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr and proc.stdout == b""
 
 
-@pytest.mark.parametrize("name", ["../summary.json", "/etc/passwd", "..", "segment_000.md/../../x", "-1", "segment_0.md", ""])
-def test_names_that_are_not_segments_are_refused(tmp_path: Path, name: str) -> None:
-    s = _session(tmp_path / "s")
-    _compact(s)
-    with pytest.raises(UsageError):
-        resolve_segment(s, name)
-
-
-def test_symlinks_out_of_the_folder_are_refused(tmp_path: Path) -> None:
-    s = _session(tmp_path / "s")
-    _compact(s)
+def test_a_symlink_out_of_the_session_is_refused(demo: Path, tmp_path: Path) -> None:
+    (demo / "segments").mkdir()
     secret = tmp_path / "secret.md"
     secret.write_text("secret")
-    os.symlink(secret, s / "segments" / "segment_007.md")
-    with pytest.raises(UsageError):
-        resolve_segment(s, "7")
-    assert resolve_segment(s, "0") == s / "segments" / "segment_000.md"
-    assert resolve_segment(s, "segment_000.md") == s / "segments" / "segment_000.md"
+    os.symlink(secret, demo / "segments" / "segment_000.md")
+    with pytest.raises(UsageError, match="symbolic link"):
+        segment_path(demo, 0)
+    assert b"secret" not in cli("segment", "show", str(demo), "0").stdout
+    assert b"secret" not in cli("segment", "grep", str(demo), "secret").stdout
 
 
-def test_a_copied_session_reads_its_own_segments(tmp_path: Path) -> None:
-    """A fork copies the segments folder: its reads never reach back into the parent."""
-    s = _session(tmp_path / "s")
-    _compact(s)
-    child = tmp_path / "child"
-    shutil.copytree(s, child)
-    (s / "segments" / "segment_000.md").write_text("parent changed")
-    assert [h["file"] for h in grep_segments(child, child / "updates.jsonl", "ImportError")]
-    assert resolve_segment(child, "0").parent == child / "segments"
-
-
-def test_two_compactions_at_once_never_share_a_segment_number(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    s = _session(tmp_path / "s")
-    Session.open(s).append([msg("user", f"filler {i} " + "f" * 300, f"f{i}") for i in range(3000)])
-    code = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from catty_ctx.compact import compact_session\nfrom catty_ctx.errors import LockBusy\nfrom catty_ctx.store import Session\n"
-        f"try:\n    compact_session(Session.open({str(s)!r}), force=True, mode='segments')\n"
-        "except LockBusy:\n    sys.exit(75)\n"
-    )
-    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(3)]
-    codes = sorted(p.wait(timeout=60) for p in procs)
-    assert codes[0] == 0 and set(codes) <= {0, 75}  # the losers are told to try again
-    events = [orjson.loads(line) for line in (s / "updates.jsonl").read_bytes().splitlines()]
-    named = [e["segment"] for e in events if e["kind"] == "compaction"]
-    assert 1 <= len(named) <= codes.count(0) and len(set(named)) == len(named)  # a late starter may find nothing new
-    assert [e["file"] for e in list_segments(s, s / "updates.jsonl")] == named
-    assert all((s / "segments" / n).is_file() for n in named)
+def test_segments_need_a_directory(demo: Path) -> None:
+    proc = cli("segment", "list", "-", input=(demo / "updates.jsonl").read_bytes())
+    assert proc.returncode == 2 and b"needs a session directory" in proc.stderr

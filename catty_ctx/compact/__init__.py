@@ -17,10 +17,9 @@ from typing import Any, Callable, Iterator
 
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import Event
-from ..fingerprint import Chain
 from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root, session_window
 from ..tokens import item_tokens, over_threshold, percent_of
-from ..view import ViewStats, iter_view, plan_view, scan_markers
+from ..view import ViewStats, head_items, iter_view, plan_file
 from .continuation import HeadState, build_head, continuation_state
 
 MODES = ("summary", "transcript", "segments")
@@ -39,8 +38,9 @@ class Measure:
     last_seq: int
     previous: Event | None  # the latest compaction now in force
     head: HeadState
+    first: Event | None = None  # the session event
     items: list[dict[str, Any]] = field(default_factory=list)
-    span_start: int = 0  # items before it are the previous compaction's head
+    span: list[Event] = field(default_factory=list)  # what a segment archives (segments mode)
 
     @property
     def span_from(self) -> int:
@@ -55,62 +55,51 @@ class Measure:
         return self.last_seq <= 0
 
 
-def measure(session: Session, *, keep_items: bool = True) -> Measure:
-    """Stream the view once; tap the events to build the state of a head that would fold them all."""
-    plan = plan_view(scan_markers(session.log_path))
+_SPAN_KINDS = frozenset({"message", "tool_call", "tool_result"})
+
+
+def measure(session: Session, *, keep_items: bool = True, keep_span: bool = False) -> Measure:
+    """Stream the view once; tap the events for the state of a head that would fold them all
+    (and, for a segment, the events after the previous compaction)."""
+    plan = plan_file(session.log_path)
     head = HeadState()
-    first: list[Event] = []
     last = [-1]
+    span: list[Event] = []
+    span_from = plan.compaction["through_seq"] + 1 if plan.compaction else 0
 
     def tap(events: Iterator[Event]) -> Iterator[Event]:
         ranges = plan.excluded
         r_i = 0
         track = head.track
-        if not ranges:  # the common case, kept lean: this loop sees every event
-            for ev in events:
-                if not first:
-                    first.append(ev)
-                if ev.get("agent") is None:
-                    track(ev)
-                last[0] = ev["seq"]
-                yield ev
-            return
         for ev in events:
             seq = ev["seq"]
             last[0] = seq
-            if not first:
-                first.append(ev)
             # The same filter the view applies before tracking its own head.
             while r_i < len(ranges) and seq >= ranges[r_i][1]:
                 r_i += 1
             if (r_i >= len(ranges) or seq < ranges[r_i][0]) and ev.get("agent") is None:
                 track(ev)
+                if keep_span and seq >= span_from and ev["kind"] in _SPAN_KINDS:
+                    span.append(ev)
             yield ev
 
     stats = ViewStats()
-    chain = Chain()
     items: list[dict[str, Any]] = []
-    prev_through = plan.compaction["through_seq"] if plan.compaction else None
-    span_start = 0 if prev_through is None else -1
     for vi in iter_view(tap(session.events()), plan, stats=stats):
-        chain.add_canonical(vi.canon)
-        if span_start < 0:
-            seq = vi.item.get("seq")
-            if (type(seq) is int and seq > prev_through) or vi.item.get("synthetic") == "implicit_assistant":  # type: ignore[operator]
-                span_start = chain.length - 1
         if keep_items:
             items.append(vi.item)
-    ev0 = first[0] if first else None
+    ev0 = stats.first
     return Measure(
-        session_id=ev0.get("session_id") if ev0 and ev0.get("kind") == "session" else None,
+        session_id=ev0.get("session_id") if ev0 else None,
         window=session_window(session, ev0),
         tokens=stats.tokens,
-        fp=chain.hex,
+        fp=stats.fp,
         last_seq=last[0],
         previous=plan.compaction,
         head=head,
+        first=ev0,
         items=items,
-        span_start=span_start if span_start >= 0 else chain.length,
+        span=span,
     )
 
 
@@ -142,17 +131,24 @@ class CompactResult:
         return {k: v for k, v in self.__dict__.items() if k not in ("event", "summary")}
 
 
-def checked_head(comp: Event, head: HeadState) -> tuple[list[dict[str, Any]], str]:
-    """The new head, validated with the pairing rules; the minimal safe head if it fails."""
+def checked_head(comp: Event, head: HeadState) -> str:
+    """Validate the new head with the pairing rules: `full`, or `minimal` (grok-build's
+    minimal safe history: system items and the summary) when the full one would break them."""
     from ..integrity import PairingChecker
 
-    items = build_head(comp, head)
     checker = PairingChecker()
-    for it in items:
+    for it in build_head(comp, head):
         checker.feed(it)
-    if checker.finish().ok:
-        return items, "full"
-    return build_head({**comp, "head": "minimal"}, head), "minimal"
+    return "full" if checker.finish().ok else "minimal"
+
+
+def new_head(comp: Event, m: Measure) -> list[dict[str, Any]]:
+    """The head the view will rebuild for `comp`, exactly (announcer listing included)."""
+    from ..context import Announcer
+    from ..events import DEFAULT_WINDOW
+
+    window = m.first.get("window") if m.first else None
+    return head_items(comp, m.head, Announcer(window if type(window) is int and window > 0 else DEFAULT_WINDOW))
 
 
 def compact_session(
@@ -182,7 +178,7 @@ def compact_session(
 
     if detail not in DETAILS:
         raise UsageError(f"unknown detail '{detail}' (use {', '.join(DETAILS)})")
-    m = measure(session, keep_items=not check)
+    m = measure(session, keep_items=not check, keep_span=mode == "segments" and not check)
     base = dict(
         path=str(session.directory or session.display),
         session_id=m.session_id,
@@ -239,10 +235,10 @@ def compact_session(
         """The head (as the view will build it), its size, the artifact, the result row."""
         if segment is not None:
             comp["segment"] = segment
-        head_items, head_kind = checked_head(comp, m.head)
+        head_kind = checked_head(comp, m.head)
         if head_kind != "full":
             comp["head"] = head_kind
-        comp["tokens_after"] = sum(item_tokens(it) for it in head_items)
+        comp["tokens_after"] = sum(item_tokens(it) for it in new_head(comp, m))
         doc = artifact_doc(
             compaction_id=cid, session_id=m.session_id, trigger=trigger, mode=mode, through_seq=m.last_seq,
             prefix_fp=m.fp, request=request, result=result, tokens_before=m.tokens,
@@ -267,24 +263,22 @@ def compact_session(
     if dry_run:
         segment = None
         if mode == "segments" and session.directory is not None:
-            from .segments import next_number, segment_name
+            from .segments import next_number
 
-            segment = segment_name(next_number(session.directory))
+            segment = f"segment_{next_number(session.directory):03d}.md"
         return finish(segment)[1]
     comp["artifact"] = artifact_relpath(cid)
     # Under one lock: the check that no other compaction landed, the segment number, the side
     # files, then the event (the commit point).
     with session.lock(lock_timeout):
-        now = plan_view(scan_markers(session.log_path)).compaction
+        now = plan_file(session.log_path).compaction
         if (now or {}).get("id") != (m.previous or {}).get("id"):
             raise LockBusy(f"{session.display}: another compaction landed while this one ran; run compact again")
         segment = None
         if mode == "segments":
-            from .segments import Span, write_segment
+            from .segments import write_segment
 
-            span = Span(m.session_id, cid, m.span_from, m.last_seq, m.items[m.span_start:], result.summary, detail)
-            entry = write_segment(directory, session.log_path, span)
-            segment = entry["file"]
+            segment = write_segment(directory, m.span, result.summary, detail=detail, compaction_id=cid).file
         doc, out = finish(segment)
         write_artifact(directory, doc)
         written = session._append_locked([comp], warn=None)  # the lock is already held

@@ -123,21 +123,16 @@ def continuation_state(state: HeadState) -> dict[str, Any]:
     }
 
 
-def _tool_names(tools: Any) -> str:
-    if isinstance(tools, list):
-        return ", ".join(str(t.get("name") if isinstance(t, dict) else t) for t in tools)
-    return ""
-
-
 def render_state(cs: dict[str, Any]) -> str:
-    """The continuation state as a system reminder; empty when there is nothing to carry."""
+    """The continuation state as a system reminder; empty when there is nothing to carry.
+
+    Skills and MCP servers stay in the structure but are not repeated here: the view's
+    announcer lists them right after the head (see context.Announcer)."""
     lines: list[str] = []
     if cs["edited_files"]:
         lines.append("Files edited in this session: " + ", ".join(cs["edited_files"]))
     if cs["instructions"]:
         lines.append("Instruction files in effect: " + ", ".join(cs["instructions"]))
-    if cs["skills"]:
-        lines.append("Available skills: " + "; ".join(f"{s['name']} ({s['description']})" if s.get("description") else str(s["name"]) for s in cs["skills"]))
     for j in cs["jobs"]:
         lines.append(f"Background job {j.get('id')} running: {j.get('command')}")
     if cs["todos"] or cs["todos_done"]:
@@ -147,9 +142,6 @@ def render_state(cs: dict[str, Any]) -> str:
             lines.append(f"({cs['todos_done']} todo(s) already completed)")
     for a in cs["subagents"]:
         lines.append(f"Subagent {a.get('id')} ({a.get('type')}) running: {a.get('description')}")
-    for m in cs["mcp"]:
-        tools = _tool_names(m.get("tools"))
-        lines.append(f"MCP server {m.get('name')}" + (f": {tools}" if tools else ""))
     if cs["memory"]:
         lines.append("Memory:")
         lines.extend(f"- {m}" for m in cs["memory"])

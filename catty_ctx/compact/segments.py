@@ -1,15 +1,18 @@
-"""The segments archive: every compacted span kept as a readable file (reference 3.4).
+"""The segments archive: every compacted span kept verbatim and searchable (reference 3.4).
 
-A summary is lossy; in segments mode each compaction also writes `segments/segment_NNN.md`
-(banner, metadata, statistics, the summary, the turns at a chosen detail level, capped at
-512 KiB at whole items) and refreshes `segments/INDEX.md` and `segments/index.json`.
-Unlike grok-build (weakness #8), numbering and every write happen under the session lock,
-each file is replaced atomically, and the index lists only segments whose compaction event
-was committed, so a crash mid-compaction never shows a segment that does not count.
+A compaction in segments mode writes `segments/segment_NNN.md` (banner, metadata,
+statistics, the summary, then the span's turns at a detail level) and refreshes
+`segments/index.json` and `segments/INDEX.md`, all before its event is appended and all
+under the session lock, so numbering never races and a crash leaves at worst an
+unreferenced segment (grok-build writes segment and index non-atomically: weakness #8).
+Reading goes through `segment_path`, which refuses any name that is not a segment of
+this session.
 """
 from __future__ import annotations
 
+import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -17,347 +20,384 @@ from typing import Any, Iterable, Iterator
 import orjson
 
 from ..errors import DataError, UsageError
-from ..events import now_ts
-from ..fingerprint import canonical
+from ..events import Event, now_ts
 from ..store import atomic_write
-from ..view import scan_markers
-from .continuation import call_path
 
-SEGMENTS_DIR = "segments"
-INDEX_MD = "INDEX.md"
-INDEX_JSON = "index.json"
 DETAILS = ("none", "minimal", "balanced", "verbose")
 SEGMENT_CAP = 512 * 1024
-BALANCED_TEXT = 2_000
-BALANCED_ARGS = 500
-KEYWORDS = 8
-_NAME = re.compile(r"^segment_(\d{3,})\.md$")
-_ITEM_HEAD = re.compile(r"^(?:### |- )\[seq (\d+|-)\] (user|assistant|system|developer|tool)\b")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*[A-Za-z0-9_]")
-_STOP = frozenset(
-    "the and for with that this from into was were are been have has had not but you your our its "
-    "then than them they there their what when which while will would could should about after "
-    "before again also just only some more most other such each all any can may now one two new "
-    "let lets yes done need needs make made using use used file files code work working current "
-    "still next step assistant user reply yet".split()
+BALANCED_TEXT = 2000
+BALANCED_TOOL = 500
+MAX_KEYWORDS = 8
+FILE_KEYS = ("target_file", "file_path", "path", "target_directory", "filename", "file")
+_SEGMENT_NAME = re.compile(r"^segment_(\d{3,})\.md$")
+_HEADER = re.compile(r"^#### \[seq (\d+)\] (\S+)")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{2,}")
+_STOPWORDS = frozenset(
+    """the and for with that this from into then than were was are have has had not but you your
+    its our out all any can will would should could been being what when where which while who
+    how why also just only some more most such very each other about after before over under
+    again once here there these those them they their then now current work working task tasks
+    file files code user users assistant tool tools result results summary session""".split()
 )
 
 
-def segment_name(n: int) -> str:
-    return f"segment_{n:03d}.md"
-
-
-def segments_dir(session_dir: Path) -> Path:
-    return session_dir / SEGMENTS_DIR
-
-
-def next_number(session_dir: Path) -> int:
-    """Highest number on disk + 1 (from 0). Call it under the session lock."""
-    folder = segments_dir(session_dir)
-    numbers = [int(m.group(1)) for p in folder.iterdir() if (m := _NAME.match(p.name))] if folder.is_dir() else []
-    return max(numbers) + 1 if numbers else 0
-
-
-# -- rendering -------------------------------------------------------------------------------
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f" […{len(text) - limit} more characters…]"
-
-
-def _first(text: str, limit: int) -> str:
-    line = " ".join(text.split())
-    return line[:limit] + ("…" if len(line) > limit else "")
-
-
-def _args_text(args: Any) -> str:
-    return args if isinstance(args, str) else orjson.dumps(args).decode()
-
-
-def _call_brief(call: dict[str, Any]) -> str:
-    args = call.get("args")
-    if isinstance(args, dict) and args:
-        key, value = next(iter(args.items()))
-        return f'{call.get("name")}({key}="{_first(value if isinstance(value, str) else _args_text(value), 80)}")'
-    return f"{call.get('name')}()"
-
-
-def render_item(it: dict[str, Any], detail: str) -> str:
-    """One item at a detail level: minimal is one line; balanced clips; verbose is whole."""
-    seq = it.get("seq", "-")
-    role = it.get("role")
-    if detail == "minimal":
-        if role == "tool":
-            state = "error" if it.get("is_error") else "ok"
-            return f"- [seq {seq}] tool {it.get('call_id')}: {state}: {_first(str(it.get('output', '')), 120)}"
-        calls = ", ".join(_call_brief(c) for c in it.get("tool_calls") or ())
-        text = _first(it.get("text") or "", 160)
-        return f"- [seq {seq}] {role}: {text}" + (f" → {calls}" if calls else "")
-    clip_text = BALANCED_TEXT if detail == "balanced" and role == "assistant" else 0
-    clip_args = BALANCED_ARGS if detail == "balanced" else 0
-    if role == "tool":
-        flag = " (error)" if it.get("is_error") else ""
-        out = str(it.get("output", ""))
-        return f"### [seq {seq}] tool {it.get('call_id')}{flag}\n{_clip(out, clip_args) if clip_args else out}\n"
-    tag = f" ({it['synthetic']})" if it.get("synthetic") else ""
-    text = it.get("text") or ""
-    lines = [f"### [seq {seq}] {role}{tag}", _clip(text, clip_text) if clip_text else text]
-    for c in it.get("tool_calls") or ():
-        args = _args_text(c.get("args"))
-        lines.append(f"→ call {c.get('call_id')}: {c.get('name')}({_clip(args, clip_args) if clip_args else args})")
-    return "\n".join(lines) + "\n"
-
-
 @dataclass
-class SpanStats:
-    roles: dict[str, int]
+class SegmentInfo:
+    segment: int
+    file: str
+    seq_from: int
+    seq_to: int
+    turns: int
+    bytes: int
+    keywords: list[str]
     tools: dict[str, int]
     files: list[str]
     errors: int
-    turns: int
-    bytes: int
-    seq_from: int | None
-    seq_to: int | None
-
-
-def span_stats(items: Iterable[dict[str, Any]]) -> SpanStats:
-    roles: dict[str, int] = {}
-    tools: dict[str, int] = {}
-    files: dict[str, None] = {}
-    errors = turns = size = 0
-    seqs: list[int] = []
-    for it in items:
-        role = str(it.get("role"))
-        roles[role] = roles.get(role, 0) + 1
-        size += len(canonical(it))
-        if isinstance(it.get("seq"), int):
-            seqs.append(it["seq"])
-        if role == "user" and not it.get("synthetic"):
-            turns += 1
-        for c in it.get("tool_calls") or ():
-            name = str(c.get("name"))
-            tools[name] = tools.get(name, 0) + 1
-            args = c.get("args")
-            target = call_path(args) or (args.get("target_directory") if isinstance(args, dict) and isinstance(args.get("target_directory"), str) else None)
-            if target:
-                files[target] = None
-        if role == "tool" and (it.get("is_error") or str(it.get("output", "")).startswith("Error")):
-            errors += 1
-    return SpanStats(roles, tools, list(files), errors, turns, size, min(seqs) if seqs else None, max(seqs) if seqs else None)
-
-
-def keywords(summary: str, limit: int = KEYWORDS) -> list[str]:
-    """Up to 8 identifier-like words of the summary's Current Work section (else the whole)."""
-    m = re.search(r"^## (?:\d\. )?Current Work\s*$(.*?)(?=^## |\Z)", summary, re.M | re.S)
-    text = m.group(1) if m else summary
-    out: list[str] = []
-    for w in _WORD.findall(text):
-        low = w.lower()
-        if len(w) < 3 or low in _STOP or w.isdigit() or low in (o.lower() for o in out):
-            continue
-        out.append(w)
-        if len(out) == limit:
-            break
-    return out
-
-
-@dataclass
-class Span:
-    """What one compaction folded: the items after the previous head, and its summary."""
-
-    session_id: str | None
-    compaction_id: str
-    seq_from: int
-    seq_to: int
-    items: list[dict[str, Any]]
-    summary: str
+    roles: dict[str, int]
     detail: str
+    created_at: str
+    compaction_id: str | None
+    truncated: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
 
 
-def render_segment(number: int, span: Span, *, cap: int = SEGMENT_CAP) -> tuple[bytes, SpanStats]:
-    items, summary, detail = span.items, span.summary, span.detail
-    session_id, compaction_id, seq_from, seq_to = span.session_id, span.compaction_id, span.seq_from, span.seq_to
-    st = span_stats(items)
-    tools = ", ".join(f"{n} ({c})" for n, c in sorted(st.tools.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+# -- rendering ---------------------------------------------------------------------------
+
+
+def _fence(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
+    return "`" * (longest + 1)
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[… {len(text) - limit} more characters; the full text is in updates.jsonl]"
+
+
+def _args_text(args: Any) -> str:
+    return args if isinstance(args, str) else orjson.dumps(args, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+
+
+def _call_line(ev: Event) -> str:
+    args = ev.get("args")
+    if isinstance(args, dict):
+        parts = []
+        for key, value in list(args.items())[:3]:
+            shown = value if isinstance(value, str) else orjson.dumps(value).decode()
+            parts.append(f'{key}="{" ".join(str(shown).split())[:60]}"')
+        return f"{ev['name']}({', '.join(parts)})"
+    return f"{ev['name']}({' '.join(str(args).split())[:80]})"
+
+
+def _render_event(ev: Event, detail: str) -> str:
+    """One event as markdown; every block starts with a `#### [seq N] role` line for grep."""
+    kind = ev["kind"]
+    seq = ev["seq"]
+    if kind == "message":
+        role = ev["role"]
+        text = ev.get("text", "")
+        if detail == "minimal":
+            return f"#### [seq {seq}] {role}: {' '.join(text.split())[:120]}\n"
+        if detail == "balanced" and role == "assistant":
+            text = _clip(text, BALANCED_TEXT)
+        synthetic = f" (synthetic: {ev['synthetic']})" if ev.get("synthetic") else ""
+        return f"#### [seq {seq}] {role}{synthetic}\n\n{text}\n"
+    if kind == "tool_call":
+        if detail == "minimal":
+            return f"#### [seq {seq}] tool_call {_call_line(ev)}\n"
+        body = _args_text(ev.get("args"))
+        if detail == "balanced":
+            body = _clip(body, BALANCED_TOOL)
+        f = _fence(body)
+        return f"#### [seq {seq}] tool_call {ev['name']} ({ev['call_id']})\n\n{f}json\n{body}\n{f}\n"
+    if kind == "tool_result":
+        output = ev.get("output") or (f"[stored as blob {ev['blob']}]" if ev.get("blob") else "")
+        status = "error" if ev.get("is_error") else "ok"
+        if detail == "minimal":
+            return f"#### [seq {seq}] tool_result {ev['call_id']} → {status}, {len(output)} chars\n"
+        if detail == "balanced":
+            output = _clip(output, BALANCED_TOOL)
+        f = _fence(output)
+        return f"#### [seq {seq}] tool_result ({ev['call_id']}, {status})\n\n{f}\n{output}\n{f}\n"
+    return ""
+
+
+def _keywords(summary: str) -> list[str]:
+    """Identifier-like words of the summary's Current Work section (else the whole summary)."""
+    m = re.search(r"(?ims)^#*\s*\d*\.?\s*current work\s*:?\s*$(.*?)(?=^#+\s|\Z)", summary)
+    text = m.group(1) if m else summary
+    counts: Counter[str] = Counter()
+    order: dict[str, int] = {}
+    for i, w in enumerate(_WORD.findall(text)):
+        w = w.strip("./-")
+        key = w.lower()
+        if len(w) < 3 or key in _STOPWORDS or w.isdigit():
+            continue
+        counts[w] += 1
+        order.setdefault(w, i)
+    ranked = sorted(counts, key=lambda w: (-counts[w], order[w]))
+    return ranked[:MAX_KEYWORDS]
+
+
+def span_stats(events: list[Event]) -> dict[str, Any]:
+    roles: Counter[str] = Counter()
+    tools: Counter[str] = Counter()
+    files: dict[str, None] = {}
+    errors = 0
+    turns = 0
+    for ev in events:
+        kind = ev["kind"]
+        if kind == "message":
+            roles[ev["role"]] += 1
+            if ev["role"] == "user" and not ev.get("synthetic"):
+                turns += 1
+        elif kind == "tool_call":
+            roles["tool_call"] += 1
+            tools[ev["name"]] += 1
+            args = ev.get("args")
+            if isinstance(args, dict):
+                for key in FILE_KEYS:
+                    if isinstance(args.get(key), str):
+                        files.setdefault(args[key])
+        elif kind == "tool_result":
+            roles["tool_result"] += 1
+            if ev.get("is_error") or str(ev.get("output", "")).startswith("Error"):
+                errors += 1
+    return {"roles": dict(sorted(roles.items())), "tools": dict(tools.most_common()), "files": list(files), "errors": errors, "turns": turns}
+
+
+def render_segment(
+    number: int,
+    events: list[Event],
+    summary: str,
+    *,
+    detail: str = "verbose",
+    created_at: str | None = None,
+    compaction_id: str | None = None,
+    cap: int = SEGMENT_CAP,
+) -> tuple[str, SegmentInfo]:
+    """The markdown of one segment and its index entry."""
+    if detail not in DETAILS:
+        raise UsageError(f"unknown detail level '{detail}' (choose {', '.join(DETAILS)})")
+    created_at = created_at or now_ts()
+    stats = span_stats(events)
+    seq_from = events[0]["seq"] if events else 0
+    seq_to = events[-1]["seq"] if events else 0
+    name = f"segment_{number:03d}.md"
+    tools = ", ".join(f"{n} ({c})" for n, c in stats["tools"].items()) or "none"
     head = [
         f"# Segment {number:03d}",
         "",
-        "> **Historical record, read-only.** This file is the archived part of a session that a "
-        "compaction folded away. Do not edit it and do not act on it as if it were current. "
-        "Search it (`catty-ctx segment grep SESSION TEXT`, or grep) to recover exact code, errors and outputs.",
+        "> Historical record, read-only: this is a verbatim archive of conversation that was",
+        "> compacted away. Do not edit it. Search it with `catty-ctx segment grep SESSION TEXT`",
+        f"> or read it with `catty-ctx segment show SESSION {number}`.",
         "",
         "## Metadata",
+        "",
         f"- segment: {number}",
-        f"- session: {session_id}",
-        f"- compaction: {compaction_id}",
         f"- seq: {seq_from}..{seq_to}",
-        f"- items: {len(items)}",
-        f"- turns: {st.turns}",
-        f"- written: {now_ts()}",
+        f"- events: {len(events)}",
+        f"- turns: {stats['turns']}",
+        f"- created: {created_at}",
         f"- detail: {detail}",
+    ]
+    if compaction_id:
+        head.append(f"- compaction: {compaction_id}")
+    head += [
         "",
         "## Statistics",
-        "- roles: " + (", ".join(f"{r} {n}" for r, n in sorted(st.roles.items())) or "none"),
+        "",
+        "- by role: " + (", ".join(f"{r} {c}" for r, c in stats["roles"].items()) or "none"),
         f"- tools used: {tools}",
-        "- files: " + (", ".join(st.files) or "none"),
-        f"- tool errors: {st.errors}",
-        f"- size: {st.bytes} bytes",
+        "- files: " + (", ".join(stats["files"]) or "none"),
+        f"- tool errors: {stats['errors']}",
         "",
         "## Summary",
         "",
-        re.sub(r"^(#+ )", r"#\1", summary, flags=re.M),  # its sections nest under this one
-        "",
+        summary.strip(),
         "",
     ]
-    out = "\n".join(head).encode()
+    text = "\n".join(head)
+    truncated = False
     if detail != "none":
-        out += b"## Turns\n\n"
-        for i, it in enumerate(items):
-            block = render_item(it, detail).encode() + b"\n"
-            if len(out) + len(block) > cap:
-                left = items[i:]
-                seqs = [x["seq"] for x in left if isinstance(x.get("seq"), int)]
-                where = f" (seq {seqs[0]}..{seqs[-1]} in updates.jsonl)" if seqs else ""
-                out += f"\n[segment capped at {cap // 1024} KiB: {len(left)} later items are not shown{where}]\n".encode()
+        parts = [text, "## Turns\n"]
+        size = len(text.encode()) + 12
+        for i, ev in enumerate(events):
+            block = _render_event(ev, detail)
+            if not block:
+                continue
+            block_bytes = len(block.encode()) + 1
+            if size + block_bytes > cap - 200:
+                rest = len(events) - i
+                parts.append(f"\n[Segment capped at {cap} bytes: {rest} more events, seq {ev['seq']}..{seq_to}, are in updates.jsonl.]\n")
+                truncated = True
                 break
-            out += block
-    return out, st
+            parts.append(block)
+            size += block_bytes
+        text = "\n".join(parts)
+    size_bytes = len(text.encode())
+    info = SegmentInfo(
+        segment=number,
+        file=name,
+        seq_from=seq_from,
+        seq_to=seq_to,
+        turns=stats["turns"],
+        bytes=size_bytes,
+        keywords=_keywords(summary),
+        tools=stats["tools"],
+        files=stats["files"],
+        errors=stats["errors"],
+        roles=stats["roles"],
+        detail=detail,
+        created_at=created_at,
+        compaction_id=compaction_id,
+        truncated=truncated,
+    )
+    return text, info
 
 
-# -- the index -------------------------------------------------------------------------------
+# -- the archive on disk -------------------------------------------------------------------
 
 
-def committed_ids(log_path: Path) -> set[str]:
-    """Ids of the compaction events in the log (a cheap byte-prefiltered scan)."""
-    return {str(ev.get("id")) for ev in scan_markers(log_path) if ev.get("kind") == "compaction"}
+def segments_dir(session_dir: Path) -> Path:
+    return session_dir / "segments"
 
 
-def read_index(session_dir: Path, *, committed: set[str] | None = None) -> list[dict[str, Any]]:
-    """index.json's entries, only those whose compaction was committed when `committed` is given."""
-    path = segments_dir(session_dir) / INDEX_JSON
-    if not path.is_file():
+def read_index(session_dir: Path) -> list[dict[str, Any]]:
+    path = segments_dir(session_dir) / "index.json"
+    if not path.is_file() or path.is_symlink():
         return []
     try:
         doc = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON ({exc})", path=str(path)) from None
-    entries = doc.get("segments") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
-        raise DataError("no 'segments' list", path=str(path))
-    return [e for e in entries if isinstance(e, dict) and (committed is None or e.get("compaction") in committed)]
+        raise DataError(f"invalid JSON: {exc.msg}", path=str(path)) from None
+    rows = doc.get("segments") if isinstance(doc, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
-def index_md(entries: list[dict[str, Any]]) -> bytes:
+def next_number(session_dir: Path) -> int:
+    """Highest segment on disk (or in the index) + 1, from 0."""
+    numbers = [int(m.group(1)) for p in _listdir(segments_dir(session_dir)) if (m := _SEGMENT_NAME.match(p))]
+    numbers += [r["segment"] for r in read_index(session_dir) if isinstance(r.get("segment"), int)]
+    return max(numbers) + 1 if numbers else 0
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _index_md(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "# Segments",
+        "# Segments index",
         "",
-        "Archived parts of this session, oldest first. Read one with `catty-ctx segment show SESSION N`;",
-        "search them all with `catty-ctx segment grep SESSION TEXT`.",
+        "Verbatim archives of compacted conversation, oldest first. Search them with",
+        "`catty-ctx segment grep SESSION TEXT`.",
         "",
         "| Segment | File | Turns | Approx bytes | Keywords |",
         "| --- | --- | --- | --- | --- |",
     ]
-    for e in entries:
-        lines.append(f"| {e['segment']} | {e['file']} | {e['turns']} | {e['bytes']} | {', '.join(e.get('keywords') or [])} |")
-    return ("\n".join(lines) + "\n").encode()
+    for r in rows:
+        kw = ", ".join(r.get("keywords") or []).replace("|", "\\|")
+        lines.append(f"| {r['segment']:03d} | {r['file']} | {r.get('turns', 0)} | {r.get('bytes', 0)} | {kw} |")
+    return "\n".join(lines) + "\n"
 
 
-def write_segment(session_dir: Path, log_path: Path, span: Span) -> dict[str, Any]:
-    """Write the next segment and refresh both indexes. Call it under the session lock."""
-    from ..errors import WriteError
-
-    folder = segments_dir(session_dir)
-    try:
-        folder.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise WriteError(f"{folder}: cannot create ({exc.strerror})") from None
+def write_segment(
+    session_dir: Path,
+    events: list[Event],
+    summary: str,
+    *,
+    detail: str = "verbose",
+    compaction_id: str | None = None,
+    created_at: str | None = None,
+) -> SegmentInfo:
+    """Write the next segment, then index.json and INDEX.md. The caller holds the session lock."""
+    seg_dir = segments_dir(session_dir)
+    if seg_dir.is_symlink():
+        raise DataError("segments/ is a symbolic link; refusing to write through it", path=str(seg_dir))
+    seg_dir.mkdir(exist_ok=True)
     number = next_number(session_dir)
-    name = segment_name(number)
-    data, st = render_segment(number, span)
-    atomic_write(folder / name, data)
-    entry = {
-        "segment": number,
-        "file": name,
-        "seq_from": span.seq_from,
-        "seq_to": span.seq_to,
-        "turns": st.turns,
-        "items": len(span.items),
-        "bytes": len(data),
-        "keywords": keywords(span.summary),
-        "tools": st.tools,
-        "files": st.files,
-        "errors": st.errors,
-        "detail": span.detail,
-        "compaction": span.compaction_id,
-    }
-    # Entries of compactions that never committed (a crash before their event) are dropped.
-    entries = read_index(session_dir, committed=committed_ids(log_path)) + [entry]
-    atomic_write(folder / INDEX_JSON, orjson.dumps({"segments": entries}, option=orjson.OPT_INDENT_2) + b"\n")
-    atomic_write(folder / INDEX_MD, index_md(entries))
-    return entry
+    text, info = render_segment(number, events, summary, detail=detail, created_at=created_at, compaction_id=compaction_id)
+    atomic_write(seg_dir / info.file, text.encode())
+    rows = [r for r in read_index(session_dir) if r.get("segment") != number] + [info.as_dict()]
+    rows.sort(key=lambda r: r.get("segment", 0))
+    atomic_write(seg_dir / "index.json", orjson.dumps({"segments": rows}, option=orjson.OPT_INDENT_2) + b"\n")
+    atomic_write(seg_dir / "INDEX.md", _index_md(rows).encode())
+    return info
 
 
-# -- reading ---------------------------------------------------------------------------------
-
-
-def list_segments(session_dir: Path, log_path: Path) -> list[dict[str, Any]]:
-    return read_index(session_dir, committed=committed_ids(log_path))
-
-
-def resolve_segment(session_dir: Path, name: str) -> Path:
-    """A segment of this session by number (`3`) or file name (`segment_003.md`); anything
-    else — paths, `..`, symlinks leading out of the folder — is refused."""
-    if re.fullmatch(r"\d+", name):
-        file = segment_name(int(name))
-    elif _NAME.match(name):
-        file = name
+def segment_path(session_dir: Path, name: str | int) -> Path:
+    """The file of segment NAME (a number, or segment_NNN.md), refusing anything else."""
+    text = str(name)
+    m = _SEGMENT_NAME.match(text)
+    if m:
+        number = int(m.group(1))
+    elif text.isdigit():
+        number = int(text)
     else:
-        raise UsageError(f"'{name}' is not a segment (give its number, e.g. 3, or segment_003.md)")
-    folder = segments_dir(session_dir)
-    path = folder / file
-    if not path.exists() and not path.is_symlink():
-        raise UsageError(f"{session_dir}: no segment {file}")
-    try:
-        real = path.resolve(strict=True)
-        inside = real.parent == folder.resolve(strict=True) and not path.is_symlink() and not folder.is_symlink()
-    except OSError:
-        inside = False
-    if not inside or not real.is_file():
-        raise UsageError(f"{path}: refused: not a regular file inside {folder}")
+        raise UsageError(f"'{text}' is not a segment number (segments are named segment_NNN.md)")
+    seg_dir = segments_dir(session_dir)
+    path = seg_dir / f"segment_{number:03d}.md"
+    if path.is_symlink() or seg_dir.is_symlink():
+        raise UsageError(f"segment {number} is a symbolic link; refusing to follow it out of the session")
+    if not path.is_file():
+        raise UsageError(f"{session_dir}: no segment {number}")
+    real_dir = os.path.realpath(seg_dir)
+    if os.path.dirname(os.path.realpath(path)) != real_dir or os.path.commonpath([real_dir, os.path.realpath(session_dir)]) != os.path.realpath(session_dir):
+        raise UsageError(f"segment {number} lies outside the session")
     return path
 
 
-def segment_files(session_dir: Path, log_path: Path) -> Iterator[tuple[int, Path]]:
-    """The committed segments, oldest first, each checked like `resolve_segment`."""
-    for e in list_segments(session_dir, log_path):
-        yield int(e["segment"]), resolve_segment(session_dir, str(e["file"]))
+def list_segments(session_dir: Path) -> list[dict[str, Any]]:
+    """The index rows; a segment file missing from the index is listed from its own metadata."""
+    rows = {r["segment"]: r for r in read_index(session_dir) if isinstance(r.get("segment"), int)}
+    for fname in _listdir(segments_dir(session_dir)):
+        m = _SEGMENT_NAME.match(fname)
+        if m and int(m.group(1)) not in rows:
+            path = segment_path(session_dir, fname)
+            rows[int(m.group(1))] = {"segment": int(m.group(1)), "file": fname, "bytes": path.stat().st_size, "keywords": [], "indexed": False}
+    return [rows[k] for k in sorted(rows)]
 
 
-def grep_segments(session_dir: Path, log_path: Path, pattern: str, *, regex: bool = False, ignore_case: bool = False) -> Iterator[dict[str, Any]]:
-    """Matching lines of every segment, each with the segment, the item's seq and role."""
-    if regex:
-        try:
-            rx = re.compile(pattern, re.I if ignore_case else 0)
-        except re.error as exc:
-            raise UsageError(f"bad regular expression '{pattern}': {exc}") from None
-        match = lambda line: rx.search(line) is not None  # noqa: E731
-    elif ignore_case:
-        folded = pattern.casefold()
-        match = lambda line: folded in line.casefold()  # noqa: E731
-    else:
-        match = lambda line: pattern in line  # noqa: E731
-    for number, path in segment_files(session_dir, log_path):
+@dataclass
+class Match:
+    segment: int
+    seq: int | None
+    role: str | None
+    line_number: int
+    line: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"segment": self.segment, "seq": self.seq, "role": self.role, "line_number": self.line_number, "line": self.line}
+
+
+def grep_segments(session_dir: Path, pattern: str, *, ignore_case: bool = False, regex: bool = False) -> Iterator[Match]:
+    """Lines of every segment matching a fixed string (or a regular expression with regex=True)."""
+    flags = re.IGNORECASE if ignore_case else 0
+    try:
+        compiled = re.compile(pattern if regex else re.escape(pattern), flags)
+    except re.error as exc:
+        raise UsageError(f"bad regular expression: {exc}") from None
+    for row in list_segments(session_dir):
+        path = segment_path(session_dir, row["segment"])
         seq: int | None = None
         role: str | None = None
-        in_turns = False  # item headers count only in the turns (a summary has look-alikes)
         with open(path, encoding="utf-8", errors="replace") as f:
-            for lineno, line in enumerate(f, 1):
+            for n, line in enumerate(f, 1):
                 line = line.rstrip("\n")
-                head = _ITEM_HEAD.match(line) if in_turns else None
-                if head:
-                    seq = int(head.group(1)) if head.group(1).isdigit() else None
-                    role = head.group(2)
-                elif line == "## Turns":
-                    in_turns = True
-                if match(line):
-                    yield {"segment": number, "file": path.name, "line_no": lineno, "seq": seq, "role": role, "line": line}
+                header = _HEADER.match(line)
+                if header:
+                    seq, role = int(header.group(1)), header.group(2).rstrip(":")
+                if compiled.search(line):
+                    yield Match(row["segment"], seq, role, n, line)
+
+
+def span_events(events: Iterable[Event], seq_from: int, seq_to: int, agent: str | None = None) -> list[Event]:
+    """The main-loop events a compaction folds away, for its segment."""
+    return [ev for ev in events if seq_from <= ev["seq"] <= seq_to and ev.get("agent") == agent and ev["kind"] in ("message", "tool_call", "tool_result")]

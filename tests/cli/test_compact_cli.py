@@ -127,3 +127,12 @@ def test_prefire_then_two_pass_on_the_command_line(tmp_path: Path) -> None:
     cli("append", str(s), "-q", input=b'{"kind":"message","id":"n","role":"user","text":"next"}\n', check=True)
     out = orjson.loads(cli("compact", str(s), "--force", "--two-pass", "--json", check=True).stdout)
     assert out["two_pass"]["hit"] is True and jsonl((s / "updates.jsonl").read_bytes())[-1]["two_pass"]["hit"] is True
+
+
+def test_segments_mode_on_the_command_line(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    out = orjson.loads(cli("compact", str(s), "--force", "--mode", "segments", "--detail", "minimal", "--json", check=True).stdout)
+    assert out["segment"] == "segment_000.md"
+    listed = orjson.loads(cli("segment", "list", str(s), "--json", check=True).stdout)["segments"]
+    assert [(r["segment"], r["file"], r["detail"]) for r in listed] == [(0, "segment_000.md", "minimal")]
+    assert cli("compact", str(s), "--force", "--mode", "segments", "--detail", "loud").returncode == 2
