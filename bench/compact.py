@@ -5,13 +5,17 @@ Prints the compaction time and its ratio to one plain streaming pass over the sa
 """
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-import orjson
+# This file's folder comes first on sys.path and its inspect.py would shadow the stdlib's.
+sys.path.pop(0)
+
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import orjson  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 

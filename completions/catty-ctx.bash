@@ -20,7 +20,7 @@ _catty_ctx() {
         "__root__") opts="--help --version -h append blob compact completion inspect instructions prune segment" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
-        "compact") opts="--check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --prefire --replay --summarizer --threshold --timeout --two-pass -h" ;;
+        "compact") opts="--check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --replay --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "inspect") opts="--context --help --items --json --seq -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;

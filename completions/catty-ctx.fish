@@ -33,6 +33,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l timeout -r -F 
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l two-pass -d 'Use the note of an earlier --prefire when its prefix length,'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l prefire -d 'Run pass 1 of two-pass now on ~95% of the view and cache its'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l replay -r -F -d 'Run a saved compaction_requests/<id>.json input through --su'
+complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l no-redact -d 'Keep credentials in the request artifact (by default keys, t'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l dry-run -d 'Show what would be done; write nothing.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l lock-timeout -r -F -d 'Wait this long for the session lock, then exit 75.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'

@@ -34,6 +34,7 @@ def compact_cmd(
     two_pass: Annotated[bool, typer.Option("--two-pass", help="Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass.")] = False,
     prefire: Annotated[bool, typer.Option("--prefire", help="Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points of their threshold.")] = False,
     replay: Annotated[Optional[str], typer.Option("--replay", metavar="ARTIFACT", help="Run a saved compaction_requests/<id>.json input through --summarizer and print the summary and timings; no session is touched.")] = None,
+    no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind]).")] = False,
     dry_run: DryRunOpt = False,
     lock_timeout: LockTimeoutOpt = 30.0,
     as_json: JsonOpt = False,
@@ -79,7 +80,7 @@ def compact_cmd(
     results = list(
         compact_target(
             target, on_error=on_error, threshold=threshold, force=force, mode=mode, summarizer=summarizer,
-            detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+            detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
         )
     )
     rows = [r.row() for r in results]

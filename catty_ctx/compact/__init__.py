@@ -165,6 +165,7 @@ def compact_session(
     two_pass: bool = False,
     prefire: bool = False,
     prefire_from: float | None = None,
+    redact: bool = True,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> CompactResult:
     """Compact one session if it is over `threshold` % of its window (or `force`).
@@ -193,7 +194,7 @@ def compact_session(
     if m.nothing_new:
         return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
     if prefire:
-        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run)
+        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run, redact)
     if not over and not force:
         return CompactResult(status="below_threshold", **base)  # type: ignore[arg-type]
     if not dry_run:
@@ -256,7 +257,7 @@ def compact_session(
     if result.summary is None:
         doc, _ = finish(None)
         if not dry_run:
-            write_artifact(directory, doc)
+            write_artifact(directory, doc, redact=redact)
         code = ExitCode.DATA if result.error_class == "deterministic" else ExitCode.TEMP_FAIL
         where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
         raise SummarizerError(f"{session.display}: {summ.id}: {result.error}{where}", exit_code=code)
@@ -280,7 +281,7 @@ def compact_session(
 
             segment = write_segment(directory, m.span, result.summary, detail=detail, compaction_id=cid).file
         doc, out = finish(segment)
-        write_artifact(directory, doc)
+        write_artifact(directory, doc, redact=redact)
         written = session._append_locked([comp], warn=None)  # the lock is already held
     if hit is not None and hit.hit:
         from .twopass import discard
@@ -292,7 +293,8 @@ def compact_session(
 
 
 def _prefire(
-    session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None, from_pct: float | None, dry_run: bool
+    session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None,
+    from_pct: float | None, dry_run: bool, redact: bool,
 ) -> CompactResult:
     from .summarizers import SummarizerError, get_summarizer
     from .twopass import prefire, split_point
@@ -303,7 +305,7 @@ def _prefire(
     summ = get_summarizer(summarizer, **(options or {}))
     if dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
-    pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head))
+    pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=redact)
     if pre.status == "failed":
         raise SummarizerError(f"{session.display}: {summ.id}: pass 1 failed: {pre.error}")
     return CompactResult(

@@ -71,7 +71,20 @@ def artifact_doc(
     }
 
 
-def write_artifact(directory: Path, doc: dict[str, Any]) -> Path:
+def redacted(doc: dict[str, Any]) -> dict[str, Any]:
+    """The artifact with credentials replaced by markers (catty_ctx.redact), and their count."""
+    from ..redact import redact, redact_many
+
+    items, n_items = redact_many(doc["input"]["items"])
+    rest, n_rest = redact({**doc, "input": {**doc["input"], "items": []}})
+    rest["input"]["items"] = items
+    rest["redacted"] = n_items + n_rest
+    return rest
+
+
+def write_artifact(directory: Path, doc: dict[str, Any], *, redact: bool = True) -> Path:
+    """Write compaction_requests/<id>.json atomically; credentials are redacted unless asked."""
+    doc = redacted(doc) if redact else {**doc, "redacted": None}
     target = directory / artifact_relpath(doc["id"])
     try:
         target.parent.mkdir(exist_ok=True)

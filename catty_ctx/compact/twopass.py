@@ -72,7 +72,9 @@ class PrefireResult:
     error: str | None = None
 
 
-def prefire(session_dir: Path, items: Sequence[Item], summarizer: Summarizer, *, window: int, state: dict[str, Any]) -> PrefireResult:
+def prefire(
+    session_dir: Path, items: Sequence[Item], summarizer: Summarizer, *, window: int, state: dict[str, Any], redact: bool = True
+) -> PrefireResult:
     """Pass 1 on the prefix, now; the cache is written, no event is appended."""
     k = split_point(items)
     if k == 0:
@@ -84,6 +86,10 @@ def prefire(session_dir: Path, items: Sequence[Item], summarizer: Summarizer, *,
     if res.summary is None:
         return PrefireResult("failed", k, None, latency, 0, res.error)
     note = note1(res.raw or res.summary)
+    if redact:  # the cache is stored beside the artifacts and shared like them
+        from ..redact import redact_text
+
+        note = redact_text(note)[0]
     fp = prefix_fp(prefix)
     doc = {
         "schema_version": CACHE_SCHEMA,

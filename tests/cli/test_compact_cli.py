@@ -136,3 +136,12 @@ def test_segments_mode_on_the_command_line(tmp_path: Path) -> None:
     listed = orjson.loads(cli("segment", "list", str(s), "--json", check=True).stdout)["segments"]
     assert [(r["segment"], r["file"], r["detail"]) for r in listed] == [(0, "segment_000.md", "minimal")]
     assert cli("compact", str(s), "--force", "--mode", "segments", "--detail", "loud").returncode == 2
+
+
+def test_no_redact_on_the_command_line(tmp_path: Path) -> None:
+    s = write_log(tmp_path / "s", [session_event(), msg("user", "token: ghp_" + "x" * 36, "u1")])
+    out = orjson.loads(cli("compact", str(s), "--force", "--json", check=True).stdout)
+    assert b"ghp_" not in (s / out["artifact"]).read_bytes()
+    cli("append", str(s), "-q", input=b'{"kind":"message","id":"n","role":"user","text":"next"}\n', check=True)
+    out = orjson.loads(cli("compact", str(s), "--force", "--no-redact", "--json", check=True).stdout)
+    assert b"ghp_" + b"x" * 36 in (s / out["artifact"]).read_bytes()
