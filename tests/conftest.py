@@ -81,3 +81,25 @@ def call(cid: str, name: str = "t", args: Any = None) -> dict[str, Any]:
 
 def result(cid: str, output: str = "ok", is_error: bool = False) -> dict[str, Any]:
     return {"kind": "tool_result", "call_id": cid, "output": output, "is_error": is_error}
+
+
+def cli_on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
+    """Run the program with stderr on a pseudo-terminal: (exit code, stdout, what the terminal showed)."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="xterm")
+    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=subprocess.PIPE, stderr=secondary, env=env)
+    os.close(secondary)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    out, _ = proc.communicate()
+    os.close(primary)
+    return proc.returncode, out, err

@@ -77,9 +77,16 @@ def compact_cmd(
         errors.append(exc)
         warn(str(exc))
 
+    sessions = None
+    if target != "-" and _is_root(target):
+        from ..store import find_sessions
+        from .output import progress_iter
+
+        found = list(find_sessions(target))
+        sessions = progress_iter(found, label="sessions", total=len(found))
     results = list(
         compact_target(
-            target, on_error=on_error, threshold=threshold, force=force, mode=mode, summarizer=summarizer,
+            target, on_error=on_error, sessions=sessions, threshold=threshold, force=force, mode=mode, summarizer=summarizer,
             detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
         )
     )

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import Event
@@ -318,14 +319,16 @@ def compact_target(
     target: str,
     *,
     on_error: Callable[[str, CattyError], None] | None = None,
+    sessions: Iterable[Path] | None = None,
     **options: Any,
 ) -> Iterator[CompactResult]:
-    """Compact SESSION, or each session under ROOT over its threshold (errors go to on_error)."""
+    """Compact SESSION, or each session under ROOT over its threshold (errors go to on_error;
+    `sessions` may pass ROOT's sessions in, wrapped in a progress bar)."""
     if target != "-" and is_root(target):
         if options.get("prefire"):
             # On a ROOT, prefire the sessions that are getting close (the cron use).
             options.setdefault("prefire_from", options.get("threshold", DEFAULT_THRESHOLD) - PREFIRE_LEAD)
-        for path in find_sessions(target):
+        for path in sessions if sessions is not None else find_sessions(target):
             try:
                 with Session.open(path) as s:
                     yield compact_session(s, **options)

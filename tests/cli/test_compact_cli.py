@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import cli, jsonl, msg, session_event, write_log
+from conftest import cli, cli_on_a_terminal, jsonl, msg, session_event, write_log
 from scripted_server import ScriptedServer, error, sse
 
 
@@ -145,3 +145,13 @@ def test_no_redact_on_the_command_line(tmp_path: Path) -> None:
     cli("append", str(s), "-q", input=b'{"kind":"message","id":"n","role":"user","text":"next"}\n', check=True)
     out = orjson.loads(cli("compact", str(s), "--force", "--no-redact", "--json", check=True).stdout)
     assert b"ghp_" + b"x" * 36 in (s / out["artifact"]).read_bytes()
+
+
+def test_a_root_shows_a_bar_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -> None:
+    for i in range(30):
+        _session(tmp_path / "root" / f"s{i:02d}")
+    code, out, err = cli_on_a_terminal("compact", str(tmp_path / "root"), "--check", "--json")
+    assert code == 0 and b"sessions" in err and b"30" in err
+    assert len(orjson.loads(out)["sessions"]) == 30
+    piped = cli("compact", str(tmp_path / "root"), "--check", "--json")
+    assert piped.returncode == 0 and piped.stderr == b""

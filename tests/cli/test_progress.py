@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import os
-import pty
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, cli_on_a_terminal
 
 
 def _root(tmp_path: Path, n: int = 40) -> Path:
@@ -19,22 +18,8 @@ def _root(tmp_path: Path, n: int = 40) -> Path:
 
 def test_a_bar_on_a_terminal(tmp_path: Path) -> None:
     root = _root(tmp_path)
-    primary, secondary = pty.openpty()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="xterm")
-    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", "inspect", str(root), "--json"], stdout=subprocess.PIPE, stderr=secondary, env=env)
-    os.close(secondary)
-    err = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        err += chunk
-    out, _ = proc.communicate()
-    os.close(primary)
-    assert proc.returncode == 0
+    code, out, err = cli_on_a_terminal("inspect", str(root), "--json")
+    assert code == 0
     assert b"sessions" in err and b"40" in err  # the bar: label and count
     assert b'"sessions"' in out  # data still goes to stdout
 
