@@ -165,6 +165,7 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
             bad.append((off, "not valid JSON"))
             continue
         if type(o) is not dict:
+            bad.append((off, "not a JSON object"))
             continue
         entry = o
         m = o.get("message")
@@ -231,7 +232,10 @@ def _parse_catty(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
         except orjson.JSONDecodeError:
             bad.append((off, "not valid JSON"))
             continue
-        if type(ev) is not dict or ev.get("kind") != "usage":
+        if type(ev) is not dict:
+            bad.append((off, "not a JSON object"))
+            continue
+        if ev.get("kind") != "usage":
             continue
         problem = check_event(ev)
         ts = _epoch(ev.get("ts"))
@@ -258,7 +262,10 @@ def _parse_codex(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
         except orjson.JSONDecodeError:
             bad.append((off, "not valid JSON"))
             continue
-        if type(o) is not dict or type(o.get("payload")) is not dict:
+        if type(o) is not dict:
+            bad.append((off, "not a JSON object"))
+            continue
+        if type(o.get("payload")) is not dict:
             continue
         p = o["payload"]
         kind = o.get("type")
