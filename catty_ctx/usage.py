@@ -19,7 +19,7 @@ import mmap
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
@@ -427,35 +427,49 @@ class Scan:
 Progress = Callable[[int, int], None]
 
 
-def scan(paths: Sequence[str | os.PathLike[str]], *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
-         max_samples: int = BAD_SAMPLES_PER_FILE) -> Scan:
-    """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped."""
-    result = Scan()
-    plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any]]] = []  # arg, files, old entries, new entries
-    tasks: list[tuple[str, str | None, dict[str, Any] | None]] = []
-    sizes: dict[str, int] = {}
+Survey = list[tuple[str, list[tuple[str, str | None, int, int, int]]]]  # per PATH: (file, kind, size, mtime_ns, inode)
+
+
+def survey(paths: Sequence[str | os.PathLike[str]]) -> Survey:
+    """Every log under PATHS with its size, mtime and inode (a file named twice counts once)."""
+    out: Survey = []
     seen: set[str] = set()
     for raw in paths:
         arg = os.path.abspath(os.fspath(raw))
-        found = discover(arg)
-        old = _load_cache(arg).get("files", {}) if use_cache else {}
-        new: dict[str, Any] = {}
-        files: list[str] = []
-        for path, kind in found:
+        files = []
+        for path, kind in discover(arg):
             if path in seen:
                 continue
             seen.add(path)
             try:
                 st = os.stat(path)
             except OSError:
-                continue
+                continue  # gone since the walk
+            files.append((path, kind, st.st_size, st.st_mtime_ns, st.st_ino))
+        out.append((arg, files))
+    return out
+
+
+def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
+         max_samples: int = BAD_SAMPLES_PER_FILE) -> Scan:
+    """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped."""
+    found = paths if paths and isinstance(paths[0], tuple) else survey(paths)  # type: ignore[arg-type]
+    result = Scan()
+    plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any]]] = []  # arg, files, old entries, new entries
+    tasks: list[tuple[str, str | None, dict[str, Any] | None]] = []
+    sizes: dict[str, int] = {}
+    for arg, listing in found:  # type: ignore[union-attr]
+        old = _load_cache(arg).get("files", {}) if use_cache else {}
+        new: dict[str, Any] = {}
+        files: list[str] = []
+        for path, kind, size, mtime, ino in listing:
             files.append(path)
             prev = old.get(path)
-            if prev is not None and prev["size"] == st.st_size and prev["mtime"] == st.st_mtime_ns and prev["ino"] == st.st_ino:
+            if prev is not None and prev["size"] == size and prev["mtime"] == mtime and prev["ino"] == ino:
                 new[path] = prev
             else:
                 tasks.append((path, kind, prev))
-                sizes[path] = st.st_size - (prev["off"] if prev is not None and prev["ino"] == st.st_ino and prev["off"] <= st.st_size else 0)
+                sizes[path] = size - (prev["off"] if prev is not None and prev["ino"] == ino and prev["off"] <= size else 0)
         plans.append((arg, files, old, new))
     result.files = sum(len(p[1]) for p in plans)
 
@@ -543,6 +557,7 @@ class Prices:
 
     table: dict[str, dict[str, Any]]
     date: str | None = None
+    digest: str = ""  # of the files the table came from: part of the answer cache's key
     _memo: dict[str, dict[str, Any] | None] = field(default_factory=dict, repr=False)
     _norm: dict[str, str] | None = field(default=None, repr=False)
 
@@ -579,7 +594,9 @@ def _price_entries(doc: Any, origin: str) -> dict[str, dict[str, Any]]:
 
 def load_prices(override: str | os.PathLike[str] | None = None) -> Prices:
     """The bundled table, with the entries of OVERRIDE (a LiteLLM-style file) replacing its own."""
-    bundled = orjson.loads((Path(__file__).parent / "prices.json").read_bytes())
+    raw = (Path(__file__).parent / "prices.json").read_bytes()
+    digest = xxhash.xxh64(raw)
+    bundled = orjson.loads(raw)
     table = _price_entries(bundled, "prices.json")
     stamp = bundled.get("_meta", {}).get("date")
     if override is not None:
@@ -593,9 +610,10 @@ def load_prices(override: str | os.PathLike[str] | None = None) -> Prices:
         except orjson.JSONDecodeError as exc:
             raise DataError(f"not valid JSON ({exc})", path=str(path)) from None
         table.update(_price_entries(doc, str(path)))
+        digest.update(data)
         meta = doc.get("_meta") if type(doc) is dict else None
         stamp = (meta.get("date") if type(meta) is dict else None) or f"{stamp} + {path.name}"
-    return Prices(table, stamp)
+    return Prices(table, stamp, digest.hexdigest())
 
 
 def price_tokens(p: dict[str, Any] | None, inp: int, out: int, cache_read: int, cache_write: int, above: bool) -> float | None:
@@ -830,17 +848,77 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
                   duplicates=duplicates, prices_date=prices.date)
 
 
+def _answers_path(found: Survey) -> Path:
+    args = "\0".join(arg for arg, _files in found)
+    return cache_dir() / f"usage-answers-v{CACHE_VERSION}-{xxhash.xxh64_hexdigest(args.encode('utf-8', 'surrogateescape'))}.bin"
+
+
+def _query_key(found: Survey, query: tuple[Any, ...]) -> str:
+    """Same files (path, size, mtime, inode) and same question: same answer."""
+    h = xxhash.xxh3_128(repr((CACHE_VERSION, query)).encode())
+    for arg, files in found:
+        h.update(arg.encode("utf-8", "surrogateescape"))
+        for f in files:
+            h.update(repr(f).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _local_zone_key() -> tuple[Any, ...]:
+    import time
+
+    try:
+        localtime_mtime = os.stat("/etc/localtime").st_mtime_ns
+    except OSError:
+        localtime_mtime = 0
+    return (os.environ.get("TZ"), time.tzname, time.timezone, time.altzone, localtime_mtime)
+
+
+ANSWERS_KEPT = 16
+
+
 def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: str | None = None, until: str | None = None,
           timezone_name: str | None = None, prices_file: str | os.PathLike[str] | None = None, jobs: int | None = None,
           use_cache: bool = True, progress: Progress | None = None) -> tuple[Ledger, Scan]:
-    """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY."""
+    """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY.
+
+    With the cache, a question asked before about files that have not changed since is
+    answered from the answer cache without reading the per-file cache at all.
+    """
+    if by not in BY_CHOICES:
+        raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
     tz = timezone_named(timezone_name)
     lo = parse_day(since) if since else None
     hi = parse_day(until) if until else None
     prices = load_prices(prices_file)
-    result = scan(paths, jobs=jobs, use_cache=use_cache, progress=progress)
+    found = survey(paths)
+    key = ""
+    answers: dict[str, Any] = {}
+    if use_cache:
+        key = _query_key(found, (by, timezone_name or _local_zone_key(), lo, hi, prices.digest))
+        try:
+            answers = marshal.loads(_answers_path(found).read_bytes())
+        except (OSError, EOFError, ValueError, TypeError):
+            answers = {}
+        hit = answers.get(key) if type(answers) is dict else None
+        if hit is not None:
+            scan_info = Scan(files=hit["files"], bad_lines=hit["bad_lines"], bad_samples=list(hit["bad_samples"]))
+            return Ledger(**hit["ledger"]), scan_info
+    result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress)
     ledger = build_ledger(result.records, by=by, tz=tz, since=lo, until=hi, prices=prices)
     # The workers already collapsed each file's own copies: count those too.
     ledger.duplicates += result.calls_read - len(result.records)
     ledger.calls_read = result.calls_read
+    if use_cache:
+        answers = {k: v for k, v in answers.items() if k != key} if type(answers) is dict else {}
+        answers[key] = {"ledger": {f.name: getattr(ledger, f.name) for f in fields(Ledger)}, "files": result.files,
+                        "bad_lines": result.bad_lines, "bad_samples": result.bad_samples}
+        while len(answers) > ANSWERS_KEPT:
+            answers.pop(next(iter(answers)))
+        from .store import atomic_write
+
+        try:
+            cache_dir().mkdir(parents=True, exist_ok=True)
+            atomic_write(_answers_path(found), marshal.dumps(answers))
+        except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
+            result.warnings.append(f"usage answer cache not written: {exc}")
     return ledger, result

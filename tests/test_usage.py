@@ -287,6 +287,15 @@ def test_unchanged_files_are_not_read_again(tmp_path: Path) -> None:
     assert list(U.cache_dir().glob("usage-*.bin"))
 
 
+def test_a_new_question_about_unchanged_files_reads_no_file(tmp_path: Path) -> None:
+    claude_tree(tmp_path / "c", seed=5, projects=1, sessions=2)
+    U.usage([str(tmp_path / "c")], by="model")
+    by_day, scan = U.usage([str(tmp_path / "c")], by="day", timezone_name="Asia/Tokyo")
+    assert scan.files_parsed == 0 and scan.records  # from the per-file cache
+    fresh, _ = U.usage([str(tmp_path / "c")], by="day", timezone_name="Asia/Tokyo", use_cache=False)
+    assert by_day.rows == fresh.rows
+
+
 def test_an_appended_file_is_read_only_from_where_it_ended(tmp_path: Path) -> None:
     claude_tree(tmp_path / "c", seed=6, projects=1, sessions=2, subagents=False)
     before, _ = U.usage([str(tmp_path / "c")])
