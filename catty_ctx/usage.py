@@ -44,7 +44,9 @@ TS, MODEL, INPUT, OUTPUT, CACHE_READ, CACHE_WRITE, REASONING, COST, KEY, SIDECHA
 Record = tuple  # (ts epoch s, model, input, output, cache_read, cache_write, reasoning, cost|None, dedupe key|None, sidechain, agent, session, project, incomplete, message id|None)
 
 CATTY, CLAUDE, CODEX = "catty", "claude", "codex"
-_USAGE_MARK = b'"usage"'
+_USAGE_MARK = b'"usage"'  # catty: every usage event has it
+# Claude Code: every usage object has output_tokens; a longer needle also searches faster.
+_CLAUDE_MARK = b'"output_tokens"'
 _CODEX_MARK = re.compile(rb'"(?:token_count|turn_context|session_meta)"')
 _NL = b"\n"
 
@@ -52,10 +54,32 @@ _NL = b"\n"
 # -- timestamps ---------------------------------------------------------------------------------
 
 
+_MINUTES: dict[str, float] = {}
+
+
 def _epoch(value: Any) -> float | None:
-    """RFC 3339 / ISO 8601 → seconds since the epoch; a naive time is taken as UTC."""
+    """RFC 3339 / ISO 8601 → seconds since the epoch; a naive time is taken as UTC.
+
+    The common `YYYY-MM-DDTHH:MM:SS.fffZ` form is read from a per-minute memo; anything else
+    goes through datetime.
+    """
     if type(value) is not str or len(value) < 10:
         return None
+    if len(value) == 24 and value[-1] == "Z" and value[19] == "." and value[16] == ":":
+        minute = _MINUTES.get(value[:16])
+        if minute is None:
+            minute = _iso_epoch(value[:16] + "Z")
+            if minute is not None:
+                _MINUTES[value[:16]] = minute
+        if minute is not None:
+            try:
+                return minute + float(value[17:23])
+            except ValueError:
+                return None
+    return _iso_epoch(value)
+
+
+def _iso_epoch(value: str) -> float | None:
     text = value[:-1] + "+00:00" if value[-1] in "Zz" else value
     try:
         dt = datetime.fromisoformat(text)
@@ -158,16 +182,25 @@ def _claude_context(path: str) -> tuple[str, str, str]:
 def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]]) -> Any:
     project, default_session, stem = _claude_context(path)
     loads = orjson.loads
-    for off, line in _lines_with(mm, start, end, _USAGE_MARK):
+    decode_error = orjson.JSONDecodeError
+    find, rfind = mm.find, mm.rfind
+    append = recs.append
+    pos = start
+    while pos < end:  # the line loop of _lines_with, inlined: this is the hot path
+        i = find(_CLAUDE_MARK, pos, end)
+        if i < 0:
+            break
+        j = rfind(_NL, start, i)
+        off = j + 1 if j >= 0 else start
+        pos = find(_NL, i, end) + 1 or end
         try:
-            o = loads(line)
-        except orjson.JSONDecodeError:
+            o = loads(mm[off : pos - 1])
+        except decode_error:
             bad.append((off, "not valid JSON"))
             continue
         if type(o) is not dict:
             bad.append((off, "not a JSON object"))
             continue
-        entry = o
         m = o.get("message")
         if type(m) is not dict or "usage" not in m:
             # Older versions logged a subagent's responses inside the parent as progress records.
@@ -175,16 +208,17 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
             inner = d.get("message") if type(d) is dict else None
             if type(inner) is not dict or type(inner.get("message")) is not dict:
                 continue
-            entry = dict(inner, sessionId=o.get("sessionId"))
+            o = dict(inner, sessionId=o.get("sessionId"))
             m = inner["message"]
-        u = m.get("usage")
+        u = m["usage"] if "usage" in m else None
         if type(u) is not dict:
             continue
         model = m.get("model")
         if model == "<synthetic>":  # made up locally: no API call
             continue
-        inp, out = u.get("input_tokens"), u.get("output_tokens")
-        ts = _epoch(entry.get("timestamp"))
+        inp = u.get("input_tokens")
+        out = u.get("output_tokens")
+        ts = _epoch(o.get("timestamp"))
         if type(inp) is not int or type(out) is not int or ts is None:
             bad.append((off, "usage without token counts or timestamp"))
             continue
@@ -192,23 +226,23 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
         if type(cw) is not int:
             cc = u.get("cache_creation")
             cw = sum(_int(v) for v in cc.values()) if type(cc) is dict else 0
-        session = entry.get("sessionId") or default_session
+        cr = u.get("cache_read_input_tokens")
+        session = o.get("sessionId") or default_session
         mid = m.get("id") or None
-        rid = entry.get("requestId") or None
+        rid = o.get("requestId") or None
         if mid and rid:
             key: str | None = f"c\0{mid}\0{rid}"
         elif mid:
             # Without a request id: one response's block lines share an Anthropic message id.
             key = f"c\0{mid}\0\0{session}" + ("" if str(mid).startswith("msg_") else f"\0{ts}")
         else:
-            uuid = entry.get("uuid")
+            uuid = o.get("uuid")
             key = f"u\0{uuid}" if uuid else None
-        side = entry.get("isSidechain") is True
-        agent = (entry.get("agentId") or stem) if side else MAIN_AGENT
-        cost = entry.get("costUSD")
-        recs.append((ts, model if type(model) is str and model else UNKNOWN_MODEL, _int(inp), _int(out), _int(u.get("cache_read_input_tokens")),
-                     _int(cw), 0, cost if type(cost) in (int, float) else None, key, side, str(agent), str(session), project, False,
-                     str(mid) if mid else None))
+        side = o.get("isSidechain") is True
+        cost = o.get("costUSD")
+        append((ts, model if type(model) is str and model else UNKNOWN_MODEL, inp if inp >= 0 else 0, out if out >= 0 else 0,
+                cr if type(cr) is int and cr >= 0 else 0, cw if cw >= 0 else 0, 0, cost if type(cost) in (int, float) else None, key, side,
+                str(o.get("agentId") or stem) if side else MAIN_AGENT, str(session), project, False, str(mid) if mid else None))
     return state
 
 
@@ -757,7 +791,7 @@ class Ledger:
         doc: dict[str, Any] = {"by": self.by, "rows": self.rows, "totals": self.totals, "incomplete": self.incomplete,
                                "calls_read": self.calls_read, "duplicates_dropped": self.duplicates, "prices_date": self.prices_date}
         if scan is not None:
-            doc.update(files=scan.files, files_parsed=scan.files_parsed, bad_lines=scan.bad_lines)
+            doc.update(files=scan.files, files_parsed=scan.files_parsed, bytes_parsed=scan.bytes_parsed, bad_lines=scan.bad_lines)
         return doc
 
 

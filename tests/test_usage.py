@@ -258,7 +258,7 @@ def test_prices_file_overrides_bundled_entries_and_unpriced_models_make_rows_par
 def test_bad_lines_are_skipped_counted_and_named(tmp_path: Path) -> None:
     proj = tmp_path / "projects" / "p"
     proj.mkdir(parents=True)
-    (proj / "s1.jsonl").write_bytes(claude_line("msg_1", "req_1") + b'{"message": {"usage": {broken\n' + claude_line("msg_2", "req_2")
+    (proj / "s1.jsonl").write_bytes(claude_line("msg_1", "req_1") + b'{"message": {"usage": {"output_tokens": broken\n' + claude_line("msg_2", "req_2")
                                     + b'{"type":"assistant","message":{"usage"')  # a torn tail
     _led, scan = U.usage([str(tmp_path)])
     assert _led.totals["calls"] == 2 and scan.bad_lines == 2

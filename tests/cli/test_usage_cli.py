@@ -86,7 +86,7 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
 def test_garbage_files_never_cause_a_traceback(tmp_path: Path) -> None:
     d = tmp_path / "junk"
     d.mkdir()
-    (d / "a.jsonl").write_bytes(b'\x00\xff"usage"\n[1,2,3]\n"usage"\n{"message":{"usage":{"input_tokens":"x"}},"timestamp":"2026"}\n')
+    (d / "a.jsonl").write_bytes(b'\x00\xff"output_tokens"\n[1,2,3]\n"output_tokens"\n{"message":{"usage":{"input_tokens":"x","output_tokens":1}},"timestamp":"2026"}\n')
     (d / "updates.jsonl").write_bytes(b'{"v":1,"seq":0,"ts":"x","kind":"session","session_id":"s"}\n{"v":1,"kind":"usage","model":1}\n')
     proc = cli("usage", str(d), "--json")
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr
