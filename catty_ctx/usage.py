@@ -18,6 +18,7 @@ import marshal
 import mmap
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timezone, tzinfo
@@ -314,13 +315,17 @@ def _parse_codex(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
             if type(info) is not dict:
                 continue  # rate limits only
             total, last = info.get("total_token_usage"), info.get("last_token_usage")
-            if type(total) is not dict or type(last) is not dict:
-                bad.append((off, "token_count without total and last usage"))
+            if type(total) is not dict:
+                bad.append((off, "token_count without total_token_usage"))
                 continue
             moved = (_int(total.get("input_tokens")), _int(total.get("cached_input_tokens")), _int(total.get("output_tokens")),
                      _int(total.get("reasoning_output_tokens")), _int(total.get("total_tokens")))
             if moved == prev:
                 continue  # Codex repeats the last count when nothing was called
+            if type(last) is not dict:  # older logs: the call is what the totals moved by
+                base = prev or (0, 0, 0, 0, 0)
+                last = dict(zip(("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens"),
+                                (max(0, a - b) for a, b in zip(moved, base))))
             prev = moved
             ts = _epoch(o.get("timestamp"))
             if ts is None:
@@ -479,6 +484,8 @@ def survey(paths: Sequence[str | os.PathLike[str]]) -> Survey:
                 st = os.stat(path)
             except OSError:
                 continue  # gone since the walk
+            if not stat.S_ISREG(st.st_mode):
+                continue  # a FIFO or device would block or never end
             files.append((path, kind, st.st_size, st.st_mtime_ns, st.st_ino))
         out.append((arg, files))
     return out
@@ -568,7 +575,11 @@ def _run(tasks: list[tuple[str, str | None, dict[str, Any] | None]], sizes: dict
         batches[i].append(task)
         loads[i] += sizes.get(task[0], 0) + 4096
     ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    pool = ctx.Pool(jobs)
+    try:
+        pool = ctx.Pool(jobs)
+    except OSError:  # no processes to be had (sandbox, limits): read here instead
+        yield from _run(tasks, sizes, 1, total, progress)
+        return
     try:
         done_bytes = 0
         for batch in pool.imap_unordered(_scan_batch, batches):

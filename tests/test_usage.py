@@ -155,6 +155,20 @@ def test_codex_forked_rollout_copying_its_parent_counts_the_copy_once(tmp_path: 
     assert led.totals["calls"] == 3 and led.totals["reasoning"] == 128
 
 
+def test_codex_logs_without_last_usage_count_what_the_totals_moved_by(tmp_path: Path) -> None:
+    log = tmp_path / "rollout-old.jsonl"
+    codex_rollout(log, _codex_steps())
+    lines = [orjson.loads(x) for x in log.read_bytes().splitlines()]
+    for obj in lines:
+        info = obj.get("payload", {}).get("info")
+        if isinstance(info, dict):
+            del info["last_token_usage"]
+    log.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    led = ledger([tmp_path])
+    assert (led.totals["input"], led.totals["output"], led.totals["cache_read"], led.totals["reasoning"], led.totals["calls"]) == \
+        (800 + 500 + 0, 360, 5700, 128, 3)
+
+
 def test_day_rows_use_the_local_zone_unless_a_zone_is_given(tmp_path: Path) -> None:
     codex_rollout(tmp_path / "rollout-x.jsonl", _codex_steps())
     assert [r["day"] for r in ledger([tmp_path], by="day", tz="UTC").rows] == ["2026-02-01"]
@@ -336,6 +350,24 @@ def test_a_file_that_shrank_or_changed_in_place_is_read_again(tmp_path: Path) ->
     assert U.usage([str(tmp_path)])[0].totals["input"] == 70
     f.write_bytes(claude_line("msg_1", "req_1", inp=80) + claude_line("msg_3", "req_3", inp=1))  # grew, but the old part changed
     assert U.usage([str(tmp_path)])[0].totals["input"] == 81
+
+
+def test_a_damaged_cache_is_ignored_and_rewritten(tmp_path: Path) -> None:
+    claude_tree(tmp_path / "c", seed=12, projects=1, sessions=2)
+    good, _ = U.usage([str(tmp_path / "c")], by="day")
+    for f in U.cache_dir().glob("usage-*.bin"):
+        f.write_bytes(b"\x00garbage" * 10)
+    again, scan = U.usage([str(tmp_path / "c")], by="day")
+    assert again.rows == good.rows and scan.files_parsed == scan.files
+    assert U.usage([str(tmp_path / "c")], by="day")[1].files_parsed == 0
+
+
+def test_fifos_and_other_non_files_are_skipped(tmp_path: Path) -> None:
+    proj = tmp_path / "projects" / "p"
+    proj.mkdir(parents=True)
+    (proj / "s1.jsonl").write_bytes(claude_line("msg_1", "req_1"))
+    os.mkfifo(proj / "pipe.jsonl")
+    assert ledger([tmp_path]).totals["calls"] == 1  # and no hang on the FIFO
 
 
 def test_no_cache_neither_reads_nor_writes_the_cache(tmp_path: Path) -> None:
