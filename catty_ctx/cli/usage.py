@@ -81,14 +81,23 @@ def _money(v: Any) -> str:
     return "—" if v is None else f"${v:,.2f}"
 
 
+def _short(n: int) -> str:
+    """1,234,567 → 1.23M: a narrow terminal keeps every column whole (--json has the exact counts)."""
+    for unit, size in (("B", 10**9), ("M", 10**6), ("k", 10**3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
+
+
 def _show(ledger: Any) -> None:
-    from .output import show, table
+    from .output import console, show, table
 
     cols = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
+    number = (lambda n: f"{n:,}") if console().width >= 130 else _short
 
     def cells(key: str, r: dict[str, Any]) -> list[Any]:
         cost = _money(r["cost_usd"]) + ("*" if r["partial"] else "")
-        return [key, *(f"{r[c]:,}" for c in cols[1:7]), cost]
+        return [key, *(number(r[c]) for c in cols[1:7]), cost]
 
     body = [cells(str(r[ledger.by]), r) for r in ledger.rows]
     body.append(cells("total", ledger.totals))
