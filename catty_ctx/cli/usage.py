@@ -24,7 +24,7 @@ PROGRESS_MIN_BYTES = 64 << 20  # a scan this large gets a progress bar on a term
 )
 @handle_errors
 def usage_cmd(
-    paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, or one log file; told apart by content.")],
+    paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, or - for a log on stdin; told apart by content.")],
     by: Annotated[str, typer.Option("--by", metavar="model|day|week|month|session|project|agent", help=BY_HELP)] = "model",
     since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone.")] = None,
     until: Annotated[Optional[str], typer.Option("--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD).")] = None,

@@ -40,6 +40,19 @@ def test_a_pipe_gets_json_lines_one_row_each(tmp_path: Path) -> None:
     assert [(r["day"], r["calls"], r["input"]) for r in rows] == [("2026-02-01", 2, 810)]
 
 
+def test_dash_reads_a_log_from_stdin(tmp_path: Path) -> None:
+    log = next(_codex(tmp_path).rglob("rollout-*.jsonl"))
+    doc = orjson.loads(cli("usage", "-", "--json", input=log.read_bytes() + b"{torn", check=True).stdout)
+    assert doc["totals"]["calls"] == 2 and doc["bad_lines"] == 1
+    events = b"".join(orjson.dumps({"v": 1, "seq": i, "ts": "2026-02-01T00:00:00Z", **ev}) + b"\n" for i, ev in enumerate([
+        {"kind": "session", "session_id": "piped"},
+        {"kind": "usage", "model": "gpt-5", "input": 5, "output": 1}]))
+    rows = jsonl(cli("usage", "-", "--by", "session", input=events, check=True).stdout)
+    assert [(r["session"], r["input"]) for r in rows] == [("piped", 5)]
+    proc = cli("usage", "-", "--strict", input=b'{"type":"turn_context","payload":{}}\n{"type":"turn_context", x\n')
+    assert proc.returncode == 65 and b"-:2: not valid JSON" in proc.stderr
+
+
 def test_timezone_moves_calls_across_days(tmp_path: Path) -> None:
     rows = jsonl(cli("usage", str(_codex(tmp_path)), "--by", "day", "--timezone", "Asia/Tokyo", check=True).stdout)
     assert [(r["day"], r["calls"]) for r in rows] == [("2026-02-01", 1), ("2026-02-02", 1)]
