@@ -107,8 +107,9 @@ def discover(path: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
         raise UsageError(f"{p}: no such file or directory")
     if (p / "updates.jsonl").is_file():
         return [(str(p / "updates.jsonl"), CATTY)]
-    roots = [p / "projects"] if (p / "projects").is_dir() else []  # a Claude Code config dir
-    roots += [r for r in (p / "sessions", p / "archived_sessions") if r.is_dir()]  # a Codex home
+    roots = [p / "projects"] if _is_home(p, "projects", _CLAUDE_HOME_MARKS, lambda n: n.startswith("-")) else []
+    if _is_home(p, "sessions", _CODEX_HOME_MARKS, lambda n: len(n) == 4 and n.isdigit()):
+        roots += [r for r in (p / "sessions", p / "archived_sessions") if r.is_dir()]
     out: list[tuple[str, str | None]] = []
     for root in roots or [p]:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -121,6 +122,27 @@ def discover(path: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
                 if name.endswith(".jsonl"):
                     out.append((os.path.join(dirpath, name), CODEX if name.startswith("rollout-") else None))
     return out
+
+
+_CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
+_CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
+
+
+def _is_home(p: Path, sub: str, marks: tuple[str, ...], child_ok: Callable[[str], bool]) -> bool:
+    """Is P an agent's home (read only its SUB folder) rather than any folder that has one?
+
+    Yes when P holds one of the agent's own files, or every entry of SUB looks like the
+    agent's (Claude Code's project folders start with '-', Codex's session folders are years).
+    """
+    if not (p / sub).is_dir():
+        return False
+    if any((p / m).exists() for m in marks):
+        return True
+    try:
+        names = os.listdir(p / sub)
+    except OSError:
+        return False
+    return bool(names) and all(child_ok(n) for n in names)
 
 
 def _sniff(first_line: bytes) -> str:

@@ -362,6 +362,19 @@ def test_a_damaged_cache_is_ignored_and_rewritten(tmp_path: Path) -> None:
     assert U.usage([str(tmp_path / "c")], by="day")[1].files_parsed == 0
 
 
+def test_agent_homes_are_read_by_their_own_folder_and_other_roots_whole(tmp_path: Path) -> None:
+    home = tmp_path / "claude-home"
+    (home / "projects" / "-w").mkdir(parents=True)
+    (home / "projects" / "-w" / "s1.jsonl").write_bytes(claude_line("msg_1", "req_1"))
+    (home / "elsewhere").mkdir()
+    (home / "elsewhere" / "copy.jsonl").write_bytes(claude_line("msg_9", "req_9"))  # outside projects/: not Claude Code's
+    assert ledger([home]).totals["calls"] == 1
+    root = tmp_path / "catty-root"
+    write_log(root / "sessions" / "a", [{"kind": "session", "session_id": "a"}, _usage_ev(SONNET, 1, 1)])
+    write_log(root / "other" / "b", [{"kind": "session", "session_id": "b"}, _usage_ev(SONNET, 1, 1)])
+    assert ledger([root]).totals["calls"] == 2  # a folder named sessions/ does not make a Codex home
+
+
 def test_fifos_and_other_non_files_are_skipped(tmp_path: Path) -> None:
     proj = tmp_path / "projects" / "p"
     proj.mkdir(parents=True)
