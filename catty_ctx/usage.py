@@ -277,7 +277,7 @@ def _parse_catty(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
     from .events import check_event
 
     if state is None:
-        state = [Path(path).parent.name, ""]  # session id, cwd: the directory's name until seq 0 says
+        state = [Path(path).parent.name, "", "", ""]  # session id, cwd, parent session, forked_from_seq: seq 0 says
         nl = mm.find(_NL, 0, end)
         if nl > 0:
             try:
@@ -285,8 +285,10 @@ def _parse_catty(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
             except orjson.JSONDecodeError:
                 first = None
             if type(first) is dict and first.get("kind") == "session":
-                state = [str(first.get("session_id") or state[0]), str(first.get("cwd") or "")]
-    session, cwd = state
+                fseq = first.get("forked_from_seq")
+                state = [str(first.get("session_id") or state[0]), str(first.get("cwd") or ""),
+                         str(first.get("parent_session_id") or ""), str(fseq) if type(fseq) is int else ""]
+    session, cwd, parent, forked_at = state
     for off, line in _lines_with(mm, start, end, _USAGE_MARK):
         try:
             ev = orjson.loads(line)
@@ -304,8 +306,8 @@ def _parse_catty(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
             bad.append((off, problem or "bad 'ts'"))
             continue
         rid = ev.get("request_id")
-        # A fork copies its parent's events: the copy has the same ts, seq and counts.
-        key = f"r\0{rid}" if rid else f"e\0{ev['ts']}\0{ev['seq']}\0{ev['model']}\0{ev['input']}\0{ev['output']}"
+        # A fork copies its parent's events keeping their seq: dedupe() traces a copy to its origin.
+        key = f"r\0{rid}" if rid else f"e\0{session}\0{ev['seq']}\0{parent}\0{forked_at}"
         cost = ev.get("cost_usd")
         recs.append((ts, ev["model"], ev["input"], ev["output"], _int(ev.get("cache_read")), _int(ev.get("cache_write")),
                      _int(ev.get("reasoning")), float(cost) if cost is not None else None, key, False, ev.get("agent") or MAIN_AGENT,
@@ -750,6 +752,38 @@ def collapse(records: Iterable[Record]) -> list[Record]:
     return out
 
 
+def _trace_forks(records: Iterable[Record]) -> list[Record]:
+    """Key (and attribute) a catty event a fork copied (seq <= forked_from_seq) by the session it came from.
+
+    Followed up the chain of forks as far as the scanned sessions tell it; a parent not
+    scanned still keys its copies alike in every child.
+    """
+    records = list(records)
+    forks: dict[str, tuple[str, int]] = {}
+    for r in records:
+        k = r[KEY]
+        if k is not None and k[:2] == "e\0":
+            _e, session, _seq, parent, forked_at = k.split("\0")
+            if parent and forked_at:
+                forks[session] = (parent, int(forked_at))
+    if not forks:
+        return records
+    out = []
+    for r in records:
+        k = r[KEY]
+        if k is not None and k[:2] == "e\0":
+            _e, session, seq_text, _p, _f = k.split("\0")
+            seq = int(seq_text)
+            hops = 0
+            while session in forks and seq <= forks[session][1] and hops < 1000:  # hops: a cycle in bad data ends
+                session = forks[session][0]
+                hops += 1
+            # The call was made in the session it came from: count it there.
+            r = r[:KEY] + (f"e\0{session}\0{seq}",) + r[KEY + 1 : SESSION] + (session,) + r[SESSION + 1 :]
+        out.append(r)
+    return out
+
+
 def dedupe(records: Iterable[Record]) -> list[Record]:
     """One record per provider call, sorted by time.
 
@@ -758,7 +792,7 @@ def dedupe(records: Iterable[Record]) -> list[Record]:
     message id the main conversation of the same session already has is a replay (a side
     question re-logging its parent under a new request id) and is dropped.
     """
-    kept = collapse(records)
+    kept = collapse(_trace_forks(records))
     main_ids = {(r[SESSION], r[MSG_ID]) for r in kept if r[MSG_ID] is not None and not r[SIDECHAIN]}
     if main_ids:
         kept = [r for r in kept if not (r[SIDECHAIN] and r[MSG_ID] is not None and (r[SESSION], r[MSG_ID]) in main_ids)]

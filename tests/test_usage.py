@@ -210,6 +210,22 @@ def test_catty_usage_events_by_agent_with_request_ids_counted_once(tmp_path: Pat
     assert row(led, "explore-1")["cost_usd"] == 0.5  # a provider-reported cost wins over the table
 
 
+def test_a_forks_copied_usage_events_count_once_through_a_chain_of_forks(tmp_path: Path) -> None:
+    parent = [{"kind": "session", "session_id": "p"}, _usage_ev(SONNET, 1, 0), _usage_ev(SONNET, 2, 0)]
+    write_log(tmp_path / "r" / "p", parent)
+    # The child copied seq 1..2 (keeping their seq) and went on; the grandchild copied the child through seq 3.
+    child = [{"kind": "session", "session_id": "c", "parent_session_id": "p", "forked_from_seq": 2}, *parent[1:], _usage_ev(SONNET, 4, 0)]
+    write_log(tmp_path / "r" / "c", child)
+    grand = [{"kind": "session", "session_id": "g", "parent_session_id": "c", "forked_from_seq": 3}, *child[1:], _usage_ev(SONNET, 8, 0)]
+    write_log(tmp_path / "r" / "g", grand)
+    led = ledger([tmp_path / "r"], by="session")
+    assert {r["session"]: r["input"] for r in led.rows} == {"p": 3, "c": 4, "g": 8}
+    # Sessions with equal events that are not forks of each other are not copies.
+    write_log(tmp_path / "s" / "x", [{"kind": "session", "session_id": "x"}, _usage_ev(SONNET, 1, 0)])
+    write_log(tmp_path / "s" / "y", [{"kind": "session", "session_id": "y"}, _usage_ev(SONNET, 1, 0)])
+    assert ledger([tmp_path / "s"]).totals["calls"] == 2
+
+
 def test_an_incomplete_usage_withholds_cost_and_marks_rows_partial(tmp_path: Path) -> None:
     write_log(tmp_path / "r" / "a", [{"kind": "session", "session_id": "sa"}, _usage_ev(SONNET, 100, 10),
                                       _usage_ev(SONNET, 5, 1, agent="bg", incomplete=True)])
