@@ -406,7 +406,10 @@ def scan_file(task: tuple[str, str | None, dict[str, Any] | None]) -> tuple[str,
                                  "state": None, "recs": [], "read": 0, "bad": 0, "samples": [], "torn": 0}
         if size == 0:
             return path, entry, 0, None
-        mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+        try:
+            mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:  # shrank since fstat, or cannot be mapped
+            return path, None, 0, f"cannot read ({exc})"
         try:
             start = 0
             if prev is not None and prev["ino"] == st.st_ino and 0 < prev["off"] <= size and prev["kind"] is not None:
@@ -956,7 +959,8 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
 
 def _answers_path(found: Survey) -> Path:
     args = "\0".join(arg for arg, _files in found)
-    return cache_dir() / f"usage-answers-v{CACHE_VERSION}-{xxhash.xxh64_hexdigest(args.encode('utf-8', 'surrogateescape'))}.bin"
+    tag = f"{sys.version_info[0]}{sys.version_info[1]}"
+    return cache_dir() / f"usage-answers-v{CACHE_VERSION}-py{tag}-{xxhash.xxh64_hexdigest(args.encode('utf-8', 'surrogateescape'))}.bin"
 
 
 def _query_key(found: Survey, query: tuple[Any, ...]) -> str:
