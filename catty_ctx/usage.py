@@ -464,14 +464,28 @@ def _load_cache(arg: str) -> dict[str, Any]:
     return cache if type(cache) is dict and cache.get("arg") == arg else {}
 
 
-def _save_cache(arg: str, files: dict[str, Any]) -> str | None:
-    """Write the cache (temp + rename); a failure costs speed next time, never the result."""
-    from .store import atomic_write
+def _write_cache_file(path: Path, data: bytes) -> None:
+    """temp + rename, without fsync: a cache lost in a crash is only read as empty next time."""
+    import tempfile
 
-    path = _cache_path(arg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, marshal.dumps({"arg": arg, "files": files}))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _save_cache(arg: str, files: dict[str, Any]) -> str | None:
+    """Write the per-file cache; a failure costs speed next time, never the result."""
+    try:
+        _write_cache_file(_cache_path(arg), marshal.dumps({"arg": arg, "files": files}))
     except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
         return f"usage cache not written: {exc}"
     return None
@@ -1050,11 +1064,8 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since:
                         "bad_lines": result.bad_lines, "bad_samples": result.bad_samples}
         while len(answers) > ANSWERS_KEPT:
             answers.pop(next(iter(answers)))
-        from .store import atomic_write
-
         try:
-            cache_dir().mkdir(parents=True, exist_ok=True)
-            atomic_write(_answers_path(found), marshal.dumps(answers))
+            _write_cache_file(_answers_path(found), marshal.dumps(answers))
         except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
             result.warnings.append(f"usage answer cache not written: {exc}")
     return ledger, result

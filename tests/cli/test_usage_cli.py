@@ -107,6 +107,16 @@ def test_garbage_files_never_cause_a_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 0 and orjson.loads(proc.stdout)["bad_lines"] == 3
 
 
+def test_an_unwritable_cache_costs_a_warning_not_the_result(tmp_path: Path) -> None:
+    codex = _codex(tmp_path)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_bytes(b"")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(blocker))
+    proc = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", str(codex), "--json"], capture_output=True, env=env)
+    assert proc.returncode == 0 and orjson.loads(proc.stdout)["totals"]["calls"] == 2
+    assert b"cache not written" in proc.stderr and b"Traceback" not in proc.stderr
+
+
 def test_help_describes_the_command_with_an_example() -> None:
     out = cli("usage", "--help", check=True).stdout.decode()
     assert "Example" in out and "--by" in out and "--prices" in out and "--strict" in out and "--timezone" in out
