@@ -55,28 +55,31 @@ _NL = b"\n"
 # -- timestamps ---------------------------------------------------------------------------------
 
 
-_MINUTES: dict[str, float] = {}
+_DAYS: dict[str, float] = {}
 
 
 def _epoch(value: Any) -> float | None:
     """RFC 3339 / ISO 8601 → seconds since the epoch; a naive time is taken as UTC.
 
-    The common `YYYY-MM-DDTHH:MM:SS.fffZ` form is read from a per-minute memo; anything else
+    The common `YYYY-MM-DDTHH:MM:SS.fffZ` form is computed from a per-day memo; anything else
     goes through datetime.
     """
     if type(value) is not str or len(value) < 10:
         return None
-    if len(value) == 24 and value[-1] == "Z" and value[19] == "." and value[16] == ":":
-        minute = _MINUTES.get(value[:16])
-        if minute is None:
-            minute = _iso_epoch(value[:16] + "Z")
-            if minute is not None:
-                _MINUTES[value[:16]] = minute
-        if minute is not None:
-            try:
-                return minute + float(value[17:23])
-            except ValueError:
+    if len(value) == 24 and value[-1] == "Z" and value[10] == "T" and value[13] == ":" and value[16] == ":" and value[19] == ".":
+        day = _DAYS.get(value[:10])
+        if day is None:
+            day = _iso_epoch(value[:10] + "T00:00:00Z")
+            if day is None:
                 return None
+            _DAYS[value[:10]] = day
+        try:
+            h, m, sec = int(value[11:13]), int(value[14:16]), float(value[17:23])
+        except ValueError:
+            return None
+        if 0 <= h < 24 and 0 <= m < 60 and 0 <= sec < 61:
+            return day + h * 3600 + m * 60 + sec
+        return None
     return _iso_epoch(value)
 
 
