@@ -35,14 +35,16 @@ MAIN_AGENT = "main"
 UNKNOWN_MODEL = "unknown"
 TIER_TOKENS = 200_000  # the long-context tier of the `*_above_200k_tokens` prices
 TIER_SUFFIX = "_above_200k_tokens"
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # bump when a record's shape or a parser's meaning changes
 BAD_SAMPLES_PER_FILE = 5
 PARALLEL_MIN_BYTES = 8 << 20  # below this a worker pool costs more than it saves
 _CHECK_BYTES = 4096  # bytes hashed at the start and at the end of what was parsed
 
 # One call is a tuple (cheap to cache with marshal and to ship between processes).
-TS, MODEL, INPUT, OUTPUT, CACHE_READ, CACHE_WRITE, REASONING, COST, KEY, SIDECHAIN, AGENT, SESSION, PROJECT, INCOMPLETE, MSG_ID = range(15)
-Record = tuple  # (ts epoch s, model, input, output, cache_read, cache_write, reasoning, cost|None, dedupe key|None, sidechain, agent, session, project, incomplete, message id|None)
+TS, MODEL, INPUT, OUTPUT, CACHE_READ, CACHE_WRITE, REASONING, COST, KEY, SIDECHAIN, AGENT, SESSION, PROJECT, INCOMPLETE, MSG_ID, UUID = range(16)
+# (ts epoch s, model, input, output, cache_read, cache_write, reasoning, cost|None, dedupe key|None, sidechain, agent, session,
+#  project, incomplete, message id|None, record uuid|None)
+Record = tuple
 
 CATTY, CLAUDE, CODEX = "catty", "claude", "codex"
 _USAGE_MARK = b'"usage"'  # catty: every usage event has it
@@ -272,7 +274,8 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
         agent = str(o.get("agentId") or stem) if side else MAIN_AGENT
         append((ts, same.setdefault(model, model), inp if inp >= 0 else 0, out if out >= 0 else 0,
                 cr if type(cr) is int and cr >= 0 else 0, cw if cw >= 0 else 0, 0, cost if type(cost) in (int, float) else None, key, side,
-                same.setdefault(agent, agent), same.setdefault(session, session), project, False, str(mid) if mid else None))
+                same.setdefault(agent, agent), same.setdefault(session, session), project, False, str(mid) if mid else None,
+                str(o["uuid"]) if o.get("uuid") else None))
     return state
 
 
@@ -314,7 +317,7 @@ def _parse_catty(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
         cost = ev.get("cost_usd")
         recs.append((ts, ev["model"], ev["input"], ev["output"], _int(ev.get("cache_read")), _int(ev.get("cache_write")),
                      _int(ev.get("reasoning")), float(cost) if cost is not None else None, key, False, ev.get("agent") or MAIN_AGENT,
-                     session, cwd, ev.get("incomplete") is True, None))
+                     session, cwd, ev.get("incomplete") is True, None, None))
     return state
 
 
@@ -367,7 +370,7 @@ def _parse_codex(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
             # A forked rollout copies its parent's history: the copy has the same time and totals.
             key = f"x\0{o.get('timestamp')}\0" + "\0".join(map(str, moved))
             recs.append((ts, str(model or UNKNOWN_MODEL), inp - cached, _int(last.get("output_tokens")), cached, 0,
-                         _int(last.get("reasoning_output_tokens")), None, key, False, MAIN_AGENT, session, cwd, False, None))
+                         _int(last.get("reasoning_output_tokens")), None, key, False, MAIN_AGENT, session, cwd, False, None, None))
     return [prev, model, session, cwd]
 
 
@@ -748,21 +751,31 @@ def collapse(records: Iterable[Record]) -> list[Record]:
     """Keep one record per dedupe key, in the order keys first appear.
 
     Of the copies the main conversation's wins over a sidechain's, then the largest usage,
-    then the first seen. Workers collapse each file (a response's content-block lines repeat
+    then the first seen. A record whose uuid was seen is a replay of that record even when its
+    ids were rewritten. Workers collapse each file (a response's content-block lines repeat
     its usage), the ledger collapses again across files: the rule is the same both times.
     """
     out: list[Record] = []
     where: dict[str, int] = {}
+    by_uuid: dict[str, int] = {}
     for rec in records:
         key = rec[KEY]
         if key is None:
             out.append(rec)
             continue
+        uid = rec[UUID]
         i = where.get(key)
+        if i is None and uid is not None:
+            i = by_uuid.get(uid)
         if i is None:
             where[key] = len(out)
+            if uid is not None:
+                by_uuid[uid] = len(out)
             out.append(rec)
             continue
+        where.setdefault(key, i)
+        if uid is not None:
+            by_uuid.setdefault(uid, i)
         cur = out[i]
         if cur[SIDECHAIN] != rec[SIDECHAIN]:
             if cur[SIDECHAIN]:

@@ -79,6 +79,14 @@ def test_resumed_session_replaying_records_in_another_file_counts_once(tmp_path:
     assert led.totals["calls"] == 3 and led.totals["input"] == 30
 
 
+def test_a_replayed_record_counts_once_by_its_uuid_even_with_rewritten_ids(tmp_path: Path) -> None:
+    proj = tmp_path / "projects" / "p"
+    proj.mkdir(parents=True)
+    (proj / "s1.jsonl").write_bytes(claude_line("msg_1", "req_1", uuid="u-1", sid="s1"))
+    (proj / "s2.jsonl").write_bytes(claude_line("msg_1", None, uuid="u-1", sid="s2") + claude_line("msg_2", "req_2", uuid="u-2", sid="s2"))
+    assert ledger([tmp_path]).totals["calls"] == 2
+
+
 def test_side_question_replay_of_a_parent_message_is_dropped_in_favour_of_the_main_copy(tmp_path: Path) -> None:
     proj = tmp_path / "projects" / "p"
     (proj / "s1" / "subagents").mkdir(parents=True)
@@ -252,7 +260,7 @@ def test_bundled_price_table_is_dated_and_uses_litellm_field_names() -> None:
 
 def test_a_call_above_200k_prompt_tokens_is_priced_wholly_at_the_tier_rates() -> None:
     prices = U.load_prices()
-    base = (0.0, SONNET, 1_000, 2_000, 150_000, 40_000, 0, None, None, False, "main", "s", "", False, None)
+    base = (0.0, SONNET, 1_000, 2_000, 150_000, 40_000, 0, None, None, False, "main", "s", "", False, None, None)
     small = U.call_cost(base, prices)
     assert small == pytest.approx(1_000 * 3e-6 + 2_000 * 15e-6 + 150_000 * 0.3e-6 + 40_000 * 3.75e-6)
     big = base[:4] + (160_000,) + base[5:]  # prompt 1,000 + 160,000 + 40,000 = 201,000 > 200,000
