@@ -907,7 +907,8 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
                  until: str | None = None, prices: Prices | None = None) -> Ledger:
     """Fold calls into rows: input, output, cache_read, cache_write, reasoning, calls, cost_usd, partial.
 
-    A row is partial when some of its calls have no price (its cost counts the priced ones).
+    A row is partial when some of its calls have no price (its cost counts the priced ones;
+    with none priced it is null).
     A session holding an `incomplete` usage makes the ledger incomplete: every row with calls of
     that session is partial and shows no cost, and neither do the totals.
     """
@@ -977,7 +978,8 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
 
     def row(a: list[Any]) -> dict[str, Any]:
         out = dict(zip(_FIELDS, a[:6]))
-        out["cost_usd"] = None if a[8] else round(a[6], 6)
+        # Withheld when incomplete; unknown (not zero) when no call of the row has a price.
+        out["cost_usd"] = None if a[8] or (a[7] and a[7] == a[5]) else round(a[6], 6)
         out["partial"] = bool(a[7]) or a[8]
         return out
 

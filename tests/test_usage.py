@@ -280,7 +280,7 @@ def test_model_names_match_without_provider_prefix_or_date() -> None:
 def test_prices_file_overrides_bundled_entries_and_unpriced_models_make_rows_partial(tmp_path: Path) -> None:
     write_log(tmp_path / "r" / "a", [{"kind": "session", "session_id": "sa"}, _usage_ev("house-model", 1000, 100), _usage_ev(SONNET, 1000, 0)])
     led = ledger([tmp_path / "r"])
-    assert row(led, "house-model")["partial"] is True and row(led, "house-model")["cost_usd"] == 0
+    assert row(led, "house-model")["partial"] is True and row(led, "house-model")["cost_usd"] is None
     assert led.totals["partial"] is True and led.totals["cost_usd"] == round(1000 * 3e-6, 6)
     table = tmp_path / "prices.json"
     table.write_bytes(orjson.dumps({"house-model": {"input_cost_per_token": 1e-3, "output_cost_per_token": 2e-3},

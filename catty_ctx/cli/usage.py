@@ -30,7 +30,7 @@ def usage_cmd(
     until: Annotated[Optional[str], typer.Option("--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD).")] = None,
     as_json: JsonOpt = False,
     prices: Annotated[Optional[str], typer.Option("--prices", metavar="FILE", help="A price table (LiteLLM's field names) whose entries replace the bundled ones.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file in full; neither read nor write the per-file cache.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file in full; neither read nor write the caches.")] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Parse files in N processes (default: one per CPU).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted.")] = False,
     tz: Annotated[Optional[str], typer.Option("--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one).")] = None,
