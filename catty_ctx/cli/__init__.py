@@ -43,8 +43,14 @@ def _root(
     """Context lifecycle for LLM-agent sessions on disk."""
 
 
-from . import append as _append  # noqa: E402,F401  (registers commands)
+# Each command module registers itself on `app` when imported.
+from . import append as _append  # noqa: E402,F401
+from . import blob as _blob  # noqa: E402,F401
+from . import completion as _completion  # noqa: E402,F401
 from . import inspect as _inspect  # noqa: E402,F401
+from . import instructions as _instructions  # noqa: E402,F401
+from . import prune as _prune  # noqa: E402,F401
+from . import segment as _segment  # noqa: E402,F401
 from . import usage as _usage  # noqa: E402,F401
 
 

@@ -1,7 +1,6 @@
 """`catty-ctx usage`: the token and cost ledger over catty, Claude Code and Codex sessions."""
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any, List, Optional
 
 import typer
@@ -11,7 +10,6 @@ from .errors import handle_errors, warn
 from .options import JsonOpt
 
 BY_HELP = "Rows by model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
-PROGRESS_MIN_BYTES = 64 << 20  # a scan this large gets a progress bar on a terminal
 
 
 @app.command(
@@ -46,11 +44,11 @@ def usage_cmd(
     """
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
-    from .output import stdout_tty, write_json, write_lines
+    from .output import stderr_tty, stdout_tty, write_json, write_lines
 
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not '{by}'")
-    bar = _ProgressBar() if sys.stderr.isatty() else None
+    bar = _ProgressBar() if stderr_tty() else None
     try:
         ledger, scan = usage(paths, by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
                              use_cache=not no_cache, progress=bar)
@@ -110,25 +108,21 @@ def _show(ledger: Any) -> None:
 
 
 class _ProgressBar:
-    """A progress bar on stderr, shown only once a scan turns out to be long."""
+    """The shared bytes bar, opened once the scan knows how much it has to read."""
 
     def __init__(self) -> None:
-        self._progress: Any = None
-        self._task: Any = None
+        self._bar: Any = None
+        self._update: Any = None
 
     def __call__(self, done: int, total: int) -> None:
-        if total < PROGRESS_MIN_BYTES:
-            return
-        if self._progress is None:
-            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+        if self._bar is None:
+            from .output import ByteProgress
 
-            from .output import console
-
-            self._progress = Progress(TextColumn("reading logs"), BarColumn(), DownloadColumn(), console=console(stderr=True), transient=True)
-            self._progress.start()
-            self._task = self._progress.add_task("scan", total=total)
-        self._progress.update(self._task, completed=done)
+            self._bar = ByteProgress(total, "reading logs").__enter__()
+            self._update = self._bar.callback
+        if self._update is not None:
+            self._update(done)
 
     def close(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
