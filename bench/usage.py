@@ -13,22 +13,27 @@ $CATTY_CTX_CCUSAGE or the PATH. Targets: cold ≤ 0.5× ccusage, warm ≤ 0.05×
 """
 from __future__ import annotations
 
-import argparse
-import os
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
-from typing import Any
 
-import orjson
+# This file's folder comes first on sys.path, and bench/inspect.py would shadow the stdlib's.
+_HERE = sys.path.pop(0)
 
-ROOT = Path(__file__).resolve().parent.parent
+import argparse  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import orjson  # noqa: E402
+
+sys.path.append(_HERE)
+from _util import OUT, ROOT, catty  # noqa: E402
+
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
 from usage_trees import claude_tree  # noqa: E402
 
 
@@ -46,7 +51,7 @@ def make_tree(root: Path, size_mb: int) -> None:
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, bytes]:
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT)  # not bench/: its inspect.py would shadow the stdlib
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
@@ -67,7 +72,7 @@ def main() -> int:
     ap.add_argument("--size-mb", type=int, default=210)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ccusage", default=os.environ.get("CATTY_CTX_CCUSAGE") or shutil.which("ccusage"))
-    ap.add_argument("--tree", type=Path, help="generate the tree here (kept, and reused if already there)")
+    ap.add_argument("--tree", type=Path, help="where the tree is generated (kept and reused; default bench/out/usage-claude-<size>mb)")
     args = ap.parse_args()
     if not args.ccusage:
         print("ccusage not found: npm install ccusage@20.0.24 in a scratch folder and pass --ccusage .../node_modules/.bin/ccusage")
@@ -75,7 +80,7 @@ def main() -> int:
 
     scratch = Path(tempfile.mkdtemp(prefix="catty-usage-bench-"))
     try:
-        tree = args.tree or scratch / "claude"
+        tree = args.tree or OUT / f"usage-claude-{args.size_mb}mb"
         tree.mkdir(parents=True, exist_ok=True)
         make_tree(tree, args.size_mb)
         size, nfiles = tree_bytes(tree)
@@ -83,10 +88,10 @@ def main() -> int:
         env_cc = dict(os.environ, CLAUDE_CONFIG_DIR=str(tree), HOME=str(scratch), TZ="UTC")
         env_us = dict(os.environ, XDG_CACHE_HOME=str(cache), TZ="UTC", PYTHONPATH=str(ROOT))
         cc = [args.ccusage, "daily", "--json", "--offline", "--breakdown", "--timezone", "UTC"]
-        us = [sys.executable, "-m", "catty_ctx", "usage", str(tree), "--by", "day", "--json", "--timezone", "UTC"]
+        us = [*catty(), "usage", str(tree), "--by", "day", "--json", "--timezone", "UTC"]
         empty = scratch / "empty"
         empty.mkdir()
-        start_only = [sys.executable, "-m", "catty_ctx", "usage", str(empty), "--json", "--no-cache"]
+        start_only = [*catty(), "usage", str(empty), "--json", "--no-cache"]
 
         cc_walls, cold, warm, appended, starts = [], [], [], [], []
         agree = True
@@ -113,7 +118,6 @@ def main() -> int:
             read_back.append(orjson.loads(out))
 
         # The library call alone (no interpreter or CLI start): unchanged files, a question not asked before.
-        sys.path.insert(0, str(ROOT))
         os.environ["XDG_CACHE_HOME"] = str(cache)
         from catty_ctx import usage as U
 
