@@ -884,6 +884,8 @@ def _week(day: str) -> str:
 
 @dataclass
 class Ledger:
+    """Rows by one key and their totals, with what the dedupe dropped and the price table's date."""
+
     by: str
     rows: list[dict[str, Any]]
     totals: dict[str, Any]
