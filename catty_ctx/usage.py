@@ -237,7 +237,7 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
             inner = d.get("message") if type(d) is dict else None
             if type(inner) is not dict or type(inner.get("message")) is not dict:
                 continue
-            o = dict(inner, sessionId=o.get("sessionId"))
+            o = dict(inner, sessionId=o.get("sessionId"), agentId=inner.get("agentId") or d.get("agentId"))
             m = inner["message"]
         u = m["usage"] if "usage" in m else None
         if type(u) is not dict:

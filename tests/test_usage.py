@@ -108,6 +108,28 @@ def test_main_conversation_copy_wins_over_a_sidechain_copy_of_the_same_request(t
     assert [r["agent"] for r in led.rows] == ["main"] and led.totals["output"] == 5
 
 
+def test_subagent_progress_records_in_the_parent_count_once_with_the_subagents_own_file(tmp_path: Path) -> None:
+    proj = tmp_path / "projects" / "p"
+    (proj / "s1" / "subagents").mkdir(parents=True)
+    inner = orjson.loads(claude_line("msg_7", "req_7", side=True, inp=7, cr=0))
+    progress = {"type": "progress", "sessionId": "s1", "timestamp": inner["timestamp"], "data": {"agentId": "a7", "message": inner}}
+    (proj / "s1.jsonl").write_bytes(claude_line("msg_1", "req_1", inp=1, cr=0) + orjson.dumps(progress) + b"\n")
+    led = ledger([tmp_path], by="agent")
+    assert {r["agent"]: r["input"] for r in led.rows} == {"main": 1, "a7": 7}
+    (proj / "s1" / "subagents" / "agent-a7.jsonl").write_bytes(claude_line("msg_7", "req_7", side=True, agent="a7", inp=7, cr=0))
+    led = ledger([tmp_path], by="agent")
+    assert {r["agent"]: r["input"] for r in led.rows} == {"main": 1, "a7": 7}
+
+
+def test_provider_reported_claude_cost_wins_over_the_table(tmp_path: Path) -> None:
+    proj = tmp_path / "projects" / "p"
+    proj.mkdir(parents=True)
+    line = orjson.loads(claude_line("msg_1", "req_1"))
+    line["costUSD"] = 0.25
+    (proj / "s1.jsonl").write_bytes(orjson.dumps(line) + b"\n")
+    assert ledger([tmp_path]).totals["cost_usd"] == 0.25
+
+
 def test_synthetic_responses_are_not_calls(tmp_path: Path) -> None:
     proj = tmp_path / "projects" / "p"
     proj.mkdir(parents=True)
@@ -198,6 +220,9 @@ def test_week_and_month_rows(tmp_path: Path) -> None:
     codex_rollout(tmp_path / "rollout-x.jsonl", _codex_steps())
     assert [r["week"] for r in ledger([tmp_path], by="week", tz="Asia/Tokyo").rows] == ["2026-W05", "2026-W06"]
     assert [r["month"] for r in ledger([tmp_path], by="month").rows] == ["2026-02"]
+    new_year = tmp_path / "ny"
+    codex_rollout(new_year / "rollout-y.jsonl", [dict(_codex_steps()[0], ts="2025-12-29T12:00:00.000Z")])
+    assert [r["week"] for r in ledger([new_year], by="week").rows] == ["2026-W01"]  # ISO weeks: Monday Dec 29 opens 2026
 
 
 # -- catty sessions ----------------------------------------------------------------------------
