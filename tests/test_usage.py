@@ -21,7 +21,7 @@ SONNET = "claude-sonnet-4-20250514"
 def claude_line(mid: str, rid: str | None, *, ts: str = "2026-02-01T10:00:00.000Z", model: str = SONNET, sid: str = "s1",
                 side: bool = False, agent: str | None = None, inp: int = 10, out: int = 5, cr: int = 100, cw: int = 0,
                 uuid: str | None = None) -> bytes:
-    obj: dict[str, Any] = {"type": "assistant", "sessionId": sid, "isSidechain": side, "timestamp": ts, "uuid": uuid or f"u-{mid}-{out}",
+    obj: dict[str, Any] = {"type": "assistant", "sessionId": sid, "isSidechain": side, "timestamp": ts, "uuid": uuid or f"u-{mid}-{rid}-{sid}-{out}",
                            "message": {"id": mid, "model": model, "role": "assistant", "content": [],
                                        "usage": {"input_tokens": inp, "output_tokens": out, "cache_read_input_tokens": cr,
                                                  "cache_creation_input_tokens": cw}}}
@@ -128,6 +128,17 @@ def test_provider_reported_claude_cost_wins_over_the_table(tmp_path: Path) -> No
     line["costUSD"] = 0.25
     (proj / "s1.jsonl").write_bytes(orjson.dumps(line) + b"\n")
     assert ledger([tmp_path]).totals["cost_usd"] == 0.25
+
+
+def test_without_request_ids_gateway_message_ids_collapse_only_within_a_session_at_one_time(tmp_path: Path) -> None:
+    proj = tmp_path / "projects" / "p"
+    proj.mkdir(parents=True)
+    (proj / "a.jsonl").write_bytes(claude_line("gw-1", None, sid="a", inp=1, uuid="a1") + claude_line("gw-1", None, sid="a", inp=1, uuid="a2")
+                                   + claude_line("gw-1", None, sid="a", inp=2, uuid="a3", ts="2026-02-01T10:05:00.000Z"))  # a reused id later
+    (proj / "b.jsonl").write_bytes(claude_line("gw-1", None, sid="b", inp=4, uuid="b1")  # another session
+                                   + claude_line("msg_9", None, sid="b", inp=8, uuid="b2")
+                                   + claude_line("msg_9", None, sid="b", inp=8, uuid="b3", ts="2026-02-01T10:00:01.000Z"))
+    assert ledger([tmp_path]).totals["input"] == 1 + 2 + 4 + 8
 
 
 def test_synthetic_responses_are_not_calls(tmp_path: Path) -> None:
