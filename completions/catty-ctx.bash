@@ -17,7 +17,7 @@ _catty_ctx() {
     esac
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion inspect instructions prune segment" ;;
+        "__root__") opts="--help --version -h append blob compact completion inspect instructions prune segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
         "compact") opts="--check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --replay --summarizer --threshold --timeout --two-pass -h" ;;
@@ -29,6 +29,7 @@ _catty_ctx() {
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--help --json -h" ;;
         "segment show") opts="--help -h" ;;
+        "usage") opts="--by --help --jobs --json --no-cache --prices --since --strict --timezone --until -h -j" ;;
     esac
     if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -52,6 +52,7 @@ from . import inspect as _inspect  # noqa: E402,F401
 from . import instructions as _instructions  # noqa: E402,F401
 from . import prune as _prune  # noqa: E402,F401
 from . import segment as _segment  # noqa: E402,F401
+from . import usage as _usage  # noqa: E402,F401
 
 
 def main() -> None:
