@@ -1,6 +1,7 @@
 """A real HTTP server on 127.0.0.1 that answers /chat/completions from a script of replies."""
 from __future__ import annotations
 
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -60,9 +61,18 @@ class ScriptedServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def __enter__(self) -> "ScriptedServer":
+        # A proxy set in the environment must not carry requests meant for this server.
+        self._saved = {k: os.environ.get(k) for k in ("NO_PROXY", "no_proxy")}
+        for k, v in self._saved.items():
+            os.environ[k] = ",".join(filter(None, [v, "127.0.0.1"]))
         self.thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        for k, v in self._saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

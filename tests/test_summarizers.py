@@ -105,7 +105,9 @@ def test_overflow_even_when_lossy_fails_with_a_clear_error() -> None:
     assert res.summary is None and res.error_class == "overflow" and len(srv.requests) == 3
 
 
-def test_unreachable_endpoint_is_transient() -> None:
+def test_unreachable_endpoint_is_transient(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(k, "127.0.0.1")
     with ScriptedServer([]) as srv:
         url = srv.url
     res = OpenAISummarizer("m", base_url=url, api_key="k", backoff=0.0, attempts=2).summarize(SummaryRequest(_items()))
