@@ -194,3 +194,11 @@ def test_tool_schemas_count_against_the_ladder_budgets() -> None:
     tools = [{"name": "read_file", "description": "Read a file", "parameters": {"type": "object"}}]
     assert tool_schema_tokens({"tools": tools}) == item_tokens(tools[0]) > 0
     assert tool_schema_tokens(None) == 0 and tool_schema_tokens({"tools": "x"}) == 0
+
+
+def test_a_bad_backoff_setting_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CATTY_CTX_RETRY_BACKOFF", "soon")
+    with pytest.raises(UsageError, match="CATTY_CTX_RETRY_BACKOFF"):
+        get_summarizer("cmd:true")
+    monkeypatch.setenv("CATTY_CTX_RETRY_BACKOFF", "0.5")
+    assert get_summarizer("cmd:true").backoff == 0.5  # type: ignore[attr-defined]

@@ -324,11 +324,24 @@ def run_ladder(
     return result
 
 
+def _env_backoff() -> float:
+    """CATTY_CTX_RETRY_BACKOFF (seconds before the second attempt), else grok-build's 3 s."""
+    env = os.environ.get("CATTY_CTX_RETRY_BACKOFF")
+    if not env:
+        return BACKOFF_S
+    try:
+        value = float(env)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise UsageError(f"CATTY_CTX_RETRY_BACKOFF={env!r} is not a number of seconds")
+    return value
+
+
 class _ModelSummarizer(Summarizer):
     def __init__(self, *, attempts: int = ATTEMPTS_PER_STAGE, backoff: float | None = None, min_chars: int = MIN_SUMMARY_CHARS) -> None:
         self.attempts = attempts
-        env = os.environ.get("CATTY_CTX_RETRY_BACKOFF")
-        self.backoff = backoff if backoff is not None else (float(env) if env else BACKOFF_S)
+        self.backoff = backoff if backoff is not None else _env_backoff()
         self.min_chars = min_chars
 
     def call_once(self, prompt: Prompt, timer: StreamTimer) -> str:  # pragma: no cover - interface
