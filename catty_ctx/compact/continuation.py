@@ -10,6 +10,7 @@ head.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from ..events import Event
@@ -35,6 +36,7 @@ def call_path(args: Any) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)  # a session uses few tool names, each many times
 def is_edit_tool(name: str) -> bool:
     low = name.lower()
     return any(word in low for word in _EDIT_WORDS)

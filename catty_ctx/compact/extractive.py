@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import lru_cache
 from typing import Any, Iterable
 
 import orjson
@@ -70,6 +71,15 @@ def fit_user_messages(bullets: list[str], budget: int) -> list[str]:
     tail.reverse()
     omitted = len(short) - len(head) - len(tail)
     return head + [f"- ({omitted} earlier user messages omitted for length; they are in updates.jsonl)"] + tail
+
+
+@lru_cache(maxsize=1024)
+def _verb(tool: str) -> str:
+    """What a tool did to the file it names: edited, read, or used by it."""
+    if is_edit_tool(tool):
+        return "edited"
+    low = tool.lower()
+    return "read" if any(w in low for w in _READ_WORDS) else f"used by {tool}"
 
 
 def _bullet(prefix: str, text: str) -> str:
@@ -214,9 +224,7 @@ class _Digest:
         self.calls[str(c.get("call_id"))] = (name, args)
         path = call_path(args)
         if path is not None:
-            low = name.lower()
-            verb = "edited" if is_edit_tool(name) else "read" if any(w in low for w in _READ_WORDS) else f"used by {name}"
-            self._file(path, verb)
+            self._file(path, _verb(name))
         if isinstance(args, dict) and isinstance(args.get("command") or args.get("cmd"), str):
             self.steps.append(f"- ran `{_first_line(args.get('command') or args.get('cmd'), 160)}`")
 
