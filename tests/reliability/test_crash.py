@@ -65,7 +65,7 @@ def run_trials(trials: int, seed: int, tmp_path: Path, make_cmd: Callable[[Path]
 
 
 def _append_cmd(session: Path) -> tuple[list[str], bytes]:
-    return [sys.executable, "-m", "catty_ctx", "append", str(session), "-q"], _append_input(10000)
+    return [sys.executable, "-m", "catty_ctx", "append", str(session), "-q"], _append_input(30000)  # long enough that most kills land mid-append
 
 
 def test_kill_during_append_quick(tmp_path: Path) -> None:
