@@ -45,6 +45,7 @@ def _root(
 
 from . import append as _append  # noqa: E402,F401  (registers commands)
 from . import inspect as _inspect  # noqa: E402,F401
+from . import import_ as _import  # noqa: E402,F401
 
 
 def main() -> None:

@@ -1,0 +1,401 @@
+"""The normalisation layer every importer shares (SPEC "import", "Events").
+
+An importer reads its agent's records and calls an `EventBuilder`; the builder owns what
+must be the same for every format: seq from 0 with the `session` event first, ids and
+timestamps taken from the source (never the clock, so importing twice is byte-identical),
+an assistant message before tool calls that no assistant message carries, images moved
+into content-addressed blobs, validation of every event, and the counts an import reports.
+Reading source files (line by line, torn tail, invalid lines, --lenient) lives here too.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import orjson
+
+from ..errors import DataError
+from ..events import SCHEMA_VERSION, Event, check_event
+from ..fingerprint import blob_handle
+
+EPOCH_TS = "1970-01-01T00:00:00.000Z"
+# A line longer than this is refused without being read whole, as the store does.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+_CHUNK = 1 << 20
+
+Sink = Callable[[Event], None]
+BlobSink = Callable[[str, bytes], None]
+Warn = Callable[[str], None]
+
+
+@dataclass
+class ImportReport:
+    """What an import did: counts for the summary line and for tests."""
+
+    format: str = ""
+    source: str = ""
+    events: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    user_turns: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)  # record types not imported
+    invalid: list[str] = field(default_factory=list)  # file:line of lines skipped by --lenient
+    torn: list[str] = field(default_factory=list)
+    implicit_assistants: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "source": self.source,
+            "events": self.events,
+            "kinds": dict(sorted(self.kinds.items())),
+            "user_turns": self.user_turns,
+            "implicit_assistants": self.implicit_assistants,
+            "skipped": dict(sorted(self.skipped.items())),
+            "invalid": list(self.invalid),
+            "torn": list(self.torn),
+        }
+
+
+def to_ts(value: Any, default: str | None = None) -> str | None:
+    """RFC 3339 UTC with milliseconds and a Z from an ISO string or epoch seconds/ms."""
+    if value is None or isinstance(value, bool):
+        return default
+    if isinstance(value, (int, float)):
+        seconds = value / 1000.0 if value > 1e11 else float(value)  # ms since 1973 vs seconds
+        try:
+            dt = datetime.fromtimestamp(seconds, timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return default
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    if not isinstance(value, str) or not value:
+        return default
+    # The common case (Claude Code, Codex): already UTC with milliseconds and a Z.
+    if len(value) == 24 and value[-1] == "Z" and value[10] == "T" and value[19] == ".":
+        return value
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        return default
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    dt = dt.astimezone(timezone.utc)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def parse_args(raw: Any) -> dict[str, Any] | str:
+    """Tool arguments as an object; a string that is not a JSON object is kept verbatim."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw
+        return parsed if isinstance(parsed, dict) else raw
+    if raw is None:
+        return {}
+    return orjson.dumps(raw).decode()
+
+
+def text_of(value: Any) -> str:
+    """Text of a content value: a string, or a list of parts holding text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for part in value:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                t = part.get("text")
+                if isinstance(t, str):
+                    parts.append(t)
+        return "\n".join(parts)
+    if isinstance(value, dict) and isinstance(value.get("text"), str):
+        return value["text"]
+    return orjson.dumps(value).decode()
+
+
+def split_data_url(url: str) -> tuple[str, str] | None:
+    """(media_type, base64 data) of a `data:` URL, or None."""
+    if not url.startswith("data:") or "," not in url:
+        return None
+    head, data = url[5:].split(",", 1)
+    if not head.endswith(";base64"):
+        return None
+    return head[: -len(";base64")] or "application/octet-stream", data
+
+
+class EventBuilder:
+    """Turns normalised calls into valid, seq-numbered events, handed to `sink` as they are made."""
+
+    def __init__(self, sink: Sink, *, report: ImportReport, blob_sink: BlobSink | None = None) -> None:
+        self._sink = sink
+        self._blob_sink = blob_sink
+        self.report = report
+        self.seq = 0
+        self.last_ts = EPOCH_TS
+        self._assistant_open: dict[str | None, bool] = {}
+        self.title = ""
+        self.model: str | None = None
+        self.first_ts: str | None = None
+        self.session_event: Event | None = None
+        # seq of the message that starts each main-loop turn, and the seq of every event
+        # (for rewinds that cut inside a turn)
+        self.turn_starts: list[int] = []
+
+    # -- the envelope --------------------------------------------------------------------
+    def emit(self, kind: str, fields: dict[str, Any], *, ts: Any = None, agent: str | None = None) -> Event:
+        if self.seq == 0 and kind != "session":
+            raise AssertionError("the session event must come first")
+        stamp = to_ts(ts, None) or self.last_ts
+        self.last_ts = stamp
+        if self.first_ts is None:
+            self.first_ts = stamp
+        ev: Event = {"v": SCHEMA_VERSION, "seq": self.seq, "ts": stamp, "kind": kind}
+        if agent:
+            ev["agent"] = agent
+        ev.update(fields)
+        problem = check_event(ev)
+        if problem is not None:  # a bug in an importer, never the user's data
+            raise AssertionError(f"importer made an invalid event: {problem}: {ev!r}")
+        self.seq += 1
+        self.report.events += 1
+        self.report.kinds[kind] += 1
+        self._sink(ev)
+        return ev
+
+    # -- kinds ---------------------------------------------------------------------------
+    def session(self, session_id: str, *, ts: Any = None, **fields: Any) -> Event:
+        clean = {k: v for k, v in fields.items() if v is not None}
+        ev = self.emit("session", {"session_id": session_id, **clean}, ts=ts)
+        self.session_event = ev
+        return ev
+
+    def message(
+        self,
+        role: str,
+        text: str,
+        *,
+        id: str,
+        ts: Any = None,
+        agent: str | None = None,
+        images: list[dict[str, Any]] | None = None,
+        synthetic: str | None = None,
+    ) -> Event:
+        fields: dict[str, Any] = {"id": id, "role": role, "text": text}
+        if images:
+            fields["images"] = images
+        if synthetic:
+            fields["synthetic"] = synthetic
+        ev = self.emit("message", fields, ts=ts, agent=agent)
+        self._assistant_open[agent] = role == "assistant"
+        if role == "user" and not synthetic and not agent:
+            self.report.user_turns += 1
+            self.turn_starts.append(ev["seq"])
+            if not self.title:
+                line = " ".join(text.split())
+                self.title = line[:80] + ("…" if len(line) > 80 else "")
+        return ev
+
+    def tool_call(self, call_id: str, name: str, args: Any, *, ts: Any = None, agent: str | None = None) -> Event:
+        if not self._assistant_open.get(agent):
+            # SPEC: a tool call belongs to the assistant message before it; write one.
+            self.report.implicit_assistants += 1
+            self.message("assistant", "", id=f"{call_id}:assistant", ts=ts, agent=agent)
+        return self.emit("tool_call", {"call_id": call_id, "name": name or "unknown", "args": parse_args(args)}, ts=ts, agent=agent)
+
+    def tool_result(
+        self,
+        call_id: str,
+        output: str,
+        *,
+        is_error: bool = False,
+        ts: Any = None,
+        agent: str | None = None,
+        images: list[dict[str, Any]] | None = None,
+    ) -> Event:
+        fields: dict[str, Any] = {"call_id": call_id, "output": output, "is_error": bool(is_error)}
+        if images:
+            fields["images"] = images
+        return self.emit("tool_result", fields, ts=ts, agent=agent)
+
+    def usage(
+        self,
+        model: str | None,
+        *,
+        input: int,
+        output: int,
+        cache_read: int = 0,
+        cache_write: int = 0,
+        reasoning: int = 0,
+        ts: Any = None,
+        agent: str | None = None,
+        request_id: str | None = None,
+        cost_usd: float | None = None,
+    ) -> Event:
+        fields: dict[str, Any] = {
+            "model": model or "unknown",
+            "input": max(int(input), 0),
+            "output": max(int(output), 0),
+            "cache_read": max(int(cache_read), 0),
+            "cache_write": max(int(cache_write), 0),
+            "reasoning": max(int(reasoning), 0),
+        }
+        if cost_usd is not None:
+            fields["cost_usd"] = cost_usd
+        if request_id:
+            fields["request_id"] = request_id
+        if model and not agent:
+            self.model = model
+        return self.emit("usage", fields, ts=ts, agent=agent)
+
+    def reasoning(self, text: str, *, ts: Any = None, agent: str | None = None, **extra: Any) -> Event:
+        """Thinking is kept for inspection as an unknown kind, so no view carries it."""
+        return self.emit("reasoning", {"text": text, **extra}, ts=ts, agent=agent)
+
+    def compaction(
+        self,
+        summary: str,
+        *,
+        id: str,
+        ts: Any = None,
+        agent: str | None = None,
+        summarizer: str,
+        trigger: str | None = None,
+        tokens_before: int | None = None,
+    ) -> Event:
+        fields: dict[str, Any] = {
+            "id": id,
+            "mode": "summary",
+            "through_seq": self.seq - 1,
+            "summary": summary,
+            "summarizer": summarizer,
+        }
+        if trigger:
+            fields["trigger"] = trigger
+        if isinstance(tokens_before, int) and not isinstance(tokens_before, bool) and tokens_before >= 0:
+            fields["tokens_before"] = tokens_before
+        ev = self.emit("compaction", fields, ts=ts, agent=agent)
+        self._assistant_open[agent] = False
+        return ev
+
+    def rewind(self, to_turn: int, *, ts: Any = None) -> Event:
+        self._assistant_open[None] = False
+        return self.emit("rewind", {"to_turn": max(to_turn, 0)}, ts=ts)
+
+    def drop(self, target_seq: int, reason: str, *, ts: Any = None) -> Event:
+        return self.emit("repair", {"action": "drop", "target_seq": target_seq, "reason": reason}, ts=ts)
+
+    def state(self, facet: str, value: Any, *, ts: Any = None, agent: str | None = None) -> Event:
+        return self.emit("state", {"facet": facet, "value": value}, ts=ts, agent=agent)
+
+    # -- payloads ------------------------------------------------------------------------
+    def image(self, media_type: str | None, data_b64: str) -> dict[str, Any] | None:
+        """An image entry: the bytes go to a blob (--out) or stay inline (a stream has no folder)."""
+        try:
+            data = base64.b64decode(data_b64, validate=False)
+        except (binascii.Error, ValueError):
+            return None
+        handle = blob_handle(data)
+        entry: dict[str, Any] = {"blob": handle, "media_type": media_type or "application/octet-stream"}
+        if self._blob_sink is not None:
+            self._blob_sink(handle, data)
+        else:
+            entry["data"] = data_b64
+        return entry
+
+    def skip(self, what: str) -> None:
+        self.report.skipped[what] += 1
+
+
+# -- reading sources ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    path: str
+    lineno: int
+    record: Any
+
+
+def iter_jsonl(
+    path: Path,
+    *,
+    report: ImportReport,
+    lenient: bool,
+    warn: Warn | None,
+    display: str | None = None,
+) -> Iterator[SourceLine]:
+    """Parsed lines of a source JSONL file.
+
+    Blank lines are skipped; a last line without its newline that does not parse is a
+    torn write (warned about and ignored); any other line that does not parse is a data
+    error naming file:line, or with `lenient` a warning and a skip.
+    """
+    name = display or str(path)
+    try:
+        f = open(path, "rb", buffering=_CHUNK)
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=name) from None
+    loads = orjson.loads
+    with f:
+        lineno = 0
+        readline = f.readline
+        limit = MAX_LINE_BYTES + 1
+        while True:
+            line = readline(limit)
+            if not line:
+                return
+            lineno += 1
+            complete = line[-1:] == b"\n"
+            if not complete and len(line) >= limit:
+                raise DataError(f"line longer than {MAX_LINE_BYTES} bytes", path=name, line=lineno)
+            if not line.strip():
+                continue
+            try:
+                record = loads(line)
+            except orjson.JSONDecodeError as exc:
+                if not complete:
+                    report.torn.append(f"{name}:{lineno}")
+                    if warn:
+                        warn(f"{name}:{lineno}: torn final line ({len(line)} bytes) ignored")
+                    return
+                if not lenient:
+                    raise DataError(f"invalid JSON ({exc}); --lenient skips such lines", path=name, line=lineno) from None
+                report.invalid.append(f"{name}:{lineno}")
+                if warn:
+                    warn(f"{name}:{lineno}: invalid JSON skipped")
+                continue
+            if not isinstance(record, dict):
+                if not lenient:
+                    raise DataError("not a JSON object; --lenient skips such lines", path=name, line=lineno)
+                report.invalid.append(f"{name}:{lineno}")
+                if warn:
+                    warn(f"{name}:{lineno}: not a JSON object, skipped")
+                continue
+            yield SourceLine(name, lineno, record)
+
+
+def load_json(path: Path, display: str | None = None) -> Any:
+    """A whole JSON document; a syntax error names file:line."""
+    name = display or str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=name) from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DataError(f"invalid JSON ({exc.msg})", path=name, line=exc.lineno) from None
+
+
+def not_recognised(path: str, what: str) -> DataError:
+    return DataError(f"not {what} (no record of that format recognised)", path=path)
