@@ -151,7 +151,7 @@ class _Tree:
 
 def _read_tree(path: Path, report: ImportReport, *, lenient: bool, warn: Warn | None, sidechain_ok: bool) -> _Tree:
     tree = _Tree()
-    for line in iter_jsonl(path, report=report, lenient=lenient, warn=warn):
+    for line in iter_jsonl(path, report=report, lenient=lenient, warn=warn, what=WHAT):
         tree.add(line.record, report, sidechain_ok=sidechain_ok)
     return tree
 

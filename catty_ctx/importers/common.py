@@ -333,6 +333,7 @@ def iter_jsonl(
     lenient: bool,
     warn: Warn | None,
     display: str | None = None,
+    what: str | None = None,
 ) -> Iterator[SourceLine]:
     """Parsed lines of a source JSONL file.
 
@@ -368,6 +369,8 @@ def iter_jsonl(
                     if warn:
                         warn(f"{name}:{lineno}: torn final line ({len(line)} bytes) ignored")
                     return
+                if what and lineno == 1 and _is_json_document(path):
+                    raise not_recognised(name, what) from None  # a whole JSON document, not lines
                 if not lenient:
                     raise DataError(f"invalid JSON ({exc}); --lenient skips such lines", path=name, line=lineno) from None
                 report.invalid.append(f"{name}:{lineno}")
@@ -382,6 +385,16 @@ def iter_jsonl(
                     warn(f"{name}:{lineno}: not a JSON object, skipped")
                 continue
             yield SourceLine(name, lineno, record)
+
+
+def _is_json_document(path: Path) -> bool:
+    try:
+        if path.stat().st_size > MAX_LINE_BYTES:
+            return False
+        orjson.loads(path.read_bytes())
+        return True
+    except (OSError, orjson.JSONDecodeError):
+        return False
 
 
 def load_json(path: Path, display: str | None = None) -> Any:
