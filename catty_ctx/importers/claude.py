@@ -47,9 +47,12 @@ def usage_fields(usage: Any) -> dict[str, int] | None:
     }
 
 
-def _bigger(a: dict[str, int], b: dict[str, int]) -> bool:
+def _bigger(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Is usage a larger snapshot than b? (partial copies of one response happen)."""
-    return (sum(a.values()), a["output"]) > (sum(b.values()), b["output"])
+    def size(u: dict[str, Any]) -> tuple[int, int]:
+        return (u["input"] + u["output"] + u["cache_read"] + u["cache_write"], u["output"])
+
+    return size(a) > size(b)
 
 
 def usage_records(path: str | Path, *, agent: str | None = None) -> Iterator[dict[str, Any]]:

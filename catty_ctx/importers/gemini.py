@@ -191,7 +191,7 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
             else:
                 where[key] = len(ops)
                 ops.append(("msg", rec))
-        elif "sessionId" in rec and not meta:
+        elif "sessionId" in rec and "type" not in rec and not meta:
             meta = dict(rec)
             recognised = True
         else:
