@@ -356,3 +356,83 @@ def test_out_writes_a_whole_session_or_nothing(tmp_path: Path) -> None:
     assert summary["session_id"] == "sess-0001" and summary["title"].startswith("The cart total is wrong")
     assert summary["log_size"] == (out / "updates.jsonl").stat().st_size
     assert Counter(e["kind"] for e in Session.open(out).events(warn=None)) == report.kinds
+
+
+def test_todo_tools_become_the_todos_state_facet(tmp_path: Path) -> None:
+    src = tmp_path / "todo.json"
+    todo_input = {"todos": [{"content": "Fix cart", "status": "completed", "activeForm": "Fixing cart"},
+                            {"content": "Update docs", "status": "in_progress", "activeForm": "Updating docs"}]}
+    src.write_bytes(orjson.dumps({"messages": [
+        {"role": "user", "content": "plan it"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": todo_input}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+    ]}))
+    events, _ = run("anthropic", src)
+    state = [e for e in events if e["kind"] == "state"]
+    assert [(s["facet"], s["value"]) for s in state] == [
+        ("todos", [{"text": "Fix cart", "status": "completed"}, {"text": "Update docs", "status": "in_progress"}])]
+
+
+def test_claude_old_layout_sidechain_records_become_agent_events(tmp_path: Path) -> None:
+    base = {"sessionId": "old-1", "cwd": "/w", "type": "user"}
+    lines = [
+        {**base, "parentUuid": None, "isSidechain": False, "uuid": "m1", "timestamp": "2026-10-01T10:00:00.000Z",
+         "message": {"role": "user", "content": "main prompt"}},
+        {**base, "parentUuid": None, "isSidechain": True, "agentId": "ag7", "uuid": "s1", "timestamp": "2026-10-01T10:00:01.000Z",
+         "message": {"role": "user", "content": "sidechain prompt"}},
+        {**base, "parentUuid": "m1", "isSidechain": False, "uuid": "m2", "timestamp": "2026-10-01T10:00:02.000Z",
+         "message": {"role": "user", "content": "second main prompt"}},
+    ]
+    src = tmp_path / "old-1.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    events, _ = run("claude", src)
+    assert [(e.get("agent"), e["text"]) for e in events if e["kind"] == "message"] == [
+        (None, "main prompt"), (None, "second main prompt"), ("ag7", "sidechain prompt")]
+
+
+_ODD_VALUES = [None, 0, -1, 1.5, True, "", "x", [], {}, [1], {"a": 1}, [{"type": "text"}], [None], {"type": None}, "2026-13-45"]
+
+
+def _mutate(obj: Any, rng: Any, depth: int = 0) -> None:
+    """Put a value of the wrong type somewhere inside obj."""
+    import copy
+
+    if isinstance(obj, (dict, list)) and obj:
+        key = rng.choice(list(obj)) if isinstance(obj, dict) else rng.randrange(len(obj))
+        if rng.random() < 0.4 or depth > 4:
+            obj[key] = copy.deepcopy(rng.choice(_ODD_VALUES))
+        else:
+            _mutate(obj[key], rng, depth + 1)
+
+
+@pytest.mark.parametrize("fmt,source", [("claude", CLAUDE), ("codex", CODEX), ("gemini", GEMINI), ("gemini", GEMINI_LEGACY),
+                                        ("openai", OPENAI), ("anthropic", ANTHROPIC)])
+def test_records_of_unexpected_shape_are_data_errors_never_crashes(fmt: str, source: Path, tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(fmt + source.name)
+    lines = source.suffix == ".jsonl"
+    for _ in range(60):
+        if lines:
+            records = []
+            for raw in source.read_bytes().splitlines():
+                try:
+                    records.append(orjson.loads(raw))
+                except orjson.JSONDecodeError:
+                    pass  # the torn tail
+            for _ in range(rng.randint(1, 6)):
+                _mutate(rng.choice(records), rng)
+            data = b"".join(orjson.dumps(r) + b"\n" for r in records)
+        else:
+            doc = orjson.loads(source.read_bytes())
+            for _ in range(rng.randint(1, 6)):
+                _mutate(doc, rng)
+            data = orjson.dumps(doc)
+        target = tmp_path / source.name
+        target.write_bytes(data)
+        for lenient in (False, True):
+            try:
+                events, _ = run(fmt, target, lenient=lenient)
+            except DataError:
+                continue  # one line naming the file (and record): what the CLI prints
+            assert_valid_log(events)

@@ -17,12 +17,12 @@ from typing import Any, Iterator
 import orjson
 
 from ..errors import UsageError
-from .common import EventBuilder, ImportReport, Warn, iter_jsonl, not_recognised, text_of
+from .common import SHAPE_ERRORS, EventBuilder, ImportReport, Warn, iter_jsonl, not_recognised, shape_error, text_of
 
 FORMAT = "claude"
 WHAT = "a Claude Code session"
 SYNTHETIC_MODEL = "<synthetic>"
-_MESSAGE_TYPES = frozenset({"user", "assistant", "system"})
+_MESSAGE_TYPES = ("user", "assistant", "system")
 # Records Claude Code writes that carry nothing for the context: skipped without fuss.
 _INTERRUPT_PREFIX = "[Request interrupted by user"
 
@@ -108,12 +108,13 @@ class _Tree:
 
     def __init__(self) -> None:
         self.records: dict[str, dict[str, Any]] = {}
+        self.lines: dict[str, int] = {}
         self.position: dict[str, int] = {}
         self.parents: set[str] = set()
         self.sidechain: list[str] = []
         self.recognised = 0
 
-    def add(self, rec: dict[str, Any], report: ImportReport, *, sidechain_ok: bool) -> None:
+    def add(self, rec: dict[str, Any], lineno: int, report: ImportReport, *, sidechain_ok: bool) -> None:
         uid = rec.get("uuid")
         rtype = rec.get("type")
         if rtype in _MESSAGE_TYPES or rtype in ("summary", "file-history-snapshot"):
@@ -126,6 +127,7 @@ class _Tree:
             return
         rec.pop("toolUseResult", None)  # the UI's copy of a result: never needed, often large
         self.records[uid] = rec
+        self.lines[uid] = lineno
         self.position[uid] = len(self.position)
         parent = rec.get("parentUuid") or rec.get("logicalParentUuid")
         if isinstance(parent, str):
@@ -155,7 +157,7 @@ class _Tree:
 def _read_tree(path: Path, report: ImportReport, *, lenient: bool, warn: Warn | None, sidechain_ok: bool) -> _Tree:
     tree = _Tree()
     for line in iter_jsonl(path, report=report, lenient=lenient, warn=warn, what=WHAT):
-        tree.add(line.record, report, sidechain_ok=sidechain_ok)
+        tree.add(line.record, line.lineno, report, sidechain_ok=sidechain_ok)
     return tree
 
 
@@ -183,25 +185,42 @@ class _Response:
 
 
 class _Converter:
-    def __init__(self, b: EventBuilder, agent: str | None, seen_usage: set[tuple[Any, Any]]) -> None:
+    def __init__(self, b: EventBuilder, agent: str | None, seen_usage: set[tuple[Any, Any]], *, path: Path, tree: _Tree,
+                 lenient: bool, warn: Warn | None) -> None:
         self.b = b
         self.agent = agent
         self.open: _Response | None = None
         self.boundary: dict[str, Any] | None = None
         self.seen_usage = seen_usage
+        self.path = str(path)
+        self.tree = tree
+        self.lenient = lenient
+        self.warn = warn
 
     def run(self, chain: list[dict[str, Any]]) -> None:
         for rec in chain:
-            rtype = rec.get("type")
-            if rtype == "assistant":
-                self.assistant(rec)
-            elif rtype == "user":
-                self.user(rec)
-            elif rtype == "system":
-                self.system(rec)
-            else:
-                self.b.skip(str(rtype))
-        self.flush()
+            try:
+                rtype = rec.get("type")
+                if rtype == "assistant":
+                    self.assistant(rec)
+                elif rtype == "user":
+                    self.user(rec)
+                elif rtype == "system":
+                    self.system(rec)
+                else:
+                    self.b.skip(str(rtype))
+            except SHAPE_ERRORS as exc:
+                self.open = None
+                self.failed(exc, rec.get("uuid"))
+        open_uid = self.open.uid if self.open else None
+        try:
+            self.flush()
+        except SHAPE_ERRORS as exc:
+            self.failed(exc, open_uid)
+
+    def failed(self, exc: Exception, uid: Any) -> None:
+        line = self.tree.lines.get(uid) if isinstance(uid, str) else None
+        shape_error(exc, path=self.path, line=line, report=self.b.report, lenient=self.lenient, warn=self.warn)
 
     # assistant lines: merge by message.id
     def assistant(self, rec: dict[str, Any]) -> None:
@@ -431,7 +450,7 @@ def convert(
     if off_branch:
         report.skipped["off_branch"] += off_branch
     seen_usage: set[tuple[Any, Any]] = set()
-    _Converter(b, None, seen_usage).run(chain)
+    _Converter(b, None, seen_usage, path=path, tree=tree, lenient=lenient, warn=warn).run(chain)
     # Old layout: sidechain records inside the main file, one agent per agentId.
     if tree.sidechain:
         by_agent: dict[str, list[dict[str, Any]]] = {}
@@ -439,10 +458,10 @@ def convert(
             rec = tree.records[uid]
             by_agent.setdefault(str(rec.get("agentId") or "sidechain"), []).append(rec)
         for agent, recs in sorted(by_agent.items()):
-            _Converter(b, agent, seen_usage).run(recs)
+            _Converter(b, agent, seen_usage, path=path, tree=tree, lenient=lenient, warn=warn).run(recs)
     for agent, sub in subagent_files(path, sid):
         sub_tree = _read_tree(sub, report, lenient=lenient, warn=warn, sidechain_ok=True)
-        _Converter(b, agent, seen_usage).run(sub_tree.live_chain(exclude=set()))
+        _Converter(b, agent, seen_usage, path=sub, tree=sub_tree, lenient=lenient, warn=warn).run(sub_tree.live_chain(exclude=set()))
     del tree
     return b
 

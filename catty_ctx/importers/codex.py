@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import UsageError
-from .common import EventBuilder, Warn, iter_jsonl, not_recognised, split_data_url, text_of
+from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, not_recognised, shape_error, split_data_url, text_of
 
 FORMAT = "codex"
 WHAT = "a Codex CLI session"
-_LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-_ITEM_TYPES = frozenset({"message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
-                         "custom_tool_call_output", "local_shell_call", "web_search_call"})
+_LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+_ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+                         "custom_tool_call_output", "local_shell_call", "web_search_call")
 # User-role text that the harness injects: context for the model, not a user turn.
 _HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>",
                      "<user_shell_command>", "<turn_aborted>", "<permissions instructions>")
@@ -243,7 +243,10 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
         if ltype == "session_meta":
             report.skipped["session_meta:again"] += 1  # a resumed or forked file repeats it
             continue
-        _dispatch(conv, tracker, ltype, payload, ts, line.lineno)
+        try:
+            _dispatch(conv, tracker, ltype, payload, ts, line.lineno)
+        except SHAPE_ERRORS as exc:
+            shape_error(exc, path=line.path, line=line.lineno, report=report, lenient=lenient, warn=warn)
     if conv is None:
         raise not_recognised(str(path), WHAT)
     return conv.b

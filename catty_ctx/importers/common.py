@@ -133,6 +133,30 @@ def split_data_url(url: str) -> tuple[str, str] | None:
     return head[: -len(";base64")] or "application/octet-stream", data
 
 
+# Membership tests below use tuples, not sets: a field of the wrong type (a list where a
+# string belongs) must compare unequal, not raise "unhashable".
+# Agents' todo-list tools, whose argument is the whole new list: → the `todos` state facet.
+TODO_TOOLS = frozenset({"TodoWrite", "todowrite", "update_plan", "write_todos"})
+_TODO_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed", "cancelled": "cancelled",
+                "canceled": "cancelled", "done": "completed", "todo": "pending"}
+
+
+def todos_from(name: str, args: Any) -> list[dict[str, str]] | None:
+    """The SPEC's todos shape ({text, status}) from a todo tool's arguments, or None."""
+    if name not in TODO_TOOLS or not isinstance(args, dict):
+        return None
+    items = args.get("todos") if isinstance(args.get("todos"), list) else args.get("plan")
+    if not isinstance(items, list):
+        return None
+    todos = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        text = next((item[k] for k in ("content", "text", "step", "description") if isinstance(item.get(k), str)), "")
+        todos.append({"text": text, "status": _TODO_STATUS.get(str(item.get("status")).lower(), "pending")})
+    return todos
+
+
 class EventBuilder:
     """Turns normalised calls into valid, seq-numbered events, handed to `sink` as they are made."""
 
@@ -175,7 +199,10 @@ class EventBuilder:
     # -- kinds ---------------------------------------------------------------------------
     def session(self, session_id: str, *, ts: Any = None, **fields: Any) -> Event:
         clean = {k: v for k, v in fields.items() if v is not None}
-        ev = self.emit("session", {"session_id": session_id, **clean}, ts=ts)
+        for key in ("cwd", "model", "parent_session_id"):
+            if key in clean and not isinstance(clean[key], str):
+                del clean[key]
+        ev = self.emit("session", {"session_id": str(session_id), **clean}, ts=ts)
         self.session_event = ev
         return ev
 
@@ -190,7 +217,9 @@ class EventBuilder:
         images: list[dict[str, Any]] | None = None,
         synthetic: str | None = None,
     ) -> Event:
-        fields: dict[str, Any] = {"id": id, "role": role, "text": text}
+        if not isinstance(text, str):
+            text = text_of(text)
+        fields: dict[str, Any] = {"id": str(id), "role": role, "text": text}
         if images:
             fields["images"] = images
         if synthetic:
@@ -210,7 +239,12 @@ class EventBuilder:
             # SPEC: a tool call belongs to the assistant message before it; write one.
             self.report.implicit_assistants += 1
             self.message("assistant", "", id=f"{call_id}:assistant", ts=ts, agent=agent)
-        return self.emit("tool_call", {"call_id": call_id, "name": name or "unknown", "args": parse_args(args)}, ts=ts, agent=agent)
+        name = name if isinstance(name, str) and name else "unknown"
+        ev = self.emit("tool_call", {"call_id": str(call_id), "name": name, "args": parse_args(args)}, ts=ts, agent=agent)
+        todos = todos_from(ev["name"], ev["args"])
+        if todos is not None:
+            self.state("todos", todos, ts=ts, agent=agent)
+        return ev
 
     def tool_result(
         self,
@@ -222,7 +256,9 @@ class EventBuilder:
         agent: str | None = None,
         images: list[dict[str, Any]] | None = None,
     ) -> Event:
-        fields: dict[str, Any] = {"call_id": call_id, "output": output, "is_error": bool(is_error)}
+        if not isinstance(output, str):
+            output = text_of(output)
+        fields: dict[str, Any] = {"call_id": str(call_id), "output": output, "is_error": bool(is_error)}
         if images:
             fields["images"] = images
         return self.emit("tool_result", fields, ts=ts, agent=agent)
@@ -241,6 +277,7 @@ class EventBuilder:
         request_id: str | None = None,
         cost_usd: float | None = None,
     ) -> Event:
+        model = model if isinstance(model, str) and model else None
         fields: dict[str, Any] = {
             "model": model or "unknown",
             "input": max(int(input), 0),
@@ -249,9 +286,9 @@ class EventBuilder:
             "cache_write": max(int(cache_write), 0),
             "reasoning": max(int(reasoning), 0),
         }
-        if cost_usd is not None:
+        if isinstance(cost_usd, (int, float)) and not isinstance(cost_usd, bool):
             fields["cost_usd"] = cost_usd
-        if request_id:
+        if isinstance(request_id, str) and request_id:
             fields["request_id"] = request_id
         if model and not agent:
             self.model = model
@@ -259,7 +296,7 @@ class EventBuilder:
 
     def reasoning(self, text: str, *, ts: Any = None, agent: str | None = None, **extra: Any) -> Event:
         """Thinking is kept for inspection as an unknown kind, so no view carries it."""
-        return self.emit("reasoning", {"text": text, **extra}, ts=ts, agent=agent)
+        return self.emit("reasoning", {"text": text if isinstance(text, str) else text_of(text), **extra}, ts=ts, agent=agent)
 
     def compaction(
         self,
@@ -273,13 +310,13 @@ class EventBuilder:
         tokens_before: int | None = None,
     ) -> Event:
         fields: dict[str, Any] = {
-            "id": id,
+            "id": str(id),
             "mode": "summary",
             "through_seq": self.seq - 1,
-            "summary": summary,
+            "summary": summary if isinstance(summary, str) else text_of(summary),
             "summarizer": summarizer,
         }
-        if trigger:
+        if isinstance(trigger, str) and trigger:
             fields["trigger"] = trigger
         if isinstance(tokens_before, int) and not isinstance(tokens_before, bool) and tokens_before >= 0:
             fields["tokens_before"] = tokens_before
@@ -300,10 +337,13 @@ class EventBuilder:
     # -- payloads ------------------------------------------------------------------------
     def image(self, media_type: str | None, data_b64: str) -> dict[str, Any] | None:
         """An image entry: the bytes go to a blob (--out) or stay inline (a stream has no folder)."""
+        if not isinstance(data_b64, str):
+            return None
         try:
             data = base64.b64decode(data_b64, validate=False)
         except (binascii.Error, ValueError):
             return None
+        media_type = media_type if isinstance(media_type, str) else None
         handle = blob_handle(data)
         entry: dict[str, Any] = {"blob": handle, "media_type": media_type or "application/octet-stream"}
         if self._blob_sink is not None:
@@ -395,6 +435,21 @@ def _is_json_document(path: Path) -> bool:
         return True
     except (OSError, orjson.JSONDecodeError):
         return False
+
+
+# What a record of an unexpected shape raises while being converted (a list where an object
+# belongs, a number where a list belongs): bad input data, never a crash.
+SHAPE_ERRORS = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+
+
+def shape_error(exc: Exception, *, path: str, line: int | None, report: ImportReport, lenient: bool, warn: Warn | None) -> None:
+    """A record that could not be converted: a DataError naming it, or with --lenient a skip."""
+    what = f"record of an unexpected shape ({type(exc).__name__}: {exc})"
+    if not lenient:
+        raise DataError(what + "; --lenient skips such records", path=path, line=line) from None
+    report.invalid.append(f"{path}:{line}" if line is not None else path)
+    if warn:
+        warn(f"{path}:{line}: {what}, skipped" if line is not None else f"{path}: {what}, skipped")
 
 
 def load_json(path: Path, display: str | None = None) -> Any:

@@ -14,8 +14,8 @@ import orjson
 
 from ..errors import DataError
 
-_CODEX_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-_CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "file-history-snapshot"})
+_CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+_CLAUDE_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot")
 _PROBE_LINES = 20
 
 

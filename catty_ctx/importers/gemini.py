@@ -15,12 +15,12 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from .common import EventBuilder, Warn, iter_jsonl, load_json, not_recognised
+from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, load_json, not_recognised, shape_error
 
 FORMAT = "gemini"
 WHAT = "a Gemini CLI session"
-_MESSAGE_TYPES = frozenset({"user", "gemini"})
-_UI_TYPES = frozenset({"info", "error", "warning"})
+_MESSAGE_TYPES = ("user", "gemini")
+_UI_TYPES = ("info", "error", "warning")
 
 
 def find_session_file(source: Path, session_id: str | None) -> Path:
@@ -162,12 +162,15 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
         if not any(r.get("type") in _MESSAGE_TYPES for r in records):
             raise not_recognised(str(path), WHAT)
         conv = _Converter(_start(start, doc, path, records[0].get("timestamp") if records else None))
-        for rec in records:
-            conv.record(rec)
+        for i, rec in enumerate(records):
+            try:
+                conv.record(rec)
+            except SHAPE_ERRORS as exc:
+                shape_error(exc, path=f"{path} (message {i})", line=None, report=report, lenient=lenient, warn=warn)
         return conv.b
     # JSONL: upserts by id mean a record is final only at the end, so collect first.
     meta: dict[str, Any] = {}
-    ops: list[tuple[str, Any]] = []  # ("msg", record) | ("rewind", (id, ts))
+    ops: list[tuple[str, Any, int]] = []  # ("msg", record, line) | ("rewind", (id, ts), line)
     where: dict[str, int] = {}
     recognised = False
     for line in iter_jsonl(path, report=report, lenient=lenient, warn=warn, what=WHAT):
@@ -178,7 +181,7 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
             recognised = True
         elif "$rewindTo" in rec:
             target = str(rec["$rewindTo"])
-            ops.append(("rewind", (target, rec.get("timestamp"))))
+            ops.append(("rewind", (target, rec.get("timestamp")), line.lineno))
             # records written again after a rewind are new, not updates of the removed ones
             cut = where.get(target, len(ops))
             where = {k: v for k, v in where.items() if v < cut}
@@ -187,10 +190,10 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
             recognised = recognised or rec.get("type") in _MESSAGE_TYPES
             key = str(rec["id"])
             if key in where:
-                ops[where[key]] = ("msg", rec)
+                ops[where[key]] = ("msg", rec, line.lineno)
             else:
                 where[key] = len(ops)
-                ops.append(("msg", rec))
+                ops.append(("msg", rec, line.lineno))
         elif "sessionId" in rec and "type" not in rec and not meta:
             meta = dict(rec)
             recognised = True
@@ -200,9 +203,12 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
         raise not_recognised(str(path), WHAT)
     first_ts = next((op[1].get("timestamp") for op in ops if op[0] == "msg"), None)
     conv = _Converter(_start(start, meta, path, first_ts))
-    for kind, value in ops:
-        if kind == "msg":
-            conv.record(value)
-        else:
-            conv.rewind(*value)
+    for kind, value, lineno in ops:
+        try:
+            if kind == "msg":
+                conv.record(value)
+            else:
+                conv.rewind(*value)
+        except SHAPE_ERRORS as exc:
+            shape_error(exc, path=str(path), line=lineno, report=report, lenient=lenient, warn=warn)
     return conv.b

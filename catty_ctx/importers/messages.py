@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..fingerprint import blob_handle
-from .common import EventBuilder, Warn, iter_jsonl, load_json, not_recognised, split_data_url, text_of
+from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, load_json, not_recognised, shape_error, split_data_url, text_of
 
 WHAT = {"openai": "an OpenAI messages array", "anthropic": "an Anthropic messages array"}
-_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
 def _load(path: Path, report: Any, lenient: bool, warn: Warn | None) -> Any:
@@ -168,7 +168,10 @@ def convert(source: Path, start: Any, *, flavour: str = "openai", lenient: bool 
         if role not in _ROLES:
             b.skip(f"role:{role}")
             continue
-        conv.message(i, m)
+        try:
+            conv.message(i, m)
+        except SHAPE_ERRORS as exc:
+            shape_error(exc, path=f"{path} (message {i})", line=None, report=report, lenient=lenient, warn=warn)
     usage = _usage_fields(top.get("usage"))
     if usage is not None:
         b.usage(model, **usage, ts=ts)

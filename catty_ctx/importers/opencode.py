@@ -17,11 +17,11 @@ from typing import Any, Iterable
 import orjson
 
 from ..errors import DataError, UsageError
-from .common import EventBuilder, Warn, load_json, not_recognised, split_data_url
+from .common import SHAPE_ERRORS, EventBuilder, Warn, load_json, not_recognised, shape_error, split_data_url
 
 FORMAT = "opencode"
 WHAT = "an opencode session"
-_PENDING = frozenset({"pending", "running"})
+_PENDING = ("pending", "running")
 
 
 # -- loading: (session, [(message, [parts])]) ----------------------------------------------------
@@ -286,7 +286,10 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
     )
     pending_compaction: dict[str, Any] | None = None
     for msg, parts in messages:
-        _convert_message(b, msg, parts, pending_compaction)
+        try:
+            _convert_message(b, msg, parts, pending_compaction)
+        except SHAPE_ERRORS as exc:
+            shape_error(exc, path=f"{source} (message {msg.get('id')})", line=None, report=start.report, lenient=lenient, warn=warn)
         compaction = next((p for p in parts if p.get("type") == "compaction"), None)
         pending_compaction = compaction if msg.get("role") == "user" and compaction else (None if msg.get("summary") is True else pending_compaction)
     return b
