@@ -46,7 +46,7 @@ def opencode_db(tmp_path: Path) -> Path:
 
 def run(fmt: str, source: Path, **kw: Any) -> tuple[list[dict[str, Any]], Any]:
     events: list[dict[str, Any]] = []
-    report, _ = import_events(fmt, source, events.append, **kw)
+    report, _ = import_events(fmt, source, events.append, strict=True, **kw)
     return events, report
 
 

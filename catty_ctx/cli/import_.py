@@ -51,8 +51,11 @@ def import_cmd(
     else:
         stream = sys.stdout.buffer
         dumps = orjson.dumps
-        if dry_run:
+        if dry_run:  # nothing to stream: the report is the output
             report, _ = import_events(fmt, source, lambda ev: None, lenient=lenient, warn=warn, session_id=session)
+            from .output import write_json
+
+            write_json({**report.as_dict(), "dry_run": True})
         else:
             report, _ = import_events(fmt, source, lambda ev: stream.write(dumps(ev) + b"\n"), lenient=lenient, warn=warn, session_id=session)
         stream.flush()

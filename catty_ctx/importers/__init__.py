@@ -30,8 +30,9 @@ class _Start:
     """Handed to an importer: called once with the session's fields, it writes the session
     event (seq 0) and returns the builder for the rest."""
 
-    def __init__(self, fmt: str, sink: Callable[[Event], None], blob_sink: BlobSink | None, report: ImportReport) -> None:
+    def __init__(self, fmt: str, sink: Callable[[Event], None], blob_sink: BlobSink | None, report: ImportReport, strict: bool) -> None:
         self.fmt = fmt
+        self.strict = strict
         self.sink = sink
         self.blob_sink = blob_sink
         self.report = report
@@ -48,7 +49,7 @@ class _Start:
         parent_session_id: str | None = None,
         source_path: Path | None = None,
     ) -> EventBuilder:
-        b = EventBuilder(self.sink, report=self.report, blob_sink=self.blob_sink)
+        b = EventBuilder(self.sink, report=self.report, blob_sink=self.blob_sink, strict=self.strict)
         source = {"format": self.fmt, "path": str(Path(source_path).resolve()) if source_path else self.report.source}
         b.session(session_id, ts=ts, parent_session_id=parent_session_id, cwd=cwd, model=model, window=window, source=source)
         self.builder = b
@@ -75,17 +76,21 @@ def import_events(
     lenient: bool = False,
     warn: Warn | None = None,
     session_id: str | None = None,
+    strict: bool | None = None,
 ) -> tuple[ImportReport, EventBuilder]:
     """Import SOURCE in format FMT (or 'auto'), handing each event to `sink` in seq order.
 
     Without a `blob_sink`, image bytes stay inline (base64 `data`) so a stream loses nothing.
+    `strict` re-validates every event (default: when CATTY_CTX_DEBUG is set).
     """
+    if strict is None:
+        strict = bool(os.environ.get("CATTY_CTX_DEBUG"))
     path = Path(source)
     if not path.exists():
         raise UsageError(f"{path}: no such file or directory")
     fmt = resolve_format(fmt, path)
     report = ImportReport(format=fmt, source=str(path.resolve()))
-    start = _Start(fmt, sink, blob_sink, report)
+    start = _Start(fmt, sink, blob_sink, report, strict)
     module = importlib.import_module(f"{__name__}.{_MODULES[fmt]}")
     kwargs: dict[str, Any] = {"lenient": lenient, "warn": warn, "session_id": session_id}
     if _MODULES[fmt] == "messages":
