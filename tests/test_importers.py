@@ -436,3 +436,11 @@ def test_records_of_unexpected_shape_are_data_errors_never_crashes(fmt: str, sou
             except DataError:
                 continue  # one line naming the file (and record): what the CLI prints
             assert_valid_log(events)
+
+
+def test_edit_tools_become_the_edited_files_state_facet() -> None:
+    events, _ = run("claude", CLAUDE)
+    edited = [e["value"] for e in main_loop(events) if e["kind"] == "state" and e["facet"] == "edited_files"]
+    assert edited == [["/home/dev/shop/cart.py"], ["/home/dev/shop/cart.py", "/home/dev/shop/docs/coupons.md"]]
+    codex_events, _ = run("codex", CODEX)  # apply_patch: the file named in the patch header
+    assert [e["value"] for e in codex_events if e["kind"] == "state"] == [["src/cli.py"]]

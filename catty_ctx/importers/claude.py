@@ -30,20 +30,20 @@ _INTERRUPT_PREFIX = "[Request interrupted by user"
 # -- usage (shared with the usage ledger) ------------------------------------------------------
 
 
+def _count(usage: dict[str, Any], key: str) -> int:
+    v = usage.get(key)
+    return v if type(v) is int and v > 0 else 0  # a bool is not a count
+
+
 def usage_fields(usage: Any) -> dict[str, int] | None:
     """Anthropic usage → catty-ctx fields (input is uncached input already)."""
     if not isinstance(usage, dict):
         return None
-
-    def n(key: str) -> int:
-        v = usage.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
-
     return {
-        "input": n("input_tokens"),
-        "output": n("output_tokens"),
-        "cache_read": n("cache_read_input_tokens"),
-        "cache_write": n("cache_creation_input_tokens"),
+        "input": _count(usage, "input_tokens"),
+        "output": _count(usage, "output_tokens"),
+        "cache_read": _count(usage, "cache_read_input_tokens"),
+        "cache_write": _count(usage, "cache_creation_input_tokens"),
     }
 
 
@@ -94,7 +94,7 @@ def usage_records(path: str | Path, *, agent: str | None = None) -> Iterator[dic
                 "message_id": key[0] or None,
                 "request_id": key[1] or None,
                 "session_id": rec.get("sessionId"),
-                "agent": agent or rec.get("agentId") if rec.get("isSidechain") else agent,
+                "agent": (agent or rec.get("agentId")) if rec.get("isSidechain") else agent,
             }
     for key in order:
         yield best[key]

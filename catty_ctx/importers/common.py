@@ -157,6 +157,30 @@ def todos_from(name: str, args: Any) -> list[dict[str, str]] | None:
     return todos
 
 
+# Agents' file-editing tools → the `edited_files` state facet (the continuation state that a
+# compaction re-injects lists them).
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "edit", "write", "multiedit", "replace", "write_file",
+                        "apply_patch", "patch"})
+_PATH_KEYS = ("file_path", "filePath", "notebook_path", "absolute_path", "path")
+_PATCH_HEADERS = ("*** Update File: ", "*** Add File: ", "*** Delete File: ", "*** Move to: ")
+
+
+def edited_paths(name: str, args: Any) -> list[str]:
+    """Paths a file-editing tool call writes (Codex's apply_patch: the patch's file headers)."""
+    if name not in EDIT_TOOLS:
+        return []
+    if isinstance(args, dict):
+        for key in _PATH_KEYS:
+            if isinstance(args.get(key), str) and args[key]:
+                return [args[key]]
+        patch = args.get("input") or args.get("patch") or args.get("patchText")
+    else:
+        patch = args
+    if not isinstance(patch, str):
+        return []
+    return [line[len(h):].strip() for line in patch.splitlines() for h in _PATCH_HEADERS if line.startswith(h)]
+
+
 class EventBuilder:
     """Turns normalised calls into valid, seq-numbered events, handed to `sink` as they are made."""
 
@@ -170,6 +194,7 @@ class EventBuilder:
         self.seq = 0
         self.last_ts = EPOCH_TS
         self._assistant_open: dict[str | None, bool] = {}
+        self._edited: dict[str | None, dict[str, None]] = {}  # per agent, in first-edit order
         self.title = ""
         self.model: str | None = None
         self.first_ts: str | None = None
@@ -248,6 +273,12 @@ class EventBuilder:
         todos = todos_from(ev["name"], ev["args"])
         if todos is not None:
             self.state("todos", todos, ts=ts, agent=agent)
+        edited = self._edited.setdefault(agent, {})
+        before = len(edited)
+        for path in edited_paths(ev["name"], ev["args"]):
+            edited.setdefault(path, None)
+        if len(edited) > before:
+            self.state("edited_files", list(edited), ts=ts, agent=agent)
         return ev
 
     def tool_result(
