@@ -7,9 +7,10 @@ run, it times three passes over the same bytes and prints MB/s and ratios:
 
   read      reading the lines (the floor)
   parse     orjson.loads of every line (what any importer must at least do)
-  import    the Claude importer, events serialised with orjson to a null sink
+  import    the Claude importer, events serialised with orjson to a null sink (the stream)
+  --out     the same into a new session directory (log, summary.json, fsync, rename)
 
-Target: import ≥ 100 MB/s. Run: python bench/import.py [--mb 200] [--dir DIR]
+Target: import ≥ 100 MB/s. Run: python bench/import.py [--mb 200] [--repeat 3] [--dir DIR]
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from catty_ctx.importers import import_events  # noqa: E402
+from catty_ctx.importers import import_events, import_to_dir  # noqa: E402
 
 WORDS = ("the cart total coupon parser function return value test fails because items price sum apply once "
          "order docs update branch config module import error line file path read write edit run").split()
@@ -106,6 +107,7 @@ def make_tree(root: Path, total_mb: int, per_file_mb: int = 25) -> list[Path]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=int, default=200, help="size of the generated tree in MB (default 200)")
+    ap.add_argument("--repeat", type=int, default=3, help="passes of each kind; the best is reported (default 3)")
     ap.add_argument("--dir", help="where to build the tree (default: a temporary folder, removed afterwards)")
     args = ap.parse_args()
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="catty-bench-import-"))
@@ -116,10 +118,17 @@ def main() -> None:
         print(f"tree: {len(files)} sessions, {total / 1e6:.0f} MB (built in {time.perf_counter() - t0:.1f} s)")
 
         def timed(fn) -> float:
-            start = time.perf_counter()
-            for p in files:
-                fn(p)
-            return time.perf_counter() - start
+            """Best of --repeat passes: other load on the machine only ever adds time."""
+            best = float("inf")
+            for _ in range(args.repeat):
+                if out_root.exists():
+                    shutil.rmtree(out_root)
+                out_root.mkdir()
+                start = time.perf_counter()
+                for p in files:
+                    fn(p)
+                best = min(best, time.perf_counter() - start)
+            return best
 
         def read(p: Path) -> None:
             with open(p, "rb") as f:
@@ -138,13 +147,19 @@ def main() -> None:
         def run_import(p: Path) -> None:
             import_events("claude", p, lambda ev: devnull.write(dumps(ev) + b"\n"))
 
+        out_root = root / "out"
+
+        def run_import_out(p: Path) -> None:
+            import_to_dir("claude", p, out_root / p.stem)
+
         read(files[0])  # warm the page cache
-        results = {"read": timed(read), "parse": timed(parse), "import": timed(run_import)}
+        results = {"read": timed(read), "parse": timed(parse), "import": timed(run_import), "--out": timed(run_import_out)}
         base = results["parse"]
         for name, secs in results.items():
             print(f"{name:>7}: {total / 1e6 / secs:8.1f} MB/s  ({secs:6.2f} s, {secs / base:5.2f}x the parse-only time)")
-        verdict = "meets" if total / 1e6 / results["import"] >= 100 else "MISSES"
-        print(f"import {verdict} the 100 MB/s target")
+        for name in ("import", "--out"):
+            verdict = "meets" if total / 1e6 / results[name] >= 100 else "MISSES"
+            print(f"{name} {verdict} the 100 MB/s target")
     finally:
         if not args.dir:
             shutil.rmtree(root, ignore_errors=True)
