@@ -443,4 +443,14 @@ def test_edit_tools_become_the_edited_files_state_facet() -> None:
     edited = [e["value"] for e in main_loop(events) if e["kind"] == "state" and e["facet"] == "edited_files"]
     assert edited == [["/home/dev/shop/cart.py"], ["/home/dev/shop/cart.py", "/home/dev/shop/docs/coupons.md"]]
     codex_events, _ = run("codex", CODEX)  # apply_patch: the file named in the patch header
-    assert [e["value"] for e in codex_events if e["kind"] == "state"] == [["src/cli.py"]]
+    assert [e["value"] for e in codex_events if e["kind"] == "state" and e["facet"] == "edited_files"] == [["src/cli.py"]]
+
+
+def test_codex_agents_md_block_becomes_instructions_carried_past_compaction(tmp_path: Path) -> None:
+    events, _ = run("codex", CODEX)
+    state = [e["value"] for e in events if e["kind"] == "state" and e["facet"] == "instructions"]
+    assert state == [[{"path": "/home/dev/tool/AGENTS.md", "text": "Run ruff before committing."}]]
+    out = tmp_path / "s"
+    import_to_dir("codex", CODEX, out)
+    head = [i for i in view(Session.open(out)) if i.get("synthetic") == "instructions"]
+    assert len(head) == 1 and "Run ruff before committing." in head[0]["text"]

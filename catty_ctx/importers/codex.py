@@ -97,6 +97,26 @@ def usage_records(path: str | Path) -> Iterator[dict[str, Any]]:
 # -- conversion --------------------------------------------------------------------------------
 
 
+_AGENTS_HEADER = "# AGENTS.md instructions for "
+
+
+def instructions_from(text: str) -> dict[str, str]:
+    """{path: text} of the instruction files in a harness block (`<user_instructions>`, AGENTS.md)."""
+    body = text.strip()
+    for tag in ("user_instructions", "INSTRUCTIONS"):
+        if body.startswith(f"<{tag}>") and body.endswith(f"</{tag}>"):
+            body = body[len(tag) + 2 : -len(tag) - 3].strip()
+            break
+    else:
+        if not body.startswith(_AGENTS_HEADER):
+            return {}
+    if body.startswith(_AGENTS_HEADER):
+        first, _, rest = body.partition("\n")
+        path = first[len(_AGENTS_HEADER):].strip()
+        return {(path.rstrip("/") + "/AGENTS.md") if path else "AGENTS.md": rest.strip()}
+    return {"AGENTS.md": body}
+
+
 def _is_harness(text: str) -> bool:
     return text.lstrip().startswith(_HARNESS_PREFIXES)
 
@@ -132,7 +152,7 @@ class _Converter:
     def __init__(self, b: EventBuilder, tracker: UsageTracker) -> None:
         self.b = b
         self.tracker = tracker
-        self.n = 0
+        self.instructions: dict[str, str] = {}
 
     def item(self, p: dict[str, Any], ts: Any, lineno: int) -> None:
         b = self.b
@@ -179,6 +199,12 @@ class _Converter:
         synthetic = "harness_context" if role == "user" and texts and all(_is_harness(t) for t in texts) else None
         mid = str(p.get("id") or f"line-{lineno}")
         self.b.message(role, text, id=mid, ts=ts, images=images or None, synthetic=synthetic)
+        if synthetic:
+            found = instructions_from(text)
+            if found:
+                # the instructions facet is what a compaction's head carries forward
+                self.instructions.update(found)
+                self.b.state("instructions", [{"path": k, "text": v} for k, v in self.instructions.items()], ts=ts)
 
     def output(self, p: dict[str, Any], ts: Any) -> None:
         out = p.get("output")
@@ -238,6 +264,8 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
             instructions = meta.get("instructions")
             if isinstance(instructions, str) and instructions.strip():
                 b.message("user", instructions, id=f"{meta.get('id') or path.stem}:instructions", ts=ts, synthetic="harness_context")
+                conv.instructions["AGENTS.md"] = instructions
+                b.state("instructions", [{"path": "AGENTS.md", "text": instructions}], ts=ts)
             if ltype == "session_meta":
                 continue
         if ltype == "session_meta":
