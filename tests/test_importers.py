@@ -454,3 +454,14 @@ def test_codex_agents_md_block_becomes_instructions_carried_past_compaction(tmp_
     import_to_dir("codex", CODEX, out)
     head = [i for i in view(Session.open(out)) if i.get("synthetic") == "instructions"]
     assert len(head) == 1 and "Run ruff before committing." in head[0]["text"]
+
+
+def test_claude_command_output_and_interrupts_are_not_user_turns(tmp_path: Path) -> None:
+    texts = ["run it", "<local-command-stdout>Set model to opus</local-command-stdout>", "[Request interrupted by user]"]
+    src = tmp_path / "c.jsonl"
+    lines = [{"type": "user", "sessionId": "c", "parentUuid": f"u{i - 1}" if i else None, "uuid": f"u{i}",
+              "timestamp": f"2026-10-01T10:00:0{i}.000Z", "message": {"role": "user", "content": t}} for i, t in enumerate(texts)]
+    src.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    events, report = run("claude", src)
+    assert [e.get("synthetic") for e in events if e["kind"] == "message"] == [None, "command_output", "interrupted"]
+    assert report.user_turns == 1

@@ -22,7 +22,7 @@ def import_cmd(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content).")],
     source: Annotated[str, typer.Argument(metavar="SOURCE", help="A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session).")],
     out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Write a new session directory instead of events on stdout.")] = None,
-    lenient: Annotated[bool, typer.Option("--lenient", help="Skip source lines that are not valid JSON (each is reported) instead of stopping with exit 65.")] = False,
+    lenient: Annotated[bool, typer.Option("--lenient", help="Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65.")] = False,
     session: Annotated[Optional[str], typer.Option("--session", metavar="ID", help="The session to import when SOURCE holds several.")] = None,
     dry_run: DryRunOpt = False,
 ) -> None:

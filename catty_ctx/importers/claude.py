@@ -23,8 +23,9 @@ FORMAT = "claude"
 WHAT = "a Claude Code session"
 SYNTHETIC_MODEL = "<synthetic>"
 _MESSAGE_TYPES = ("user", "assistant", "system")
-# Records Claude Code writes that carry nothing for the context: skipped without fuss.
 _INTERRUPT_PREFIX = "[Request interrupted by user"
+# Output of local slash / shell commands, written as user text by the harness: not a prompt.
+_COMMAND_OUTPUT_PREFIXES = ("<local-command-stdout>", "<local-command-stderr>", "<bash-stdout>", "<bash-stderr>")
 
 
 # -- usage (shared with the usage ledger) ------------------------------------------------------
@@ -340,6 +341,8 @@ class _Converter:
                 synthetic = "meta"
             elif text.startswith(_INTERRUPT_PREFIX):
                 synthetic = "interrupted"
+            elif text.startswith(_COMMAND_OUTPUT_PREFIXES):
+                synthetic = "command_output"
             self.b.message("user", text, id=rec["uuid"], ts=ts, agent=self.agent, images=images or None, synthetic=synthetic)
 
     def system(self, rec: dict[str, Any]) -> None:
