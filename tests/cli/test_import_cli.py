@@ -5,6 +5,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -147,3 +148,48 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
 def test_help_has_a_description_and_an_example() -> None:
     out = cli("import", "--help", check=True).stdout.decode()
     assert "Example" in out and "--lenient" in out and "--out" in out
+
+
+def test_out_may_be_an_empty_directory_and_an_unwritable_place_exits_73(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cli("import", "openai", str(SOURCES["openai"]), "--out", str(empty), check=True)
+    assert (empty / "updates.jsonl").is_file() and (empty / "summary.json").is_file()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    proc = cli("import", "openai", str(SOURCES["openai"]), "--out", str(blocker / "s"))
+    assert proc.returncode == 73 and b"Traceback" not in proc.stderr
+
+
+def test_kill_9_during_out_leaves_no_half_session(tmp_path: Path) -> None:
+    """Whenever the import dies, DIR is either absent or a whole, valid session."""
+    src = tmp_path / "big.jsonl"
+    body = "x" * 20_000
+    with open(src, "wb") as f:
+        parent = None
+        for i in range(1500):
+            for role in ("user", "assistant"):
+                uid = f"{role[0]}{i}"
+                rec = {"type": role, "sessionId": "big", "parentUuid": parent, "uuid": uid, "timestamp": "2026-10-01T10:00:00.000Z",
+                       "message": {"role": role, "id": f"msg{i}", "model": "m", "content": [{"type": "text", "text": body}]}}
+                f.write(orjson.dumps(rec) + b"\n")
+                parent = uid
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    argv = [sys.executable, "-m", "catty_ctx", "import", "claude", str(src), "--out"]
+    began = time.monotonic()
+    subprocess.run([*argv, str(tmp_path / "whole")], check=True, capture_output=True, env=env)
+    took = time.monotonic() - began
+    for fraction in (0.5, 0.8):
+        out = tmp_path / f"killed-{fraction}"
+        proc = subprocess.Popen([*argv, str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        try:
+            proc.wait(timeout=took * fraction)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # SIGKILL: no cleanup runs
+            proc.wait()
+        if out.exists():
+            rep = orjson.loads(cli("inspect", str(out), "--json", check=True).stdout)
+            assert rep["events"] == 3001 and rep["problems"]["invalid"] == 0
+    # what a kill leaves is a hidden staging folder, never something that looks like a session
+    visible = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
+    assert set(visible) - {"killed-0.5", "killed-0.8"} == {"big.jsonl", "whole"}
