@@ -465,3 +465,28 @@ def test_claude_command_output_and_interrupts_are_not_user_turns(tmp_path: Path)
     events, report = run("claude", src)
     assert [e.get("synthetic") for e in events if e["kind"] == "message"] == [None, "command_output", "interrupted"]
     assert report.user_turns == 1
+
+
+def test_gemini_rewind_inside_a_turn_drops_the_rest_of_that_turn(tmp_path: Path) -> None:
+    recs = [
+        {"sessionId": "g", "projectHash": "p", "startTime": "2026-10-03T11:00:00.000Z"},
+        {"id": "u1", "timestamp": "2026-10-03T11:00:01.000Z", "type": "user", "content": "first"},
+        {"id": "g1", "timestamp": "2026-10-03T11:00:02.000Z", "type": "gemini", "content": "one"},
+        {"id": "u2", "timestamp": "2026-10-03T11:00:03.000Z", "type": "user", "content": "second"},
+        {"id": "g2", "timestamp": "2026-10-03T11:00:04.000Z", "type": "gemini", "content": "keep me"},
+        {"id": "g3", "timestamp": "2026-10-03T11:00:05.000Z", "type": "gemini", "content": "undo me",
+         "toolCalls": [{"id": "c1", "name": "ls", "args": {}, "status": "success", "resultDisplay": "a b"}]},
+        {"id": "u3", "timestamp": "2026-10-03T11:00:06.000Z", "type": "user", "content": "third, undone too"},
+        {"$rewindTo": "g3"},
+        {"id": "u4", "timestamp": "2026-10-03T11:00:07.000Z", "type": "user", "content": "fourth"},
+    ]
+    src = tmp_path / "session-x.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    out = tmp_path / "s"
+    import_to_dir("gemini", src, out)
+    events = list(Session.open(out).events(warn=None))
+    assert [e["to_turn"] for e in events if e["kind"] == "rewind"] == [2]
+    assert count(events, "repair", action="drop") == 3  # g3's message, its call and its result
+    items = view(Session.open(out))
+    assert [i.get("text") for i in items if i["role"] != "tool"] == ["first", "one", "second", "keep me", "fourth"]
+    assert not any(i["role"] == "tool" for i in items)
