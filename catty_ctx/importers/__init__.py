@@ -23,6 +23,7 @@ from ..events import Event
 from .common import BlobSink, EventBuilder, ImportReport, Warn
 
 FORMATS = ("claude", "codex", "opencode", "gemini", "openai", "anthropic")
+_WRITEBACK_STEP = 8 << 20
 _MODULES = {"claude": "claude", "codex": "codex", "opencode": "opencode", "gemini": "gemini", "openai": "messages", "anthropic": "messages"}
 
 
@@ -167,13 +168,25 @@ def import_to_dir(
         with open(log_path, "wb", buffering=1 << 20) as log:
             dumps = orjson.dumps
             write = log.write
+            fd = log.fileno()
+            advise = getattr(os, "posix_fadvise", None)
+            started = [0, 0]  # bytes written, bytes whose writeback has been started
 
             def sink(ev: Event) -> None:
-                write(dumps(ev) + b"\n")
+                line = dumps(ev) + b"\n"
+                write(line)
+                started[0] += len(line)
+                if advise is not None and started[0] - started[1] >= _WRITEBACK_STEP:
+                    # Start writing the flushed part to disk now (Linux starts writeback on
+                    # DONTNEED without waiting), so the final fsync overlaps the parsing
+                    # instead of following it.
+                    log.flush()
+                    advise(fd, started[1], started[0] - started[1], os.POSIX_FADV_DONTNEED)
+                    started[1] = started[0]
 
             report, builder = import_events(fmt, source, sink, blob_sink=blob_sink, lenient=lenient, warn=warn, session_id=session_id)
             log.flush()
-            os.fsync(log.fileno())
+            os.fsync(fd)
         write_summary(staging, summary_for(builder, log_path.stat().st_size))
         if dest.is_dir():
             dest.rmdir()  # empty (checked above): the rename takes its place
