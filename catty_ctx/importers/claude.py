@@ -425,16 +425,15 @@ def subagent_files(main: Path, session_id: str) -> list[tuple[str, Path]]:
 
 def convert(
     source: Path,
-    builder_for: Any,
+    start: Any,
     *,
     lenient: bool = False,
     warn: Warn | None = None,
     session_id: str | None = None,
-    display: str | None = None,
 ) -> EventBuilder:
-    """Import one Claude Code session; `builder_for(session fields)` gives the EventBuilder."""
+    """Import one Claude Code session; `start(session fields)` writes the session event and gives the builder."""
     path = find_session_file(source, session_id)
-    report: ImportReport = builder_for.report
+    report: ImportReport = start.report
     tree = _read_tree(path, report, lenient=lenient, warn=warn, sidechain_ok=False)
     if tree.recognised == 0:
         raise not_recognised(str(path), WHAT)
@@ -447,7 +446,7 @@ def convert(
          and isinstance(r["message"].get("model"), str) and r["message"]["model"] != SYNTHETIC_MODEL),
         None,
     )
-    b: EventBuilder = builder_for(session_id=sid, ts=first.get("timestamp"), cwd=cwd, model=model, source_path=path)
+    b: EventBuilder = start(session_id=sid, ts=first.get("timestamp"), cwd=cwd, model=model, source_path=path)
     on_chain = {r["uuid"] for r in chain}
     off_branch = sum(1 for u in tree.records if u not in on_chain and u not in tree.sidechain)
     if off_branch:
