@@ -490,3 +490,9 @@ def test_gemini_rewind_inside_a_turn_drops_the_rest_of_that_turn(tmp_path: Path)
     items = view(Session.open(out))
     assert [i.get("text") for i in items if i["role"] != "tool"] == ["first", "one", "second", "keep me", "fourth"]
     assert not any(i["role"] == "tool" for i in items)
+
+
+def test_codex_context_window_reaches_summary_json(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    import_to_dir("codex", CODEX, out)
+    assert orjson.loads((out / "summary.json").read_bytes())["window"] == 272000

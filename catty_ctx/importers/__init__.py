@@ -116,6 +116,8 @@ def summary_for(builder: EventBuilder, log_size: int) -> dict[str, Any]:
     summary["title"] = builder.title
     if builder.model:
         summary["model"] = builder.model
+    if builder.window and not (builder.session_event or {}).get("window"):
+        summary["window"] = builder.window
     summary["updated_at"] = builder.last_ts
     summary["events"] = builder.seq
     summary["last_seq"] = builder.seq - 1

@@ -288,6 +288,10 @@ def _dispatch(conv: _Converter, tracker: UsageTracker, ltype: str, payload: dict
         tracker.turn_context(payload)
     elif ltype == "event_msg":
         if payload.get("type") == "token_count":
+            info = payload.get("info")
+            window = info.get("model_context_window") if isinstance(info, dict) else None
+            if type(window) is int and window > 0:
+                b.window = window
             usage = tracker.token_count(payload)
             if usage is not None:
                 b.usage(usage.pop("model"), **usage, ts=ts)

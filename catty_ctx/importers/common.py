@@ -197,6 +197,7 @@ class EventBuilder:
         self._edited: dict[str | None, dict[str, None]] = {}  # per agent, in first-edit order
         self.title = ""
         self.model: str | None = None
+        self.window: int | None = None  # a context window the source reports after the session event
         self.first_ts: str | None = None
         self.session_event: Event | None = None
         # seq of the message that starts each main-loop turn, and the seq of every event
