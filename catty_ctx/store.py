@@ -29,6 +29,7 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 # costs unbounded memory).
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1 << 20
+_PROGRESS_STEP = 4 << 20
 
 Warn = Callable[[str], None]
 
@@ -63,6 +64,8 @@ class Session:
         path = Path(target)
         if path.is_dir():
             log = path / LOG_NAME
+            if log.exists() and not log.is_file():
+                raise DataError("not a regular file", path=str(log))
             if not log.is_file():
                 raise UsageError(f"{path}: not a session (no {LOG_NAME})")
             return cls(log_path=log, directory=path, display=str(log))
@@ -142,31 +145,42 @@ class Session:
         """Every complete line; a torn final line is reported through `warn` and skipped."""
         yield from iter_raw_lines(self.log_path, self.display, warn=warn)
 
-    def events(self, *, warn: Warn | None = _stderr_warning, validate: bool = True) -> Iterator[Event]:
-        """Stream validated events; the first invalid line raises DataError naming file:line."""
+    def events(
+        self,
+        *,
+        warn: Warn | None = _stderr_warning,
+        validate: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[Event]:
+        """Stream validated events; the first invalid line raises DataError naming file:line.
+
+        `progress`, when given, is called with the bytes read so far every few MiB.
+        """
         gaps = self.allowed_gaps() if not self.stdin else frozenset()
         expect = 0
         display = self.display
         loads = orjson.loads
-        for raw in self.raw_lines(warn=warn):
+        for lineno, data in _lines(self.log_path, display, warn, progress):
             try:
-                ev = loads(raw.data)
+                ev = loads(data)
             except orjson.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON ({exc})", path=display, line=raw.lineno) from None
+                raise DataError(json_problem(exc), path=display, line=lineno) from None
             if validate:
                 problem = check_event(ev)
                 if problem is not None:
-                    raise DataError(problem, path=display, line=raw.lineno)
+                    raise DataError(problem, path=display, line=lineno)
                 seq = ev["seq"]
                 if seq != expect:
                     while expect in gaps and expect < seq:
                         expect += 1
                     if seq != expect:
-                        raise DataError(f"seq {seq} where {expect} was expected", path=display, line=raw.lineno)
+                        raise DataError(f"seq {seq} where {expect} was expected", path=display, line=lineno)
                 if seq == 0 and ev["kind"] != "session":
-                    raise DataError("seq 0 must be the session event", path=display, line=raw.lineno)
+                    raise DataError("seq 0 must be the session event", path=display, line=lineno)
                 expect = seq + 1
             yield ev
+        if validate and expect == 0:
+            raise DataError("no events: a log starts with its session event", path=display)
 
     def first_event(self) -> Event | None:
         for ev in self.events(warn=None):
@@ -306,8 +320,13 @@ class SessionLock:
 # -- helpers shared by readers and writers ---------------------------------------------------
 
 
-def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warning) -> Iterator[RawLine]:
-    """Complete lines of a JSONL file, streamed; a torn final line is warned about and skipped."""
+def json_problem(exc: orjson.JSONDecodeError) -> str:
+    """orjson's message without its own 'line 1' position (the caller names file:line)."""
+    return f"invalid JSON: {exc.msg} (column {exc.colno})"
+
+
+def _lines(path: Path, display: str, warn: Warn | None, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without its newline), streamed; a torn final line is warned about and skipped."""
     try:
         f = open(path, "rb", buffering=_CHUNK)
     except IsADirectoryError:
@@ -316,22 +335,32 @@ def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warn
         raise DataError(f"cannot read ({exc.strerror})", path=display) from None
     with f:
         lineno = 0
-        offset = 0
         readline = f.readline
         limit = MAX_LINE_BYTES + 1
+        next_report = _PROGRESS_STEP if progress else -1
         while True:
             line = readline(limit)
             if not line:
                 return
+            if next_report >= 0 and f.tell() >= next_report:
+                progress(f.tell())  # type: ignore[misc]
+                next_report = f.tell() + _PROGRESS_STEP
             lineno += 1
-            if line[-1:] != b"\n":
+            if line[-1] != 10:  # no newline: torn, or longer than the limit
                 if len(line) >= limit:
                     raise DataError(f"line longer than {MAX_LINE_BYTES} bytes", path=display, line=lineno)
                 if warn:
                     warn(f"{display}:{lineno}: torn final line ({len(line)} bytes, no newline) ignored; 'catty-ctx repair' quarantines it")
                 return
-            yield RawLine(lineno, offset, line[:-1])
-            offset += len(line)
+            yield lineno, line[:-1]
+
+
+def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warning) -> Iterator[RawLine]:
+    """Complete lines with their numbers and byte offsets (for tools that rewrite or quarantine)."""
+    offset = 0
+    for lineno, data in _lines(path, display, warn):
+        yield RawLine(lineno, offset, data)
+        offset += len(data) + 1
 
 
 def read_last_line(path: Path) -> bytes | None:
