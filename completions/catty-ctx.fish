@@ -1,13 +1,14 @@
 # fish completion for catty-ctx (generated; do not edit)
 complete -c catty-ctx -f
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions prune segment' -l version -d 'Print the version and exit'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions prune segment' -a append -d 'Append events read from stdin (JSON Lines: kind + fields, or'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions prune segment' -a blob -d 'Print the payload a large message or tool output was moved t'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions prune segment' -a completion -d 'Print the completion script for SHELL (the same file as comp'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions prune segment' -a inspect -d 'Counts, turns, estimated tokens against the window, largest '
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions prune segment' -a instructions -d 'Find instruction files (AGENTS.md and rules) for DIR, in pro'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions prune segment' -a prune -d 'Print the pruned request view, one item a line (SPEC item sh'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion inspect instructions prune segment' -a segment -d 'Read the segments archive: the verbatim record of compacted '
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -l version -d 'Print the version and exit'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -a append -d 'Append events read from stdin (JSON Lines: kind + fields, or'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -a blob -d 'Print the payload a large message or tool output was moved t'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -a completion -d 'Print the completion script for SHELL (the same file as comp'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -a import -d 'Import a Claude Code, Codex CLI, opencode or Gemini CLI sess'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -a inspect -d 'Counts, turns, estimated tokens against the window, largest '
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -a instructions -d 'Find instruction files (AGENTS.md and rules) for DIR, in pro'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -a prune -d 'Print the pruned request view, one item a line (SPEC item sh'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment' -a segment -d 'Read the segments archive: the verbatim record of compacted '
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l create -d 'Make the session (summary.json and its session event) if it '
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l window -r -F -d 'Context window in tokens, with --create.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l model -r -F -d 'Model name, with --create.'
@@ -23,6 +24,12 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -s h -l help -d 'Sho
 complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l out -r -F -d 'Write a new session directory instead of events on stdout.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l lenient -d 'Skip source lines or records that cannot be read (each is re'
+complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l session -r -F -d 'The session to import when SOURCE holds several.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l dry-run -d 'Show what would be done; write nothing.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from import' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from import' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l items -d 'List the view\'s items with their tokens and cumulative finge'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l seq -r -F -d 'Print the event with this seq in full.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l context -d 'The prompt-context snapshot: every part with its source; unk'
