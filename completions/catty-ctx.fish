@@ -28,6 +28,8 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l out -r -F -d 'W
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l lenient -d 'Skip source lines or records that cannot be read (each is re'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l session -r -F -d 'The session to import when SOURCE holds several.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l dry-run -d 'Show what would be done; write nothing.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l max-user-bytes -r -F -d 'A user message longer than N bytes moves to blobs/ with its '
+complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l max-tool-bytes -r -F -d 'A tool output longer than N bytes moves to blobs/ with its h'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l items -d 'List the view\'s items with their tokens and cumulative finge'

@@ -7,7 +7,7 @@ import typer
 
 from . import app
 from .errors import handle_errors, warn
-from .options import DryRunOpt
+from .options import DryRunOpt, MaxToolBytesOpt, MaxUserBytesOpt
 
 
 @app.command(
@@ -25,13 +25,15 @@ def import_cmd(
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65.")] = False,
     session: Annotated[Optional[str], typer.Option("--session", metavar="ID", help="The session to import when SOURCE holds several.")] = None,
     dry_run: DryRunOpt = False,
+    max_user_bytes: MaxUserBytesOpt = 25_000,
+    max_tool_bytes: MaxToolBytesOpt = 40_000,
 ) -> None:
     """Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or an OpenAI /
     Anthropic messages array.
 
     Without --out the events go to stdout as JSON Lines (a valid updates.jsonl, so
     `import ... | catty-ctx inspect -` works); with --out a session directory is made,
-    whole or not at all. Ids and timestamps come from the source: importing twice gives
+    whole or not at all (large payloads go to its blobs/, as with append). Ids and timestamps come from the source: importing twice gives
     the same bytes. What was skipped is reported on stderr.
     """
     import sys
@@ -41,7 +43,8 @@ def import_cmd(
     from ..importers import import_events, import_to_dir
 
     if out is not None:
-        report = import_to_dir(fmt, source, out, lenient=lenient, warn=warn, session_id=session, dry_run=dry_run)
+        report = import_to_dir(fmt, source, out, lenient=lenient, warn=warn, session_id=session, dry_run=dry_run,
+                               user_limit=max_user_bytes, tool_limit=max_tool_bytes)
         from .output import write_json
 
         doc = report.as_dict()

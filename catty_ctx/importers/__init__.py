@@ -24,6 +24,7 @@ from .common import BlobSink, EventBuilder, ImportReport, Warn
 
 FORMATS = ("claude", "codex", "opencode", "gemini", "openai", "anthropic")
 _WRITEBACK_STEP = 8 << 20
+_EXTERNALIZED = ("message", "tool_result")  # the kinds `externalize` may move to blobs/
 _MODULES = {"claude": "claude", "codex": "codex", "opencode": "opencode", "gemini": "gemini", "openai": "messages", "anthropic": "messages"}
 
 
@@ -134,13 +135,21 @@ def import_to_dir(
     warn: Warn | None = None,
     session_id: str | None = None,
     dry_run: bool = False,
+    user_limit: int | None = None,
+    tool_limit: int | None = None,
 ) -> ImportReport:
     """Import into a new session directory OUT (summary.json records `source`).
 
     Everything is written into a temporary folder beside OUT, fsynced, and renamed to OUT
     last: OUT appears whole or not at all. An existing session at OUT is never touched.
+    As `append` does, a user message over `user_limit` bytes or a tool output over
+    `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
+    from ..context import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
     from ..store import LOG_NAME, write_summary
+
+    user_limit = USER_LIMIT if user_limit is None else user_limit
+    tool_limit = TOOL_LIMIT if tool_limit is None else tool_limit
 
     dest = Path(out)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -155,16 +164,8 @@ def import_to_dir(
     except OSError as exc:
         raise WriteError(f"{dest}: cannot create ({exc.strerror})") from None
     try:
-        blobs = staging / "blobs"
-
         def blob_sink(handle: str, data: bytes) -> None:
-            blobs.mkdir(exist_ok=True)
-            target = blobs / handle
-            if not target.exists():
-                with open(target, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
+            write_blob(staging, data)  # content-addressed: the same handle
 
         log_path = staging / LOG_NAME
         with open(log_path, "wb", buffering=1 << 20) as log:
@@ -175,6 +176,8 @@ def import_to_dir(
             started = [0, 0]  # bytes written, bytes whose writeback has been started
 
             def sink(ev: Event) -> None:
+                if ev["kind"] in _EXTERNALIZED:
+                    ev = externalize(ev, staging, user_limit=user_limit, tool_limit=tool_limit, warn=warn)
                 line = dumps(ev) + b"\n"
                 write(line)
                 started[0] += len(line)

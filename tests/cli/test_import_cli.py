@@ -193,3 +193,23 @@ def test_kill_9_during_out_leaves_no_half_session(tmp_path: Path) -> None:
     # what a kill leaves is a hidden staging folder, never something that looks like a session
     visible = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("."))
     assert set(visible) - {"killed-0.5", "killed-0.8"} == {"big.jsonl", "whole"}
+
+
+def test_out_moves_large_outputs_to_blobs_as_append_does(tmp_path: Path) -> None:
+    big = "line of a long build log\n" * 4000  # 100 KB
+    src = tmp_path / "big.json"
+    src.write_bytes(orjson.dumps({"messages": [
+        {"role": "user", "content": "build it"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": big},
+    ]}))
+    out = tmp_path / "s"
+    cli("import", "openai", str(src), "--out", str(out), check=True)
+    result = [e for e in jsonl((out / "updates.jsonl").read_bytes()) if e["kind"] == "tool_result"][0]
+    assert result["bytes"] == len(big) and len(result["output"]) < 40_000
+    assert cli("blob", str(out), result["blob"], check=True).stdout.decode() == big
+    streamed = [e for e in jsonl(cli("import", "openai", str(src), check=True).stdout) if e["kind"] == "tool_result"][0]
+    assert streamed["output"] == big and "blob" not in streamed  # a stream has no blobs/
+    kept = tmp_path / "kept"
+    cli("import", "openai", str(src), "--out", str(kept), "--max-tool-bytes", "0", check=True)
+    assert [e["output"] for e in jsonl((kept / "updates.jsonl").read_bytes()) if e["kind"] == "tool_result"] == [big]
