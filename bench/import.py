@@ -14,18 +14,21 @@ Target: import ≥ 100 MB/s. Run: python bench/import.py [--mb 200] [--repeat 3]
 """
 from __future__ import annotations
 
-import argparse
 import os
-import random
-import shutil
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-import orjson
+# the project root replaces bench/ on the path before anything else is imported: the
+# benchmarks' own inspect.py would shadow the standard library's module
+sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import argparse  # noqa: E402
+import random  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import orjson  # noqa: E402
 
 from catty_ctx.importers import import_events, import_to_dir  # noqa: E402
 
