@@ -168,7 +168,8 @@ def _read_tree(path: Path, report: ImportReport, *, lenient: bool, warn: Warn | 
 class _Response:
     """The lines of one assistant response (same message.id), merged."""
 
-    __slots__ = ("mid", "uid", "ts", "last_ts", "model", "request_id", "texts", "images", "thinking", "calls", "results", "usage")
+    __slots__ = ("mid", "uid", "ts", "last_ts", "model", "request_id", "texts", "images", "thinking", "calls", "results", "usage",
+                 "raw_usage")
 
     def __init__(self, rec: dict[str, Any], msg: dict[str, Any]) -> None:
         self.mid = msg.get("id")
@@ -183,6 +184,7 @@ class _Response:
         self.calls: list[tuple[str, str, Any, Any]] = []
         self.results: list[tuple[dict[str, Any], Any]] = []
         self.usage: dict[str, int] | None = None
+        self.raw_usage: Any = None
 
 
 class _Converter:
@@ -259,9 +261,11 @@ class _Converter:
                 r.results.append((block, rec.get("timestamp")))
             else:
                 self.b.skip(f"block:{btype}")
-        fields = usage_fields(msg.get("usage"))
-        if fields is not None and r.model != SYNTHETIC_MODEL:
-            if r.usage is None or _bigger(fields, r.usage):
+        raw = msg.get("usage")
+        if raw != r.raw_usage and r.model != SYNTHETIC_MODEL:  # the lines of a response mostly repeat it
+            r.raw_usage = raw
+            fields = usage_fields(raw)
+            if fields is not None and (r.usage is None or _bigger(fields, r.usage)):
                 r.usage = fields
 
     def flush(self) -> None:
