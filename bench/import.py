@@ -10,7 +10,8 @@ run, it times three passes over the same bytes and prints MB/s and ratios:
   import    the Claude importer, events serialised with orjson to a null sink (the stream)
   --out     the same into a new session directory (log, summary.json, fsync, rename)
 
-Target: import ≥ 100 MB/s. Run: python bench/import.py [--mb 200] [--repeat 3] [--dir DIR]
+Wall and CPU time are both shown: on a shared machine the wall figure falls with the
+other load while the CPU figure holds. Target: import ≥ 100 MB/s. Run: python bench/import.py [--mb 200] [--repeat 3] [--dir DIR]
 """
 from __future__ import annotations
 
@@ -120,18 +121,19 @@ def main() -> None:
         total = sum(p.stat().st_size for p in files)
         print(f"tree: {len(files)} sessions, {total / 1e6:.0f} MB (built in {time.perf_counter() - t0:.1f} s)")
 
-        def timed(fn) -> float:
-            """Best of --repeat passes: other load on the machine only ever adds time."""
-            best = float("inf")
+        def timed(fn) -> tuple[float, float]:
+            """Best wall and CPU seconds of --repeat passes: other load only ever adds time."""
+            best, best_cpu = float("inf"), float("inf")
             for _ in range(args.repeat):
                 if out_root.exists():
                     shutil.rmtree(out_root)
                 out_root.mkdir()
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 for p in files:
                     fn(p)
                 best = min(best, time.perf_counter() - start)
-            return best
+                best_cpu = min(best_cpu, time.process_time() - start_cpu)
+            return best, best_cpu
 
         def read(p: Path) -> None:
             with open(p, "rb") as f:
@@ -158,11 +160,14 @@ def main() -> None:
         read(files[0])  # warm the page cache
         results = {"read": timed(read), "parse": timed(parse), "import": timed(run_import), "--out": timed(run_import_out)}
         base = results["parse"]
-        for name, secs in results.items():
-            print(f"{name:>7}: {total / 1e6 / secs:8.1f} MB/s  ({secs:6.2f} s, {secs / base:5.2f}x the parse-only time)")
+        mb = total / 1e6
+        print("          wall MB/s   CPU MB/s   wall s   × parse-only (wall)")
+        for name, (secs, cpu) in results.items():
+            print(f"{name:>7}: {mb / secs:9.1f} {mb / cpu:10.1f} {secs:8.2f}   {secs / base[0]:5.2f}x")
+        print("(CPU MB/s is what one unshared core gives; wall MB/s falls when other work shares the machine)")
         for name in ("import", "--out"):
-            verdict = "meets" if total / 1e6 / results[name] >= 100 else "MISSES"
-            print(f"{name} {verdict} the 100 MB/s target")
+            verdict = "meets" if mb / results[name][0] >= 100 else "MISSES"
+            print(f"{name} {verdict} the 100 MB/s target (wall)")
     finally:
         if not args.dir:
             shutil.rmtree(root, ignore_errors=True)
