@@ -17,10 +17,11 @@ _catty_ctx() {
     esac
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob completion inspect instructions prune segment usage" ;;
+        "__root__") opts="--help --version -h append blob completion import inspect instructions prune segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
         "completion") opts="--help -h" ;;
+        "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
         "inspect") opts="--context --help --items --json --seq -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
         "prune") opts="--clear-at-least --clear-inputs --exclude-tools --help --high --image-high --image-low --keep --keep-turns --low --min-percent --omit-age --previous --session-ref --stats --strategy --trim-head --trim-over --trim-tail --window -h" ;;

@@ -47,6 +47,7 @@ def _root(
 from . import append as _append  # noqa: E402,F401
 from . import blob as _blob  # noqa: E402,F401
 from . import completion as _completion  # noqa: E402,F401
+from . import import_ as _import  # noqa: E402,F401
 from . import inspect as _inspect  # noqa: E402,F401
 from . import instructions as _instructions  # noqa: E402,F401
 from . import prune as _prune  # noqa: E402,F401
