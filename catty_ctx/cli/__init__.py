@@ -45,6 +45,9 @@ def _root(
 
 from . import append as _append  # noqa: E402,F401  (registers commands)
 from . import inspect as _inspect  # noqa: E402,F401
+from . import fork as _fork  # noqa: E402,F401
+from . import repair as _repair  # noqa: E402,F401
+from . import resume as _resume  # noqa: E402,F401
 
 
 def main() -> None:
