@@ -151,7 +151,7 @@ class RepairPlan:
 
     def notes(self) -> list[str]:
         """One short phrase per kind of fix, for a stderr line."""
-        return [f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(self.counts.items()) if n]
+        return [f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}" for kind, n in sorted(self.counts.items()) if n]
 
 
 def _line_problem(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
