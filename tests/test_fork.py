@@ -88,6 +88,15 @@ def test_refuses_a_non_empty_dest_and_accepts_an_empty_one(demo: Path, tmp_path:
     assert (tmp_path / "empty" / "summary.json").exists()
 
 
+def test_a_killed_forks_temporary_tree_is_cleared_by_the_next_fork(demo: Path, tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, check=True)
+    stale = tmp_path / f".c.fork-deadbeef-{int(gone.stdout)}.tmp"  # its fork process has exited
+    stale.mkdir()
+    (stale / "updates.jsonl.part").write_bytes(b"half")
+    fork(demo, tmp_path / "c")
+    assert not stale.exists() and (tmp_path / "c" / "updates.jsonl").exists()
+
+
 def test_at_turn_beyond_the_session_is_a_usage_error(demo: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         fork(demo, tmp_path / "c", at_turn=9)
