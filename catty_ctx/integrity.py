@@ -260,10 +260,14 @@ def _summary_state(session: Any, plan: RepairPlan) -> str | None:
         return "invalid"
     first = plan.facts.get("first") or {}
     expected_size = plan.end - sum(b.length for b in plan.bad)
+    # A field another writer did not fill in is not a disagreement; a summary with neither
+    # size nor last seq cannot say whether it is current.
+    if "log_size" not in data and "last_seq" not in data:
+        return "stale"
     if (
-        data.get("log_size") != expected_size
-        or data.get("last_seq") != plan.last_seq
-        or (first.get("kind") == "session" and data.get("session_id") != first.get("session_id"))
+        ("log_size" in data and data["log_size"] != expected_size)
+        or ("last_seq" in data and data["last_seq"] != plan.last_seq)
+        or (first.get("kind") == "session" and "session_id" in data and data["session_id"] != first.get("session_id"))
     ):
         return "stale"
     return None
@@ -484,6 +488,7 @@ def repair_session(session: Any, *, lock_timeout: float = 30.0, warn: Callable[[
             existing = session.summary()
         elif plan.summary == "invalid":
             quarantine_bytes_file(session, session.summary_path)
+            session.summary_path.unlink()  # kept in quarantine; the append below must not trip over it
         info: list[dict[str, Any]] = []
         if plan.torn is not None:
             offset, length = plan.torn

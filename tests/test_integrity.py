@@ -119,6 +119,14 @@ def test_stale_summary_is_rebuilt_keeping_fields_the_log_cannot_know(tmp_path: P
     assert summary["log_size"] == (d / "updates.jsonl").stat().st_size
 
 
+def test_an_unreadable_summary_is_kept_in_quarantine_and_rebuilt(tmp_path: Path) -> None:
+    d = _bad("duplicate", tmp_path)
+    (d / "summary.json").write_bytes(b"{not json")
+    _repair(d)
+    assert orjson.loads((d / "summary.json").read_bytes())["session_id"] == "bad-0001"
+    assert [p.read_bytes() for p in (d / "quarantine").glob("summary-*.json")] == [b"{not json"]
+
+
 def test_original_events_stay_in_the_log(tmp_path: Path) -> None:
     for name in ("duplicate", "orphan", "snapshot"):
         d = _bad(name, tmp_path)

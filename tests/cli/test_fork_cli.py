@@ -30,3 +30,15 @@ def test_fork_needs_a_directory(demo: Path, tmp_path: Path) -> None:
     proc = cli("fork", "-", str(tmp_path / "c"), input=(demo / "updates.jsonl").read_bytes())
     assert proc.returncode == 2 and b"needs a session directory" in proc.stderr
     assert not (tmp_path / "c").exists()
+
+
+def test_an_invalid_parent_exits_65_with_one_line_and_no_dest(tmp_path: Path) -> None:
+    import shutil
+
+    from conftest import FIXTURES
+
+    shutil.copytree(FIXTURES / "bad" / "invalid", tmp_path / "p")
+    proc = cli("fork", str(tmp_path / "p"), str(tmp_path / "c"))
+    err = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 65 and len(err) == 1 and "updates.jsonl:4:" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]
