@@ -15,11 +15,14 @@ without losing a byte (quarantine first, then the log); the conversation fixes a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import orjson
 
 from .events import check_event
+
+if TYPE_CHECKING:
+    from .store import Session
 
 
 @dataclass
@@ -162,7 +165,7 @@ def _line_problem(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return ev, check_event(ev)
 
 
-def _scan_lines(session: Any, plan: RepairPlan, *, gaps: frozenset[int]) -> Iterator[dict[str, Any]]:
+def _scan_lines(session: "Session", plan: RepairPlan, *, gaps: frozenset[int]) -> Iterator[dict[str, Any]]:
     """Pass 1: every complete line checked as the reader would; bad ones recorded, good ones yielded."""
     from .store import iter_raw_lines
 
@@ -246,7 +249,7 @@ def rebuild_summary(facts: dict[str, Any], existing: dict[str, Any] | None, log_
     return out
 
 
-def _summary_state(session: Any, plan: RepairPlan) -> str | None:
+def _summary_state(session: "Session", plan: RepairPlan) -> str | None:
     if session.directory is None or session.stdin:
         return None
     path = session.summary_path
@@ -353,7 +356,7 @@ class _PairPlanner:
                 self.plan.events.append({"kind": "repair", "action": "answer", "call_id": cid, "text": DANGLING_TEXT, "reason": "dangling_call"})
                 self.plan._count("dangling_call")
             for item in got[:-1]:
-                if "seq" in item:  # a synthetic answer cannot be dropped; it is never the earlier one we add
+                if "seq" in item:  # a synthetic answer has no seq to drop by
                     self._drop(item, "duplicate_result")
         self.calls = []
         self.results = {}
@@ -378,7 +381,7 @@ class _PairPlanner:
         self._close()
 
 
-def analyse(session: Any) -> RepairPlan:
+def analyse(session: "Session") -> RepairPlan:
     """Find every problem of a session and the fixes for it, reading only (two streaming passes)."""
     from .store import last_newline_end
     from .view import iter_view, plan_view
@@ -392,8 +395,8 @@ def analyse(session: Any) -> RepairPlan:
     gaps = session.allowed_gaps() if not session.stdin else frozenset()
     facts = _Facts()
     view_plan = plan_view(facts.wrap(_scan_lines(session, plan, gaps=gaps)))
-    for b in plan.bad:
-        plan._count("invalid_line")
+    if plan.bad:
+        plan.counts["invalid_line"] = len(plan.bad)
     if plan.missing:
         plan.counts["missing_seq"] = len(plan.missing)
     plan.facts = {"first": facts.first, "title": facts.title, "model": facts.model, "last_ts": facts.last_ts, "count": facts.count, "last_seq": plan.last_seq}
@@ -409,7 +412,7 @@ def analyse(session: Any) -> RepairPlan:
     return plan
 
 
-def _good_events(session: Any, skip: set[int], end: int) -> Iterator[dict[str, Any]]:
+def _good_events(session: "Session", skip: set[int], end: int) -> Iterator[dict[str, Any]]:
     """Pass 2: the lines pass 1 found good, up to where pass 1 stopped (a concurrent append is left out)."""
     from .store import iter_raw_lines
 
@@ -427,7 +430,7 @@ def _quarantine_text(what: str, lineno: int | None, offset: int, length: int, ke
     return text + (f" ({problem})" if problem else "")
 
 
-def _drop_lines(session: Any, bad: list[BadLine]) -> None:
+def _drop_lines(session: "Session", bad: list[BadLine]) -> None:
     """Rewrite the log without the bad lines (already copied to quarantine): temp + fsync + rename."""
     import os
     import tempfile
@@ -448,6 +451,7 @@ def _drop_lines(session: Any, bad: list[BadLine]) -> None:
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(tmp, os.stat(path).st_mode & 0o7777)  # mkstemp makes 0600; keep the log's mode
         os.replace(tmp, path)
         dfd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -473,7 +477,7 @@ def _copy_range(src: Any, out: Any, start: int, stop: int) -> None:
         left -= len(chunk)
 
 
-def repair_session(session: Any, *, lock_timeout: float = 30.0, warn: Callable[[str], None] | None = None) -> RepairPlan:
+def repair_session(session: "Session", *, lock_timeout: float = 30.0, warn: Callable[[str], None] | None = None) -> RepairPlan:
     """Apply the plan under the session lock. Order: quarantine copies, then the log, then
     the repair events (the commit point), then summary.json."""
     from .store import quarantine_bytes, append_quarantine_record, write_summary
@@ -501,6 +505,8 @@ def repair_session(session: Any, *, lock_timeout: float = 30.0, warn: Callable[[
             append_quarantine_record(session, {"seq": s, "bytes": 0, "reason": "missing seq (no line in the log)", "ts": now_ts()})
         if plan.bad:
             _drop_lines(session, plan.bad)  # every byte is in quarantine by now
+        if plan.last_seq < 0:
+            info = []  # no session event left to follow: the quarantine index is the record
         written = session._append_locked(info + plan.events, warn=None)
         if plan.summary and session.directory is not None:
             facts = dict(plan.facts)
@@ -513,7 +519,7 @@ def repair_session(session: Any, *, lock_timeout: float = 30.0, warn: Callable[[
     return plan
 
 
-def quarantine_bytes_file(session: Any, path: Any) -> None:
+def quarantine_bytes_file(session: "Session", path: Any) -> None:
     """Keep a copy of an unreadable summary.json in quarantine before it is rebuilt."""
     import shutil
 
@@ -522,7 +528,7 @@ def quarantine_bytes_file(session: Any, path: Any) -> None:
     shutil.copyfile(path, qdir / f"summary-{int(path.stat().st_mtime)}.json")
 
 
-def repair_stream(session: Any, out: Any) -> RepairPlan:
+def repair_stream(session: "Session", out: Any) -> RepairPlan:
     """`repair -`: the stream's complete lines, byte for byte, then its repair events."""
     from .errors import DataError
     from .events import now_ts
@@ -543,7 +549,7 @@ def repair_stream(session: Any, out: Any) -> RepairPlan:
     return plan
 
 
-def repaired_view(session: Any) -> tuple[RepairPlan, Iterator[Any]]:
+def repaired_view(session: "Session") -> tuple[RepairPlan, Iterator[Any]]:
     """The view with every fix of `analyse` applied in memory (the log is not touched):
     what resume and compact hand on. Invalid lines and a torn tail are left out."""
     from .events import now_ts
@@ -578,7 +584,7 @@ def _chain(a: Iterable[dict[str, Any]], b: list[dict[str, Any]]) -> Iterator[dic
     yield from b
 
 
-def repaired_items(session: Any) -> tuple[list[dict[str, Any]], list[str]]:
+def repaired_items(session: "Session") -> tuple[list[dict[str, Any]], list[str]]:
     """The repaired view as a list of items, and what was repaired (short phrases)."""
     plan, stream = repaired_view(session)
     return [vi.item for vi in stream], plan.notes()

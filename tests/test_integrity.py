@@ -47,6 +47,7 @@ def test_invalid_middle_line_is_kept_in_quarantine_and_the_log_made_loadable(tmp
     d = _bad("invalid", tmp_path)
     before = (d / "updates.jsonl").read_bytes()
     bad_line = before.splitlines(keepends=True)[3]
+    mode = (d / "updates.jsonl").stat().st_mode
     with pytest.raises(DataError):
         list(Session.open(d).events())
     items = _repair(d)
@@ -59,6 +60,7 @@ def test_invalid_middle_line_is_kept_in_quarantine_and_the_log_made_loadable(tmp
     for line in before.splitlines(keepends=True):
         assert line == bad_line or line in (d / "updates.jsonl").read_bytes()
     assert pairing_problems(items).ok
+    assert (d / "updates.jsonl").stat().st_mode == mode
 
 
 def test_duplicate_results_keep_the_last(tmp_path: Path) -> None:
@@ -190,3 +192,10 @@ def test_a_lost_line_becomes_an_accepted_gap(tmp_path: Path) -> None:
         list(Session.open(d).events())
     _repair(d)
     assert [e["seq"] for e in Session.open(d).events()][:3] == [0, 1, 3]
+
+
+def test_a_log_that_is_only_a_torn_line_is_emptied_into_quarantine(tmp_path: Path) -> None:
+    d = write_log(tmp_path / "s", [], raw_tail=b'{"v":1,"seq":0,"ts":"2026')
+    repair_session(Session.open(d))
+    assert (d / "updates.jsonl").read_bytes() == b""
+    assert [p.read_bytes() for p in (d / "quarantine").glob("*.bin")] == [b'{"v":1,"seq":0,"ts":"2026']
