@@ -174,7 +174,8 @@ def fork(
     result = ForkResult(dest, child_id, first.get("session_id"), -1, 0, turns)
     if not dest.parent.is_dir():
         raise WriteError(f"{dest.parent}: no such directory")
-    _clear_stale_temps(dest)
+    if not dry_run:
+        _clear_stale_temps(dest)
     tmp = dest.parent / f".{dest.name}{_TMP_MARK}{uuid.uuid4().hex[:8]}-{os.getpid()}.tmp"
     try:
         if not dry_run:
