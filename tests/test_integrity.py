@@ -17,7 +17,7 @@ from conftest import FIXTURES, call, msg, result, session_event, write_log
 
 def _bad(name: str, tmp_path: Path) -> Path:
     dest = tmp_path / name
-    shutil.copytree(FIXTURES / "bad" / name, dest)
+    shutil.copytree(FIXTURES / "broken" / name, dest)
     return dest
 
 
@@ -165,7 +165,7 @@ def test_repair_stream_writes_the_stream_then_its_repairs(tmp_path: Path) -> Non
 
 
 def test_repair_stream_refuses_an_invalid_line_and_writes_nothing(tmp_path: Path) -> None:
-    data = (FIXTURES / "bad" / "invalid" / "updates.jsonl").read_bytes()
+    data = (FIXTURES / "broken" / "invalid" / "updates.jsonl").read_bytes()
     out = BytesIO()
     with Session.open("-", stdin=BytesIO(data)) as s, pytest.raises(DataError) as err:
         repair_stream(s, out)

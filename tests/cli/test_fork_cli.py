@@ -37,7 +37,7 @@ def test_an_invalid_parent_exits_65_with_one_line_and_no_dest(tmp_path: Path) ->
 
     from conftest import FIXTURES
 
-    shutil.copytree(FIXTURES / "bad" / "invalid", tmp_path / "p")
+    shutil.copytree(FIXTURES / "broken" / "invalid", tmp_path / "p")
     proc = cli("fork", str(tmp_path / "p"), str(tmp_path / "c"))
     err = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 65 and len(err) == 1 and "updates.jsonl:4:" in err[0]

@@ -13,7 +13,7 @@ from conftest import FIXTURES, cli, jsonl
 BROKEN = ["duplicate", "orphan", "snapshot", "invalid", "stale-summary", "no-summary"]
 
 
-def _copy(name: str, tmp_path: Path, where: str = "bad") -> Path:
+def _copy(name: str, tmp_path: Path, where: str = "broken") -> Path:
     dest = tmp_path / name
     shutil.copytree(FIXTURES / where / name, dest)
     return dest
@@ -58,7 +58,7 @@ def test_a_clean_session_checks_0_and_says_so_on_stderr(demo: Path) -> None:
 
 def test_a_root_repairs_every_session(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    shutil.copytree(FIXTURES / "bad", root / "bad")
+    shutil.copytree(FIXTURES / "broken", root / "broken")
     shutil.copytree(FIXTURES / "sessions", root / "good")
     check = cli("repair", str(root), "--check", "--json")
     assert check.returncode == 1
@@ -87,7 +87,7 @@ def test_repair_dash_drops_a_torn_tail_with_a_warning() -> None:
 
 
 def test_bad_input_gets_one_line_exit_65_and_nothing_written(tmp_path: Path) -> None:
-    data = (FIXTURES / "bad" / "invalid" / "updates.jsonl").read_bytes()
+    data = (FIXTURES / "broken" / "invalid" / "updates.jsonl").read_bytes()
     proc = cli("repair", "-", input=data)
     err = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 65 and proc.stdout == b""

@@ -38,7 +38,7 @@ def test_anthropic_puts_results_in_the_next_user_message(tmp_path: Path) -> None
 
 def test_a_directory_without_summary_is_not_resumable(tmp_path: Path) -> None:
     d = tmp_path / "d"
-    shutil.copytree(FIXTURES / "bad" / "no-summary", d)
+    shutil.copytree(FIXTURES / "broken" / "no-summary", d)
     proc = cli("resume", str(d))
     err = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 2 and len(err) == 1 and "summary.json" in err[0] and "catty-ctx repair" in err[0]
