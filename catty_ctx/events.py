@@ -7,7 +7,7 @@ every command untouched; the TypedDicts below are for readers and type checkers,
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Callable, Literal, NotRequired, TypedDict
 
 SCHEMA_VERSION = 1
 DEFAULT_WINDOW = 200_000
@@ -160,37 +160,45 @@ _NON_NEGATIVE = frozenset(
 )
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "a boolean", dict: "an object", list: "an array"}
+_MISSING = object()
 
 
 def _type_name(types: tuple[type, ...]) -> str:
     return " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
 
 
-def _type_ok(value: Any, types: tuple[type, ...]) -> bool:
-    if not types:
-        return True
-    if isinstance(value, bool):
-        return bool in types
-    return isinstance(value, types)
+# Precompiled per kind: (name, exact types or None for any, required, nullable, non-negative).
+# JSON decoding yields exact types, so `type(v) in types` is both fast and keeps bool apart
+# from int.
+_Spec = tuple[tuple[str, "frozenset[type] | None", bool, bool, bool], ...]
+_SPECS: dict[str, _Spec] = {
+    kind: tuple(
+        (name, frozenset(types) if types else None, required, nullable, name in _NON_NEGATIVE and int in types)
+        for name, (types, required, nullable) in rules.items()
+    )
+    for kind, rules in KIND_RULES.items()
+}
 
 
 def check_fields(obj: dict[str, Any]) -> str | None:
     """Check a kind's own fields; return what is wrong, or None. Unknown kinds pass."""
     kind = obj.get("kind")
-    rules = KIND_RULES.get(kind) if isinstance(kind, str) else None
-    if rules is None:
+    spec = _SPECS.get(kind) if type(kind) is str else None
+    if spec is None:
         return None
-    for name, (types, required, nullable) in rules.items():
-        if name not in obj:
+    for name, types, required, nullable, non_negative in spec:
+        value = obj.get(name, _MISSING)
+        if value is _MISSING:
             if required:
                 return f"{kind} event lacks field '{name}'"
             continue
-        value = obj[name]
-        if value is None and nullable:
+        if types is None:
             continue
-        if not _type_ok(value, types):
-            return f"{kind} field '{name}' must be {_type_name(types)}"
-        if name in _NON_NEGATIVE and type(value) is int and value < 0:
+        if type(value) not in types:
+            if value is None and nullable:
+                continue
+            return f"{kind} field '{name}' must be {_type_name(KIND_RULES[kind][name][0])}"
+        if non_negative and value < 0:
             return f"{kind} field '{name}' must not be negative"
     if kind == "message":
         if obj["role"] not in ROLES:
@@ -201,8 +209,64 @@ def check_fields(obj: dict[str, Any]) -> str | None:
     return None
 
 
+def _compile_fast_checks() -> dict[str, Callable[[dict[str, Any]], bool]]:
+    """One straight-line predicate per kind: True when the fields are valid.
+
+    Reading a log validates every line, so the common case must be cheap; only a line that
+    fails here goes through `check_fields` to say what is wrong.
+    """
+    ns: dict[str, Any] = {"_M": _MISSING, "ROLES": ROLES}
+    checks: dict[str, Callable[[dict[str, Any]], bool]] = {}
+    for kind, rules in KIND_RULES.items():
+        parts: list[str] = []
+        for name, (types, required, nullable) in rules.items():
+            if not types:
+                if required:
+                    parts.append(f"{name!r} in o")
+                continue
+            allowed = tuple(types) + ((type(None),) if nullable else ())
+            tname = f"T_{kind}_{name}"
+            ns[tname] = allowed
+            non_negative = name in _NON_NEGATIVE and int in types
+            test = f"type(_v) in {tname}" + (" and (type(_v) is not int or _v >= 0)" if non_negative else "")
+            if required:
+                parts.append(f"((_v := o.get({name!r}, _M)) is not _M and {test})")
+            else:
+                parts.append(f"((_v := o.get({name!r}, _M)) is _M or ({test}))")
+        if kind == "message":
+            parts.append("o['role'] in ROLES")
+        elif kind == "tool_result":
+            parts.append("('output' in o or 'blob' in o)")
+        exec(f"def check_{kind}(o):\n    return " + " and ".join(parts or ["True"]), ns)
+        checks[kind] = ns[f"check_{kind}"]
+    return checks
+
+
+_FAST = _compile_fast_checks()
+
+
 def check_event(obj: Any) -> str | None:
     """Check a full event (envelope + fields); return what is wrong, or None."""
+    if type(obj) is dict:
+        seq = obj.get("seq")
+        kind = obj.get("kind")
+        if (
+            obj.get("v") == SCHEMA_VERSION
+            and type(obj.get("v")) is int
+            and type(seq) is int
+            and seq >= 0
+            and type(obj.get("ts")) is str
+            and type(kind) is str
+            and kind
+            and type(obj.get("agent", "")) in (str, type(None))
+        ):
+            fast = _FAST.get(kind)
+            if fast is None or fast(obj):
+                return None
+    return _describe_problem(obj)
+
+
+def _describe_problem(obj: Any) -> str | None:
     if type(obj) is not dict:
         return "not a JSON object"
     v = obj.get("v")

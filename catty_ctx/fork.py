@@ -18,7 +18,7 @@ from typing import Any, Callable
 import orjson
 
 from .errors import DataError, UsageError, WriteError
-from .events import now_ts
+from .events import is_real_user, now_ts
 from .store import LOG_NAME, SUMMARY_NAME, Session, write_summary
 
 FORMATS = ("items", "openai", "anthropic")
@@ -82,9 +82,12 @@ class ForkResult:
 
 def _cut_seq(session: Session, at_turn: int | None) -> tuple[int | None, int]:
     """The first seq left out (None: keep everything) and the turns kept."""
-    from .view import plan_view, scan_markers
+    from .view import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
 
-    turns = plan_view(scan_markers(session.log_path)).turn_starts
+    markers = list(scan_markers(session.log_path, SHAPE_AND_TURN_MARKERS))
+    plan = plan_view(markers)
+    # A turn on the live branch: a real user message of the main loop that no rewind removed.
+    turns = [ev["seq"] for ev in markers if is_real_user(ev) and not plan.is_excluded(ev["seq"])]
     if at_turn is None or at_turn >= len(turns):
         if at_turn is not None and at_turn > len(turns):
             raise UsageError(f"--at-turn {at_turn}: the session has {len(turns)} turn(s)")

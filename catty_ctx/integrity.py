@@ -563,9 +563,9 @@ def repaired_view(session: "Session") -> tuple[RepairPlan, Iterator[Any]]:
     extra = [prepare_event({**ev, "ts": ts}, base + i) for i, ev in enumerate(plan.events)]
 
     def markers() -> Iterator[dict[str, Any]]:
-        from .view import scan_markers
+        from .view import SHAPE_AND_TURN_MARKERS, scan_markers
 
-        for ev in scan_markers(session.log_path):
+        for ev in scan_markers(session.log_path, SHAPE_AND_TURN_MARKERS):  # user lines: rewinds need turns
             if ev["seq"] <= plan.last_seq:
                 yield ev
         yield from extra

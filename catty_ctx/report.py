@@ -16,40 +16,11 @@ from .errors import DataError
 from .events import Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
-from .store import Session, iter_raw_lines, session_window
+from .store import Session, iter_raw_lines, json_problem, session_window
 from .tokens import item_tokens, percent_of
-from .view import ViewStats, iter_view, plan_view, scan_markers
+from .view import ViewStats, iter_view, plan_file
 
 LARGEST = 5
-
-
-class _Tally:
-    """Counts events as they stream past on their way into the view."""
-
-    def __init__(self) -> None:
-        self.events = 0
-        self.kinds: dict[str, int] = {}
-        self.roles: dict[str, int] = {}
-        self.first: Event | None = None
-        self.compactions: list[dict[str, Any]] = []
-
-    def wrap(self, events: Iterator[Event]) -> Iterator[Event]:
-        kinds = self.kinds
-        roles = self.roles
-        for ev in events:
-            if self.first is None:
-                self.first = ev
-            self.events += 1
-            kind = ev["kind"]
-            kinds[kind] = kinds.get(kind, 0) + 1
-            if kind == "message":
-                role = ev["role"]
-                roles[role] = roles.get(role, 0) + 1
-            elif kind == "compaction":
-                self.compactions.append(
-                    {k: ev.get(k) for k in ("seq", "id", "mode", "through_seq", "trigger", "tokens_before", "tokens_after", "agent") if k in ev}
-                )
-            yield ev
 
 
 class _Largest:
@@ -68,6 +39,11 @@ class _Largest:
 
     def rows(self) -> list[dict[str, Any]]:
         return [{"index": -neg, "seq": seq, "role": role, "tokens": t} for t, neg, seq, role in sorted(self.heap, reverse=True)]
+
+
+def _compaction_row(ev: Event) -> dict[str, Any]:
+    keys = ("seq", "id", "mode", "through_seq", "trigger", "tokens_before", "tokens_after", "agent")
+    return {k: ev[k] for k in keys if k in ev}
 
 
 def _is_item_stream(session: Session) -> bool:
@@ -95,40 +71,36 @@ def inspect_session(session: Session, *, warn: Callable[[str], None] | None = No
     if session.stdin and _is_item_stream(session):
         return inspect_items(session, warn=warn, largest=largest)
     problems = {"dangling": 0, "orphan": 0, "duplicate": 0, "torn": 0, "invalid": 0}
-    plan = plan_view(scan_markers(session.log_path))
-    tally = _Tally()
+    plan = plan_file(session.log_path)
     stats = ViewStats()
-    chain = Chain()
     checker = PairingChecker()
     top = _Largest(largest)
     index = 0
-    events = tally.wrap(session.events(warn=_torn_counter(problems, warn)))
+    events = session.events(warn=_torn_counter(problems, warn))
     for vi in iter_view(events, plan, stats=stats):
-        chain.add_canonical(vi.canon)
         checker.feed(vi.item)
         top.add(index, vi.tokens, vi.item)
         index += 1
     checker.finish()
     problems.update(checker.counts)
-    window = session_window(session, tally.first)
+    window = session_window(session, stats.first)
     tokens = stats.tokens
-    first = tally.first or {}
-    turns = len(plan.turn_starts)
+    first = stats.first or {}
     return {
         "path": str(session.directory or session.display),
         "session_id": first.get("session_id") if first.get("kind") == "session" else None,
         "stream": "events",
-        "events": tally.events,
-        "kinds": dict(sorted(tally.kinds.items())),
-        "roles": dict(sorted(tally.roles.items())),
-        "turns": turns,
+        "events": stats.events,
+        "kinds": dict(sorted(stats.kinds.items())),
+        "roles": dict(sorted(stats.roles.items())),
+        "turns": stats.turns,
         "items": stats.items,
         "tokens": tokens,
         "window": window,
         "percent": percent_of(tokens, window),
-        "fp": chain.hex,
+        "fp": stats.fp,
         "largest": top.rows(),
-        "compactions": tally.compactions,
+        "compactions": [_compaction_row(c) for c in plan.compactions],
         "problems": problems,
         "problem_details": [p.__dict__ for p in checker.found[:20]],
     }
@@ -140,7 +112,7 @@ def iter_item_lines(session: Session, *, warn: Callable[[str], None] | None = No
         try:
             item = orjson.loads(raw.data)
         except orjson.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc})", path=session.display, line=raw.lineno) from None
+            raise DataError(json_problem(exc), path=session.display, line=raw.lineno) from None
         if not isinstance(item, dict) or not isinstance(item.get("role"), str):
             raise DataError("not a view item (an object with 'role')", path=session.display, line=raw.lineno)
         yield item
@@ -197,7 +169,7 @@ def view_rows(session: Session) -> Iterator[dict[str, Any]]:
     if session.stdin and _is_item_stream(session):
         items: Iterator[tuple[dict[str, Any], bytes]] = ((it, canonical(it)) for it in iter_item_lines(session))
     else:
-        plan = plan_view(scan_markers(session.log_path))
+        plan = plan_file(session.log_path)
         items = ((vi.item, vi.canon) for vi in iter_view(session.events(), plan))
     chain = Chain()
     for index, (item, canon) in enumerate(items):

@@ -63,6 +63,8 @@ class Session:
         path = Path(target)
         if path.is_dir():
             log = path / LOG_NAME
+            if log.exists() and not log.is_file():
+                raise DataError("not a regular file", path=str(log))
             if not log.is_file():
                 raise UsageError(f"{path}: not a session (no {LOG_NAME})")
             return cls(log_path=log, directory=path, display=str(log))
@@ -148,25 +150,27 @@ class Session:
         expect = 0
         display = self.display
         loads = orjson.loads
-        for raw in self.raw_lines(warn=warn):
+        for lineno, data in _lines(self.log_path, display, warn):
             try:
-                ev = loads(raw.data)
+                ev = loads(data)
             except orjson.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON ({exc})", path=display, line=raw.lineno) from None
+                raise DataError(json_problem(exc), path=display, line=lineno) from None
             if validate:
                 problem = check_event(ev)
                 if problem is not None:
-                    raise DataError(problem, path=display, line=raw.lineno)
+                    raise DataError(problem, path=display, line=lineno)
                 seq = ev["seq"]
                 if seq != expect:
                     while expect in gaps and expect < seq:
                         expect += 1
                     if seq != expect:
-                        raise DataError(f"seq {seq} where {expect} was expected", path=display, line=raw.lineno)
+                        raise DataError(f"seq {seq} where {expect} was expected", path=display, line=lineno)
                 if seq == 0 and ev["kind"] != "session":
-                    raise DataError("seq 0 must be the session event", path=display, line=raw.lineno)
+                    raise DataError("seq 0 must be the session event", path=display, line=lineno)
                 expect = seq + 1
             yield ev
+        if validate and expect == 0:
+            raise DataError("no events: a log starts with its session event", path=display)
 
     def first_event(self) -> Event | None:
         for ev in self.events(warn=None):
@@ -307,8 +311,13 @@ class SessionLock:
 # -- helpers shared by readers and writers ---------------------------------------------------
 
 
-def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warning) -> Iterator[RawLine]:
-    """Complete lines of a JSONL file, streamed; a torn final line is warned about and skipped."""
+def json_problem(exc: orjson.JSONDecodeError) -> str:
+    """orjson's message without its own 'line 1' position (the caller names file:line)."""
+    return f"invalid JSON: {exc.msg} (column {exc.colno})"
+
+
+def _lines(path: Path, display: str, warn: Warn | None) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without its newline), streamed; a torn final line is warned about and skipped."""
     try:
         f = open(path, "rb", buffering=_CHUNK)
     except IsADirectoryError:
@@ -317,7 +326,6 @@ def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warn
         raise DataError(f"cannot read ({exc.strerror})", path=display) from None
     with f:
         lineno = 0
-        offset = 0
         readline = f.readline
         limit = MAX_LINE_BYTES + 1
         while True:
@@ -325,14 +333,21 @@ def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warn
             if not line:
                 return
             lineno += 1
-            if line[-1:] != b"\n":
+            if line[-1] != 10:  # no newline: torn, or longer than the limit
                 if len(line) >= limit:
                     raise DataError(f"line longer than {MAX_LINE_BYTES} bytes", path=display, line=lineno)
                 if warn:
                     warn(f"{display}:{lineno}: torn final line ({len(line)} bytes, no newline) ignored; 'catty-ctx repair' quarantines it")
                 return
-            yield RawLine(lineno, offset, line[:-1])
-            offset += len(line)
+            yield lineno, line[:-1]
+
+
+def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warning) -> Iterator[RawLine]:
+    """Complete lines with their numbers and byte offsets (for tools that rewrite or quarantine)."""
+    offset = 0
+    for lineno, data in _lines(path, display, warn):
+        yield RawLine(lineno, offset, data)
+        offset += len(data) + 1
 
 
 def read_last_line(path: Path) -> bytes | None:

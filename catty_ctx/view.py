@@ -1,40 +1,44 @@
 """The context view: the fold from events to provider items (SPEC "The context view").
 
 Two streaming passes, so a log of any size is folded in bounded memory:
-1. `plan_view` reads only the lines a cheap byte search marks (compactions, rewinds,
-   repairs, user messages) and decides what leaves the view: rewound seq ranges, events
-   folded into the latest compaction, results dropped by `repair`, answers it added.
+1. `plan_file` parses only the lines a byte search marks (compactions, rewinds, repairs;
+   user messages only when a rewind needs them) and `plan_view` decides what leaves the
+   view: rewound seq ranges, events folded into the latest compaction, results dropped by
+   `repair`, answers it added.
 2. `iter_view` streams every event once and yields items in order, grouping an
-   assistant message with its tool calls and the run of results after it.
+   assistant message with its tool calls and the run of results after it, and keeps the
+   fingerprint chain and token total as it goes.
 grok-build rebuilds its view lossily at checkpoints (weakness #4); here the same log always
 gives the same items, byte for byte.
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import orjson
+from xxhash import xxh3_128_digest
 
 from .events import Event
-from .fingerprint import canonical
+from .fingerprint import seed
 from .tokens import item_tokens, usage_context
 
 Item = dict[str, Any]
 
-# Lines that can change the shape of the view. A quoted word in a JSON string value is
-# written with escaped quotes (\"word\"), so this only misses nothing and over-matches a
-# little (a false match costs one parse).
-_MARKER = re.compile(rb'"(?:compaction|rewind|repair|user)"')
+# Lines that can change the shape of the view hold one of these quoted words. Inside a JSON
+# string a quoted word is written with escaped quotes (\"word\"), so the search misses no
+# marker and over-matches a little (a false match costs one parse).
+SHAPE_MARKERS = re.compile(rb'"(?:compaction|rewind|repair)"')
+SHAPE_AND_TURN_MARKERS = re.compile(rb'"(?:compaction|rewind|repair|user)"')  # turns only matter to rewinds
 _SCAN_CHUNK = 4 << 20
 
 
-@dataclass(frozen=True)
-class ViewItem:
+class ViewItem(NamedTuple):
     item: Item
-    canon: bytes
+    canon: bytes  # canonical(item), computed once for tokens and fingerprints
     tokens: int
 
 
@@ -44,9 +48,9 @@ class ViewPlan:
 
     compaction: Event | None = None
     excluded: list[tuple[int, int]] = field(default_factory=list)  # [start, end) seq ranges, merged
+    compactions: list[Event] = field(default_factory=list)  # all on the live branch, oldest first
     drops: frozenset[int] = frozenset()
     answers: dict[str, list[Event]] = field(default_factory=dict)
-    turn_starts: list[int] = field(default_factory=list)  # seqs of real user messages still in view
 
     def is_excluded(self, seq: int) -> bool:
         return any(a <= seq < b for a, b in self.excluded)
@@ -56,24 +60,29 @@ class ViewPlan:
 class ViewStats:
     """Token accounting while the view streams (SPEC "Token estimates")."""
 
+    events: int = 0  # every event read, before any filtering
+    kinds: dict[str, int] = field(default_factory=dict)
+    roles: dict[str, int] = field(default_factory=dict)  # message events by role
+    first: Event | None = None
     items: int = 0
+    turns: int = 0  # real user messages on the live branch (compacted ones included)
     sum_tokens: int = 0
+    digest: bytes = field(default_factory=seed)  # the fingerprint chain through the items so far
     usage_seen: bool = False
     usage_context: int = 0
     usage_seq: int = -1
     since_usage: int = 0
-
-    def add(self, tokens: int, pos: int) -> None:
-        self.items += 1
-        self.sum_tokens += tokens
-        if self.usage_seen and pos > self.usage_seq:
-            self.since_usage += tokens
 
     def on_usage(self, ev: Event) -> None:
         self.usage_seen = True
         self.usage_context = usage_context(ev)
         self.usage_seq = ev["seq"]
         self.since_usage = 0
+
+    @property
+    def fp(self) -> str:
+        """Hex fingerprint of the view so far (SPEC "Fingerprints")."""
+        return self.digest.hex()
 
     @property
     def tokens(self) -> int:
@@ -86,30 +95,60 @@ class ViewStats:
 # -- pass 1 ------------------------------------------------------------------------------
 
 
-def scan_markers(path: Path) -> Iterator[Event]:
-    """Parse only the lines the marker search hits (complete lines; a torn tail is left out)."""
+def scan_markers(path: Path, pattern: "re.Pattern[bytes]" = SHAPE_MARKERS) -> Iterator[Event]:
+    """Parse only the complete lines the pattern hits, in file order (a torn tail is left out)."""
     loads = orjson.loads
-    with open(path, "rb") as f:
-        carry = b""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        offset = 0
         while True:
-            chunk = f.read(_SCAN_CHUNK)
-            if not chunk:
-                return
-            data = carry + chunk if carry else chunk
-            cut = data.rfind(b"\n") + 1
-            body, carry = data[:cut], data[cut:]
-            line_end = -1
-            for m in _MARKER.finditer(body):
-                if m.start() < line_end:
-                    continue
-                start = body.rfind(b"\n", 0, m.start()) + 1
-                line_end = body.find(b"\n", m.end())
+            data = os.pread(fd, _SCAN_CHUNK, offset)
+            end = data.rfind(b"\n") + 1  # whole lines only; the rest is read again next time
+            if end == 0:
+                if len(data) < _SCAN_CHUNK:
+                    return  # nothing, or only a torn tail, is left
+                data = _read_line_at(fd, offset)  # one line longer than a chunk
+                end = len(data)
+                if not data.endswith(b"\n"):
+                    return
+            pos = 0
+            while True:
+                m = pattern.search(data, pos, end)
+                if m is None:
+                    break
+                start = data.rfind(b"\n", 0, m.start()) + 1
+                pos = data.find(b"\n", m.end()) + 1  # one parse per line
                 try:
-                    ev = loads(body[start:line_end])
+                    ev = loads(data[start : pos - 1])
                 except orjson.JSONDecodeError:
                     continue  # pass 2 reports it with its line number
                 if type(ev) is dict and type(ev.get("seq")) is int:
                     yield ev
+            offset += end
+    finally:
+        os.close(fd)
+
+
+def _read_line_at(fd: int, offset: int) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        data = os.pread(fd, _SCAN_CHUNK, offset)
+        if not data:
+            return b"".join(parts)
+        nl = data.find(b"\n")
+        if nl != -1:
+            parts.append(data[: nl + 1])
+            return b"".join(parts)
+        parts.append(data)
+        offset += len(data)
+
+
+def plan_file(path: Path, *, agent: str | None = None) -> "ViewPlan":
+    """Pass 1 over a log file; the turn scan runs only when the log holds a rewind."""
+    markers = list(scan_markers(path))
+    if any(ev.get("kind") == "rewind" for ev in markers):
+        markers = list(scan_markers(path, SHAPE_AND_TURN_MARKERS))
+    return plan_view(markers, agent=agent)
 
 
 def plan_view(markers: Iterable[Event], *, agent: str | None = None) -> ViewPlan:
@@ -135,12 +174,13 @@ def plan_view(markers: Iterable[Event], *, agent: str | None = None) -> ViewPlan
         elif kind == "repair":
             repairs.append(ev)
     merged = _merge(excluded)
-    plan = ViewPlan(excluded=merged, turn_starts=turns)
+    plan = ViewPlan(excluded=merged)
 
     def kept(e: Event) -> bool:
         return not any(a <= e["seq"] < b for a, b in merged)
 
     live = [c for c in compactions if kept(c) and type(c.get("through_seq")) is int]
+    plan.compactions = live
     plan.compaction = live[-1] if live else None
     drops: set[int] = set()
     answers: dict[str, list[Event]] = {}
@@ -176,6 +216,8 @@ def message_item(ev: Event) -> Item:
         item["synthetic"] = ev["synthetic"]
     if ev.get("images"):
         item["images"] = ev["images"]
+    if "blob" in ev:  # an externalised message: `text` is its preview
+        item["blob"] = ev["blob"]
     return item
 
 
@@ -208,16 +250,33 @@ def answer_item(repair: Event) -> Item:
 class _Step:
     """An assistant message with its tool calls and the run of results after it."""
 
-    __slots__ = ("assistant", "pos", "calls", "results")
+    __slots__ = ("assistant", "pos", "calls", "results", "after")
 
     def __init__(self, assistant: Item, pos: int) -> None:
         self.assistant = assistant
         self.pos = pos
         self.calls: list[dict[str, Any]] = []
         self.results: list[tuple[Item, int]] = []
+        self.after: list[tuple[Item, int]] = []  # announcements held until the results are in
 
 
 # -- pass 2 ------------------------------------------------------------------------------
+
+
+def _step_items(s: _Step, answers: dict[str, list[Event]], out: list[tuple[Item, int]]) -> None:
+    """The step's assistant item (with its calls), its run of results, then repair answers."""
+    if s.calls:
+        s.assistant["tool_calls"] = s.calls
+    out.append((s.assistant, s.pos))
+    last = s.pos
+    for entry in s.results:
+        out.append(entry)
+        last = entry[1]
+    if answers:
+        for call in s.calls:
+            for rep in answers.get(call["call_id"], ()):
+                out.append((answer_item(rep), last))
+    out.extend(s.after)
 
 
 def iter_view(
@@ -229,7 +288,9 @@ def iter_view(
 ) -> Iterator[ViewItem]:
     """Stream the view's items from the events (in seq order) and the plan of pass 1."""
     from .compact.continuation import HeadState, build_head
+    from .context import Announcer
 
+    announcer = Announcer()
     st = stats if stats is not None else ViewStats()
     comp = plan.compaction
     through = comp["through_seq"] if comp else -1
@@ -241,72 +302,96 @@ def iter_view(
     drops = plan.drops
     answers = plan.answers
     step: _Step | None = None
+    out: list[tuple[Item, int]] = []  # items ready to emit, with their position (seq) for tokens
+    kinds = st.kinds
+    roles = st.roles
+    dumps = orjson.dumps
+    sort_keys = orjson.OPT_SORT_KEYS
+    h = xxh3_128_digest
+    at_end = object()
 
-    def emit(item: Item, pos: int) -> ViewItem:
-        canon = canonical(item)
-        tokens = item_tokens(item, canon)
-        st.add(tokens, pos)
-        return ViewItem(item, canon, tokens)
+    def rebuilt_head() -> list[tuple[Item, int]]:
+        items = [(item, through) for item in build_head(comp, head)]  # type: ignore[arg-type]
+        listing = announcer.head(head.facets)  # type: ignore[union-attr]
+        return items + [(listing, through)] if listing is not None else items
 
-    def flush(s: _Step) -> Iterator[ViewItem]:
-        if s.calls:
-            s.assistant["tool_calls"] = s.calls
-        yield emit(s.assistant, s.pos)
-        last = s.pos
-        for item, pos in s.results:
-            last = pos
-            yield emit(item, pos)
-        if answers:
-            for call in s.calls:
-                for rep in answers.get(call["call_id"], ()):
-                    yield emit(answer_item(rep), last)
-
-    for ev in events:
-        seq = ev["seq"]
-        while r_i < len(ranges) and seq >= ranges[r_i][1]:
-            r_i += 1
-        if r_i < len(ranges) and seq >= ranges[r_i][0]:
-            continue
-        if ev.get("agent") != agent:
-            continue
-        if seq <= through:
-            head.track(ev)  # type: ignore[union-attr]
-            continue
-        if not head_done:
-            head_done = True
-            for item in build_head(comp, head):  # type: ignore[arg-type]
-                yield emit(item, through)
-        if seq in drops:
-            continue
-        kind = ev["kind"]
-        if kind == "message":
+    for ev in _with_end(events, at_end):
+        if ev is not at_end:
+            seq = ev["seq"]
+            kind = ev["kind"]
+            st.events += 1
+            kinds[kind] = kinds.get(kind, 0) + 1
+            if kind == "message":
+                roles[ev["role"]] = roles.get(ev["role"], 0) + 1
+            elif st.first is None and kind == "session":
+                st.first = ev
+                if type(ev.get("window")) is int and ev["window"] > 0:
+                    announcer.window = ev["window"]  # the listing's budget is a share of it
+            while r_i < len(ranges) and seq >= ranges[r_i][1]:
+                r_i += 1
+            if r_i < len(ranges) and seq >= ranges[r_i][0]:
+                continue
+            if ev.get("agent") != agent:
+                continue
+            if kind == "message" and ev["role"] == "user" and not ev.get("synthetic"):
+                st.turns += 1
+            if seq <= through:
+                head.track(ev)  # type: ignore[union-attr]
+                continue
+            if not head_done:
+                head_done = True
+                out.extend(rebuilt_head())
+            if seq in drops:
+                continue
+            if kind == "message":
+                if step is not None:
+                    _step_items(step, answers, out)
+                    step = None
+                item = message_item(ev)
+                if ev["role"] == "assistant":
+                    step = _Step(item, seq)
+                else:
+                    out.append((item, seq))
+            elif kind == "tool_call":
+                if step is None:
+                    # Calls no assistant message carries get an empty assistant item (SPEC).
+                    step = _Step({"role": "assistant", "text": "", "synthetic": "implicit_assistant"}, seq)
+                step.calls.append(call_entry(ev))
+            elif kind == "tool_result":
+                item = result_item(ev)
+                if step is not None:
+                    step.results.append((item, seq))
+                else:
+                    out.append((item, seq))
+            elif kind == "usage":
+                if seq > comp_seq:
+                    st.on_usage(ev)
+            elif kind == "state":
+                listing = announcer.feed(ev)
+                if listing is not None:
+                    (step.after if step is not None else out).append((listing, seq))
+            if not out:
+                continue
+        else:
+            if not head_done and comp is not None:
+                out.extend(rebuilt_head())
             if step is not None:
-                yield from flush(step)
-                step = None
-            item = message_item(ev)
-            if ev["role"] == "assistant":
-                step = _Step(item, seq)
-            else:
-                yield emit(item, seq)
-        elif kind == "tool_call":
-            if step is None:
-                # Calls no assistant message carries get an empty assistant item (SPEC).
-                step = _Step({"role": "assistant", "text": "", "synthetic": "implicit_assistant"}, seq)
-            step.calls.append(call_entry(ev))
-        elif kind == "tool_result":
-            item = result_item(ev)
-            if step is not None:
-                step.results.append((item, seq))
-            else:
-                yield emit(item, seq)
-        elif kind == "usage":
-            if seq > comp_seq:
-                st.on_usage(ev)
-    if not head_done and comp is not None:
-        for item in build_head(comp, head):  # type: ignore[arg-type]
-            yield emit(item, through)
-    if step is not None:
-        yield from flush(step)
+                _step_items(step, answers, out)
+        for item, pos in out:
+            canon = dumps(item, option=sort_keys)
+            tokens = len(canon) >> 2 if "images" not in item else item_tokens(item, canon)
+            st.items += 1
+            st.sum_tokens += tokens
+            if st.usage_seen and pos > st.usage_seq:
+                st.since_usage += tokens
+            st.digest = h(st.digest + canon)
+            yield ViewItem(item, canon, tokens)
+        out.clear()
+
+
+def _with_end(events: Iterable[Event], end: Any) -> Iterator[Any]:
+    yield from events
+    yield end
 
 
 def view(source: Any, *, agent: str | None = None) -> list[Item]:
@@ -323,5 +408,5 @@ def stream_view(source: Any, *, agent: str | None = None, stats: ViewStats | Non
         yield from iter_view(source, plan, agent=agent, stats=stats)
         return
     session = source if isinstance(source, Session) else Session.open(source)
-    plan = plan_view(scan_markers(session.log_path), agent=agent)
+    plan = plan_file(session.log_path, agent=agent)
     yield from iter_view(session.events(), plan, agent=agent, stats=stats)

@@ -30,6 +30,16 @@ def test_child_view_fingerprints_equal_the_parents_prefix(demo: Path, tmp_path: 
     assert view(Session.open(tmp_path / "child2")) == parent
 
 
+def test_at_turn_counts_the_turns_of_the_live_branch_after_a_rewind(tmp_path: Path) -> None:
+    d = write_log(tmp_path / "p", [session_event(), msg("user", "t1", "u1"), msg("assistant", "a1", "a1"),
+                                   msg("user", "t2", "u2"), msg("assistant", "a2", "a2"), {"kind": "rewind", "to_turn": 1},
+                                   msg("user", "t2 again", "u3"), msg("assistant", "b2", "a3"), msg("user", "t3", "u4"), msg("assistant", "a4", "a4")])
+    res = fork(d, tmp_path / "c", at_turn=2)
+    child = view(Session.open(tmp_path / "c"))
+    assert res.forked_from_seq == 7 and [i["text"] for i in child] == ["t1", "a1", "t2 again", "b2"]
+    assert list(chain_hex(child)) == list(chain_hex(view(Session.open(d))))[:4]
+
+
 def test_copied_events_keep_their_seq_and_the_child_records_its_parent(demo: Path, tmp_path: Path) -> None:
     res = fork(demo, tmp_path / "c", at_turn=1, model="other-model", cwd="/elsewhere")
     parent_events = list(Session.open(demo).events())

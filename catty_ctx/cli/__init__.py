@@ -43,11 +43,16 @@ def _root(
     """Context lifecycle for LLM-agent sessions on disk."""
 
 
-from . import append as _append  # noqa: E402,F401  (registers commands)
-from . import inspect as _inspect  # noqa: E402,F401
+# Each command module registers itself on `app` when imported.
+from . import append as _append  # noqa: E402,F401
+from . import blob as _blob  # noqa: E402,F401
+from . import completion as _completion  # noqa: E402,F401
 from . import fork as _fork  # noqa: E402,F401
+from . import inspect as _inspect  # noqa: E402,F401
+from . import instructions as _instructions  # noqa: E402,F401
 from . import repair as _repair  # noqa: E402,F401
 from . import resume as _resume  # noqa: E402,F401
+from . import segment as _segment  # noqa: E402,F401
 
 
 def main() -> None:

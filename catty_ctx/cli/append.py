@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import app
-from .errors import handle_errors
+from .errors import handle_errors, warn
 from .options import LockTimeoutOpt
 
 
@@ -25,19 +25,24 @@ def append_cmd(
     session_id: Annotated[Optional[str], typer.Option("--session-id", metavar="ID", help="Session id, with --create (default: a new UUID).")] = None,
     lock_timeout: LockTimeoutOpt = 30.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not echo the appended events.")] = False,
+    max_user_bytes: Annotated[int, typer.Option("--max-user-bytes", min=0, metavar="N", help="A user message longer than N bytes moves to blobs/ with its head and tail kept inline (0: never).")] = 25_000,
+    max_tool_bytes: Annotated[int, typer.Option("--max-tool-bytes", min=0, metavar="N", help="A tool output longer than N bytes moves to blobs/ with its head and tail kept inline (0: never).")] = 40_000,
 ) -> None:
     """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 
     Each event gets the next seq (contiguous even with concurrent writers) and a ts unless
     it has one. Every line is checked before anything is written. The appended events are
-    echoed on stdout as full envelopes (an event stream), unless --quiet.
+    echoed on stdout as full envelopes (an event stream), unless --quiet. Large user
+    messages and tool outputs are stored in the session's blobs/ first (the event keeps a
+    preview, the handle and the full size); `catty-ctx blob` prints them whole.
     """
     from pathlib import Path
 
     import orjson
 
+    from ..context import externalize
     from ..errors import DataError, UsageError
-    from ..store import LOG_NAME, Session, create_session
+    from ..store import LOG_NAME, Session, create_session, json_problem
     from .output import write_lines
 
     pending = []
@@ -47,7 +52,7 @@ def append_cmd(
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc})", path="<stdin>", line=lineno) from None
+            raise DataError(json_problem(exc), path="<stdin>", line=lineno) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
             raise DataError("an event needs to be an object with a 'kind'", path="<stdin>", line=lineno)
         pending.append(obj)
@@ -61,6 +66,8 @@ def append_cmd(
         target = create_session(path, session_id=session_id, window=window, model=model, cwd=cwd, lock_timeout=lock_timeout)
     else:
         target = Session.open(path)
+    # Blobs first, the events naming them last (the event is the commit point).
+    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in pending]
     written = target.append(pending, lock_timeout=lock_timeout)
     if not quiet:
         write_lines(written)

@@ -23,6 +23,7 @@ def inspect_cmd(
     target: TargetArg,
     items: Annotated[bool, typer.Option("--items", help="List the view's items with their tokens and cumulative fingerprint.")] = False,
     seq: Annotated[Optional[int], typer.Option("--seq", metavar="N", min=0, help="Print the event with this seq in full.")] = None,
+    context: Annotated[bool, typer.Option("--context", help="The prompt-context snapshot: every part with its source; unknown parts marked.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Counts, turns, estimated tokens against the window, largest items, compactions,
@@ -37,6 +38,11 @@ def inspect_cmd(
 
     if target != "-" and is_root(target):
         from pathlib import Path
+
+        if context:
+            from ..errors import UsageError
+
+            raise UsageError(f"{target}: --context needs one session, not a ROOT")
 
         errors: list[str] = []
 
@@ -53,6 +59,15 @@ def inspect_cmd(
     with Session.open(target) as session:
         if seq is not None:
             write_json(find_event(session, seq), pretty=stdout_tty() and not as_json or None)
+            return
+        if context:
+            from ..context import context_report
+
+            rep = context_report(session)
+            if as_json or not stdout_tty():
+                write_json(rep)
+            else:
+                _show_context(rep)
             return
         if items:
             rows = view_rows(session)
@@ -88,6 +103,22 @@ def _show_items(rows: Any) -> None:
         for r in rows
     )
     show(table(None, ["index", "seq", "role", "tokens", "fp", "text"], body, right=["index", "tokens"]))
+
+
+def _show_context(rep: dict[str, Any]) -> None:
+    from .output import show, table
+
+    def short(v: Any) -> str:
+        text = v if isinstance(v, str) else orjson.dumps(v).decode()
+        return text if len(text) <= 70 else text[:69] + "…"
+
+    import orjson
+
+    rows = (
+        [name, short(p["value"]) if p["known"] else "unknown", p["source"] or "", "" if p["seq"] is None else p["seq"]]
+        for name, p in rep["parts"].items()
+    )
+    show(table(f"prompt context of {rep['session_id'] or rep['path']}", ["part", "value", "source", "seq"], rows, right=["seq"]))
 
 
 def _show_report(rep: dict[str, Any]) -> None:

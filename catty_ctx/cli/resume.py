@@ -17,7 +17,7 @@ from .options import SessionArg
 @handle_errors
 def resume_cmd(
     session: SessionArg,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": […]}) or anthropic ({\"system\", \"messages\"}).")] = "items",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).")] = "items",
 ) -> None:
     """Print the session's view with every repair applied (the log is not touched), in the
     chosen format, after checking it is valid for the provider: every call answered exactly

@@ -1,0 +1,45 @@
+"""Shared helpers for the benchmark scripts: run a command, time it, read its peak memory."""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+
+
+def run(cmd: list[str], *, stdout: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None) -> tuple[float, int, int]:
+    """Wall seconds, peak RSS in MiB and exit code of one run."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)  # not bench/: its inspect.py would shadow the stdlib
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    return wall, usage.ru_maxrss // 1024, os.waitstatus_to_exitcode(status)
+
+
+def best_of(n: int, cmd: list[str], **kw: object) -> tuple[float, int]:
+    """Fastest wall time of n runs (the least disturbed by other load) and the peak memory."""
+    walls, peaks = [], []
+    for _ in range(n):
+        wall, peak, rc = run(cmd, **kw)  # type: ignore[arg-type]
+        if rc != 0:
+            sys.exit(f"failed ({rc}): {' '.join(cmd)}")
+        walls.append(wall)
+        peaks.append(peak)
+    return min(walls), max(peaks)
+
+
+def median_of(n: int, cmd: list[str], **kw: object) -> float:
+    return statistics.median(run(cmd, **kw)[0] for _ in range(n))  # type: ignore[arg-type]
+
+
+def catty() -> list[str]:
+    return [sys.executable, "-m", "catty_ctx"]
+
+
+def env_with_project() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(ROOT))

@@ -1,0 +1,361 @@
+"""Man pages and shell completions generated from the CLI's own definitions.
+
+One source of truth (as httpie does it): the typer/click command tree gives the names,
+options, help texts and examples; this module renders them as roff pages and as static
+bash, zsh and fish completion scripts. `python -m catty_ctx.cli.docgen` rewrites man/ and
+completions/; a test fails when the committed files are stale.
+"""
+from __future__ import annotations
+
+import enum
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+from .._version import __version__
+
+SHELLS = ("bash", "zsh", "fish")
+
+FILES = [
+    ("SESSION/updates.jsonl", "the append-only event log, the source of truth"),
+    ("SESSION/summary.json", "session metadata; its presence makes SESSION resumable"),
+    ("SESSION/updates.jsonl.lock", "the writers' lock"),
+    ("SESSION/segments/", "the compaction archive: segment_NNN.md, INDEX.md, index.json"),
+    ("SESSION/compaction_requests/", "one artifact per compaction: the summariser's exact input and output"),
+    ("SESSION/blobs/", "content-addressed large payloads, named by their xxh3-128 hex"),
+    ("SESSION/quarantine/", "bytes moved out of the log (a torn tail, invalid lines), with index.jsonl"),
+]
+ENVIRONMENT = [
+    ("OPENAI_BASE_URL", "base URL of the OpenAI-compatible endpoint used by --summarizer openai:MODEL"),
+    ("OPENAI_API_KEY", "its API key"),
+    ("XDG_CACHE_HOME", "where usage keeps its per-file cache (XDG_CACHE_HOME/catty-ctx)"),
+    ("XDG_CONFIG_HOME", "where instructions looks for global instruction files"),
+    ("CATTY_CTX_DEBUG", "set to 1 to get a traceback instead of a one-line internal error"),
+]
+EXIT_STATUS = [
+    ("0", "success"),
+    ("1", "a check found problems (repair --check, compact --check)"),
+    ("2", "usage error: a bad option or a missing path"),
+    ("65", "bad input data; the message names file:line"),
+    ("70", "an internal error (a bug in catty-ctx)"),
+    ("73", "cannot write output"),
+    ("75", "the session lock is busy; try again"),
+    ("130", "interrupted"),
+]
+
+
+@dataclass
+class Opt:
+    names: list[str]
+    help: str
+    metavar: str | None  # None for a flag
+    choices: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Cmd:
+    path: list[str]  # e.g. ["segment", "grep"]
+    help: str
+    examples: list[str]
+    arguments: list[tuple[str, str]]  # (metavar, help)
+    options: list[Opt]
+    subcommands: list["Cmd"] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.path)
+
+    @property
+    def page(self) -> str:
+        return "-".join(["catty-ctx", *self.path])
+
+
+def _examples(epilog: str | None) -> list[str]:
+    """Examples are declared in each command's epilog: 'Example(s): cmd; cmd' or one per line."""
+    if not epilog:
+        return []
+    text = re.sub(r"^\s*Examples?:\s*", "", epilog.strip())
+    parts = re.split(r"\n+|;\s+(?=catty-ctx |cat |echo |\S+ \| )", text)
+    return [p.strip().rstrip(";") for p in parts if p.strip()]
+
+
+def _choices(param: Any) -> list[str]:
+    """Allowed values of an option: a click Choice, an Enum or a Literal annotation."""
+    t = getattr(param, "type", None)
+    if t is not None and getattr(t, "choices", None):
+        return [str(c) for c in t.choices]
+    ann = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if isinstance(ann, type) and issubclass(ann, enum.Enum):
+        return [str(e.value) for e in ann]
+    if get_origin(ann) is Literal:
+        return [str(a) for a in get_args(ann)]
+    return []
+
+
+def _describe(cmd: Any, path: list[str]) -> Cmd:
+    arguments: list[tuple[str, str]] = []
+    options: list[Opt] = []
+    for p in cmd.params:
+        if getattr(p, "param_type_name", "") == "argument":
+            arguments.append((p.metavar or p.name.upper(), getattr(p, "help", None) or ""))
+        elif getattr(p, "param_type_name", "") == "option":
+            if getattr(p, "hidden", False):
+                continue
+            metavar = None if p.is_flag else (p.metavar or p.name.upper())
+            options.append(Opt(list(p.opts) + list(p.secondary_opts), p.help or "", metavar, _choices(p)))
+    options.append(Opt(["-h", "--help"], "Show the help and exit.", None))
+    c = Cmd(path, (cmd.help or "").strip(), _examples(cmd.epilog), arguments, options)
+    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
+        if not getattr(sub, "hidden", False):
+            c.subcommands.append(_describe(sub, [*path, name]))
+    return c
+
+
+def command_tree() -> Cmd:
+    import typer
+
+    from . import app
+
+    root = typer.main.get_command(app)
+    return _describe(root, [])
+
+
+def _all(cmd: Cmd) -> list[Cmd]:
+    out = [cmd]
+    for sub in cmd.subcommands:
+        out.extend(_all(sub))
+    return out
+
+
+# -- man pages ---------------------------------------------------------------------------
+
+
+def _roff(text: str) -> str:
+    text = text.replace("\\", "\\e").replace("-", "\\-")
+    lines = []
+    for line in text.splitlines():
+        lines.append("\\&" + line if line.startswith((".", "'")) else line)
+    return "\n".join(lines)
+
+
+def _paragraphs(text: str) -> str:
+    paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
+    return "\n.PP\n".join(_roff(p) for p in paras)
+
+
+def _synopsis(cmd: Cmd) -> str:
+    words = ["catty-ctx", *cmd.path]
+    if cmd.subcommands:
+        return f".B {' '.join(words)}\n.I COMMAND\n[\\fIOPTIONS\\fR]"
+    args = " ".join(f"\\fI{_roff(m)}\\fR" for m, _ in cmd.arguments)
+    return f".B {' '.join(words)}\n[\\fIOPTIONS\\fR] {args}".rstrip()
+
+
+def man_page(cmd: Cmd, root: Cmd) -> str:
+    title = cmd.page.upper()
+    first = cmd.help.split("\n\n")[0] if cmd.help else ""
+    out = [
+        f'.TH "{title}" "1" "" "catty-ctx {__version__}" "catty-ctx manual"',
+        ".SH NAME",
+        f"{cmd.page} \\- {_roff(' '.join(first.split()))}",
+        ".SH SYNOPSIS",
+        _synopsis(cmd),
+        ".SH DESCRIPTION",
+        _paragraphs(cmd.help) or _roff(cmd.name),
+    ]
+    if cmd.arguments:
+        out.append(".SH ARGUMENTS")
+        for metavar, help_ in cmd.arguments:
+            out += [".TP", f"\\fI{_roff(metavar)}\\fR", _roff(" ".join(help_.split()))]
+    if cmd.subcommands:
+        out.append(".SH COMMANDS")
+        for sub in cmd.subcommands:
+            out += [".TP", f"\\fB{_roff(sub.path[-1])}\\fR", _roff(" ".join(sub.help.split("\n\n")[0].split())) + f" See \\fB{sub.page}\\fR(1)."]
+    out.append(".SH OPTIONS")
+    for opt in cmd.options:
+        names = ", ".join(f"\\fB{_roff(n)}\\fR" for n in opt.names)
+        if opt.metavar:
+            names += f" \\fI{_roff(opt.metavar)}\\fR"
+        help_ = " ".join(opt.help.split())
+        if opt.choices:
+            help_ += " One of: " + ", ".join(opt.choices) + "."
+        out += [".TP", names, _roff(help_)]
+    out.append(".SH EXIT STATUS")
+    for code, meaning in EXIT_STATUS:
+        out += [".TP", f"\\fB{code}\\fR", _roff(meaning)]
+    out.append(".SH FILES")
+    for path, meaning in FILES:
+        out += [".TP", f"\\fI{_roff(path)}\\fR", _roff(meaning)]
+    out.append(".SH ENVIRONMENT")
+    for name, meaning in ENVIRONMENT:
+        out += [".TP", f"\\fB{name}\\fR", _roff(meaning)]
+    examples = cmd.examples or [e for sub in cmd.subcommands for e in sub.examples[:1]]
+    if examples:
+        out.append(".SH EXAMPLES")
+        for ex in examples:
+            out += [".PP", ".nf", ".RS 4", _roff(ex), ".RE", ".fi"]
+    if not cmd.path:
+        see = [f"\\fB{c.page}\\fR(1)" for c in _all(root) if c.path]
+    elif cmd.subcommands:
+        see = ["\\fBcatty-ctx\\fR(1)"] + [f"\\fB{s.page}\\fR(1)" for s in cmd.subcommands]
+    else:
+        see = ["\\fBcatty-ctx\\fR(1)"]
+    out += [".SH SEE ALSO", ", ".join(see)]
+    return "\n".join(out) + "\n"
+
+
+# -- completions -------------------------------------------------------------------------
+
+
+def _option_words(cmd: Cmd) -> list[str]:
+    return [n for o in cmd.options for n in o.names]
+
+
+def bash_completion(root: Cmd) -> str:
+    cases = []
+    for cmd in _all(root):
+        key = " ".join(cmd.path) or "__root__"
+        words = [s.path[-1] for s in cmd.subcommands] + _option_words(cmd)
+        if not cmd.path:
+            words.append("--version")
+        cases.append(f'        "{key}") opts="{" ".join(sorted(set(words)))}" ;;')
+    choice_cases = []
+    for cmd in _all(root):
+        for opt in cmd.options:
+            if opt.choices:
+                for n in opt.names:
+                    choice_cases.append(f'        "{" ".join(cmd.path)}|{n}") COMPREPLY=($(compgen -W "{" ".join(opt.choices)}" -- "$cur")); return ;;')
+    groups = " ".join(sorted({" ".join(c.path) for c in _all(root) if c.subcommands and c.path}))
+    return f"""# bash completion for catty-ctx (generated; do not edit)
+_catty_ctx() {{
+    local cur prev path="" w i
+    cur="${{COMP_WORDS[COMP_CWORD]}}"
+    prev="${{COMP_WORDS[COMP_CWORD-1]}}"
+    local groups=" {groups} "
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w="${{COMP_WORDS[i]}}"
+        [[ "$w" == -* ]] && continue
+        if [[ -z "$path" ]]; then path="$w"
+        elif [[ "$groups" == *" $path "* ]]; then path="$path $w"; break
+        else break
+        fi
+    done
+    case "$path|$prev" in
+{chr(10).join(choice_cases)}
+    esac
+    local opts=""
+    case "${{path:-__root__}}" in
+{chr(10).join(cases)}
+    esac
+    if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    else
+        COMPREPLY=($(compgen -f -- "$cur"))
+    fi
+}}
+complete -o filenames -F _catty_ctx catty-ctx
+"""
+
+
+def _zsh_escape(text: str) -> str:
+    return text.replace("'", "'\\''").replace("[", "\\[").replace("]", "\\]").replace(":", "\\:")
+
+
+def zsh_completion(root: Cmd) -> str:
+    funcs = []
+    for cmd in _all(root):
+        fname = "_catty_ctx" + "".join("_" + p.replace("-", "_") for p in cmd.path)
+        specs = []
+        for opt in cmd.options:
+            help_ = _zsh_escape(" ".join(opt.help.split())[:70])
+            action = ""
+            if opt.metavar:
+                action = f":{opt.metavar.lower()}:" + (f"({' '.join(opt.choices)})" if opt.choices else "_files")
+            names = opt.names
+            if len(names) == 1:
+                specs.append(f"'{names[0]}[{help_}]{action}'")
+            else:
+                specs.append(f"'({' '.join(names)})'{{{','.join(names)}}}'[{help_}]{action}'")
+        if cmd.subcommands:
+            subs = " ".join(f"'{s.path[-1]}:{_zsh_escape(' '.join(s.help.split(chr(10) * 2)[0].split())[:60])}'" for s in cmd.subcommands)
+            body = f"""    local -a subcmds
+    subcmds=({subs})
+    _arguments -C \\
+        {' '.join(specs)} \\
+        '1: :->cmd' '*:: :->args'
+    case $state in
+        cmd) _describe 'command' subcmds ;;
+        args) case $words[1] in
+{chr(10).join(f'            {s.path[-1]}) {fname}_{s.path[-1].replace("-", "_")} ;;' for s in cmd.subcommands)}
+        esac ;;
+    esac"""
+        else:
+            body = f"    _arguments {' '.join(specs)} '*:file:_files'"
+        funcs.append(f"{fname}() {{\n{body}\n}}")
+    return "#compdef catty-ctx\n# zsh completion for catty-ctx (generated; do not edit)\n\n" + "\n\n".join(funcs) + '\n\nif [ "$funcstack[1]" = "_catty_ctx" ]; then\n    _catty_ctx "$@"\nelse\n    compdef _catty_ctx catty-ctx\nfi\n'
+
+
+def fish_completion(root: Cmd) -> str:
+    lines = ["# fish completion for catty-ctx (generated; do not edit)", "complete -c catty-ctx -f"]
+    top = [s.path[-1] for s in root.subcommands]
+    lines.append(f"complete -c catty-ctx -n 'not __fish_seen_subcommand_from {' '.join(top)}' -l version -d 'Print the version and exit'")
+    for sub in root.subcommands:
+        desc = " ".join(sub.help.split("\n\n")[0].split())[:60].replace("'", "\\'")
+        lines.append(f"complete -c catty-ctx -n 'not __fish_seen_subcommand_from {' '.join(top)}' -a {sub.path[-1]} -d '{desc}'")
+    for cmd in _all(root):
+        if not cmd.path:
+            continue
+        cond = " && ".join(f"__fish_seen_subcommand_from {p}" for p in cmd.path)
+        for sub in cmd.subcommands:
+            desc = " ".join(sub.help.split("\n\n")[0].split())[:60].replace("'", "\\'")
+            lines.append(f"complete -c catty-ctx -n '{cond}' -a {sub.path[-1]} -d '{desc}'")
+        for opt in cmd.options:
+            parts = []
+            for n in opt.names:
+                parts.append(f"-l {n[2:]}" if n.startswith("--") else f"-s {n[1:]}")
+            desc = " ".join(opt.help.split())[:60].replace("'", "\\'")
+            extra = ""
+            if opt.metavar:
+                extra = f" -r -a '{' '.join(opt.choices)}'" if opt.choices else " -r -F"
+            lines.append(f"complete -c catty-ctx -n '{cond}' {' '.join(parts)}{extra} -d '{desc}'")
+        if not cmd.subcommands:
+            lines.append(f"complete -c catty-ctx -n '{cond}' -F")
+    return "\n".join(lines) + "\n"
+
+
+def completion(shell: str) -> str:
+    root = command_tree()
+    return {"bash": bash_completion, "zsh": zsh_completion, "fish": fish_completion}[shell](root)
+
+
+def generated_files() -> dict[str, str]:
+    """Every generated file, by its path relative to the project root."""
+    root = command_tree()
+    files = {f"man/{c.page}.1": man_page(c, root) for c in _all(root)}
+    files["completions/catty-ctx.bash"] = bash_completion(root)
+    files["completions/_catty-ctx"] = zsh_completion(root)
+    files["completions/catty-ctx.fish"] = fish_completion(root)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write man/ and completions/ under the given project root (default: the current folder)."""
+    args = argv if argv is not None else sys.argv[1:]
+    base = Path(args[0]) if args else Path.cwd()
+    for rel, text in generated_files().items():
+        path = base / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            print(f"wrote {rel}")
+    for old in list((base / "man").glob("catty-ctx*.1")):
+        if f"man/{old.name}" not in generated_files():
+            old.unlink()
+            print(f"removed {old.relative_to(base)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""`catty-ctx instructions`: discover AGENTS.md and rule files, optionally record them."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from . import app
+from .errors import handle_errors
+from .options import JsonOpt, LockTimeoutOpt
+
+
+@app.command(
+    "instructions",
+    epilog="Examples: catty-ctx instructions; catty-ctx instructions src/app --append S; catty-ctx instructions --json | jq -r '.instructions[].path'",
+)
+@handle_errors
+def instructions_cmd(
+    directory: Annotated[str, typer.Argument(metavar="DIR", help="The working directory the agent runs in (default: here).")] = ".",
+    append: Annotated[Optional[str], typer.Option("--append", metavar="SESSION", help="Record them as the session's instructions state (nothing is appended when unchanged).")] = None,
+    no_global: Annotated[bool, typer.Option("--no-global", help="Leave out the user-level files.")] = False,
+    as_json: JsonOpt = False,
+    lock_timeout: LockTimeoutOpt = 30.0,
+) -> None:
+    """Find instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.
+
+    Order: global, then the repository root, then each folder down to DIR (deeper files
+    later, so they win).
+    Looks for AGENTS.md, CLAUDE.md, .claude/rules/* and .cursor/rules/* (.md, .mdc) in each
+    folder; user-level files are $CODEX_HOME/AGENTS.md, ~/.claude/CLAUDE.md and
+    $XDG_CONFIG_HOME/catty-ctx/AGENTS.md (+ rules/). Files git ignores are skipped, a file
+    reached twice counts once, rule front matter is stripped.
+    """
+    from ..context import discover_instructions, record_instructions
+    from ..store import Session
+    from .errors import warn
+    from .output import show, stdout_tty, table, write_json, write_lines
+
+    found = discover_instructions(directory, include_global=not no_global)
+    for s in found.skipped:
+        if s["reason"].startswith("ignore rules not applied"):
+            warn(f"{s['path']}: {s['reason']}")
+    appended = None
+    if append is not None:
+        with Session.open(append) as session:
+            ev = record_instructions(session, found, lock_timeout=lock_timeout)
+        appended = ev["seq"] if ev else None
+        if not as_json:
+            import sys
+
+            sys.stderr.write(f"catty-ctx: instructions state appended at seq {appended}\n" if ev else "catty-ctx: instructions unchanged: nothing appended\n")
+    rows = [{"order": p.order, "scope": p.scope, "path": p.path, "bytes": p.bytes, "text": p.text} for p in found.parts]
+    if as_json:
+        write_json({"directory": found.directory, "root": found.root, "instructions": rows, "skipped": found.skipped, "appended_seq": appended})
+    elif stdout_tty():
+        show(table(None, ["order", "scope", "path", "bytes"], ([r["order"], r["scope"], r["path"], r["bytes"]] for r in rows), right=["order", "bytes"]))
+    else:
+        write_lines(rows)

@@ -1,0 +1,75 @@
+"""`catty-ctx segment list|show|grep`: read a session's compaction archive."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from . import app
+from .errors import handle_errors
+from .options import JsonOpt
+
+segment_app = typer.Typer(
+    help="Read the segments archive: the verbatim record of compacted conversation.",
+    no_args_is_help=True,
+)
+app.add_typer(segment_app, name="segment")
+
+SegSessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="A session directory.")]
+
+
+def _session_dir(session: str):  # type: ignore[no-untyped-def]
+    from ..store import Session
+
+    return Session.open(session).require_directory("segment")
+
+
+@segment_app.command("list", epilog="Examples: catty-ctx segment list S; catty-ctx segment list S --json | jq '.segments[].keywords'")
+@handle_errors
+def list_cmd(session: SegSessionArg, as_json: JsonOpt = False) -> None:
+    """List the segments with their seq range, turns, size and keywords."""
+    from ..compact.segments import list_segments
+    from .output import rows_out
+
+    rows = list_segments(_session_dir(session))
+    rows_out(iter(rows), ["segment", "file", "seq_from", "seq_to", "turns", "bytes", "keywords"], as_json=as_json, key="segments", right=["segment", "seq_from", "seq_to", "turns", "bytes"])
+
+
+@segment_app.command("show", epilog="Example: catty-ctx segment show S 0 | less")
+@handle_errors
+def show_cmd(
+    session: SegSessionArg,
+    number: Annotated[str, typer.Argument(metavar="N", help="The segment's number (from its file name, counted from 0).")],
+) -> None:
+    """Print segment N in full."""
+    import sys
+
+    from ..compact.segments import segment_path
+
+    path = segment_path(_session_dir(session), number)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 16), b""):
+            sys.stdout.buffer.write(chunk)
+    sys.stdout.flush()
+
+
+@segment_app.command("grep", epilog="Examples: catty-ctx segment grep S 'AssertionError'; catty-ctx segment grep S -E 'def (parse|load)' -i --json")
+@handle_errors
+def grep_cmd(
+    session: SegSessionArg,
+    pattern: Annotated[str, typer.Argument(metavar="TEXT", help="A fixed string to look for (a regular expression with -E).")],
+    ignore_case: Annotated[bool, typer.Option("-i", "--ignore-case", help="Ignore case.")] = False,
+    regex: Annotated[bool, typer.Option("-E", "--regex", help="TEXT is a regular expression.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Find TEXT in every segment; each match with its segment, seq, role and line.
+
+    Exits 1 when nothing matches, as grep does.
+    """
+    from ..compact.segments import grep_segments
+    from .output import rows_out
+
+    matches = (m.as_dict() for m in grep_segments(_session_dir(session), pattern, ignore_case=ignore_case, regex=regex))
+    n = rows_out(matches, ["segment", "seq", "role", "line"], as_json=as_json, key="matches", right=["segment", "seq"])
+    if n == 0:
+        raise typer.Exit(1)

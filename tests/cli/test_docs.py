@@ -1,0 +1,66 @@
+"""Man pages and completions are generated from the CLI and committed fresh; every command
+has a description and an example; the generated files load in their programs."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from catty_ctx.cli.docgen import _all, command_tree, generated_files
+from conftest import ROOT, cli
+
+
+def test_committed_man_pages_and_completions_are_fresh() -> None:
+    stale = [rel for rel, text in generated_files().items() if not (ROOT / rel).is_file() or (ROOT / rel).read_text() != text]
+    assert not stale, f"regenerate with: python -m catty_ctx.cli.docgen  ({stale})"
+    pages = {p.name for p in (ROOT / "man").glob("*.1")}
+    assert pages == {rel.split("/")[1] for rel in generated_files() if rel.startswith("man/")}
+
+
+def test_every_command_has_a_description_and_an_example() -> None:
+    for cmd in _all(command_tree()):
+        if not cmd.path:
+            continue
+        assert cmd.help.strip(), f"{cmd.name} has no description"
+        if not cmd.subcommands:
+            assert cmd.examples, f"{cmd.name} has no example in its epilog"
+            assert all("catty-ctx" in e for e in cmd.examples), cmd.examples
+
+
+def test_help_shows_the_example() -> None:
+    out = cli("inspect", "--help", check=True).stdout.decode()
+    assert "Example" in out
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
+def test_man_pages_render_without_warnings() -> None:
+    for page in sorted((ROOT / "man").glob("*.1")):
+        proc = subprocess.run(["groff", "-man", "-Tutf8", "-ww", str(page)], capture_output=True)
+        assert proc.returncode == 0 and proc.stderr == b"", (page.name, proc.stderr)
+
+
+def test_bash_completion_registers_and_completes() -> None:
+    script = f"source {ROOT / 'completions/catty-ctx.bash'}; complete -p catty-ctx; COMP_WORDS=(catty-ctx insp); COMP_CWORD=1; _catty_ctx; echo \"${{COMPREPLY[@]}}\""
+    out = subprocess.run(["bash", "-c", script], capture_output=True, check=True).stdout.decode()
+    assert "complete -o filenames -F _catty_ctx catty-ctx" in out and out.strip().endswith("inspect")
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_completion_loads() -> None:
+    script = f"autoload -U compinit && compinit -u && source {ROOT / 'completions/_catty-ctx'} && whence -w _catty_ctx"
+    proc = subprocess.run(["zsh", "-c", script], capture_output=True)
+    assert proc.returncode == 0 and b"function" in proc.stdout, proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completion_loads() -> None:
+    script = f"source {ROOT / 'completions/catty-ctx.fish'}; complete -C 'catty-ctx ins'"
+    proc = subprocess.run(["fish", "-c", script], capture_output=True)
+    assert proc.returncode == 0 and b"inspect" in proc.stdout, proc.stderr
+
+
+def test_completion_command_prints_the_committed_script() -> None:
+    for shell, rel in (("bash", "catty-ctx.bash"), ("zsh", "_catty-ctx"), ("fish", "catty-ctx.fish")):
+        assert cli("completion", shell, check=True).stdout.decode() == (ROOT / "completions" / rel).read_text()
+    assert cli("completion", "tcsh").returncode == 2
