@@ -158,10 +158,12 @@ class RepairPlan:
 
 
 def _line_problem(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    from .store import json_problem
+
     try:
         ev = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        return None, f"invalid JSON ({exc})"
+        return None, json_problem(exc)
     return ev, check_event(ev)
 
 
@@ -397,6 +399,10 @@ def analyse(session: "Session") -> RepairPlan:
     view_plan = plan_view(facts.wrap(_scan_lines(session, plan, gaps=gaps)))
     if plan.bad:
         plan.counts["invalid_line"] = len(plan.bad)
+    elif plan.last_seq < 0 and plan.torn is None:
+        from .errors import DataError
+
+        raise DataError("no events: a log starts with its session event", path=session.display)
     if plan.missing:
         plan.counts["missing_seq"] = len(plan.missing)
     plan.facts = {"first": facts.first, "title": facts.title, "model": facts.model, "last_ts": facts.last_ts, "count": facts.count, "last_seq": plan.last_seq}
@@ -551,13 +557,17 @@ def repair_stream(session: "Session", out: Any) -> RepairPlan:
 
 def repaired_view(session: "Session") -> tuple[RepairPlan, Iterator[Any]]:
     """The view with every fix of `analyse` applied in memory (the log is not touched):
-    what resume and compact hand on. Invalid lines and a torn tail are left out."""
+    what resume and compact hand on. A torn tail is left out; an invalid line is a DataError."""
     from .events import now_ts
     from .store import prepare_event
     from .view import iter_view, plan_view
 
+    from .errors import DataError
+
     plan = analyse(session)
-    skip = {b.lineno for b in plan.bad}
+    if plan.bad:  # invalid lines stay a data error for readers until `repair` quarantines them
+        b = plan.bad[0]
+        raise DataError(f"{b.reason}; 'catty-ctx repair' quarantines invalid lines", path=session.display, line=b.lineno)
     base = plan.last_seq + 1
     ts = now_ts()
     extra = [prepare_event({**ev, "ts": ts}, base + i) for i, ev in enumerate(plan.events)]
@@ -570,11 +580,10 @@ def repaired_view(session: "Session") -> tuple[RepairPlan, Iterator[Any]]:
                 yield ev
         yield from extra
 
-    # scan_markers cannot tell a bad line from a good one: with bad lines, plan from the good events.
-    view_plan = plan_view(_chain(_good_events(session, skip, plan.end), extra) if plan.bad else markers())
+    view_plan = plan_view(markers())
 
     def items() -> Iterator[Any]:
-        yield from iter_view(_chain(_good_events(session, skip, plan.end), extra), view_plan)
+        yield from iter_view(_chain(_good_events(session, set(), plan.end), extra), view_plan)
 
     return plan, items()
 

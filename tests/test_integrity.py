@@ -146,11 +146,18 @@ def test_a_clean_session_is_left_alone(demo: Path) -> None:
 
 
 def test_repaired_view_in_memory_equals_the_view_after_repair(tmp_path: Path) -> None:
-    for name in ("duplicate", "orphan", "snapshot", "invalid"):
+    for name in ("duplicate", "orphan", "snapshot", "no-summary"):
         d = _bad(name, tmp_path)
         items, notes = repaired_items(Session.open(d))
         assert notes
         assert items == _repair(d)
+
+
+def test_an_invalid_line_stays_a_data_error_for_the_repaired_view(tmp_path: Path) -> None:
+    d = _bad("invalid", tmp_path)
+    with pytest.raises(DataError) as err:
+        repaired_items(Session.open(d))
+    assert ":4:" in str(err.value) and "repair" in str(err.value)
 
 
 def test_repair_stream_writes_the_stream_then_its_repairs(tmp_path: Path) -> None:

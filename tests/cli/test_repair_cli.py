@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import orjson
@@ -9,6 +10,9 @@ import pytest
 
 from catty_ctx.store import Session
 from conftest import FIXTURES, cli, jsonl
+
+sys.path.append(str(FIXTURES / "bad"))
+from make_bad import CORPUS, build  # noqa: E402  (the data-error corpus)
 
 BROKEN = ["duplicate", "orphan", "snapshot", "invalid", "stale-summary", "no-summary"]
 
@@ -109,3 +113,30 @@ def test_lock_busy_exits_75_and_writes_nothing(tmp_path: Path) -> None:
     after.pop("updates.jsonl.lock", None)
     before.pop("updates.jsonl.lock", None)
     assert after == before
+
+
+@pytest.mark.parametrize("name", sorted(set(CORPUS) - {"empty"}))
+def test_every_corrupt_log_is_checked_then_made_loadable_without_losing_a_line(name: str, tmp_path: Path) -> None:
+    d = build(name, tmp_path / name)
+    before = _snapshot(d)
+    assert cli("repair", str(d), "--check").returncode == 1 and _snapshot(d) == before
+    cli("repair", str(d), check=True)
+    assert cli("inspect", str(d), "--json").returncode == 0
+    assert cli("repair", str(d), "--check").returncode == 0
+    kept = (d / "updates.jsonl").read_bytes() + b"".join(p.read_bytes() for p in (d / "quarantine").glob("*.bin"))
+    for line in before["updates.jsonl"].splitlines(keepends=True):
+        assert line in kept
+
+
+def test_an_empty_log_is_bad_input_for_repair(tmp_path: Path) -> None:
+    d = build("empty", tmp_path / "empty")
+    proc = cli("repair", str(d))
+    assert proc.returncode == 65 and b"no events" in proc.stderr
+    assert {k: v for k, v in _snapshot(d).items() if not k.endswith(".lock")} == {"updates.jsonl": b""}
+
+
+def test_resume_refuses_an_invalid_line_naming_it(tmp_path: Path) -> None:
+    d = _copy("invalid", tmp_path)
+    proc = cli("resume", str(d))
+    err = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 65 and len(err) == 1 and "updates.jsonl:4:" in err[0] and proc.stdout == b""
