@@ -6,15 +6,18 @@ Run: python bench/integrity.py [EVENTS]   (prints ratios; lower is better)
 """
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-import orjson
+# The project (uninstalled) instead of bench/, whose inspect.py would shadow the stdlib module.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import orjson  # noqa: E402
+
 
 from catty_ctx.fork import fork, resume  # noqa: E402
 from catty_ctx.integrity import analyse  # noqa: E402

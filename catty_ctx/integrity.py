@@ -158,11 +158,11 @@ class RepairPlan:
 
 
 def _line_problem(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    from .store import json_problem
-
     try:
         ev = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        from .store import json_problem
+
         return None, json_problem(exc)
     return ev, check_event(ev)
 
@@ -293,7 +293,8 @@ class _EventFixes:
 
     def _in_view(self, ev: dict[str, Any]) -> bool:
         seq = ev["seq"]
-        return ev.get("agent") is None and seq > self.through and seq not in self.vp.drops and not self.vp.is_excluded(seq)
+        vp = self.vp
+        return ev.get("agent") is None and seq > self.through and seq not in vp.drops and not (vp.excluded and vp.is_excluded(seq))
 
     def _drop(self, ev: dict[str, Any], reason: str) -> None:
         rep: dict[str, Any] = {"kind": "repair", "action": "drop", "target_seq": ev["seq"], "reason": reason}
@@ -383,10 +384,15 @@ class _PairPlanner:
         self._close()
 
 
-def analyse(session: "Session") -> RepairPlan:
-    """Find every problem of a session and the fixes for it, reading only (two streaming passes)."""
+def analyse(session: "Session", *, keep: list[Any] | None = None) -> RepairPlan:
+    """Find every problem of a session and the fixes for it, reading only.
+
+    One marker scan plans the view and one pass validates every line and folds the view,
+    as `inspect` reads; only a log with invalid lines costs a second pass (the plan must
+    then be made from the good lines alone). `keep` collects the view items as they were
+    before any fix (ViewItem objects)."""
     from .store import last_newline_end
-    from .view import iter_view, plan_view
+    from .view import iter_view, plan_file, plan_view
 
     plan = RepairPlan(display=session.display)
     size = session.log_path.stat().st_size
@@ -394,10 +400,19 @@ def analyse(session: "Session") -> RepairPlan:
     if size > complete:
         plan.torn = (complete, size - complete)
         plan._count("torn_line")
+    before = dict(plan.counts)
     gaps = session.allowed_gaps() if not session.stdin else frozenset()
     facts = _Facts()
-    view_plan = plan_view(facts.wrap(_scan_lines(session, plan, gaps=gaps)))
+    view_plan = plan_file(session.log_path)
+    _fold(plan, view_plan, facts.wrap(_scan_lines(session, plan, gaps=gaps)), keep)
     if plan.bad:
+        plan.counts = dict(before)
+        plan.events = []
+        if keep is not None:
+            keep.clear()
+        skip = {b.lineno for b in plan.bad}
+        view_plan = plan_view(_good_events(session, skip, plan.end))
+        _fold(plan, view_plan, _good_events(session, skip, plan.end), keep)
         plan.counts["invalid_line"] = len(plan.bad)
     elif plan.last_seq < 0 and plan.torn is None:
         from .errors import DataError
@@ -406,16 +421,23 @@ def analyse(session: "Session") -> RepairPlan:
     if plan.missing:
         plan.counts["missing_seq"] = len(plan.missing)
     plan.facts = {"first": facts.first, "title": facts.title, "model": facts.model, "last_ts": facts.last_ts, "count": facts.count, "last_seq": plan.last_seq}
-    skip = {b.lineno for b in plan.bad}
-    pairs = _PairPlanner(plan)
-    fixes = _EventFixes(view_plan, plan)
-    for vi in iter_view(fixes.wrap(_good_events(session, skip, plan.end)), view_plan):
-        pairs.feed(vi.item)
-    pairs.finish()
     plan.summary = _summary_state(session, plan)
     if plan.summary:
         plan._count(f"{plan.summary}_summary")
     return plan
+
+
+def _fold(plan: RepairPlan, view_plan: Any, events: Iterable[dict[str, Any]], keep: list[Any] | None) -> None:
+    """The view pass: event-level fixes on the way in, pairing fixes on the items out."""
+    from .view import iter_view
+
+    pairs = _PairPlanner(plan)
+    fixes = _EventFixes(view_plan, plan)
+    for vi in iter_view(fixes.wrap(events), view_plan):
+        pairs.feed(vi.item)
+        if keep is not None:
+            keep.append(vi)
+    pairs.finish()
 
 
 def _good_events(session: "Session", skip: set[int], end: int) -> Iterator[dict[str, Any]]:
@@ -557,35 +579,34 @@ def repair_stream(session: "Session", out: Any) -> RepairPlan:
 
 def repaired_view(session: "Session") -> tuple[RepairPlan, Iterator[Any]]:
     """The view with every fix of `analyse` applied in memory (the log is not touched):
-    what resume and compact hand on. A torn tail is left out; an invalid line is a DataError."""
+    what resume and compact hand on. A torn tail is left out; an invalid line is a DataError.
+
+    A session that needs no fix costs one read (the items of the analysis are handed on);
+    one that does costs a second pass with the fixes applied."""
+    from .errors import DataError
     from .events import now_ts
     from .store import prepare_event
-    from .view import iter_view, plan_view
+    from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_view, scan_markers
 
-    from .errors import DataError
-
-    plan = analyse(session)
+    seen: list[Any] = []
+    plan = analyse(session, keep=seen)
     if plan.bad:  # invalid lines stay a data error for readers until `repair` quarantines them
         b = plan.bad[0]
         raise DataError(f"{b.reason}; 'catty-ctx repair' quarantines invalid lines", path=session.display, line=b.lineno)
-    base = plan.last_seq + 1
+    if not plan.events:
+        return plan, iter(seen)
+    seen.clear()
     ts = now_ts()
-    extra = [prepare_event({**ev, "ts": ts}, base + i) for i, ev in enumerate(plan.events)]
+    extra = [prepare_event({**ev, "ts": ts}, plan.last_seq + 1 + i) for i, ev in enumerate(plan.events)]
 
     def markers() -> Iterator[dict[str, Any]]:
-        from .view import SHAPE_AND_TURN_MARKERS, scan_markers
-
         for ev in scan_markers(session.log_path, SHAPE_AND_TURN_MARKERS):  # user lines: rewinds need turns
             if ev["seq"] <= plan.last_seq:
                 yield ev
         yield from extra
 
     view_plan = plan_view(markers())
-
-    def items() -> Iterator[Any]:
-        yield from iter_view(_chain(_good_events(session, set(), plan.end), extra), view_plan)
-
-    return plan, items()
+    return plan, iter_view(_chain(_good_events(session, set(), plan.end), extra), view_plan)
 
 
 def _chain(a: Iterable[dict[str, Any]], b: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
