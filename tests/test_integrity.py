@@ -206,3 +206,37 @@ def test_a_log_that_is_only_a_torn_line_is_emptied_into_quarantine(tmp_path: Pat
     repair_session(Session.open(d))
     assert (d / "updates.jsonl").read_bytes() == b""
     assert [p.read_bytes() for p in (d / "quarantine").glob("*.bin")] == [b'{"v":1,"seq":0,"ts":"2026']
+
+
+def test_repair_rewriting_the_log_loses_no_concurrent_append(tmp_path: Path) -> None:
+    """The rewrite (an invalid line leaves the log) happens under the lock, so a writer in
+    another process appending all the while loses nothing and its seqs stay contiguous."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    d = write_log(tmp_path / "s", [session_event(), msg("user", "a"), msg("user", "b", "m2")])
+    log = d / "updates.jsonl"
+    script = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from catty_ctx.store import Session\n"
+        "s = Session.open(sys.argv[1])\n"
+        "for i in range(60):\n"
+        "    s.append([{'kind': 'message', 'id': f'w{i}', 'role': 'assistant', 'text': str(i)}], warn=None)\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", script, str(d)])
+    repairs = 0
+    while writer.poll() is None and repairs < 15:
+        s = Session.open(d)
+        with s.lock():  # a bad writer, under the lock: a garbage line, then a valid one after it
+            n = s.next_seq()
+            with open(log, "ab") as f:
+                f.write(b"{garbage\n" + orjson.dumps({"v": 1, "seq": n + 1, "ts": "2026-11-01T00:00:00.000Z", "kind": "state", "facet": "plan", "value": "x"}) + b"\n")
+        repair_session(Session.open(d))
+        repairs += 1
+    assert writer.wait() == 0 and repairs >= 1
+    events = list(Session.open(d).events())
+    texts = [e["text"] for e in events if e["kind"] == "message" and e["id"].startswith("w")]
+    assert texts == [str(i) for i in range(60)]
+    assert len((d / "quarantine" / "index.jsonl").read_bytes().splitlines()) >= repairs
