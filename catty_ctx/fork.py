@@ -13,7 +13,7 @@ import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -95,14 +95,13 @@ def _cut_seq(session: Session, at_turn: int | None) -> tuple[int | None, int]:
     return turns[at_turn], at_turn
 
 
-def _is_blob_handle(value: Any) -> bool:
-    return isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
-
-
 def _blob_refs(obj: Any, out: set[str]) -> None:
+    """Every blob handle an event names (tool outputs, messages, images), at any depth."""
+    from .context import is_handle
+
     if isinstance(obj, dict):
         for k, v in obj.items():
-            if k == "blob" and _is_blob_handle(v):
+            if k == "blob" and isinstance(v, str) and is_handle(v):
                 out.add(v)
             else:
                 _blob_refs(v, out)
@@ -159,7 +158,6 @@ def fork(
     cwd: str | None = None,
     session_id: str | None = None,
     dry_run: bool = False,
-    on_event: Callable[[int], None] | None = None,
 ) -> ForkResult:
     """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST."""
     session = Session.open(source)
@@ -183,7 +181,7 @@ def fork(
     try:
         if not dry_run:
             tmp.mkdir()
-        _build(session, parent_dir, tmp, first, result, cut=cut, model=model, cwd=cwd, dry_run=dry_run, on_event=on_event)
+        _build(session, parent_dir, tmp, first, result, cut=cut, model=model, cwd=cwd, dry_run=dry_run)
         if dry_run:
             return result
         _fsync_dir(tmp)
@@ -211,7 +209,6 @@ def _build(
     model: str | None,
     cwd: str | None,
     dry_run: bool,
-    on_event: Callable[[int], None] | None,
 ) -> None:
     from .integrity import rebuild_summary
 
@@ -253,8 +250,6 @@ def _build(
             if out is not None:
                 out.write(line + b"\n")
             result.events += 1
-            if on_event:
-                on_event(seq)
         if out is None:
             return
         out.flush()
