@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
@@ -66,7 +66,13 @@ def _torn_counter(problems: dict[str, int], warn: Callable[[str], None] | None) 
     return on_warn
 
 
-def inspect_session(session: Session, *, warn: Callable[[str], None] | None = None, largest: int = LARGEST) -> dict[str, Any]:
+def inspect_session(
+    session: Session,
+    *,
+    warn: Callable[[str], None] | None = None,
+    largest: int = LARGEST,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
     """The inspect report of a session or of a piped event or item stream."""
     if session.stdin and _is_item_stream(session):
         return inspect_items(session, warn=warn, largest=largest)
@@ -76,7 +82,7 @@ def inspect_session(session: Session, *, warn: Callable[[str], None] | None = No
     checker = PairingChecker()
     top = _Largest(largest)
     index = 0
-    events = session.events(warn=_torn_counter(problems, warn))
+    events = session.events(warn=_torn_counter(problems, warn), progress=progress)
     for vi in iter_view(events, plan, stats=stats):
         checker.feed(vi.item)
         top.add(index, vi.tokens, vi.item)
@@ -183,12 +189,12 @@ def find_event(session: Session, seq: int) -> Event:
     raise DataError(f"no event with seq {seq}", path=session.display)
 
 
-def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None]) -> Iterator[dict[str, Any]]:
-    """A row per session under ROOT; a broken session is reported and skipped."""
+def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None], sessions: Iterable[Path] | None = None) -> Iterator[dict[str, Any]]:
+    """A row per session under ROOT (or of `sessions`); a broken session is reported and skipped."""
     from .errors import CattyError
     from .store import find_sessions
 
-    for directory in find_sessions(root):
+    for directory in sessions if sessions is not None else find_sessions(root):
         try:
             with Session.open(directory) as s:
                 rep = inspect_session(s)

@@ -29,6 +29,7 @@ DEFAULT_LOCK_TIMEOUT = 30.0
 # costs unbounded memory).
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1 << 20
+_PROGRESS_STEP = 4 << 20
 
 Warn = Callable[[str], None]
 
@@ -144,13 +145,22 @@ class Session:
         """Every complete line; a torn final line is reported through `warn` and skipped."""
         yield from iter_raw_lines(self.log_path, self.display, warn=warn)
 
-    def events(self, *, warn: Warn | None = _stderr_warning, validate: bool = True) -> Iterator[Event]:
-        """Stream validated events; the first invalid line raises DataError naming file:line."""
+    def events(
+        self,
+        *,
+        warn: Warn | None = _stderr_warning,
+        validate: bool = True,
+        progress: Callable[[int], None] | None = None,
+    ) -> Iterator[Event]:
+        """Stream validated events; the first invalid line raises DataError naming file:line.
+
+        `progress`, when given, is called with the bytes read so far every few MiB.
+        """
         gaps = self.allowed_gaps() if not self.stdin else frozenset()
         expect = 0
         display = self.display
         loads = orjson.loads
-        for lineno, data in _lines(self.log_path, display, warn):
+        for lineno, data in _lines(self.log_path, display, warn, progress):
             try:
                 ev = loads(data)
             except orjson.JSONDecodeError as exc:
@@ -316,7 +326,7 @@ def json_problem(exc: orjson.JSONDecodeError) -> str:
     return f"invalid JSON: {exc.msg} (column {exc.colno})"
 
 
-def _lines(path: Path, display: str, warn: Warn | None) -> Iterator[tuple[int, bytes]]:
+def _lines(path: Path, display: str, warn: Warn | None, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, bytes]]:
     """(line number, line without its newline), streamed; a torn final line is warned about and skipped."""
     try:
         f = open(path, "rb", buffering=_CHUNK)
@@ -328,10 +338,14 @@ def _lines(path: Path, display: str, warn: Warn | None) -> Iterator[tuple[int, b
         lineno = 0
         readline = f.readline
         limit = MAX_LINE_BYTES + 1
+        next_report = _PROGRESS_STEP if progress else -1
         while True:
             line = readline(limit)
             if not line:
                 return
+            if next_report >= 0 and f.tell() >= next_report:
+                progress(f.tell())  # type: ignore[misc]
+                next_report = f.tell() + _PROGRESS_STEP
             lineno += 1
             if line[-1] != 10:  # no newline: torn, or longer than the limit
                 if len(line) >= limit:

@@ -50,8 +50,13 @@ def inspect_cmd(
             errors.append(str(exc))
             warn(str(exc))
 
+        from ..store import find_sessions
+        from .output import progress_iter
+
+        found = list(find_sessions(target))
         cols = ["path", "session_id", "events", "turns", "tokens", "percent", "compactions", "problems"]
-        rows_out(inspect_root(Path(target), on_error=on_error), cols, as_json=as_json, key="sessions", right=cols[2:])
+        rows = inspect_root(Path(target), on_error=on_error, sessions=progress_iter(found, label="sessions", total=len(found)))
+        rows_out(rows, cols, as_json=as_json, key="sessions", right=cols[2:])
         if errors:
             raise typer.Exit(65)
         return
@@ -78,7 +83,10 @@ def inspect_cmd(
             else:
                 write_lines(rows)
             return
-        report = inspect_session(session, warn=warn)
+        from .output import ByteProgress
+
+        with ByteProgress(session.log_path.stat().st_size, "reading") as bar:
+            report = inspect_session(session, warn=warn, progress=bar.callback)
     if as_json:
         write_json(report)
     elif stdout_tty():

@@ -5,7 +5,7 @@ Rows stream out as they are produced; rich is imported only when a terminal will
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import orjson
 
@@ -93,3 +93,55 @@ def rows_out(rows: Iterable[dict[str, Any]], columns: Sequence[str], *, as_json:
         show(table(title, columns, ([r.get(c) for c in columns] for r in materialised), right=right))
         return len(materialised)
     return write_lines(rows)
+
+
+def stderr_tty() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress_iter(items: Iterable[Any], *, label: str, total: int | None = None) -> Iterator[Any]:
+    """Yield items, showing a bar on stderr only when stderr is a terminal (never in pipes or cron)."""
+    if not stderr_tty():
+        yield from items
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        for item in items:
+            yield item
+            bar.advance(task)
+
+
+class ByteProgress:
+    """A bytes bar for one large file on a terminal's stderr; a no-op elsewhere."""
+
+    MIN_BYTES = 64 << 20  # smaller files finish before a bar would help
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total = total
+        self.label = label
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> "ByteProgress":
+        if stderr_tty() and self.total >= self.MIN_BYTES:
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=console(stderr=True), transient=True)
+            self._bar.start()
+            self._task = self._bar.add_task(self.label, total=self.total)
+        return self
+
+    @property
+    def callback(self) -> Callable[[int], None] | None:
+        if self._bar is None:
+            return None
+        return lambda done: self._bar.update(self._task, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -85,6 +85,14 @@ def test_repair_dash_sits_in_a_pipe(tmp_path: Path) -> None:
     assert orjson.loads(cli("inspect", "-", "--json", input=items, check=True).stdout)["stream"] == "items"
 
 
+def test_repair_prune_inspect_compose_through_pipes() -> None:
+    data = (FIXTURES / "sessions" / "dangling" / "updates.jsonl").read_bytes()
+    repaired = cli("repair", "-", input=data, check=True).stdout
+    request = cli("prune", "-", input=repaired, check=True).stdout
+    rep = orjson.loads(cli("inspect", "-", "--json", input=request, check=True).stdout)
+    assert rep["stream"] == "items" and rep["problems"]["dangling"] == 0 and rep["roles"]["tool"] == 2
+
+
 def test_repair_dash_drops_a_torn_tail_with_a_warning() -> None:
     data = (FIXTURES / "sessions" / "torn" / "updates.jsonl").read_bytes()
     proc = cli("repair", "-", input=data, check=True)

@@ -20,6 +20,8 @@ READERS: list[list[str]] = [
     ["inspect", "{s}"],
     ["inspect", "{s}", "--items", "--json"],
     ["inspect", "{s}/updates.jsonl", "--json"],
+    ["prune", "{s}"],
+    ["prune", "{s}", "--strategy", "tiered", "--stats"],
 ]
 
 

@@ -1,0 +1,152 @@
+"""Benchmark: `catty-ctx usage` against ccusage on a generated Claude Code tree of 200 MB or more.
+
+Runs both side by side, interleaved (so background load hits both alike), and prints the
+median walls and their ratios for three cases: cold (no cache), warm (unchanged files), and
+after appending to one file (where catty-ctx must read only that file's new bytes). It also
+checks that both report the same tokens per day, and shows what the command line's start-up
+alone costs, so the ledger's own time can be told apart from the interpreter's.
+
+    python bench/usage.py [--size-mb 210] [--runs 5] [--ccusage PATH] [--tree DIR]
+
+ccusage comes from `npm install ccusage@20.0.24` (its bin/ccusage), `--ccusage PATH`,
+$CATTY_CTX_CCUSAGE or the PATH. Targets: cold ≤ 0.5× ccusage, warm ≤ 0.05×.
+"""
+from __future__ import annotations
+
+import sys
+
+# This file's folder comes first on sys.path, and bench/inspect.py would shadow the stdlib's.
+_HERE = sys.path.pop(0)
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import orjson  # noqa: E402
+
+sys.path.append(_HERE)
+from _util import OUT, ROOT, catty  # noqa: E402
+
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from usage_trees import claude_tree  # noqa: E402
+
+
+def tree_bytes(root: Path) -> tuple[int, int]:
+    files = [p for p in root.rglob("*.jsonl")]
+    return sum(p.stat().st_size for p in files), len(files)
+
+
+def make_tree(root: Path, size_mb: int) -> None:
+    seed = 100
+    while tree_bytes(root)[0] < size_mb << 20:
+        claude_tree(root, projects=4, sessions=25, turns=40, pad=3000, seed=seed)
+        seed += 1
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, bytes]:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT)  # not bench/: its inspect.py would shadow the stdlib
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
+    return wall, proc.stdout
+
+
+def days_of_ccusage(out: bytes) -> dict[str, tuple[int, ...]]:
+    return {d.get("period") or d["date"]: (d["inputTokens"], d["outputTokens"], d["cacheReadTokens"], d["cacheCreationTokens"])
+            for d in orjson.loads(out)["daily"]}
+
+
+def days_of_ours(out: bytes) -> dict[str, tuple[int, ...]]:
+    return {r["day"]: (r["input"], r["output"], r["cache_read"], r["cache_write"]) for r in orjson.loads(out)["rows"]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mb", type=int, default=210)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ccusage", default=os.environ.get("CATTY_CTX_CCUSAGE") or shutil.which("ccusage"))
+    ap.add_argument("--tree", type=Path, help="where the tree is generated (kept and reused; default bench/out/usage-claude-<size>mb)")
+    args = ap.parse_args()
+    if not args.ccusage:
+        print("ccusage not found: npm install ccusage@20.0.24 in a scratch folder and pass --ccusage .../node_modules/.bin/ccusage")
+        return 2
+
+    scratch = Path(tempfile.mkdtemp(prefix="catty-usage-bench-"))
+    try:
+        tree = args.tree or OUT / f"usage-claude-{args.size_mb}mb"
+        tree.mkdir(parents=True, exist_ok=True)
+        make_tree(tree, args.size_mb)
+        size, nfiles = tree_bytes(tree)
+        cache = scratch / "cache"
+        env_cc = dict(os.environ, CLAUDE_CONFIG_DIR=str(tree), HOME=str(scratch), TZ="UTC")
+        env_us = dict(os.environ, XDG_CACHE_HOME=str(cache), TZ="UTC", PYTHONPATH=str(ROOT))
+        cc = [args.ccusage, "daily", "--json", "--offline", "--breakdown", "--timezone", "UTC"]
+        us = [*catty(), "usage", str(tree), "--by", "day", "--json", "--timezone", "UTC"]
+        empty = scratch / "empty"
+        empty.mkdir()
+        start_only = [*catty(), "usage", str(empty), "--json", "--no-cache"]
+
+        cc_walls, cold, warm, appended, starts = [], [], [], [], []
+        agree = True
+        for _ in range(args.runs):
+            wall, out_cc = timed(cc, env_cc)
+            cc_walls.append(wall)
+            shutil.rmtree(cache, ignore_errors=True)
+            wall, out_us = timed(us, env_us)
+            cold.append(wall)
+            agree = agree and days_of_ccusage(out_cc) == days_of_ours(out_us)
+            starts.append(timed(start_only, env_us)[0])
+        for _ in range(args.runs):
+            warm.append(timed(us, env_us)[0])
+        target = sorted(tree.rglob("*.jsonl"), key=lambda p: p.stat().st_size)[-1]
+        read_back: list[dict[str, Any]] = []
+        for i in range(args.runs):
+            line = {"type": "assistant", "sessionId": "bench", "timestamp": "2026-03-01T12:00:00.000Z", "requestId": f"req_bench{i}",
+                    "message": {"id": f"msg_bench{i}", "model": "claude-sonnet-4-20250514", "content": [],
+                                "usage": {"input_tokens": 1, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}}
+            with open(target, "ab") as f:
+                f.write(orjson.dumps(line) + b"\n")
+            wall, out = timed(us, env_us)
+            appended.append(wall)
+            read_back.append(orjson.loads(out))
+
+        # The library call alone (no interpreter or CLI start): unchanged files, a question not asked before.
+        os.environ["XDG_CACHE_HOME"] = str(cache)
+        from catty_ctx import usage as U
+
+        lib = []
+        for by in ("model", "session", "project", "agent", "month"):
+            t = time.perf_counter()
+            U.usage([str(tree)], by=by, timezone_name="UTC")
+            lib.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        U.usage([str(tree)], by="month", timezone_name="UTC")
+        lib_answer = time.perf_counter() - t
+
+        med = statistics.median
+        base = med(cc_walls)
+        print(f"tree: {size / 2**20:.1f} MB in {nfiles} files (Claude Code layout), {args.runs} runs each, medians; {os.cpu_count()} CPUs")
+        print(f"same tokens per day as ccusage: {'yes' if agree else 'NO'}")
+        print(f"{'':34}{'ccusage':>10}{'catty-ctx':>11}{'ratio':>8}   target")
+        print(f"{'cold (no cache)':34}{base:>9.3f}s{med(cold):>10.3f}s{med(cold) / base:>8.3f}   <= 0.50")
+        print(f"{'warm (unchanged files)':34}{base:>9.3f}s{med(warm):>10.3f}s{med(warm) / base:>8.3f}   <= 0.05")
+        print(f"{'after appending to one file':34}{base:>9.3f}s{med(appended):>10.3f}s{med(appended) / base:>8.3f}")
+        parsed = {(d["files_parsed"], d["bytes_parsed"]) for d in read_back}
+        print(f"  files and bytes read after each append: {sorted(parsed)} (one line appended each time)")
+        print(f"{'catty-ctx start-up alone (empty dir)':34}{'':>10}{med(starts):>10.3f}s{med(starts) / base:>8.3f}")
+        print(f"{'library call, warm, new question':34}{'':>10}{med(lib):>10.3f}s{med(lib) / base:>8.3f}")
+        print(f"{'library call, warm, same question':34}{'':>10}{lib_answer:>10.3f}s{lib_answer / base:>8.3f}")
+        return 0 if agree else 1
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""`catty-ctx usage`: the token and cost ledger over catty, Claude Code and Codex sessions."""
+from __future__ import annotations
+
+from typing import Annotated, Any, List, Optional
+
+import typer
+
+from . import app
+from .errors import handle_errors, warn
+from .options import JsonOpt
+
+BY_HELP = "Rows by model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
+
+
+@app.command(
+    "usage",
+    epilog=(
+        "Examples: catty-ctx usage ~/.claude --by day --since 2026-01-01; "
+        "catty-ctx usage ~/.codex --by model --json | jq .totals; "
+        "catty-ctx usage sessions/ --by agent"
+    ),
+)
+@handle_errors
+def usage_cmd(
+    paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, or - for a log on stdin; told apart by content.")],
+    by: Annotated[str, typer.Option("--by", metavar="model|day|week|month|session|project|agent", help=BY_HELP)] = "model",
+    since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone.")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD).")] = None,
+    as_json: JsonOpt = False,
+    prices: Annotated[Optional[str], typer.Option("--prices", metavar="FILE", help="A price table (LiteLLM's field names) whose entries replace the bundled ones.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file in full; neither read nor write the caches.")] = False,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Parse files in N processes (default: one per CPU).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted.")] = False,
+    tz: Annotated[Optional[str], typer.Option("--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one).")] = None,
+) -> None:
+    """Input, output, cache reads and writes, reasoning, calls and cost, by model, day, week,
+    month, session, project or agent, with totals.
+
+    Provider calls are counted once: Claude Code's per-content-block copies, resumed and
+    forked copies, and side-question replays are collapsed; Codex counts a call only when its
+    cumulative totals moved. Costs come from a dated price table shipped with catty-ctx
+    (--prices overrides). Lines that cannot be read are skipped and counted (the first few
+    named on stderr). Unchanged files are read from a cache, grown ones from where they ended.
+    """
+    from ..errors import DataError, UsageError
+    from ..usage import BY_CHOICES, usage
+    from .output import stderr_tty, stdout_tty, write_json, write_lines
+
+    if by not in BY_CHOICES:
+        raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not '{by}'")
+    bar = _ProgressBar() if stderr_tty() else None
+    try:
+        ledger, scan = usage(paths, by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
+                             use_cache=not no_cache, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    for message in scan.warnings:
+        warn(message)
+    if scan.bad_lines:
+        if strict:
+            first = scan.bad_samples[0] if scan.bad_samples else "unreadable lines"
+            more = f" (and {scan.bad_lines - 1} more)" if scan.bad_lines > 1 else ""
+            raise DataError(f"{first}{more}; --strict refuses to skip them")
+        for sample in scan.bad_samples:
+            warn(f"{sample}; skipped")
+        warn(f"{scan.bad_lines} unreadable line{'s' if scan.bad_lines != 1 else ''} skipped")
+    if ledger.incomplete:
+        warn("a session's usage is incomplete (a subagent was still running): costs are withheld")
+    if as_json:
+        write_json(ledger.document(scan))
+    elif stdout_tty():
+        _show(ledger)
+    else:
+        write_lines(ledger.rows)
+
+
+def _money(v: Any) -> str:
+    return "—" if v is None else f"${v:,.2f}"
+
+
+def _short(n: int) -> str:
+    """1,234,567 → 1.23M: a narrow terminal keeps every column whole (--json has the exact counts)."""
+    for unit, size in (("B", 10**9), ("M", 10**6), ("k", 10**3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
+
+
+def _show(ledger: Any) -> None:
+    from .output import console, show, table
+
+    cols = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
+    number = (lambda n: f"{n:,}") if console().width >= 130 else _short
+
+    def cells(key: str, r: dict[str, Any]) -> list[Any]:
+        cost = _money(r["cost_usd"]) + ("*" if r["partial"] else "")
+        return [key, *(number(r[c]) for c in cols[1:7]), cost]
+
+    body = [cells(str(r[ledger.by]), r) for r in ledger.rows]
+    body.append(cells("total", ledger.totals))
+    parts = [table(None, cols, body, right=cols[1:])]
+    notes = []
+    if any(r["partial"] for r in ledger.rows):
+        notes.append("* partial: some calls have no price" + (", or the ledger is incomplete" if ledger.incomplete else ""))
+    notes.append(f"prices of {ledger.prices_date}; {ledger.duplicates:,} duplicate records collapsed")
+    show(*parts, "\n".join(notes))
+
+
+class _ProgressBar:
+    """The shared bytes bar, opened once the scan knows how much it has to read."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._update: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            from .output import ByteProgress
+
+            self._bar = ByteProgress(total, "reading logs").__enter__()
+            self._update = self._bar.callback
+        if self._update is not None:
+            self._update(done)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)

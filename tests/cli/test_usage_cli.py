@@ -1,0 +1,122 @@
+"""`catty-ctx usage`: the document, JSON Lines, bad lines, --strict, --timezone, usage errors."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from conftest import ROOT, cli, jsonl
+from usage_trees import claude_tree, codex_rollout
+
+ROW_FIELDS = {"input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd", "partial"}
+
+
+def _codex(tmp_path: Path) -> Path:
+    codex_rollout(tmp_path / "codex" / "sessions" / "2026" / "02" / "01" / "rollout-a.jsonl", [
+        {"ts": "2026-02-01T09:00:00.000Z", "model": "gpt-5-codex",
+         "last": {"input_tokens": 1000, "cached_input_tokens": 200, "output_tokens": 300, "reasoning_output_tokens": 120}},
+        {"ts": "2026-02-01T22:30:00.000Z", "model": "gpt-5-codex",
+         "last": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 1, "reasoning_output_tokens": 0}, "repeat": True},
+    ])
+    return tmp_path / "codex"
+
+
+def test_json_prints_rows_and_totals_with_the_documented_fields(tmp_path: Path) -> None:
+    claude_tree(tmp_path / "claude", seed=2, projects=1, sessions=2)
+    for by in ("model", "day", "week", "month", "session", "project", "agent"):
+        doc = orjson.loads(cli("usage", str(tmp_path / "claude"), str(_codex(tmp_path)), "--by", by, "--json", check=True).stdout)
+        assert doc["rows"] and all(set(r) == ROW_FIELDS | {by} for r in doc["rows"])
+        assert set(doc["totals"]) == ROW_FIELDS
+        assert doc["totals"]["calls"] == sum(r["calls"] for r in doc["rows"])
+        assert doc["totals"]["reasoning"] == 120
+
+
+def test_a_pipe_gets_json_lines_one_row_each(tmp_path: Path) -> None:
+    proc = cli("usage", str(_codex(tmp_path)), "--by", "day", "--timezone", "UTC", check=True)
+    rows = jsonl(proc.stdout)
+    assert [(r["day"], r["calls"], r["input"]) for r in rows] == [("2026-02-01", 2, 810)]
+
+
+def test_dash_reads_a_log_from_stdin(tmp_path: Path) -> None:
+    log = next(_codex(tmp_path).rglob("rollout-*.jsonl"))
+    doc = orjson.loads(cli("usage", "-", "--json", input=log.read_bytes() + b"{torn", check=True).stdout)
+    assert doc["totals"]["calls"] == 2 and doc["bad_lines"] == 1
+    events = b"".join(orjson.dumps({"v": 1, "seq": i, "ts": "2026-02-01T00:00:00Z", **ev}) + b"\n" for i, ev in enumerate([
+        {"kind": "session", "session_id": "piped"},
+        {"kind": "usage", "model": "gpt-5", "input": 5, "output": 1}]))
+    rows = jsonl(cli("usage", "-", "--by", "session", input=events, check=True).stdout)
+    assert [(r["session"], r["input"]) for r in rows] == [("piped", 5)]
+    proc = cli("usage", "-", "--strict", input=b'{"type":"turn_context","payload":{}}\n{"type":"turn_context", x\n')
+    assert proc.returncode == 65 and b"-:2: not valid JSON" in proc.stderr
+
+
+def test_timezone_moves_calls_across_days(tmp_path: Path) -> None:
+    rows = jsonl(cli("usage", str(_codex(tmp_path)), "--by", "day", "--timezone", "Asia/Tokyo", check=True).stdout)
+    assert [(r["day"], r["calls"]) for r in rows] == [("2026-02-01", 1), ("2026-02-02", 1)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TZ="Asia/Tokyo")
+    local = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", str(tmp_path / "codex"), "--by", "day"], capture_output=True, env=env, check=True)
+    assert [r["day"] for r in jsonl(local.stdout)] == ["2026-02-01", "2026-02-02"]
+
+
+def test_bad_lines_are_skipped_counted_and_named_with_exit_0(tmp_path: Path) -> None:
+    codex = _codex(tmp_path)
+    log = next(codex.rglob("rollout-*.jsonl"))
+    with open(log, "ab") as f:
+        f.write(b'{"type":"event_msg","payload":{"type":"token_count", oops\n{"type":"event_msg","payload":{"type":"token_count"')
+    proc = cli("usage", str(codex), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = orjson.loads(proc.stdout)
+    assert doc["bad_lines"] == 2 and doc["totals"]["calls"] == 2
+    err = proc.stderr.decode()
+    assert f"{log}:" in err and "2 unreadable lines skipped" in err and "Traceback" not in err
+
+
+def test_strict_makes_bad_lines_an_error_exit_65(tmp_path: Path) -> None:
+    codex = _codex(tmp_path)
+    log = next(codex.rglob("rollout-*.jsonl"))
+    n = len(log.read_bytes().splitlines())
+    with open(log, "ab") as f:
+        f.write(b'{"type":"turn_context", nope\n')
+    proc = cli("usage", str(codex), "--strict")
+    assert proc.returncode == 65 and proc.stdout == b""
+    assert proc.stderr.decode().startswith(f"catty-ctx: error: {log}:{n + 1}: not valid JSON")
+    assert cli("usage", str(codex), "--strict", "--no-cache").returncode == 65
+
+
+def test_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
+    codex = _codex(tmp_path)
+    for args in (["--by", "hour"], ["--timezone", "Mars/Olympus"], ["--since", "yesterday"], ["--jobs", "0"]):
+        proc = cli("usage", str(codex), *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert b"Traceback" not in proc.stderr
+    proc = cli("usage", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and proc.stderr.count(b"\n") == 1 and b"missing" in proc.stderr
+
+
+def test_garbage_files_never_cause_a_traceback(tmp_path: Path) -> None:
+    d = tmp_path / "junk"
+    d.mkdir()
+    (d / "a.jsonl").write_bytes(b'\x00\xff"output_tokens"\n[1,2,3]\n"output_tokens"\n{"message":{"usage":{"input_tokens":"x","output_tokens":1}},"timestamp":"2026"}\n')
+    (d / "updates.jsonl").write_bytes(b'{"v":1,"seq":0,"ts":"x","kind":"session","session_id":"s"}\n{"v":1,"kind":"usage","model":1}\n')
+    proc = cli("usage", str(d), "--json")
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr
+    proc = cli("usage", str(d / "a.jsonl"), "--json")
+    assert proc.returncode == 0 and orjson.loads(proc.stdout)["bad_lines"] == 3
+
+
+def test_an_unwritable_cache_costs_a_warning_not_the_result(tmp_path: Path) -> None:
+    codex = _codex(tmp_path)
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_bytes(b"")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(blocker))
+    proc = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", str(codex), "--json"], capture_output=True, env=env)
+    assert proc.returncode == 0 and orjson.loads(proc.stdout)["totals"]["calls"] == 2
+    assert b"cache not written" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_help_describes_the_command_with_an_example() -> None:
+    out = cli("usage", "--help", check=True).stdout.decode()
+    assert "Example" in out and "--by" in out and "--prices" in out and "--strict" in out and "--timezone" in out

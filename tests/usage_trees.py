@@ -1,0 +1,209 @@
+"""Generated Claude Code and Codex trees for the usage ledger's tests and its benchmark.
+
+Deterministic (a seed), shaped like the real files: one line per content block repeating the
+response's usage (earlier copies sometimes a partial snapshot), tool results padded with
+text, subagent files beside the session, a side-question replay of a parent response under
+a new request id, `<synthetic>` responses, midnight crossings. `truth` returns what an exact
+ledger must count, computed from the generator's own bookkeeping (not by parsing the files).
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+CLAUDE_MODELS = ("claude-sonnet-4-20250514", "claude-opus-4-1-20250805", "claude-3-5-haiku-20241022", "claude-sonnet-4-5-20250929")
+_WORDS = "the of and to in is that for it as with was on be by this are from at or an but not file test code run".split()
+
+
+@dataclass
+class Truth:
+    """Per (model, UTC day) counts of the calls an exact ledger keeps."""
+
+    cells: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # input, output, cache_read, cache_write, calls
+
+    def add(self, model: str, ts: datetime, u: dict[str, int]) -> None:
+        cell = self.cells.setdefault((model, ts.strftime("%Y-%m-%d")), [0, 0, 0, 0, 0])
+        cell[0] += u["input_tokens"]
+        cell[1] += u["output_tokens"]
+        cell[2] += u["cache_read_input_tokens"]
+        cell[3] += u["cache_creation_input_tokens"]
+        cell[4] += 1
+
+    def by_model(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for (model, _day), c in self.cells.items():
+            acc = out.setdefault(model, [0, 0, 0, 0, 0])
+            for i, v in enumerate(c):
+                acc[i] += v
+        return out
+
+
+def _ts(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def _text(rng: random.Random, n: int) -> str:
+    if n <= 0:
+        return ""
+    words = []
+    size = 0
+    while size < n:
+        w = rng.choice(_WORDS)
+        words.append(w)
+        size += len(w) + 1
+    return " ".join(words)[:n]
+
+
+def _usage(rng: random.Random) -> dict[str, Any]:
+    return {
+        "input_tokens": rng.randint(1, 40),
+        "cache_creation_input_tokens": rng.choice((0, 0, rng.randint(100, 30_000))),
+        "cache_read_input_tokens": rng.randint(0, 150_000),
+        "output_tokens": rng.randint(1, 4_000),
+        "service_tier": "standard",
+    }
+
+
+def claude_tree(
+    root: Path,
+    *,
+    projects: int = 2,
+    sessions: int = 3,
+    turns: int = 12,
+    seed: int = 1,
+    pad: int = 200,
+    start: datetime = datetime(2026, 1, 30, 21, 0, tzinfo=timezone.utc),
+    subagents: bool = True,
+    replays: bool = True,
+    synthetic: bool = True,
+    resumed_copies: bool = False,
+) -> Truth:
+    """Write ROOT/projects/<project>/<session>.jsonl (+ <session>/subagents/agent-*.jsonl)."""
+    rng = random.Random(seed)
+    truth = Truth()
+    t = start
+    n_msg = 0
+
+    def next_id(prefix: str) -> str:
+        nonlocal n_msg
+        n_msg += 1
+        return f"{prefix}{seed:04d}{n_msg:08d}{rng.getrandbits(40):010x}"
+
+    for p in range(projects):
+        proj = root / "projects" / f"-home-user-work-proj{p}"
+        proj.mkdir(parents=True, exist_ok=True)
+        for s in range(sessions):
+            sid = f"{seed:08x}-{p:04x}-{s:04x}-8000-{rng.getrandbits(48):012x}"
+            cwd = f"/home/user/work/proj{p}"
+            base = {"isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": sid, "version": "1.0.98", "gitBranch": "main"}
+            lines: list[bytes] = [orjson.dumps({"type": "summary", "summary": "Generated session", "leafUuid": "x"})]
+            parent: str | None = None
+            main_responses: list[dict[str, Any]] = []
+            for _turn in range(turns):
+                t += timedelta(seconds=rng.randint(20, 2400))
+                uid = next_id("u-")
+                lines.append(orjson.dumps({**base, "parentUuid": parent, "type": "user", "uuid": uid, "timestamp": _ts(t),
+                                           "message": {"role": "user", "content": _text(rng, 60)}}))
+                parent = uid
+                for _step in range(rng.randint(1, 3)):
+                    t += timedelta(seconds=rng.randint(2, 90), milliseconds=rng.randint(0, 999))
+                    model = rng.choice(CLAUDE_MODELS)
+                    mid, rid = next_id("msg_"), next_id("req_")
+                    u = _usage(rng)
+                    blocks = rng.randint(1, 3)
+                    for b in range(blocks):
+                        ub = dict(u)
+                        if b < blocks - 1 and rng.random() < 0.5:
+                            ub["output_tokens"] = rng.randint(1, u["output_tokens"])  # a partial snapshot
+                        content = ({"type": "text", "text": _text(rng, 120)} if b < blocks - 1
+                                   else {"type": "tool_use", "id": f"toolu_{mid}", "name": "Bash", "input": {"command": "ls"}})
+                        auid = next_id("a-")
+                        entry = {**base, "parentUuid": parent, "type": "assistant", "uuid": auid, "timestamp": _ts(t), "requestId": rid,
+                                 "message": {"id": mid, "type": "message", "role": "assistant", "model": model, "content": [content],
+                                             "stop_reason": None, "stop_sequence": None, "usage": ub}}
+                        lines.append(orjson.dumps(entry))
+                        parent = auid
+                    truth.add(model, t, u)
+                    main_responses.append({"mid": mid, "t": t, "model": model, "u": u})
+                    ruid = next_id("u-")
+                    lines.append(orjson.dumps({**base, "parentUuid": parent, "type": "user", "uuid": ruid, "timestamp": _ts(t + timedelta(seconds=1)),
+                                               "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{mid}", "content": _text(rng, pad)}]},
+                                               "toolUseResult": {"stdout": _text(rng, pad // 2), "stderr": "", "interrupted": False}}))
+                    parent = ruid
+                if synthetic and rng.random() < 0.15:
+                    zero = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+                    lines.append(orjson.dumps({**base, "parentUuid": parent, "type": "assistant", "uuid": next_id("a-"), "timestamp": _ts(t),
+                                               "message": {"id": next_id("syn-"), "model": "<synthetic>", "role": "assistant",
+                                                           "content": [{"type": "text", "text": "No response requested."}], "usage": zero}}))
+            (proj / f"{sid}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+
+            if subagents:
+                sub = proj / sid / "subagents"
+                sub.mkdir(parents=True, exist_ok=True)
+                for a in range(rng.randint(1, 2)):
+                    aid = f"{rng.getrandbits(32):08x}"
+                    sbase = {**base, "isSidechain": True, "agentId": aid}
+                    alines: list[bytes] = []
+                    if replays and main_responses:
+                        # A side-question log replays a parent response under a new request id.
+                        r = rng.choice(main_responses)
+                        ru = dict(r["u"], cache_read_input_tokens=r["u"]["cache_read_input_tokens"] + 50_000)
+                        alines.append(orjson.dumps({**sbase, "parentUuid": None, "type": "assistant", "uuid": next_id("a-"), "timestamp": _ts(r["t"]),
+                                                    "requestId": next_id("req_"),
+                                                    "message": {"id": r["mid"], "model": r["model"], "role": "assistant", "content": [], "usage": ru}}))
+                    ta = t - timedelta(minutes=rng.randint(1, 30))
+                    for _k in range(rng.randint(2, 5)):
+                        ta += timedelta(seconds=rng.randint(1, 60))
+                        model = rng.choice(CLAUDE_MODELS)
+                        u = _usage(rng)
+                        mid, rid = next_id("msg_"), next_id("req_")
+                        for _b in range(rng.randint(1, 2)):
+                            alines.append(orjson.dumps({**sbase, "parentUuid": None, "type": "assistant", "uuid": next_id("a-"), "timestamp": _ts(ta),
+                                                        "requestId": rid,
+                                                        "message": {"id": mid, "model": model, "role": "assistant",
+                                                                    "content": [{"type": "text", "text": _text(rng, pad // 4)}], "usage": u}}))
+                        truth.add(model, ta, u)
+                    (sub / f"agent-{aid}.jsonl").write_bytes(b"\n".join(alines) + b"\n")
+
+            if resumed_copies and s > 0:
+                # A resumed session starts by replaying the previous one's records verbatim.
+                prev = sorted(proj.glob("*.jsonl"))[0]
+                copy = prev.read_bytes()
+                new_sid = f"{seed:08x}-{p:04x}-{s:04x}-9000-{rng.getrandbits(48):012x}"
+                (proj / f"{new_sid}.jsonl").write_bytes(copy)
+    return truth
+
+
+def codex_rollout(path: Path, steps: list[dict[str, Any]], *, session_id: str = "0199a000-0000-7000-8000-000000000001", cwd: str = "/home/user/work") -> None:
+    """A Codex rollout: session_meta, then per step a turn_context (when the model changes) and token_count events.
+
+    Each step: {"ts": iso, "model": str, "last": {input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens},
+    "repeat": bool (emit the same token_count twice, as Codex does)}.
+    """
+    lines: list[bytes] = [orjson.dumps({"timestamp": steps[0]["ts"], "type": "session_meta",
+                                        "payload": {"id": session_id, "timestamp": steps[0]["ts"], "cwd": cwd, "originator": "codex_cli_rs", "cli_version": "0.46.0"}})]
+    total = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_output_tokens": 0, "total_tokens": 0}
+    model = None
+    for st in steps:
+        if st["model"] != model:
+            model = st["model"]
+            lines.append(orjson.dumps({"timestamp": st["ts"], "type": "turn_context", "payload": {"cwd": cwd, "model": model, "effort": "medium"}}))
+        lines.append(orjson.dumps({"timestamp": st["ts"], "type": "response_item",
+                                   "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}}))
+        last = dict(st["last"])
+        last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
+        for k in total:
+            total[k] += last[k]
+        ev = orjson.dumps({"timestamp": st["ts"], "type": "event_msg",
+                           "payload": {"type": "token_count", "info": {"total_token_usage": dict(total), "last_token_usage": last, "model_context_window": 272000}}})
+        lines.append(ev)
+        if st.get("repeat"):
+            lines.append(ev)
+    lines.append(orjson.dumps({"timestamp": steps[-1]["ts"], "type": "event_msg", "payload": {"type": "token_count", "info": None, "rate_limits": {}}}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\n".join(lines) + b"\n")
