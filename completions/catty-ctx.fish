@@ -1,15 +1,18 @@
 # fish completion for catty-ctx (generated; do not edit)
 complete -c catty-ctx -f
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -l version -d 'Print the version and exit'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a append -d 'Append events read from stdin (JSON Lines: kind + fields, or'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a blob -d 'Print the payload a large message or tool output was moved t'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a completion -d 'Print the completion script for SHELL (the same file as comp'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a import -d 'Import a Claude Code, Codex CLI, opencode or Gemini CLI sess'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a inspect -d 'Counts, turns, estimated tokens against the window, largest '
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a instructions -d 'Find instruction files (AGENTS.md and rules) for DIR, in pro'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a prune -d 'Print the pruned request view, one item a line (SPEC item sh'
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a segment -d 'Read the segments archive: the verbatim record of compacted '
-complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion import inspect instructions prune segment usage' -a usage -d 'Input, output, cache reads and writes, reasoning, calls and '
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -l version -d 'Print the version and exit'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a append -d 'Append events read from stdin (JSON Lines: kind + fields, or'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a blob -d 'Print the payload a large message or tool output was moved t'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a completion -d 'Print the completion script for SHELL (the same file as comp'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a fork -d 'Copy the events of turns 1..N (keeping their seq), the segme'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a import -d 'Import a Claude Code, Codex CLI, opencode or Gemini CLI sess'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a inspect -d 'Counts, turns, estimated tokens against the window, largest '
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a instructions -d 'Find instruction files (AGENTS.md and rules) for DIR, in pro'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a prune -d 'Print the pruned request view, one item a line (SPEC item sh'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a repair -d 'Fix a torn last line and invalid lines (moved to quarantine/'
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a resume -d 'Print the session\'s view with every repair applied (the log '
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a segment -d 'Read the segments archive: the verbatim record of compacted '
+complete -c catty-ctx -n 'not __fish_seen_subcommand_from append blob completion fork import inspect instructions prune repair resume segment usage' -a usage -d 'Input, output, cache reads and writes, reasoning, calls and '
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l create -d 'Make the session (summary.json and its session event) if it '
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l window -r -F -d 'Context window in tokens, with --create.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l model -r -F -d 'Model name, with --create.'
@@ -25,6 +28,13 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -s h -l help -d 'Sho
 complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l at-turn -r -F -d 'Keep turns 1..N (default: all).'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l model -r -F -d 'The child\'s model.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l cwd -r -F -d 'The child\'s working directory.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l dry-run -d 'Show what would be done; write nothing.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l out -r -F -d 'Write a new session directory instead of events on stdout.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l lenient -d 'Skip source lines or records that cannot be read (each is re'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l session -r -F -d 'The session to import when SOURCE holds several.'
@@ -66,6 +76,15 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l previous -r -F -
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l stats -d 'Report tokens before/after, results trimmed and cleared, on '
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l check -d 'Only report what is wrong; exit 1 when anything is found, 0 '
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l dry-run -d 'Show what would be done; write nothing.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l lock-timeout -r -F -d 'Wait this long for the session lock, then exit 75.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from resume' -l format -s f -r -F -d 'items (JSON Lines), openai ({"messages": [...]}) or anthropi'
+complete -c catty-ctx -n '__fish_seen_subcommand_from resume' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from resume' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment' -a grep -d 'Find TEXT in every segment; each match with its segment, seq'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment' -a list -d 'List the segments with their seq range, turns, size and keyw'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment' -a show -d 'Print segment N in full.'
