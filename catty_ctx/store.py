@@ -253,14 +253,14 @@ class Session:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             raise DataError("last line is not a valid event; run 'catty-ctx repair'", path=self.display) from None
 
-    def _quarantine_torn_tail(self, warn: Warn | None) -> None:
+    def _quarantine_torn_tail(self, warn: Warn | None) -> Path | None:
         size = self.log_path.stat().st_size if self.log_path.exists() else 0
         if size == 0:
-            return
+            return None
         with open(self.log_path, "rb") as f:
             f.seek(size - 1)
             if f.read(1) == b"\n":
-                return
+                return None
         offset = last_newline_end(self.log_path)
         moved = quarantine_bytes(self, offset, size, reason="torn final line")
         with open(self.log_path, "r+b") as f:
@@ -269,6 +269,7 @@ class Session:
             os.fsync(f.fileno())
         if warn:
             warn(f"{self.display}: torn final line ({size - offset} bytes at offset {offset}) moved to {moved}")
+        return moved
 
     def _update_summary(self, written: list[Event]) -> None:
         summary = self.summary() or {}
@@ -407,6 +408,10 @@ def quarantine_bytes(session: Session, start: int, end: int, *, reason: str, seq
     qdir = session.quarantine_dir
     qdir.mkdir(parents=True, exist_ok=True)
     target = qdir / f"offset-{start}.bin"
+    n = 1
+    while target.exists():  # two crashes at the same offset must not overwrite each other
+        target = qdir / f"offset-{start}.{n}.bin"
+        n += 1
     with open(session.log_path, "rb") as src:
         src.seek(start)
         data = src.read(end - start)
@@ -416,13 +421,20 @@ def quarantine_bytes(session: Session, start: int, end: int, *, reason: str, seq
         record["seq"] = seq
     if lineno is not None:
         record["line"] = lineno
+    append_quarantine_record(session, record)
+    return target
+
+
+def append_quarantine_record(session: Session, record: dict[str, Any]) -> None:
+    """One line of quarantine/index.jsonl, appended and fsynced (a record with "seq" is a gap readers accept)."""
+    qdir = session.quarantine_dir
+    qdir.mkdir(parents=True, exist_ok=True)
     fd = os.open(qdir / "index.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, orjson.dumps(record) + b"\n")
         os.fsync(fd)
     finally:
         os.close(fd)
-    return target
 
 
 def prepare_event(ev: dict[str, Any], seq: int) -> Event:

@@ -48,9 +48,13 @@ from . import append as _append  # noqa: E402,F401
 from . import blob as _blob  # noqa: E402,F401
 from . import completion as _completion  # noqa: E402,F401
 from . import compact as _compact  # noqa: E402,F401
+from . import fork as _fork  # noqa: E402,F401
+from . import import_ as _import  # noqa: E402,F401
 from . import inspect as _inspect  # noqa: E402,F401
 from . import instructions as _instructions  # noqa: E402,F401
 from . import prune as _prune  # noqa: E402,F401
+from . import repair as _repair  # noqa: E402,F401
+from . import resume as _resume  # noqa: E402,F401
 from . import segment as _segment  # noqa: E402,F401
 from . import usage as _usage  # noqa: E402,F401
 

@@ -23,6 +23,11 @@ def warn(message: str) -> None:
     sys.stderr.write(f"catty-ctx: warning: {message}\n")
 
 
+def note(message: str) -> None:
+    """What a command did, for the user (stderr: stdout carries only data)."""
+    sys.stderr.write(f"catty-ctx: {message}\n")
+
+
 def handle_errors(fn: F) -> F:
     """Wrap a command so no error escapes as a traceback."""
 

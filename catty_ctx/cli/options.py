@@ -18,4 +18,12 @@ LockTimeoutOpt = Annotated[
     float,
     typer.Option("--lock-timeout", metavar="SECONDS", min=0, help="Wait this long for the session lock, then exit 75."),
 ]
+MaxUserBytesOpt = Annotated[
+    int,
+    typer.Option("--max-user-bytes", min=0, metavar="N", help="A user message longer than N bytes moves to blobs/ with its head and tail kept inline (0: never)."),
+]
+MaxToolBytesOpt = Annotated[
+    int,
+    typer.Option("--max-tool-bytes", min=0, metavar="N", help="A tool output longer than N bytes moves to blobs/ with its head and tail kept inline (0: never)."),
+]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]

@@ -22,7 +22,12 @@ READERS: list[list[str]] = [
     ["inspect", "{s}/updates.jsonl", "--json"],
     ["prune", "{s}"],
     ["prune", "{s}", "--strategy", "tiered", "--stats"],
+    ["resume", "-", "--format", "openai"],  # "-": the log arrives on stdin
+    ["fork", "{s}", "{s}-fork"],
 ]
+
+# Damage that `resume` repairs in memory (and says so on stderr) instead of refusing.
+RESUME_REPAIRS = {"missing-seq", "not-session-first"}
 
 
 def _digest(path: Path) -> str:
@@ -34,7 +39,7 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _check_refused(proc, session: Path) -> None:  # type: ignore[no-untyped-def]
+def _check_refused(proc, session: Path | str) -> None:  # type: ignore[no-untyped-def]
     err = proc.stderr.decode("utf-8", "replace")
     assert proc.returncode == 65, err
     assert "Traceback" not in err
@@ -46,10 +51,13 @@ def _check_refused(proc, session: Path) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("name", sorted(CORPUS))
 @pytest.mark.parametrize("command", READERS, ids=lambda c: " ".join(c[:1] + c[2:]))
 def test_every_reader_refuses_every_corrupt_log(tmp_path: Path, name: str, command: list[str]) -> None:
+    if command[0] == "resume" and name in RESUME_REPAIRS:
+        pytest.skip("resume works on a repaired view: a lost seq is repaired in memory, not refused")
     session = build(name, tmp_path / name)
     before = _digest(session)
-    proc = cli(*[part.format(s=session) for part in command])
-    _check_refused(proc, session)
+    stdin = (session / "updates.jsonl").read_bytes() if "-" in command and (session / "updates.jsonl").is_file() else None
+    proc = cli(*[part.format(s=session) for part in command], input=stdin)
+    _check_refused(proc, "<stdin>" if stdin is not None else session)
     assert _digest(session) == before
 
 

@@ -25,7 +25,10 @@ def _append_input(n: int) -> bytes:
     return b"".join(orjson.dumps({"kind": "message", "id": f"k{i}", "role": "user", "text": f"event {i} " + "z" * (i % 300)}) + b"\n" for i in range(n))
 
 
-def _kill_at_random(cmd: list[str], stdin: bytes, rng: random.Random, max_delay: float) -> int:
+def _kill_at_random(cmd: list[str], stdin: bytes, rng: random.Random, max_delay: float, watch: Path | None = None) -> int:
+    """Kill -9 after a random delay: from the start (any moment, start-up included) or, every
+    other trial, from the moment `watch` starts to grow (so the kill lands mid-write)."""
+    size = watch.stat().st_size if watch is not None and watch.exists() else 0
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     try:
         if stdin:
@@ -33,7 +36,13 @@ def _kill_at_random(cmd: list[str], stdin: bytes, rng: random.Random, max_delay:
         proc.stdin.close()  # type: ignore[union-attr]
     except BrokenPipeError:
         pass
-    time.sleep(rng.uniform(0.05, max_delay))
+    if watch is not None and rng.random() < 0.5:
+        deadline = time.monotonic() + 10
+        while proc.poll() is None and time.monotonic() < deadline and (not watch.exists() or watch.stat().st_size == size):
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0, 0.02))
+    else:
+        time.sleep(rng.uniform(0.05, max_delay))
     proc.send_signal(signal.SIGKILL)
     return proc.wait()
 
@@ -54,7 +63,7 @@ def run_trials(trials: int, seed: int, tmp_path: Path, make_cmd: Callable[[Path]
         shutil.copytree(FIXTURES / "sessions" / "demo", session)
         before = (session / "updates.jsonl").read_bytes()
         cmd, stdin = make_cmd(session)
-        if _kill_at_random(cmd, stdin, rng, max_delay) == -signal.SIGKILL:
+        if _kill_at_random(cmd, stdin, rng, max_delay, session / "updates.jsonl") == -signal.SIGKILL:
             killed += 1
         check_after_crash(session, before)
         # The next writer after a crash still appends cleanly (a torn tail is quarantined).
@@ -65,7 +74,7 @@ def run_trials(trials: int, seed: int, tmp_path: Path, make_cmd: Callable[[Path]
 
 
 def _append_cmd(session: Path) -> tuple[list[str], bytes]:
-    return [sys.executable, "-m", "catty_ctx", "append", str(session), "-q"], _append_input(30000)  # long enough that most kills land mid-append
+    return [sys.executable, "-m", "catty_ctx", "append", str(session), "-q"], _append_input(10000)
 
 
 def test_kill_during_append_quick(tmp_path: Path) -> None:

@@ -1,0 +1,69 @@
+"""`catty-ctx import`: another agent's session → an event stream or a new session directory."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from . import app
+from .errors import handle_errors, warn
+from .options import DryRunOpt, MaxToolBytesOpt, MaxUserBytesOpt
+
+
+@app.command(
+    "import",
+    epilog=(
+        "Examples: catty-ctx import claude ~/.claude/projects/P/ID.jsonl | catty-ctx inspect -; "
+        "catty-ctx import auto rollout.jsonl --out sessions/imported"
+    ),
+)
+@handle_errors
+def import_cmd(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content).")],
+    source: Annotated[str, typer.Argument(metavar="SOURCE", help="A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session).")],
+    out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Write a new session directory instead of events on stdout.")] = None,
+    lenient: Annotated[bool, typer.Option("--lenient", help="Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65.")] = False,
+    session: Annotated[Optional[str], typer.Option("--session", metavar="ID", help="The session to import when SOURCE holds several.")] = None,
+    dry_run: DryRunOpt = False,
+    max_user_bytes: MaxUserBytesOpt = 25_000,
+    max_tool_bytes: MaxToolBytesOpt = 40_000,
+) -> None:
+    """Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or an OpenAI /
+    Anthropic messages array.
+
+    Without --out the events go to stdout as JSON Lines (a valid updates.jsonl, so
+    `import ... | catty-ctx inspect -` works); with --out a session directory is made,
+    whole or not at all (large payloads go to its blobs/, as with append). Ids and timestamps come from the source: importing twice gives
+    the same bytes. What was skipped is reported on stderr.
+    """
+    import sys
+
+    import orjson
+
+    from ..importers import import_events, import_to_dir
+
+    if out is not None:
+        report = import_to_dir(fmt, source, out, lenient=lenient, warn=warn, session_id=session, dry_run=dry_run,
+                               user_limit=max_user_bytes, tool_limit=max_tool_bytes)
+        from .output import write_json
+
+        doc = report.as_dict()
+        doc["out"] = out
+        doc["dry_run"] = dry_run
+        write_json(doc)
+    else:
+        stream = sys.stdout.buffer
+        dumps = orjson.dumps
+        if dry_run:  # nothing to stream: the report is the output
+            report, _ = import_events(fmt, source, lambda ev: None, lenient=lenient, warn=warn, session_id=session)
+            from .output import write_json
+
+            write_json({**report.as_dict(), "dry_run": True})
+        else:
+            report, _ = import_events(fmt, source, lambda ev: stream.write(dumps(ev) + b"\n"), lenient=lenient, warn=warn, session_id=session)
+        stream.flush()
+    if report.skipped or report.invalid:
+        parts = [f"{k} {v}" for k, v in sorted(report.skipped.items())]
+        if report.invalid:
+            parts.insert(0, f"invalid lines {len(report.invalid)}")
+        warn(f"{report.format} import of {source}: {report.events} events; skipped: " + ", ".join(parts))

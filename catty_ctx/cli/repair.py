@@ -1,0 +1,118 @@
+"""`catty-ctx repair`: find and fix what makes a session unloadable or unsendable."""
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from . import app
+from .errors import handle_errors, note, warn
+from .options import DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
+
+_COLUMNS = ["action", "reason", "target_seq", "call_id", "line", "offset", "bytes"]
+
+
+@app.command(
+    "repair",
+    epilog=(
+        "Examples: catty-ctx repair S --check; catty-ctx repair ~/sessions (a ROOT, for cron); "
+        "catty-ctx import claude F | catty-ctx repair - | catty-ctx inspect -"
+    ),
+)
+@handle_errors
+def repair_cmd(
+    target: TargetArg,
+    check: Annotated[bool, typer.Option("--check", help="Only report what is wrong; exit 1 when anything is found, 0 when clean.")] = False,
+    dry_run: DryRunOpt = False,
+    as_json: JsonOpt = False,
+    lock_timeout: LockTimeoutOpt = 30.0,
+) -> None:
+    """Fix a torn last line and invalid lines (moved to quarantine/, never deleted), duplicate
+    results, dangling calls, orphan and displaced results, duplicated streaming snapshots,
+    and a missing or stale summary.json.
+
+    Conversation fixes are appended as `repair` events that the view applies; the original
+    events stay in the log. A ROOT repairs every session under it. `-` reads an event stream
+    and writes it back on stdout with its repair events appended.
+    """
+    from ..store import Session, is_root
+
+    if target != "-" and is_root(target):
+        _repair_root(target, check=check, dry_run=dry_run, as_json=as_json, lock_timeout=lock_timeout)
+        return
+    from ..integrity import analyse, repair_session, repair_stream
+
+    with Session.open(target) as session:
+        if session.stdin and not (check or dry_run):
+            plan = repair_stream(session, sys.stdout.buffer)
+            sys.stdout.flush()
+            if plan.torn is not None:
+                warn(f"<stdin>: torn final line ({plan.torn[1]} bytes) dropped")
+            if plan.events:
+                note("<stdin>: repair events appended: " + ", ".join(plan.notes()))
+            return
+        if check or dry_run:
+            plan = analyse(session)
+        else:
+            plan = repair_session(session, lock_timeout=lock_timeout)
+        _render(session, plan, applied=not (check or dry_run), as_json=as_json)
+    if check and plan.found:
+        raise typer.Exit(1)
+
+
+def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
+    from .output import rows_out, write_json
+
+    doc = {
+        "path": str(session.directory or session.display),
+        "found": plan.found,
+        "problems": plan.counts,
+        "applied": applied and plan.found > 0,
+        "actions": plan.actions(),
+    }
+    if as_json:
+        write_json(doc)
+        return
+    if not plan.found:
+        note(f"{doc['path']}: nothing to repair")
+        return
+    verb = "repaired" if applied else "would repair"
+    note(f"{doc['path']}: {verb}: " + ", ".join(plan.notes()))
+    rows_out(iter(doc["actions"]), _COLUMNS, as_json=False, title=None, right=["target_seq", "line", "offset", "bytes"])
+
+
+def _repair_root(root: str, *, check: bool, dry_run: bool, as_json: bool, lock_timeout: float) -> None:
+    from pathlib import Path
+
+    from ..errors import CattyError
+    from ..integrity import analyse, repair_session
+    from ..store import Session, find_sessions
+    from .output import rows_out
+
+    failures: list[int] = []
+    found_any = False
+
+    def rows() -> Any:
+        nonlocal found_any
+        for directory in find_sessions(Path(root)):
+            try:
+                with Session.open(directory) as s:
+                    plan = analyse(s) if (check or dry_run) else repair_session(s, lock_timeout=lock_timeout)
+            except CattyError as exc:
+                warn(str(exc))
+                failures.append(int(exc.exit_code))
+                continue
+            found_any = found_any or plan.found > 0
+            yield {
+                "path": str(directory),
+                "found": plan.found,
+                "applied": not (check or dry_run) and plan.found > 0,
+                "problems": ", ".join(plan.notes()),
+            }
+
+    rows_out(rows(), ["path", "found", "applied", "problems"], as_json=as_json, key="sessions", right=["found"])
+    if failures:
+        raise typer.Exit(failures[0])
+    if check and found_any:
+        raise typer.Exit(1)

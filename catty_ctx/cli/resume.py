@@ -1,0 +1,40 @@
+"""`catty-ctx resume`: the repaired view, ready to send to a provider."""
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from . import app
+from .errors import handle_errors, note
+from .options import SessionArg
+
+
+@app.command(
+    "resume",
+    epilog="Examples: catty-ctx resume S --format openai | jq '.messages | length'; catty-ctx resume S | catty-ctx inspect -",
+)
+@handle_errors
+def resume_cmd(
+    session: SessionArg,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).")] = "items",
+) -> None:
+    """Print the session's view with every repair applied (the log is not touched), in the
+    chosen format, after checking it is valid for the provider: every call answered exactly
+    once right after its assistant, no orphans, no empty messages.
+
+    A session directory is resumable only when it holds summary.json (`catty-ctx repair`
+    rebuilds a missing one). What was repaired on the way is said on stderr.
+    """
+    from ..fork import resume
+    from ..store import Session
+    from .output import write_json, write_lines
+
+    with Session.open(session) as s:
+        out, notes = resume(s, fmt)
+    if notes:
+        note("repaired for this request (the log is unchanged): " + ", ".join(notes))
+    if fmt == "items":
+        write_lines(out)
+    else:
+        write_json(out)

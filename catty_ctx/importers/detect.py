@@ -1,0 +1,107 @@
+"""`import auto`: name a source's format from its content (never from its name alone).
+
+Looks at a few records: the line shapes of Claude Code, Codex and Gemini JSONL, the
+SQLite header of opencode.db, the storage folders of opencode, and, for a JSON document,
+the marks of each messages dialect.
+"""
+from __future__ import annotations
+
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import DataError
+
+_CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
+_CLAUDE_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot")
+_PROBE_LINES = 20
+
+
+def _first_records(path: Path) -> list[Any]:
+    records = []
+    try:
+        with open(path, "rb") as f:
+            for line in islice(f, _PROBE_LINES):
+                try:
+                    records.append(orjson.loads(line))
+                except orjson.JSONDecodeError:
+                    continue
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
+    return [r for r in records if isinstance(r, dict)]
+
+
+def _jsonl_format(records: list[dict[str, Any]]) -> str | None:
+    for r in records:
+        t = r.get("type")
+        if t in _CODEX_TYPES and "payload" in r:
+            return "codex"
+        if "parentUuid" in r or ("sessionId" in r and t in _CLAUDE_TYPES and "uuid" in r) or (t == "summary" and "leafUuid" in r):
+            return "claude"
+        if "$rewindTo" in r or "$set" in r or t == "gemini" or ("projectHash" in r and "sessionId" in r):
+            return "gemini"
+    for r in records:
+        if r.get("role") in ("user", "assistant", "system", "tool"):
+            return _messages_format([r])
+    return None
+
+
+def _messages_format(msgs: list[Any], top: dict[str, Any] | None = None) -> str:
+    """Anthropic when its marks show (top-level system, tool_use/tool_result blocks), else OpenAI."""
+    if top and "system" in top:
+        return "anthropic"
+    for m in msgs:
+        if not isinstance(m, dict):
+            continue
+        if m.get("role") in ("tool", "system", "developer", "function") or "tool_calls" in m:
+            return "openai"
+        content = m.get("content")
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict):
+                    if part.get("type") in ("tool_use", "tool_result", "thinking") or "source" in part:
+                        return "anthropic"
+                    if part.get("type") == "image_url":
+                        return "openai"
+    return "openai"
+
+
+def detect(source: Path) -> str:
+    """The format name of SOURCE, or a DataError saying it is none of them."""
+    if source.is_dir():
+        for p in (source, *source.parents):
+            if (p / "session").is_dir() and (p / "message").is_dir() or (p / "storage" / "session").is_dir():
+                return "opencode"
+        if (source / "opencode.db").is_file():
+            raise DataError(f"{source}: pass the database itself ({source / 'opencode.db'})")
+        for candidate in sorted(source.rglob("*.jsonl"))[:50]:
+            fmt = _jsonl_format(_first_records(candidate))
+            if fmt in ("claude", "codex", "gemini"):
+                return fmt
+        raise DataError("no session of a known format found in this folder", path=str(source))
+    with open(source, "rb") as f:
+        head = f.read(16)
+    if head == b"SQLite format 3\x00":
+        return "opencode"
+    stripped = head.lstrip()
+    if stripped[:1] == b"[" or (stripped[:1] == b"{" and source.suffix == ".json"):
+        try:
+            doc = orjson.loads(source.read_bytes())
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, list):
+            return _messages_format(doc)
+        if isinstance(doc, dict):
+            if "projectHash" in doc and isinstance(doc.get("messages"), list):
+                return "gemini"
+            if "projectID" in doc and str(doc.get("id", "")).startswith("ses"):
+                return "opencode"
+            for key in ("messages", "conversation", "history"):
+                if isinstance(doc.get(key), list):
+                    return _messages_format(doc[key], doc)
+    fmt = _jsonl_format(_first_records(source))
+    if fmt is None:
+        raise DataError("not a session of any known format (claude, codex, opencode, gemini, openai, anthropic)", path=str(source))
+    return fmt

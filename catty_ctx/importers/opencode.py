@@ -1,0 +1,295 @@
+"""opencode sessions → catty-ctx events, from the JSON storage tree or `opencode.db`.
+
+opencode keeps a session, its messages and each message's parts as separate objects:
+`storage/{session,message,part}/…/*.json` files in older versions, rows of the SQLite
+tables `session`, `message` and `part` (a JSON `data` column) in newer ones, read here with
+the standard library, read-only. A tool part is one call and its result (a part still
+pending or running is a call without a result: a dangling call that repair answers); a
+`step-finish` part is one request's usage; an assistant message with `summary: true` is a
+compaction summary.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable
+
+import orjson
+
+from ..errors import DataError, UsageError
+from .common import SHAPE_ERRORS, EventBuilder, Warn, load_json, not_recognised, shape_error, split_data_url
+
+FORMAT = "opencode"
+WHAT = "an opencode session"
+_PENDING = ("pending", "running")
+
+
+# -- loading: (session, [(message, [parts])]) ----------------------------------------------------
+
+Loaded = tuple[dict[str, Any], list[tuple[dict[str, Any], list[dict[str, Any]]]]]
+
+
+def _created(obj: dict[str, Any]) -> Any:
+    t = obj.get("time")
+    return t.get("created") if isinstance(t, dict) else None
+
+
+def _sort_key(obj: dict[str, Any]) -> tuple[Any, str]:
+    created = _created(obj)
+    return (created if isinstance(created, (int, float)) else 0, str(obj.get("id")))
+
+
+def _storage_root(source: Path) -> Path | None:
+    """The `storage` folder for SOURCE (the folder itself, a parent, or a session file's)."""
+    for p in (source, *source.parents):
+        if (p / "session").is_dir() and (p / "message").is_dir():
+            return p
+        if (p / "storage" / "session").is_dir():
+            return p / "storage"
+    return None
+
+
+def _load_obj(path: Path, lenient: bool, warn: Warn | None, report: Any) -> Any:
+    """One storage file; a broken one stops the import, or with --lenient is skipped."""
+    try:
+        return load_json(path)
+    except DataError as exc:
+        if not lenient:
+            raise
+        report.invalid.append(str(path))
+        if warn:
+            warn(f"{exc} (skipped)")
+        return None
+
+
+def _load_tree(source: Path, session_id: str | None, lenient: bool, warn: Warn | None, report: Any) -> Loaded:
+    root = _storage_root(source)
+    if root is None:
+        raise not_recognised(str(source), WHAT)
+    if source.is_file():
+        session_files = [source]
+    else:
+        session_files = sorted((root / "session").rglob("*.json"))
+        if session_id:
+            session_files = [p for p in session_files if p.stem == session_id]
+            if not session_files:
+                raise UsageError(f"{source}: no opencode session {session_id} in this storage")
+    if not session_files:
+        raise not_recognised(str(source), WHAT)
+    if len(session_files) > 1:
+        raise UsageError(f"{source}: holds {len(session_files)} sessions; name one with --session ID")
+    session = load_json(session_files[0])
+    if not isinstance(session, dict) or not isinstance(session.get("id"), str):
+        raise not_recognised(str(session_files[0]), WHAT)
+    messages = []
+    for mp in sorted((root / "message" / session["id"]).glob("*.json")):
+        msg = _load_obj(mp, lenient, warn, report)
+        if not isinstance(msg, dict):
+            if msg is not None and not lenient:
+                raise DataError("not a JSON object", path=str(mp))
+            continue
+        parts = [_load_obj(pp, lenient, warn, report) for pp in sorted((root / "part" / str(msg.get("id"))).glob("*.json"))]
+        messages.append((msg, sorted((p for p in parts if isinstance(p, dict)), key=_sort_key_part)))
+    messages.sort(key=lambda mp: _sort_key(mp[0]))
+    return session, messages
+
+
+def _sort_key_part(part: dict[str, Any]) -> str:
+    return str(part.get("id"))  # part ids sort in creation order
+
+
+def _rows(con: sqlite3.Connection, sql: str, args: Iterable[Any] = ()) -> list[dict[str, Any]]:
+    cur = con.execute(sql, tuple(args))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def _with_data(row: dict[str, Any], path: str) -> dict[str, Any]:
+    """A row's JSON `data` merged over its columns (ids stay those of the columns)."""
+    obj: dict[str, Any] = {}
+    data = row.get("data")
+    if isinstance(data, (str, bytes)):
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise DataError(f"row {row.get('id')}: data is not JSON", path=path) from None
+        if isinstance(parsed, dict):
+            obj.update(parsed)
+    for key, value in row.items():
+        if key != "data" and value is not None:
+            obj.setdefault(key, value)
+    obj["id"] = row.get("id")
+    if "time" not in obj and isinstance(row.get("time_created"), (int, float)):
+        obj["time"] = {"created": row["time_created"]}
+    return obj
+
+
+def _load_db(path: Path, session_id: str | None) -> Loaded:
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise DataError(f"cannot open database ({exc})", path=str(path)) from None
+    try:
+        try:
+            sessions = _rows(con, "SELECT * FROM session ORDER BY id")
+        except sqlite3.DatabaseError:
+            raise not_recognised(str(path), WHAT) from None
+        if session_id:
+            sessions = [s for s in sessions if s.get("id") == session_id]
+            if not sessions:
+                raise UsageError(f"{path}: no opencode session {session_id} in this database")
+        if not sessions:
+            raise not_recognised(str(path), WHAT)
+        if len(sessions) > 1:
+            raise UsageError(f"{path}: holds {len(sessions)} sessions; name one with --session ID")
+        session = _with_data(sessions[0], str(path))
+        if "parentID" not in session and session.get("parent_id"):
+            session["parentID"] = session["parent_id"]
+        msgs = [_with_data(r, str(path)) for r in _rows(con, "SELECT * FROM message WHERE session_id = ? ORDER BY id", [session["id"]])]
+        parts_by_msg: dict[str, list[dict[str, Any]]] = {}
+        for r in _rows(con, "SELECT * FROM part WHERE session_id = ? ORDER BY id", [session["id"]]):
+            parts_by_msg.setdefault(str(r.get("message_id")), []).append(_with_data(r, str(path)))
+    except sqlite3.DatabaseError as exc:
+        raise DataError(f"cannot read database ({exc})", path=str(path)) from None
+    finally:
+        con.close()
+    msgs.sort(key=_sort_key)
+    return session, [(m, parts_by_msg.get(str(m["id"]), [])) for m in msgs]
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+# -- conversion --------------------------------------------------------------------------------
+
+
+def _usage(b: EventBuilder, tokens: Any, model: Any, cost: Any, ts: Any) -> None:
+    if not isinstance(tokens, dict):
+        return
+
+    def n(d: Any, key: str) -> int:
+        v = d.get(key) if isinstance(d, dict) else None
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else 0
+
+    cache = tokens.get("cache")
+    fields = {"input": n(tokens, "input"), "output": n(tokens, "output"), "reasoning": n(tokens, "reasoning"),
+              "cache_read": n(cache, "read"), "cache_write": n(cache, "write")}
+    if not any(fields.values()):
+        return
+    b.usage(model if isinstance(model, str) else None, **fields, ts=ts,
+            cost_usd=cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
+
+
+def _convert_message(b: EventBuilder, msg: dict[str, Any], parts: list[dict[str, Any]], pending_compaction: dict[str, Any] | None) -> None:
+    role = msg.get("role")
+    mid = str(msg.get("id"))
+    ts = _created(msg)
+    texts = [p.get("text") or "" for p in parts if p.get("type") == "text" and not p.get("synthetic") and not p.get("ignored")]
+    synthetic_texts = [p.get("text") or "" for p in parts if p.get("type") == "text" and p.get("synthetic")]
+    images = []
+    for p in parts:
+        if p.get("type") == "file" and isinstance(p.get("url"), str) and str(p.get("mime", "")).startswith("image/"):
+            split = split_data_url(p["url"])
+            img = b.image(*split) if split else None
+            if img:
+                images.append(img)
+    if role == "user":
+        if texts or images:
+            b.message("user", "\n".join(texts), id=mid, ts=ts, images=images or None)
+        if synthetic_texts:
+            b.message("user", "\n".join(synthetic_texts), id=f"{mid}:synthetic", ts=ts, synthetic="opencode")
+        for p in parts:
+            if p.get("type") not in ("text", "file", "compaction"):
+                b.skip(f"part:{p.get('type')}")
+        return
+    if role != "assistant":
+        b.skip(f"message:{role}")
+        return
+    model = msg.get("modelID")
+    if msg.get("summary") is True:
+        b.compaction("\n".join(texts), id=mid, ts=ts, summarizer="opencode",
+                     trigger=("auto" if pending_compaction.get("auto") else "manual") if pending_compaction else None)
+        _usage(b, msg.get("tokens"), model, msg.get("cost"), ts)
+        return
+    # One assistant message can span several requests (steps): text and tools in part
+    # order, a usage per step-finish (before that step's results, which the next request
+    # holds on top of it); without step-finish parts, the message's own tokens.
+    opened = False
+    steps = 0
+    results: list[tuple[str, str, bool, Any]] = []
+
+    def flush_results() -> None:
+        for call_id, output, is_error, rts in results:
+            b.tool_result(call_id, output, is_error=is_error, ts=rts)
+        results.clear()
+
+    for p in parts:
+        ptype = p.get("type")
+        pts = p.get("time", {}).get("start") if isinstance(p.get("time"), dict) else None
+        if ptype == "text" and not p.get("synthetic"):
+            flush_results()
+            b.message("assistant", p.get("text") or "", id=str(p.get("id")), ts=pts or ts)
+            opened = True
+        elif ptype == "reasoning":
+            b.reasoning(p.get("text") or "", ts=pts or ts)
+        elif ptype == "tool":
+            if not opened:
+                b.message("assistant", "", id=mid, ts=ts)
+                opened = True
+            state = p.get("state") if isinstance(p.get("state"), dict) else {}
+            st = state.get("time") if isinstance(state.get("time"), dict) else {}
+            call_id = str(p.get("callID") or p.get("id"))
+            b.tool_call(call_id, str(p.get("tool") or ""), state.get("input") or {}, ts=st.get("start") or ts)
+            status = state.get("status")
+            if status in _PENDING:
+                continue  # interrupted mid-call: left dangling for repair to answer
+            if status == "error":
+                results.append((call_id, str(state.get("error") or ""), True, st.get("end") or ts))
+            else:
+                out = state.get("output")
+                results.append((call_id, out if isinstance(out, str) else orjson.dumps(out).decode(), False, st.get("end") or ts))
+        elif ptype == "step-finish":
+            steps += 1
+            _usage(b, p.get("tokens"), model, p.get("cost"), ts)
+            flush_results()
+        elif ptype in ("step-start", "text"):
+            pass
+        else:
+            b.skip(f"part:{ptype}")
+    if not opened:
+        b.message("assistant", "", id=mid, ts=ts)
+    if not steps:
+        _usage(b, msg.get("tokens"), model, msg.get("cost"), ts)
+    flush_results()
+
+
+def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | None = None, session_id: str | None = None) -> EventBuilder:
+    session, messages = _load_db(source, session_id) if source.is_file() and _is_sqlite(source) else _load_tree(source, session_id, lenient, warn, start.report)
+    if not messages:
+        raise not_recognised(str(source), WHAT)
+    path = session.get("path") if isinstance(session.get("path"), dict) else {}
+    cwd = session.get("directory") or path.get("cwd")
+    model = next((m.get("modelID") for m, _ in messages if isinstance(m.get("modelID"), str)), None)
+    parent = session.get("parentID")
+    b: EventBuilder = start(
+        session_id=str(session["id"]),
+        ts=_created(session) or _created(messages[0][0]),
+        cwd=cwd if isinstance(cwd, str) else None,
+        model=model,
+        parent_session_id=parent if isinstance(parent, str) else None,
+        source_path=source,
+    )
+    pending_compaction: dict[str, Any] | None = None
+    for msg, parts in messages:
+        try:
+            _convert_message(b, msg, parts, pending_compaction)
+        except SHAPE_ERRORS as exc:
+            shape_error(exc, path=f"{source} (message {msg.get('id')})", line=None, report=start.report, lenient=lenient, warn=warn)
+        compaction = next((p for p in parts if p.get("type") == "compaction"), None)
+        pending_compaction = compaction if msg.get("role") == "user" and compaction else (None if msg.get("summary") is True else pending_compaction)
+    return b
