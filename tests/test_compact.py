@@ -322,3 +322,17 @@ def test_tokens_after_is_the_head_the_view_shows_announcements_included(tmp_path
     items = view(s)
     assert any("pdf" in i.get("text", "") for i in items)  # the announcer's listing follows the head
     assert res.tokens_after == measure(Session.open(s)).tokens == sum(len(orjson.dumps(i, option=orjson.OPT_SORT_KEYS)) // 4 for i in items)
+
+
+def test_a_broken_view_is_summarised_repaired(tmp_path: Path) -> None:
+    """The summariser gets what a provider would accept: a dangling call answered."""
+    s = write_log(tmp_path / "s", [
+        session_event(), msg("user", "go", "u1"), msg("assistant", "running", "a1"), call("c1", "run_terminal_cmd", {"command": "make"}),
+        msg("user", "still there?", "u2"),
+    ])
+    res = compact_session(Session.open(s), force=True)
+    doc = load_artifact(s / res.artifact)
+    assert doc["input"]["repaired"] and any(i.get("role") == "tool" and i.get("call_id") == "c1" for i in doc["input"]["items"])
+    assert doc["prefix_fp"] == prefix_fp(doc["input"]["items"])
+    clean = planted(tmp_path / "clean")
+    assert load_artifact(clean / compact_session(Session.open(clean), force=True).artifact)["input"]["repaired"] == []

@@ -42,6 +42,7 @@ class Measure:
     first: Event | None = None  # the session event
     items: list[dict[str, Any]] = field(default_factory=list)
     span: list[Event] = field(default_factory=list)  # what a segment archives (segments mode)
+    repaired: list[str] = field(default_factory=list)  # what the repaired view fixed, if anything
 
     @property
     def span_from(self) -> int:
@@ -84,23 +85,38 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
                     span.append(ev)
             yield ev
 
+    from ..integrity import PairingChecker
+
     stats = ViewStats()
     items: list[dict[str, Any]] = []
+    checker = PairingChecker()
     for vi in iter_view(tap(session.events()), plan, stats=stats):
         if keep_items:
             items.append(vi.item)
+            checker.feed(vi.item)
+    fp = stats.fp
+    repaired: list[str] = []
+    if keep_items and not checker.finish().ok:
+        # A summariser gets what a provider would: the repaired view (dangling calls
+        # answered, orphans and duplicates gone). Only a broken view pays this second pass.
+        from ..fingerprint import prefix_fp
+        from ..integrity import repaired_items
+
+        items, repaired = repaired_items(session)
+        fp = prefix_fp(items)
     ev0 = stats.first
     return Measure(
         session_id=ev0.get("session_id") if ev0 else None,
         window=session_window(session, ev0),
         tokens=stats.tokens,
-        fp=stats.fp,
+        fp=fp,
         last_seq=last[0],
         previous=plan.compaction,
         head=head,
         first=ev0,
         items=items,
         span=span,
+        repaired=repaired,
     )
 
 
@@ -253,6 +269,7 @@ def compact_session(
         )
         if hit is not None:
             doc["two_pass"] = {**hit.record(), "prefix_len": hit.prefix_len, "why_stale": hit.why}
+        doc["input"]["repaired"] = m.repaired
         return doc, row
 
     if result.summary is None:

@@ -155,3 +155,18 @@ def test_a_root_shows_a_bar_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -> 
     assert len(orjson.loads(out)["sessions"]) == 30
     piped = cli("compact", str(tmp_path / "root"), "--check", "--json")
     assert piped.returncode == 0 and piped.stderr == b""
+
+
+def test_planted_state_is_in_resume_after_1_and_after_5_compactions(tmp_path: Path) -> None:
+    """Todos in progress, edited files, a running job and subagent, the instructions and a
+    user constraint: all in `resume`'s output, round after round."""
+    from test_compact import _assert_state_survives, planted
+
+    s = planted(tmp_path / "s")
+    for r in range(1, 6):
+        cli("compact", str(s), "--force", check=True)
+        items = jsonl(cli("resume", str(s), "--format", "items", check=True).stdout)
+        if r in (1, 5):
+            _assert_state_survives(items)
+        line = orjson.dumps({"kind": "message", "id": f"r{r}", "role": "user", "text": f"round {r}"}) + b"\n"
+        cli("append", str(s), "-q", input=line, check=True)
