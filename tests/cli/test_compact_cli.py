@@ -170,3 +170,15 @@ def test_planted_state_is_in_resume_after_1_and_after_5_compactions(tmp_path: Pa
             _assert_state_survives(items)
         line = orjson.dumps({"kind": "message", "id": f"r{r}", "role": "user", "text": f"round {r}"}) + b"\n"
         cli("append", str(s), "-q", input=line, check=True)
+
+
+def test_a_fork_of_a_segmented_session_reads_its_own_segments(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    cli("compact", str(s), "--force", "--mode", "segments", check=True)
+    cli("fork", str(s), str(tmp_path / "child"), check=True)
+    (s / "segments" / "segment_000.md").write_text("the parent's copy changed\n")
+    child = tmp_path / "child"
+    assert orjson.loads(cli("segment", "list", str(child), "--json", check=True).stdout)["segments"][0]["file"] == "segment_000.md"
+    hits = jsonl(cli("segment", "grep", str(child), "vendor/", check=True).stdout)
+    assert hits and all(h["segment"] == 0 for h in hits)
+    assert b"vendor/" in cli("segment", "show", str(child), "0", check=True).stdout
