@@ -19,11 +19,10 @@ import orjson
 
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
-from .store import LOG_NAME, SUMMARY_NAME, Session, write_summary
+from .store import LOG_NAME, PART_NAME, SUMMARY_NAME, Session, write_summary
 
 FORMATS = ("items", "openai", "anthropic")
 _TMP_MARK = ".fork-"
-_PART = LOG_NAME + ".part"
 
 
 # -- resume --------------------------------------------------------------------------------
@@ -229,7 +228,7 @@ def _build(
     facts: dict[str, Any] = {"title": "", "model": None}
     # Named .part until the tree is complete, so a ROOT walk never takes a killed fork's
     # leftovers for a session.
-    out = None if dry_run else open(tmp / _PART, "wb", buffering=1 << 20)
+    out = None if dry_run else open(tmp / PART_NAME, "wb", buffering=1 << 20)
     try:
         if out is not None:
             out.write(orjson.dumps(child_event) + b"\n")
@@ -262,7 +261,7 @@ def _build(
     if (parent_dir / "quarantine").is_dir():  # its index lists the seq gaps the copied events may have
         _copy_tree_no_links(parent_dir / "quarantine", tmp / "quarantine", result.skipped)
     facts.update(first=child_event, last_ts=now_ts(), last_seq=last_seq)
-    summary = rebuild_summary(facts, None, (tmp / _PART).stat().st_size)
+    summary = rebuild_summary(facts, None, (tmp / PART_NAME).stat().st_size)
     parent_summary = session.summary() or {}
     if not summary["title"] and parent_summary.get("title"):
         summary["title"] = parent_summary["title"]
@@ -273,7 +272,7 @@ def _build(
     if model is not None:
         summary["model"] = model
     write_summary(tmp, summary)
-    os.rename(tmp / _PART, tmp / LOG_NAME)
+    os.rename(tmp / PART_NAME, tmp / LOG_NAME)
 
 
 def _copy_segments(parent_dir: Path, tmp: Path, skipped: list[str]) -> int:

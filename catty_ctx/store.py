@@ -22,6 +22,9 @@ from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 
 LOG_NAME = "updates.jsonl"
+# A new session's log while it is being built (fork, import --out): renamed to LOG_NAME last,
+# so a ROOT walk never takes a killed writer's leftovers for a session.
+PART_NAME = LOG_NAME + ".part"
 SUMMARY_NAME = "summary.json"
 QUARANTINE_NAME = "quarantine"
 DEFAULT_LOCK_TIMEOUT = 30.0

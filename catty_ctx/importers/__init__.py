@@ -146,7 +146,7 @@ def import_to_dir(
     `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
     from ..context import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
-    from ..store import LOG_NAME, write_summary
+    from ..store import LOG_NAME, PART_NAME, write_summary
 
     user_limit = USER_LIMIT if user_limit is None else user_limit
     tool_limit = TOOL_LIMIT if tool_limit is None else tool_limit
@@ -167,7 +167,7 @@ def import_to_dir(
         def blob_sink(handle: str, data: bytes) -> None:
             write_blob(staging, data)  # content-addressed: the same handle
 
-        log_path = staging / LOG_NAME
+        log_path = staging / PART_NAME
         with open(log_path, "wb", buffering=1 << 20) as log:
             dumps = orjson.dumps
             write = log.write
@@ -193,6 +193,7 @@ def import_to_dir(
             log.flush()
             os.fsync(fd)
         write_summary(staging, summary_for(builder, log_path.stat().st_size))
+        os.rename(log_path, staging / LOG_NAME)
         if dest.is_dir():
             dest.rmdir()  # empty (checked above): the rename takes its place
         os.replace(staging, dest)
