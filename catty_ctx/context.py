@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from .errors import DataError, UsageError
+from .errors import DataError, UsageError, WriteError
 from .events import DEFAULT_WINDOW, Event
 from .fingerprint import blob_handle
 
@@ -50,12 +50,12 @@ def write_blob(session_dir: Path, data: bytes) -> str:
     """Store a payload under its content address; identical payloads are stored once.
 
     temp + fsync + rename, then the folder is fsynced: once this returns, an event may name
-    the handle. Raises OSError when it cannot write.
+    the handle. Raises OSError when it cannot write (WriteError when blobs/ is a link).
     """
-    from .store import _write_durable
+    from .store import _write_durable, session_folder
 
     handle = blob_handle(data)
-    folder = session_dir / BLOBS_DIR
+    folder = session_folder(session_dir / BLOBS_DIR)  # never a link out of the session
     target = folder / handle
     try:
         st = os.lstat(target)
@@ -63,7 +63,6 @@ def write_blob(session_dir: Path, data: bytes) -> str:
             return handle  # content-addressed: same name and size is the same payload
     except FileNotFoundError:
         pass
-    folder.mkdir(exist_ok=True)
     _write_durable(target, data)
     return handle
 
@@ -136,8 +135,8 @@ def externalize(
     out["bytes"] = len(data)
     try:
         handle = write_blob(session_dir, data)
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
+    except (OSError, WriteError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
         note = (
             f"[… {omitted:,} bytes of this {what} ({len(data):,} in all) are not shown: "
             f"storing the whole {what} failed ({reason}), so only this preview exists …]"

@@ -19,7 +19,7 @@ import orjson
 
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
-from .store import LOG_NAME, PART_NAME, SUMMARY_NAME, Session, write_summary
+from .store import LOG_NAME, PART_NAME, SUMMARY_NAME, Session, check_new_session_dest, write_summary
 
 FORMATS = ("items", "openai", "anthropic")
 _TMP_MARK = ".fork-"
@@ -166,6 +166,7 @@ def fork(
     dest = Path(dest)
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
         raise WriteError(f"{dest}: already exists and is not empty; fork needs a new or empty DEST")
+    check_new_session_dest(dest)
     cut, turns = _cut_seq(session, at_turn)
     first = session.first_event()
     if first is None or first.get("kind") != "session":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import uuid
@@ -132,6 +133,8 @@ class Session:
     def allowed_gaps(self) -> frozenset[int]:
         """Seqs of lines that `repair` moved to quarantine: the reader accepts their gap."""
         index = self.quarantine_dir / "index.jsonl"
+        if self.quarantine_dir.is_symlink() or index.is_symlink():
+            raise DataError("is a symbolic link; the list of accepted seq gaps is never read through one", path=str(index))
         if not index.is_file():
             return frozenset()
         gaps: set[int] = set()
@@ -408,8 +411,7 @@ def last_newline_end(path: Path) -> int:
 
 def quarantine_bytes(session: Session, start: int, end: int, *, reason: str, seq: int | None = None, lineno: int | None = None) -> Path:
     """Copy log bytes [start, end) into the session's quarantine folder (fsynced) and index them."""
-    qdir = session.quarantine_dir
-    qdir.mkdir(parents=True, exist_ok=True)
+    qdir = session_folder(session.quarantine_dir)
     target = qdir / f"offset-{start}.bin"
     n = 1
     while target.exists():  # two crashes at the same offset must not overwrite each other
@@ -430,14 +432,42 @@ def quarantine_bytes(session: Session, start: int, end: int, *, reason: str, seq
 
 def append_quarantine_record(session: Session, record: dict[str, Any]) -> None:
     """One line of quarantine/index.jsonl, appended and fsynced (a record with "seq" is a gap readers accept)."""
-    qdir = session.quarantine_dir
-    qdir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(qdir / "index.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    qdir = session_folder(session.quarantine_dir)
+    try:
+        fd = os.open(qdir / "index.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as exc:
+        raise WriteError(f"{qdir / 'index.jsonl'}: cannot write ({exc.strerror})") from None
     try:
         os.write(fd, orjson.dumps(record) + b"\n")
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def session_folder(path: Path) -> Path:
+    """A folder of a session that a writer puts files in (quarantine/, blobs/, segments/,
+    compaction_requests/), made when missing. A symbolic link there, or anything but a
+    folder, is refused (WriteError): no write ever follows a link out of the session."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot create ({exc.strerror})") from None
+    if not stat.S_ISDIR(os.lstat(path).st_mode):
+        raise WriteError(f"{path}: is a symbolic link or not a folder; refusing to write through it")
+    return path
+
+
+def check_new_session_dest(dest: Path) -> None:
+    """A new session (fork DEST, import --out) is never written through a symbolic link nor
+    inside another session's folder (where it would change that session, and a ROOT walk,
+    which never looks inside a session, would not find it)."""
+    if dest.is_symlink():
+        raise UsageError(f"{dest}: is a symbolic link; a new session is never written through one")
+    for parent in Path(os.path.realpath(dest)).parents:
+        if (parent / LOG_NAME).is_file():
+            raise UsageError(f"{dest}: lies inside the session {parent}; put the new session beside it")
 
 
 def prepare_event(ev: dict[str, Any], seq: int) -> Event:

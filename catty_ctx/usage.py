@@ -542,6 +542,19 @@ def survey(paths: Sequence[str | os.PathLike[str]]) -> Survey:
     return out
 
 
+def validate_catty_logs(found: Survey) -> None:
+    """--strict: read every line of each catty log as the store does, not only its usage
+    lines, so a corrupt session is a DataError naming file:line even where the ledger would
+    not have looked (costs a full parse; the default scan stays a byte search)."""
+    from .store import Session
+
+    for _, files in found:
+        for path, kind, *_ in files:
+            if kind == CATTY:
+                for _ in Session.open(path).events(warn=None):
+                    pass
+
+
 def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
          max_samples: int = BAD_SAMPLES_PER_FILE) -> Scan:
     """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped."""
@@ -1022,7 +1035,8 @@ ANSWERS_KEPT = 16
 
 def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: str | None = None, until: str | None = None,
           timezone_name: str | None = None, prices_file: str | os.PathLike[str] | None = None, jobs: int | None = None,
-          use_cache: bool = True, progress: Progress | None = None, stdin: IO[bytes] | None = None) -> tuple[Ledger, Scan]:
+          use_cache: bool = True, progress: Progress | None = None, stdin: IO[bytes] | None = None,
+          strict: bool = False) -> tuple[Ledger, Scan]:
     """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY.
 
     A PATH of `-` reads one log from stdin (any of the three kinds; never cached). With the
@@ -1031,7 +1045,7 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
     """
     if not any(os.fspath(p) == "-" for p in paths):
         return _usage(paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                      use_cache=use_cache, progress=progress)
+                      use_cache=use_cache, progress=progress, strict=strict)
     import shutil
     import tempfile
 
@@ -1041,18 +1055,19 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
             shutil.copyfileobj(stdin if stdin is not None else sys.stdin.buffer, out, 1 << 20)
         real = [piped if os.fspath(p) == "-" else p for p in paths]
         ledger, result = _usage(real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                                use_cache=False, progress=progress)
+                                use_cache=False, progress=progress, strict=strict)
     result.bad_samples = [sample.replace(piped, "-") for sample in result.bad_samples]
     return ledger, result
 
 
 def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: str | None = None, until: str | None = None,
           timezone_name: str | None = None, prices_file: str | os.PathLike[str] | None = None, jobs: int | None = None,
-          use_cache: bool = True, progress: Progress | None = None) -> tuple[Ledger, Scan]:
+          use_cache: bool = True, progress: Progress | None = None, strict: bool = False) -> tuple[Ledger, Scan]:
     """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY.
 
     With the cache, a question asked before about files that have not changed since is
-    answered from the answer cache without reading the per-file cache at all.
+    answered from the answer cache without reading the per-file cache at all. `strict`
+    first validates every line of each catty log (see `validate_catty_logs`).
     """
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
@@ -1061,6 +1076,8 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since:
     hi = parse_day(until) if until else None
     prices = load_prices(prices_file)
     found = survey(paths)
+    if strict:
+        validate_catty_logs(found)
     key = ""
     answers: dict[str, Any] = {}
     if use_cache:

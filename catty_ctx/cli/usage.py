@@ -30,7 +30,7 @@ def usage_cmd(
     prices: Annotated[Optional[str], typer.Option("--prices", metavar="FILE", help="A price table (LiteLLM's field names) whose entries replace the bundled ones.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file in full; neither read nor write the caches.")] = False,
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Parse files in N processes (default: one per CPU).")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted; every line of a catty log is validated.")] = False,
     tz: Annotated[Optional[str], typer.Option("--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one).")] = None,
 ) -> None:
     """Input, output, cache reads and writes, reasoning, calls and cost, by model, day, week,
@@ -51,7 +51,7 @@ def usage_cmd(
     bar = _ProgressBar() if stderr_tty() else None
     try:
         ledger, scan = usage(paths, by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
-                             use_cache=not no_cache, progress=bar)
+                             use_cache=not no_cache, progress=bar, strict=strict)
     finally:
         if bar is not None:
             bar.close()

@@ -14,7 +14,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..events import now_ts
-from ..store import atomic_write
+from ..store import atomic_write, session_folder
 from .summarizers import INSTRUCTION, SYSTEM_PROMPT, SummaryRequest, SummaryResult
 
 ARTIFACT_DIR = "compaction_requests"
@@ -86,12 +86,7 @@ def write_artifact(directory: Path, doc: dict[str, Any], *, redact: bool = True)
     """Write compaction_requests/<id>.json atomically; credentials are redacted unless asked."""
     doc = redacted(doc) if redact else {**doc, "redacted": None}
     target = directory / artifact_relpath(doc["id"])
-    try:
-        target.parent.mkdir(exist_ok=True)
-    except OSError as exc:
-        from ..errors import WriteError
-
-        raise WriteError(f"{target.parent}: cannot create ({exc.strerror})") from None
+    session_folder(target.parent)  # never a link out of the session
     atomic_write(target, orjson.dumps(doc) + b"\n")
     return target
 

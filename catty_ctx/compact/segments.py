@@ -21,7 +21,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..events import Event, now_ts
-from ..store import atomic_write
+from ..store import atomic_write, session_folder
 
 DETAILS = ("none", "minimal", "balanced", "verbose")
 SEGMENT_CAP = 512 * 1024
@@ -318,10 +318,7 @@ def write_segment(
     created_at: str | None = None,
 ) -> SegmentInfo:
     """Write the next segment, then index.json and INDEX.md. The caller holds the session lock."""
-    seg_dir = segments_dir(session_dir)
-    if seg_dir.is_symlink():
-        raise DataError("segments/ is a symbolic link; refusing to write through it", path=str(seg_dir))
-    seg_dir.mkdir(exist_ok=True)
+    seg_dir = session_folder(segments_dir(session_dir))  # never a link out of the session
     number = next_number(session_dir)
     text, info = render_segment(number, events, summary, detail=detail, created_at=created_at, compaction_id=compaction_id)
     atomic_write(seg_dir / info.file, text.encode())

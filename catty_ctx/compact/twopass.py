@@ -19,7 +19,7 @@ import orjson
 
 from ..events import now_ts
 from ..fingerprint import prefix_fp
-from ..store import atomic_write
+from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
 from .artifacts import ARTIFACT_DIR
 from .continuation import SUMMARY_PREAMBLE
@@ -102,7 +102,7 @@ def prefire(
         "attempts": res.attempts,
     }
     path = cache_path(session_dir)
-    path.parent.mkdir(exist_ok=True)
+    session_folder(path.parent)  # never a link out of the session
     atomic_write(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     return PrefireResult("prefired", k, fp, latency, len(note))
 

@@ -146,7 +146,7 @@ def import_to_dir(
     `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
     from ..context import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
-    from ..store import LOG_NAME, PART_NAME, write_summary
+    from ..store import LOG_NAME, PART_NAME, check_new_session_dest, write_summary
 
     user_limit = USER_LIMIT if user_limit is None else user_limit
     tool_limit = TOOL_LIMIT if tool_limit is None else tool_limit
@@ -154,6 +154,7 @@ def import_to_dir(
     dest = Path(out)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UsageError(f"{dest}: already exists and is not empty; import writes a new session")
+    check_new_session_dest(dest)
     if dry_run:
         report, _ = import_events(fmt, source, lambda ev: None, blob_sink=lambda h, d: None, lenient=lenient, warn=warn, session_id=session_id)
         return report
