@@ -19,7 +19,7 @@ import orjson
 
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
-from .store import LOG_NAME, PART_NAME, SUMMARY_NAME, Session, check_new_session_dest, write_summary
+from .store import LOG_NAME, PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, write_summary
 
 FORMATS = ("items", "openai", "anthropic")
 _TMP_MARK = ".fork-"
@@ -177,7 +177,7 @@ def fork(
         raise WriteError(f"{dest.parent}: no such directory")
     if not dry_run:
         _clear_stale_temps(dest)
-    tmp = dest.parent / f".{dest.name}{_TMP_MARK}{uuid.uuid4().hex[:8]}-{os.getpid()}.tmp"
+    tmp = dest.parent / f".{dest.name}{_TMP_MARK}{uuid.uuid4().hex[:8]}-{os.getpid()}{STAGING_SUFFIX}"
     try:
         if not dry_run:
             tmp.mkdir()

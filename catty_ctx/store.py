@@ -23,9 +23,17 @@ from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 
 LOG_NAME = "updates.jsonl"
-# A new session's log while it is being built (fork, import --out): renamed to LOG_NAME last,
-# so a ROOT walk never takes a killed writer's leftovers for a session.
+# A new session (fork DEST, import --out) is built in a hidden staging folder named
+# ".<DEST>.<what>-<random>.tmp" beside DEST, its log named PART_NAME until the tree is whole,
+# then renamed into place. A kill can leave a staging folder (even a whole one, between the
+# last two renames): a ROOT walk skips it, so it is never taken for a session.
 PART_NAME = LOG_NAME + ".part"
+STAGING_SUFFIX = ".tmp"
+
+
+def is_staging(name: str) -> bool:
+    """Whether a folder name is a writer's staging folder (never a session)."""
+    return name.startswith(".") and name.endswith(STAGING_SUFFIX)
 SUMMARY_NAME = "summary.json"
 QUARANTINE_NAME = "quarantine"
 DEFAULT_LOCK_TIMEOUT = 30.0
@@ -586,10 +594,11 @@ def session_window(session: Session, session_event: Event | None = None) -> int:
 
 
 def find_sessions(root: str | os.PathLike[str]) -> Iterator[Path]:
-    """Session directories (holding updates.jsonl) under ROOT at any depth, sorted, no symlinks followed."""
+    """Session directories (holding updates.jsonl) under ROOT at any depth, sorted, no symlinks
+    followed, no staging folder of a killed fork or import entered."""
     root = Path(root)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not is_staging(d))
         if LOG_NAME in filenames:
             dirnames[:] = []  # a session's own folders (segments, blobs) hold no sessions
             yield Path(dirpath)

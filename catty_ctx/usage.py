@@ -105,6 +105,8 @@ def discover(path: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
     PATH is a catty session (directory or log), a ROOT of them, a Claude Code config dir or
     its projects tree, a Codex home or its sessions tree, or one log file of any of these.
     """
+    from .store import is_staging
+
     p = Path(path)
     if p.is_file():
         return [(str(p), CATTY if p.name == "updates.jsonl" else None)]
@@ -118,7 +120,7 @@ def discover(path: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = []
     for root in roots or [p]:
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames.sort()
+            dirnames[:] = sorted(d for d in dirnames if not is_staging(d))  # a killed fork's or import's leftovers
             if "updates.jsonl" in filenames:
                 dirnames[:] = []  # a catty session's own folders hold no sessions
                 out.append((os.path.join(dirpath, "updates.jsonl"), CATTY))

@@ -146,7 +146,7 @@ def import_to_dir(
     `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
     from ..context import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
-    from ..store import LOG_NAME, PART_NAME, check_new_session_dest, write_summary
+    from ..store import LOG_NAME, PART_NAME, STAGING_SUFFIX, check_new_session_dest, write_summary
 
     user_limit = USER_LIMIT if user_limit is None else user_limit
     tool_limit = TOOL_LIMIT if tool_limit is None else tool_limit
@@ -161,7 +161,7 @@ def import_to_dir(
     parent = dest.resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.importing-", dir=parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.importing-", suffix=STAGING_SUFFIX, dir=parent))
     except OSError as exc:
         raise WriteError(f"{dest}: cannot create ({exc.strerror})") from None
     try:
