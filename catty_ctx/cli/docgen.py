@@ -117,8 +117,9 @@ def _describe(cmd: Any, path: list[str]) -> Cmd:
 def command_tree() -> Cmd:
     import typer
 
-    from . import app
+    from . import app, load_commands
 
+    load_commands()
     root = typer.main.get_command(app)
     return _describe(root, [])
 
