@@ -209,16 +209,24 @@ def check_fields(obj: dict[str, Any]) -> str | None:
     return None
 
 
+_ENVELOPE = (
+    "type(_v := o.get('v')) is int and _v == 1"
+    " and type(_s := o.get('seq')) is int and _s >= 0"
+    " and type(o.get('ts')) is str"
+    " and type(o.get('agent', '')) in _STR_OR_NONE"
+)
+
+
 def _compile_fast_checks() -> dict[str, Callable[[dict[str, Any]], bool]]:
-    """One straight-line predicate per kind: True when the fields are valid.
+    """One straight-line predicate per kind (envelope included): True when the event is valid.
 
     Reading a log validates every line, so the common case must be cheap; only a line that
-    fails here goes through `check_fields` to say what is wrong.
+    fails here goes through `_describe_problem` to say what is wrong.
     """
-    ns: dict[str, Any] = {"_M": _MISSING, "ROLES": ROLES}
+    ns: dict[str, Any] = {"_M": _MISSING, "ROLES": ROLES, "_STR_OR_NONE": (str, type(None))}
     checks: dict[str, Callable[[dict[str, Any]], bool]] = {}
     for kind, rules in KIND_RULES.items():
-        parts: list[str] = []
+        parts: list[str] = [_ENVELOPE]
         for name, (types, required, nullable) in rules.items():
             if not types:
                 if required:
@@ -228,41 +236,32 @@ def _compile_fast_checks() -> dict[str, Callable[[dict[str, Any]], bool]]:
             tname = f"T_{kind}_{name}"
             ns[tname] = allowed
             non_negative = name in _NON_NEGATIVE and int in types
-            test = f"type(_v) in {tname}" + (" and (type(_v) is not int or _v >= 0)" if non_negative else "")
+            test = f"type(_x) in {tname}" + (" and (type(_x) is not int or _x >= 0)" if non_negative else "")
             if required:
-                parts.append(f"((_v := o.get({name!r}, _M)) is not _M and {test})")
+                parts.append(f"((_x := o.get({name!r}, _M)) is not _M and {test})")
             else:
-                parts.append(f"((_v := o.get({name!r}, _M)) is _M or ({test}))")
+                parts.append(f"((_x := o.get({name!r}, _M)) is _M or ({test}))")
         if kind == "message":
             parts.append("o['role'] in ROLES")
         elif kind == "tool_result":
             parts.append("('output' in o or 'blob' in o)")
-        exec(f"def check_{kind}(o):\n    return " + " and ".join(parts or ["True"]), ns)
+        exec(f"def check_{kind}(o):\n    return " + " and ".join(parts), ns)
         checks[kind] = ns[f"check_{kind}"]
+    exec(f"def check_unknown(o):\n    return {_ENVELOPE}", ns)
+    checks[""] = ns["check_unknown"]  # any other non-empty kind: the envelope only
     return checks
 
 
 _FAST = _compile_fast_checks()
+_FAST_UNKNOWN = _FAST.pop("")
 
 
 def check_event(obj: Any) -> str | None:
     """Check a full event (envelope + fields); return what is wrong, or None."""
     if type(obj) is dict:
-        seq = obj.get("seq")
         kind = obj.get("kind")
-        if (
-            obj.get("v") == SCHEMA_VERSION
-            and type(obj.get("v")) is int
-            and type(seq) is int
-            and seq >= 0
-            and type(obj.get("ts")) is str
-            and type(kind) is str
-            and kind
-            and type(obj.get("agent", "")) in (str, type(None))
-        ):
-            fast = _FAST.get(kind)
-            if fast is None or fast(obj):
-                return None
+        if type(kind) is str and kind and _FAST.get(kind, _FAST_UNKNOWN)(obj):
+            return None
     return _describe_problem(obj)
 
 

@@ -174,25 +174,41 @@ class Session:
         expect = 0
         display = self.display
         loads = orjson.loads
-        for lineno, data in _lines(self.log_path, display, warn, progress):
-            try:
-                ev = loads(data)
-            except orjson.JSONDecodeError as exc:
-                raise DataError(json_problem(exc), path=display, line=lineno) from None
-            if validate:
-                problem = check_event(ev)
-                if problem is not None:
-                    raise DataError(problem, path=display, line=lineno)
-                seq = ev["seq"]
-                if seq != expect:
-                    while expect in gaps and expect < seq:
-                        expect += 1
+        limit = MAX_LINE_BYTES + 1
+        lineno = 0
+        next_report = _PROGRESS_STEP if progress else -1
+        # The reading loop of `_lines`, inlined: this is the hot path of every command.
+        with _open_log(self.log_path, display) as f:
+            readline = f.readline
+            while True:
+                line = readline(limit)
+                if not line:
+                    break
+                lineno += 1
+                if line[-1] != 10:  # no newline: torn, or longer than the limit
+                    _unterminated(line, limit, display, lineno, warn)
+                    break
+                if next_report >= 0 and f.tell() >= next_report:
+                    progress(f.tell())  # type: ignore[misc]
+                    next_report = f.tell() + _PROGRESS_STEP
+                try:
+                    ev = loads(line)  # the newline is JSON whitespace
+                except orjson.JSONDecodeError as exc:
+                    raise DataError(json_problem(exc), path=display, line=lineno) from None
+                if validate:
+                    problem = check_event(ev)
+                    if problem is not None:
+                        raise DataError(problem, path=display, line=lineno)
+                    seq = ev["seq"]
                     if seq != expect:
-                        raise DataError(f"seq {seq} where {expect} was expected", path=display, line=lineno)
-                if seq == 0 and ev["kind"] != "session":
-                    raise DataError("seq 0 must be the session event", path=display, line=lineno)
-                expect = seq + 1
-            yield ev
+                        while expect in gaps and expect < seq:
+                            expect += 1
+                        if seq != expect:
+                            raise DataError(f"seq {seq} where {expect} was expected", path=display, line=lineno)
+                    if seq == 0 and ev["kind"] != "session":
+                        raise DataError("seq 0 must be the session event", path=display, line=lineno)
+                    expect = seq + 1
+                yield ev
         if validate and expect == 0:
             raise DataError("no events: a log starts with its session event", path=display)
 
@@ -340,32 +356,36 @@ def json_problem(exc: orjson.JSONDecodeError) -> str:
     return f"invalid JSON: {exc.msg} (column {exc.colno})"
 
 
-def _lines(path: Path, display: str, warn: Warn | None, progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, bytes]]:
-    """(line number, line without its newline), streamed; a torn final line is warned about and skipped."""
+def _open_log(path: Path, display: str) -> IO[bytes]:
     try:
-        f = open(path, "rb", buffering=_CHUNK)
+        return open(path, "rb", buffering=_CHUNK)
     except IsADirectoryError:
         raise DataError("is a directory, not a log file", path=display) from None
     except OSError as exc:
         raise DataError(f"cannot read ({exc.strerror})", path=display) from None
-    with f:
+
+
+def _unterminated(line: bytes, limit: int, display: str, lineno: int, warn: Warn | None) -> None:
+    """A line without its newline: over the size limit (an error) or a torn tail (a warning)."""
+    if len(line) >= limit:
+        raise DataError(f"line longer than {MAX_LINE_BYTES} bytes", path=display, line=lineno)
+    if warn:
+        warn(f"{display}:{lineno}: torn final line ({len(line)} bytes, no newline) ignored; 'catty-ctx repair' quarantines it")
+
+
+def _lines(path: Path, display: str, warn: Warn | None) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without its newline), streamed; a torn final line is warned about and skipped."""
+    with _open_log(path, display) as f:
         lineno = 0
         readline = f.readline
         limit = MAX_LINE_BYTES + 1
-        next_report = _PROGRESS_STEP if progress else -1
         while True:
             line = readline(limit)
             if not line:
                 return
-            if next_report >= 0 and f.tell() >= next_report:
-                progress(f.tell())  # type: ignore[misc]
-                next_report = f.tell() + _PROGRESS_STEP
             lineno += 1
-            if line[-1] != 10:  # no newline: torn, or longer than the limit
-                if len(line) >= limit:
-                    raise DataError(f"line longer than {MAX_LINE_BYTES} bytes", path=display, line=lineno)
-                if warn:
-                    warn(f"{display}:{lineno}: torn final line ({len(line)} bytes, no newline) ignored; 'catty-ctx repair' quarantines it")
+            if line[-1] != 10:
+                _unterminated(line, limit, display, lineno, warn)
                 return
             yield lineno, line[:-1]
 

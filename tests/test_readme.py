@@ -23,3 +23,44 @@ def test_ci_runs_the_readme_test_command() -> None:
     first, second = _first_block()
     assert second in ci.splitlines()
     assert "exit 1" in ci[ci.index('"$rc" -eq 5') :]
+
+
+def _block_after(heading: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("```", text.index(heading))
+    return text[text.index("\n", start) + 1 : text.index("```", start + 3)]
+
+
+def _run_shell(script: str, tmp_path) -> "subprocess.CompletedProcess[bytes]":  # type: ignore[name-defined]
+    """Run README lines with a `catty-ctx` on PATH that is this checkout."""
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "catty-ctx"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m catty_ctx "$@"\n')
+    shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, env=env, capture_output=True, timeout=300)
+
+
+def test_the_tour_runs_as_written(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc = _run_shell(_block_after("## A tour"), tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = proc.stdout.decode()
+    assert "AssertionError" in out and '"messages"' in out and "demo-model-1" in out
+
+
+def test_the_pipes_run_as_written(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    if shutil.which("jq") is None:
+        import pytest
+
+        pytest.skip("jq is not installed")
+    proc = _run_shell(_block_after("## Pipes"), tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert '"stream":"items"' in proc.stdout.decode()

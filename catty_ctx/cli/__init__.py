@@ -43,21 +43,36 @@ def _root(
     """Context lifecycle for LLM-agent sessions on disk."""
 
 
-# Each command module registers itself on `app` when imported.
-from . import append as _append  # noqa: E402,F401
-from . import blob as _blob  # noqa: E402,F401
-from . import completion as _completion  # noqa: E402,F401
-from . import compact as _compact  # noqa: E402,F401
-from . import fork as _fork  # noqa: E402,F401
-from . import import_ as _import  # noqa: E402,F401
-from . import inspect as _inspect  # noqa: E402,F401
-from . import instructions as _instructions  # noqa: E402,F401
-from . import prune as _prune  # noqa: E402,F401
-from . import repair as _repair  # noqa: E402,F401
-from . import resume as _resume  # noqa: E402,F401
-from . import segment as _segment  # noqa: E402,F401
-from . import usage as _usage  # noqa: E402,F401
+# Each command lives in its own module, which registers it on `app` when imported. Only the
+# module of the command being run is imported (typer then inspects one signature, not all);
+# help, completion and docs load them all.
+COMMAND_MODULES = {
+    "append": "append",
+    "blob": "blob",
+    "compact": "compact",
+    "completion": "completion",
+    "fork": "fork",
+    "import": "import_",
+    "inspect": "inspect",
+    "instructions": "instructions",
+    "prune": "prune",
+    "repair": "repair",
+    "resume": "resume",
+    "segment": "segment",
+    "usage": "usage",
+}
 
 
-def main() -> None:
-    app(prog_name="catty-ctx")
+def load_commands(names: "list[str] | None" = None) -> None:
+    """Register the given commands (all when None) on `app`."""
+    import importlib
+
+    for name in COMMAND_MODULES if names is None else names:
+        importlib.import_module(f"{__name__}.{COMMAND_MODULES[name]}")
+
+
+def main(argv: "list[str] | None" = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    first = next((a for a in args if not a.startswith("-")), None)
+    load_commands([first] if first in COMMAND_MODULES and "--help" not in args[:1] else None)
+    app(args=args, prog_name="catty-ctx")

@@ -33,6 +33,7 @@ ENVIRONMENT = [
     ("XDG_CACHE_HOME", "where usage keeps its per-file cache (XDG_CACHE_HOME/catty-ctx)"),
     ("XDG_CONFIG_HOME", "where instructions looks for global instruction files"),
     ("CATTY_CTX_DEBUG", "set to 1 to get a traceback instead of a one-line internal error"),
+    ("CATTY_CTX_RETRY_BACKOFF", "seconds before a summariser's second attempt (default 3; later waits double)"),
 ]
 EXIT_STATUS = [
     ("0", "success"),
@@ -116,8 +117,9 @@ def _describe(cmd: Any, path: list[str]) -> Cmd:
 def command_tree() -> Cmd:
     import typer
 
-    from . import app
+    from . import app, load_commands
 
+    load_commands()
     root = typer.main.get_command(app)
     return _describe(root, [])
 

@@ -88,14 +88,15 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, as_json: bool, lock_t
     from ..errors import CattyError
     from ..integrity import analyse, repair_session
     from ..store import Session, find_sessions
-    from .output import rows_out
+    from .output import progress_iter, rows_out
 
     failures: list[int] = []
     found_any = False
+    sessions = list(find_sessions(Path(root)))
 
     def rows() -> Any:
         nonlocal found_any
-        for directory in find_sessions(Path(root)):
+        for directory in progress_iter(sessions, label="sessions", total=len(sessions)):
             try:
                 with Session.open(directory) as s:
                     plan = analyse(s) if (check or dry_run) else repair_session(s, lock_timeout=lock_timeout)

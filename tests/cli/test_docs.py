@@ -64,3 +64,14 @@ def test_completion_command_prints_the_committed_script() -> None:
     for shell, rel in (("bash", "catty-ctx.bash"), ("zsh", "_catty-ctx"), ("fish", "catty-ctx.fish")):
         assert cli("completion", shell, check=True).stdout.decode() == (ROOT / "completions" / rel).read_text()
     assert cli("completion", "tcsh").returncode == 2
+
+
+def test_each_command_runs_with_only_its_own_module_loaded() -> None:
+    """The CLI imports just the invoked command's module; every command still resolves."""
+    from catty_ctx.cli import COMMAND_MODULES
+
+    for name in COMMAND_MODULES:
+        proc = cli(name, "--help")
+        assert proc.returncode == 0 and b"Usage: catty-ctx " + name.encode() in proc.stdout, name
+    assert cli("--help", check=True).stdout.count(b"\n") > 10
+    assert cli("--version", check=True).stdout.startswith(b"catty-ctx ")
