@@ -52,7 +52,7 @@ def write_blob(session_dir: Path, data: bytes) -> str:
     temp + fsync + rename, then the folder is fsynced: once this returns, an event may name
     the handle. Raises OSError when it cannot write (WriteError when blobs/ is a link).
     """
-    from .store import _write_durable, session_folder
+    from .store import replace_file, session_folder
 
     handle = blob_handle(data)
     folder = session_folder(session_dir / BLOBS_DIR)  # never a link out of the session
@@ -63,7 +63,7 @@ def write_blob(session_dir: Path, data: bytes) -> str:
             return handle  # content-addressed: same name and size is the same payload
     except FileNotFoundError:
         pass
-    _write_durable(target, data)
+    replace_file(target, data)
     return handle
 
 

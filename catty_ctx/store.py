@@ -448,7 +448,7 @@ def quarantine_bytes(session: Session, start: int, end: int, *, reason: str, seq
     with open(session.log_path, "rb") as src:
         src.seek(start)
         data = src.read(end - start)
-    _write_durable(target, data)
+    replace_file(target, data)
     record: dict[str, Any] = {"file": target.name, "offset": start, "bytes": end - start, "reason": reason, "ts": now_ts()}
     if seq is not None:
         record["seq"] = seq
@@ -531,14 +531,18 @@ def _title(text: str) -> str:
     return line[:80] + ("…" if len(line) > 80 else "")
 
 
-def _write_durable(path: Path, data: bytes) -> None:
-    """temp + fsync + rename, then fsync the folder: a reader sees the old file or the new."""
+def replace_file(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """temp + fsync + rename, then fsync the folder: a reader sees the old file or the new.
+
+    `durable=False` skips both fsyncs, for caches whose loss in a crash only costs time.
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -546,6 +550,8 @@ def _write_durable(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+    if not durable:
+        return
     dfd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dfd)
@@ -556,7 +562,7 @@ def _write_durable(path: Path, data: bytes) -> None:
 def atomic_write(path: Path, data: bytes) -> None:
     """Whole-file rewrite through temp + fsync + rename; errors become WriteError (exit 73)."""
     try:
-        _write_durable(path, data)
+        replace_file(path, data)
     except OSError as exc:
         raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
 

@@ -474,20 +474,10 @@ def _load_cache(arg: str) -> dict[str, Any]:
 
 def _write_cache_file(path: Path, data: bytes) -> None:
     """temp + rename, without fsync: a cache lost in a crash is only read as empty next time."""
-    import tempfile
+    from .store import replace_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    replace_file(path, data, durable=False)
 
 
 def _save_cache(arg: str, files: dict[str, Any]) -> str | None:
