@@ -135,7 +135,8 @@ def test_claude_merges_the_lines_of_one_response_and_keeps_the_largest_usage() -
     assert len(usage) == 1
     assert (usage[0]["output"], usage[0]["input"], usage[0]["cache_read"], usage[0]["cache_write"]) == (88, 12, 4000, 900)
     # the two tool calls of msg_01 sit between its message and its results
-    kinds = [e["kind"] for e in events[2:9]]
+    at = events.index(first[0])
+    kinds = [e["kind"] for e in events[at : at + 7]]
     assert kinds == ["message", "reasoning", "tool_call", "tool_call", "usage", "tool_result", "tool_result"]
 
 

@@ -427,6 +427,29 @@ def subagent_files(main: Path, session_id: str) -> list[tuple[str, Path]]:
     return found
 
 
+def _prompt_context(chain: list[dict[str, Any]], cwd: str | None, model: str | None) -> dict[str, Any]:
+    """What a Claude Code file says of the prompt's context: the rest is marked unknown."""
+    from ..context import snapshot_value
+
+    version = next((r["version"] for r in chain if isinstance(r.get("version"), str) and r["version"]), None)
+    branch = next((r["gitBranch"] for r in chain if isinstance(r.get("gitBranch"), str) and r["gitBranch"]), None)
+    parts = {
+        "audience": "main",
+        "model": model,
+        "agent_version": f"claude-code {version}" if version else None,
+        "environment.cwd": cwd,
+        "environment.git_branch": branch,
+    }
+    sources = {
+        "audience": "claude: the session's main file (subagents live in their own files)",
+        "model": "claude: message.model of the first assistant record",
+        "agent_version": "claude: `version` of the session's records",
+        "environment.cwd": "claude: `cwd` of the session's records",
+        "environment.git_branch": "claude: `gitBranch` of the session's records",
+    }
+    return snapshot_value(parts, {k: v for k, v in sources.items() if parts.get(k) is not None})
+
+
 def convert(
     source: Path,
     start: Any,
@@ -451,6 +474,7 @@ def convert(
         None,
     )
     b: EventBuilder = start(session_id=sid, ts=first.get("timestamp"), cwd=cwd, model=model, source_path=path)
+    b.state("prompt_context", _prompt_context(chain, cwd, model), ts=first.get("timestamp"))
     on_chain = {r["uuid"] for r in chain}
     off_branch = sum(1 for u in tree.records if u not in on_chain and u not in tree.sidechain)
     if off_branch:

@@ -152,6 +152,7 @@ class _Converter:
     def __init__(self, b: EventBuilder, tracker: UsageTracker) -> None:
         self.b = b
         self.tracker = tracker
+        self.context: dict[str, tuple[Any, str]] = {}  # prompt-context part -> (value, source)
         self.instructions: dict[str, str] = {}
 
     def item(self, p: dict[str, Any], ts: Any, lineno: int) -> None:
@@ -237,6 +238,25 @@ class _Converter:
         self.b.tool_result(str(p.get("call_id")), text, is_error=is_error, ts=ts, images=images or None)
 
 
+def _meta_context(meta: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """Prompt-context parts from session_meta: {part: (value, source)}."""
+    parts: dict[str, tuple[Any, str]] = {"audience": ("main", "codex: a rollout file is one main session")}
+    if isinstance(meta.get("cli_version"), str):
+        parts["agent_version"] = (f"codex {meta['cli_version']}", "codex: session_meta.cli_version")
+    if isinstance(meta.get("cwd"), str):
+        parts["environment.cwd"] = (meta["cwd"], "codex: session_meta.cwd")
+    git = meta.get("git")
+    if isinstance(git, dict) and isinstance(git.get("branch"), str):
+        parts["environment.git_branch"] = (git["branch"], "codex: session_meta.git.branch")
+    return parts
+
+
+def _snapshot(context: dict[str, tuple[Any, str]]) -> dict[str, Any]:
+    from ..context import snapshot_value
+
+    return snapshot_value({k: v for k, (v, _) in context.items()}, {k: src for k, (_, src) in context.items()})
+
+
 def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | None = None, session_id: str | None = None) -> EventBuilder:
     path = find_session_file(source, session_id)
     report = start.report
@@ -261,6 +281,8 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
                 source_path=path,
             )
             conv = _Converter(b, tracker)
+            conv.context = _meta_context(meta)
+            b.state("prompt_context", _snapshot(conv.context), ts=ts)
             instructions = meta.get("instructions")
             if isinstance(instructions, str) and instructions.strip():
                 b.message("user", instructions, id=f"{meta.get('id') or path.stem}:instructions", ts=ts, synthetic="harness_context")
@@ -286,6 +308,12 @@ def _dispatch(conv: _Converter, tracker: UsageTracker, ltype: str, payload: dict
         conv.item(payload, ts, lineno)
     elif ltype == "turn_context":
         tracker.turn_context(payload)
+        before = dict(conv.context)
+        for key, part in (("model", "model"), ("cwd", "environment.cwd"), ("approval_policy", "approval_policy"), ("effort", "reasoning_effort")):
+            if isinstance(payload.get(key), str) and payload[key]:
+                conv.context[part] = (payload[key], f"codex: turn_context.{key}")
+        if conv.context != before:  # a new snapshot only when the context changed
+            b.state("prompt_context", _snapshot(conv.context), ts=ts)
     elif ltype == "event_msg":
         if payload.get("type") == "token_count":
             info = payload.get("info")

@@ -213,3 +213,21 @@ def test_out_moves_large_outputs_to_blobs_as_append_does(tmp_path: Path) -> None
     kept = tmp_path / "kept"
     cli("import", "openai", str(src), "--out", str(kept), "--max-tool-bytes", "0", check=True)
     assert [e["output"] for e in jsonl((kept / "updates.jsonl").read_bytes()) if e["kind"] == "tool_result"] == [big]
+
+
+def test_imports_record_the_prompt_context_they_know(tmp_path: Path) -> None:
+    """Issue 11: inspect --context on a Claude and a Codex import names each known part's
+    source and lists the parts the source does not hold as unknown."""
+    codex = next((FIXTURES / "import" / "codex" / "sessions").rglob("*.jsonl"))
+    cases = {
+        "claude": (FIXTURES / "import" / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl",
+                   {"agent_version": "claude-code 2.0.14", "environment.git_branch": "main", "environment.cwd": "/home/dev/shop"}),
+        "codex": (codex, {"agent_version": "codex 0.46.0", "environment.git_branch": "main", "model": "gpt-5", "approval_policy": "on-request"}),
+    }
+    for fmt, (source, expected) in cases.items():
+        out = tmp_path / fmt
+        cli("import", fmt, str(source), "--out", str(out), check=True)
+        rep = orjson.loads(cli("inspect", str(out), "--context", "--json", check=True).stdout)
+        for part, value in expected.items():
+            assert rep["parts"][part]["value"] == value and rep["parts"][part]["source"].startswith(f"{fmt}: "), (fmt, part)
+        assert "environment.os" in rep["unknown"] and "persona" in rep["unknown"]
