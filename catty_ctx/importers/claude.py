@@ -6,8 +6,8 @@ when a session is resumed, and marks compaction with a `compact_boundary` record
 an `isCompactSummary` user record. The importer keeps the live branch (the chain ending at
 the newest leaf), drops replayed copies by uuid, merges the lines of one response, counts
 each response's usage once (keyed by message id + request id, the largest copy kept), and
-imports subagent files as events with `agent`. `usage_records` exposes the same usage
-deduplication for the usage ledger.
+imports subagent files as events with `agent`. (The usage ledger reads Claude files with
+its own faster reader, usage.py, under the same dedupe rules.)
 """
 from __future__ import annotations
 
@@ -54,51 +54,6 @@ def _bigger(a: dict[str, Any], b: dict[str, Any]) -> bool:
         return (u["input"] + u["output"] + u["cache_read"] + u["cache_write"], u["output"])
 
     return size(a) > size(b)
-
-
-def usage_records(path: str | Path, *, agent: str | None = None) -> Iterator[dict[str, Any]]:
-    """Deduplicated usage of every API response in one Claude Code file (all branches).
-
-    One record per `message.id` + `requestId` with the largest usage seen; model
-    `<synthetic>` (no API call) is left out. Fields: ts, model, input, output, cache_read,
-    cache_write, message_id, request_id, session_id, agent. Lines without `"usage"` are
-    never parsed.
-    """
-    best: dict[tuple[str, str], dict[str, Any]] = {}
-    order: list[tuple[str, str]] = []
-    with open(path, "rb") as f:
-        for line in f:
-            if b'"usage"' not in line or b'"assistant"' not in line:
-                continue
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if not isinstance(rec, dict) or rec.get("type") != "assistant":
-                continue
-            msg = rec.get("message")
-            if not isinstance(msg, dict) or msg.get("model") == SYNTHETIC_MODEL:
-                continue
-            fields = usage_fields(msg.get("usage"))
-            if fields is None:
-                continue
-            key = (str(msg.get("id") or rec.get("uuid") or ""), str(rec.get("requestId") or ""))
-            old = best.get(key)
-            if old is None:
-                order.append(key)
-            elif not _bigger(fields, old):
-                continue
-            best[key] = {
-                "ts": rec.get("timestamp"),
-                "model": msg.get("model") or "unknown",
-                **fields,
-                "message_id": key[0] or None,
-                "request_id": key[1] or None,
-                "session_id": rec.get("sessionId"),
-                "agent": (agent or rec.get("agentId")) if rec.get("isSidechain") else agent,
-            }
-    for key in order:
-        yield best[key]
 
 
 # -- reading a file into its live branch -------------------------------------------------------

@@ -70,30 +70,6 @@ class UsageTracker:
         }
 
 
-def usage_records(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Per-request usage of one rollout file (ts, model, input, output, cache_read, reasoning)."""
-    import orjson
-
-    tracker = UsageTracker()
-    with open(path, "rb") as f:
-        for line in f:
-            if b'"turn_context"' not in line and b'"token_count"' not in line:
-                continue
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            payload = rec.get("payload") if isinstance(rec, dict) else None
-            if not isinstance(payload, dict):
-                continue
-            if rec.get("type") == "turn_context":
-                tracker.turn_context(payload)
-            elif rec.get("type") == "event_msg" and payload.get("type") == "token_count":
-                usage = tracker.token_count(payload)
-                if usage is not None:
-                    yield {"ts": rec.get("timestamp"), **usage}
-
-
 # -- conversion --------------------------------------------------------------------------------
 
 
