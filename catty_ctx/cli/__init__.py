@@ -18,7 +18,7 @@ app = typer.Typer(
         "Context lifecycle for LLM-agent sessions on disk: inspect, prune, compact, archive, "
         "repair, fork, resume and account for sessions stored as append-only JSONL.\n\n"
         "Exit status: 0 ok, 1 a check found problems, 2 usage error, 65 bad input data, "
-        "73 cannot write output, 75 lock busy (try again), 130 interrupted."
+        "70 internal error, 73 cannot write output, 75 lock busy (try again), 130 interrupted."
     ),
     no_args_is_help=True,
     add_completion=False,

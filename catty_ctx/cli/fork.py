@@ -21,9 +21,11 @@ def fork_cmd(
     dry_run: DryRunOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Copy the events of turns 1..N (keeping their seq), the segments and the blobs they
-    need into DEST, with its own session event at seq 0 recording the parent
-    (parent_session_id, forked_from_seq) and summary.json of kind "fork".
+    """Start a new session DEST from turns 1..N of SESSION; the parent is untouched.
+
+    The events are copied with their seq, with the segments and blobs they need; DEST's own
+    session event at seq 0 records the parent (parent_session_id, forked_from_seq), and its
+    summary.json is of kind "fork".
 
     DEST is built in a temporary directory beside it and renamed into place, so a crash
     leaves no half DEST. Symbolic links are never followed out of SESSION.

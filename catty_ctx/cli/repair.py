@@ -28,9 +28,11 @@ def repair_cmd(
     as_json: JsonOpt = False,
     lock_timeout: LockTimeoutOpt = 30.0,
 ) -> None:
-    """Fix a torn last line and invalid lines (moved to quarantine/, never deleted), duplicate
-    results, dangling calls, orphan and displaced results, duplicated streaming snapshots,
-    and a missing or stale summary.json.
+    """Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.
+
+    It fixes a torn last line and invalid lines (moved to quarantine/), duplicate results,
+    dangling calls, orphan and displaced results, duplicated streaming snapshots, and a
+    missing or stale summary.json.
 
     Conversation fixes are appended as `repair` events that the view applies; the original
     events stay in the log. A ROOT repairs every session under it. `-` reads an event stream

@@ -19,9 +19,11 @@ def resume_cmd(
     session: SessionArg,
     fmt: Annotated[str, typer.Option("--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).")] = "items",
 ) -> None:
-    """Print the session's view with every repair applied (the log is not touched), in the
-    chosen format, after checking it is valid for the provider: every call answered exactly
-    once right after its assistant, no orphans, no empty messages.
+    """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
+
+    Every repair is applied in memory (the log is not touched) and the result is checked
+    against the provider's rules before printing: every call answered exactly once right
+    after its assistant, no orphans, no empty messages.
 
     A session directory is resumable only when it holds summary.json (`catty-ctx repair`
     rebuilds a missing one). What was repaired on the way is said on stderr.

@@ -33,8 +33,10 @@ def usage_cmd(
     strict: Annotated[bool, typer.Option("--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted; every line of a catty log is validated.")] = False,
     tz: Annotated[Optional[str], typer.Option("--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one).")] = None,
 ) -> None:
-    """Input, output, cache reads and writes, reasoning, calls and cost, by model, day, week,
-    month, session, project or agent, with totals.
+    """Tokens, calls and cost of catty, Claude Code and Codex sessions, with totals.
+
+    Rows hold input, output, cache reads and writes, reasoning, calls and cost, by model,
+    day, week, month, session, project or agent.
 
     Provider calls are counted once: Claude Code's per-content-block copies, resumed and
     forked copies, and side-question replays are collapsed; Codex counts a call only when its
