@@ -19,7 +19,7 @@ import orjson
 
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
-from .store import LOG_NAME, PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, write_summary
+from .store import LOG_NAME, PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, place_new_session, write_summary
 
 FORMATS = ("items", "openai", "anthropic")
 _TMP_MARK = ".fork-"
@@ -140,14 +140,6 @@ def _clear_stale_temps(dest: Path) -> None:
             continue
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def fork(
     source: str | os.PathLike[str],
     dest: str | os.PathLike[str],
@@ -184,11 +176,7 @@ def fork(
         _build(session, parent_dir, tmp, first, result, cut=cut, model=model, cwd=cwd, dry_run=dry_run)
         if dry_run:
             return result
-        _fsync_dir(tmp)
-        if dest.is_dir():
-            os.rmdir(dest)  # empty (checked above); rename cannot replace it on every platform
-        os.rename(tmp, dest)
-        _fsync_dir(dest.parent)
+        place_new_session(tmp, dest)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise WriteError(f"{dest}: cannot write the fork ({exc.strerror})") from None

@@ -178,7 +178,7 @@ class Session:
         lineno = 0
         next_report = _PROGRESS_STEP if progress else -1
         # The reading loop of `_lines`, inlined: this is the hot path of every command.
-        with _open_log(self.log_path, display) as f:
+        with open_log(self.log_path, display) as f:
             readline = f.readline
             while True:
                 line = readline(limit)
@@ -356,7 +356,7 @@ def json_problem(exc: orjson.JSONDecodeError) -> str:
     return f"invalid JSON: {exc.msg} (column {exc.colno})"
 
 
-def _open_log(path: Path, display: str) -> IO[bytes]:
+def open_log(path: Path, display: str) -> IO[bytes]:
     try:
         return open(path, "rb", buffering=_CHUNK)
     except IsADirectoryError:
@@ -375,7 +375,7 @@ def _unterminated(line: bytes, limit: int, display: str, lineno: int, warn: Warn
 
 def _lines(path: Path, display: str, warn: Warn | None) -> Iterator[tuple[int, bytes]]:
     """(line number, line without its newline), streamed; a torn final line is warned about and skipped."""
-    with _open_log(path, display) as f:
+    with open_log(path, display) as f:
         lineno = 0
         readline = f.readline
         limit = MAX_LINE_BYTES + 1
@@ -550,13 +550,27 @@ def replace_file(path: Path, data: bytes, *, durable: bool = True) -> None:
         except FileNotFoundError:
             pass
         raise
-    if not durable:
-        return
-    dfd = os.open(path.parent, os.O_RDONLY)
+    if durable:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a folder's entries (a rename, a new file) durable."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(dfd)
+        os.fsync(fd)
     finally:
-        os.close(dfd)
+        os.close(fd)
+
+
+def place_new_session(staging: Path, dest: Path) -> None:
+    """Move a fully built session from its staging folder to DEST (absent or empty), durably:
+    a crash before the rename leaves only the hidden staging folder, after it a whole session."""
+    fsync_dir(staging)
+    if dest.is_dir():
+        dest.rmdir()  # empty (callers check): rename cannot replace a folder everywhere
+    os.rename(staging, dest)
+    fsync_dir(dest.parent)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

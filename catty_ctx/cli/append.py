@@ -8,7 +8,7 @@ import typer
 
 from . import app
 from .errors import handle_errors, warn
-from .options import LockTimeoutOpt
+from .options import LockTimeoutOpt, MaxToolBytesOpt, MaxUserBytesOpt
 
 
 @app.command(
@@ -25,8 +25,8 @@ def append_cmd(
     session_id: Annotated[Optional[str], typer.Option("--session-id", metavar="ID", help="Session id, with --create (default: a new UUID).")] = None,
     lock_timeout: LockTimeoutOpt = 30.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not echo the appended events.")] = False,
-    max_user_bytes: Annotated[int, typer.Option("--max-user-bytes", min=0, metavar="N", help="A user message longer than N bytes moves to blobs/ with its head and tail kept inline (0: never).")] = 25_000,
-    max_tool_bytes: Annotated[int, typer.Option("--max-tool-bytes", min=0, metavar="N", help="A tool output longer than N bytes moves to blobs/ with its head and tail kept inline (0: never).")] = 40_000,
+    max_user_bytes: MaxUserBytesOpt = 25_000,
+    max_tool_bytes: MaxToolBytesOpt = 40_000,
 ) -> None:
     """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 

@@ -146,7 +146,7 @@ def import_to_dir(
     `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
     from ..context import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
-    from ..store import LOG_NAME, PART_NAME, STAGING_SUFFIX, check_new_session_dest, write_summary
+    from ..store import LOG_NAME, PART_NAME, STAGING_SUFFIX, check_new_session_dest, place_new_session, write_summary
 
     user_limit = USER_LIMIT if user_limit is None else user_limit
     tool_limit = TOOL_LIMIT if tool_limit is None else tool_limit
@@ -195,9 +195,7 @@ def import_to_dir(
             os.fsync(fd)
         write_summary(staging, summary_for(builder, log_path.stat().st_size))
         os.rename(log_path, staging / LOG_NAME)
-        if dest.is_dir():
-            dest.rmdir()  # empty (checked above): the rename takes its place
-        os.replace(staging, dest)
+        place_new_session(staging, dest)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise WriteError(f"{dest}: cannot write ({exc.strerror})") from None

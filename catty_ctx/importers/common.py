@@ -22,11 +22,10 @@ import orjson
 from ..errors import DataError
 from ..events import SCHEMA_VERSION, Event, check_event
 from ..fingerprint import blob_handle
+from ..store import MAX_LINE_BYTES, json_problem, open_log
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 # A line longer than this is refused without being read whole, as the store does.
-MAX_LINE_BYTES = 64 * 1024 * 1024
-_CHUNK = 1 << 20
 
 Sink = Callable[[Event], None]
 BlobSink = Callable[[str, bytes], None]
@@ -417,12 +416,8 @@ def iter_jsonl(
     error naming file:line, or with `lenient` a warning and a skip.
     """
     name = display or str(path)
-    try:
-        f = open(path, "rb", buffering=_CHUNK)
-    except OSError as exc:
-        raise DataError(f"cannot read ({exc.strerror})", path=name) from None
     loads = orjson.loads
-    with f:
+    with open_log(path, name) as f:
         lineno = 0
         readline = f.readline
         limit = MAX_LINE_BYTES + 1
@@ -447,7 +442,7 @@ def iter_jsonl(
                 if what and lineno == 1 and _is_json_document(path):
                     raise not_recognised(name, what) from None  # a whole JSON document, not lines
                 if not lenient:
-                    raise DataError(f"invalid JSON ({exc}); --lenient skips such lines", path=name, line=lineno) from None
+                    raise DataError(f"{json_problem(exc)}; --lenient skips such lines", path=name, line=lineno) from None
                 report.invalid.append(f"{name}:{lineno}")
                 if warn:
                     warn(f"{name}:{lineno}: invalid JSON skipped")
