@@ -1,51 +1,71 @@
 """The `catty-ctx` command line: a thin layer that parses, calls the library and renders.
 
 Each command lives in its own module and imports the library lazily, so `--version` and
-`--help` start fast.
+`--help` start fast. The typer application is built on first use of `app`: `usage` parses its
+own argv when it can (see `cli/usage.py`) and answers without loading the CLI framework.
 """
-from __future__ import annotations
-
 import sys
-from typing import Annotated, Optional
-
-import typer
+from typing import Annotated, Any, Optional
 
 from .._version import __version__
 
-app = typer.Typer(
-    name="catty-ctx",
-    help=(
-        "Context lifecycle for LLM-agent sessions on disk: inspect, prune, compact, archive, "
-        "repair, fork, resume and account for sessions stored as append-only JSONL.\n\n"
-        "Exit status: 0 ok, 1 a check found problems, 2 usage error, 65 bad input data, "
-        "70 internal error, 73 cannot write output, 75 lock busy (try again), 130 interrupted."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+HELP = (
+    "Context lifecycle for LLM-agent sessions on disk: inspect, prune, compact, archive, "
+    "repair, fork, resume and account for sessions stored as append-only JSONL.\n\n"
+    "Exit status: 0 ok, 1 a check found problems, 2 usage error, 65 bad input data, "
+    "70 internal error, 73 cannot write output, 75 lock busy (try again), 130 interrupted."
 )
 
 
-def _version(value: bool) -> None:
-    if value:
-        sys.stdout.write(f"catty-ctx {__version__}\n")
-        raise typer.Exit(0)
+def _build_app() -> Any:
+    import typer
+
+    built = typer.Typer(
+        name="catty-ctx",
+        help=HELP,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+    def _version(value: bool) -> None:
+        if value:
+            sys.stdout.write(f"catty-ctx {__version__}\n")
+            raise typer.Exit(0)
+
+    # No `from __future__ import annotations` in this module: typer reads these annotations,
+    # and they must be evaluated here, where `typer` is in scope.
+    @built.callback()
+    def _root(
+        version: Annotated[
+            Optional[bool],
+            typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+        ] = None,
+    ) -> None:
+        """Context lifecycle for LLM-agent sessions on disk."""
+
+    return built
 
 
-@app.callback()
-def _root(
-    version: Annotated[
-        Optional[bool],
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
-    ] = None,
-) -> None:
-    """Context lifecycle for LLM-agent sessions on disk."""
+def get_app() -> Any:
+    """The typer application, built once."""
+    built = globals().get("app")
+    if built is None:
+        built = globals()["app"] = _build_app()
+    return built
 
 
-# Each command lives in its own module, which registers it on `app` when imported. Only the
-# module of the command being run is imported (typer then inspects one signature, not all);
-# help, completion and docs load them all.
+def __getattr__(name: str) -> Any:
+    if name == "app":  # `from . import app` in a command module
+        return get_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# Each command lives in its own module, which registers it on `app` when imported (or, for a
+# module that starts without typer, when its `declare()` is called). Only the module of the
+# command being run is imported (typer then inspects one signature, not all); help,
+# completion and docs load them all.
 COMMAND_MODULES = {
     "append": "append",
     "blob": "blob",
@@ -68,11 +88,22 @@ def load_commands(names: "list[str] | None" = None) -> None:
     import importlib
 
     for name in COMMAND_MODULES if names is None else names:
-        importlib.import_module(f"{__name__}.{COMMAND_MODULES[name]}")
+        module = importlib.import_module(f"{__name__}.{COMMAND_MODULES[name]}")
+        declare = getattr(module, "declare", None)
+        if declare is not None:
+            declare()
 
 
 def main(argv: "list[str] | None" = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["usage"]:
+        from . import usage
+
+        opts = usage.parse_args(args[1:])
+        if opts is not None:  # a plain spelling: no need for typer
+            from .errors import run_guarded
+
+            sys.exit(run_guarded(usage.run, **opts))
     first = next((a for a in args if not a.startswith("-")), None)
     load_commands([first] if first in COMMAND_MODULES and "--help" not in args[:1] else None)
-    app(args=args, prog_name="catty-ctx")
+    get_app()(args=args, prog_name="catty-ctx")

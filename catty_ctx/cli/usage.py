@@ -1,51 +1,79 @@
-"""`catty-ctx usage`: the token and cost ledger over catty, Claude Code and Codex sessions."""
-from __future__ import annotations
+"""`catty-ctx usage`: the token and cost ledger over catty, Claude Code and Codex sessions.
 
+This command starts without the CLI framework: `parse_args` reads the plain spellings of its
+options and `run` does the work, so a cron job asking again about unchanged files pays for the
+interpreter and the cached answer only. `declare` gives typer the same options for help,
+completion, the man page and every other spelling; a test keeps the two tables equal.
+"""
+# No `from __future__ import annotations`: typer evaluates the annotations in `declare`, where
+# `typer` is in scope only as a local.
 from typing import Annotated, Any, List, Optional
-
-import typer
-
-from . import app
-from .errors import handle_errors, warn
-from .options import JsonOpt
 
 BY_HELP = "Rows by model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
 
+# Option → (parameter, takes a value), as typer declares them below.
+OPTIONS = {
+    "--by": ("by", True),
+    "--since": ("since", True),
+    "--until": ("until", True),
+    "--json": ("as_json", False),
+    "--prices": ("prices", True),
+    "--no-cache": ("no_cache", False),
+    "--jobs": ("jobs", True),
+    "-j": ("jobs", True),
+    "--strict": ("strict", False),
+    "--timezone": ("tz", True),
+}
 
-@app.command(
-    "usage",
-    epilog=(
-        "Examples: catty-ctx usage ~/.claude --by day --since 2026-01-01; "
-        "catty-ctx usage ~/.codex --by model --json | jq .totals; "
-        "catty-ctx usage sessions/ --by agent"
-    ),
-)
-@handle_errors
-def usage_cmd(
-    paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, or - for a log on stdin; told apart by content.")],
-    by: Annotated[str, typer.Option("--by", metavar="model|day|week|month|session|project|agent", help=BY_HELP)] = "model",
-    since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone.")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD).")] = None,
-    as_json: JsonOpt = False,
-    prices: Annotated[Optional[str], typer.Option("--prices", metavar="FILE", help="A price table (LiteLLM's field names) whose entries replace the bundled ones.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file in full; neither read nor write the caches.")] = False,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Parse files in N processes (default: one per CPU).")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted; every line of a catty log is validated.")] = False,
-    tz: Annotated[Optional[str], typer.Option("--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one).")] = None,
-) -> None:
-    """Tokens, calls and cost of catty, Claude Code and Codex sessions, with totals.
 
-    Rows hold input, output, cache reads and writes, reasoning, calls and cost, by model,
-    day, week, month, session, project or agent.
+def parse_args(args: List[str]) -> Optional[dict]:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them.
 
-    Provider calls are counted once: Claude Code's per-content-block copies, resumed and
-    forked copies, and side-question replays are collapsed; Codex counts a call only when its
-    cumulative totals moved. Costs come from a dated price table shipped with catty-ctx
-    (--prices overrides). Lines that cannot be read are skipped and counted (the first few
-    named on stderr). Unchanged files are read from a cache, grown ones from where they ended.
+    Takes options before, between and after the paths, `--opt=value`, and `--`; anything else
+    (help, an unknown option, a bad --jobs, no path) is left to typer and its messages.
     """
+    opts: dict = {"paths": []}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a == "--":
+            opts["paths"].extend(args[i:])
+            break
+        if a == "-" or not a.startswith("-"):
+            opts["paths"].append(a)
+            continue
+        name, eq, value = a.partition("=")
+        spec = OPTIONS.get(name)
+        if spec is None or (eq and not spec[1]) or (name == "-j" and eq):
+            return None
+        dest, takes_value = spec
+        if not takes_value:
+            opts[dest] = True
+            continue
+        if not eq:
+            if i >= len(args):
+                return None
+            value = args[i]
+            i += 1
+        opts[dest] = value
+    if not opts["paths"]:
+        return None
+    if "jobs" in opts:
+        jobs = opts["jobs"]
+        if not (jobs.isascii() and jobs.isdigit() and int(jobs) >= 1):
+            return None
+        opts["jobs"] = int(jobs)
+    return opts
+
+
+def run(paths: List[str], by: str = "model", since: Optional[str] = None, until: Optional[str] = None, as_json: bool = False,
+        prices: Optional[str] = None, no_cache: bool = False, jobs: Optional[int] = None, strict: bool = False,
+        tz: Optional[str] = None) -> None:
+    """Scan, fold and print the ledger; warnings and errors go to stderr."""
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
+    from .errors import warn
     from .output import stderr_tty, stdout_tty, write_json, write_lines
 
     if by not in BY_CHOICES:
@@ -77,6 +105,52 @@ def usage_cmd(
         write_lines(ledger.rows)
 
 
+def declare() -> None:
+    """Register `usage` on the typer application (help, completion, docs, unusual spellings)."""
+    import typer
+
+    from . import app
+    from .errors import handle_errors
+    from .options import JsonOpt
+
+    if any(c.name == "usage" for c in app.registered_commands):
+        return
+
+    @app.command(
+        "usage",
+        epilog=(
+            "Examples: catty-ctx usage ~/.claude --by day --since 2026-01-01; "
+            "catty-ctx usage ~/.codex --by model --json | jq .totals; "
+            "catty-ctx usage sessions/ --by agent"
+        ),
+    )
+    @handle_errors
+    def usage_cmd(
+        paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, or - for a log on stdin; told apart by content.")],
+        by: Annotated[str, typer.Option("--by", metavar="model|day|week|month|session|project|agent", help=BY_HELP)] = "model",
+        since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone.")] = None,
+        until: Annotated[Optional[str], typer.Option("--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD).")] = None,
+        as_json: JsonOpt = False,
+        prices: Annotated[Optional[str], typer.Option("--prices", metavar="FILE", help="A price table (LiteLLM's field names) whose entries replace the bundled ones.")] = None,
+        no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file in full; neither read nor write the caches.")] = False,
+        jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Parse files in N processes (default: one per CPU).")] = None,
+        strict: Annotated[bool, typer.Option("--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted; every line of a catty log is validated.")] = False,
+        tz: Annotated[Optional[str], typer.Option("--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one).")] = None,
+    ) -> None:
+        """Tokens, calls and cost of catty, Claude Code and Codex sessions, with totals.
+
+        Rows hold input, output, cache reads and writes, reasoning, calls and cost, by model,
+        day, week, month, session, project or agent.
+
+        Provider calls are counted once: Claude Code's per-content-block copies, resumed and
+        forked copies, and side-question replays are collapsed; Codex counts a call only when its
+        cumulative totals moved. Costs come from a dated price table shipped with catty-ctx
+        (--prices overrides). Lines that cannot be read are skipped and counted (the first few
+        named on stderr). Unchanged files are read from a cache, grown ones from where they ended.
+        """
+        run(paths, by=by, since=since, until=until, as_json=as_json, prices=prices, no_cache=no_cache, jobs=jobs, strict=strict, tz=tz)
+
+
 def _money(v: Any) -> str:
     return "—" if v is None else f"${v:,.2f}"
 
@@ -95,7 +169,7 @@ def _show(ledger: Any) -> None:
     cols = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
     number = (lambda n: f"{n:,}") if console().width >= 130 else _short
 
-    def cells(key: str, r: dict[str, Any]) -> list[Any]:
+    def cells(key: str, r: dict) -> list:
         cost = _money(r["cost_usd"]) + ("*" if r["partial"] else "")
         return [key, *(number(r[c]) for c in cols[1:7]), cost]
 

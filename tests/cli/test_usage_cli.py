@@ -120,3 +120,64 @@ def test_an_unwritable_cache_costs_a_warning_not_the_result(tmp_path: Path) -> N
 def test_help_describes_the_command_with_an_example() -> None:
     out = cli("usage", "--help", check=True).stdout.decode()
     assert "Example" in out and "--by" in out and "--prices" in out and "--strict" in out and "--timezone" in out
+
+
+def _via_typer(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The same command line parsed by typer (the path `catty_ctx.cli.main` takes for unusual spellings)."""
+    code = "import sys; from catty_ctx.cli import get_app, load_commands; load_commands(['usage']); get_app()(args=sys.argv[1:], prog_name='catty-ctx')"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, cwd=ROOT, env=env or dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_the_fast_option_table_is_the_typer_commands() -> None:
+    """`usage` parses its own argv to start without typer: it must know exactly typer's options."""
+    import typer
+
+    from catty_ctx.cli import get_app, load_commands
+    from catty_ctx.cli.usage import OPTIONS
+
+    load_commands(["usage"])
+    command = typer.main.get_command(get_app()).commands["usage"]  # type: ignore[attr-defined]
+    declared = {opt: (p.name, not p.is_flag) for p in command.params if p.param_type_name == "option" for opt in p.opts}
+    assert declared == OPTIONS
+
+
+def test_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.usage import parse_args
+
+    assert parse_args(["a", "--by=day", "-j", "2", "b", "--json", "--", "--c"]) == {
+        "paths": ["a", "b", "--c"], "by": "day", "jobs": 2, "as_json": True}
+    assert parse_args(["-", "--timezone", "UTC", "--since", "2026-01-01"]) == {"paths": ["-"], "tz": "UTC", "since": "2026-01-01"}
+    for typer_says in (["--help"], ["a", "-h"], [], ["--json"], ["a", "--by"], ["a", "--jobs", "0"], ["a", "-j2"], ["a", "--json=1"], ["a", "--bogus"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_both_parsers_give_the_same_output_and_exit(tmp_path: Path) -> None:
+    claude_tree(tmp_path / "claude", seed=4, projects=1, sessions=2)
+    codex = _codex(tmp_path)
+    (tmp_path / "bad.jsonl").write_bytes(b'{"type":"assistant","message":{"usage":{"output_tokens":1}}}\n{torn')
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TZ="UTC")
+    cases = [
+        [str(tmp_path / "claude"), str(codex), "--by=day", "--json"],
+        [str(codex), "--by", "agent", "-j", "1", "--no-cache"],
+        [str(tmp_path / "bad.jsonl"), "--json"],
+        [str(tmp_path / "bad.jsonl"), "--strict"],
+        [str(codex), "--by", "nope"],
+        [str(tmp_path / "missing")],
+        [str(codex), "--since", "yesterday"],
+    ]
+    for n, args in enumerate(cases):
+        for _ in range(2):  # a cold run, then the cached answer (each parser with a cache of its own)
+            fast = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", *args], capture_output=True, cwd=ROOT,
+                                  env=dict(env, XDG_CACHE_HOME=str(tmp_path / f"fast{n}")))
+            slow = _via_typer("usage", *args, env=dict(env, XDG_CACHE_HOME=str(tmp_path / f"slow{n}")))
+            assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
+
+
+def test_a_plain_usage_run_never_loads_typer_or_rich(tmp_path: Path) -> None:
+    codex = _codex(tmp_path)
+    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code, "usage", str(codex), "--json"], capture_output=True, cwd=ROOT, env=env)
+        assert proc.stderr.decode().strip() == "0 []" and orjson.loads(proc.stdout)["totals"]["calls"] == 2
