@@ -31,7 +31,7 @@ from typing import Any  # noqa: E402
 import orjson  # noqa: E402
 
 sys.path.append(_HERE)
-from _util import OUT, ROOT, catty  # noqa: E402
+from _util import OUT, ROOT, catty, env_with_project  # noqa: E402
 
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from usage_trees import claude_tree  # noqa: E402
@@ -86,7 +86,7 @@ def main() -> int:
         size, nfiles = tree_bytes(tree)
         cache = scratch / "cache"
         env_cc = dict(os.environ, CLAUDE_CONFIG_DIR=str(tree), HOME=str(scratch), TZ="UTC")
-        env_us = dict(os.environ, XDG_CACHE_HOME=str(cache), TZ="UTC", PYTHONPATH=str(ROOT))
+        env_us = env_with_project(XDG_CACHE_HOME=str(cache), TZ="UTC")
         cc = [args.ccusage, "daily", "--json", "--offline", "--breakdown", "--timezone", "UTC"]
         us = [*catty(), "usage", str(tree), "--by", "day", "--json", "--timezone", "UTC"]
         empty = scratch / "empty"

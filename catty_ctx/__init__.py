@@ -5,9 +5,11 @@ stays light.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ._version import __version__
+
+TYPE_CHECKING = False  # typing costs milliseconds to import; annotations here are strings
+if TYPE_CHECKING:
+    from typing import Any
 
 _API = {
     "Session": ("store", "Session"),

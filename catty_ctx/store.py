@@ -21,21 +21,8 @@ import orjson
 
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
+from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
 
-LOG_NAME = "updates.jsonl"
-# A new session (fork DEST, import --out) is built in a hidden staging folder named
-# ".<DEST>.<what>-<random>.tmp" beside DEST, its log named PART_NAME until the tree is whole,
-# then renamed into place. A kill can leave a staging folder (even a whole one, between the
-# last two renames): a ROOT walk skips it, so it is never taken for a session.
-PART_NAME = LOG_NAME + ".part"
-STAGING_SUFFIX = ".tmp"
-
-
-def is_staging(name: str) -> bool:
-    """Whether a folder name is a writer's staging folder (never a session)."""
-    return name.startswith(".") and name.endswith(STAGING_SUFFIX)
-SUMMARY_NAME = "summary.json"
-QUARANTINE_NAME = "quarantine"
 DEFAULT_LOCK_TIMEOUT = 30.0
 # A line longer than this is refused without being read whole (SPEC: bad input never
 # costs unbounded memory).

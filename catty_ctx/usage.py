@@ -15,20 +15,21 @@ grew, parses the appended bytes alone.
 from __future__ import annotations
 
 import marshal
-import mmap
 import os
-import re
 import stat
 import sys
-from dataclasses import dataclass, field, fields
-from datetime import date, datetime, timezone, tzinfo
-from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Sequence
 
-import orjson
 import xxhash
 
 from .errors import DataError, UsageError
+from .layout import LOG_NAME, is_staging
+
+# Only what a cached answer needs is imported here: orjson, mmap, re and datetime load where a
+# file is parsed or a ledger built, so `usage` asked again about unchanged files starts fast.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import tzinfo
+    from typing import IO, Any, Callable, Iterable, Sequence
 
 BY_CHOICES = ("model", "day", "week", "month", "session", "project", "agent")
 MAIN_AGENT = "main"
@@ -50,7 +51,7 @@ CATTY, CLAUDE, CODEX = "catty", "claude", "codex"
 _USAGE_MARK = b'"usage"'  # catty: every usage event has it
 # Claude Code: every usage object has output_tokens; a longer needle also searches faster.
 _CLAUDE_MARK = b'"output_tokens"'
-_CODEX_MARK = re.compile(rb'"(?:token_count|turn_context|session_meta)"')
+_CODEX_MARK = rb'"(?:token_count|turn_context|session_meta)"'
 _NL = b"\n"
 
 
@@ -86,6 +87,8 @@ def _epoch(value: Any) -> float | None:
 
 
 def _iso_epoch(value: str) -> float | None:
+    from datetime import datetime, timezone
+
     text = value[:-1] + "+00:00" if value[-1] in "Zz" else value
     try:
         dt = datetime.fromisoformat(text)
@@ -99,60 +102,118 @@ def _iso_epoch(value: str) -> float | None:
 # -- discovery ---------------------------------------------------------------------------------
 
 
-def discover(path: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
+def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> list[tuple[str, str | None]]:
     """The log files under PATH with their kind (None: told from the first line when read).
 
     PATH is a catty session (directory or log), a ROOT of them, a Claude Code config dir or
     its projects tree, a Codex home or its sessions tree, or one log file of any of these.
+    LISTINGS, when given, remembers each folder's listing (see `_listing`).
     """
-    from .store import is_staging
-
-    p = Path(path)
-    if p.is_file():
-        return [(str(p), CATTY if p.name == "updates.jsonl" else None)]
-    if not p.is_dir():
+    p = os.fspath(path)
+    join = os.path.join
+    if os.path.isfile(p):
+        return [(p, CATTY if os.path.basename(p) == LOG_NAME else None)]
+    if not os.path.isdir(p):
         raise UsageError(f"{p}: no such file or directory")
-    if (p / "updates.jsonl").is_file():
-        return [(str(p / "updates.jsonl"), CATTY)]
-    roots = [p / "projects"] if _is_home(p, "projects", _CLAUDE_HOME_MARKS, lambda n: n.startswith("-")) else []
+    if os.path.isfile(join(p, LOG_NAME)):
+        return [(join(p, LOG_NAME), CATTY)]
+    roots = [join(p, "projects")] if _is_home(p, "projects", _CLAUDE_HOME_MARKS, lambda n: n.startswith("-")) else []
     if _is_home(p, "sessions", _CODEX_HOME_MARKS, lambda n: len(n) == 4 and n.isdigit()):
-        roots += [r for r in (p / "sessions", p / "archived_sessions") if r.is_dir()]
+        roots += [r for r in (join(p, "sessions"), join(p, "archived_sessions")) if os.path.isdir(r)]
     out: list[tuple[str, str | None]] = []
+    memo = listings if listings is not None else Listings()
     for root in roots or [p]:
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if not is_staging(d))  # a killed fork's or import's leftovers
-            if "updates.jsonl" in filenames:
-                dirnames[:] = []  # a catty session's own folders hold no sessions
-                out.append((os.path.join(dirpath, "updates.jsonl"), CATTY))
+        stack = [root]  # depth first, folders and files in name order
+        while stack:
+            folder = stack.pop()
+            listing = memo.get(folder)
+            if listing is None:
                 continue
-            for name in sorted(filenames):
-                if name.endswith(".jsonl"):
-                    out.append((os.path.join(dirpath, name), CODEX if name.startswith("rollout-") else None))
+            subdirs, logs = listing
+            if LOG_NAME in logs:  # a catty session: its own folders hold no sessions
+                out.append((join(folder, LOG_NAME), CATTY))
+                continue
+            out.extend((join(folder, name), CODEX if name.startswith("rollout-") else None) for name in logs)
+            stack.extend(join(folder, d) for d in reversed(subdirs))
     return out
+
+
+class Listings:
+    """Folder listings (sub-folders to walk, *.jsonl names) remembered by the folder's mtime.
+
+    A folder's mtime changes whenever an entry is added, removed or renamed in it, so a
+    remembered listing whose folder has the same mtime is still true, and a walk over
+    unchanged folders costs one stat each instead of reading them. As in git's index, a
+    listing taken less than two seconds after the folder changed is not trusted (a second
+    change within the clock's tick would leave the mtime as it was).
+    """
+
+    RACY_NS = 2_000_000_000
+
+    def __init__(self, known: dict[str, tuple[int, int, list[str], list[str]]] | None = None) -> None:
+        self.known = known if type(known) is dict else {}
+        self.seen: dict[str, tuple[int, int, list[str], list[str]]] = {}  # what this walk used: what to keep
+
+    def get(self, folder: str) -> tuple[list[str], list[str]] | None:
+        try:
+            mtime = os.stat(folder).st_mtime_ns
+        except OSError:
+            return None
+        old = self.known.get(folder)
+        if old is not None and old[0] == mtime and mtime < old[1] - self.RACY_NS:
+            self.seen[folder] = old
+            return old[2], old[3]
+        import time
+
+        listed_at = time.time_ns()
+        subdirs: list[str] = []
+        logs: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for e in entries:
+                    try:
+                        is_dir = e.is_dir()
+                        real_dir = is_dir and not e.is_symlink()  # a linked folder is not walked into
+                    except OSError:
+                        is_dir = real_dir = False
+                    if real_dir:
+                        if not is_staging(e.name):  # a killed fork's or import's leftovers
+                            subdirs.append(e.name)
+                    elif not is_dir and e.name.endswith(".jsonl"):
+                        logs.append(e.name)
+        except OSError:
+            return None
+        subdirs.sort()
+        logs.sort()
+        self.seen[folder] = (mtime, listed_at, subdirs, logs)
+        return subdirs, logs
 
 
 _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
 
 
-def _is_home(p: Path, sub: str, marks: tuple[str, ...], child_ok: Callable[[str], bool]) -> bool:
+def _is_home(p: str, sub: str, marks: tuple[str, ...], child_ok: Callable[[str], bool]) -> bool:
     """Is P an agent's home (read only its SUB folder) rather than any folder that has one?
 
     Yes when P holds one of the agent's own files, or every entry of SUB looks like the
     agent's (Claude Code's project folders start with '-', Codex's session folders are years).
     """
-    if not (p / sub).is_dir():
+    folder = os.path.join(p, sub)
+    if not os.path.isdir(folder):
         return False
-    if any((p / m).exists() for m in marks):
+    if any(os.path.exists(os.path.join(p, m)) for m in marks):
         return True
     try:
-        names = os.listdir(p / sub)
+        names = os.listdir(folder)
     except OSError:
         return False
     return bool(names) and all(child_ok(n) for n in names)
 
 
 def _sniff(first_line: bytes) -> str:
+    import orjson
+
     try:
         obj = orjson.loads(first_line)
     except orjson.JSONDecodeError:
@@ -168,7 +229,7 @@ def _sniff(first_line: bytes) -> str:
 # -- parsing one file ----------------------------------------------------------------------------
 
 
-def _lines_with(mm: Any, start: int, end: int, mark: bytes | None = None, pattern: re.Pattern[bytes] | None = None) -> Iterable[tuple[int, bytes]]:
+def _lines_with(mm: Any, start: int, end: int, mark: bytes | None = None, pattern: Any = None) -> Iterable[tuple[int, bytes]]:
     """(offset, line) of each complete line in [start, end) holding the marker, found by a C search."""
     find = mm.find
     rfind = mm.rfind
@@ -198,6 +259,8 @@ def _int(v: Any) -> int:
 
 def _claude_context(path: str) -> tuple[str, str, str]:
     """(project, session, agent) a Claude Code file implies by where it lies."""
+    from pathlib import Path
+
     parts = Path(path).parts
     stem = Path(path).stem
     project = ""
@@ -210,6 +273,8 @@ def _claude_context(path: str) -> tuple[str, str, str]:
 
 
 def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]]) -> Any:
+    import orjson
+
     project, default_session, stem = _claude_context(path)
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
@@ -282,10 +347,12 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
 
 
 def _parse_catty(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]]) -> Any:
+    import orjson
+
     from .events import check_event
 
     if state is None:
-        state = [Path(path).parent.name, "", "", ""]  # session id, cwd, parent session, forked_from_seq: seq 0 says
+        state = [os.path.basename(os.path.dirname(path)), "", "", ""]  # session id, cwd, parent session, forked_from_seq: seq 0 says
         nl = mm.find(_NL, 0, end)
         if nl > 0:
             try:
@@ -325,9 +392,13 @@ def _parse_catty(mm: Any, start: int, end: int, path: str, state: Any, recs: lis
 
 def _parse_codex(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]]) -> Any:
     # state: last cumulative totals, current model, session id, cwd
-    prev, model, session, cwd = state if state is not None else (None, None, Path(path).stem, "")
+    import re
+
+    import orjson
+
+    prev, model, session, cwd = state if state is not None else (None, None, os.path.splitext(os.path.basename(path))[0], "")
     loads = orjson.loads
-    for off, line in _lines_with(mm, start, end, pattern=_CODEX_MARK):
+    for off, line in _lines_with(mm, start, end, pattern=re.compile(_CODEX_MARK)):
         try:
             o = loads(line)
         except orjson.JSONDecodeError:
@@ -415,6 +486,8 @@ def scan_file(task: tuple[str, str | None, dict[str, Any] | None]) -> tuple[str,
         if size == 0:
             return path, entry, 0, None
         try:
+            import mmap
+
             mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
         except (OSError, ValueError) as exc:  # shrank since fstat, or cannot be mapped
             return path, None, 0, f"cannot read ({exc})"
@@ -453,37 +526,52 @@ def scan_file(task: tuple[str, str | None, dict[str, Any] | None]) -> tuple[str,
 # -- the cache -----------------------------------------------------------------------------------
 
 
-def cache_dir() -> Path:
+def _cache_base() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "catty-ctx"
+    return os.path.join(base, "catty-ctx")
 
 
-def _cache_path(arg: str) -> Path:
+def cache_dir() -> Path:
+    """Where the per-file and answer caches live: $XDG_CACHE_HOME/catty-ctx."""
+    from pathlib import Path
+
+    return Path(_cache_base())
+
+
+def _cache_file(kind: str, key: str) -> str:
     tag = f"{sys.version_info[0]}{sys.version_info[1]}"  # marshal's format follows the interpreter
-    return cache_dir() / f"usage-v{CACHE_VERSION}-py{tag}-{xxhash.xxh64_hexdigest(arg.encode('utf-8', 'surrogateescape'))}.bin"
+    return os.path.join(_cache_base(), f"{kind}-v{CACHE_VERSION}-py{tag}-{xxhash.xxh64_hexdigest(key.encode('utf-8', 'surrogateescape'))}.bin")
+
+
+def _read_marshal(path: str) -> Any:
+    """A cache file's content, or None when missing or unreadable (a cache is only ever a shortcut)."""
+    try:
+        with open(path, "rb") as f:
+            return marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
 
 
 def _load_cache(arg: str) -> dict[str, Any]:
-    try:
-        data = _cache_path(arg).read_bytes()
-        cache = marshal.loads(data)
-    except (OSError, EOFError, ValueError, TypeError):
-        return {}
+    cache = _read_marshal(_cache_file("usage", arg))
     return cache if type(cache) is dict and cache.get("arg") == arg else {}
 
 
-def _write_cache_file(path: Path, data: bytes) -> None:
+def _write_cache_file(path: str, data: bytes) -> None:
     """temp + rename, without fsync: a cache lost in a crash is only read as empty next time."""
+    from pathlib import Path
+
     from .store import replace_file
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    replace_file(path, data, durable=False)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(target, data, durable=False)
 
 
 def _save_cache(arg: str, files: dict[str, Any]) -> str | None:
     """Write the per-file cache; a failure costs speed next time, never the result."""
     try:
-        _write_cache_file(_cache_path(arg), marshal.dumps({"arg": arg, "files": files}))
+        _write_cache_file(_cache_file("usage", arg), marshal.dumps({"arg": arg, "files": files}))
     except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
         return f"usage cache not written: {exc}"
     return None
@@ -492,34 +580,40 @@ def _save_cache(arg: str, files: dict[str, Any]) -> str | None:
 # -- scanning ------------------------------------------------------------------------------------
 
 
-@dataclass
 class Scan:
-    """What a scan read: the records in file order, and how it went."""
+    """What a scan read: the records in file order, and how it went.
 
-    records: list[Record] = field(default_factory=list)
-    calls_read: int = 0  # usage records seen, copies included
-    files: int = 0
-    files_parsed: int = 0
-    bytes_parsed: int = 0
-    bad_lines: int = 0
-    bad_samples: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    (A plain class, not a dataclass: the dataclasses module is too slow to import for a
+    cached answer.)
+    """
+
+    def __init__(self, records: list[Record] | None = None, calls_read: int = 0, files: int = 0, files_parsed: int = 0,
+                 bytes_parsed: int = 0, bad_lines: int = 0, bad_samples: list[str] | None = None, warnings: list[str] | None = None) -> None:
+        self.records: list[Record] = records if records is not None else []
+        self.calls_read = calls_read  # usage records seen, copies included
+        self.files = files
+        self.files_parsed = files_parsed
+        self.bytes_parsed = bytes_parsed
+        self.bad_lines = bad_lines
+        self.bad_samples: list[str] = bad_samples if bad_samples is not None else []
+        self.warnings: list[str] = warnings if warnings is not None else []
 
 
-Progress = Callable[[int, int], None]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    Progress = Callable[[int, int], None]
+    Survey = list[tuple[str, list[tuple[str, str | None, int, int, int]]]]  # per PATH: (file, kind, size, mtime_ns, inode)
 
 
-Survey = list[tuple[str, list[tuple[str, str | None, int, int, int]]]]  # per PATH: (file, kind, size, mtime_ns, inode)
-
-
-def survey(paths: Sequence[str | os.PathLike[str]]) -> Survey:
+def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = None) -> Survey:
     """Every log under PATHS with its size, mtime and inode (a file named twice counts once)."""
     out: Survey = []
     seen: set[str] = set()
     for raw in paths:
         arg = os.path.abspath(os.fspath(raw))
         files = []
-        for path, kind in discover(arg):
+        for path, kind in discover(arg, listings):
             if path in seen:
                 continue
             seen.add(path)
@@ -653,15 +747,15 @@ def _run(tasks: list[tuple[str, str | None, dict[str, Any] | None]], sizes: dict
 # -- prices --------------------------------------------------------------------------------------
 
 
-@dataclass
 class Prices:
     """Per-model prices in USD per token, LiteLLM's field names; `date` says when they were true."""
 
-    table: dict[str, dict[str, Any]]
-    date: str | None = None
-    digest: str = ""  # of the files the table came from: part of the answer cache's key
-    _memo: dict[str, dict[str, Any] | None] = field(default_factory=dict, repr=False)
-    _norm: dict[str, str] | None = field(default=None, repr=False)
+    def __init__(self, table: dict[str, dict[str, Any]], date: str | None = None, digest: str = "") -> None:
+        self.table = table
+        self.date = date
+        self.digest = digest  # of the files the table came from: part of the answer cache's key
+        self._memo: dict[str, dict[str, Any] | None] = {}
+        self._norm: dict[str, str] | None = None
 
     def lookup(self, model: str) -> dict[str, Any] | None:
         """The price entry of MODEL: exact name, else without provider prefix and date suffix."""
@@ -682,6 +776,8 @@ class Prices:
 
 
 def _normal_model(name: str) -> str:
+    import re
+
     n = name.lower().rsplit("/", 1)[-1]
     n = re.sub(r"^(?:anthropic|openai|us|eu|apac)\.", "", n)
     n = re.sub(r"(?:-v\d+(?::\d+)?|@\d{8}|-\d{8}|@latest|-latest)$", "", n)
@@ -694,28 +790,44 @@ def _price_entries(doc: Any, origin: str) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in doc.items() if type(v) is dict and not k.startswith("_") and k != "sample_spec"}
 
 
-def load_prices(override: str | os.PathLike[str] | None = None) -> Prices:
-    """The bundled table, with the entries of OVERRIDE (a LiteLLM-style file) replacing its own."""
-    raw = (Path(__file__).parent / "prices.json").read_bytes()
-    digest = xxhash.xxh64(raw)
-    bundled = orjson.loads(raw)
-    table = _price_entries(bundled, "prices.json")
-    stamp = bundled.get("_meta", {}).get("date")
+def _price_files(override: str | os.PathLike[str] | None) -> list[tuple[str, bytes]]:
+    """(name, bytes) of the bundled table and of OVERRIDE: read, not parsed (their digest keys the answer cache)."""
+    with open(os.path.join(os.path.dirname(__file__), "prices.json"), "rb") as f:
+        files = [("prices.json", f.read())]
     if override is not None:
-        path = Path(override)
+        path = os.fspath(override)
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as f:
+                files.append((path, f.read()))
         except OSError as exc:
             raise UsageError(f"{path}: cannot read price table ({exc.strerror})") from None
+    return files
+
+
+def _digest_of(files: list[tuple[str, bytes]]) -> str:
+    h = xxhash.xxh64()
+    for _name, data in files:
+        h.update(data)
+    return h.hexdigest()
+
+
+def load_prices(override: str | os.PathLike[str] | None = None, files: list[tuple[str, bytes]] | None = None) -> Prices:
+    """The bundled table, with the entries of OVERRIDE (a LiteLLM-style file) replacing its own."""
+    import orjson
+
+    files = files if files is not None else _price_files(override)
+    bundled = orjson.loads(files[0][1])
+    table = _price_entries(bundled, "prices.json")
+    stamp = bundled.get("_meta", {}).get("date")
+    for path, data in files[1:]:
         try:
             doc = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise DataError(f"not valid JSON ({exc})", path=str(path)) from None
-        table.update(_price_entries(doc, str(path)))
-        digest.update(data)
+            raise DataError(f"not valid JSON ({exc})", path=path) from None
+        table.update(_price_entries(doc, path))
         meta = doc.get("_meta") if type(doc) is dict else None
-        stamp = (meta.get("date") if type(meta) is dict else None) or f"{stamp} + {path.name}"
-    return Prices(table, stamp, digest.hexdigest())
+        stamp = (meta.get("date") if type(meta) is dict else None) or f"{stamp} + {os.path.basename(path)}"
+    return Prices(table, stamp, _digest_of(files))
 
 
 def price_tokens(p: dict[str, Any] | None, inp: int, out: int, cache_read: int, cache_write: int, above: bool) -> float | None:
@@ -840,6 +952,8 @@ def dedupe(records: Iterable[Record]) -> list[Record]:
 
 def parse_day(text: str) -> str:
     """YYYY-MM-DD or YYYYMMDD → YYYY-MM-DD, or UsageError."""
+    from datetime import date
+
     t = text.strip()
     if len(t) == 8 and t.isdigit():
         t = f"{t[:4]}-{t[4:6]}-{t[6:]}"
@@ -854,6 +968,8 @@ def timezone_named(name: str | None) -> tzinfo | None:
     if not name:
         return None
     if name.upper() in ("UTC", "Z"):
+        from datetime import timezone
+
         return timezone.utc
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -865,6 +981,8 @@ def timezone_named(name: str | None) -> tzinfo | None:
 
 def _day_of(tz: tzinfo | None) -> Callable[[float], str]:
     """ts → its day in TZ (None: local), remembering the last day's bounds (calls come sorted)."""
+    from datetime import date, datetime
+
     bounds = [1.0, 0.0, ""]  # start, end, day: empty until the first call
 
     def day(ts: float) -> str:
@@ -883,21 +1001,30 @@ def _day_of(tz: tzinfo | None) -> Callable[[float], str]:
 
 
 def _week(day: str) -> str:
+    from datetime import date
+
     y, w, _ = date.fromisoformat(day).isocalendar()
     return f"{y}-W{w:02d}"
 
 
-@dataclass
 class Ledger:
-    """Rows by one key and their totals, with what the dedupe dropped and the price table's date."""
+    """Rows by one key and their totals, with what the dedupe dropped and the price table's date.
 
-    by: str
-    rows: list[dict[str, Any]]
-    totals: dict[str, Any]
-    incomplete: bool
-    calls_read: int
-    duplicates: int
-    prices_date: str | None
+    `rendered` is what a caller of `usage(render=…)` made of it, kept with a cached answer.
+    """
+
+    FIELDS = ("by", "rows", "totals", "incomplete", "calls_read", "duplicates", "prices_date")
+
+    def __init__(self, by: str, rows: list[dict[str, Any]], totals: dict[str, Any], incomplete: bool, calls_read: int,
+                 duplicates: int, prices_date: str | None, rendered: Any = None) -> None:
+        self.by = by
+        self.rows = rows
+        self.totals = totals
+        self.incomplete = incomplete
+        self.calls_read = calls_read
+        self.duplicates = duplicates
+        self.prices_date = prices_date
+        self.rendered = rendered
 
     def document(self, scan: Scan | None = None) -> dict[str, Any]:
         doc: dict[str, Any] = {"by": self.by, "rows": self.rows, "totals": self.totals, "incomplete": self.incomplete,
@@ -996,10 +1123,8 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
                   duplicates=duplicates, prices_date=prices.date)
 
 
-def _answers_path(found: Survey) -> Path:
-    args = "\0".join(arg for arg, _files in found)
-    tag = f"{sys.version_info[0]}{sys.version_info[1]}"
-    return cache_dir() / f"usage-answers-v{CACHE_VERSION}-py{tag}-{xxhash.xxh64_hexdigest(args.encode('utf-8', 'surrogateescape'))}.bin"
+def _answers_path(paths: Sequence[str | os.PathLike[str]]) -> str:
+    return _cache_file("usage-answers", "\0".join(os.path.abspath(os.fspath(p)) for p in paths))
 
 
 def _query_key(found: Survey, query: tuple[Any, ...]) -> str:
@@ -1007,8 +1132,7 @@ def _query_key(found: Survey, query: tuple[Any, ...]) -> str:
     h = xxhash.xxh3_128(repr((CACHE_VERSION, query)).encode())
     for arg, files in found:
         h.update(arg.encode("utf-8", "surrogateescape"))
-        for f in files:
-            h.update(repr(f).encode("utf-8", "surrogateescape"))
+        h.update(repr(files).encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
 
@@ -1025,19 +1149,25 @@ def _local_zone_key() -> tuple[Any, ...]:
 ANSWERS_KEPT = 16
 
 
+if TYPE_CHECKING:
+    Render = Callable[[Ledger, Scan], Any]
+
+
 def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: str | None = None, until: str | None = None,
           timezone_name: str | None = None, prices_file: str | os.PathLike[str] | None = None, jobs: int | None = None,
           use_cache: bool = True, progress: Progress | None = None, stdin: IO[bytes] | None = None,
-          strict: bool = False) -> tuple[Ledger, Scan]:
+          strict: bool = False, render: Render | None = None) -> tuple[Ledger, Scan]:
     """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY.
 
     A PATH of `-` reads one log from stdin (any of the three kinds; never cached). With the
     cache, a question asked before about files that have not changed since is answered from
-    the answer cache without reading the per-file cache at all.
+    the answer cache without reading the per-file cache, parsing the price table or importing
+    the parsers. RENDER(ledger, scan) is kept with the answer (the CLI keeps its printed
+    forms there) and comes back as `ledger.rendered` when the answer is served from the cache.
     """
     if not any(os.fspath(p) == "-" for p in paths):
         return _usage(paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                      use_cache=use_cache, progress=progress, strict=strict)
+                      use_cache=use_cache, progress=progress, strict=strict, render=render)
     import shutil
     import tempfile
 
@@ -1052,49 +1182,51 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
     return ledger, result
 
 
-def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: str | None = None, until: str | None = None,
-          timezone_name: str | None = None, prices_file: str | os.PathLike[str] | None = None, jobs: int | None = None,
-          use_cache: bool = True, progress: Progress | None = None, strict: bool = False) -> tuple[Ledger, Scan]:
-    """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY.
-
-    With the cache, a question asked before about files that have not changed since is
-    answered from the answer cache without reading the per-file cache at all. `strict`
-    first validates every line of each catty log (see `validate_catty_logs`).
-    """
+def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | None, until: str | None, timezone_name: str | None,
+           prices_file: str | os.PathLike[str] | None, jobs: int | None, use_cache: bool, progress: Progress | None, strict: bool,
+           render: Render | None = None) -> tuple[Ledger, Scan]:
+    """`usage` for files on disk; `strict` first validates every line of each catty log (see `validate_catty_logs`)."""
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
-    tz = timezone_named(timezone_name)
     lo = parse_day(since) if since else None
     hi = parse_day(until) if until else None
-    prices = load_prices(prices_file)
-    found = survey(paths)
+    price_files = _price_files(prices_file)
+    # The answer cache: {"answers": {query key: answer}, "dirs": the folder listings of the last walk}.
+    cached = _read_marshal(_answers_path(paths)) if use_cache else None
+    if type(cached) is not dict:
+        cached = {}
+    answers = cached.get("answers")
+    if type(answers) is not dict:
+        answers = {}
+    listings = Listings(cached.get("dirs"))
+    found = survey(paths, listings)
     if strict:
         validate_catty_logs(found)
     key = ""
-    answers: dict[str, Any] = {}
     if use_cache:
-        key = _query_key(found, (by, timezone_name or _local_zone_key(), lo, hi, prices.digest))
-        try:
-            answers = marshal.loads(_answers_path(found).read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            answers = {}
-        hit = answers.get(key) if type(answers) is dict else None
+        # An answer is stored only after the question was checked in full (time zone, price table), so a hit needs no checks.
+        key = _query_key(found, (by, timezone_name or _local_zone_key(), lo, hi, _digest_of(price_files)))
+        hit = answers.get(key)
         if hit is not None:
             scan_info = Scan(files=hit["files"], bad_lines=hit["bad_lines"], bad_samples=list(hit["bad_samples"]))
-            return Ledger(**hit["ledger"]), scan_info
+            return Ledger(**hit["ledger"], rendered=hit.get("rendered")), scan_info
+    tz = timezone_named(timezone_name)
+    prices = load_prices(prices_file, price_files)
     result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress)
     ledger = build_ledger(result.records, by=by, tz=tz, since=lo, until=hi, prices=prices)
     # The workers already collapsed each file's own copies: count those too.
     ledger.duplicates += result.calls_read - len(result.records)
     ledger.calls_read = result.calls_read
     if use_cache:
-        answers = {k: v for k, v in answers.items() if k != key} if type(answers) is dict else {}
-        answers[key] = {"ledger": {f.name: getattr(ledger, f.name) for f in fields(Ledger)}, "files": result.files,
-                        "bad_lines": result.bad_lines, "bad_samples": result.bad_samples}
+        as_hit = Scan(files=result.files, bad_lines=result.bad_lines, bad_samples=result.bad_samples)
+        answers.pop(key, None)
+        answers[key] = {"ledger": {name: getattr(ledger, name) for name in Ledger.FIELDS}, "files": result.files,
+                        "bad_lines": result.bad_lines, "bad_samples": result.bad_samples,
+                        "rendered": render(ledger, as_hit) if render is not None else None}
         while len(answers) > ANSWERS_KEPT:
             answers.pop(next(iter(answers)))
         try:
-            _write_cache_file(_answers_path(found), marshal.dumps(answers))
+            _write_cache_file(_answers_path(paths), marshal.dumps({"answers": answers, "dirs": listings.seen}))
         except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
             result.warnings.append(f"usage answer cache not written: {exc}")
     return ledger, result

@@ -412,6 +412,43 @@ def test_a_file_that_shrank_or_changed_in_place_is_read_again(tmp_path: Path) ->
     assert U.usage([str(tmp_path)])[0].totals["input"] == 81
 
 
+def test_a_new_log_in_a_known_folder_is_found_and_a_folder_listing_is_trusted_only_when_its_mtime_is_old(tmp_path: Path) -> None:
+    proj = tmp_path / "projects" / "p"
+    proj.mkdir(parents=True)
+    (proj / "s1.jsonl").write_bytes(claude_line("msg_1", "req_1"))
+    assert U.usage([str(tmp_path)])[0].totals["calls"] == 1
+    (proj / "s2.jsonl").write_bytes(claude_line("msg_2", "req_2"))  # the folder's mtime moves: listed again
+    assert U.usage([str(tmp_path)])[0].totals["calls"] == 2
+    # A change within the clock's tick leaves the mtime as it was: a listing taken right after a
+    # change is not trusted, so the third log is still found.
+    racy = proj.stat().st_mtime_ns
+    (proj / "s3.jsonl").write_bytes(claude_line("msg_3", "req_3"))
+    os.utime(proj, ns=(racy, racy))
+    assert U.usage([str(tmp_path)])[0].totals["calls"] == 3
+    # A listing of a folder unchanged for long is trusted: one stat, no read of the folder.
+    old = racy - 3_600_000_000_000
+    os.utime(proj, ns=(old, old))
+    assert U.usage([str(tmp_path)], by="day")[0].totals["calls"] == 3
+    (proj / "s4.jsonl").write_bytes(claude_line("msg_4", "req_4"))
+    os.utime(proj, ns=(old, old))  # (only a clock set back could do this)
+    assert U.usage([str(tmp_path)], by="session")[0].totals["calls"] == 3
+    assert U.usage([str(tmp_path)], by="session", use_cache=False)[0].totals["calls"] == 4
+
+
+def test_a_cached_answer_comes_back_with_what_the_caller_rendered(tmp_path: Path) -> None:
+    claude_tree(tmp_path / "c", seed=5, projects=1, sessions=1)
+    seen: list[int] = []
+
+    def render(led: U.Ledger, scan: U.Scan) -> bytes:
+        seen.append(scan.files_parsed)
+        return repr((led.rows, scan.files, scan.files_parsed)).encode()
+
+    first, _ = U.usage([str(tmp_path / "c")], render=render)
+    again, scan = U.usage([str(tmp_path / "c")], render=render)
+    assert first.rendered is None and seen == [0]  # rendered once, as an answer from the cache reads
+    assert again.rendered == repr((first.rows, scan.files, 0)).encode()
+
+
 def test_a_damaged_cache_is_ignored_and_rewritten(tmp_path: Path) -> None:
     claude_tree(tmp_path / "c", seed=12, projects=1, sessions=2)
     good, _ = U.usage([str(tmp_path / "c")], by="day")

@@ -5,9 +5,12 @@ Each command lives in its own module and imports the library lazily, so `--versi
 own argv when it can (see `cli/usage.py`) and answers without loading the CLI framework.
 """
 import sys
-from typing import Annotated, Any, Optional
 
 from .._version import __version__
+
+TYPE_CHECKING = False  # typing costs milliseconds to import: only typer's path needs it
+if TYPE_CHECKING:
+    from typing import Any
 
 HELP = (
     "Context lifecycle for LLM-agent sessions on disk: inspect, prune, compact, archive, "
@@ -17,7 +20,9 @@ HELP = (
 )
 
 
-def _build_app() -> Any:
+def _build_app() -> "Any":
+    from typing import Annotated, Optional
+
     import typer
 
     built = typer.Typer(
@@ -48,7 +53,7 @@ def _build_app() -> Any:
     return built
 
 
-def get_app() -> Any:
+def get_app() -> "Any":
     """The typer application, built once."""
     built = globals().get("app")
     if built is None:
@@ -56,7 +61,7 @@ def get_app() -> Any:
     return built
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name == "app":  # `from . import app` in a command module
         return get_app()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,11 +8,14 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable, TypeVar
 
 from ..errors import CattyError, ExitCode
 
-F = TypeVar("F", bound=Callable[..., Any])
+TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations here are strings
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in catty-ctx, never bad input
 
 

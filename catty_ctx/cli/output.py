@@ -5,9 +5,10 @@ Rows stream out as they are produced; rich is imported only when a terminal will
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Iterable, Iterator, Sequence
 
-import orjson
+TYPE_CHECKING = False  # typing and orjson load where used: `usage` prints a cached answer without them
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Iterator, Sequence
 
 _NL = b"\n"
 
@@ -23,17 +24,37 @@ def _out() -> Any:
     return sys.stdout.buffer
 
 
+def json_bytes(doc: Any, *, pretty: bool = False) -> bytes:
+    """One JSON document as printed: indented for a terminal, one line for a pipe."""
+    import orjson
+
+    return orjson.dumps(doc, option=(orjson.OPT_INDENT_2 if pretty else 0) | orjson.OPT_NON_STR_KEYS) + _NL
+
+
+def lines_bytes(rows: Iterable[Any]) -> bytes:
+    """Rows as JSON Lines, as `write_lines` prints them."""
+    import orjson
+
+    dumps, opt = orjson.dumps, orjson.OPT_NON_STR_KEYS
+    return b"".join(dumps(row, option=opt) + _NL for row in rows)
+
+
+def write_bytes(data: bytes) -> None:
+    """Output already rendered (by `json_bytes` or `lines_bytes`)."""
+    out = _out()
+    out.write(data)
+    out.flush()
+
+
 def write_json(doc: Any, *, pretty: bool | None = None) -> None:
     """One JSON document; indented on a terminal, one line in a pipe."""
-    if pretty is None:
-        pretty = stdout_tty()
-    opt = orjson.OPT_INDENT_2 if pretty else 0
-    _out().write(orjson.dumps(doc, option=opt | orjson.OPT_NON_STR_KEYS) + _NL)
-    sys.stdout.flush()
+    write_bytes(json_bytes(doc, pretty=stdout_tty() if pretty is None else pretty))
 
 
 def write_lines(rows: Iterable[Any]) -> int:
     """JSON Lines, streamed; returns how many were written."""
+    import orjson
+
     out = _out()
     n = 0
     for row in rows:
@@ -45,6 +66,8 @@ def write_lines(rows: Iterable[Any]) -> int:
 
 def write_json_array(key: str, rows: Iterable[Any], extra: dict[str, Any] | None = None) -> int:
     """`{"key": [row, …]}` written row by row, never built whole in memory."""
+    import orjson
+
     out = _out()
     out.write(b'{"' + key.encode() + b'":[')
     n = 0

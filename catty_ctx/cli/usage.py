@@ -6,8 +6,12 @@ interpreter and the cached answer only. `declare` gives typer the same options f
 completion, the man page and every other spelling; a test keeps the two tables equal.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations in `declare`, where
-# `typer` is in scope only as a local.
-from typing import Annotated, Any, List, Optional
+# `typer` is in scope only as a local. Nothing else here imports typing (milliseconds at start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..usage import Ledger, Scan
 
 BY_HELP = "Rows by model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
 
@@ -26,13 +30,13 @@ OPTIONS = {
 }
 
 
-def parse_args(args: List[str]) -> Optional[dict]:
+def parse_args(args: "list[str]") -> "dict[str, Any] | None":
     """The keyword arguments of `run` for ARGS, or None when typer should parse them.
 
     Takes options before, between and after the paths, `--opt=value`, and `--`; anything else
     (help, an unknown option, a bad --jobs, no path) is left to typer and its messages.
     """
-    opts: dict = {"paths": []}
+    opts: "dict[str, Any]" = {"paths": []}
     i = 0
     while i < len(args):
         a = args[i]
@@ -67,21 +71,26 @@ def parse_args(args: List[str]) -> Optional[dict]:
     return opts
 
 
-def run(paths: List[str], by: str = "model", since: Optional[str] = None, until: Optional[str] = None, as_json: bool = False,
-        prices: Optional[str] = None, no_cache: bool = False, jobs: Optional[int] = None, strict: bool = False,
-        tz: Optional[str] = None) -> None:
+def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until: "str | None" = None, as_json: bool = False,
+        prices: "str | None" = None, no_cache: bool = False, jobs: "int | None" = None, strict: bool = False,
+        tz: "str | None" = None) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
     from .errors import warn
-    from .output import stderr_tty, stdout_tty, write_json, write_lines
+    from .output import json_bytes, lines_bytes, stderr_tty, stdout_tty, write_bytes
 
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not '{by}'")
+
+    def render(ledger: "Ledger", scan: "Scan") -> "dict[str, bytes]":
+        """The two piped forms, kept with a cached answer: printing it again needs no JSON library."""
+        return {"json": json_bytes(ledger.document(scan)), "lines": lines_bytes(ledger.rows)}
+
     bar = _ProgressBar() if stderr_tty() else None
     try:
         ledger, scan = usage(paths, by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
-                             use_cache=not no_cache, progress=bar, strict=strict)
+                             use_cache=not no_cache, progress=bar, strict=strict, render=render)
     finally:
         if bar is not None:
             bar.close()
@@ -97,16 +106,22 @@ def run(paths: List[str], by: str = "model", since: Optional[str] = None, until:
         warn(f"{scan.bad_lines} unreadable line{'s' if scan.bad_lines != 1 else ''} skipped")
     if ledger.incomplete:
         warn("a session's usage is incomplete (a subagent was still running): costs are withheld")
-    if as_json:
-        write_json(ledger.document(scan))
-    elif stdout_tty():
-        _show(ledger)
-    else:
-        write_lines(ledger.rows)
+    if stdout_tty():
+        if as_json:
+            from .output import write_json
+
+            write_json(ledger.document(scan))
+        else:
+            _show(ledger)
+        return
+    forms = ledger.rendered or render(ledger, scan)
+    write_bytes(forms["json" if as_json else "lines"])
 
 
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings)."""
+    from typing import Annotated, List, Optional
+
     import typer
 
     from . import app
@@ -151,7 +166,7 @@ def declare() -> None:
         run(paths, by=by, since=since, until=until, as_json=as_json, prices=prices, no_cache=no_cache, jobs=jobs, strict=strict, tz=tz)
 
 
-def _money(v: Any) -> str:
+def _money(v: "float | None") -> str:
     return "—" if v is None else f"${v:,.2f}"
 
 
@@ -163,13 +178,13 @@ def _short(n: int) -> str:
     return str(n)
 
 
-def _show(ledger: Any) -> None:
+def _show(ledger: "Ledger") -> None:
     from .output import console, show, table
 
     cols = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
     number = (lambda n: f"{n:,}") if console().width >= 130 else _short
 
-    def cells(key: str, r: dict) -> list:
+    def cells(key: str, r: "dict[str, Any]") -> "list[Any]":
         cost = _money(r["cost_usd"]) + ("*" if r["partial"] else "")
         return [key, *(number(r[c]) for c in cols[1:7]), cost]
 
@@ -187,8 +202,8 @@ class _ProgressBar:
     """The shared bytes bar, opened once the scan knows how much it has to read."""
 
     def __init__(self) -> None:
-        self._bar: Any = None
-        self._update: Any = None
+        self._bar: "Any" = None
+        self._update: "Any" = None
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:
