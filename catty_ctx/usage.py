@@ -59,31 +59,50 @@ _NL = b"\n"
 
 
 _DAYS: dict[str, float] = {}
+_MINUTES: dict[str, float | str] = {}  # "YYYY-MM-DDTHH:MM:" → its epoch, or "bad", or "iso" (not this form)
 
 
 def _epoch(value: Any) -> float | None:
     """RFC 3339 / ISO 8601 → seconds since the epoch; a naive time is taken as UTC.
 
-    The common `YYYY-MM-DDTHH:MM:SS.fffZ` form is computed from a per-day memo; anything else
-    goes through datetime.
+    The common `YYYY-MM-DDTHH:MM:SS.fffZ` form is computed from a per-minute memo (one dict
+    lookup and one float() per call: this runs once per usage line); anything else goes
+    through datetime.
     """
     if type(value) is not str or len(value) < 10:
         return None
-    if len(value) == 24 and value[-1] == "Z" and value[10] == "T" and value[13] == ":" and value[16] == ":" and value[19] == ".":
-        day = _DAYS.get(value[:10])
-        if day is None:
-            day = _iso_epoch(value[:10] + "T00:00:00Z")
-            if day is None:
+    if len(value) == 24 and value[23] == "Z" and value[19] == ".":
+        head = value[:17]
+        base = _MINUTES.get(head)
+        if base is None:
+            if len(_MINUTES) > 100_000:
+                _MINUTES.clear()
+            base = _MINUTES[head] = _minute_epoch(head)
+        if type(base) is float:
+            try:
+                sec = float(value[17:23])
+            except ValueError:
                 return None
-            _DAYS[value[:10]] = day
-        try:
-            h, m, sec = int(value[11:13]), int(value[14:16]), float(value[17:23])
-        except ValueError:
+            return base + sec if 0 <= sec < 61 else None
+        if base == "bad":
             return None
-        if 0 <= h < 24 and 0 <= m < 60 and 0 <= sec < 61:
-            return day + h * 3600 + m * 60 + sec
-        return None
     return _iso_epoch(value)
+
+
+def _minute_epoch(head: str) -> float | str:
+    if head[10] != "T" or head[13] != ":" or head[16] != ":":
+        return "iso"
+    day = _DAYS.get(head[:10])
+    if day is None:
+        day = _iso_epoch(head[:10] + "T00:00:00Z")
+        if day is None:
+            return "bad"
+        _DAYS[head[:10]] = day
+    try:
+        h, m = int(head[11:13]), int(head[14:16])
+    except ValueError:
+        return "bad"
+    return day + h * 3600 + m * 60 if 0 <= h < 24 and 0 <= m < 60 else "bad"
 
 
 def _iso_epoch(value: str) -> float | None:
@@ -259,10 +278,8 @@ def _int(v: Any) -> int:
 
 def _claude_context(path: str) -> tuple[str, str, str]:
     """(project, session, agent) a Claude Code file implies by where it lies."""
-    from pathlib import Path
-
-    parts = Path(path).parts
-    stem = Path(path).stem
+    parts = os.path.normpath(path).split(os.sep)
+    stem = os.path.splitext(parts[-1])[0]
     project = ""
     if "projects" in parts:
         i = len(parts) - 1 - parts[::-1].index("projects")
@@ -698,50 +715,89 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     return result
 
 
-def _scan_batch(tasks: list[tuple[str, str | None, dict[str, Any] | None]]) -> bytes:
-    # marshal, not pickle, carries the records back: about three times cheaper both ways.
-    return marshal.dumps([scan_file(t) for t in tasks])
-
-
 def _run(tasks: list[tuple[str, str | None, dict[str, Any] | None]], sizes: dict[str, int], jobs: int | None, total: int,
          progress: Progress | None) -> Iterable[tuple[str, dict[str, Any] | None, int, str | None]]:
-    jobs = min(jobs or os.cpu_count() or 1, len(tasks))
-    if jobs <= 1 or total < PARALLEL_MIN_BYTES:
-        done_bytes = 0
-        for task in tasks:
-            res = scan_file(task)
-            done_bytes += sizes.get(task[0], 0)
-            if progress is not None:
-                progress(done_bytes, total)
-            yield res
-        return
-    import multiprocessing
+    """scan_file over TASKS, in JOBS processes when there is enough to read.
 
-    # Batches of about equal bytes, largest files first (few round trips, workers end together).
-    nbatch = min(len(tasks), jobs * 4)
-    batches: list[list[Any]] = [[] for _ in range(nbatch)]
-    loads = [0] * nbatch
+    The files are dealt into JOBS shares of about equal bytes (largest first); this process
+    reads the first share while forked children read the others and hand back their entries
+    marshalled through a pipe (three times cheaper than pickle both ways). A child that fails
+    in any way has its share read here instead: a worker can cost time, never a result.
+    """
+    jobs = min(jobs or os.cpu_count() or 1, len(tasks))
+    if jobs <= 1 or total < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
+        yield from _scan_share(tasks, sizes, 0, total, progress)
+        return
+    shares: list[list[tuple[str, str | None, dict[str, Any] | None]]] = [[] for _ in range(jobs)]
+    loads = [0] * jobs
     for task in sorted(tasks, key=lambda t: -sizes.get(t[0], 0)):
         i = loads.index(min(loads))
-        batches[i].append(task)
-        loads[i] += sizes.get(task[0], 0) + 4096
-    ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        shares[i].append(task)
+        loads[i] += sizes.get(task[0], 0) + 4096  # a file costs an open and a map besides its bytes
+    children = [_fork_share(share) for share in shares[1:]]
+    done = yield from _scan_share(shares[0], sizes, 0, total, progress)
+    for share, child in zip(shares[1:], children):
+        results = _collect(child)
+        if results is None:
+            done = yield from _scan_share(share, sizes, done, total, progress)
+            continue
+        yield from results
+        done += sum(sizes.get(t[0], 0) for t in share)
+        if progress is not None:
+            progress(done, total)
+
+
+def _scan_share(tasks: list[tuple[str, str | None, dict[str, Any] | None]], sizes: dict[str, int], done: int, total: int,
+                progress: Progress | None) -> Any:
+    """Read TASKS here, reporting progress; returns the bytes done so far."""
+    for task in tasks:
+        res = scan_file(task)
+        done += sizes.get(task[0], 0)
+        if progress is not None:
+            progress(done, total)
+        yield res
+    return done
+
+
+def _fork_share(tasks: list[tuple[str, str | None, dict[str, Any] | None]]) -> tuple[int, int] | None:
+    """Start a child reading TASKS; (pid, read end of its pipe), or None when no child could be had."""
     try:
-        pool = ctx.Pool(jobs)
+        r, w = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
     except OSError:  # no processes to be had (sandbox, limits): read here instead
-        yield from _run(tasks, sizes, 1, total, progress)
-        return
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the child: never returns, never runs the parent's exit handlers
+        code = 1
+        try:
+            os.close(r)
+            with os.fdopen(w, "wb") as out:
+                out.write(marshal.dumps([scan_file(t) for t in tasks]))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _collect(child: tuple[int, int] | None) -> list[tuple[str, dict[str, Any] | None, int, str | None]] | None:
+    """A child's results, or None when it failed (its share is then read here)."""
+    if child is None:
+        return None
+    pid, r = child
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        return None
     try:
-        done_bytes = 0
-        for batch in pool.imap_unordered(_scan_batch, batches):
-            for res in marshal.loads(batch):
-                done_bytes += sizes.get(res[0], 0)
-                yield res
-            if progress is not None:
-                progress(done_bytes, total)
-    finally:
-        pool.terminate()
-        pool.join()
+        return marshal.loads(data)  # type: ignore[no-any-return]
+    except (EOFError, ValueError, TypeError):
+        return None
 
 
 # -- prices --------------------------------------------------------------------------------------
@@ -943,9 +999,11 @@ def dedupe(records: Iterable[Record]) -> list[Record]:
     question re-logging its parent under a new request id) and is dropped.
     """
     kept = collapse(_trace_forks(records))
-    main_ids = {(r[SESSION], r[MSG_ID]) for r in kept if r[MSG_ID] is not None and not r[SIDECHAIN]}
-    if main_ids:
-        kept = [r for r in kept if not (r[SIDECHAIN] and r[MSG_ID] is not None and (r[SESSION], r[MSG_ID]) in main_ids)]
+    side_ids = {r[MSG_ID] for r in kept if r[SIDECHAIN] and r[MSG_ID] is not None}
+    if side_ids:  # (few: only the sidechains' ids are looked up among the main conversation's)
+        main_ids = {(r[SESSION], r[MSG_ID]) for r in kept if not r[SIDECHAIN] and r[MSG_ID] in side_ids}
+        if main_ids:
+            kept = [r for r in kept if not (r[SIDECHAIN] and r[MSG_ID] is not None and (r[SESSION], r[MSG_ID]) in main_ids)]
     kept.sort(key=lambda r: r[TS])
     return kept
 
@@ -1058,57 +1116,53 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
         kept = [r for r in kept if lo <= day_of(r[TS]) <= hi]
     incomplete_sessions = {r[SESSION] for r in kept if r[INCOMPLETE]}
 
-    if by == "model":
-        group: Callable[[Record], str] = lambda r: r[MODEL]  # noqa: E731
-    elif by == "day":
-        group = lambda r: day_of(r[TS])  # noqa: E731
-    elif by == "week":
-        weeks: dict[str, str] = {}
-        group = lambda r: weeks.get(d := day_of(r[TS])) or weeks.setdefault(d, _week(d))  # noqa: E731
-    elif by == "month":
-        group = lambda r: day_of(r[TS])[:7]  # noqa: E731
-    elif by == "session":
-        group = lambda r: r[SESSION]  # noqa: E731
-    elif by == "project":
-        group = lambda r: r[PROJECT]  # noqa: E731
+    if by in ("day", "week", "month"):
+        keys = [day_of(r[TS]) for r in kept]
+        if by == "week":
+            weeks = {d: _week(d) for d in dict.fromkeys(keys)}
+            keys = [weeks[d] for d in keys]
+        elif by == "month":
+            keys = [d[:7] for d in keys]
     else:
-        group = lambda r: r[AGENT]  # noqa: E731
+        field = {"model": MODEL, "session": SESSION, "project": PROJECT, "agent": AGENT}[by]
+        keys = [r[field] for r in kept]
 
-    # Tokens per group; cost per (group, model, tier) bucket, priced once at the end.
-    acc: dict[str, list[Any]] = {}
-    buckets: dict[tuple[str, str, bool], list[int]] = {}
-    for r in kept:
-        k = group(r)
+    # One pass into (group, model, tier, unpriced) buckets; groups are summed from them and
+    # the unpriced buckets priced once each at the end. Reported costs are added in call order.
+    buckets: dict[tuple[str, str, bool, bool], list[int]] = {}
+    reported: dict[str, float] = {}
+    for r, k in zip(kept, keys):
+        inp, cr, cw, cost = r[INPUT], r[CACHE_READ], r[CACHE_WRITE], r[COST]
+        bk = (k, r[MODEL], inp + cr + cw > TIER_TOKENS, cost is None)
+        b = buckets.get(bk)
+        if b is None:
+            b = buckets[bk] = [0, 0, 0, 0, 0, 0]
+        b[0] += inp
+        b[1] += r[OUTPUT]
+        b[2] += cr
+        b[3] += cw
+        b[4] += r[REASONING]
+        b[5] += 1
+        if cost is not None:
+            reported[k] = reported.get(k, 0.0) + cost
+    acc: dict[str, list[Any]] = {}  # per group: 6 counts, cost, unpriced calls, incomplete
+    for (k, _model, _above, _unpriced), b in buckets.items():
         a = acc.get(k)
         if a is None:
-            a = acc[k] = [0, 0, 0, 0, 0, 0, 0.0, 0, False]  # 6 counts, cost, unpriced calls, incomplete
-        inp, cr, cw = r[INPUT], r[CACHE_READ], r[CACHE_WRITE]
-        a[0] += inp
-        a[1] += r[OUTPUT]
-        a[2] += cr
-        a[3] += cw
-        a[4] += r[REASONING]
-        a[5] += 1
-        if r[COST] is not None:
-            a[6] += r[COST]
-        else:
-            bk = (k, r[MODEL], inp + cr + cw > TIER_TOKENS)
-            b = buckets.get(bk)
-            if b is None:
-                b = buckets[bk] = [0, 0, 0, 0, 0]
-            b[0] += inp
-            b[1] += r[OUTPUT]
-            b[2] += cr
-            b[3] += cw
-            b[4] += 1
-        if incomplete_sessions and r[SESSION] in incomplete_sessions:
-            a[8] = True
-    for (k, model, above), b in buckets.items():
-        cost = price_tokens(prices.lookup(model), b[0], b[1], b[2], b[3], above)
-        if cost is None:
-            acc[k][7] += b[4]
-        else:
-            acc[k][6] += cost
+            a = acc[k] = [0, 0, 0, 0, 0, 0, reported.get(k, 0.0), 0, False]
+        for i in range(6):
+            a[i] += b[i]
+    for (k, model, above, unpriced), b in buckets.items():
+        if unpriced:
+            cost = price_tokens(prices.lookup(model), b[0], b[1], b[2], b[3], above)
+            if cost is None:
+                acc[k][7] += b[5]
+            else:
+                acc[k][6] += cost
+    if incomplete_sessions:
+        for r, k in zip(kept, keys):
+            if r[SESSION] in incomplete_sessions:
+                acc[k][8] = True
 
     def row(a: list[Any]) -> dict[str, Any]:
         out = dict(zip(_FIELDS, a[:6]))

@@ -496,6 +496,30 @@ def test_parallel_workers_give_the_same_ledger_as_one_process(tmp_path: Path, mo
     assert two.rows == one.rows and two.totals == one.totals and scan.files_parsed == scan.files
 
 
+def test_a_worker_that_dies_or_cannot_start_costs_time_not_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    claude_tree(tmp_path / "c", seed=9, projects=2, sessions=3)
+    one, _ = U.usage([str(tmp_path / "c")], jobs=1, use_cache=False, by="day")
+    monkeypatch.setattr(U, "PARALLEL_MIN_BYTES", 0)
+    parent, real_scan = os.getpid(), U.scan_file
+
+    def dies_in_a_child(task: Any) -> Any:
+        if os.getpid() != parent:
+            os._exit(3)  # a worker killed mid-share
+        return real_scan(task)
+
+    monkeypatch.setattr(U, "scan_file", dies_in_a_child)
+    died, scan = U.usage([str(tmp_path / "c")], jobs=3, use_cache=False, by="day")
+    assert died.rows == one.rows and scan.files_parsed == scan.files
+
+    def no_fork() -> int:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(U, "scan_file", real_scan)
+    monkeypatch.setattr(os, "fork", no_fork)
+    alone, scan = U.usage([str(tmp_path / "c")], jobs=2, use_cache=False, by="day")
+    assert alone.rows == one.rows and scan.files_parsed == scan.files
+
+
 # -- agreement with ccusage (only where it is installed) ---------------------------------------
 
 
