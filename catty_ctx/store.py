@@ -21,6 +21,7 @@ import orjson
 
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
+from .files import fsync_dir, replace_file  # noqa: F401 - re-exported
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
 
 DEFAULT_LOCK_TIMEOUT = 30.0
@@ -516,38 +517,6 @@ def new_summary(session_event: dict[str, Any]) -> dict[str, Any]:
 def _title(text: str) -> str:
     line = " ".join(text.split())
     return line[:80] + ("…" if len(line) > 80 else "")
-
-
-def replace_file(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """temp + fsync + rename, then fsync the folder: a reader sees the old file or the new.
-
-    `durable=False` skips both fsyncs, for caches whose loss in a crash only costs time.
-    """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    if durable:
-        fsync_dir(path.parent)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a folder's entries (a rename, a new file) durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def place_new_session(staging: Path, dest: Path) -> None:

@@ -297,7 +297,8 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
     decode_error = orjson.JSONDecodeError
     find, rfind = mm.find, mm.rfind
     append = recs.append
-    same: dict[str, str] = {}  # one string object per model, session and agent: smaller to ship and cache
+    epoch = _epoch
+    intern = {}.setdefault  # one string object per model, session and agent: smaller to ship and cache
     pos = start
     while pos < end:  # the line loop of _lines_with, inlined: this is the hot path
         i = find(_CLAUDE_MARK, pos, end)
@@ -326,12 +327,13 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
         u = m["usage"] if "usage" in m else None
         if type(u) is not dict:
             continue
+        get = o.get
         model = m.get("model")
         if model == "<synthetic>":  # made up locally: no API call
             continue
         inp = u.get("input_tokens")
         out = u.get("output_tokens")
-        ts = _epoch(o.get("timestamp"))
+        ts = epoch(get("timestamp"))
         if type(inp) is not int or type(out) is not int or ts is None:
             bad.append((off, "usage without token counts or timestamp"))
             continue
@@ -340,26 +342,28 @@ def _parse_claude(mm: Any, start: int, end: int, path: str, state: Any, recs: li
             cc = u.get("cache_creation")
             cw = sum(_int(v) for v in cc.values()) if type(cc) is dict else 0
         cr = u.get("cache_read_input_tokens")
-        session = o.get("sessionId") or default_session
+        session = get("sessionId") or default_session
         mid = m.get("id") or None
-        rid = o.get("requestId") or None
+        rid = get("requestId") or None
+        uid = get("uuid") or None
         if mid and rid:
             key: str | None = f"c\0{mid}\0{rid}"
         elif mid:
             # Without a request id: one response's block lines share an Anthropic message id.
             key = f"c\0{mid}\0\0{session}" + ("" if str(mid).startswith("msg_") else f"\0{ts}")
         else:
-            uuid = o.get("uuid")
-            key = f"u\0{uuid}" if uuid else None
-        side = o.get("isSidechain") is True
-        cost = o.get("costUSD")
-        model = model if type(model) is str and model else UNKNOWN_MODEL
-        session = str(session)
-        agent = str(o.get("agentId") or stem) if side else MAIN_AGENT
-        append((ts, same.setdefault(model, model), inp if inp >= 0 else 0, out if out >= 0 else 0,
+            key = f"u\0{uid}" if uid else None
+        side = get("isSidechain") is True
+        cost = get("costUSD")
+        if type(model) is not str or not model:
+            model = UNKNOWN_MODEL
+        if type(session) is not str:
+            session = str(session)
+        agent = str(get("agentId") or stem) if side else MAIN_AGENT
+        append((ts, intern(model, model), inp if inp >= 0 else 0, out if out >= 0 else 0,
                 cr if type(cr) is int and cr >= 0 else 0, cw if cw >= 0 else 0, 0, cost if type(cost) in (int, float) else None, key, side,
-                same.setdefault(agent, agent), same.setdefault(session, session), project, False, str(mid) if mid else None,
-                str(o["uuid"]) if o.get("uuid") else None))
+                intern(agent, agent), intern(session, session), project, False, mid if type(mid) is str or mid is None else str(mid),
+                uid if type(uid) is str or uid is None else str(uid)))
     return state
 
 
@@ -576,13 +580,10 @@ def _load_cache(arg: str) -> dict[str, Any]:
 
 def _write_cache_file(path: str, data: bytes) -> None:
     """temp + rename, without fsync: a cache lost in a crash is only read as empty next time."""
-    from pathlib import Path
+    from .files import replace_file
 
-    from .store import replace_file
-
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    replace_file(target, data, durable=False)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    replace_file(path, data, durable=False)
 
 
 def _save_cache(arg: str, files: dict[str, Any]) -> str | None:
@@ -715,89 +716,136 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     return result
 
 
-def _run(tasks: list[tuple[str, str | None, dict[str, Any] | None]], sizes: dict[str, int], jobs: int | None, total: int,
+if TYPE_CHECKING:
+    Task = tuple[str, str | None, dict[str, Any] | None]
+QUEUE_ITEMS = 1024  # work items in the queue pipe: 4 KiB, within any pipe's buffer, so filling it never blocks
+
+
+def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
          progress: Progress | None) -> Iterable[tuple[str, dict[str, Any] | None, int, str | None]]:
     """scan_file over TASKS, in JOBS processes when there is enough to read.
 
-    The files are dealt into JOBS shares of about equal bytes (largest first); this process
-    reads the first share while forked children read the others and hand back their entries
-    marshalled through a pipe (three times cheaper than pickle both ways). A child that fails
-    in any way has its share read here instead: a worker can cost time, never a result.
+    The files, largest first, are dealt through a queue: a pipe holding their numbers, from
+    which this process and JOBS-1 forked children each take the next one when they are free
+    (reads of four bytes from a pipe are whole), so all end together whatever the files cost.
+    A child hands back its entries marshalled through a pipe of its own (three times cheaper
+    than pickle both ways). Whatever a child did not report (it failed, or could not start)
+    is read here: a worker can cost time, never a result.
     """
     jobs = min(jobs or os.cpu_count() or 1, len(tasks))
     if jobs <= 1 or total < PARALLEL_MIN_BYTES or not hasattr(os, "fork"):
-        yield from _scan_share(tasks, sizes, 0, total, progress)
+        yield from _scan_items([[t] for t in tasks], range(len(tasks)), sizes, total, progress)
         return
-    shares: list[list[tuple[str, str | None, dict[str, Any] | None]]] = [[] for _ in range(jobs)]
-    loads = [0] * jobs
-    for task in sorted(tasks, key=lambda t: -sizes.get(t[0], 0)):
-        i = loads.index(min(loads))
-        shares[i].append(task)
-        loads[i] += sizes.get(task[0], 0) + 4096  # a file costs an open and a map besides its bytes
-    children = [_fork_share(share) for share in shares[1:]]
-    done = yield from _scan_share(shares[0], sizes, 0, total, progress)
-    for share, child in zip(shares[1:], children):
-        results = _collect(child)
-        if results is None:
-            done = yield from _scan_share(share, sizes, done, total, progress)
-            continue
-        yield from results
-        done += sum(sizes.get(t[0], 0) for t in share)
-        if progress is not None:
-            progress(done, total)
-
-
-def _scan_share(tasks: list[tuple[str, str | None, dict[str, Any] | None]], sizes: dict[str, int], done: int, total: int,
-                progress: Progress | None) -> Any:
-    """Read TASKS here, reporting progress; returns the bytes done so far."""
-    for task in tasks:
-        res = scan_file(task)
-        done += sizes.get(task[0], 0)
-        if progress is not None:
-            progress(done, total)
-        yield res
-    return done
-
-
-def _fork_share(tasks: list[tuple[str, str | None, dict[str, Any] | None]]) -> tuple[int, int] | None:
-    """Start a child reading TASKS; (pid, read end of its pipe), or None when no child could be had."""
+    order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
+    step = -(-len(order) // QUEUE_ITEMS)  # files per work item
+    items = [order[i : i + step] for i in range(0, len(order), step)]
     try:
-        r, w = os.pipe()
+        queue_r, queue_w = os.pipe()
+    except OSError:
+        yield from _scan_items(items, range(len(items)), sizes, total, progress)
+        return
+    os.write(queue_w, b"".join(i.to_bytes(4, "little") for i in range(len(items))))
+    children = [child for child in (_fork_worker(items, queue_r, queue_w) for _ in range(jobs - 1)) if child is not None]
+    os.close(queue_w)
+    taken = _queue_reader(queue_r)
+    done: set[int] = set()
+    with os.fdopen(queue_r, "rb", buffering=0):
+        for _n, res in _scan_taken(items, taken, sizes, total, progress, done, workers=1 + len(children)):
+            yield res
+    for child in children:
+        for n, results in _collect(child):
+            done.add(n)
+            yield from results
+    left = [n for n in range(len(items)) if n not in done]  # a failed child's items
+    yield from _scan_items(items, left, sizes, total, progress)
+
+
+def _queue_reader(fd: int) -> Iterable[int]:
+    """Work item numbers taken from the queue pipe until it is empty."""
+    while True:
+        data = os.read(fd, 4)
+        if len(data) < 4:
+            return
+        yield int.from_bytes(data, "little")
+
+
+def _scan_taken(items: list[list[Task]], taken: Iterable[int], sizes: dict[str, int], total: int, progress: Progress | None,
+                done: set[int], workers: int = 1) -> Iterable[tuple[int, tuple[str, dict[str, Any] | None, int, str | None]]]:
+    """Read the work items TAKEN here, adding each to DONE once read whole."""
+    nbytes = 0
+    for n in taken:
+        for task in items[n]:
+            res = scan_file(task)
+            nbytes += sizes.get(task[0], 0)
+            yield n, res
+        done.add(n)
+        if progress is not None:
+            progress(min(total, nbytes * workers), total)  # the children read about as much meanwhile
+
+
+def _scan_items(items: list[list[Task]], numbers: Iterable[int], sizes: dict[str, int], total: int,
+                progress: Progress | None) -> Iterable[tuple[str, dict[str, Any] | None, int, str | None]]:
+    for _n, res in _scan_taken(items, numbers, sizes, total, progress, set()):
+        yield res
+
+
+def _fork_worker(items: list[list[Task]], queue_r: int, queue_w: int) -> tuple[int, int] | None:
+    """Start a child taking work from the queue; (pid, the file it writes its results to), or None.
+
+    The child writes each work item's entries as it finishes it, to an in-memory file where
+    there is one (a pipe would block once full, while this process is busy reading its own
+    share), so at the end only its last item is left to hand over.
+    """
+    try:
+        out = os.memfd_create("catty-ctx-usage") if hasattr(os, "memfd_create") else _unlinked_temp()
     except OSError:
         return None
     try:
         pid = os.fork()
-    except OSError:  # no processes to be had (sandbox, limits): read here instead
-        os.close(r)
-        os.close(w)
+    except OSError:  # no processes to be had (sandbox, limits): the work stays here
+        os.close(out)
         return None
     if pid == 0:  # the child: never returns, never runs the parent's exit handlers
         code = 1
         try:
-            os.close(r)
-            with os.fdopen(w, "wb") as out:
-                out.write(marshal.dumps([scan_file(t) for t in tasks]))
+            os.close(queue_w)
+            for n in _queue_reader(queue_r):
+                data = marshal.dumps((n, [scan_file(task) for task in items[n]]))
+                data = len(data).to_bytes(8, "little") + data  # (marshal.load on a file reads piecemeal: slow)
+                while data:
+                    data = data[os.write(out, data):]
             code = 0
         finally:
             os._exit(code)
-    os.close(w)
-    return pid, r
+    return pid, out
 
 
-def _collect(child: tuple[int, int] | None) -> list[tuple[str, dict[str, Any] | None, int, str | None]] | None:
-    """A child's results, or None when it failed (its share is then read here)."""
-    if child is None:
-        return None
-    pid, r = child
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
+def _unlinked_temp() -> int:
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="catty-ctx-usage-")
+    os.unlink(name)
+    return fd
+
+
+def _collect(child: tuple[int, int]) -> Iterable[tuple[int, list[Any]]]:
+    """(work item, its entries) for each item a child read whole; none when it failed (its items are then read here)."""
+    pid, fd = child
     _, status = os.waitpid(pid, 0)
-    if status != 0:
-        return None
-    try:
-        return marshal.loads(data)  # type: ignore[no-any-return]
-    except (EOFError, ValueError, TypeError):
-        return None
+    with os.fdopen(fd, "rb") as f:
+        if status != 0:
+            return
+        f.seek(0)
+        data = memoryview(f.read())
+    pos = 0
+    while pos + 8 <= len(data):
+        end = pos + 8 + int.from_bytes(data[pos : pos + 8], "little")
+        try:
+            item = marshal.loads(data[pos + 8 : end])
+        except (EOFError, ValueError, TypeError):
+            return
+        pos = end
+        yield item
 
 
 # -- prices --------------------------------------------------------------------------------------
