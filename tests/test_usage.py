@@ -520,6 +520,27 @@ def test_a_worker_that_dies_or_cannot_start_costs_time_not_the_result(tmp_path: 
     assert alone.rows == one.rows and scan.files_parsed == scan.files
 
 
+def test_a_caller_running_threads_is_never_forked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    claude_tree(tmp_path / "c", seed=9, projects=1, sessions=2)
+    monkeypatch.setattr(U, "PARALLEL_MIN_BYTES", 0)
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    U.usage([str(tmp_path / "c")], jobs=2, use_cache=False)
+    assert forks == [1]
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        led, scan = U.usage([str(tmp_path / "c")], jobs=2, use_cache=False)
+    finally:
+        stop.set()
+        other.join()
+    assert forks == [1] and scan.files_parsed == scan.files
+
+
 # -- agreement with ccusage (only where it is installed) ---------------------------------------
 
 
