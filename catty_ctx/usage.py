@@ -231,6 +231,8 @@ def _is_home(p: str, sub: str, marks: tuple[str, ...], child_ok: Callable[[str],
 
 
 def _sniff(first_line: bytes) -> str:
+    if b'"seq"' not in first_line and b'"payload"' not in first_line:
+        return CLAUDE  # neither of the keys that tell the others: no need to decode the line
     import orjson
 
     try:
