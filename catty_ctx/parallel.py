@@ -8,7 +8,9 @@ its chunks (`iter_view(..., detached=True)`) and sends back each chunk's counts,
 problems, largest items and the canonical bytes of its items; this process folds the other
 chunks and, at each of the worker's, completes its pending step, extends the fingerprint
 chain over the worker's canonical bytes (the chain is sequential; hashing is the cheap part)
-and adds the counts. Output is the same as one pass, byte for byte:
+and adds the counts. Pass 1 is split too: the worker scans the second half for markers,
+this process the first and sends the worker the plan. Output is the same as one pass,
+byte for byte:
 - a chunk whose items would depend on the fold before it (an announcement, an event the
   compaction folded, a second session event) comes back as "needs state" and is folded
   here instead; so is every chunk when the worker is gone;
@@ -219,8 +221,11 @@ def _work(session: Session, mid: int, gaps: frozenset[int], bounds: list[int], l
     outbox: "queue.Queue[tuple[dict[str, Any], bytes] | None]" = queue.Queue(maxsize=OUTBOX)
 
     def ship() -> None:
-        while (msg := outbox.get()) is not None:
-            _send(fd, *msg)
+        try:
+            while (msg := outbox.get()) is not None:
+                _send(fd, *msg)
+        except BaseException:
+            os._exit(1)  # the parent stopped listening: nothing is left to do, and the fold must not wait on a full outbox
 
     sender = threading.Thread(target=ship, daemon=True)
     sender.start()
@@ -385,7 +390,10 @@ def fold_split(
             plan = plan_file(path)  # a rewind needs the turns: the whole scan, here
         if alive:
             keys = ("compaction", "excluded", "compactions", "drops", "answers")
-            _send(plan_w, {k: getattr(plan, k) for k in keys})
+            try:
+                _send(plan_w, {k: getattr(plan, k) for k in keys})
+            except BrokenPipeError:
+                alive = False  # the worker is gone: every chunk is folded here
     except BaseException:
         _stop(pid, inbox)
         raise

@@ -60,6 +60,28 @@ def test_two_processes_give_the_report_of_one_pass(tmp_path: Path, monkeypatch: 
     assert merged, "the worker folded none of the chunks"
 
 
+@pytest.mark.parametrize("dies", ["before pass 1", "before the chunks", "after a chunk"])
+def test_a_worker_that_dies_leaves_its_chunks_to_this_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dies: str) -> None:
+    d = write_log(tmp_path / "s", [session_event(), *_turns(40)])
+    real_scan, real_fold = parallel.scan_markers, parallel._fold_chunks
+
+    def scan(path: Path, *a: object, start: int = 0, **kw: object) -> object:
+        if start and dies == "before pass 1":
+            raise MemoryError  # only the worker scans from the middle
+        return real_scan(path, *a, start=start, **kw)  # type: ignore[arg-type]
+
+    def fold(*a: object) -> object:
+        if dies == "before the chunks":
+            raise MemoryError
+        chunks = real_fold(*a)  # type: ignore[arg-type]
+        yield next(chunks)
+        raise MemoryError
+
+    monkeypatch.setattr(parallel, "scan_markers", scan)
+    monkeypatch.setattr(parallel, "_fold_chunks", fold)
+    _both(d, 300)
+
+
 def test_a_large_log_takes_two_processes_by_default_and_a_small_one_does_not() -> None:
     assert parallel.can_split(parallel.PARALLEL_MIN_BYTES - 1) is False
     big = parallel.can_split(parallel.PARALLEL_MIN_BYTES)
