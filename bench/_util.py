@@ -52,3 +52,28 @@ def env_with_project(**extra: str) -> dict[str, str]:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "catty_ctx")], env=env, check=True, stdout=subprocess.DEVNULL)
     return env
+
+
+_PEAKS = """
+import os, resource, runpy, sys
+sys.argv = ["catty-ctx", *sys.argv[1:]]
+try:
+    runpy.run_module("catty_ctx", run_name="__main__", alter_sys=True)
+except SystemExit:
+    pass
+finally:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    sys.stderr.write(f"{own // 1024} {workers // 1024}\\n")
+"""
+
+
+def peaks(args: list[str], *, env: dict[str, str] | None = None) -> tuple[int, int]:
+    """Peak RSS in MiB of catty-ctx ARGS itself and of the largest process it forked (0: none).
+
+    The wall-clock runs report one figure, the largest of the process tree; a command that
+    forks a worker holds both at once, so the honest total is their sum.
+    """
+    proc = subprocess.run([sys.executable, "-c", _PEAKS, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT, check=True)
+    own, workers = proc.stderr.split()[-2:]
+    return int(own), int(workers)

@@ -18,7 +18,7 @@ from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
 from .store import Session, iter_raw_lines, json_problem, session_window
 from .tokens import item_tokens, percent_of
-from .view import ViewStats, iter_view, plan_file
+from .view import ViewItem, ViewStats, iter_view, plan_file
 
 LARGEST = 5
 
@@ -31,7 +31,9 @@ class _Largest:
         self.heap: list[tuple[int, int, int | None, str]] = []
 
     def add(self, index: int, tokens: int, item: dict[str, Any]) -> None:
-        entry = (tokens, -index, item.get("seq"), item["role"])
+        self.add_entry((tokens, -index, item.get("seq"), item["role"]))
+
+    def add_entry(self, entry: tuple[int, int, int | None, str]) -> None:
         if len(self.heap) < self.n:
             heapq.heappush(self.heap, entry)
         elif entry > self.heap[0]:
@@ -39,6 +41,20 @@ class _Largest:
 
     def rows(self) -> list[dict[str, Any]]:
         return [{"index": -neg, "seq": seq, "role": role, "tokens": t} for t, neg, seq, role in sorted(self.heap, reverse=True)]
+
+
+class Tally:
+    """What inspect keeps of each view item: pairing problems and the largest items."""
+
+    def __init__(self, largest: int = LARGEST) -> None:
+        self.checker = PairingChecker()
+        self.top = _Largest(largest)
+        self.index = 0
+
+    def add(self, vi: ViewItem) -> None:
+        self.checker.feed(vi.item)
+        self.top.add(self.index, vi.tokens, vi.item)
+        self.index += 1
 
 
 def _compaction_row(ev: Event) -> dict[str, Any]:
@@ -72,22 +88,34 @@ def inspect_session(
     warn: Callable[[str], None] | None = None,
     largest: int = LARGEST,
     progress: Callable[[int], None] | None = None,
+    parallel: bool | None = None,
+    chunk_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """The inspect report of a session or of a piped event or item stream."""
+    """The inspect report of a session or of a piped event or item stream.
+
+    `parallel` (default: for a large log, where a second CPU and fork exist) folds every
+    other chunk of `chunk_bytes` in a forked worker; the report is the same either way.
+    """
     if session.stdin and _is_item_stream(session):
         return inspect_items(session, warn=warn, largest=largest)
     problems = {"dangling": 0, "orphan": 0, "duplicate": 0, "torn": 0, "invalid": 0}
-    plan = plan_file(session.log_path)
     stats = ViewStats()
-    checker = PairingChecker()
-    top = _Largest(largest)
-    index = 0
-    events = session.events(warn=_torn_counter(problems, warn), progress=progress)
-    for vi in iter_view(events, plan, stats=stats):
-        checker.feed(vi.item)
-        top.add(index, vi.tokens, vi.item)
-        index += 1
-    checker.finish()
+    tally = Tally(largest)
+    on_torn = _torn_counter(problems, warn)
+    if parallel is None:
+        from .parallel import can_split
+
+        parallel = can_split(session.log_path.stat().st_size)
+    if parallel:
+        from .parallel import CHUNK_BYTES, fold_split
+
+        plan = fold_split(session, stats, tally, warn=on_torn, progress=progress, chunk_bytes=chunk_bytes or CHUNK_BYTES)
+    else:
+        plan = plan_file(session.log_path)
+        for vi in iter_view(session.events(warn=on_torn, progress=progress), plan, stats=stats):
+            tally.add(vi)
+    checker = tally.checker.finish()
+    top = tally.top
     problems.update(checker.counts)
     window = session_window(session, stats.first)
     tokens = stats.tokens

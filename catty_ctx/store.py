@@ -356,9 +356,16 @@ def open_log(path: Path, display: str) -> IO[bytes]:
 def _unterminated(line: bytes, limit: int, display: str, lineno: int, warn: Warn | None) -> None:
     """A line without its newline: over the size limit (an error) or a torn tail (a warning)."""
     if len(line) >= limit:
-        raise DataError(f"line longer than {MAX_LINE_BYTES} bytes", path=display, line=lineno)
+        raise DataError(TOO_LONG, path=display, line=lineno)
     if warn:
-        warn(f"{display}:{lineno}: torn final line ({len(line)} bytes, no newline) ignored; 'catty-ctx repair' quarantines it")
+        warn(torn_warning(display, lineno, len(line)))
+
+
+TOO_LONG = f"line longer than {MAX_LINE_BYTES} bytes"
+
+
+def torn_warning(display: str, lineno: int, size: int) -> str:
+    return f"{display}:{lineno}: torn final line ({size} bytes, no newline) ignored; 'catty-ctx repair' quarantines it"
 
 
 def _lines(path: Path, display: str, warn: Warn | None) -> Iterator[tuple[int, bytes]]:

@@ -734,8 +734,10 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
     than pickle both ways). Whatever a child did not report (it failed, or could not start)
     is read here: a worker can cost time, never a result.
     """
-    jobs = min(jobs or os.cpu_count() or 1, len(tasks))
-    if jobs <= 1 or total < PARALLEL_MIN_BYTES or not _can_fork():
+    from .forking import can_fork, usable_cpus
+
+    jobs = min(jobs or usable_cpus(), len(tasks))
+    if jobs <= 1 or total < PARALLEL_MIN_BYTES or not can_fork():
         yield from _scan_items([[t] for t in tasks], range(len(tasks)), sizes, total, progress)
         return
     order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
@@ -760,15 +762,6 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
             yield from results
     left = [n for n in range(len(items)) if n not in done]  # a failed child's items
     yield from _scan_items(items, left, sizes, total, progress)
-
-
-def _can_fork() -> bool:
-    """Forking is safe here: the system has it and no other thread runs (a library caller's
-    threads could hold locks a forked child would never see released)."""
-    if not hasattr(os, "fork"):
-        return False
-    threading = sys.modules.get("threading")
-    return threading is None or threading.active_count() == 1
 
 
 def _queue_reader(fd: int) -> Iterable[int]:

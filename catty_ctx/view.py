@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import orjson
 from xxhash import xxh3_128_digest
@@ -34,6 +34,24 @@ Item = dict[str, Any]
 SHAPE_MARKERS = re.compile(rb'"(?:compaction|rewind|repair)"')
 SHAPE_AND_TURN_MARKERS = re.compile(rb'"(?:compaction|rewind|repair|user)"')  # turns only matter to rewinds
 _SCAN_CHUNK = 4 << 20
+
+
+class NeedsState(Exception):
+    """A detached fold met an event whose item depends on the fold before its chunk."""
+
+
+class Join:
+    """Placed in the event stream where a chunk folded elsewhere (a `detached` fold) goes.
+
+    `iter_view` completes what that chunk's first event would have completed in one
+    stream (the pending step, the compaction head), then yields the marker itself so the
+    consumer can merge the chunk's results at that point of the item order.
+    """
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
 
 
 class ViewItem(NamedTuple):
@@ -95,14 +113,22 @@ class ViewStats:
 # -- pass 1 ------------------------------------------------------------------------------
 
 
-def scan_markers(path: Path, pattern: "re.Pattern[bytes]" = SHAPE_MARKERS) -> Iterator[Event]:
-    """Parse only the complete lines the pattern hits, in file order (a torn tail is left out)."""
+def scan_markers(
+    path: Path, pattern: "re.Pattern[bytes]" = SHAPE_MARKERS, *, start: int = 0, stop: int | None = None
+) -> Iterator[Event]:
+    """Parse only the complete lines the pattern hits, in file order (a torn tail is left out).
+
+    `start` and `stop`, line starts (`line_start`), limit the scan to the lines between them.
+    """
     loads = orjson.loads
     fd = os.open(path, os.O_RDONLY)
     try:
-        offset = 0
+        offset = start
         while True:
-            data = os.pread(fd, _SCAN_CHUNK, offset)
+            size = _SCAN_CHUNK if stop is None else min(_SCAN_CHUNK, stop - offset)
+            if size <= 0:
+                return
+            data = os.pread(fd, size, offset)
             end = data.rfind(b"\n") + 1  # whole lines only; the rest is read again next time
             if end == 0:
                 if len(data) < _SCAN_CHUNK:
@@ -125,6 +151,18 @@ def scan_markers(path: Path, pattern: "re.Pattern[bytes]" = SHAPE_MARKERS) -> It
                 if type(ev) is dict and type(ev.get("seq")) is int:
                     yield ev
             offset += end
+    finally:
+        os.close(fd)
+
+
+def line_start(path: Path, at: int) -> int:
+    """Offset of the first line that starts at or after byte `at` (the file's size if none)."""
+    if at <= 0:
+        return 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        line = _read_line_at(fd, at - 1)  # the rest of the line holding byte at-1
+        return at - 1 + len(line)
     finally:
         os.close(fd)
 
@@ -207,6 +245,20 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def chunk_start(plan: ViewPlan, *, agent: str | None = None) -> Callable[[Event], bool]:
+    """Whether a valid event may open a chunk that a `detached` fold takes: a message that
+    enters the view past the compaction, so everything pending before it is complete there."""
+    through = plan.compaction["through_seq"] if plan.compaction else -1
+    drops = plan.drops
+    is_excluded = plan.is_excluded
+
+    def starts(ev: Event) -> bool:
+        seq = ev["seq"]
+        return ev["kind"] == "message" and ev.get("agent") == agent and seq > through and seq not in drops and not is_excluded(seq)
+
+    return starts
+
+
 # -- items -------------------------------------------------------------------------------
 
 
@@ -285,18 +337,24 @@ def iter_view(
     *,
     agent: str | None = None,
     stats: ViewStats | None = None,
+    detached: bool = False,
 ) -> Iterator[ViewItem]:
-    """Stream the view's items from the events (in seq order) and the plan of pass 1."""
+    """Stream the view's items from the events (in seq order) and the plan of pass 1.
+
+    The events may hold `Join` markers (yielded back in place). `detached` folds a chunk
+    that starts at a chunk start (`chunk_start`): the head is someone else's, and an event
+    whose item would depend on the fold before the chunk raises NeedsState.
+    """
     from .compact.continuation import HeadState
-    from .context import Announcer
+    from .context import ANNOUNCED_FACETS, Announcer
 
     announcer = Announcer()
     st = stats if stats is not None else ViewStats()
     comp = plan.compaction
     through = comp["through_seq"] if comp else -1
     comp_seq = comp["seq"] if comp else -1
-    head = HeadState() if comp else None
-    head_done = comp is None
+    head = HeadState() if comp and not detached else None
+    head_done = comp is None or detached
     ranges = plan.excluded
     r_i = 0
     drops = plan.drops
@@ -314,7 +372,7 @@ def iter_view(
         return [(item, through) for item in head_items(comp, head, announcer)]  # type: ignore[arg-type]
 
     for ev in _with_end(events, at_end):
-        if ev is not at_end:
+        if type(ev) is dict:
             seq = ev["seq"]
             kind = ev["kind"]
             st.events += 1
@@ -322,6 +380,8 @@ def iter_view(
             if kind == "message":
                 roles[ev["role"]] = roles.get(ev["role"], 0) + 1
             elif st.first is None and kind == "session":
+                if detached:
+                    raise NeedsState("a session event")  # the announcer's window comes from the first
                 st.first = ev
                 if type(ev.get("window")) is int and ev["window"] > 0:
                     announcer.window = ev["window"]  # the listing's budget is a share of it
@@ -334,6 +394,8 @@ def iter_view(
             if kind == "message" and ev["role"] == "user" and not ev.get("synthetic"):
                 st.turns += 1
             if seq <= through:
+                if detached:
+                    raise NeedsState("an event the compaction folded")
                 head.track(ev)  # type: ignore[union-attr]
                 continue
             if not head_done:
@@ -365,16 +427,20 @@ def iter_view(
                 if seq > comp_seq:
                     st.on_usage(ev)
             elif kind == "state":
+                if detached and ev.get("facet") in ANNOUNCED_FACETS:
+                    raise NeedsState("an announcement")  # it lists only what is new since earlier ones
                 listing = announcer.feed(ev)
                 if listing is not None:
                     (step.after if step is not None else out).append((listing, seq))
             if not out:
                 continue
-        else:
-            if not head_done and comp is not None:
+        else:  # the end, or a join: what the next event would have completed
+            if not head_done:
+                head_done = True
                 out.extend(rebuilt_head())
             if step is not None:
                 _step_items(step, answers, out)
+                step = None
         for item, pos in out:
             canon = dumps(item, option=sort_keys)
             tokens = len(canon) >> 2 if "images" not in item else item_tokens(item, canon)
@@ -382,9 +448,12 @@ def iter_view(
             st.sum_tokens += tokens
             if st.usage_seen and pos > st.usage_seq:
                 st.since_usage += tokens
-            st.digest = h(st.digest + canon)
+            if not detached:  # a detached chunk's chain needs the digest before it: its consumer extends it
+                st.digest = h(st.digest + canon)
             yield ViewItem(item, canon, tokens)
         out.clear()
+        if type(ev) is Join:
+            yield ev  # type: ignore[misc]
 
 
 def head_items(comp: Event, head: Any, announcer: Any) -> list[Item]:
