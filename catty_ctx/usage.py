@@ -7,10 +7,12 @@ catty sessions (`usage` events, with `agent` and `incomplete`), Claude Code tree
 from a dated table with LiteLLM's field names, and folds them into rows by model, day, week,
 month, session, project or agent.
 
-Speed comes from three things: a byte prefilter (only lines holding a usage marker are
-parsed, found with one C-level search over a memory map), parallel workers over files, and an
-incremental per-file cache keyed by path, size, mtime and inode that, for a file that only
-grew, parses the appended bytes alone.
+Speed comes from four things: a byte prefilter (only lines holding a usage marker are
+parsed, found with one C-level search over a memory map), forked workers taking files from a
+queue, an incremental per-file cache keyed by path, size, mtime and inode that, for a file
+that only grew, parses the appended bytes alone, and an answer cache that serves a question
+asked before about unchanged files (checked with one stat per folder and per log) without
+loading the parsers at all.
 """
 from __future__ import annotations
 
