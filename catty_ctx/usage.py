@@ -151,11 +151,12 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
             if listing is None:
                 continue
             subdirs, logs = listing
+            prefix = folder if folder.endswith(os.sep) else folder + os.sep  # (join's checks, once per folder)
             if LOG_NAME in logs:  # a catty session: its own folders hold no sessions
-                out.append((join(folder, LOG_NAME), CATTY))
+                out.append((prefix + LOG_NAME, CATTY))
                 continue
-            out.extend((join(folder, name), CODEX if name.startswith("rollout-") else None) for name in logs)
-            stack.extend(join(folder, d) for d in reversed(subdirs))
+            out.extend((prefix + name, CODEX if name.startswith("rollout-") else None) for name in logs)
+            stack.extend(prefix + d for d in reversed(subdirs))
     return out
 
 
