@@ -1237,8 +1237,11 @@ def _answers_path(paths: Sequence[str | os.PathLike[str]]) -> str:
 
 
 def _query_key(found: Survey, query: tuple[Any, ...]) -> str:
-    """Same files (path, size, mtime, inode) and same question: same answer."""
-    h = xxhash.xxh3_128(repr((CACHE_VERSION, query)).encode())
+    """Same files (path, size, mtime, inode), same question, same catty-ctx: same answer (the
+    printed forms kept with it follow the version's output)."""
+    from ._version import __version__
+
+    h = xxhash.xxh3_128(repr((CACHE_VERSION, __version__, query)).encode())
     for arg, files in found:
         h.update(arg.encode("utf-8", "surrogateescape"))
         h.update(repr(files).encode("utf-8", "surrogateescape"))
