@@ -34,7 +34,7 @@ from xxhash import xxh3_128_digest
 
 from .errors import DataError
 from .events import Event, check_event
-from .store import MAX_LINE_BYTES, TOO_LONG, Session, json_problem, open_log, torn_warning
+from .store import MAX_LINE_BYTES, SEQ0_PROBLEM, TOO_LONG, Session, json_problem, open_log, seq_problem, torn_warning
 from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, line_start, plan_file, plan_view, scan_markers
 
 if TYPE_CHECKING:
@@ -120,10 +120,20 @@ class ChunkReader:
 
     def check_seq(self, seq: int, expect: int | None, line: int) -> None:
         if expect is not None and seq != expect:
-            while expect in self.gaps and expect < seq:
-                expect += 1
-            if seq != expect:
-                raise BadLine(f"seq {seq} where {expect} was expected", line)
+            problem = seq_problem(seq, expect, self.gaps)
+            if problem is not None:
+                raise BadLine(problem, line)
+
+    def _take(self, ev: Event, lineno: int) -> None:
+        """The seq rules of `Session.events` for the next event (a chunk's first is taken as it comes)."""
+        seq = ev["seq"]
+        if self.expect is None:
+            self.first_seq = seq
+        else:
+            self.check_seq(seq, self.expect, lineno)
+        if seq == 0 and ev["kind"] != "session":
+            raise BadLine(SEQ0_PROBLEM, lineno)
+        self.expect = seq + 1
 
     def events(self, until: int) -> Iterator[Event]:
         """Validated events from here up to the first chunk start at or after byte `until`."""
@@ -166,15 +176,10 @@ class ChunkReader:
                     lineno -= 1
                     return
                 seq = ev["seq"]
-                expect = self.expect
-                if seq != expect:
-                    if expect is None:
-                        self.first_seq = seq
-                    else:
-                        self.check_seq(seq, expect, lineno)
-                if seq == 0 and ev["kind"] != "session":
-                    raise BadLine("seq 0 must be the session event", lineno)
-                self.expect = seq + 1
+                if seq == self.expect and seq:  # the common case, inline (the hot loop)
+                    self.expect = seq + 1
+                else:
+                    self._take(ev, lineno)
                 offset += len(line)
                 yield ev
         finally:
@@ -183,14 +188,7 @@ class ChunkReader:
 
     def _accept(self, ev: Event, size: int) -> Iterator[Event]:
         self.lineno += 1
-        seq = ev["seq"]
-        if self.expect is None:
-            self.first_seq = seq
-        else:
-            self.check_seq(seq, self.expect, self.lineno)
-        if seq == 0 and ev["kind"] != "session":
-            raise BadLine("seq 0 must be the session event", self.lineno)
-        self.expect = seq + 1
+        self._take(ev, self.lineno)
         self.offset += size
         yield ev
 

@@ -189,12 +189,11 @@ class Session:
                         raise DataError(problem, path=display, line=lineno)
                     seq = ev["seq"]
                     if seq != expect:
-                        while expect in gaps and expect < seq:
-                            expect += 1
-                        if seq != expect:
-                            raise DataError(f"seq {seq} where {expect} was expected", path=display, line=lineno)
+                        problem = seq_problem(seq, expect, gaps)
+                        if problem is not None:
+                            raise DataError(problem, path=display, line=lineno)
                     if seq == 0 and ev["kind"] != "session":
-                        raise DataError("seq 0 must be the session event", path=display, line=lineno)
+                        raise DataError(SEQ0_PROBLEM, path=display, line=lineno)
                     expect = seq + 1
                 yield ev
         if validate and expect == 0:
@@ -362,6 +361,14 @@ def _unterminated(line: bytes, limit: int, display: str, lineno: int, warn: Warn
 
 
 TOO_LONG = f"line longer than {MAX_LINE_BYTES} bytes"
+SEQ0_PROBLEM = "seq 0 must be the session event"
+
+
+def seq_problem(seq: int, expect: int, gaps: frozenset[int]) -> str | None:
+    """Why SEQ cannot come where EXPECT is next (the quarantined seqs in GAPS may be missing); None: it can."""
+    while expect in gaps and expect < seq:
+        expect += 1
+    return None if seq == expect else f"seq {seq} where {expect} was expected"
 
 
 def torn_warning(display: str, lineno: int, size: int) -> str:

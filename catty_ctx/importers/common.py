@@ -22,7 +22,7 @@ import orjson
 from ..errors import DataError
 from ..events import SCHEMA_VERSION, Event, check_event
 from ..fingerprint import blob_handle
-from ..store import MAX_LINE_BYTES, json_problem, open_log
+from ..store import MAX_LINE_BYTES, TOO_LONG, json_problem, open_log
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 # A line longer than this is refused without being read whole, as the store does.
@@ -428,7 +428,7 @@ def iter_jsonl(
             lineno += 1
             complete = line[-1:] == b"\n"
             if not complete and len(line) >= limit:
-                raise DataError(f"line longer than {MAX_LINE_BYTES} bytes", path=name, line=lineno)
+                raise DataError(TOO_LONG, path=name, line=lineno)
             if len(line) < 64 and not line.strip():  # blank (a long line is never stripped: a copy)
                 continue
             try:
