@@ -153,6 +153,7 @@ def fork(
     """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST."""
     session = Session.open(source)
     parent_dir = session.require_directory("fork")
+    session.require_ours()
     if session.log_path.is_symlink():
         raise UsageError(f"{session.log_path}: is a symbolic link; fork never follows links out of the session")
     dest = Path(dest)

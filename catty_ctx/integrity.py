@@ -126,6 +126,7 @@ class RepairPlan:
     summary: str | None = None  # missing | stale | invalid, when summary.json needs a rebuild
     counts: dict[str, int] = field(default_factory=dict)
     end: int = 0  # bytes of complete lines when analysed
+    lines: int = 0  # complete lines when analysed
     last_seq: int = -1
     facts: dict[str, Any] = field(default_factory=dict)  # what a rebuilt summary.json needs
 
@@ -176,6 +177,7 @@ def _scan_lines(session: "Session", plan: RepairPlan, *, gaps: frozenset[int]) -
     end = 0
     for raw in iter_raw_lines(session.log_path, session.display, warn=None):
         end = raw.offset + len(raw.data) + 1
+        plan.lines = raw.lineno
         ev, problem = _line_problem(raw.data)
         if problem is None:
             assert ev is not None
@@ -505,14 +507,41 @@ def _copy_range(src: Any, out: Any, start: int, stop: int) -> None:
         left -= len(chunk)
 
 
-def repair_session(session: "Session", *, lock_timeout: float = 30.0, warn: Callable[[str], None] | None = None) -> RepairPlan:
+def refuse_mostly_invalid(plan: RepairPlan, *, force: bool) -> None:
+    """Quarantining most of a log is never silent: more than half of its complete lines
+    invalid is a data error unless forced (it is likely not a catty-ctx log at all)."""
+    if force or not plan.bad or len(plan.bad) * 2 <= plan.lines:
+        return
+    from .errors import DataError
+    from .ownership import import_hint
+
+    raise DataError(
+        f"{len(plan.bad)} of {plan.lines} lines are not valid catty-ctx events; nothing was changed "
+        f"(another agent's session? '{import_hint('auto', plan.display)}' reads it; "
+        f"'repair --force' quarantines them)",
+        path=plan.display,
+    )
+
+
+def repair_plan(session: "Session", *, force: bool = False) -> RepairPlan:
+    """What `repair` would do (its --check and --dry-run), refused as `repair` itself refuses:
+    a log in another agent's format, or one mostly invalid unless `force`."""
+    session.require_ours()
+    plan = analyse(session)
+    refuse_mostly_invalid(plan, force=force)
+    return plan
+
+
+def repair_session(session: "Session", *, lock_timeout: float = 30.0, warn: Callable[[str], None] | None = None, force: bool = False) -> RepairPlan:
     """Apply the plan under the session lock. Order: quarantine copies, then the log, then
-    the repair events (the commit point), then summary.json."""
+    the repair events (the commit point), then summary.json. A log in another agent's format
+    is refused before anything is written, and so is a mostly invalid one unless `force`."""
     from .store import quarantine_bytes, append_quarantine_record, write_summary
     from .events import now_ts
 
     with session.lock(lock_timeout):
         plan = analyse(session)
+        refuse_mostly_invalid(plan, force=force)
         if not plan.found:
             return plan
         existing = None

@@ -205,9 +205,18 @@ class Session:
         return None
 
     # -- writing -------------------------------------------------------------------------
+    def require_ours(self) -> None:
+        """Refuse (DataError, exit 65) a log in another agent's format: no writer touches it."""
+        from .ownership import require_ours
+
+        require_ours(self.log_path, self.display)
+
     def lock(self, timeout: float = DEFAULT_LOCK_TIMEOUT) -> "SessionLock":
+        """The writer lock; every writer takes it, so this is where a foreign log is refused
+        (before the lock file is made beside it)."""
         if self.stdin:
             raise UsageError("cannot write to a stream read from stdin")
+        self.require_ours()
         return SessionLock(self.lock_path, timeout, self.display)
 
     def append(
@@ -612,6 +621,15 @@ def find_sessions(root: str | os.PathLike[str]) -> Iterator[Path]:
         if LOG_NAME in filenames:
             dirnames[:] = []  # a session's own folders (segments, blobs) hold no sessions
             yield Path(dirpath)
+
+
+def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Path]:
+    """The sessions under ROOT; none is a usage error (a cron job pointed at the wrong folder
+    must not pass) unless the caller allows an empty ROOT."""
+    found = list(find_sessions(root))
+    if not found and not allow_empty:
+        raise UsageError(f"no catty-ctx session under {root} (--allow-empty accepts an empty ROOT)")
+    return found
 
 
 def is_root(path: str | os.PathLike[str]) -> bool:

@@ -20,14 +20,14 @@ _catty_ctx() {
         "__root__") opts="--help --version -h append blob compact completion fork import inspect instructions prune repair resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
-        "compact") opts="--check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --replay --summarizer --threshold --timeout --two-pass -h" ;;
+        "compact") opts="--allow-empty --check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --replay --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "fork") opts="--at-turn --cwd --dry-run --help --json --model -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
-        "inspect") opts="--context --help --items --json --seq -h" ;;
+        "inspect") opts="--allow-empty --context --help --items --json --seq -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
         "prune") opts="--clear-at-least --clear-inputs --exclude-tools --help --high --image-high --image-low --keep --keep-turns --low --min-percent --omit-age --previous --session-ref --stats --strategy --trim-head --trim-over --trim-tail --window -h" ;;
-        "repair") opts="--check --dry-run --help --json --lock-timeout -h" ;;
+        "repair") opts="--allow-empty --check --dry-run --force --help --json --lock-timeout -h" ;;
         "resume") opts="--format --help -f -h" ;;
         "segment") opts="--help -h grep list show" ;;
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;

@@ -41,6 +41,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l replay -r -F -
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l no-redact -d 'Keep credentials in the request artifact (by default keys, t'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l dry-run -d 'Show what would be done; write nothing.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l lock-timeout -r -F -d 'Wait this long for the session lock, then exit 75.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l allow-empty -d 'A ROOT holding no session is fine (exit 0); by default it is'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -F
@@ -64,6 +65,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from import' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l items -d 'List the view\'s items with their tokens and cumulative finge'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l seq -r -F -d 'Print the event with this seq in full.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l context -d 'The prompt-context snapshot: every part with its source; unk'
+complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l allow-empty -d 'A ROOT holding no session is fine (exit 0); by default it is'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -F
@@ -96,6 +98,8 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -s h -l help -d 'Sh
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l check -d 'Only report what is wrong; exit 1 when anything is found, 0 '
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l dry-run -d 'Show what would be done; write nothing.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l force -d 'Repair even when more than half of the log\'s lines are inval'
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l allow-empty -d 'A ROOT holding no session is fine (exit 0); by default it is'
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l lock-timeout -r -F -d 'Wait this long for the session lock, then exit 75.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -s h -l help -d 'Show the help and exit.'

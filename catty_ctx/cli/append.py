@@ -66,6 +66,7 @@ def append_cmd(
         target = create_session(path, session_id=session_id, window=window, model=model, cwd=cwd, lock_timeout=lock_timeout)
     else:
         target = Session.open(path)
+    target.require_ours()  # before its blobs: another agent's file is never written into
     # Blobs first, the events naming them last (the event is the commit point).
     pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in pending]
     written = target.append(pending, lock_timeout=lock_timeout)

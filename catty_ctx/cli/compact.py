@@ -7,7 +7,7 @@ import typer
 
 from . import app
 from .errors import handle_errors, warn
-from .options import DryRunOpt, JsonOpt, LockTimeoutOpt
+from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt
 
 _COLUMNS = ["path", "status", "tokens_before", "percent", "tokens_after", "through_seq", "summarizer", "artifact", "segment", "two_pass"]
 
@@ -37,6 +37,7 @@ def compact_cmd(
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind]).")] = False,
     dry_run: DryRunOpt = False,
     lock_timeout: LockTimeoutOpt = 30.0,
+    allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Compact a session: summarise its view and append a `compaction` event.
@@ -79,10 +80,10 @@ def compact_cmd(
 
     sessions = None
     if target != "-" and _is_root(target):
-        from ..store import find_sessions
+        from ..store import root_sessions
         from .output import progress_iter
 
-        found = list(find_sessions(target))
+        found = root_sessions(target, allow_empty=allow_empty)
         sessions = progress_iter(found, label="sessions", total=len(found))
     results = list(
         compact_target(

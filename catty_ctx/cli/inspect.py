@@ -7,7 +7,7 @@ import typer
 
 from . import app
 from .errors import handle_errors, warn
-from .options import JsonOpt, TargetArg
+from .options import AllowEmptyOpt, JsonOpt, TargetArg
 
 
 @app.command(
@@ -24,6 +24,7 @@ def inspect_cmd(
     items: Annotated[bool, typer.Option("--items", help="List the view's items with their tokens and cumulative fingerprint.")] = False,
     seq: Annotated[Optional[int], typer.Option("--seq", metavar="N", min=0, help="Print the event with this seq in full.")] = None,
     context: Annotated[bool, typer.Option("--context", help="The prompt-context snapshot: every part with its source; unknown parts marked.")] = False,
+    allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Counts, turns, estimated tokens against the window, largest items, compactions,
@@ -50,10 +51,10 @@ def inspect_cmd(
             errors.append(str(exc))
             warn(str(exc))
 
-        from ..store import find_sessions
+        from ..store import root_sessions
         from .output import progress_iter
 
-        found = list(find_sessions(target))
+        found = root_sessions(target, allow_empty=allow_empty)
         cols = ["path", "session_id", "events", "turns", "tokens", "percent", "compactions", "problems"]
         rows = inspect_root(Path(target), on_error=on_error, sessions=progress_iter(found, label="sessions", total=len(found)))
         rows_out(rows, cols, as_json=as_json, key="sessions", right=cols[2:])

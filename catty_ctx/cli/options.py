@@ -27,3 +27,7 @@ MaxToolBytesOpt = Annotated[
     typer.Option("--max-tool-bytes", min=0, metavar="N", help="A tool output longer than N bytes moves to blobs/ with its head and tail kept inline (0: never)."),
 ]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]
+AllowEmptyOpt = Annotated[
+    bool,
+    typer.Option("--allow-empty", help="A ROOT holding no session is fine (exit 0); by default it is a usage error (exit 2)."),
+]

@@ -8,7 +8,7 @@ import typer
 
 from . import app
 from .errors import handle_errors, note, warn
-from .options import DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
+from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
 
 _COLUMNS = ["action", "reason", "target_seq", "call_id", "line", "offset", "bytes"]
 
@@ -25,6 +25,8 @@ def repair_cmd(
     target: TargetArg,
     check: Annotated[bool, typer.Option("--check", help="Only report what is wrong; exit 1 when anything is found, 0 when clean.")] = False,
     dry_run: DryRunOpt = False,
+    force: Annotated[bool, typer.Option("--force", help="Repair even when more than half of the log's lines are invalid (they all go to quarantine).")] = False,
+    allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
     lock_timeout: LockTimeoutOpt = 30.0,
 ) -> None:
@@ -37,15 +39,20 @@ def repair_cmd(
     Conversation fixes are appended as `repair` events that the view applies; the original
     events stay in the log. A ROOT repairs every session under it. `-` reads an event stream
     and writes it back on stdout with its repair events appended.
+
+    Another agent's file (a Claude Code transcript, a Codex rollout, ...) is never touched:
+    exit 65 and the `import` command that reads it. Nor is a log with more than half of its
+    lines invalid, unless --force. --check and --dry-run refuse the same.
     """
     from ..store import Session, is_root
 
     if target != "-" and is_root(target):
-        _repair_root(target, check=check, dry_run=dry_run, as_json=as_json, lock_timeout=lock_timeout)
+        _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout)
         return
-    from ..integrity import analyse, repair_session, repair_stream
+    from ..integrity import repair_plan, repair_session, repair_stream
 
     with Session.open(target) as session:
+        session.require_ours()
         if session.stdin and not (check or dry_run):
             plan = repair_stream(session, sys.stdout.buffer)
             sys.stdout.flush()
@@ -55,9 +62,9 @@ def repair_cmd(
                 note("<stdin>: repair events appended: " + ", ".join(plan.notes()))
             return
         if check or dry_run:
-            plan = analyse(session)
+            plan = repair_plan(session, force=force)
         else:
-            plan = repair_session(session, lock_timeout=lock_timeout)
+            plan = repair_session(session, lock_timeout=lock_timeout, force=force)
         _render(session, plan, applied=not (check or dry_run), as_json=as_json)
     if check and plan.found:
         raise typer.Exit(1)
@@ -84,24 +91,22 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
     rows_out(iter(doc["actions"]), _COLUMNS, as_json=False, title=None, right=["target_seq", "line", "offset", "bytes"])
 
 
-def _repair_root(root: str, *, check: bool, dry_run: bool, as_json: bool, lock_timeout: float) -> None:
-    from pathlib import Path
-
+def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:
     from ..errors import CattyError
-    from ..integrity import analyse, repair_session
-    from ..store import Session, find_sessions
+    from ..integrity import repair_plan, repair_session
+    from ..store import Session, root_sessions
     from .output import progress_iter, rows_out
 
     failures: list[int] = []
     found_any = False
-    sessions = list(find_sessions(Path(root)))
+    sessions = root_sessions(root, allow_empty=allow_empty)
 
     def rows() -> Any:
         nonlocal found_any
         for directory in progress_iter(sessions, label="sessions", total=len(sessions)):
             try:
                 with Session.open(directory) as s:
-                    plan = analyse(s) if (check or dry_run) else repair_session(s, lock_timeout=lock_timeout)
+                    plan = repair_plan(s, force=force) if (check or dry_run) else repair_session(s, lock_timeout=lock_timeout, force=force)
             except CattyError as exc:
                 warn(str(exc))
                 failures.append(int(exc.exit_code))

@@ -192,6 +192,7 @@ def compact_session(
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
+    session.require_ours()  # before any side file (artifact, prefire note), in every mode
     from .segments import DETAILS
 
     if detail not in DETAILS:

@@ -68,6 +68,26 @@ def _messages_format(msgs: list[Any], top: dict[str, Any] | None = None) -> str:
     return "openai"
 
 
+def document_format(doc: Any) -> str | None:
+    """The format of a whole JSON document (a messages array, a Gemini or opencode file), or None."""
+    if isinstance(doc, list):
+        return _messages_format(doc)
+    if isinstance(doc, dict):
+        if "projectHash" in doc and isinstance(doc.get("messages"), list):
+            return "gemini"
+        if "projectID" in doc and str(doc.get("id", "")).startswith("ses"):
+            return "opencode"
+        for key in ("messages", "conversation", "history"):
+            if isinstance(doc.get(key), list):
+                return _messages_format(doc[key], doc)
+    return None
+
+
+def record_format(record: dict[str, Any]) -> str | None:
+    """The format one JSONL record belongs to, or None when it shows no format's marks."""
+    return _jsonl_format([record])
+
+
 def detect(source: Path) -> str:
     """The format name of SOURCE, or a DataError saying it is none of them."""
     if source.is_dir():
@@ -91,16 +111,9 @@ def detect(source: Path) -> str:
             doc = orjson.loads(source.read_bytes())
         except orjson.JSONDecodeError:
             doc = None
-        if isinstance(doc, list):
-            return _messages_format(doc)
-        if isinstance(doc, dict):
-            if "projectHash" in doc and isinstance(doc.get("messages"), list):
-                return "gemini"
-            if "projectID" in doc and str(doc.get("id", "")).startswith("ses"):
-                return "opencode"
-            for key in ("messages", "conversation", "history"):
-                if isinstance(doc.get(key), list):
-                    return _messages_format(doc[key], doc)
+        fmt = document_format(doc)
+        if fmt is not None:
+            return fmt
     fmt = _jsonl_format(_first_records(source))
     if fmt is None:
         raise DataError("not a session of any known format (claude, codex, opencode, gemini, openai, anthropic)", path=str(source))

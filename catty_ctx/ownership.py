@@ -1,0 +1,108 @@
+"""Whose log is this? Every writer asks before it changes anything.
+
+`repair`, `compact`, `append` and the rest append to a log, quarantine its lines and
+rewrite its summary. Pointed at another agent's file (a Claude Code transcript, a Codex
+rollout, a Gemini or opencode session, a messages document) they would move every line of it
+into quarantine and leave the user's session empty. So a writer first reads the log's first
+records: when the first one that is a JSON object carries another format's marks, the
+writer stops with a data error that names the format and the `import` command that reads
+it. Reading a few lines costs nothing next to the write it guards.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import DataError
+
+PROBE_LINES = 64  # records looked at before the log is taken to be ours
+PROBE_LINE_BYTES = 1 << 20  # a longer first line is read in part (and so is no record)
+DOCUMENT_LIMIT = 64 << 20  # a pretty-printed JSON document larger than this is not parsed
+_SQLITE = b"SQLite format 3\x00"
+
+LABELS = {
+    "claude": "Claude Code transcript",
+    "codex": "Codex rollout",
+    "gemini": "Gemini CLI session",
+    "opencode": "opencode session",
+    "openai": "OpenAI messages document",
+    "anthropic": "Anthropic messages document",
+}
+
+
+def _ours(record: dict[str, Any]) -> bool:
+    """A catty-ctx event, even a damaged one: `kind` with a `seq` (other formats have neither)."""
+    return isinstance(record.get("kind"), str) and "seq" in record
+
+
+def _document(value: Any) -> str | None:
+    from .importers.detect import document_format
+
+    if isinstance(value, list) and not any(isinstance(m, dict) and "role" in m for m in value):
+        return None  # a list of anything is not yet a messages array
+    return document_format(value)
+
+
+def foreign_format(path: Path) -> str | None:
+    """The importer format of the file at PATH when it is another agent's session; None when it
+    is a catty-ctx log, empty, unreadable (the writer's own open reports that) or undecided."""
+    from .importers.detect import record_format
+
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return None
+    with f:
+        if f.read(len(_SQLITE)) == _SQLITE:
+            return "opencode"
+        f.seek(0)
+        first: bytes | None = None
+        first_parsed = False
+        for n in range(PROBE_LINES):
+            line = f.readline(PROBE_LINE_BYTES)
+            if not line:
+                break
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                if n == 0:
+                    first = line
+                continue
+            if n == 0:
+                first_parsed = True
+                if not isinstance(record, dict):
+                    return _document(record)
+            if not isinstance(record, dict):
+                continue
+            if _ours(record):
+                return None
+            fmt = record_format(record)
+            if fmt is not None:
+                return fmt
+    # A pretty-printed JSON document (a Gemini or opencode file, a messages array): its first
+    # line is only its opening bracket.
+    if first is not None and not first_parsed and first.lstrip()[:1] in (b"{", b"["):
+        try:
+            if path.stat().st_size > DOCUMENT_LIMIT:
+                return None
+            return _document(orjson.loads(path.read_bytes()))
+        except (OSError, orjson.JSONDecodeError):
+            return None
+    return None
+
+
+def import_hint(fmt: str, display: str) -> str:
+    return f"catty-ctx import {fmt} {'FILE' if display == '<stdin>' else display} --out DIR"
+
+
+def require_ours(path: Path, display: str) -> None:
+    """Raise a DataError (exit 65) when the log at PATH is another agent's session."""
+    fmt = foreign_format(path)
+    if fmt is not None:
+        raise DataError(
+            f"another agent's session ({LABELS.get(fmt, fmt)}), not a catty-ctx log; nothing was changed "
+            f"(import it first: {import_hint(fmt, display)})",
+            path=display,
+        )
