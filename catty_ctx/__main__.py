@@ -12,7 +12,17 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:
         from ._version import __version__
 
-        sys.stdout.write(f"catty-ctx {__version__}\n")
+        try:
+            sys.stdout.write(f"catty-ctx {__version__}\n")
+            sys.stdout.flush()
+        except (OSError, AttributeError) as exc:  # a full or closed stdout: the CLI's error path says so
+            import errno
+
+            from .cli.errors import ClosedOutput, exit_code_for
+
+            if not isinstance(exc, OSError):  # fd 1 closed: Python left sys.stdout None
+                exc = ClosedOutput(errno.EBADF, "stdout is closed")
+            sys.exit(exit_code_for(exc))
         return
     from .cli import main as cli_main
 

@@ -100,7 +100,23 @@ def load_commands(names: "list[str] | None" = None) -> None:
 
 
 def main(argv: "list[str] | None" = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
+    from .errors import exit_code_for, flush_stdout, guard_closed_stdout
+
+    guard_closed_stdout()
+    code: "Any" = 0
+    try:
+        _run(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exc:
+        code = exc.code
+    except BaseException as exc:  # noqa: BLE001 - help and usage errors print outside the commands' guard
+        code = exit_code_for(exc)
+        if code is None:
+            raise
+    # Output still buffered is written here, so a full disk is exit 73, not a message at exit.
+    sys.exit(flush_stdout(code))
+
+
+def _run(args: "list[str]") -> None:
     if args[:1] == ["usage"]:
         from . import usage
 

@@ -5,6 +5,7 @@ Typer is imported only by the typer wrapper, so a command run without the CLI fr
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -17,6 +18,74 @@ if TYPE_CHECKING:
 
     F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in catty-ctx, never bad input
+# Errors that mean "the output cannot be written" (stdout on a full disk, `> /dev/full`).
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+class ClosedOutput(OSError):
+    """Raised on writing to a stdout that was closed before catty-ctx started (`>&-`)."""
+
+
+class _ClosedStdout:
+    """sys.stdout when fd 1 was closed: a write fails (exit 73); a command that prints
+    nothing runs as usual."""
+
+    encoding = "utf-8"
+
+    def _closed(self, *args: Any) -> Any:
+        raise ClosedOutput(errno.EBADF, "stdout is closed")
+
+    write = fileno = _closed
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def buffer(self) -> "_ClosedStdout":
+        return self
+
+
+def guard_closed_stdout() -> None:
+    """With fd 1 closed, Python leaves sys.stdout None (a write is then an AttributeError) and
+    the next file opened would take fd 1: hold fd 1 on the null device and make writes fail
+    as a closed output."""
+    if sys.stdout is not None:
+        return
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+    except OSError:
+        pass
+    sys.stdout = _ClosedStdout()  # type: ignore[assignment]
+
+
+def _stdout_to_devnull() -> None:
+    """Whatever is still buffered for stdout goes nowhere, so the flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+def flush_stdout(code: Any) -> Any:
+    """Flush stdout before exiting; a write error there becomes the exit status (when the
+    command itself succeeded), never an 'Exception ignored' at interpreter exit."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 - exit_code_for says which ones are ours
+        failed = exit_code_for(exc)
+        if failed is None:
+            raise
+        return failed if code in (0, None) else code
+    return code
 
 
 def warn(message: str) -> None:
@@ -38,12 +107,12 @@ def exit_code_for(exc: BaseException) -> int | None:
         return int(ExitCode.INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         # The reader went away (`| head`): stop quietly, as cat and grep do.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except OSError:
-            pass
+        _stdout_to_devnull()
         return 0
+    if isinstance(exc, ClosedOutput) or (isinstance(exc, OSError) and exc.errno in _FULL):
+        _stdout_to_devnull()
+        sys.stderr.write(f"catty-ctx: error: cannot write output ({exc.strerror})\n")
+        return int(ExitCode.CANT_CREATE)
     if isinstance(exc, Exception) and not os.environ.get("CATTY_CTX_DEBUG"):  # a bug: one line unless asked for the traceback
         sys.stderr.write(f"catty-ctx: error: internal error: {type(exc).__name__}: {exc} (set CATTY_CTX_DEBUG=1 for a traceback)\n")
         return INTERNAL_ERROR

@@ -5,13 +5,16 @@ an import that yields no conversation: each gets its documented exit code and on
 """
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
-from conftest import FIXTURES, cli
+from conftest import FIXTURES, ROOT, cli
 
 ROOT_COMMANDS = [
     ["inspect", "{R}"],
@@ -44,3 +47,91 @@ def test_allow_empty_changes_nothing_for_a_root_with_sessions(tmp_path: Path) ->
     shutil.copytree(FIXTURES / "sessions" / "demo", root / "demo")
     proc = cli("inspect", str(root), "--json", "--allow-empty")
     assert proc.returncode == 0 and len(orjson.loads(proc.stdout)["sessions"]) == 1
+
+
+# -- a full or closed stdout ----------------------------------------------------------------
+
+CLAUDE = FIXTURES / "import" / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl"
+
+
+@pytest.fixture(scope="module")
+def rich_session(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A session with a segment and a blob, under a ROOT, so every command has something to print."""
+    root = tmp_path_factory.mktemp("out")
+    s = root / "sessions" / "s"
+    shutil.copytree(FIXTURES / "sessions" / "demo", s)
+    cli("compact", str(s), "--force", "--mode", "segments", check=True)
+    big = orjson.dumps({"kind": "message", "id": "big", "role": "user", "text": "words " * 20_000}) + b"\n"
+    handle = orjson.loads(cli("append", str(s), input=big, check=True).stdout)["blob"]
+    (root / "AGENTS.md").write_text("Be brief.\n")
+    return {"S": str(s), "R": str(root / "sessions"), "H": handle, "T": str(root), "LOG": (s / "updates.jsonl").read_text()}
+
+
+STDOUT_COMMANDS = [
+    ["--version"],
+    ["--help"],
+    ["inspect", "--help"],
+    ["inspect", "{S}"],
+    ["inspect", "{S}", "--items"],
+    ["inspect", "{S}", "--seq", "1"],
+    ["inspect", "{S}", "--context"],
+    ["inspect", "{R}"],
+    ["inspect", "-"],
+    ["prune", "{S}"],
+    ["resume", "{S}"],
+    ["resume", "{S}", "--format", "anthropic"],
+    ["repair", "{S}", "--check", "--json"],
+    ["repair", "-"],
+    ["compact", "{S}", "--dry-run", "--force", "--json"],
+    ["fork", "{S}", "{T}/child-{N}", "--json"],
+    ["import", "claude", str(CLAUDE)],
+    ["append", "--create", "{T}/new-{N}"],
+    ["segment", "list", "{S}"],
+    ["segment", "grep", "{S}", "user"],
+    ["segment", "show", "{S}", "0"],
+    ["usage", "{S}"],
+    ["usage", "{S}", "--by", "day", "--json"],
+    ["blob", "{S}", "{H}"],
+    ["instructions", "--json"],
+    ["completion", "bash"],
+]
+
+
+def _run_with_stdout(args: list[str], paths: dict[str, str], how: str, n: int) -> subprocess.CompletedProcess[bytes]:
+    argv = [a.format(N=f"{how}-{n}", **paths) for a in args]
+    stdin = paths["LOG"].encode() if "-" in args else b'{"kind":"message","id":"m9","role":"user","text":"hi"}\n'
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "catty_ctx", *argv]
+    if how == "full":
+        with open("/dev/full", "wb") as full:
+            return subprocess.run(cmd, input=stdin, stdout=full, stderr=subprocess.PIPE, env=env, cwd=paths["T"], timeout=120)
+    return subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=paths["T"], timeout=120,
+                          preexec_fn=lambda: os.close(1))
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("how", ["full", "closed"])
+@pytest.mark.parametrize("n,args", list(enumerate(STDOUT_COMMANDS)), ids=[" ".join(a) for a in STDOUT_COMMANDS])
+def test_output_that_cannot_be_written_is_exit_73_in_one_line(how: str, n: int, args: list[str], rich_session: dict[str, str]) -> None:
+    proc = _run_with_stdout(args, rich_session, how, n)
+    err = proc.stderr.decode()
+    assert proc.returncode == 73, err
+    assert err.splitlines()[-1].startswith("catty-ctx: error: cannot write output ("), err
+    assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
+    """EPIPE stays quiet, as in `| head`: the writer stops with no message and exit 0."""
+    events = [{"v": 1, "seq": 0, "ts": "2026-11-01T00:00:00.000Z", "kind": "session", "session_id": "s"}]
+    events += [{"v": 1, "seq": i, "ts": "2026-11-01T00:00:01.000Z", "kind": "message", "id": f"m{i}", "role": "user", "text": "x" * 200} for i in range(1, 3000)]
+    stream = tmp_path / "stream.jsonl"
+    stream.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))  # far more than a pipe holds
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with open(stream, "rb") as stdin:
+        producer = subprocess.Popen([sys.executable, "-m", "catty_ctx", "repair", "-"], stdin=stdin, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=env)
+    assert producer.stdout is not None and producer.stderr is not None
+    assert producer.stdout.read(10)
+    producer.stdout.close()  # the reader goes away before the output is done
+    err = producer.stderr.read()
+    assert producer.wait(timeout=120) == 0 and err == b"", err
