@@ -51,6 +51,9 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
     items, empty = providers.sendable(items)
     if empty:
         notes.append(f"{empty} empty message{'s' if empty > 1 else ''} left out")
+    if not any(it.get("role") != "system" for it in items):
+        # Nothing to send: a request of no message is refused by every provider.
+        raise DataError("no conversation to resume (the view holds no message)", path=session.display)
     if fmt == "items":
         providers.validate_items(items)
         return items, notes

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import orjson
 
-from ..errors import UsageError, WriteError
+from ..errors import DataError, UsageError, WriteError
 from ..events import Event
 from .common import BlobSink, EventBuilder, ImportReport, Warn
 
@@ -58,6 +58,45 @@ class _Start:
         return b
 
 
+_HOLD_MAX = 10_000  # events held back before the first conversation event (a bound, not a rule)
+
+
+def _converses(ev: Event) -> bool:
+    """Whether EV puts conversation in the view (a system prompt or an empty message is none)."""
+    kind = ev["kind"]
+    if kind == "message":
+        return ev.get("role") != "system" and bool(ev.get("text") or ev.get("images") or ev.get("blob"))
+    return kind in ("tool_call", "tool_result", "compaction")
+
+
+class _ConversationGate:
+    """Holds the first events (the session event, state, usage) back until one that puts
+    conversation in the view arrives, so a source with none writes nothing at all: no event
+    on stdout, no session folder."""
+
+    def __init__(self, sink: Callable[[Event], None]) -> None:
+        self.sink = sink
+        self.held: list[Event] | None = []
+        self.seen = False
+
+    def __call__(self, ev: Event) -> None:
+        if not self.seen and _converses(ev):
+            self.seen = True
+        held = self.held
+        if held is None:
+            self.sink(ev)
+            return
+        held.append(ev)
+        if self.seen or len(held) > _HOLD_MAX:
+            self.held = None
+            for h in held:
+                self.sink(h)
+
+    def finish(self, source: Path) -> None:
+        if not self.seen:
+            raise DataError(f"no conversation in {source} (no message or tool call to import); nothing was written")
+
+
 def resolve_format(fmt: str, source: Path) -> str:
     fmt = fmt.lower()
     if fmt == "auto":
@@ -92,7 +131,8 @@ def import_events(
         raise UsageError(f"{path}: no such file or directory")
     fmt = resolve_format(fmt, path)
     report = ImportReport(format=fmt, source=str(path.resolve()))
-    start = _Start(fmt, sink, blob_sink, report, strict)
+    gate = _ConversationGate(sink)
+    start = _Start(fmt, gate, blob_sink, report, strict)
     module = importlib.import_module(f"{__name__}.{_MODULES[fmt]}")
     kwargs: dict[str, Any] = {"lenient": lenient, "warn": warn, "session_id": session_id}
     if _MODULES[fmt] == "messages":
@@ -106,6 +146,7 @@ def import_events(
     finally:
         if was_enabled:
             gc.enable()
+    gate.finish(path)
     return report, builder
 
 

@@ -135,3 +135,43 @@ def test_a_reader_that_goes_away_is_not_an_error(tmp_path: Path) -> None:
     producer.stdout.close()  # the reader goes away before the output is done
     err = producer.stderr.read()
     assert producer.wait(timeout=120) == 0 and err == b"", err
+
+
+# -- nothing to import, nothing to resume ----------------------------------------------------
+
+CODEX = next((FIXTURES / "import" / "codex" / "sessions").rglob("*.jsonl"))
+GEMINI = next((FIXTURES / "import" / "gemini" / "tmp").rglob("*.jsonl"))
+EMPTY_SOURCES = {
+    # format: (file name, bytes) of a source that holds a session but no conversation
+    "claude": ("c.jsonl", b'{"type":"summary","summary":"old","leafUuid":"u9"}\n'
+               b'{"parentUuid":null,"sessionId":"s-1","type":"system","uuid":"u1","timestamp":"2026-10-01T10:00:00.000Z","content":"started"}\n'),
+    "codex": ("rollout.jsonl", CODEX.read_bytes().splitlines(keepends=True)[0]),
+    "gemini": ("g.jsonl", GEMINI.read_bytes().splitlines(keepends=True)[0]),
+    "openai": ("o.json", b'{"messages": [{"role": "system", "content": "Be brief."}]}'),
+    "anthropic": ("a.json", b'{"system": "Be brief.", "messages": [{"role": "user", "content": []}]}'),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(EMPTY_SOURCES))
+def test_an_import_with_no_conversation_is_exit_65_and_writes_nothing(fmt: str, tmp_path: Path) -> None:
+    name, data = EMPTY_SOURCES[fmt]
+    source = tmp_path / name
+    source.write_bytes(data)
+    for extra in ([], ["--out", str(tmp_path / "out")], ["--out", str(tmp_path / "out"), "--dry-run"]):
+        proc = cli("import", fmt, str(source), *extra)
+        err = proc.stderr.decode()
+        assert proc.returncode == 65 and proc.stdout == b"", err
+        assert err.splitlines() == [f"catty-ctx: error: no conversation in {source} (no message or tool call to import); nothing was written"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no session, no staging folder
+
+
+@pytest.mark.parametrize("fmt", ["items", "openai", "anthropic"])
+def test_resume_of_an_empty_view_is_exit_65(fmt: str, tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    cli("append", "--create", str(s), "-q", check=True)
+    system = orjson.dumps({"kind": "message", "id": "p", "role": "system", "text": "Be brief."}) + b"\n"
+    for _ in range(2):  # no event at all, then a system prompt alone
+        proc = cli("resume", str(s), "--format", fmt)
+        assert proc.returncode == 65 and proc.stdout == b"", proc.stderr
+        assert proc.stderr.decode().splitlines() == [f"catty-ctx: error: {s / 'updates.jsonl'}: no conversation to resume (the view holds no message)"]
+        cli("append", str(s), "-q", input=system, check=True)
