@@ -75,7 +75,8 @@ class ForkResult:
     events: int
     turns: int
     blobs: int = 0
-    segments: int = 0
+    segments: int = 0  # segment files copied (the index files are rebuilt, not counted)
+    segments_left_out: int = 0  # segments reaching past the fork point
     skipped: list[str] = field(default_factory=list)  # symlinks not followed
 
     def as_dict(self) -> dict[str, Any]:
@@ -218,6 +219,7 @@ def _build(
     child_event["forked_from_seq"] = last_seq
     result.forked_from_seq = last_seq
     blobs: set[str] = set()
+    segments_named: set[str] = set()  # by the compactions the child holds
     facts: dict[str, Any] = {"title": "", "model": None}
     # Named .part until the tree is complete, so a ROOT walk never takes a killed fork's
     # leftovers for a session.
@@ -239,6 +241,8 @@ def _build(
                 facts["title"] = ev.get("text", "")
             elif ev["kind"] == "usage" and not ev.get("agent") and ev.get("model"):
                 facts["model"] = ev["model"]
+            elif ev["kind"] == "compaction" and isinstance(ev.get("segment"), str):
+                segments_named.add(ev["segment"])
             if out is not None:
                 out.write(line + b"\n")
             result.events += 1
@@ -249,7 +253,7 @@ def _build(
     finally:
         if out is not None:
             out.close()
-    result.segments = _copy_segments(parent_dir, tmp, result.skipped)
+    _copy_segments(parent_dir, tmp, result, last_seq=last_seq, named=segments_named)
     result.blobs = _copy_blobs(parent_dir, tmp, blobs, result.skipped)
     if (parent_dir / "quarantine").is_dir():  # its index lists the seq gaps the copied events may have
         _copy_tree_no_links(parent_dir / "quarantine", tmp / "quarantine", result.skipped)
@@ -268,14 +272,43 @@ def _build(
     os.rename(tmp / PART_NAME, tmp / LOG_NAME)
 
 
-def _copy_segments(parent_dir: Path, tmp: Path, skipped: list[str]) -> int:
+def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq: int, named: set[str]) -> None:
+    """Copy the segments the child may hold: one a compaction of the child names, or one that
+    ends at or before the fork point. A segment reaching past it would let `segment grep` on
+    the child find text from after the fork: it is left out (its events up to the fork point
+    are in the child's log). The index is rebuilt from the segments copied."""
+    from .compact.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
+
     src = parent_dir / "segments"
     if src.is_symlink():
-        skipped.append(str(src))
-        return 0
+        result.skipped.append(str(src))
+        return
     if not src.is_dir():
-        return 0
-    return _copy_tree_no_links(src, tmp / "segments", skipped)
+        return
+    rows = {r["file"]: r for r in read_index(parent_dir) if isinstance(r.get("file"), str)}
+    dst = tmp / "segments"
+    dst.mkdir()
+    kept_rows = []
+    for entry in sorted(os.scandir(src), key=lambda e: e.name):
+        if entry.is_symlink():
+            result.skipped.append(entry.path)
+        elif entry.name in INDEX_FILES:
+            continue  # rebuilt below, from the segments the child holds
+        elif is_segment_name(entry.name) and entry.is_file(follow_symlinks=False):
+            span = segment_span(Path(entry.path), rows.get(entry.name))
+            if entry.name in named or (span is not None and span[1] <= last_seq):
+                shutil.copy2(entry.path, dst / entry.name, follow_symlinks=False)
+                result.segments += 1
+                if entry.name in rows:
+                    kept_rows.append(rows[entry.name])
+            else:
+                result.segments_left_out += 1
+        elif entry.is_dir(follow_symlinks=False):
+            _copy_tree_no_links(Path(entry.path), dst / entry.name, result.skipped)
+        elif entry.is_file(follow_symlinks=False):
+            shutil.copy2(entry.path, dst / entry.name, follow_symlinks=False)
+    if kept_rows or any((src / name).is_file() for name in INDEX_FILES):
+        write_index(dst, kept_rows)
 
 
 def _copy_blobs(parent_dir: Path, tmp: Path, handles: set[str], skipped: list[str]) -> int:

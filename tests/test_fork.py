@@ -65,12 +65,12 @@ def test_segments_and_the_blobs_the_copy_needs_come_along(tmp_path: Path) -> Non
     (d / "blobs" / handle).write_bytes(b"hello")
     (d / "blobs" / unused).write_bytes(b"later")
     (d / "segments").mkdir()
-    (d / "segments" / "segment_000.md").write_text("# segment 0\n")
+    (d / "segments" / "segment_000.md").write_text("# segment 0\n\n- seq: 1..4\n")  # ends before the fork point
     (d / "segments" / "INDEX.md").write_text("| Segment |\n")
     fork(d, tmp_path / "c", at_turn=1)
     c = tmp_path / "c"
     assert sorted(p.name for p in (c / "blobs").iterdir()) == [handle]
-    assert (c / "segments" / "segment_000.md").read_text() == "# segment 0\n"
+    assert (c / "segments" / "segment_000.md").read_text() == "# segment 0\n\n- seq: 1..4\n"
     assert (c / "segments" / "INDEX.md").exists()  # the child's hints point at its own archive
 
 

@@ -31,6 +31,8 @@ MAX_KEYWORDS = 8
 FILE_KEYS = ("target_file", "file_path", "path", "target_directory", "filename", "file")
 _SEGMENT_NAME = re.compile(r"^segment_(\d{3,})\.md$")
 _HEADER = re.compile(r"^#### \[seq (\d+)\] (\S+)")
+_SPAN = re.compile(r"^- seq: (\d+)\.\.(\d+)$")
+INDEX_FILES = ("index.json", "INDEX.md")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{2,}")
 _STOPWORDS = frozenset(
     """the and for with that this from into then than were was are have has had not but you your
@@ -323,10 +325,37 @@ def write_segment(
     text, info = render_segment(number, events, summary, detail=detail, created_at=created_at, compaction_id=compaction_id)
     atomic_write(seg_dir / info.file, text.encode())
     rows = [r for r in read_index(session_dir) if r.get("segment") != number] + [info.as_dict()]
-    rows.sort(key=lambda r: r.get("segment", 0))
+    write_index(seg_dir, rows)
+    return info
+
+
+def write_index(seg_dir: Path, rows: list[dict[str, Any]]) -> None:
+    """index.json and INDEX.md of a segments folder, from its rows (oldest first)."""
+    rows = sorted(rows, key=lambda r: r.get("segment", 0))
     atomic_write(seg_dir / "index.json", orjson.dumps({"segments": rows}, option=orjson.OPT_INDENT_2) + b"\n")
     atomic_write(seg_dir / "INDEX.md", _index_md(rows).encode())
-    return info
+
+
+def is_segment_name(name: str) -> bool:
+    return _SEGMENT_NAME.match(name) is not None
+
+
+def segment_span(path: Path, row: dict[str, Any] | None = None) -> tuple[int, int] | None:
+    """The seqs a segment covers: from its index row, else from its own metadata; None when
+    neither says."""
+    if row is not None and isinstance(row.get("seq_from"), int) and isinstance(row.get("seq_to"), int):
+        return row["seq_from"], row["seq_to"]
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f):
+                m = _SPAN.match(line.rstrip("\n"))
+                if m:
+                    return int(m.group(1)), int(m.group(2))
+                if n > 40 or line.startswith("## Turns"):  # the metadata block is at the top
+                    return None
+    except OSError:
+        return None
+    return None
 
 
 def segment_path(session_dir: Path, name: str | int) -> Path:

@@ -42,3 +42,59 @@ def test_an_invalid_parent_exits_65_with_one_line_and_no_dest(tmp_path: Path) ->
     err = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 65 and len(err) == 1 and "updates.jsonl:4:" in err[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]
+
+
+def _turn(s: Path, n: int, word: str) -> None:
+    """One turn: a user question and an assistant answer, each naming WORD."""
+    lines = [{"kind": "message", "id": f"u{n}", "role": "user", "text": f"turn {n}: tell me about {word}"},
+             {"kind": "message", "id": f"a{n}", "role": "assistant", "text": f"{word} is the answer of turn {n}"}]
+    cli("append", str(s), "-q", input=b"".join(orjson.dumps(x) + b"\n" for x in lines), check=True)
+
+
+def _compact_segments(s: Path) -> None:
+    cli("compact", str(s), "--force", "--mode", "segments", check=True)
+
+
+def _grep(s: Path, word: str) -> list[dict[str, object]]:
+    proc = cli("segment", "grep", str(s), word)
+    assert proc.returncode in (0, 1), proc.stderr
+    return [orjson.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_a_fork_never_copies_a_segment_reaching_past_the_fork_point(tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    cli("append", "--create", str(s), "-q", check=True)
+    for n, word in enumerate(["alpha", "bravo", "charlie"], 1):
+        _turn(s, n, word)
+    _compact_segments(s)  # segment_000 covers all three turns
+    assert _grep(s, "charlie")
+    doc = orjson.loads(cli("fork", str(s), str(tmp_path / "d"), "--at-turn", "1", "--json", check=True).stdout)
+    d = tmp_path / "d"
+    assert _grep(d, "charlie") == [] and _grep(d, "bravo") == []  # nothing from after the fork
+    assert doc["segments"] == 0 and doc["segments_left_out"] == 1
+    assert not (d / "segments" / "segment_000.md").exists()
+    assert orjson.loads((d / "segments" / "index.json").read_bytes()) == {"segments": []}  # rebuilt, not copied
+    listed = cli("segment", "list", str(d), "--json", check=True).stdout
+    assert b"segment_000" not in listed
+    assert b"alpha" in (d / "updates.jsonl").read_bytes()  # the turn kept is whole in the child's log
+
+
+def test_a_fork_keeps_the_segments_it_holds_and_counts_segment_files_only(tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    cli("append", "--create", str(s), "-q", check=True)
+    _turn(s, 1, "alpha")
+    _turn(s, 2, "bravo")
+    _compact_segments(s)  # segment_000: turns 1-2, its compaction before turn 3
+    _turn(s, 3, "charlie")
+    _turn(s, 4, "delta")
+    _compact_segments(s)  # segment_001: turns 3-4, past the fork point below
+    doc = orjson.loads(cli("fork", str(s), str(tmp_path / "d"), "--at-turn", "3", "--json", check=True).stdout)
+    d = tmp_path / "d"
+    assert doc["segments"] == 1 and doc["segments_left_out"] == 1  # not 3: index.json and INDEX.md are not segments
+    assert sorted(p.name for p in (d / "segments").iterdir()) == ["INDEX.md", "index.json", "segment_000.md"]
+    assert [r["file"] for r in orjson.loads((d / "segments" / "index.json").read_bytes())["segments"]] == ["segment_000.md"]
+    assert "segment_001" not in (d / "segments" / "INDEX.md").read_text()
+    assert _grep(d, "bravo") and _grep(d, "delta") == []
+    assert cli("repair", str(d), "--check").returncode == 0
+    whole = orjson.loads(cli("fork", str(s), str(tmp_path / "all"), "--json", check=True).stdout)
+    assert whole["segments"] == 2 and whole["segments_left_out"] == 0
