@@ -1,11 +1,12 @@
 """Whole-file writes: temp beside the target, fsync, rename, fsync the folder.
 
-Kept apart from the store, importing only `os`, so a quick path (the usage ledger's caches)
+Kept apart from the store, importing only `os` and `stat`, so a quick path (the usage ledger's caches)
 can write files the same way without loading the store and `tempfile`.
 """
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,15 +28,62 @@ def _temp_beside(path: str) -> tuple[int, str]:
             continue
 
 
+_umask: int | None = None
+
+
+def umask() -> int:
+    """The process's umask, read once (from /proc where it can be read without changing it:
+    setting and restoring it would race with a thread creating a file meanwhile)."""
+    global _umask
+    if _umask is None:
+        try:
+            with open("/proc/self/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Umask:"):
+                        _umask = int(line.split()[1], 8)
+                        break
+        except (OSError, ValueError, IndexError):
+            pass
+        if _umask is None:
+            _umask = os.umask(0o022)
+            os.umask(_umask)
+    return _umask
+
+
+# Modes of what a command creates, before the umask: every file alike (log, summary.json,
+# blobs, segments, quarantine), every folder alike (session, blobs/, staging).
+FILE_MODE = 0o666
+DIR_MODE = 0o777
+
+
+def new_file_mode() -> int:
+    return FILE_MODE & ~umask()
+
+
+def new_dir_mode() -> int:
+    return DIR_MODE & ~umask()
+
+
+def _mode_for(target: str) -> int:
+    """A rewrite keeps the file's mode; a new file gets the umask's, as the log does."""
+    try:
+        st = os.stat(target, follow_symlinks=False)
+    except OSError:
+        return new_file_mode()
+    return st.st_mode & 0o7777 if stat.S_ISREG(st.st_mode) else new_file_mode()
+
+
 def replace_file(path: PathArg, data: bytes, *, durable: bool = True) -> None:
     """temp + fsync + rename, then fsync the folder: a reader sees the old file or the new.
 
-    `durable=False` skips both fsyncs, for caches whose loss in a crash only costs time.
+    The temp file is private while it is written and takes its final mode before the
+    rename. `durable=False` skips both fsyncs, for caches whose loss in a crash only costs time.
     """
     target = os.fspath(path)
     fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), _mode_for(target))
             f.write(data)
             if durable:
                 f.flush()

@@ -21,7 +21,7 @@ import orjson
 
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
-from .files import fsync_dir, replace_file  # noqa: F401 - re-exported
+from .files import FILE_MODE, fsync_dir, replace_file  # noqa: F401 - re-exported
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
 
 DEFAULT_LOCK_TIMEOUT = 30.0
@@ -251,7 +251,7 @@ class Session:
                 raise DataError(f"event {i + 1}: {problem}")
             written.append(out)
             lines.append(orjson.dumps(out) + b"\n")
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
         try:
             for line in lines:
                 start = os.lseek(fd, 0, os.SEEK_END)
@@ -473,7 +473,7 @@ def append_quarantine_record(session: Session, record: dict[str, Any]) -> None:
     """One line of quarantine/index.jsonl, appended and fsynced (a record with "seq" is a gap readers accept)."""
     qdir = session_folder(session.quarantine_dir)
     try:
-        fd = os.open(qdir / "index.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        fd = os.open(qdir / "index.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
     except OSError as exc:
         raise WriteError(f"{qdir / 'index.jsonl'}: cannot write ({exc.strerror})") from None
     try:

@@ -187,6 +187,7 @@ def import_to_dir(
     `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
     from ..context import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
+    from ..files import new_dir_mode
     from ..store import LOG_NAME, PART_NAME, STAGING_SUFFIX, check_new_session_dest, place_new_session, write_summary
 
     user_limit = USER_LIMIT if user_limit is None else user_limit
@@ -203,6 +204,7 @@ def import_to_dir(
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.importing-", suffix=STAGING_SUFFIX, dir=parent))
+        os.chmod(staging, new_dir_mode())  # mkdtemp makes 0700: the session folder gets the umask's mode, as any other
     except OSError as exc:
         raise WriteError(f"{dest}: cannot create ({exc.strerror})") from None
     try:

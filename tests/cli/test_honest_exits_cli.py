@@ -175,3 +175,40 @@ def test_resume_of_an_empty_view_is_exit_65(fmt: str, tmp_path: Path) -> None:
         assert proc.returncode == 65 and proc.stdout == b"", proc.stderr
         assert proc.stderr.decode().splitlines() == [f"catty-ctx: error: {s / 'updates.jsonl'}: no conversation to resume (the view holds no message)"]
         cli("append", str(s), "-q", input=system, check=True)
+
+
+# -- one mode for everything a command creates -----------------------------------------------
+
+
+def _under_umask(mask: int, *args: str, input: bytes = b"", cwd: Path | None = None) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "catty_ctx", *args], input=input, capture_output=True, env=env, cwd=cwd,
+                          timeout=120, preexec_fn=lambda: os.umask(mask))
+    assert proc.returncode == 0, proc.stderr.decode()
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+def test_every_file_and_folder_a_command_creates_gets_the_umasks_mode(mask: int, tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    big = orjson.dumps({"kind": "message", "id": "u1", "role": "user", "text": "words " * 20_000}) + b"\n"
+    _under_umask(mask, "append", "--create", str(s), "-q", input=big)  # session folder, log, summary, blobs/
+    answer = orjson.dumps({"kind": "message", "id": "a1", "role": "assistant", "text": "done"}) + b"\n"
+    _under_umask(mask, "append", str(s), "-q", input=answer)
+    _under_umask(mask, "compact", str(s), "--force", "--mode", "segments")  # segments/, compaction_requests/
+    with open(s / "updates.jsonl", "ab") as f:
+        f.write(b"not an event\n")
+    _under_umask(mask, "repair", str(s))  # quarantine/, and the log rewritten without the line
+    _under_umask(mask, "fork", str(s), str(tmp_path / "child"))
+    claude = FIXTURES / "import" / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl"
+    _under_umask(mask, "import", "claude", str(claude), "--out", str(tmp_path / "imported"))
+    files, dirs = {}, {}
+    for top in (s, tmp_path / "child", tmp_path / "imported"):
+        dirs[str(top)] = top.stat().st_mode & 0o777
+        for p in top.rglob("*"):
+            if p.name.endswith(".lock"):
+                continue  # the lock file's mode is the lock library's
+            (dirs if p.is_dir() else files)[str(p.relative_to(tmp_path))] = p.stat().st_mode & 0o777
+    for must in ("s/updates.jsonl", "s/summary.json", "s/segments/segment_000.md", "s/quarantine/index.jsonl", "child/summary.json", "imported/summary.json"):
+        assert must in files, sorted(files)
+    assert {k: oct(v) for k, v in files.items() if v != 0o666 & ~mask} == {}
+    assert {k: oct(v) for k, v in dirs.items() if v != 0o777 & ~mask} == {}
