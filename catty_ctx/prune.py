@@ -93,8 +93,13 @@ class PruneStats:
     strategy: str = ""
     window: int = 0
     items: int = 0
-    tokens_before: int = 0
-    tokens_after: int = 0
+    # The request's size: the items' estimates plus the provider overhead the latest usage
+    # shows (what `inspect SESSION` reports) ...
+    request_tokens_before: int = 0
+    request_tokens_after: int = 0
+    # ... and the items' estimates alone (what `inspect -` reports of the request printed).
+    item_tokens_before: int = 0
+    item_tokens_after: int = 0
     trimmed: int = 0  # results kept head + tail
     tool_uses_cleared: int = 0  # results replaced by a placeholder
     inputs_cleared: int = 0  # calls whose arguments were cleared
@@ -514,12 +519,15 @@ def prune_items(items: Sequence[ViewItem], opts: PruneOptions, window: int, *, c
 
 def _apply(measure: Measure, items: Iterable[ViewItem], window: int, stats: PruneStats) -> Iterator[ViewItem]:
     stats.strategy, stats.window = measure.opts.strategy, window
-    stats.tokens_before = measure.content + measure.overhead
+    stats.request_tokens_before = measure.content + measure.overhead
+    stats.item_tokens_before = measure.content
     plan = measure.plan(window)
     stats.batches = plan.batches
-    yield from apply_plan(items, plan, measure.opts, stats, measure.call_seqs)
-    stats.tokens_after = measure.content - stats.tokens_cleared + plan.overhead
-    stats.over_window = window > 0 and stats.tokens_after > window
+    for vi in apply_plan(items, plan, measure.opts, stats, measure.call_seqs):
+        stats.item_tokens_after += vi.tokens
+        yield vi
+    stats.request_tokens_after = measure.content - stats.tokens_cleared + plan.overhead
+    stats.over_window = window > 0 and stats.request_tokens_after > window
 
 
 def call_event_seqs(events: Iterable[dict[str, Any]]) -> dict[str, int]:

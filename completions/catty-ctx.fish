@@ -93,7 +93,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l exclude-tools -r
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l clear-inputs -d 'Also clear the arguments of calls whose results became place'
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l session-ref -r -F -d 'How placeholders name the session in their inspect command ('
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l previous -r -F -d 'An earlier prune output: report the unchanged prefix (items,'
-complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l stats -d 'Report tokens before/after, results trimmed and cleared, on '
+complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l stats -d 'Report the request\'s tokens before/after (with and without t'
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l check -d 'Only report what is wrong; exit 1 when anything is found, 0 '

@@ -162,7 +162,7 @@ def test_cache_aware_batch_clears_oldest_first_down_to_the_low_mark() -> None:
     out = by_call(items)
     cleared = [n for n in range(1, 19) if out[f"c{n}"].startswith("[tool result cleared")]
     assert cleared == list(range(1, len(cleared) + 1)) and st.batches >= 1
-    assert st.tokens_after <= window * 0.9
+    assert st.request_tokens_after <= window * 0.9
 
 
 def test_cache_aware_leaves_a_request_under_the_high_mark_untouched() -> None:
@@ -196,7 +196,7 @@ def test_usage_of_pruned_requests_keeps_every_request_within_the_window() -> Non
         st = PruneStats()
         req = list(prune(events(*log), PruneOptions(), stats=st))
         sent = sum(v.tokens for v in req) + schema
-        assert sent <= window and st.tokens_after >= sent - schema
+        assert sent <= window and st.request_tokens_after >= sent - schema
         return sent
 
     sizes = []

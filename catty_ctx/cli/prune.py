@@ -44,7 +44,7 @@ def prune_cmd(
     clear_inputs: Annotated[bool, typer.Option("--clear-inputs", help="Also clear the arguments of calls whose results became placeholders.", rich_help_panel=_A)] = False,
     session_ref: Annotated[Optional[str], typer.Option("--session-ref", metavar="TEXT", help="How placeholders name the session in their inspect command (default: SESSION as given).")] = None,
     previous: Annotated[Optional[str], typer.Option("--previous", metavar="FILE", help="An earlier prune output: report the unchanged prefix (items, tokens) on stderr.")] = None,
-    stats: Annotated[bool, typer.Option("--stats", help="Report tokens before/after, results trimmed and cleared, on stderr (one JSON line).")] = False,
+    stats: Annotated[bool, typer.Option("--stats", help="Report the request's tokens before/after (with and without the provider overhead), results trimmed and cleared, on stderr (one JSON line).")] = False,
 ) -> None:
     """Print the pruned request view, one item a line (SPEC item shape); the log is untouched.
 
@@ -100,4 +100,4 @@ def prune_cmd(
     if stats:
         sys.stderr.write(orjson.dumps({"stats": st.as_dict()}).decode() + "\n")
     if st.over_window:
-        warn(f"the pruned request ({st.tokens_after:,} tokens) is still over the window ({st.window:,}): compact the session")
+        warn(f"the pruned request ({st.request_tokens_after:,} tokens) is still over the window ({st.window:,}): compact the session")

@@ -62,10 +62,10 @@ def test_stats_report_tokens_before_after_and_what_was_cleared(tmp_path: Path) -
     proc = cli("prune", str(d), "--stats", check=True)
     st = orjson.loads(proc.stderr.splitlines()[-1])["stats"]
     assert st["strategy"] == "cache-aware" and st["window"] == 20_000
-    assert st["tokens_before"] > 20_000 > st["tokens_after"] > 0
-    assert st["tool_uses_cleared"] > 0 and st["tokens_cleared"] == st["tokens_before"] - st["tokens_after"]
+    assert st["request_tokens_before"] > 20_000 > st["request_tokens_after"] > 0
+    assert st["tool_uses_cleared"] > 0 and st["tokens_cleared"] == st["request_tokens_before"] - st["request_tokens_after"]
     inspected = orjson.loads(cli("inspect", str(d), "--json", check=True).stdout)
-    assert st["tokens_before"] == inspected["tokens"]  # SPEC token estimates, as inspect counts them
+    assert st["request_tokens_before"] == inspected["tokens"]  # SPEC token estimates, as inspect counts them
 
 
 def test_stats_follow_usage_events(tmp_path: Path) -> None:
@@ -74,8 +74,8 @@ def test_stats_follow_usage_events(tmp_path: Path) -> None:
                                    msg("user", "again", "u2")])
     st = orjson.loads(cli("prune", str(d), "--stats", check=True).stderr)["stats"]
     # the last usage's context size (4,950) plus the estimate of the one item after it
-    assert st["tokens_before"] == orjson.loads(cli("inspect", str(d), "--json", check=True).stdout)["tokens"]
-    assert 4950 < st["tokens_before"] < 4950 + 20
+    assert st["request_tokens_before"] == orjson.loads(cli("inspect", str(d), "--json", check=True).stdout)["tokens"]
+    assert 4950 < st["request_tokens_before"] < 4950 + 20
 
 
 def test_previous_reports_the_unchanged_prefix(tmp_path: Path) -> None:
@@ -136,3 +136,21 @@ def test_below_the_marks_the_output_is_the_view_itself_rewinds_applied(tmp_path:
     pruned = jsonl(cli("prune", str(d), check=True).stdout)
     view = [r["item"] for r in orjson.loads(cli("inspect", str(d), "--items", "--json", check=True).stdout)["items"]]
     assert pruned == view and [it["text"] for it in pruned] == ["one", "a", "two again"]
+
+
+def test_stats_item_tokens_agree_with_inspect_of_the_same_request(tmp_path: Path) -> None:
+    """`inspect -` of an item stream counts the items' estimates: so do item_tokens_before
+    (the request unpruned, as resume prints it) and item_tokens_after (prune's output)."""
+    d = long_session(tmp_path / "s")
+    with open(d / "updates.jsonl", "ab") as f:  # a usage event: the request size then includes provider overhead
+        last = orjson.loads((d / "updates.jsonl").read_bytes().splitlines()[-1])["seq"]
+        f.write(orjson.dumps({"v": 1, "seq": last + 1, "ts": "2026-11-01T01:00:00.000Z", "kind": "usage", "model": "m", "input": 40_000,
+                              "output": 10, "cache_read": 0, "cache_write": 0, "reasoning": 0}) + b"\n")
+    proc = cli("prune", str(d), "--stats", check=True)
+    st = orjson.loads(proc.stderr.splitlines()[-1])["stats"]
+    pruned = orjson.loads(cli("inspect", "-", "--json", input=proc.stdout, check=True).stdout)["tokens"]
+    unpruned_items = cli("resume", "-", "--format", "items", input=(d / "updates.jsonl").read_bytes(), check=True).stdout
+    unpruned = orjson.loads(cli("inspect", "-", "--json", input=unpruned_items, check=True).stdout)["tokens"]
+    assert st["item_tokens_after"] == pruned and st["item_tokens_before"] == unpruned
+    assert st["request_tokens_before"] > st["item_tokens_before"]  # the overhead the usage showed
+    assert "tokens_before" not in st and "tokens_after" not in st  # no field whose name hides what it counts
