@@ -66,7 +66,7 @@ def inspect_cmd(
             write_json(find_event(session, seq), pretty=stdout_tty() and not as_json or None)
             return
         if context:
-            from ..context import context_report
+            from ..snapshot import context_report
 
             rep = context_report(session)
             if as_json or not stdout_tty():
