@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from typing import Any, Callable, TypeVar
 
     F = TypeVar("F", bound=Callable[..., Any])
-INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in catty-ctx, never bad input
 # Errors that mean "the output cannot be written" (stdout on a full disk, `> /dev/full`).
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
@@ -115,7 +114,7 @@ def exit_code_for(exc: BaseException) -> int | None:
         return int(ExitCode.CANT_CREATE)
     if isinstance(exc, Exception) and not os.environ.get("CATTY_CTX_DEBUG"):  # a bug: one line unless asked for the traceback
         sys.stderr.write(f"catty-ctx: error: internal error: {type(exc).__name__}: {exc} (set CATTY_CTX_DEBUG=1 for a traceback)\n")
-        return INTERNAL_ERROR
+        return int(ExitCode.INTERNAL)
     return None
 
 
