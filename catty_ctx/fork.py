@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from .errors import DataError, UsageError, WriteError
+from .ownership import require_ours
 from .events import is_real_user, now_ts
 from .store import LOG_NAME, PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, place_new_session, write_summary
 
@@ -157,7 +158,7 @@ def fork(
     """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST."""
     session = Session.open(source)
     parent_dir = session.require_directory("fork")
-    session.require_ours()
+    require_ours(session)
     if session.log_path.is_symlink():
         raise UsageError(f"{session.log_path}: is a symbolic link; fork never follows links out of the session")
     dest = Path(dest)

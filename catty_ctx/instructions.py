@@ -185,7 +185,10 @@ def record_instructions(session: "Session", discovery: Discovery, *, lock_timeou
 
     Read and append happen under the session lock, so two runs at once append it once.
     """
+    from .ownership import require_ours
+
     value = discovery.state_value()
+    require_ours(session)
     with session.lock(lock_timeout):
         latest = latest_facet(session.events(warn=None), "instructions")
         if latest is not None and latest.get("value") == value:

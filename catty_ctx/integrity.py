@@ -526,7 +526,9 @@ def refuse_mostly_invalid(plan: RepairPlan, *, force: bool) -> None:
 def repair_plan(session: "Session", *, force: bool = False) -> RepairPlan:
     """What `repair` would do (its --check and --dry-run), refused as `repair` itself refuses:
     a log in another agent's format, or one mostly invalid unless `force`."""
-    session.require_ours()
+    from .ownership import require_ours
+
+    require_ours(session)
     plan = analyse(session)
     refuse_mostly_invalid(plan, force=force)
     return plan
@@ -536,9 +538,11 @@ def repair_session(session: "Session", *, lock_timeout: float = 30.0, warn: Call
     """Apply the plan under the session lock. Order: quarantine copies, then the log, then
     the repair events (the commit point), then summary.json. A log in another agent's format
     is refused before anything is written, and so is a mostly invalid one unless `force`."""
-    from .store import quarantine_bytes, append_quarantine_record, write_summary
     from .events import now_ts
+    from .ownership import require_ours
+    from .store import quarantine_bytes, append_quarantine_record, write_summary
 
+    require_ours(session)
     with session.lock(lock_timeout):
         plan = analyse(session)
         refuse_mostly_invalid(plan, force=force)

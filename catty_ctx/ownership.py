@@ -7,6 +7,10 @@ into quarantine and leave the user's session empty. So a writer first reads the 
 records: when the first one that is a JSON object carries another format's marks, the
 writer stops with a data error that names the format and the `import` command that reads
 it. Reading a few lines costs nothing next to the write it guards.
+
+Each writer calls `require_ours` before its first write (and before it takes the lock, whose
+file would otherwise appear beside the foreign file). The store itself does not: it sits
+below the importers, whose marks this module reads.
 """
 from __future__ import annotations
 
@@ -16,6 +20,10 @@ from typing import Any
 import orjson
 
 from .errors import DataError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .store import Session
 
 PROBE_LINES = 64  # records looked at before the log is taken to be ours
 PROBE_LINE_BYTES = 1 << 20  # a longer first line is read in part (and so is no record)
@@ -97,9 +105,10 @@ def import_hint(fmt: str, display: str) -> str:
     return f"catty-ctx import {fmt} {'FILE' if display == '<stdin>' else display} --out DIR"
 
 
-def require_ours(path: Path, display: str) -> None:
-    """Raise a DataError (exit 65) when the log at PATH is another agent's session."""
-    fmt = foreign_format(path)
+def require_ours(session: "Session") -> None:
+    """Raise a DataError (exit 65) when SESSION's log is another agent's session."""
+    display = session.display
+    fmt = foreign_format(session.log_path)
     if fmt is not None:
         raise DataError(
             f"another agent's session ({LABELS.get(fmt, fmt)}), not a catty-ctx log; nothing was changed "

@@ -205,18 +205,9 @@ class Session:
         return None
 
     # -- writing -------------------------------------------------------------------------
-    def require_ours(self) -> None:
-        """Refuse (DataError, exit 65) a log in another agent's format: no writer touches it."""
-        from .ownership import require_ours
-
-        require_ours(self.log_path, self.display)
-
     def lock(self, timeout: float = DEFAULT_LOCK_TIMEOUT) -> "SessionLock":
-        """The writer lock; every writer takes it, so this is where a foreign log is refused
-        (before the lock file is made beside it)."""
         if self.stdin:
             raise UsageError("cannot write to a stream read from stdin")
-        self.require_ours()
         return SessionLock(self.lock_path, timeout, self.display)
 
     def append(

@@ -42,6 +42,7 @@ def append_cmd(
 
     from ..blobs import externalize
     from ..errors import DataError, UsageError
+    from ..ownership import require_ours
     from ..store import LOG_NAME, Session, create_session, json_problem
     from .output import write_lines
 
@@ -66,7 +67,7 @@ def append_cmd(
         target = create_session(path, session_id=session_id, window=window, model=model, cwd=cwd, lock_timeout=lock_timeout)
     else:
         target = Session.open(path)
-    target.require_ours()  # before its blobs: another agent's file is never written into
+    require_ours(target)  # before its blobs: another agent's file is never written into
     # Blobs first, the events naming them last (the event is the commit point).
     pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in pending]
     written = target.append(pending, lock_timeout=lock_timeout)

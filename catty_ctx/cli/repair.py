@@ -50,9 +50,10 @@ def repair_cmd(
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout)
         return
     from ..integrity import repair_plan, repair_session, repair_stream
+    from ..ownership import require_ours
 
     with Session.open(target) as session:
-        session.require_ours()
+        require_ours(session)
         if session.stdin and not (check or dry_run):
             plan = repair_stream(session, sys.stdout.buffer)
             sys.stdout.flush()

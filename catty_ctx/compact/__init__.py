@@ -22,6 +22,7 @@ from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root, sessi
 from ..tokens import item_tokens, over_threshold, percent_of
 from ..view import ViewStats, head_items, iter_view, plan_file
 from ..head import HeadState, build_head, continuation_state
+from ..ownership import require_ours
 
 MODES = ("summary", "transcript", "segments")
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
@@ -192,7 +193,7 @@ def compact_session(
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
-    session.require_ours()  # before any side file (artifact, prefire note), in every mode
+    require_ours(session)  # before any side file (artifact, prefire note), in every mode
     from .segments import DETAILS
 
     if detail not in DETAILS:
