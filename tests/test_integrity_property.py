@@ -9,9 +9,10 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from catty_ctx.errors import DataError
 from catty_ctx.fork import resume
-from catty_ctx.integrity import analyse, repair_session
-from catty_ctx.providers import validate_anthropic, validate_openai
+from catty_ctx.integrity import analyse, repair_session, repaired_items
+from catty_ctx.providers import sendable, validate_anthropic, validate_openai
 from catty_ctx.store import Session
 from conftest import call, msg, result, session_event, write_log
 
@@ -65,6 +66,13 @@ def test_any_broken_history_repairs_to_valid_requests_and_a_clean_check(ops: lis
         after = (d / "updates.jsonl").read_bytes()
         assert after.startswith(complete)  # every complete original line is still there, in place
         assert not analyse(s).found  # what `repair --check` reports: clean, exit 0
+        if not any(i["role"] != "system" for i in sendable(repaired_items(s)[0])[0]):
+            try:  # nothing left to send: resume says so (exit 65), never an empty request
+                resume(s, "openai")
+            except DataError as exc:
+                assert "no conversation to resume" in str(exc)
+                return
+            raise AssertionError("resume of an empty view printed a request")
         openai, _ = resume(s, "openai")
         anthropic, _ = resume(s, "anthropic")
         validate_openai(openai)
