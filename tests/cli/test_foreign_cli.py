@@ -194,3 +194,18 @@ def test_the_refusal_names_the_format_import_auto_detects(rel: str, tmp_path: Pa
     imported = cli(*hint[1:-1], str(out))
     assert imported.returncode == 0, imported.stderr.decode()
     assert cli("repair", str(out)).returncode == 0  # the imported session is ours: writers take it
+
+
+@pytest.mark.parametrize("args", [["repair"], ["repair", "--check"], ["compact", "--force"], ["inspect"]], ids=" ".join)
+def test_a_root_walk_refuses_the_foreign_session_and_goes_on(args: list[str], tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    foreign = _session_with("claude/projects/-home-dev-shop/sess-0001.jsonl", root)
+    ours = write_log(root / "t", [session_event(), msg("user", "hi"), msg("assistant", "hello", "m2")])
+    before = _tree(foreign)
+    proc = cli(args[0], str(root), *args[1:], "--json")
+    assert proc.returncode == 65, proc.stderr
+    rows = orjson.loads(proc.stdout)["sessions"]
+    assert [r["path"] for r in rows] == [str(ours)]  # the other session is still handled
+    assert "catty-ctx import claude" in proc.stderr.decode() or args[0] == "inspect"
+    assert _tree(foreign) == before
