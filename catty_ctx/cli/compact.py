@@ -8,8 +8,10 @@ import typer
 from . import app
 from .errors import handle_errors, warn
 from .options import DryRunOpt, JsonOpt, LockTimeoutOpt
+from .output import Column
 
-_COLUMNS = ["path", "status", "tokens_before", "percent", "tokens_after", "through_seq", "summarizer", "artifact", "segment", "two_pass"]
+_COLUMNS = [Column("path", "path"), Column("status"), Column("tokens_before", "num"), Column("percent", "num", "%"), Column("tokens_after", "num"),
+            Column("through_seq", "num"), Column("summarizer", "id"), Column("artifact", "path"), Column("segment", "path"), Column("two_pass", "text")]
 
 
 @app.command(
@@ -94,7 +96,7 @@ def compact_cmd(
     if as_json and len(rows) == 1 and not errors:
         write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})
     else:
-        rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions", right=["tokens_before", "percent", "tokens_after", "through_seq"])
+        rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     if errors:
         raise typer.Exit(int(errors[0].exit_code))
     if check and any(r.status == "over" for r in results):
@@ -108,9 +110,9 @@ def _is_root(target: str) -> bool:
 
 
 def _show_replay(out: dict[str, Any]) -> None:
-    from .output import console, show, table
+    from .output import record, show
 
     timings = out.get("timings") or {}
-    show(table(None, ["", ""], [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
+    show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
     if out.get("summary"):
-        console().print(out["summary"], markup=False)
+        show(out["summary"])

@@ -179,18 +179,19 @@ def _short(n: int) -> str:
 
 
 def _show(ledger: "Ledger") -> None:
-    from .output import console, show, table
+    from .output import Column, console, show, table
 
-    cols = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
+    keys = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
+    cols = [Column(ledger.by, "path" if ledger.by == "project" else "text"), *(Column(k, "num") for k in keys[1:-1]), Column("cost_usd", "num", "cost")]
     number = (lambda n: f"{n:,}") if console().width >= 130 else _short
 
     def cells(key: str, r: "dict[str, Any]") -> "list[Any]":
         cost = _money(r["cost_usd"]) + ("*" if r["partial"] else "")
-        return [key, *(number(r[c]) for c in cols[1:7]), cost]
+        return [key, *(number(r[c]) for c in keys[1:7]), cost]
 
     body = [cells(str(r[ledger.by]), r) for r in ledger.rows]
     body.append(cells("total", ledger.totals))
-    parts = [table(None, cols, body, right=cols[1:])]
+    parts = [table(None, cols, body)]
     notes = []
     if any(r["partial"] for r in ledger.rows):
         notes.append("* partial: some calls have no price" + (", or the ledger is incomplete" if ledger.incomplete else ""))
