@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from ..usage import Ledger, Scan
 
-BY_HELP = "Rows by model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
+BY_HELP = "Rows by KEY: model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
 
 # Option → (parameter, takes a value), as typer declares them below.
 OPTIONS = {
@@ -142,7 +142,7 @@ def declare() -> None:
     @handle_errors
     def usage_cmd(
         paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, or - for a log on stdin; told apart by content.")],
-        by: Annotated[str, typer.Option("--by", metavar="model|day|week|month|session|project|agent", help=BY_HELP)] = "model",
+        by: Annotated[str, typer.Option("--by", metavar="KEY", help=BY_HELP)] = "model",
         since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone.")] = None,
         until: Annotated[Optional[str], typer.Option("--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD).")] = None,
         as_json: JsonOpt = False,
