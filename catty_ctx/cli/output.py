@@ -198,14 +198,16 @@ class _Table:
             longest = max((cell_len(line) for r in rows for line in r[i].plain.split("\n")), default=0)
             hi.append(max(longest, cell_len(c.header)))
             lo.append(max(longest, word[i]) if c.kind in ("num", "word") else max(word[i], min(longest, _FLOOR)))
-        if len(rows) == 1 and sum(hi) > avail and any(c.header for c in cols):
-            yield self._record(cols, rows[0], options.max_width)
-            return
-        if sum(lo) > avail:  # still too wide: long words are cut (with …), then long columns narrowed to their header
+        if sum(lo) > avail:  # too wide: long words are cut (with …)
             cols = [Column(c.key, "id", c.header) if c.kind == "word" and lo[i] > _FLOOR else c for i, c in enumerate(cols)]
             lo = [min(lo[i], max(word[i], _FLOOR)) if c.kind == "id" else lo[i] for i, c in enumerate(cols)]
-        if sum(lo) > avail:
-            lo = [lo[i] if c.kind in ("num", "word") else max(word[i], 1) for i, c in enumerate(cols)]
+        if any(c.header for c in cols) and (sum(lo) > avail or len(rows) == 1 and sum(hi) > avail):
+            # Still too wide (or one row that would be cut): each row as field/value lines.
+            for n, row in enumerate(rows):
+                if n:
+                    yield text("")  # a blank line between rows
+                yield self._record(cols, row, options.max_width, title=n == 0)
+            return
         widths = lo[:]
         extra = avail - sum(lo)
         if extra > 0:  # max-min fair: each column up to its natural width, the smallest needs first
@@ -229,11 +231,12 @@ class _Table:
             t.add_row(*(Text(_shorten_left(v.plain, w)) if c.kind == "path" else v for c, v, w in zip(cols, r, widths)))
         return t
 
-    def _record(self, cols: list[Column], row: list[Any], width: int) -> Any:
+    def _record(self, cols: list[Column], row: list[Any], width: int, *, title: bool = True) -> Any:
         names = [c.header for c in cols]
-        key_width = max(map(len, names))
-        pair = [Column("field", "word", ""), Column("value", "text", "")]
-        return self._grid(pair, [[text(n), v] for n, v in zip(names, row)], [key_width, max(width - key_width - _GAP, 1)])
+        key_width = min(max(map(len, names)), width // 2)
+        pair = [Column("field", "text", ""), Column("value", "text", "")]
+        grid = _Table(self.title if title else None, pair, [])._grid
+        return grid(pair, [[text(n), v] for n, v in zip(names, row)], [key_width, max(width - key_width - _GAP, 1)])
 
 
 def record(title: str | None, pairs: Iterable[tuple[str, Any]]) -> Any:

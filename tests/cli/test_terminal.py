@@ -204,3 +204,13 @@ def test_only_the_output_layer_talks_to_rich() -> None:
     package = ROOT / "catty_ctx"
     users = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if re.search(r"^\s*(from|import) rich\b", p.read_text(), re.M))
     assert users == ["cli/output.py"]
+
+
+def test_a_terminal_too_narrow_for_the_columns_gets_each_row_as_fields(place: dict[str, Path]) -> None:
+    code, narrow = on_a_terminal("inspect", str(place["root"]), columns=50)
+    assert code == 0, narrow
+    _, wide = on_a_terminal("inspect", str(place["root"]), columns=400)
+    [headers] = _headers(wide)
+    fields = [line.split("│")[0].strip() for line in _table_lines(narrow) if line.split("│")[0].strip()]
+    assert fields == headers * 3, narrow  # three sessions, every field name whole
+    assert all(len(line) <= 50 for line in _table_lines(narrow)), narrow
