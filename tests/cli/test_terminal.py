@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,13 @@ def _sessions(tmp_path: Path) -> dict[str, Path]:
     for d in (plain, s):
         cli("repair", str(d), check=True)  # summary.json, as any session has
     cli("compact", str(s), "--force", "--mode", "segments", check=True)
+    # Keywords are words picked from the text; a copy whose index holds markup-like ones shows
+    # that whatever they hold prints as it is.
+    kw = tmp_path / "keywords"
+    shutil.copytree(s, kw)
+    index = orjson.loads((kw / "segments" / "index.json").read_bytes())
+    index["segments"][0]["keywords"] = NASTY
+    (kw / "segments" / "index.json").write_bytes(orjson.dumps(index))
     d = write_log(root / "dangling", [session_event("d-1"), msg("user", "go"), msg("assistant", "", "a"), call(sid, "t")])
     claude = tmp_path / "claude.jsonl"
     records = [{"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "c-1", "timestamp": "2026-11-01T00:00:00Z",
@@ -71,7 +79,7 @@ def _sessions(tmp_path: Path) -> dict[str, Path]:
     agents = tmp_path / "repo" / NASTY_PATH
     agents.mkdir(parents=True)
     (agents / "AGENTS.md").write_text("Be brief.\n")
-    return {"root": root, "plain": plain, "s": s, "dangling": d, "claude": claude, "agents": agents}
+    return {"root": root, "plain": plain, "s": s, "keywords": kw, "dangling": d, "claude": claude, "agents": agents}
 
 
 @pytest.fixture(scope="module")
@@ -83,35 +91,37 @@ def _replay_artifact(s: Path) -> str:
     return str(next((s / "compaction_requests").glob("*.json")))
 
 
-# Every command that renders a table or text on a terminal, with what it must show verbatim.
+# Every command that renders a table or text on a terminal, with what it must show verbatim
+# and where: in the table's lines, or anywhere on the screen (text printed as it is).
 VERBATIM = {
-    "inspect": (lambda p: ["inspect", str(p["s"])], NASTY),
-    "inspect --items": (lambda p: ["inspect", str(p["plain"]), "--items"], NASTY),
-    "inspect --context": (lambda p: ["inspect", str(p["plain"]), "--context"], NASTY + ["[seq 7] [bold]x[/bold]"]),
-    "inspect ROOT": (lambda p: ["inspect", str(p["root"])], NASTY + [NASTY_PATH]),
-    "segment list": (lambda p: ["segment", "list", str(p["s"])], []),
-    "segment grep": (lambda p: ["segment", "grep", str(p["s"]), "["], NASTY),
-    "segment show": (lambda p: ["segment", "show", str(p["s"]), "0"], NASTY),
-    "usage": (lambda p: ["usage", str(p["s"])], [" ".join(NASTY)]),
-    "usage --by session": (lambda p: ["usage", str(p["s"]), "--by", "session"], [" ".join(NASTY)]),
-    "repair --check": (lambda p: ["repair", str(p["dangling"]), "--check"], [" ".join(NASTY)]),
-    "repair --check ROOT": (lambda p: ["repair", str(p["root"]), "--check"], [NASTY_PATH]),
-    "compact --check ROOT": (lambda p: ["compact", str(p["root"]), "--check"], [NASTY_PATH]),
-    "compact --dry-run": (lambda p: ["compact", str(p["s"]), "--force", "--dry-run"], [NASTY_PATH]),
-    "compact --replay": (lambda p: ["compact", "--replay", _replay_artifact(p["s"])], NASTY[:-1]),
-    "fork": (lambda p: ["fork", str(p["s"]), str(p["root"].parent / "fork [seq 7] [bold red]x")], ["fork [seq 7] [bold red]x"]),
-    "import (skip report)": (lambda p: ["import", "claude", str(p["claude"])], NASTY),
-    "instructions": (lambda p: ["instructions", str(p["agents"]), "--no-global"], [NASTY_PATH]),
+    "inspect": (lambda p: ["inspect", str(p["s"])], NASTY, "table"),
+    "inspect --items": (lambda p: ["inspect", str(p["plain"]), "--items"], NASTY, "table"),
+    "inspect --context": (lambda p: ["inspect", str(p["plain"]), "--context"], NASTY + ["[seq 7] [bold]x[/bold]"], "screen"),  # the title holds the id
+    "inspect ROOT": (lambda p: ["inspect", str(p["root"])], NASTY + [NASTY_PATH], "table"),
+    "segment list": (lambda p: ["segment", "list", str(p["keywords"])], [", ".join(NASTY)], "table"),
+    "segment grep": (lambda p: ["segment", "grep", str(p["s"]), "["], NASTY, "table"),
+    "segment show": (lambda p: ["segment", "show", str(p["s"]), "0"], NASTY, "screen"),
+    "usage": (lambda p: ["usage", str(p["s"])], [" ".join(NASTY)], "table"),
+    "usage --by session": (lambda p: ["usage", str(p["s"]), "--by", "session"], [" ".join(NASTY)], "table"),
+    "repair --check": (lambda p: ["repair", str(p["dangling"]), "--check"], [" ".join(NASTY)], "table"),
+    "repair --check ROOT": (lambda p: ["repair", str(p["root"]), "--check"], [NASTY_PATH], "table"),
+    "compact --check ROOT": (lambda p: ["compact", str(p["root"]), "--check"], [NASTY_PATH], "table"),
+    "compact --dry-run": (lambda p: ["compact", str(p["s"]), "--force", "--dry-run"], [NASTY_PATH], "table"),
+    "compact --replay": (lambda p: ["compact", "--replay", _replay_artifact(p["s"])], NASTY[:-1], "screen"),
+    "fork": (lambda p: ["fork", str(p["s"]), str(p["root"].parent / "fork [seq 7] [bold red]x")], ["fork [seq 7] [bold red]x"], "table"),
+    "import (skip report)": (lambda p: ["import", "claude", str(p["claude"])], NASTY, "screen"),
+    "instructions": (lambda p: ["instructions", str(p["agents"]), "--no-global"], [NASTY_PATH], "table"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(VERBATIM))
 def test_session_text_prints_verbatim_on_a_terminal(place: dict[str, Path], name: str) -> None:
-    args, expected = VERBATIM[name]
+    args, expected, where = VERBATIM[name]
     code, screen = on_a_terminal(*args(place), columns=400)
     assert code in (0, 1), screen  # 1: a check that found something
     assert "catty-ctx: error" not in screen, screen
-    flat = " ".join(screen.split())  # a long cell may still wrap; the words stay in order
+    shown = "\n".join(_table_lines(screen)) if where == "table" else screen
+    flat = " ".join(shown.split())  # a long cell may still wrap; the words stay in order
     for text in expected:
         assert " ".join(text.split()) in flat, (text, screen)
 
@@ -124,7 +134,7 @@ def test_control_characters_are_shown_not_sent_to_the_terminal(tmp_path: Path) -
 
 def test_segment_list_prints_keywords_as_words(place: dict[str, Path]) -> None:
     index = orjson.loads((place["s"] / "segments" / "index.json").read_bytes())
-    keywords = index[0]["keywords"] if isinstance(index, list) else index["segments"][0]["keywords"]
+    keywords = index["segments"][0]["keywords"]
     assert keywords, "the segment has keywords"
     code, screen = on_a_terminal("segment", "list", str(place["s"]), columns=200)
     assert code == 0 and ", ".join(keywords) in screen and "['" not in screen
