@@ -30,9 +30,9 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l threshold -r -F -d 'Compact when the view\'s estimated tokens are >= PCT % of the'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l force -d 'Compact even below the threshold (not when nothing happened '
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l check -d 'Only report: exit 1 when a session is over its threshold, 0 '
-complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l mode -r -F -d 'What the summary carrier points at: nothing, the seq range o'
-complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l detail -r -F -d 'How much of each item a segment keeps (segments mode).'
-complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l summarizer -r -F -d 'Who writes the summary: offline extraction, a command (promp'
+complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l mode -r -F -d 'What the summary carrier points at: nothing (summary), the s'
+complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l detail -r -F -d 'How much of each item a segment keeps (segments mode): none,'
+complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l summarizer -r -F -d 'Who writes the summary: extractive (offline extraction), cmd'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l min-summary-chars -r -F -d 'A model summary shorter than this is degenerate and retried.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l timeout -r -F -d 'Per-call timeout of a cmd: or openai: summariser.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l two-pass -d 'Use the note of an earlier --prefire when its prefix length,'
@@ -121,7 +121,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_sub
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from list' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from show' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from show' -F
-complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l by -r -F -d 'Rows by model, day, week (ISO), month, session, project or a'
+complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l by -r -F -d 'Rows by KEY: model, day, week (ISO), month, session, project'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l since -r -F -d 'Only calls on or after this day (YYYY-MM-DD), in the report\''
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l until -r -F -d 'Only calls on or before this day (YYYY-MM-DD).'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'

@@ -102,6 +102,25 @@ def load_commands(names: "list[str] | None" = None) -> None:
         declare = getattr(module, "declare", None)
         if declare is not None:
             declare()
+    _reflow_help(get_app())
+
+
+def _reflow_help(typer_app: "Any") -> None:
+    """Each paragraph of a command's docstring on one line: the help printer keeps a single
+    line break where the source has it, which left ragged lines on a narrow terminal."""
+    for info in typer_app.registered_commands:
+        doc = info.help or (info.callback.__doc__ if info.callback is not None else None)
+        if doc:
+            info.help = reflow(doc)
+    for group in typer_app.registered_groups:
+        _reflow_help(group.typer_instance)
+
+
+def reflow(doc: str) -> str:
+    """DOC with its paragraphs (blank-line separated) joined into single lines."""
+    import inspect
+
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n") if p.strip())
 
 
 def main(argv: "list[str] | None" = None) -> None:

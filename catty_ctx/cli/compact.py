@@ -8,8 +8,10 @@ import typer
 from . import app
 from .errors import handle_errors, warn
 from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt
+from .output import Column
 
-_COLUMNS = ["path", "status", "tokens_before", "percent", "tokens_after", "through_seq", "summarizer", "artifact", "segment", "two_pass"]
+_COLUMNS = [Column("path", "path"), Column("status"), Column("tokens_before", "num"), Column("percent", "num", "%"), Column("tokens_after", "num"),
+            Column("through_seq", "num"), Column("summarizer", "id"), Column("artifact", "path"), Column("segment", "path"), Column("two_pass", "text")]
 
 
 @app.command(
@@ -26,9 +28,9 @@ def compact_cmd(
     threshold: Annotated[float, typer.Option("--threshold", min=0, max=100, metavar="PCT", help="Compact when the view's estimated tokens are >= PCT % of the window.")] = 85.0,
     force: Annotated[bool, typer.Option("--force", help="Compact even below the threshold (not when nothing happened since the last compaction).")] = False,
     check: Annotated[bool, typer.Option("--check", help="Only report: exit 1 when a session is over its threshold, 0 otherwise.")] = False,
-    mode: Annotated[str, typer.Option("--mode", metavar="summary|transcript|segments", help="What the summary carrier points at: nothing, the seq range of updates.jsonl, or a new segments/segment_NNN.md archive of the span.")] = "summary",
-    detail: Annotated[str, typer.Option("--detail", metavar="none|minimal|balanced|verbose", help="How much of each item a segment keeps (segments mode).")] = "verbose",
-    summarizer: Annotated[str, typer.Option("--summarizer", metavar="extractive|cmd:CMD|openai:MODEL", help="Who writes the summary: offline extraction, a command (prompt on stdin, summary on stdout; no shell), or an OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).")] = "extractive",
+    mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new segments/segment_NNN.md archive of the span (segments).")] = "summary",
+    detail: Annotated[str, typer.Option("--detail", metavar="LEVEL", help="How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose.")] = "verbose",
+    summarizer: Annotated[str, typer.Option("--summarizer", metavar="WHO", help="Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")] = "extractive",
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried.")] = 500,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser.")] = None,
     two_pass: Annotated[bool, typer.Option("--two-pass", help="Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass.")] = False,
@@ -95,7 +97,7 @@ def compact_cmd(
     if as_json and len(rows) == 1 and not errors:
         write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})
     else:
-        rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions", right=["tokens_before", "percent", "tokens_after", "through_seq"])
+        rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     if errors:
         raise typer.Exit(int(errors[0].exit_code))
     if check and any(r.status == "over" for r in results):
@@ -109,9 +111,9 @@ def _is_root(target: str) -> bool:
 
 
 def _show_replay(out: dict[str, Any]) -> None:
-    from .output import console, show, table
+    from .output import record, show
 
     timings = out.get("timings") or {}
-    show(table(None, ["", ""], [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
+    show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
     if out.get("summary"):
-        console().print(out["summary"], markup=False)
+        show(out["summary"])

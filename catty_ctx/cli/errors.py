@@ -11,6 +11,7 @@ import os
 import sys
 
 from ..errors import CattyError, ExitCode
+from .output import CONTROLS
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations here are strings
 if TYPE_CHECKING:
@@ -87,19 +88,25 @@ def flush_stdout(code: Any) -> Any:
     return code
 
 
+def _say(line: str) -> None:
+    # Messages quote paths, ids and record types from the data: a control character in them
+    # is shown, not sent to the terminal.
+    sys.stderr.write(line.translate(CONTROLS) + "\n")
+
+
 def warn(message: str) -> None:
-    sys.stderr.write(f"catty-ctx: warning: {message}\n")
+    _say(f"catty-ctx: warning: {message}")
 
 
 def note(message: str) -> None:
     """What a command did, for the user (stderr: stdout carries only data)."""
-    sys.stderr.write(f"catty-ctx: {message}\n")
+    _say(f"catty-ctx: {message}")
 
 
 def exit_code_for(exc: BaseException) -> int | None:
     """Report EXC in one stderr line and return its exit code; None: not ours to swallow."""
     if isinstance(exc, CattyError):
-        sys.stderr.write(f"catty-ctx: error: {exc}\n")
+        _say(f"catty-ctx: error: {exc}")
         return int(exc.exit_code)
     if isinstance(exc, KeyboardInterrupt):
         sys.stderr.write("catty-ctx: interrupted\n")
@@ -113,7 +120,7 @@ def exit_code_for(exc: BaseException) -> int | None:
         sys.stderr.write(f"catty-ctx: error: cannot write output ({exc.strerror})\n")
         return int(ExitCode.CANT_CREATE)
     if isinstance(exc, Exception) and not os.environ.get("CATTY_CTX_DEBUG"):  # a bug: one line unless asked for the traceback
-        sys.stderr.write(f"catty-ctx: error: internal error: {type(exc).__name__}: {exc} (set CATTY_CTX_DEBUG=1 for a traceback)\n")
+        _say(f"catty-ctx: error: internal error: {type(exc).__name__}: {exc} (set CATTY_CTX_DEBUG=1 for a traceback)")
         return int(ExitCode.INTERNAL)
     return None
 

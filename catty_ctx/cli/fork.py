@@ -31,7 +31,7 @@ def fork_cmd(
     leaves no half DEST. Symbolic links are never followed out of SESSION.
     """
     from ..fork import fork
-    from .output import rows_out, write_json
+    from .output import Column, rows_out, write_json
 
     result = fork(session, dest, at_turn=at_turn, model=model, cwd=cwd, dry_run=dry_run)
     for path in result.skipped:
@@ -42,4 +42,5 @@ def fork_cmd(
         write_json(doc)
         return
     note(f"{'would fork' if dry_run else 'forked'} {session} → {dest}: {result.events} events, {result.turns} turn(s)")
-    rows_out(iter([doc]), ["dest", "session_id", "forked_from_seq", "events", "turns", "segments", "blobs"], as_json=False)
+    cols = [Column("dest", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("forked_from_seq", "events", "turns", "segments", "blobs"))]
+    rows_out(iter([doc]), cols, as_json=False)

@@ -1,13 +1,16 @@
 """`catty-ctx import`: another agent's session → an event stream or a new session directory."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from . import app
 from .errors import handle_errors, warn
 from .options import DryRunOpt, MaxToolBytesOpt, MaxUserBytesOpt
+
+if TYPE_CHECKING:
+    from ..importers.common import ImportReport
 
 
 @app.command(
@@ -62,8 +65,20 @@ def import_cmd(
         else:
             report, _ = import_events(fmt, source, lambda ev: stream.write(dumps(ev) + b"\n"), lenient=lenient, warn=warn, session_id=session)
         stream.flush()
-    if report.skipped or report.invalid:
-        parts = [f"{k} {v}" for k, v in sorted(report.skipped.items())]
-        if report.invalid:
-            parts.insert(0, f"invalid lines {len(report.invalid)}")
-        warn(f"{report.format} import of {source}: {report.events} events; skipped: " + ", ".join(parts))
+    _skip_report(report, source)
+
+
+def _skip_report(report: "ImportReport", source: str) -> None:
+    """What was left out: routine skips in a note, anything else (and invalid lines) in a warning."""
+    from ..importers.common import is_routine_skip
+    from .errors import note
+
+    routine = [f"{k} {v}" for k, v in sorted(report.skipped.items()) if is_routine_skip(k)]
+    other = [f"{k} {v}" for k, v in sorted(report.skipped.items()) if not is_routine_skip(k)]
+    if report.invalid:
+        other.insert(0, f"invalid lines {len(report.invalid)}")
+    head = f"{report.format} import of {source}: {report.events} events"
+    if other:
+        warn(f"{head}; skipped: " + ", ".join(other) + (f" (and, as usual, {', '.join(routine)})" if routine else ""))
+    elif routine:
+        note(f"{head}; left out as usual: " + ", ".join(routine))

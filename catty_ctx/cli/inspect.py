@@ -54,10 +54,13 @@ def inspect_cmd(
         from ..store import root_sessions
         from .output import progress_iter
 
+        from .output import Column
+
         found = root_sessions(target, allow_empty=allow_empty)
-        cols = ["path", "session_id", "events", "turns", "tokens", "percent", "compactions", "problems"]
+        cols = [Column("path", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
+                Column("percent", "num", "%"), Column("compactions", "num"), Column("problems", "num")]
         rows = inspect_root(Path(target), on_error=on_error, sessions=progress_iter(found, label="sessions", total=len(found)))
-        rows_out(rows, cols, as_json=as_json, key="sessions", right=cols[2:])
+        rows_out(rows, cols, as_json=as_json, key="sessions")
         if errors:
             raise typer.Exit(65)
         return
@@ -96,42 +99,44 @@ def inspect_cmd(
         write_lines([report])
 
 
-def _preview(item: dict[str, Any], width: int = 60) -> str:
-    text = item.get("text") if "text" in item else item.get("output", "")
+def _preview(item: dict[str, Any], width: int = 60) -> Any:
+    """The item's text on one line, cut at WIDTH; a synthetic item says what it is, in italics."""
+    from .output import text
+
+    body = item.get("text") if "text" in item else item.get("output", "")
     if item.get("tool_calls"):
-        text = (text or "") + " → " + ", ".join(c.get("name", "?") for c in item["tool_calls"])
-    text = " ".join(str(text).split())
-    return text[:width] + ("…" if len(text) > width else "")
+        body = (body or "") + " → " + ", ".join(str(c.get("name", "?")) for c in item["tool_calls"])
+    body = " ".join(str(body).split())
+    line = text(body[:width] + ("…" if len(body) > width else ""))
+    if item.get("synthetic"):
+        line = text(text(f"({item['synthetic']})", style="italic"), " ", line)
+    return line
 
 
 def _show_items(rows: Any) -> None:
-    from .output import show, table
+    from .output import Column, show, table
 
-    body = (
-        (r["index"], r["item"].get("seq", r["item"].get("synthetic", "")), r["item"]["role"], r["tokens"], r["fp"][:12], _preview(r["item"]))
-        for r in rows
-    )
-    show(table(None, ["index", "seq", "role", "tokens", "fp", "text"], body, right=["index", "tokens"]))
+    body = ((r["index"], r["item"].get("seq"), r["item"]["role"], r["tokens"], r["fp"][:12], _preview(r["item"])) for r in rows)
+    cols = [Column("index", "num"), Column("seq", "num"), "role", Column("tokens", "num"), "fp", Column("text", "text")]
+    show(table(None, cols, body))
 
 
 def _show_context(rep: dict[str, Any]) -> None:
-    from .output import show, table
-
-    def short(v: Any) -> str:
-        text = v if isinstance(v, str) else orjson.dumps(v).decode()
-        return text if len(text) <= 70 else text[:69] + "…"
-
     import orjson
 
-    rows = (
-        [name, short(p["value"]) if p["known"] else "unknown", p["source"] or "", "" if p["seq"] is None else p["seq"]]
-        for name, p in rep["parts"].items()
-    )
-    show(table(f"prompt context of {rep['session_id'] or rep['path']}", ["part", "value", "source", "seq"], rows, right=["seq"]))
+    from .output import Column, show, table
+
+    def short(v: Any) -> str:
+        value = v if isinstance(v, str) else orjson.dumps(v).decode()
+        return value if len(value) <= 70 else value[:69] + "…"
+
+    rows = ([name, short(p["value"]) if p["known"] else "unknown", p["source"], p["seq"]] for name, p in rep["parts"].items())
+    cols = ["part", Column("value", "text"), Column("source", "text"), Column("seq", "num")]
+    show(table(f"prompt context of {rep['session_id'] or rep['path']}", cols, rows))
 
 
 def _show_report(rep: dict[str, Any]) -> None:
-    from .output import show, table
+    from .output import Column, record, show, table
 
     head = [
         ("session", rep["session_id"] or rep["path"]),
@@ -141,14 +146,15 @@ def _show_report(rep: dict[str, Any]) -> None:
         ("tokens", f"{rep['tokens']:,} of {rep['window']:,} ({rep['percent']}%)"),
         ("fingerprint", rep["fp"]),
     ]
-    parts = [table(None, ["", ""], head)]
+    parts = [record(None, head)]
     if rep["kinds"]:
         parts.append(table("kinds", ["kind", "count"], sorted(rep["kinds"].items()), right=["count"]))
     if rep["roles"]:
         parts.append(table("roles", ["role", "count"], sorted(rep["roles"].items()), right=["count"]))
     if rep["largest"]:
-        parts.append(table("largest items", ["index", "seq", "role", "tokens"], ([r["index"], r["seq"], r["role"], r["tokens"]] for r in rep["largest"]), right=["index", "tokens"]))
+        parts.append(table("largest items", ["index", "seq", "role", "tokens"], ([r["index"], r["seq"], r["role"], r["tokens"]] for r in rep["largest"]), right=["index", "seq", "tokens"]))
     if rep["compactions"]:
-        parts.append(table("compactions", ["seq", "id", "mode", "through_seq"], ([c.get("seq"), c.get("id"), c.get("mode"), c.get("through_seq")] for c in rep["compactions"])))
+        cols = [Column("seq", "num"), Column("id", "id"), "mode", Column("through_seq", "num")]
+        parts.append(table("compactions", cols, ([c.get("seq"), c.get("id"), c.get("mode"), c.get("through_seq")] for c in rep["compactions"])))
     parts.append(table("problems", ["problem", "count"], rep["problems"].items(), right=["count"]))
     show(*parts)

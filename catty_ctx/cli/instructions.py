@@ -34,7 +34,7 @@ def instructions_cmd(
     from ..instructions import discover_instructions, record_instructions
     from ..store import Session
     from .errors import warn
-    from .output import show, stdout_tty, table, write_json, write_lines
+    from .output import Column, show, stdout_tty, table, write_json, write_lines
 
     found = discover_instructions(directory, include_global=not no_global)
     for s in found.skipped:
@@ -53,6 +53,7 @@ def instructions_cmd(
     if as_json:
         write_json({"directory": found.directory, "root": found.root, "instructions": rows, "skipped": found.skipped, "appended_seq": appended})
     elif stdout_tty():
-        show(table(None, ["order", "scope", "path", "bytes"], ([r["order"], r["scope"], r["path"], r["bytes"]] for r in rows), right=["order", "bytes"]))
+        cols = [Column("order", "num"), "scope", Column("path", "path"), Column("bytes", "num")]
+        show(table(None, cols, ([r["order"], r["scope"], r["path"], r["bytes"]] for r in rows)))
     else:
         write_lines(rows)

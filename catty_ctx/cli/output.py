@@ -85,35 +85,188 @@ def write_json_array(key: str, rows: Iterable[Any], extra: dict[str, Any] | None
 
 
 def console(stderr: bool = False) -> Any:
+    """A console that prints text as it is: no markup, no emoji codes, no highlighting.
+
+    Session text is data: `[bold]`, `[/\\]` or `:smile:` in a message must reach the screen
+    unchanged, so nothing printed through this layer is ever parsed.
+    """
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], *, right: Sequence[str] = ()) -> Any:
-    from rich.table import Table
+# C0 controls (but tab and newline), DEL and C1 controls would drive the terminal rather than
+# show: each becomes a visible stand-in (U+2400's control pictures, U+FFFD for C1).
+CONTROLS = {c: 0x2400 + c for c in range(32) if c not in (9, 10)} | {127: 0x2421} | {c: 0xFFFD for c in range(0x80, 0xA0)}
 
-    t = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for col in columns:
-        t.add_column(col, justify="right" if col in right else "left", overflow="fold")
-    for row in rows:
-        t.add_row(*("" if v is None else str(v) for v in row))
-    return t
+
+def plain(value: Any) -> str:
+    """A value as a table cell or message shows it: lists as words, no `None`, no Python reprs."""
+    if value is None:
+        return ""
+    if value is True or value is False:
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(plain(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={plain(v)}" for k, v in value.items())
+    return str(value).translate(CONTROLS)
+
+
+def text(*parts: Any, style: str = "") -> Any:
+    """PARTS (values, or Texts made here) as one rich Text: printed verbatim, whatever brackets
+    they hold. The only way cli/ builds styled text, so none of it is ever markup."""
+    from rich.text import Text
+
+    out = Text(style=style)
+    for part in parts:
+        out.append(part if isinstance(part, Text) else plain(part))
+    return out
+
+
+class Column:
+    """A table column: the row key, how its cells behave on a narrow terminal, its header.
+
+    kind: "num" right-aligned and never wrapped; "word" never wrapped; "text" wraps between
+    words (folding only a word too long for the column); "path" one line, shortened from the
+    left; "id" one line, shortened from the right. The header is the key with spaces for
+    underscores, so a narrow column wraps it between words, never inside one.
+    """
+
+    __slots__ = ("key", "kind", "header")
+
+    def __init__(self, key: str, kind: str = "word", header: str | None = None) -> None:
+        self.key = key
+        self.kind = kind
+        self.header = key.replace("_", " ") if header is None else header
+
+
+_GAP = 3  # a column separator and its padding
+_FLOOR = 8  # a text, path or id column is squeezed below this (or its header's longest word) only as a last resort
+
+
+def _columns(columns: Sequence[str | Column], right: Sequence[str]) -> list[Column]:
+    return [c if isinstance(c, Column) else Column(c, "num" if c in right else "word") for c in columns]
+
+
+def _wrap_words(words: list[str], width: int) -> str:
+    lines: list[str] = []
+    for w in words:
+        if lines and len(lines[-1]) + 1 + len(w) <= width:
+            lines[-1] += " " + w
+        else:
+            lines.append(w)
+    return "\n".join(lines)
+
+
+def _shorten_left(s: str, width: int) -> str:
+    from rich.cells import cell_len
+
+    if cell_len(s) <= width:
+        return s
+    tail = s[-max(width - 1, 0):]
+    while tail and cell_len(tail) > width - 1:
+        tail = tail[1:]
+    return "…" + tail
+
+
+class _Table:
+    """A table laid out for the width it is printed at.
+
+    Columns that hold only short values keep them whole on one line; the long columns (text,
+    paths, ids) share what is left, the narrowest needs served first. A single row that does
+    not fit across the terminal is shown as field/value pairs instead.
+    """
+
+    def __init__(self, title: str | None, columns: list[Column], rows: list[list[Any]]) -> None:
+        self.title = title
+        self.columns = columns
+        self.rows = rows  # rich Text cells
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        from rich.cells import cell_len
+
+        cols, rows = self.columns, self.rows
+        if rows:  # a column no row fills says nothing on a terminal
+            keep = [i for i in range(len(cols)) if any(r[i].plain for r in rows)] or list(range(len(cols)))
+            cols = [cols[i] for i in keep]
+            rows = [[r[i] for i in keep] for r in rows]
+        avail = max(options.max_width - _GAP * (len(cols) - 1), len(cols))
+        word = [max(map(len, c.header.split()), default=0) for c in cols]  # a header's longest word
+        lo, hi = [], []
+        for i, c in enumerate(cols):
+            longest = max((cell_len(line) for r in rows for line in r[i].plain.split("\n")), default=0)
+            hi.append(max(longest, cell_len(c.header)))
+            lo.append(max(longest, word[i]) if c.kind in ("num", "word") else max(word[i], min(longest, _FLOOR)))
+        if sum(lo) > avail:  # too wide: long words are cut (with …)
+            cols = [Column(c.key, "id", c.header) if c.kind == "word" and lo[i] > _FLOOR else c for i, c in enumerate(cols)]
+            lo = [min(lo[i], max(word[i], _FLOOR)) if c.kind == "id" else lo[i] for i, c in enumerate(cols)]
+        if any(c.header for c in cols) and (sum(lo) > avail or len(rows) == 1 and sum(hi) > avail):
+            # Still too wide (or one row that would be cut): each row as field/value lines.
+            for n, row in enumerate(rows):
+                if n:
+                    yield text("")  # a blank line between rows
+                yield self._record(cols, row, options.max_width, title=n == 0)
+            return
+        widths = lo[:]
+        extra = avail - sum(lo)
+        if extra > 0:  # max-min fair: each column up to its natural width, the smallest needs first
+            order = sorted(range(len(cols)), key=lambda i: hi[i] - lo[i])
+            for k, i in enumerate(order):
+                give = min(hi[i] - lo[i], extra // (len(cols) - k))
+                widths[i] += give
+                extra -= give
+        yield self._grid(cols, rows, widths)
+
+    def _grid(self, cols: list[Column], rows: list[list[Any]], widths: list[int]) -> Any:
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table(title=Text(self.title) if self.title else None, title_justify="left", show_edge=False, pad_edge=False,
+                  show_header=any(c.header for c in cols))
+        for c, w in zip(cols, widths):
+            t.add_column(Text(_wrap_words(c.header.split(), w)), justify="right" if c.kind == "num" else "left", width=w,
+                         no_wrap=c.kind != "text", overflow="fold" if c.kind == "text" else "ellipsis")
+        for r in rows:
+            t.add_row(*(Text(_shorten_left(v.plain, w)) if c.kind == "path" else v for c, v, w in zip(cols, r, widths)))
+        return t
+
+    def _record(self, cols: list[Column], row: list[Any], width: int, *, title: bool = True) -> Any:
+        names = [c.header for c in cols]
+        key_width = min(max(map(len, names)), width // 2)
+        pair = [Column("field", "text", ""), Column("value", "text", "")]
+        grid = _Table(self.title if title else None, pair, [])._grid
+        return grid(pair, [[text(n), v] for n, v in zip(names, row)], [key_width, max(width - key_width - _GAP, 1)])
+
+
+def record(title: str | None, pairs: Iterable[tuple[str, Any]]) -> Any:
+    """Field/value pairs, a line each; the values wrap between words."""
+    return table(title, [Column("field", "word", ""), Column("value", "text", "")], pairs)
+
+
+def table(title: str | None, columns: Sequence[str | Column], rows: Iterable[Sequence[Any]], *, right: Sequence[str] = ()) -> Any:
+    """A table of values, never markup: a cell shows `plain(value)`, or a rich Text as built."""
+    from rich.text import Text
+
+    return _Table(None if title is None else plain(title), _columns(columns, right),
+                  [[v if isinstance(v, Text) else text(v) for v in row] for row in rows])
 
 
 def show(*renderables: Any) -> None:
+    """Print tables and plain strings on stdout; a string is printed as it is, never as markup."""
     c = console()
     for r in renderables:
-        c.print(r)
+        c.print(text(r) if isinstance(r, str) else r)
 
 
-def rows_out(rows: Iterable[dict[str, Any]], columns: Sequence[str], *, as_json: bool, key: str = "rows", title: str | None = None, right: Sequence[str] = ()) -> int:
-    """The standard row output: --json document, rich table on a terminal, else JSON Lines."""
+def rows_out(rows: Iterable[dict[str, Any]], columns: Sequence[str | Column], *, as_json: bool, key: str = "rows", title: str | None = None, right: Sequence[str] = ()) -> int:
+    """The standard row output: --json document, a table on a terminal, else JSON Lines."""
     if as_json:
         return write_json_array(key, rows)
     if stdout_tty():
         materialised = list(rows)
-        show(table(title, columns, ([r.get(c) for c in columns] for r in materialised), right=right))
+        cols = _columns(columns, right)
+        show(table(title, cols, ([r.get(c.key) for c in cols] for r in materialised)))
         return len(materialised)
     return write_lines(rows)
 

@@ -9,8 +9,10 @@ import typer
 from . import app
 from .errors import handle_errors, note, warn
 from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
+from .output import Column
 
-_COLUMNS = ["action", "reason", "target_seq", "call_id", "line", "offset", "bytes"]
+_COLUMNS = [Column("action"), Column("reason", "text"), Column("target_seq", "num"), Column("call_id", "id"),
+            *(Column(k, "num") for k in ("line", "offset", "bytes"))]
 
 
 @app.command(
@@ -89,7 +91,7 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
         return
     verb = "repaired" if applied else "would repair"
     note(f"{doc['path']}: {verb}: " + ", ".join(plan.notes()))
-    rows_out(iter(doc["actions"]), _COLUMNS, as_json=False, title=None, right=["target_seq", "line", "offset", "bytes"])
+    rows_out(iter(doc["actions"]), _COLUMNS, as_json=False)
 
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:
@@ -120,7 +122,7 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
                 "problems": ", ".join(plan.notes()),
             }
 
-    rows_out(rows(), ["path", "found", "applied", "problems"], as_json=as_json, key="sessions", right=["found"])
+    rows_out(rows(), [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")], as_json=as_json, key="sessions")
     if failures:
         raise typer.Exit(failures[0])
     if check and found_any:

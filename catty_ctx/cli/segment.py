@@ -29,10 +29,11 @@ def _session_dir(session: str):  # type: ignore[no-untyped-def]
 def list_cmd(session: SegSessionArg, as_json: JsonOpt = False) -> None:
     """List the segments with their seq range, turns, size and keywords."""
     from ..compact.segments import list_segments
-    from .output import rows_out
+    from .output import Column, rows_out
 
     rows = list_segments(_session_dir(session))
-    rows_out(iter(rows), ["segment", "file", "seq_from", "seq_to", "turns", "bytes", "keywords"], as_json=as_json, key="segments", right=["segment", "seq_from", "seq_to", "turns", "bytes"])
+    cols = [Column("segment", "num"), Column("file", "path"), *(Column(k, "num") for k in ("seq_from", "seq_to", "turns", "bytes")), Column("keywords", "text")]
+    rows_out(iter(rows), cols, as_json=as_json, key="segments")
 
 
 @segment_app.command("show", epilog="Example: catty-ctx segment show S 0 | less")
@@ -67,9 +68,10 @@ def grep_cmd(
     Exits 1 when nothing matches, as grep does.
     """
     from ..compact.segments import grep_segments
-    from .output import rows_out
+    from .output import Column, rows_out
 
     matches = (m.as_dict() for m in grep_segments(_session_dir(session), pattern, ignore_case=ignore_case, regex=regex))
-    n = rows_out(matches, ["segment", "seq", "role", "line"], as_json=as_json, key="matches", right=["segment", "seq"])
+    cols = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]
+    n = rows_out(matches, cols, as_json=as_json, key="matches")
     if n == 0:
         raise typer.Exit(1)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from ..usage import Ledger, Scan
 
-BY_HELP = "Rows by model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
+BY_HELP = "Rows by KEY: model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
 
 # Option → (parameter, takes a value), as typer declares them below.
 OPTIONS = {
@@ -142,7 +142,7 @@ def declare() -> None:
     @handle_errors
     def usage_cmd(
         paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, or - for a log on stdin; told apart by content.")],
-        by: Annotated[str, typer.Option("--by", metavar="model|day|week|month|session|project|agent", help=BY_HELP)] = "model",
+        by: Annotated[str, typer.Option("--by", metavar="KEY", help=BY_HELP)] = "model",
         since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone.")] = None,
         until: Annotated[Optional[str], typer.Option("--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD).")] = None,
         as_json: JsonOpt = False,
@@ -179,18 +179,19 @@ def _short(n: int) -> str:
 
 
 def _show(ledger: "Ledger") -> None:
-    from .output import console, show, table
+    from .output import Column, console, show, table
 
-    cols = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
+    keys = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
+    cols = [Column(ledger.by, "path" if ledger.by == "project" else "text"), *(Column(k, "num") for k in keys[1:-1]), Column("cost_usd", "num", "cost")]
     number = (lambda n: f"{n:,}") if console().width >= 130 else _short
 
     def cells(key: str, r: "dict[str, Any]") -> "list[Any]":
         cost = _money(r["cost_usd"]) + ("*" if r["partial"] else "")
-        return [key, *(number(r[c]) for c in cols[1:7]), cost]
+        return [key, *(number(r[c]) for c in keys[1:7]), cost]
 
     body = [cells(str(r[ledger.by]), r) for r in ledger.rows]
     body.append(cells("total", ledger.totals))
-    parts = [table(None, cols, body, right=cols[1:])]
+    parts = [table(None, cols, body)]
     notes = []
     if any(r["partial"] for r in ledger.rows):
         notes.append("* partial: some calls have no price" + (", or the ledger is incomplete" if ledger.incomplete else ""))

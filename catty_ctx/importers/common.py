@@ -32,6 +32,34 @@ BlobSink = Callable[[str, bytes], None]
 Warn = Callable[[str], None]
 
 
+# Skips every ordinary source has: bookkeeping records and copies of what was imported
+# (a resumed session's replayed records, the UI's echo of a response). The report names them
+# in a note; any other skip is a warning.
+ROUTINE_SKIPS = frozenset({"replayed", "file-history-snapshot", "summary", "session_meta:again"})
+ROUTINE_SKIP_PREFIXES = ("event_msg:",)
+
+
+def is_routine_skip(label: str) -> bool:
+    return label in ROUTINE_SKIPS or label.startswith(ROUTINE_SKIP_PREFIXES)
+
+
+def _skip_label(label: str) -> str:
+    if label == "None":
+        return "(no type)"
+    return label[:-4] + "(missing)" if label.endswith(":None") else label
+
+
+class Skips(Counter):  # type: ignore[type-arg]
+    """Skipped records by label. A record whose type (or subtype) is missing is labelled
+    `(no type)` (or `kind:(missing)`), never with Python's `None` that `str()` made of it."""
+
+    def __getitem__(self, label: str) -> int:
+        return super().__getitem__(_skip_label(label))
+
+    def __setitem__(self, label: str, count: int) -> None:
+        super().__setitem__(_skip_label(label), count)
+
+
 @dataclass
 class ImportReport:
     """What an import did: counts for the summary line and for tests."""
@@ -41,7 +69,7 @@ class ImportReport:
     events: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
     user_turns: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)  # record types not imported
+    skipped: Skips = field(default_factory=Skips)  # record types not imported
     invalid: list[str] = field(default_factory=list)  # file:line of lines skipped by --lenient
     torn: list[str] = field(default_factory=list)
     implicit_assistants: int = 0
