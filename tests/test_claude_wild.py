@@ -155,3 +155,18 @@ def test_subagent_responses_logged_as_progress_records_keep_their_usage() -> Non
     events, _, _ = run(OLD)
     by_agent = sorted((e.get("agent") or "", e["request_id"]) for e in events if e["kind"] == "usage")
     assert by_agent == [("", "req_s1"), ("", "req_s2"), ("a7f3", "req_sub1"), ("b2c9", "req_sub2")]
+
+
+def test_a_cycle_of_parent_links_ends_instead_of_hanging(tmp_path: Path) -> None:
+    lines = [
+        {"type": "user", "uuid": "a", "parentUuid": "c", "sessionId": "cyc", "timestamp": "2026-10-05T10:00:01.000Z",
+         "message": {"role": "user", "content": "first"}},
+        {"type": "assistant", "uuid": "b", "parentUuid": "a", "sessionId": "cyc", "timestamp": "2026-10-05T10:00:02.000Z",
+         "message": {"id": "msg_1", "model": "m", "role": "assistant", "content": [{"type": "text", "text": "reply"}]}},
+        {"type": "user", "uuid": "c", "parentUuid": "b", "sessionId": "cyc", "timestamp": "2026-10-05T10:00:03.000Z",
+         "message": {"role": "user", "content": "second"}},
+    ]
+    src = tmp_path / "cyc.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
+    events, _, _ = run(src)
+    assert [e["text"] for e in events if e["kind"] == "message"] == ["first", "reply", "second"]

@@ -17,7 +17,7 @@ main loop), `assistant_messages` (main loop), `tool_pairs` (main-loop calls with
 report's skip count), `usage_calls` (the ledger of the imported session) and
 `source_usage_calls` (the ledger of the source). When `usage_matches_source` is not false
 and the source is read by the ledger, the imported session's token totals equal the
-source's.
+source's. Unless `auto` is false, `import auto` names the fixture's format.
 """
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ from typing import Any
 
 import orjson
 import pytest
+
+from catty_ctx.importers.detect import detect
 
 from conftest import FIXTURES, cli
 
@@ -115,6 +117,8 @@ _TOTALS = ("input", "output", "cache_read", "cache_write", "calls")
 @pytest.mark.parametrize("entry", WILD, ids=[f"{p.parent.parent.name}/{p.name}" for p in WILD])
 def test_wild_fixture_imports_and_works_with_every_command(entry: Path, tmp_path: Path) -> None:
     fmt, source, expected = _case(entry)
+    if expected.get("auto", True):
+        assert detect(source) == fmt
     out = tmp_path / "imported"
     session = ["--session", expected["session"]] if expected.get("session") else []
     report = orjson.loads(_ok("import", fmt, str(source), "--out", str(out), *session))

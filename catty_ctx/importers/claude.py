@@ -244,12 +244,13 @@ class _Layout:
         records, pos = self.tree.records, self.tree.position
         tip = next((u for u in reversed(members) if records[u].get("type") in ("user", "assistant")), members[-1])
         chain: list[str] = []
+        on: set[str] = set()
         cur: str | None = tip
-        while cur is not None:
+        while cur is not None and cur not in on:  # (a cycle in bad data ends the walk)
             chain.append(cur)
+            on.add(cur)
             cur = parent[cur]
         chain.reverse()
-        on = set(chain)
         if len(on) == len(members):
             return chain
         # Parallel tool calls: the lines of one response share message.id; each result links
