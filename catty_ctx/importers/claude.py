@@ -1,13 +1,19 @@
 """Claude Code sessions (`projects/<cwd>/<sessionId>.jsonl`) → catty-ctx events.
 
 Claude Code keeps a tree of records linked by `uuid`/`parentUuid`, writes one line per
-content block of a response (each repeating the response's usage), replays earlier records
-when a session is resumed, and marks compaction with a `compact_boundary` record followed by
-an `isCompactSummary` user record. The importer keeps the live branch (the chain ending at
-the newest leaf), drops replayed copies by uuid, merges the lines of one response, counts
-each response's usage once (keyed by message id + request id, the largest copy kept), and
-imports subagent files as events with `agent`. (The usage ledger reads Claude files with
-its own faster reader, usage.py, under the same dedupe rules.)
+content block of a response (each repeating the response's usage; the results of parallel
+calls link to their own call's line), replays earlier records when a session is resumed,
+and marks compaction with a `compact_boundary` record followed by an `isCompactSummary`
+user record. Files in the wild also hold records no link joins (older versions wrote
+`parentUuid: null`, files get cut) and records of other sessions.
+
+The importer takes the file's own session (`_own_session`, `_select`), keeps the live
+branch and puts what no link reaches in file order (`_Layout`), drops replayed copies by
+uuid, merges the lines of one response, counts each response's usage once (keyed by
+message id + request id, the largest copy kept; an abandoned branch's calls are kept as
+usage marked `off_branch`), and imports subagent files as events with `agent`. (The usage
+ledger reads Claude files with its own faster reader, usage.py, under the same dedupe
+rules.)
 """
 from __future__ import annotations
 
@@ -637,6 +643,19 @@ def _off_branch_usage(layout: _Layout, tree: _Tree) -> list[dict[str, Any]]:
     return list(items.values())
 
 
+def _tell(layout: _Layout, path: Path, report: ImportReport, warn: Warn | None) -> None:
+    """Count what the layout left out or put in file order; say the latter once per file."""
+    if layout.unlinked:
+        report.unlinked += layout.unlinked
+        if warn:
+            warn(f"{path}: {layout.unlinked} records are not linked to the conversation's last record "
+                 "(parentUuid missing or broken): imported in file order")
+    if layout.off_branch:
+        report.skipped["off_branch"] += len(layout.off_branch)
+    for rtype, n in layout.side_records.items():
+        report.skipped[rtype] += n
+
+
 def _nested_responses(tree: _Tree, sid: str) -> dict[str, list[dict[str, Any]]]:
     """The usage of subagent responses logged as progress records, one item per response."""
     out: dict[str, list[dict[str, Any]]] = {}
@@ -692,15 +711,7 @@ def convert(
             warn(f"{path}: also holds records of session {held}: not imported; import one with --session ID")
     layout = _Layout(tree, uids)
     chain = layout.sequence
-    if layout.unlinked:
-        report.unlinked += layout.unlinked
-        if warn:
-            warn(f"{path}: {layout.unlinked} records are not linked to the conversation's last record "
-                 "(parentUuid missing or broken): imported in file order")
-    if layout.off_branch:
-        report.skipped["off_branch"] += len(layout.off_branch)
-    for rtype, n in layout.side_records.items():
-        report.skipped[rtype] += n
+    _tell(layout, path, report, warn)
     first = next((r for r in chain if _session_of(r)), None) or next(iter(tree.records.values()), {})
     cwd = next((r["cwd"] for r in chain if isinstance(r.get("cwd"), str)), None)
     model = next(
@@ -727,7 +738,7 @@ def convert(
     for agent, sub in subagent_files(path, sid):
         sub_tree = _read_tree(sub, report, lenient=lenient, warn=warn, sidechain_ok=True)
         sub_layout = _Layout(sub_tree, {u: None for u in sub_tree.records})
-        report.skipped["off_branch"] += len(sub_layout.off_branch)
+        _tell(sub_layout, sub, report, warn)
         _Converter(b, agent, seen_usage, path=sub, tree=sub_tree, lenient=lenient, warn=warn).run(_with_paid_calls(sub_layout, sub_tree))
     del tree
     return b
