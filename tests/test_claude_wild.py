@@ -170,3 +170,13 @@ def test_a_cycle_of_parent_links_ends_instead_of_hanging(tmp_path: Path) -> None
     src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in lines))
     events, _, _ = run(src)
     assert [e["text"] for e in events if e["kind"] == "message"] == ["first", "reply", "second"]
+
+
+def test_usage_of_an_imported_session_with_subagents_equals_usage_of_its_project_folder(tmp_path: Path) -> None:
+    """The main fixture: a rewind, a <synthetic> response, a subagent file, a torn tail."""
+    project = FIXTURES / "import" / "claude" / "projects" / "-home-dev-shop"
+    out = tmp_path / "s"
+    ok("import", "claude", str(project / "sess-0001.jsonl"), "--out", str(out))
+    source = orjson.loads(cli("usage", str(project), "--json").stdout)["totals"]  # (the torn tail: a warning)
+    imported = orjson.loads(ok("usage", str(out), "--json"))["totals"]
+    assert source == imported and imported["calls"] == 9
