@@ -180,3 +180,12 @@ def test_usage_of_an_imported_session_with_subagents_equals_usage_of_its_project
     source = orjson.loads(cli("usage", str(project), "--json").stdout)["totals"]  # (the torn tail: a warning)
     imported = orjson.loads(ok("usage", str(out), "--json"))["totals"]
     assert source == imported and imported["calls"] == 9
+
+
+def test_a_prompt_typed_while_claude_was_busy_is_a_user_turn() -> None:
+    """It reaches the model only as an attachment record; once it was skipped."""
+    events, report, _ = run(WILD / "queued-prompt" / "wild-queue-0011.jsonl")
+    users = [(e["text"], e.get("synthetic")) for e in events if e["kind"] == "message" and e["role"] == "user"]
+    assert users[:2] == [("Add the price column to the export.", None), ("and convert the prices to euros", None)]
+    assert users[2][1] == "task_notification"
+    assert report.skipped["attachment:deferred_tools_delta"] == 1 and report.skipped["queue-operation"] == 2

@@ -228,7 +228,7 @@ class _Layout:
         groups: dict[str, list[str]] = {}
         for uid in uids:  # file order inside each group
             groups.setdefault(root[uid], []).append(uid)
-        newest = next((u for u in reversed(uids) if records[u].get("type") in ("user", "assistant")), None)  # uids: file order
+        newest = next((u for u in reversed(uids) if _is_message(records[u])), None)  # uids: file order
         live = root[newest] if newest is not None else None
         chains: list[list[str]] = []
         for top, members in groups.items():
@@ -236,7 +236,7 @@ class _Layout:
             on = set(chain)
             for u in members:
                 if u not in on:
-                    if records[u].get("type") in ("user", "assistant"):
+                    if _is_message(records[u]):
                         self.off_branch.append(records[u])
                     else:
                         self.side_records[str(records[u].get("type"))] += 1
@@ -248,7 +248,7 @@ class _Layout:
 
     def _chain(self, members: list[str], parent: dict[str, str | None]) -> list[str]:
         records, pos = self.tree.records, self.tree.position
-        tip = next((u for u in reversed(members) if records[u].get("type") in ("user", "assistant")), members[-1])
+        tip = next((u for u in reversed(members) if _is_message(records[u])), members[-1])
         chain: list[str] = []
         on: set[str] = set()
         cur: str | None = tip
@@ -300,6 +300,19 @@ class _Layout:
             out.append(u)
             out.extend(extra.get(u, ()))
         return out
+
+
+def _queued_prompt(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """A prompt typed while Claude Code was busy: it reaches the model as an attachment record
+    (`queued_command`), never as a user line."""
+    att = rec.get("attachment")
+    if rec.get("type") == "attachment" and isinstance(att, dict) and att.get("type") == "queued_command" and att.get("prompt"):
+        return att
+    return None
+
+
+def _is_message(rec: dict[str, Any]) -> bool:
+    return rec.get("type") in ("user", "assistant") or _queued_prompt(rec) is not None
 
 
 def _message_id(rec: dict[str, Any]) -> Any:
@@ -367,6 +380,8 @@ class _Converter:
                     self.system(rec)
                 elif rtype == _OFF_BRANCH_USAGE:
                     self.off_branch_usage(rec)
+                elif rtype == "attachment":
+                    self.attachment(rec)
                 else:
                     self.b.skip(str(rtype))
             except SHAPE_ERRORS as exc:
@@ -515,6 +530,20 @@ class _Converter:
             elif text.startswith(_COMMAND_OUTPUT_PREFIXES):
                 synthetic = "command_output"
             self.b.message("user", text, id=rec["uuid"], ts=ts, agent=self.agent, images=images or None, synthetic=synthetic)
+
+    def attachment(self, rec: dict[str, Any]) -> None:
+        queued = _queued_prompt(rec)
+        if queued is None:
+            att = rec.get("attachment")
+            self.b.skip(f"attachment:{att.get('type') if isinstance(att, dict) else None}")
+            return
+        self.flush()
+        origin = queued.get("origin")
+        human = queued.get("commandMode") in (None, "prompt") and (not isinstance(origin, dict) or origin.get("kind") in (None, "human"))
+        mode = queued.get("commandMode")
+        synthetic = None if human else (mode.replace("-", "_") if isinstance(mode, str) and mode else "queued_command")
+        self.b.message("user", text_of(queued["prompt"]), id=rec["uuid"], ts=rec.get("timestamp"), agent=self.agent,
+                       synthetic=synthetic)
 
     def system(self, rec: dict[str, Any]) -> None:
         subtype = rec.get("subtype")
