@@ -189,3 +189,15 @@ def test_a_prompt_typed_while_claude_was_busy_is_a_user_turn() -> None:
     assert users[:2] == [("Add the price column to the export.", None), ("and convert the prices to euros", None)]
     assert users[2][1] == "task_notification"
     assert report.skipped["attachment:deferred_tools_delta"] == 1 and report.skipped["queue-operation"] == 2
+
+
+def test_session_in_a_tree_finds_a_session_whose_records_sit_in_another_sessions_file(tmp_path: Path) -> None:
+    project = tmp_path / "projects" / "-home-dev-wild"
+    project.mkdir(parents=True)
+    (project / TWO_SESSIONS.name).write_bytes(TWO_SESSIONS.read_bytes())
+    (project / RESUMED.name).write_bytes(RESUMED.read_bytes())
+    events, _, _ = run(tmp_path / "projects", session_id="wild-other-0009")
+    assert events[0]["session_id"] == "wild-other-0009"
+    assert tally(events)["user_turns"] == 2
+    proc = cli("import", "claude", str(tmp_path / "projects"), "--session", "wild-none")
+    assert proc.returncode == 2 and b"no Claude Code session wild-none" in proc.stderr

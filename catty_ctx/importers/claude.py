@@ -131,7 +131,7 @@ def _session_of(rec: dict[str, Any]) -> str | None:
     return sid if isinstance(sid, str) and sid else None
 
 
-def _own_session(tree: _Tree, path: Path, requested: str | None, *, by_name: bool) -> str:
+def _own_session(tree: _Tree, path: Path, requested: str | None) -> str:
     """The session a file is imported as: the one asked for, else the one the file is named
     after, else the one most of its conversation records belong to."""
     counts: Counter[str] = Counter()
@@ -139,9 +139,9 @@ def _own_session(tree: _Tree, path: Path, requested: str | None, *, by_name: boo
         sid = _session_of(rec)
         if sid and rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
             counts[sid] += 1
-    if requested and not by_name:
-        if requested in counts:
-            return requested
+    if requested in counts:
+        return requested
+    if requested and path.stem != requested:
         held = ", ".join(sorted(counts)) or "none"
         raise UsageError(f"{path}: holds no conversation of session {requested} (sessions in it: {held})")
     if path.stem in counts:
@@ -594,15 +594,34 @@ def find_session_file(source: Path, session_id: str | None) -> Path:
         raise UsageError(f"{source}: no such file or directory")
     if session_id:
         hits = sorted(p for p in source.rglob(f"{session_id}.jsonl") if "subagents" not in p.parts)
-        if not hits:
-            raise UsageError(f"{source}: no Claude Code session {session_id} in this tree")
-        return hits[0]
+        if hits:
+            return hits[0]
+        # Its records may sit in another session's file (a resumed session kept writing there).
+        mark = orjson.dumps({"sessionId": session_id})[1:-1]
+        for p in sorted(source.rglob("*.jsonl")):
+            if "subagents" not in p.parts and _holds(p, mark):
+                return p
+        raise UsageError(f"{source}: no Claude Code session {session_id} in this tree")
     files = sorted(p for p in source.rglob("*.jsonl") if "subagents" not in p.parts and not p.name.startswith("agent-"))
     if len(files) == 1:
         return files[0]
     if not files:
         raise not_recognised(str(source), WHAT)
     raise UsageError(f"{source}: holds {len(files)} sessions; name one with --session ID")
+
+
+def _holds(path: Path, mark: bytes) -> bool:
+    """Does the file hold these bytes? (read in blocks, overlapping by the mark's length)"""
+    tail = b""
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                if mark in tail + block[: len(mark)] or mark in block:
+                    return True
+                tail = block[-len(mark):]
+    except OSError:
+        return False
+    return False
 
 
 def subagent_files(main: Path, session_id: str) -> list[tuple[str, Path]]:
@@ -731,7 +750,7 @@ def convert(
     tree = _read_tree(path, report, lenient=lenient, warn=warn, sidechain_ok=False)
     if tree.recognised == 0:
         raise not_recognised(str(path), WHAT)
-    sid = _own_session(tree, path, session_id, by_name=path != source)
+    sid = _own_session(tree, path, session_id)
     uids, others = _select(tree, sid)
     if others:
         report.skipped["other_session"] += sum(others.values())
