@@ -57,7 +57,7 @@ def test_records_with_parent_uuid_null_everywhere_import_whole_in_file_order() -
     assert texts[0].startswith("Rename the helper") and texts[-1] == "Both files now use parse_config."
     assert report.unlinked == 10 and "off_branch" not in report.skipped
     said = [w for w in warnings if "file order" in w]
-    assert len(said) == 1 and "10 records" in said[0]
+    assert len(said) == 1 and "10 messages" in said[0]
 
 
 def test_a_file_cut_out_of_a_larger_one_keeps_both_stretches() -> None:
@@ -201,3 +201,14 @@ def test_session_in_a_tree_finds_a_session_whose_records_sit_in_another_sessions
     assert tally(events)["user_turns"] == 2
     proc = cli("import", "claude", str(tmp_path / "projects"), "--session", "wild-none")
     assert proc.returncode == 2 and b"no Claude Code session wild-none" in proc.stderr
+
+
+def test_a_lone_record_that_carries_no_conversation_is_no_news(tmp_path: Path) -> None:
+    src = tmp_path / "wild-null-0001.jsonl"
+    stray = {"type": "system", "subtype": "local_command", "uuid": "z1", "parentUuid": None, "sessionId": "wild-null-0001",
+             "timestamp": "2026-10-05T09:59:00.000Z", "content": "<command-name>/clear</command-name>"}
+    lines = RESUMED.read_bytes().replace(b"wild-new-0003", b"wild-null-0001").replace(b"wild-old-0002", b"wild-null-0001")
+    src.write_bytes(orjson.dumps(stray) + b"\n" + lines)
+    events, report, warnings = run(src)
+    assert report.unlinked == 0 and not any("file order" in w for w in warnings)
+    assert tally(events)["user_turns"] == 2

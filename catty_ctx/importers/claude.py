@@ -190,7 +190,7 @@ class _Layout:
         self.tree = tree
         self.sequence: list[dict[str, Any]] = []
         self.off_branch: list[dict[str, Any]] = []  # messages on abandoned branches, file order
-        self.unlinked = 0  # records imported by file order
+        self.unlinked = 0  # messages imported by file order
         self.side_records: Counter[str] = Counter()  # non-message records off every chain
         if not uids:
             return
@@ -240,8 +240,8 @@ class _Layout:
                         self.off_branch.append(records[u])
                     else:
                         self.side_records[str(records[u].get("type"))] += 1
-            if top != live:
-                self.unlinked += len(chain)
+            if top != live:  # (records that carry no conversation are no news)
+                self.unlinked += sum(1 for u in chain if _is_message(records[u]))
             chains.append(chain)
         self.off_branch.sort(key=lambda r: pos[r["uuid"]])
         self.sequence = [records[u] for u in heapq.merge(*chains, key=pos.__getitem__)]
@@ -696,7 +696,7 @@ def _tell(layout: _Layout, path: Path, report: ImportReport, warn: Warn | None) 
     if layout.unlinked:
         report.unlinked += layout.unlinked
         if warn:
-            warn(f"{path}: {layout.unlinked} records are not linked to the conversation's last record "
+            warn(f"{path}: {layout.unlinked} messages are not linked to the conversation's last record "
                  "(parentUuid missing or broken): imported in file order")
     if layout.off_branch:
         report.skipped["off_branch"] += len(layout.off_branch)

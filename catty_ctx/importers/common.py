@@ -45,7 +45,7 @@ class ImportReport:
     invalid: list[str] = field(default_factory=list)  # file:line of lines skipped by --lenient
     torn: list[str] = field(default_factory=list)
     implicit_assistants: int = 0
-    unlinked: int = 0  # records no source link reaches, imported by file order
+    unlinked: int = 0  # messages no source link reaches, imported by file order
 
     def as_dict(self) -> dict[str, Any]:
         return {
