@@ -10,14 +10,17 @@ in the agent's own code or in files users attach to bug reports). Each one lives
 - a file `NAME.EXT` with `NAME.expected.json` beside it.
 
 `expected.json` holds what the import must give; every key is optional:
-`session` (passed as `--session`), `session_id`, `user_turns` (real user messages of the
-main loop), `assistant_messages` (main loop), `tool_pairs` (main-loop calls with a result),
-`usage_events` (all of them), `off_branch_usage`, `agent_usage`, `compactions`, `images`,
-`reasoning`, `unlinked` and `other_session` (from the import report), `off_branch` (the
-report's skip count), `usage_calls` (the ledger of the imported session) and
+`session` (passed as `--session`), `session_id`, `parent_session_id` and `model` (of the
+session event), `user_turns` (real user messages of the main loop), `assistant_messages`
+and `assistant_text_messages` (main loop; the latter with text), `tool_calls` and
+`tool_pairs` (main-loop calls; those with a result), `usage_events` (all of them),
+`off_branch_usage`, `agent_usage`, `compactions`, `images`, `reasoning`, `dangling` (what
+`inspect` finds), `unlinked` and `other_session` (from the import report), `off_branch`
+(the report's skip count), `usage_calls` (the ledger of the imported session) and
 `source_usage_calls` (the ledger of the source). When `usage_matches_source` is not false
 and the source is read by the ledger, the imported session's token totals equal the
-source's. Unless `auto` is false, `import auto` names the fixture's format.
+source's. Unless `auto` is false, `import auto` names the fixture's format (`format`, when
+given, must be the folder's).
 """
 from __future__ import annotations
 
@@ -39,14 +42,14 @@ WILD = sorted(
 
 def _case(entry: Path) -> tuple[str, Path, dict[str, Any]]:
     fmt = entry.parent.parent.name
-    if entry.is_dir():
+    if entry.is_dir():  # (an expected.json's own "format", when given, must agree: checked below)
         exp_path = entry / "expected.json"
         expected = orjson.loads(exp_path.read_bytes()) if exp_path.exists() else {}
         if "source" in expected:
             return fmt, entry / expected["source"], expected
         inside = [p for p in entry.iterdir() if p.name != "expected.json"]
         return fmt, inside[0] if len(inside) == 1 else entry, expected
-    exp_path = entry.parent / (entry.name.split(".")[0] + ".expected.json")
+    exp_path = entry.parent / (entry.with_suffix("").name + ".expected.json")
     return fmt, entry, orjson.loads(exp_path.read_bytes()) if exp_path.exists() else {}
 
 
@@ -98,9 +101,12 @@ def _counts(events: list[dict[str, Any]]) -> dict[str, int]:
     main = [e for e in events if not e.get("agent")]
     answered = {e["call_id"] for e in main if e["kind"] == "tool_result"}
     usage = [e for e in events if e["kind"] == "usage"]
+    assistants = [e for e in main if e["kind"] == "message" and e["role"] == "assistant"]
     return {
         "user_turns": sum(1 for e in main if e["kind"] == "message" and e["role"] == "user" and not e.get("synthetic")),
-        "assistant_messages": sum(1 for e in main if e["kind"] == "message" and e["role"] == "assistant"),
+        "assistant_messages": len(assistants),
+        "assistant_text_messages": sum(1 for e in assistants if e["text"].strip()),
+        "tool_calls": sum(1 for e in main if e["kind"] == "tool_call"),
         "tool_pairs": sum(1 for e in main if e["kind"] == "tool_call" and e["call_id"] in answered),
         "usage_events": len(usage),
         "off_branch_usage": sum(1 for e in usage if e.get("off_branch")),
@@ -117,7 +123,8 @@ _TOTALS = ("input", "output", "cache_read", "cache_write", "calls")
 @pytest.mark.parametrize("entry", WILD, ids=[f"{p.parent.parent.name}/{p.name}" for p in WILD])
 def test_wild_fixture_imports_and_works_with_every_command(entry: Path, tmp_path: Path) -> None:
     fmt, source, expected = _case(entry)
-    if expected.get("auto", True):
+    assert expected.get("format", fmt) == fmt
+    if expected and expected.get("auto", True):
         assert detect(source) == fmt
     out = tmp_path / "imported"
     session = ["--session", expected["session"]] if expected.get("session") else []
@@ -135,8 +142,11 @@ def test_wild_fixture_imports_and_works_with_every_command(entry: Path, tmp_path
     for key, value in expected.items():
         if key in got:
             assert got[key] == value, f"{key}: {got[key]} != {value}"
-    if "session_id" in expected:
-        assert events[0]["session_id"] == expected["session_id"]
+    for key in ("session_id", "parent_session_id", "model"):
+        if key in expected:
+            assert events[0].get(key) == expected[key], key
+    if "dangling" in expected:
+        assert inspected["problems"]["dangling"] == expected["dangling"]
     if "unlinked" in expected:
         assert report["unlinked"] == expected["unlinked"]
     for key in ("other_session", "off_branch"):
