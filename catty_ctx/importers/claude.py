@@ -11,9 +11,9 @@ The importer takes the file's own session (`_own_session`, `_select`), keeps the
 branch and puts what no link reaches in file order (`_Layout`), drops replayed copies by
 uuid, merges the lines of one response, counts each response's usage once (keyed by
 message id + request id, the largest copy kept; an abandoned branch's calls are kept as
-usage marked `off_branch`), and imports subagent files as events with `agent`. (The usage
-ledger reads Claude files with its own faster reader, usage.py, under the same dedupe
-rules.)
+usage marked `off_branch`), and
+imports subagent files as events with `agent`. (The usage ledger reads Claude files with
+its own faster reader, usage.py, under the same dedupe rules.)
 """
 from __future__ import annotations
 
