@@ -123,6 +123,7 @@ KIND_RULES: dict[str, _Rules] = {
         "cost_usd": _r(_NUM, False, True),
         "request_id": _r(_STR, False, True),
         "incomplete": _r(_BOOL, False),
+        "off_branch": _r(_BOOL, False),
     },
     "state": {
         "facet": _r(_STR),

@@ -20,6 +20,9 @@ SUMMARY_PREAMBLE = (
     "This session is being continued from an earlier conversation that ran out of context. "
     "The summary below covers the earlier part of the conversation."
 )
+# Summaries that already open with a continuation preamble (Claude Code writes its compaction
+# summary as the whole message it sends) are carried as they are.
+CARRIED_PREAMBLES = ("This session is being continued from a previous conversation", SUMMARY_PREAMBLE[:60])
 # Argument names that carry the file a tool works on (grok-build's list plus common peers).
 PATH_ARGS = ("path", "file_path", "target_file", "filePath", "filename", "file", "notebook_path")
 _EDIT_WORDS = ("edit", "write", "create", "replace", "patch", "insert", "delete_file", "str_replace")
@@ -168,7 +171,10 @@ def mode_hint(comp: Event) -> str:
 
 
 def summary_carrier(comp: Event) -> str:
-    return f"{SUMMARY_PREAMBLE}\n\n<summary>\n{comp['summary']}\n</summary>{mode_hint(comp)}"
+    summary = comp["summary"]
+    if summary.startswith(CARRIED_PREAMBLES):  # an agent's own carrier text (Claude Code's): wrapped once
+        return f"{summary}{mode_hint(comp)}"
+    return f"{SUMMARY_PREAMBLE}\n\n<summary>\n{summary}\n</summary>{mode_hint(comp)}"
 
 
 def build_head(comp: Event, state: HeadState) -> list[dict[str, Any]]:

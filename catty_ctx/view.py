@@ -424,7 +424,7 @@ def iter_view(
                 else:
                     out.append((item, seq))
             elif kind == "usage":
-                if seq > comp_seq:
+                if seq > comp_seq and ev.get("off_branch") is not True:  # an abandoned branch's call measured another context
                     st.on_usage(ev)
             elif kind == "state":
                 if detached and ev.get("facet") in ANNOUNCED_FACETS:

@@ -120,8 +120,10 @@ def test_claude_counts_match_the_source() -> None:
     assert count(main, "tool_call") == 5  # toolu_01..05
     assert count(main, "tool_result") == 5
     assert count(main, "tool_result", is_error=True) == 1  # toolu_02
-    # responses msg_01..06 (msg_syn is <synthetic>: no usage; msg_x is off the live branch)
-    assert count(main, "usage") == 6
+    # responses msg_01..06 (msg_syn is <synthetic>: no usage); msg_x, made on the abandoned
+    # branch, is kept as a usage event marked off_branch (it was paid for)
+    assert count(main, "usage") == 7
+    assert [e["request_id"] for e in main if e["kind"] == "usage" and e.get("off_branch")] == ["req_x"]
     assert report.skipped["hook-telemetry"] == 1 and report.skipped["replayed"] == 3
     assert report.skipped["off_branch"] == 2
     assert report.torn and report.torn[0].endswith(":32")

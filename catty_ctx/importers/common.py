@@ -73,6 +73,7 @@ class ImportReport:
     invalid: list[str] = field(default_factory=list)  # file:line of lines skipped by --lenient
     torn: list[str] = field(default_factory=list)
     implicit_assistants: int = 0
+    unlinked: int = 0  # messages no source link reaches, imported by file order
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,7 @@ class ImportReport:
             "kinds": dict(sorted(self.kinds.items())),
             "user_turns": self.user_turns,
             "implicit_assistants": self.implicit_assistants,
+            "unlinked": self.unlinked,
             "skipped": dict(sorted(self.skipped.items())),
             "invalid": list(self.invalid),
             "torn": list(self.torn),
@@ -339,6 +341,7 @@ class EventBuilder:
         agent: str | None = None,
         request_id: str | None = None,
         cost_usd: float | None = None,
+        off_branch: bool = False,
     ) -> Event:
         model = model if isinstance(model, str) and model else None
         fields: dict[str, Any] = {
@@ -353,7 +356,9 @@ class EventBuilder:
             fields["cost_usd"] = cost_usd
         if isinstance(request_id, str) and request_id:
             fields["request_id"] = request_id
-        if model and not agent:
+        if off_branch:  # a call on an abandoned branch: counted by the ledger, never in the view
+            fields["off_branch"] = True
+        elif model and not agent:
             self.model = model
         return self.emit("usage", fields, ts=ts, agent=agent)
 
