@@ -359,6 +359,10 @@ class EventBuilder:
         self._assistant_open[agent] = False
         return ev
 
+    def end_assistant(self, agent: str | None = None) -> None:
+        """The next tool call starts a new assistant message (a call made after a result)."""
+        self._assistant_open[agent] = False
+
     def rewind(self, to_turn: int, *, ts: Any = None) -> Event:
         self._assistant_open[None] = False
         return self.emit("rewind", {"to_turn": max(to_turn, 0)}, ts=ts)

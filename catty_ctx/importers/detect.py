@@ -33,10 +33,17 @@ def _first_records(path: Path) -> list[Any]:
     return [r for r in records if isinstance(r, dict)]
 
 
+def _is_codex_header(r: dict[str, Any]) -> bool:
+    """The older Codex files' first line: a bare {id, timestamp, instructions?, git?}, no type."""
+    return "type" not in r and isinstance(r.get("id"), str) and isinstance(r.get("timestamp"), str) and "role" not in r
+
+
 def _jsonl_format(records: list[dict[str, Any]]) -> str | None:
+    if records and _is_codex_header(records[0]):
+        return "codex"
     for r in records:
         t = r.get("type")
-        if t in _CODEX_TYPES and "payload" in r:
+        if (t in _CODEX_TYPES and "payload" in r) or (r.get("record_type") == "state" and t is None):
             return "codex"
         if "parentUuid" in r or ("sessionId" in r and t in _CLAUDE_TYPES and "uuid" in r) or (t == "summary" and "leafUuid" in r):
             return "claude"
@@ -94,6 +101,8 @@ def detect(source: Path) -> str:
         if isinstance(doc, list):
             return _messages_format(doc)
         if isinstance(doc, dict):
+            if isinstance(doc.get("session"), dict) and isinstance(doc.get("items"), list):
+                return "codex"  # the first Codex CLI's {session, items} document
             if "projectHash" in doc and isinstance(doc.get("messages"), list):
                 return "gemini"
             if "projectID" in doc and str(doc.get("id", "")).startswith("ses"):
