@@ -54,7 +54,7 @@ def imported(tmp_path: Path, name: str, fmt: str = "codex") -> Session:
 def test_every_variant_has_a_fixture() -> None:
     assert CASES == ["calls-in-sequence-and-parallel", "cut-after-first-lines", "event-and-item-copies", "event-only",
                      "first-cli-json-document", "fork-restamped-with-spawn-answer", "legacy-header-and-bare-items",
-                     "newer-fields-and-rollback", "subagent-inherited-prefix"]
+                     "newer-fields-and-rollback", "remote-compaction", "subagent-inherited-prefix"]
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -129,6 +129,8 @@ def test_event_copies_of_response_items_are_not_imported_twice_in_either_order()
     assert texts == ["Count the lines of notes.md", "notes.md has 12 lines.", "And the words?",
                      "About 90 words; say if you want the exact count.", "Thanks, that is all."]
     assert report.skipped["event_msg:user_message"] == 2 and report.skipped["event_msg:agent_message"] == 2
+    # a user_message event of kind environment_context shows harness context: not a turn
+    assert report.skipped["event_msg:user_message (harness context)"] == 1 and report.user_turns == 3
 
 
 def test_a_file_cut_after_its_first_lines_keeps_its_prompt(tmp_path: Path) -> None:
@@ -202,6 +204,14 @@ def test_a_rollback_becomes_a_rewind(tmp_path: Path) -> None:
     session = imported(tmp_path, "newer-fields-and-rollback")
     assert [e["to_turn"] for e in session.events(warn=None) if e["kind"] == "rewind"] == want["rewinds"]
     assert [i["text"] for i in view(session) if i["role"] == "user" and not i.get("synthetic")] == want["view_user_texts"]
+
+
+def test_a_remote_compaction_keeps_the_history_it_was_replaced_by(tmp_path: Path) -> None:
+    _, want = case("remote-compaction")
+    session = imported(tmp_path, "remote-compaction")
+    compactions = [e for e in session.events(warn=None) if e["kind"] == "compaction"]
+    assert [(c["summary"], c["summarizer"]) for c in compactions] == [(want["compaction_summary"], "codex-remote")]
+    assert any(want["compaction_summary"] in (i.get("text") or "") for i in view(session))
 
 
 def test_token_counts_without_last_usage_count_what_the_totals_moved_by(tmp_path: Path) -> None:

@@ -139,6 +139,18 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
+def _copies(event_text: str, item_text: str) -> bool:
+    """Whether an event's message text is the UI's copy of a response item's.
+
+    The same text, but for spacing, or the item's text ending or starting with it (an item
+    with images carries placeholders around the words the user typed).
+    """
+    if event_text == item_text:
+        return True
+    e, i = _words(event_text), _words(item_text)
+    return e == i or bool(e) and (i.startswith(e) or i.endswith(e))
+
+
 def _normalise(rec: dict[str, Any]) -> tuple[str, dict[str, Any], Any] | None:
     """(line type, payload, ts) for the current layout and the older one of bare items."""
     rtype = rec.get("type")
@@ -268,7 +280,8 @@ class _Converter:
         """Records older than the session's own start are copies; the first newer one ends the copy."""
         if self.own_ts is None or not isinstance(ts, str):
             return
-        stamp = to_ts(ts)
+        # Codex writes every time as UTC with milliseconds and a Z, as own_ts is: compare as is
+        stamp = ts if len(ts) == 24 and ts[-1] == "Z" else to_ts(ts)
         if stamp is None:
             return
         if stamp < self.own_ts:
@@ -285,9 +298,14 @@ class _Converter:
     def event_message(self, role: str, payload: dict[str, Any], ts: Any, lineno: int) -> None:
         text = payload.get("message")
         text = text if isinstance(text, str) else text_of(text)
-        words = _words(text)
+        kind = payload.get("kind")
+        if role == "user" and ((kind is not None and kind not in ("plain", "user")) or _is_harness(text)):
+            # some versions show harness context as user_message events too (kind
+            # user_instructions, environment_context): the response item has it already
+            self.b.skip("event_msg:user_message (harness context)")
+            return
         for i, seen in enumerate(self.seen[role]):
-            if words == seen or (words and (seen.startswith(words) or seen.endswith(words))):
+            if _copies(text, seen):
                 del self.seen[role][i]
                 self.b.skip(f"event_msg:{payload.get('type')}")  # a UI copy of a response item
                 return
@@ -363,10 +381,7 @@ class _Converter:
         synthetic = "harness_context" if role in ("user", "developer") and texts and all(_is_harness(t) for t in texts) else None
         mid = str(p.get("id") or f"line-{lineno}")
         if role in ("user", "assistant") and not synthetic:
-            words = _words(text)
-            match = next((i for i, (r, t, *_) in enumerate(self.pending)
-                          if r == role and (_words(t) == words or (_words(t) and (words.startswith(_words(t))
-                                                                                  or words.endswith(_words(t)))))), None)
+            match = next((i for i, (r, t, *_) in enumerate(self.pending) if r == role and _copies(t, text)), None)
             if match is not None:
                 # the event came first: this item replaces it, in its place
                 del self.pending[match]
@@ -376,7 +391,7 @@ class _Converter:
                 return
             self.flush()
             self.emit_message(role, text, id=mid, ts=ts, images=images)
-            self.seen[role].append(words)
+            self.seen[role].append(text)
             return
         # harness context and developer text do not move the event-only messages before them
         self.emit_message(role, text, id=mid, ts=ts, images=images, synthetic=synthetic)
@@ -593,4 +608,15 @@ def _dispatch(conv: _Converter, tracker: UsageTracker, ltype: str, payload: dict
     elif ltype == "compacted":
         conv.flush()
         conv.answer_inherited(ts)
-        b.compaction(text_of(payload.get("message")), id=f"line-{lineno}", ts=ts, summarizer="codex")
+        summary = text_of(payload.get("message"))
+        history = payload.get("replacement_history")
+        if not summary.strip() and isinstance(history, list):
+            # a remote compaction: no summary text, the history that replaces the old one
+            # (the user's messages kept, the rest encrypted)
+            kept = [text_of(i.get("content")) for i in history
+                    if isinstance(i, dict) and i.get("type") == "message" and i.get("role") in ("user", "assistant")]
+            kept = [t for t in kept if t.strip() and not _is_harness(t)]
+            summary = "\n\n".join(kept) or "[summary encrypted by the provider]"
+            b.compaction(summary, id=f"line-{lineno}", ts=ts, summarizer="codex-remote")
+        else:
+            b.compaction(summary, id=f"line-{lineno}", ts=ts, summarizer="codex")
