@@ -110,7 +110,8 @@ def test_usage_of_the_import_equals_usage_of_the_source(tmp_path: Path, name: st
 
 def test_messages_recorded_only_as_events_are_imported_in_order() -> None:
     events, report = run(case("event-only")[0])
-    said = [(e["role"], e["text"]) for e in events if e["kind"] == "message" and not e.get("synthetic") and e["text"]]
+    said = [(e["role"], e["text"]) for e in events
+            if e["kind"] == "message" and e["role"] in ("user", "assistant") and not e.get("synthetic") and e["text"]]
     assert said == [
         ("user", "List the TODO items in notes.md"),
         ("assistant", "Three TODO items: buy milk (line 3), call Ana (line 7), fix bike (line 9)."),
@@ -118,7 +119,8 @@ def test_messages_recorded_only_as_events_are_imported_in_order() -> None:
         ("assistant", "I cannot tell from the file: it keeps no dates."),
     ]
     # the prompt comes before the call it asked for, the answer after the call's output
-    kinds = [e["kind"] for e in events if e["kind"] in ("message", "tool_call", "tool_result") and not e.get("synthetic")]
+    kinds = [e["kind"] for e in events if e["kind"] in ("message", "tool_call", "tool_result")
+             and e.get("role") != "developer" and not e.get("synthetic")]
     assert kinds[:4] == ["message", "message", "tool_call", "tool_result"]
     assert report.user_turns == 2
 
@@ -231,3 +233,34 @@ def test_token_counts_without_last_usage_count_what_the_totals_moved_by(tmp_path
     a, _ = U.usage([str(src)], timezone_name="UTC", use_cache=False)
     b, _ = U.usage([str(out)], timezone_name="UTC", use_cache=False)
     assert a.totals == b.totals
+
+
+def write_rollout(path: Path, records: list[tuple[str, str, dict[str, Any]]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps({"timestamp": ts, "type": t, "payload": p}) + b"\n" for ts, t, p in records))
+    return path
+
+
+def test_events_shown_before_their_items_keep_their_order(tmp_path: Path) -> None:
+    ts = "2026-09-21T10:00:0%d.000Z"
+    src = write_rollout(tmp_path / "rollout-o.jsonl", [
+        (ts % 0, "session_meta", {"id": "o", "timestamp": ts % 0}),
+        (ts % 1, "event_msg", {"type": "user_message", "message": "first"}),
+        (ts % 2, "event_msg", {"type": "agent_message", "message": "second"}),
+        (ts % 3, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "first"}]}),
+        (ts % 4, "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "second"}]}),
+    ])
+    events, _ = run(src)
+    assert [(e["role"], e["text"], e["ts"]) for e in events if e["kind"] == "message"] == [
+        ("user", "first", ts % 3), ("assistant", "second", ts % 4)]
+
+
+def test_a_call_left_open_in_a_session_of_its_own_stays_for_repair(tmp_path: Path) -> None:
+    ts = "2026-09-22T10:00:0%d.000Z"
+    src = write_rollout(tmp_path / "rollout-d.jsonl", [
+        (ts % 5, "session_meta", {"id": "d", "timestamp": ts % 5}),
+        (ts % 1, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run it"}]}),
+        (ts % 2, "response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+        (ts % 3, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "stop"}]}),
+    ])
+    events, _ = run(src)  # older times without a parent are no copy: nothing is answered for it
+    assert [e["kind"] for e in events if e.get("call_id") == "c1"] == ["tool_call"]

@@ -252,7 +252,7 @@ class _Converter:
         # response item with the same text replaces one; anything else in the conversation
         # writes them first, so they keep their place.
         self.pending: list[tuple[str, str, list[str], Any, int]] = []
-        # Words of response-item messages whose event_msg copy has not come yet, per role
+        # Texts of response-item messages whose event_msg copy has not come yet, per role
         # (reset at each user turn: a copy follows its item closely).
         self.seen: dict[str, list[str]] = {"user": [], "assistant": []}
         # The copy of a parent's history at the top of a fork or subagent thread.
@@ -278,8 +278,8 @@ class _Converter:
 
     def observe_time(self, ts: Any) -> None:
         """Records older than the session's own start are copies; the first newer one ends the copy."""
-        if self.own_ts is None or not isinstance(ts, str):
-            return
+        if self.own_ts is None or self.parent is None or not isinstance(ts, str):
+            return  # only a fork or a subagent thread holds a copy
         # Codex writes every time as UTC with milliseconds and a Z, as own_ts is: compare as is
         stamp = ts if len(ts) == 24 and ts[-1] == "Z" else to_ts(ts)
         if stamp is None:
@@ -378,16 +378,19 @@ class _Converter:
                 if img:
                     images.append(img)
         text = "\n".join(texts)
-        synthetic = "harness_context" if role in ("user", "developer") and texts and all(_is_harness(t) for t in texts) else None
+        synthetic = "harness_context" if role == "user" and texts and all(_is_harness(t) for t in texts) else None
         mid = str(p.get("id") or f"line-{lineno}")
         if role in ("user", "assistant") and not synthetic:
             match = next((i for i, (r, t, *_) in enumerate(self.pending) if r == role and _copies(t, text)), None)
             if match is not None:
-                # the event came first: this item replaces it, in its place
-                del self.pending[match]
+                # the event came first: this item replaces it, in its place (events shown
+                # after it stay waiting for their own items)
+                later = self.pending[match + 1 :]
+                del self.pending[match:]
                 self.b.skip(f"event_msg:{'user_message' if role == 'user' else 'agent_message'}")
                 self.flush()
                 self.emit_message(role, text, id=mid, ts=ts, images=images)
+                self.pending = later
                 return
             self.flush()
             self.emit_message(role, text, id=mid, ts=ts, images=images)
