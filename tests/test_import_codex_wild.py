@@ -264,3 +264,17 @@ def test_a_call_left_open_in_a_session_of_its_own_stays_for_repair(tmp_path: Pat
     ])
     events, _ = run(src)  # older times without a parent are no copy: nothing is answered for it
     assert [e["kind"] for e in events if e.get("call_id") == "c1"] == ["tool_call"]
+
+
+def test_instructions_in_a_message_after_the_first_turn_context_are_still_found(tmp_path: Path) -> None:
+    ts = "2026-09-23T10:00:0%d.000Z"
+    block = "<user_instructions>\n\nNo force pushes.\n\n</user_instructions>"
+    src = write_rollout(tmp_path / "rollout-i.jsonl", [
+        (ts % 0, "session_meta", {"id": "i", "timestamp": ts % 0, "instructions": "No force pushes."}),
+        (ts % 1, "turn_context", {"model": "gpt-5"}),
+        (ts % 2, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": block}]}),
+        (ts % 3, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "push it"}]}),
+    ])
+    events, report = run(src)
+    assert sum("No force pushes." in e.get("text", "") for e in events if e["kind"] == "message") == 1
+    assert events[0]["model"] == "gpt-5"

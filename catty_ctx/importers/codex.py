@@ -217,6 +217,16 @@ def _meta_instructions(meta: dict[str, Any]) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
+def _opens_a_turn(rec: Record) -> bool:
+    ltype, p = rec[0], rec[1]
+    if ltype == "event_msg":
+        return p.get("type") == "user_message" and not _is_harness(str(p.get("message") or ""))
+    if ltype == "response_item" and p.get("type") == "message" and p.get("role") == "user":
+        texts = [text_of([c]) for c in p.get("content") or () if isinstance(c, dict)]
+        return not (texts and all(_is_harness(t) for t in texts))
+    return False
+
+
 def _carried_by_message(instructions: str, head: list[tuple[str, dict[str, Any], Any, int]]) -> bool:
     """Whether a message among the first records already holds these instructions."""
     want = _words(instructions)
@@ -520,18 +530,18 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
     # Read a few records ahead: the session's model is in its first own turn_context (a
     # fork's copy of its parent comes first), and a message there may already hold
     # session_meta's instructions.
+    instructions = _meta_instructions(meta)
     head: list[Record] = [first]
-    model, copied = None, [False]
+    model, own_model, copied = None, False, [False]
+    look_for_instructions = instructions is not None
     for rec in records:
         head.append(rec)
-        if rec[0] == "turn_context" and isinstance(rec[1].get("model"), str) and rec[1]["model"]:
-            if not _is_copied(copied, rec, own_id, own_ts):
-                model = rec[1]["model"]
-                break
-            model = model or rec[1]["model"]
-        else:
-            _is_copied(copied, rec, own_id, own_ts)
-        if len(head) >= _HEAD_RECORDS:
+        copy = _is_copied(copied, rec, own_id, own_ts)
+        if not own_model and rec[0] == "turn_context" and isinstance(rec[1].get("model"), str) and rec[1]["model"]:
+            model, own_model = (rec[1]["model"], True) if not copy else (model or rec[1]["model"], False)
+        if look_for_instructions and _opens_a_turn(rec):
+            look_for_instructions = False  # harness messages come before the first prompt
+        if (own_model and not look_for_instructions) or len(head) >= _HEAD_RECORDS:
             break
     model = model or tracker.model
     b = start(
@@ -547,7 +557,6 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
     conv = _Converter(b, tracker, own_id=own_id, own_ts=own_ts, parent=parent)
     conv.context = _meta_context(meta)
     b.state("prompt_context", _snapshot(conv.context), ts=first[2])
-    instructions = _meta_instructions(meta)
     if instructions is not None:
         if _carried_by_message(instructions, head):
             report.skipped["session_meta:instructions (a message carries them)"] += 1
