@@ -8,6 +8,8 @@ variant used to hit.
 """
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import orjson
 import pytest
 
 from catty_ctx import usage as U
+from catty_ctx.errors import UsageError
 from catty_ctx.fork import resume
 from catty_ctx.importers import import_events, import_to_dir
 from catty_ctx.importers.detect import detect
@@ -26,12 +29,19 @@ from catty_ctx.view import view
 from conftest import FIXTURES
 
 WILD = FIXTURES / "import" / "codex" / "wild"
+# Codex compresses a rollout idle for a week; the usage ledger does not read those yet, so the
+# compressed variant lives beside wild/ (whose every folder also goes through `usage`).
+COMPRESSED = FIXTURES / "import" / "codex" / "compressed"
 CASES = sorted(p.name for p in WILD.iterdir() if p.is_dir())
 
 
-def case(name: str) -> tuple[Path, dict[str, Any]]:
-    expected = orjson.loads((WILD / name / "expected.json").read_bytes())
-    return WILD / name / expected["source"], expected
+def case(name: str, root: Path = WILD) -> tuple[Path, dict[str, Any]]:
+    expected = orjson.loads((root / name / "expected.json").read_bytes())
+    return root / name / expected["source"], expected
+
+
+def compressed() -> tuple[Path, dict[str, Any]]:
+    return case(".", COMPRESSED)
 
 
 def run(source: Path, fmt: str = "codex") -> tuple[list[dict[str, Any]], Any]:
@@ -278,3 +288,32 @@ def test_instructions_in_a_message_after_the_first_turn_context_are_still_found(
     events, report = run(src)
     assert sum("No force pushes." in e.get("text", "") for e in events if e["kind"] == "message") == 1
     assert events[0]["model"] == "gpt-5"
+
+
+def test_a_compressed_rollout_is_read_through_zstd_and_found_once_beside_its_plain_copy(tmp_path: Path) -> None:
+    source, want = compressed()
+    assert detect(source) == "codex"
+    events, _ = run(source, fmt="auto")
+    assert events[0]["session_id"] == want["session_id"]
+    tree = tmp_path / "sessions" / "2026" / "08" / "01"
+    tree.mkdir(parents=True)
+    shutil.copy(source, tree)
+    plain = tree / source.stem  # Codex decompresses a rollout beside the .zst while it resumes it
+    plain.write_bytes(subprocess.run(["zstd", "-dcq", str(source)], capture_output=True, check=True).stdout)
+    events, _ = run(tmp_path / "sessions")  # one session, not "holds 2 sessions"
+    assert events[0]["source"]["path"] == str(plain.resolve())
+
+
+def test_a_compressed_rollout_without_the_zstd_program_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no zstd on it
+    with pytest.raises(UsageError, match="compressed with zstd.*zstd -d"):
+        run(compressed()[0])
+
+
+def test_a_corrupt_compressed_rollout_is_a_data_error(tmp_path: Path) -> None:
+    from catty_ctx.errors import DataError
+
+    bad = tmp_path / "rollout-bad.jsonl.zst"
+    bad.write_bytes(compressed()[0].read_bytes()[:40])  # cut short
+    with pytest.raises(DataError, match="zstd"):
+        run(bad)

@@ -169,18 +169,31 @@ def _skip_key(rec: dict[str, Any]) -> str:
     return str(rec.get("type"))
 
 
+def _base_name(path: Path) -> str:
+    """A rollout's name without `.jsonl`, `.json` or a compressed `.jsonl.zst`."""
+    name = path.name
+    for suffix in (".zst", ".jsonl", ".json"):
+        name = name[: -len(suffix)] if name.endswith(suffix) else name
+    return name
+
+
 def _file_session_id(path: Path) -> str:
     """The id a rollout file is named after (its trailing UUID), for a file without a header."""
-    m = _UUID_TAIL.search(path.stem)
-    return m.group(0) if m else path.stem
+    base = _base_name(path)
+    m = _UUID_TAIL.search(base)
+    return m.group(0) if m else base
 
 
 def find_session_file(source: Path, session_id: str | None) -> Path:
     if source.is_file():
         return source
-    files = sorted(chain(source.rglob("rollout-*.jsonl"), source.rglob("rollout-*.json")))
+    # A compressed rollout Codex is resuming has a plain copy beside it for a while: one session.
+    by_base: dict[Path, Path] = {}
+    for p in chain(source.rglob("rollout-*.jsonl.zst"), source.rglob("rollout-*.json"), source.rglob("rollout-*.jsonl")):
+        by_base[p.parent / _base_name(p)] = p  # the plain copy (found last) wins
+    files = sorted(by_base.values())
     if session_id:
-        files = [p for p in files if p.stem.endswith(session_id)]
+        files = [p for p in files if _base_name(p).endswith(session_id)]
         if not files:
             raise UsageError(f"{source}: no Codex session {session_id} in this tree")
     if len(files) == 1:

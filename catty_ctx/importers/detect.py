@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
+from .common import open_source
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _CLAUDE_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot")
@@ -22,7 +23,7 @@ _PROBE_LINES = 20
 def _first_records(path: Path) -> list[Any]:
     records = []
     try:
-        with open(path, "rb") as f:
+        with open_source(path, str(path)) as f:
             for line in islice(f, _PROBE_LINES):
                 try:
                     records.append(orjson.loads(line))
