@@ -175,7 +175,7 @@ def test_a_fork_keeps_the_answer_codex_wrote_to_the_spawn_call() -> None:
 
 
 def test_calls_after_outputs_stay_separate_steps_and_parallel_calls_one(tmp_path: Path) -> None:
-    source, want = case("calls-in-sequence-and-parallel")
+    _, want = case("calls-in-sequence-and-parallel")
     session = imported(tmp_path, "calls-in-sequence-and-parallel")
     steps = [[c["call_id"] for c in i["tool_calls"]] for i in view(session) if i["role"] == "assistant" and i.get("tool_calls")]
     assert steps == want["steps"]
@@ -285,7 +285,7 @@ def test_instructions_in_a_message_after_the_first_turn_context_are_still_found(
         (ts % 2, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": block}]}),
         (ts % 3, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "push it"}]}),
     ])
-    events, report = run(src)
+    events, _ = run(src)
     assert sum("No force pushes." in e.get("text", "") for e in events if e["kind"] == "message") == 1
     assert events[0]["model"] == "gpt-5"
 

@@ -54,6 +54,7 @@ _TURN_STARTS = ("task_started", "turn_started")
 # whether a message already carries session_meta's instructions.
 _HEAD_RECORDS = 64
 _UUID_TAIL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+Record = tuple[str, dict[str, Any], Any, int]  # (line type, payload, ts, line number)
 
 
 # -- usage (shared with the usage ledger) ------------------------------------------------------
@@ -173,7 +174,7 @@ def _base_name(path: Path) -> str:
     """A rollout's name without `.jsonl`, `.json` or a compressed `.jsonl.zst`."""
     name = path.name
     for suffix in (".zst", ".jsonl", ".json"):
-        name = name[: -len(suffix)] if name.endswith(suffix) else name
+        name = name.removesuffix(suffix)
     return name
 
 
@@ -240,7 +241,7 @@ def _opens_a_turn(rec: Record) -> bool:
     return False
 
 
-def _carried_by_message(instructions: str, head: list[tuple[str, dict[str, Any], Any, int]]) -> bool:
+def _carried_by_message(instructions: str, head: list[Record]) -> bool:
     """Whether a message among the first records already holds these instructions."""
     want = _words(instructions)
     for ltype, p, _, _ in head:
@@ -491,9 +492,6 @@ def _snapshot(context: dict[str, tuple[Any, str]]) -> dict[str, Any]:
     from ..snapshot import snapshot_value
 
     return snapshot_value({k: v for k, (v, _) in context.items()}, {k: src for k, (_, src) in context.items()})
-
-
-Record = tuple[str, dict[str, Any], Any, int]  # (line type, payload, ts, line number)
 
 
 def _records(lines: Iterable[SourceLine], report: Any) -> Iterator[Record]:
