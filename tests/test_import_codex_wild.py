@@ -317,3 +317,18 @@ def test_a_corrupt_compressed_rollout_is_a_data_error(tmp_path: Path) -> None:
     bad.write_bytes(compressed()[0].read_bytes()[:40])  # cut short
     with pytest.raises(DataError, match="zstd"):
         run(bad)
+
+
+def test_an_event_only_prompt_keeps_its_image(tmp_path: Path) -> None:
+    pixel = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    ts = "2026-09-24T10:00:0%d.000Z"
+    src = write_rollout(tmp_path / "rollout-m.jsonl", [
+        (ts % 0, "session_meta", {"id": "m", "timestamp": ts % 0}),
+        (ts % 1, "event_msg", {"type": "user_message", "message": "what is this?", "images": [pixel], "local_images": ["/x.png"]}),
+        (ts % 2, "event_msg", {"type": "agent_message", "message": "A single white pixel."}),
+    ])
+    out = tmp_path / "s"
+    import_to_dir("codex", src, out)
+    prompt = next(i for i in view(Session.open(out)) if i["role"] == "user")
+    assert prompt["text"] == "what is this?" and [img["media_type"] for img in prompt["images"]] == ["image/png"]
+    assert (out / "blobs" / prompt["images"][0]["blob"]).is_file()
