@@ -332,3 +332,10 @@ def test_an_event_only_prompt_keeps_its_image(tmp_path: Path) -> None:
     prompt = next(i for i in view(Session.open(out)) if i["role"] == "user")
     assert prompt["text"] == "what is this?" and [img["media_type"] for img in prompt["images"]] == ["image/png"]
     assert (out / "blobs" / prompt["images"][0]["blob"]).is_file()
+
+
+def test_a_folder_of_compressed_rollouts_is_told_apart_as_codex(tmp_path: Path) -> None:
+    tree = tmp_path / "archived_sessions"
+    tree.mkdir()
+    shutil.copy(compressed()[0], tree)
+    assert detect(tree) == "codex"

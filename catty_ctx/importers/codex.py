@@ -5,7 +5,8 @@ model saw), `event_msg` (what the UI showed: copies of messages, token counts, t
 `turn_context` and `compacted`. Older files come in two earlier forms: JSON Lines whose first
 line is a bare `{id, timestamp, instructions, git}` header followed by bare items (and
 `{"record_type": "state"}` markers), and the first CLI's single JSON document
-`{session: {id, timestamp, instructions}, items: [...]}`.
+`{session: {id, timestamp, instructions}, items: [...]}`. A rollout left alone for a week is
+compressed (`.jsonl.zst`); `common.open_source` reads it.
 
 Messages come from `response_item`; a user or agent message that only an `event_msg`
 records (some versions, archived sessions, subagent threads, a file cut short) is imported

@@ -6,7 +6,7 @@ the marks of each messages dialect.
 """
 from __future__ import annotations
 
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def detect(source: Path) -> str:
                 return "opencode"
         if (source / "opencode.db").is_file():
             raise DataError(f"{source}: pass the database itself ({source / 'opencode.db'})")
-        for candidate in sorted(source.rglob("*.jsonl"))[:50]:
+        for candidate in sorted(chain(source.rglob("*.jsonl"), source.rglob("*.jsonl.zst")))[:50]:
             fmt = _jsonl_format(_first_records(candidate))
             if fmt in ("claude", "codex", "gemini"):
                 return fmt
