@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from catty_ctx import usage as U
 from catty_ctx.errors import UsageError
@@ -339,3 +341,36 @@ def test_a_folder_of_compressed_rollouts_is_told_apart_as_codex(tmp_path: Path) 
     tree.mkdir()
     shutil.copy(compressed()[0], tree)
     assert detect(tree) == "codex"
+
+
+# -- any mix of the two records ------------------------------------------------------------------
+
+FORMS = ("item", "event", "item+event", "event+item")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(("user", "assistant", "call")), st.sampled_from(FORMS)), min_size=1, max_size=12))
+def test_any_mix_of_items_and_event_copies_imports_each_message_once_in_order(turns: list[tuple[str, str]]) -> None:
+    """Each message recorded as an item, an event, or both in either order: imported once, in place."""
+    import tempfile
+
+    records: list[tuple[str, str, dict[str, Any]]] = [("2026-09-25T10:00:00.000Z", "session_meta", {"id": "h"})]
+    want: list[tuple[str, str]] = []
+    for n, (role, form) in enumerate(turns):
+        ts = f"2026-09-25T10:{n // 60:02d}:{n % 60:02d}.500Z"
+        if role == "call":
+            records += [(ts, "response_item", {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": f"c{n}"}),
+                        (ts, "response_item", {"type": "function_call_output", "call_id": f"c{n}", "output": "ok"})]
+            want.append(("call", f"c{n}"))
+            continue
+        text = f"{role} text {n}"
+        part = "output_text" if role == "assistant" else "input_text"
+        item = (ts, "response_item", {"type": "message", "role": role, "content": [{"type": part, "text": text}]})
+        event = (ts, "event_msg", {"type": "user_message" if role == "user" else "agent_message", "message": text})
+        records += {"item": [item], "event": [event], "item+event": [item, event], "event+item": [event, item]}[form]
+        want.append((role, text))
+    with tempfile.TemporaryDirectory() as tmp:
+        events, _ = run(write_rollout(Path(tmp) / "rollout-h.jsonl", records))
+    got = [("call", e["call_id"]) if e["kind"] == "tool_call" else (e["role"], e["text"])
+           for e in events if e["kind"] == "tool_call" or (e["kind"] == "message" and e["text"])]
+    assert got == want
