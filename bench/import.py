@@ -1,4 +1,4 @@
-"""Benchmark: `catty-ctx import claude` throughput on a generated Claude Code projects tree.
+"""Benchmark: `catty-ctx import claude` (or `--format codex`) throughput on a generated tree.
 
 Builds a tree of session files (default ≥ 200 MB in all) shaped like real ones: one line per
 content block of each response (thinking, text, tool_use) repeating the usage, tool results
@@ -10,8 +10,12 @@ run, it times three passes over the same bytes and prints MB/s and ratios:
   import    the Claude importer, events serialised with orjson to a null sink (the stream)
   --out     the same into a new session directory (log, summary.json, fsync, rename)
 
+With `--format codex` the tree is Codex rollouts instead: every message as a response item
+and its event_msg copy, calls one after another and in parallel, a token_count per request.
+
 Wall and CPU time are both shown: on a shared machine the wall figure falls with the
-other load while the CPU figure holds. Target: import ≥ 100 MB/s. Run: python bench/import.py [--mb 200] [--repeat 3] [--dir DIR]
+other load while the CPU figure holds. Target: import ≥ 100 MB/s.
+Run: python bench/import.py [--mb 200] [--repeat 3] [--dir DIR] [--format claude|codex]
 """
 from __future__ import annotations
 
@@ -93,17 +97,72 @@ def write_session(path: Path, sid: str, target_bytes: int, rng: random.Random) -
     return path.stat().st_size
 
 
-def make_tree(root: Path, total_mb: int, per_file_mb: int = 25) -> list[Path]:
+def write_rollout(path: Path, sid: str, target_bytes: int, rng: random.Random) -> int:
+    """A Codex rollout: each message as a response item and its event_msg copy, calls one
+    after another and in parallel, a token_count per request."""
+    n = 0
+    t = 1_760_000_000
+    lines: list[bytes] = []
+    size = 0
+    totals = [0, 0, 0, 0, 0]
+
+    def rec(kind: str, payload: dict) -> None:
+        nonlocal n, size
+        n += 1
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t + n)) + ".000Z"
+        line = orjson.dumps({"timestamp": stamp, "type": kind, "payload": payload}) + b"\n"
+        lines.append(line)
+        size += len(line)
+
+    def say(role: str, text: str) -> None:
+        part = "output_text" if role == "assistant" else "input_text"
+        rec("response_item", {"type": "message", "role": role, "content": [{"type": part, "text": text}]})
+        rec("event_msg", {"type": "agent_message" if role == "assistant" else "user_message", "message": text})
+
+    rec("session_meta", {"id": sid, "timestamp": "2026-10-01T00:00:00.000Z", "cwd": "/home/dev/shop", "cli_version": "0.150.0"})
+    turn = 0
+    with open(path, "wb") as f:
+        while size < target_bytes:
+            turn += 1
+            rec("turn_context", {"cwd": "/home/dev/shop", "approval_policy": "on-request", "model": "gpt-5.5", "effort": "high"})
+            say("user", _text(rng, rng.randint(10, 60)))
+            for step in range(rng.randint(2, 6)):
+                rec("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": _text(rng, 20)}],
+                                      "encrypted_content": "e" * 400})
+                say("assistant", _text(rng, rng.randint(10, 80)))
+                calls = [f"call_{turn}_{step}_{k}" for k in range(rng.randint(1, 3))]
+                for c in calls:
+                    rec("response_item", {"type": "function_call", "name": "shell", "call_id": c,
+                                          "arguments": orjson.dumps({"command": ["sed", "-n", "1,400p", f"src/{rng.choice(WORDS)}.py"]}).decode()})
+                for c in calls:
+                    out = orjson.dumps({"output": _code(rng, rng.randint(10, 250)), "metadata": {"exit_code": 0}}).decode()
+                    rec("response_item", {"type": "function_call_output", "call_id": c, "output": out})
+                last = [rng.randint(1000, 90000), 0, rng.randint(5, 900), rng.randint(0, 300), 0]
+                last[1] = rng.randint(0, last[0])
+                totals = [a + b for a, b in zip(totals, last)]
+                keys = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+                rec("event_msg", {"type": "token_count", "info": {"total_token_usage": dict(zip(keys, totals)),
+                                                                  "last_token_usage": dict(zip(keys, last)), "model_context_window": 272000}})
+            say("assistant", _text(rng, rng.randint(10, 80)))
+            if len(lines) > 2000:
+                f.write(b"".join(lines))
+                lines.clear()
+        f.write(b"".join(lines))
+    return path.stat().st_size
+
+
+def make_tree(root: Path, total_mb: int, per_file_mb: int = 25, fmt: str = "claude") -> list[Path]:
     rng = random.Random(7)
-    project = root / "projects" / "-home-dev-shop"
-    project.mkdir(parents=True, exist_ok=True)
+    folder = root / ("projects/-home-dev-shop" if fmt == "claude" else "sessions/2026/10/01")
+    folder.mkdir(parents=True, exist_ok=True)
+    write = write_session if fmt == "claude" else write_rollout
     files = []
     total = 0
     i = 0
     while total < total_mb * 1_000_000:
         i += 1
-        p = project / f"bench-{i:04d}.jsonl"
-        total += write_session(p, f"bench-{i:04d}", per_file_mb * 1_000_000, rng)
+        p = folder / (f"bench-{i:04d}.jsonl" if fmt == "claude" else f"rollout-bench-{i:04d}.jsonl")
+        total += write(p, f"bench-{i:04d}", per_file_mb * 1_000_000, rng)
         files.append(p)
     return files
 
@@ -113,11 +172,12 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=200, help="size of the generated tree in MB (default 200)")
     ap.add_argument("--repeat", type=int, default=3, help="passes of each kind; the best is reported (default 3)")
     ap.add_argument("--dir", help="where to build the tree (default: a temporary folder, removed afterwards)")
+    ap.add_argument("--format", choices=("claude", "codex"), default="claude", help="which agent's files to generate and import")
     args = ap.parse_args()
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="catty-bench-import-"))
     try:
         t0 = time.perf_counter()
-        files = make_tree(root, args.mb)
+        files = make_tree(root, args.mb, fmt=args.format)
         total = sum(p.stat().st_size for p in files)
         print(f"tree: {len(files)} sessions, {total / 1e6:.0f} MB (built in {time.perf_counter() - t0:.1f} s)")
 
@@ -150,12 +210,12 @@ def main() -> None:
         dumps = orjson.dumps
 
         def run_import(p: Path) -> None:
-            import_events("claude", p, lambda ev: devnull.write(dumps(ev) + b"\n"))
+            import_events(args.format, p, lambda ev: devnull.write(dumps(ev) + b"\n"))
 
         out_root = root / "out"
 
         def run_import_out(p: Path) -> None:
-            import_to_dir("claude", p, out_root / p.stem)
+            import_to_dir(args.format, p, out_root / p.stem)
 
         read(files[0])  # warm the page cache
         results = {"read": timed(read), "parse": timed(parse), "import": timed(run_import), "--out": timed(run_import_out)}

@@ -232,7 +232,8 @@ def test_codex_usage_only_when_totals_moved_with_cached_input_apart() -> None:
 def test_codex_tool_calls_without_an_assistant_message_get_an_empty_one() -> None:
     events, report = run("codex", CODEX)
     implicit = [e for e in events if e["kind"] == "message" and e["role"] == "assistant" and e["text"] == ""]
-    assert len(implicit) == 2 == report.implicit_assistants
+    # call_1, call_2 and call_3 each follow the output of the one before: three steps, and call_4
+    assert len(implicit) == 4 == report.implicit_assistants
     failed = [e for e in events if e["kind"] == "tool_result" and e["call_id"] == "call_1"]
     assert failed[0]["is_error"] is True  # exit_code 1
 

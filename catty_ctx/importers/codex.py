@@ -1,27 +1,61 @@
 """Codex CLI rollouts (`sessions/YYYY/MM/DD/rollout-*.jsonl`) → catty-ctx events.
 
 Codex writes `{timestamp, type, payload}` lines: `session_meta`, `response_item` (what the
-model saw), `event_msg` (what the UI showed: copies of messages, token counts),
-`turn_context` and `compacted`. The importer takes messages and tool calls from
-`response_item` only (so nothing is imported twice), turns harness context blocks into
-synthetic messages, and derives usage from `token_count` the way `UsageTracker` says.
+model saw), `event_msg` (what the UI showed: copies of messages, token counts, turn marks),
+`turn_context` and `compacted`. Older files come in two earlier forms: JSON Lines whose first
+line is a bare `{id, timestamp, instructions, git}` header followed by bare items (and
+`{"record_type": "state"}` markers), and the first CLI's single JSON document
+`{session: {id, timestamp, instructions}, items: [...]}`. A rollout left alone for a week is
+compressed (`.jsonl.zst`); `common.open_source` reads it.
+
+Messages come from `response_item`; a user or agent message that only an `event_msg`
+records (some versions, archived sessions, subagent threads, a file cut short) is imported
+from the event, and an event that copies a response item is skipped. A subagent thread or a
+fork starts with a copy of its parent's history (the parent's `session_meta` again, then
+its records): that copy is the child's prefix, and the call that spawned the child, which
+the copy leaves unanswered, is answered there instead of dangling. Calls separated by their
+outputs stay separate assistant steps, so a resume keeps their order. Usage comes from
+`token_count` the way `UsageTracker` says.
 """
 from __future__ import annotations
 
+import re
+from itertools import chain
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..errors import UsageError
-from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, not_recognised, shape_error, split_data_url, text_of
+from .common import (
+    SHAPE_ERRORS,
+    EventBuilder,
+    SourceLine,
+    Warn,
+    iter_jsonl,
+    load_json,
+    not_recognised,
+    shape_error,
+    split_data_url,
+    text_of,
+    to_ts,
+)
 
 FORMAT = "codex"
 WHAT = "a Codex CLI session"
 _LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
-                         "custom_tool_call_output", "local_shell_call", "web_search_call")
+               "custom_tool_call_output", "local_shell_call", "web_search_call", "compaction")
+_CALLS = ("function_call", "custom_tool_call", "local_shell_call")
+_OUTPUTS = ("function_call_output", "custom_tool_call_output")
 # User-role text that the harness injects: context for the model, not a user turn.
 _HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>",
                      "<user_shell_command>", "<turn_aborted>", "<permissions instructions>")
+# event_msg types that open one of the session's own turns; a forked copy never holds them.
+_TURN_STARTS = ("task_started", "turn_started")
+# How many records are read before the session event is written, to find its model and
+# whether a message already carries session_meta's instructions.
+_HEAD_RECORDS = 64
+_UUID_TAIL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+Record = tuple[str, dict[str, Any], Any, int]  # (line type, payload, ts, line number)
 
 
 # -- usage (shared with the usage ledger) ------------------------------------------------------
@@ -32,12 +66,16 @@ def _n(d: Any, key: str) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
 
 
+_TOTAL_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+
+
 class UsageTracker:
     """`token_count` events → per-request usage.
 
     Codex repeats a token_count when nothing new happened; only a change of the cumulative
-    `total_token_usage` marks a new request, whose own counts are `last_token_usage`.
-    Codex's input includes cached tokens: input = input − cached, cache_read = cached.
+    `total_token_usage` marks a new request, whose own counts are `last_token_usage` (in
+    files without it: what the totals moved by). Codex's input includes cached tokens:
+    input = input − cached, cache_read = cached. The same rule as the usage ledger's.
     """
 
     def __init__(self) -> None:
@@ -45,25 +83,27 @@ class UsageTracker:
         self._last_total: tuple[int, ...] | None = None
 
     def turn_context(self, payload: dict[str, Any]) -> None:
-        if isinstance(payload.get("model"), str):
+        if isinstance(payload.get("model"), str) and payload["model"]:
             self.model = payload["model"]
 
     def token_count(self, payload: dict[str, Any]) -> dict[str, Any] | None:
         info = payload.get("info")
-        if not isinstance(info, dict):
+        if not isinstance(info, dict) or not isinstance(info.get("total_token_usage"), dict):
             return None
-        total = info.get("total_token_usage")
-        last = info.get("last_token_usage")
-        if not isinstance(last, dict):
-            return None
-        key = tuple(_n(total, k) for k in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens"))
+        total = info["total_token_usage"]
+        key = tuple(_n(total, k) for k in _TOTAL_KEYS)
         if key == self._last_total:
             return None
+        before = self._last_total or (0,) * len(_TOTAL_KEYS)
         self._last_total = key
-        cached = _n(last, "cached_input_tokens")
+        last = info.get("last_token_usage")
+        if not isinstance(last, dict):
+            last = {k: max(a - b, 0) for k, a, b in zip(_TOTAL_KEYS, key, before)}
+        inp = _n(last, "input_tokens")
+        cached = min(_n(last, "cached_input_tokens"), inp)
         return {
             "model": self.model,
-            "input": max(_n(last, "input_tokens") - cached, 0),
+            "input": inp - cached,
             "cache_read": cached,
             "output": _n(last, "output_tokens"),
             "reasoning": _n(last, "reasoning_output_tokens"),
@@ -97,6 +137,22 @@ def _is_harness(text: str) -> bool:
     return text.lstrip().startswith(_HARNESS_PREFIXES)
 
 
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _copies(event_text: str, item_text: str) -> bool:
+    """Whether an event's message text is the UI's copy of a response item's.
+
+    The same text, but for spacing, or the item's text ending or starting with it (an item
+    with images carries placeholders around the words the user typed).
+    """
+    if event_text == item_text:
+        return True
+    e, i = _words(event_text), _words(item_text)
+    return e == i or bool(e) and (i.startswith(e) or i.endswith(e))
+
+
 def _normalise(rec: dict[str, Any]) -> tuple[str, dict[str, Any], Any] | None:
     """(line type, payload, ts) for the current layout and the older one of bare items."""
     rtype = rec.get("type")
@@ -109,12 +165,37 @@ def _normalise(rec: dict[str, Any]) -> tuple[str, dict[str, Any], Any] | None:
     return None
 
 
+def _skip_key(rec: dict[str, Any]) -> str:
+    if rec.get("record_type") is not None and rec.get("type") is None:
+        return f"record_type:{rec.get('record_type')}"  # the older files' state markers
+    return str(rec.get("type"))
+
+
+def _base_name(path: Path) -> str:
+    """A rollout's name without `.jsonl`, `.json` or a compressed `.jsonl.zst`."""
+    name = path.name
+    for suffix in (".zst", ".jsonl", ".json"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def _file_session_id(path: Path) -> str:
+    """The id a rollout file is named after (its trailing UUID), for a file without a header."""
+    base = _base_name(path)
+    m = _UUID_TAIL.search(base)
+    return m.group(0) if m else base
+
+
 def find_session_file(source: Path, session_id: str | None) -> Path:
     if source.is_file():
         return source
-    files = sorted(source.rglob("rollout-*.jsonl"))
+    # A compressed rollout Codex is resuming has a plain copy beside it for a while: one session.
+    by_base: dict[Path, Path] = {}
+    for p in chain(source.rglob("rollout-*.jsonl.zst"), source.rglob("rollout-*.json"), source.rglob("rollout-*.jsonl")):
+        by_base[p.parent / _base_name(p)] = p  # the plain copy (found last) wins
+    files = sorted(by_base.values())
     if session_id:
-        files = [p for p in files if p.stem.endswith(session_id)]
+        files = [p for p in files if _base_name(p).endswith(session_id)]
         if not files:
             raise UsageError(f"{source}: no Codex session {session_id} in this tree")
     if len(files) == 1:
@@ -124,13 +205,153 @@ def find_session_file(source: Path, session_id: str | None) -> Path:
     raise UsageError(f"{source}: holds {len(files)} sessions; name one with --session ID")
 
 
+def _parent_of(meta: dict[str, Any]) -> str | None:
+    """The parent thread: a subagent's spawner (`source.subagent.thread_spawn`), else the fork's source."""
+    source = meta.get("source")
+    sub = source.get("subagent") if isinstance(source, dict) else None
+    spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
+    for value in (spawn.get("parent_thread_id") if isinstance(spawn, dict) else None, meta.get("parent_thread_id"),
+                  meta.get("forked_from_id")):
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _is_subagent(meta: dict[str, Any]) -> bool:
+    source = meta.get("source")
+    return (isinstance(source, dict) and "subagent" in source) or meta.get("thread_source") == "subagent"
+
+
+def _meta_instructions(meta: dict[str, Any]) -> str | None:
+    """The user instructions an older session_meta (or header) carries (`instructions`).
+
+    Newer files have `base_instructions` instead: Codex's own system prompt, not the user's
+    instructions, so it is not imported as a message.
+    """
+    text = meta.get("instructions")
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _opens_a_turn(rec: Record) -> bool:
+    ltype, p = rec[0], rec[1]
+    if ltype == "event_msg":
+        return p.get("type") == "user_message" and not _is_harness(str(p.get("message") or ""))
+    if ltype == "response_item" and p.get("type") == "message" and p.get("role") == "user":
+        texts = [text_of([c]) for c in p.get("content") or () if isinstance(c, dict)]
+        return not (texts and all(_is_harness(t) for t in texts))
+    return False
+
+
+def _carried_by_message(instructions: str, head: list[Record]) -> bool:
+    """Whether a message among the first records already holds these instructions."""
+    want = _words(instructions)
+    for ltype, p, _, _ in head:
+        if ltype == "response_item" and p.get("type") == "message" and p.get("role") in ("user", "developer"):
+            text = _words("\n".join(text_of([c]) for c in p.get("content") or () if isinstance(c, dict)))
+            if want and want in text:
+                return True
+    return False
+
+
+def _is_copied(state: list[bool], rec: Record, own_id: str, own_ts: str | None) -> bool:
+    """Whether a record of the head belongs to a fork's copy of its parent (state: [in the copy])."""
+    ltype, p, ts, _ = rec
+    if ltype == "session_meta" and p.get("id") not in (None, own_id):
+        state[0] = True
+    elif ltype == "event_msg" and p.get("type") in _TURN_STARTS:
+        state[0] = False
+    stamp = to_ts(ts) if isinstance(ts, str) else None
+    return state[0] or bool(own_ts and stamp and stamp < own_ts)
+
+
 class _Converter:
-    def __init__(self, b: EventBuilder, tracker: UsageTracker) -> None:
+    def __init__(self, b: EventBuilder, tracker: UsageTracker, *, own_id: str, own_ts: str | None, parent: str | None) -> None:
         self.b = b
         self.tracker = tracker
         self.context: dict[str, tuple[Any, str]] = {}  # prompt-context part -> (value, source)
         self.instructions: dict[str, str] = {}
+        self.own_id = own_id
+        self.own_ts = own_ts
+        self.parent = parent
+        # Messages only an event_msg has shown so far: (role, text, images, ts, line). A
+        # response item with the same text replaces one; anything else in the conversation
+        # writes them first, so they keep their place.
+        self.pending: list[tuple[str, str, list[str], Any, int]] = []
+        # Texts of response-item messages whose event_msg copy has not come yet, per role
+        # (reset at each user turn: a copy follows its item closely).
+        self.seen: dict[str, list[str]] = {"user": [], "assistant": []}
+        # The copy of a parent's history at the top of a fork or subagent thread.
+        self.inherited = False
+        self.inherited_by_time = False
+        self.inherited_open: dict[str, str] = {}  # call_id -> name, made in the copy, unanswered
 
+    # -- the inherited prefix --------------------------------------------------------------
+    def enter_inherited(self, *, by_time: bool) -> None:
+        if not self.inherited:
+            self.inherited = True
+            self.inherited_by_time = by_time
+
+    def answer_inherited(self, ts: Any) -> None:
+        """The child's own records begin: answer the calls the copy left open (the spawn call)."""
+        if self.inherited_open:
+            whose = f"the parent session {self.parent}" if self.parent else "the session this one was forked from"
+            for call_id, name in self.inherited_open.items():
+                self.b.tool_result(call_id, f"[{name}: this call started the present session; its result went to {whose}]",
+                                   ts=ts)
+            self.inherited_open = {}
+            self.b.end_assistant()
+
+    def observe_time(self, ts: Any) -> None:
+        """Records older than the session's own start are copies; the first newer one ends the copy."""
+        if self.own_ts is None or self.parent is None or not isinstance(ts, str):
+            return  # only a fork or a subagent thread holds a copy
+        # Codex writes every time as UTC with milliseconds and a Z, as own_ts is: compare as is
+        stamp = ts if len(ts) == 24 and ts[-1] == "Z" else to_ts(ts)
+        if stamp is None:
+            return
+        if stamp < self.own_ts:
+            self.enter_inherited(by_time=True)
+        elif self.inherited and self.inherited_by_time:
+            self.inherited = False  # its open calls are answered at the next message, if no output comes
+
+    # -- event-only messages ---------------------------------------------------------------
+    def flush(self) -> None:
+        pending, self.pending = self.pending, []
+        for role, text, images, ts, lineno in pending:
+            self.emit_message(role, text, id=f"line-{lineno}", ts=ts, image_urls=images)
+
+    def event_message(self, role: str, payload: dict[str, Any], ts: Any, lineno: int) -> None:
+        text = payload.get("message")
+        text = text if isinstance(text, str) else text_of(text)
+        kind = payload.get("kind")
+        if role == "user" and ((kind is not None and kind not in ("plain", "user")) or _is_harness(text)):
+            # some versions show harness context as user_message events too (kind
+            # user_instructions, environment_context): the response item has it already
+            self.b.skip("event_msg:user_message (harness context)")
+            return
+        for i, seen in enumerate(self.seen[role]):
+            if _copies(text, seen):
+                del self.seen[role][i]
+                self.b.skip(f"event_msg:{payload.get('type')}")  # a UI copy of a response item
+                return
+        images = payload.get("images")
+        urls = [u for u in images if isinstance(u, str)] if isinstance(images, list) else []
+        self.pending.append((role, text, urls, ts, lineno))
+
+    def emit_message(self, role: str, text: str, *, id: str, ts: Any, images: list[dict[str, Any]] | None = None,
+                     image_urls: Iterable[str] = (), synthetic: str | None = None) -> None:
+        for url in image_urls:
+            split = split_data_url(url)
+            img = self.b.image(*split) if split else None
+            if img:
+                images = [*(images or []), img]
+        if self.inherited_open:
+            self.answer_inherited(ts)  # a call's output never comes after a message: none will come
+        if role == "user" and not synthetic:
+            self.seen = {"user": [], "assistant": []}
+        self.b.message(role, text, id=id, ts=ts, images=images or None, synthetic=synthetic)
+
+    # -- response items --------------------------------------------------------------------
     def item(self, p: dict[str, Any], ts: Any, lineno: int) -> None:
         b = self.b
         itype = p.get("type")
@@ -140,16 +361,25 @@ class _Converter:
             summary = p.get("summary")
             text = "\n".join(text_of(s.get("text")) for s in summary if isinstance(s, dict)) if isinstance(summary, list) else ""
             b.reasoning(text, ts=ts, encrypted=bool(p.get("encrypted_content")))
-        elif itype == "function_call":
-            b.tool_call(str(p.get("call_id") or p.get("id")), str(p.get("name") or ""), p.get("arguments"), ts=ts)
-        elif itype == "custom_tool_call":
-            b.tool_call(str(p.get("call_id") or p.get("id")), str(p.get("name") or ""), p.get("input"), ts=ts)
-        elif itype == "local_shell_call":
-            action = p.get("action") if isinstance(p.get("action"), dict) else {}
-            b.tool_call(str(p.get("call_id") or p.get("id")), "local_shell", action, ts=ts)
-        elif itype in ("function_call_output", "custom_tool_call_output"):
+        elif itype in _CALLS:
+            self.flush()
+            call_id = str(p.get("call_id") or p.get("id"))
+            if itype == "local_shell_call":
+                name, args = "local_shell", p.get("action") if isinstance(p.get("action"), dict) else {}
+            else:
+                name, args = str(p.get("name") or ""), p.get("input" if itype == "custom_tool_call" else "arguments")
+            b.tool_call(call_id, name, args, ts=ts)
+            if self.inherited:
+                self.inherited_open[call_id] = name or "unknown"
+        elif itype in _OUTPUTS:
+            self.flush()
             self.output(p, ts)
+            self.inherited_open.pop(str(p.get("call_id")), None)
+            # a call made after this result is a new step, not a parallel call of the last one
+            b.end_assistant()
         elif itype == "compaction":
+            self.flush()
+            self.answer_inherited(ts)
             b.compaction("[summary encrypted by the provider]", id=f"line-{lineno}", ts=ts, summarizer="codex-remote")
         else:
             b.skip(f"response_item:{itype}")
@@ -175,7 +405,24 @@ class _Converter:
         text = "\n".join(texts)
         synthetic = "harness_context" if role == "user" and texts and all(_is_harness(t) for t in texts) else None
         mid = str(p.get("id") or f"line-{lineno}")
-        self.b.message(role, text, id=mid, ts=ts, images=images or None, synthetic=synthetic)
+        if role in ("user", "assistant") and not synthetic:
+            match = next((i for i, (r, t, *_) in enumerate(self.pending) if r == role and _copies(t, text)), None)
+            if match is not None:
+                # the event came first: this item replaces it, in its place (events shown
+                # after it stay waiting for their own items)
+                later = self.pending[match + 1 :]
+                del self.pending[match:]
+                self.b.skip(f"event_msg:{'user_message' if role == 'user' else 'agent_message'}")
+                self.flush()
+                self.emit_message(role, text, id=mid, ts=ts, images=images)
+                self.pending = later
+                return
+            self.flush()
+            self.emit_message(role, text, id=mid, ts=ts, images=images)
+            self.seen[role].append(text)
+            return
+        # harness context and developer text do not move the event-only messages before them
+        self.emit_message(role, text, id=mid, ts=ts, images=images, synthetic=synthetic)
         if synthetic:
             found = instructions_from(text)
             if found:
@@ -213,10 +460,25 @@ class _Converter:
                     pass
         self.b.tool_result(str(p.get("call_id")), text, is_error=is_error, ts=ts, images=images or None)
 
+    def rolled_back(self, payload: dict[str, Any], ts: Any) -> None:
+        """`thread_rolled_back`: the last N user turns left the model's history."""
+        n = payload.get("num_turns")
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            self.b.skip("event_msg:thread_rolled_back")
+            return
+        self.flush()
+        starts = self.b.turn_starts
+        keep = max(len(starts) - n, 0)
+        self.b.rewind(keep, ts=ts)
+        del starts[keep:]
+
 
 def _meta_context(meta: dict[str, Any]) -> dict[str, tuple[Any, str]]:
     """Prompt-context parts from session_meta: {part: (value, source)}."""
-    parts: dict[str, tuple[Any, str]] = {"audience": ("main", "codex: a rollout file is one main session")}
+    if _is_subagent(meta):
+        parts: dict[str, tuple[Any, str]] = {"audience": ("subagent", "codex: session_meta.source.subagent")}
+    else:
+        parts = {"audience": ("main", "codex: a rollout file is one main session")}
     if isinstance(meta.get("cli_version"), str):
         parts["agent_version"] = (f"codex {meta['cli_version']}", "codex: session_meta.cli_version")
     if isinstance(meta.get("cwd"), str):
@@ -233,49 +495,103 @@ def _snapshot(context: dict[str, tuple[Any, str]]) -> dict[str, Any]:
     return snapshot_value({k: v for k, (v, _) in context.items()}, {k: src for k, (_, src) in context.items()})
 
 
+def _records(lines: Iterable[SourceLine], report: Any) -> Iterator[Record]:
+    for line in lines:
+        norm = _normalise(line.record)
+        if norm is None:
+            report.skipped[_skip_key(line.record)] += 1
+            continue
+        yield (*norm, line.lineno)
+
+
+def _document_records(path: Path) -> Iterator[Record] | None:
+    """The first CLI's `{session, items}` document as records (items carry no time: the session's)."""
+    if path.suffix != ".json":
+        return None
+    doc = load_json(path)
+    session = doc.get("session") if isinstance(doc, dict) else None
+    items = doc.get("items") if isinstance(doc, dict) else None
+    if not isinstance(session, dict) or not isinstance(items, list):
+        raise not_recognised(str(path), WHAT)
+
+    def gen() -> Iterator[Record]:
+        yield ("session_meta", session, session.get("timestamp"), 1)
+        for item in items:
+            if isinstance(item, dict):
+                yield ("response_item", item, None, 1)
+
+    return gen()
+
+
 def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | None = None, session_id: str | None = None) -> EventBuilder:
     path = find_session_file(source, session_id)
     report = start.report
+    records = _document_records(path)
+    if records is None:
+        records = _records(iter_jsonl(path, report=report, lenient=lenient, warn=warn, what=WHAT), report)
+    first = next(records, None)
+    if first is None:
+        raise not_recognised(str(path), WHAT)
+    meta = first[1] if first[0] == "session_meta" else {}
+    own_id = str(meta.get("id") or _file_session_id(path))
+    own_ts = to_ts(meta.get("timestamp")) or to_ts(first[2])
+    parent = _parent_of(meta)
     tracker = UsageTracker()
-    conv: _Converter | None = None
-    for line in iter_jsonl(path, report=report, lenient=lenient, warn=warn, what=WHAT):
-        norm = _normalise(line.record)
-        if norm is None:
-            report.skipped[str(line.record.get("type"))] += 1
-            continue
-        ltype, payload, ts = norm
-        if conv is None:
-            # session_meta is the first line; a file without one is named after itself.
-            meta = payload if ltype == "session_meta" else {}
-            parent = meta.get("forked_from_id")
-            b = start(
-                session_id=str(meta.get("id") or path.stem),
-                ts=meta.get("timestamp") or ts,
-                cwd=meta.get("cwd") if isinstance(meta.get("cwd"), str) else None,
-                model=meta.get("model") if isinstance(meta.get("model"), str) else None,
-                parent_session_id=parent if isinstance(parent, str) else None,
-                source_path=path,
-            )
-            conv = _Converter(b, tracker)
-            conv.context = _meta_context(meta)
-            b.state("prompt_context", _snapshot(conv.context), ts=ts)
-            instructions = meta.get("instructions")
-            if isinstance(instructions, str) and instructions.strip():
-                b.message("user", instructions, id=f"{meta.get('id') or path.stem}:instructions", ts=ts, synthetic="harness_context")
-                conv.instructions["AGENTS.md"] = instructions
-                b.state("instructions", [{"path": "AGENTS.md", "text": instructions}], ts=ts)
-            if ltype == "session_meta":
-                continue
+    if isinstance(meta.get("model"), str) and meta["model"]:
+        tracker.model = meta["model"]
+    # Read a few records ahead: the session's model is in its first own turn_context (a
+    # fork's copy of its parent comes first), and a message there may already hold
+    # session_meta's instructions.
+    instructions = _meta_instructions(meta)
+    head: list[Record] = [first]
+    model, own_model, copied = None, False, [False]
+    look_for_instructions = instructions is not None
+    for rec in records:
+        head.append(rec)
+        copy = _is_copied(copied, rec, own_id, own_ts)
+        if not own_model and rec[0] == "turn_context" and isinstance(rec[1].get("model"), str) and rec[1]["model"]:
+            model, own_model = (rec[1]["model"], True) if not copy else (model or rec[1]["model"], False)
+        if look_for_instructions and _opens_a_turn(rec):
+            look_for_instructions = False  # harness messages come before the first prompt
+        if (own_model and not look_for_instructions) or len(head) >= _HEAD_RECORDS:
+            break
+    model = model or tracker.model
+    b = start(
+        session_id=own_id,
+        ts=meta.get("timestamp") or first[2],
+        cwd=meta.get("cwd") if isinstance(meta.get("cwd"), str) else None,
+        model=model,
+        parent_session_id=parent,
+        source_path=path,
+    )
+    if model:
+        b.model = model  # summary.json's model, even when no token count follows
+    conv = _Converter(b, tracker, own_id=own_id, own_ts=own_ts, parent=parent)
+    conv.context = _meta_context(meta)
+    b.state("prompt_context", _snapshot(conv.context), ts=first[2])
+    if instructions is not None:
+        if _carried_by_message(instructions, head):
+            report.skipped["session_meta:instructions (a message carries them)"] += 1
+        else:
+            b.message("user", instructions, id=f"{own_id}:instructions", ts=first[2], synthetic="harness_context")
+            conv.instructions["AGENTS.md"] = instructions
+            b.state("instructions", [{"path": "AGENTS.md", "text": instructions}], ts=first[2])
+    for ltype, payload, ts, lineno in chain(head[1:] if first[0] == "session_meta" else head, records):
         if ltype == "session_meta":
-            report.skipped["session_meta:again"] += 1  # a resumed or forked file repeats it
+            if payload.get("id") not in (None, own_id):
+                conv.enter_inherited(by_time=False)  # a fork's copy of its parent's history starts
+                report.skipped["session_meta:ancestor"] += 1
+            else:
+                report.skipped["session_meta:again"] += 1  # a resumed file repeats it
             continue
         try:
-            _dispatch(conv, tracker, ltype, payload, ts, line.lineno)
+            conv.observe_time(ts)
+            _dispatch(conv, tracker, ltype, payload, ts, lineno)
         except SHAPE_ERRORS as exc:
-            shape_error(exc, path=line.path, line=line.lineno, report=report, lenient=lenient, warn=warn)
-    if conv is None:
-        raise not_recognised(str(path), WHAT)
-    return conv.b
+            shape_error(exc, path=str(path), line=lineno, report=report, lenient=lenient, warn=warn)
+    conv.flush()
+    conv.answer_inherited(b.last_ts)
+    return b
 
 
 def _dispatch(conv: _Converter, tracker: UsageTracker, ltype: str, payload: dict[str, Any], ts: Any, lineno: int) -> None:
@@ -284,6 +600,8 @@ def _dispatch(conv: _Converter, tracker: UsageTracker, ltype: str, payload: dict
         conv.item(payload, ts, lineno)
     elif ltype == "turn_context":
         tracker.turn_context(payload)
+        if tracker.model:
+            b.model = tracker.model
         before = dict(conv.context)
         for key, part in (("model", "model"), ("cwd", "environment.cwd"), ("approval_policy", "approval_policy"), ("effort", "reasoning_effort")):
             if isinstance(payload.get(key), str) and payload[key]:
@@ -291,7 +609,8 @@ def _dispatch(conv: _Converter, tracker: UsageTracker, ltype: str, payload: dict
         if conv.context != before:  # a new snapshot only when the context changed
             b.state("prompt_context", _snapshot(conv.context), ts=ts)
     elif ltype == "event_msg":
-        if payload.get("type") == "token_count":
+        etype = payload.get("type")
+        if etype == "token_count":
             info = payload.get("info")
             window = info.get("model_context_window") if isinstance(info, dict) else None
             if type(window) is int and window > 0:
@@ -299,7 +618,29 @@ def _dispatch(conv: _Converter, tracker: UsageTracker, ltype: str, payload: dict
             usage = tracker.token_count(payload)
             if usage is not None:
                 b.usage(usage.pop("model"), **usage, ts=ts)
+        elif etype == "user_message":
+            conv.event_message("user", payload, ts, lineno)
+        elif etype == "agent_message":
+            conv.event_message("assistant", payload, ts, lineno)
+        elif etype == "thread_rolled_back":
+            conv.rolled_back(payload, ts)
         else:
-            b.skip(f"event_msg:{payload.get('type')}")  # UI copies of response items
+            if etype in _TURN_STARTS and (conv.inherited or conv.inherited_open):
+                conv.inherited = False  # the child's own first turn
+                conv.answer_inherited(ts)
+            b.skip(f"event_msg:{etype}")  # UI marks and copies of response items
     elif ltype == "compacted":
-        b.compaction(text_of(payload.get("message")), id=f"line-{lineno}", ts=ts, summarizer="codex")
+        conv.flush()
+        conv.answer_inherited(ts)
+        summary = text_of(payload.get("message"))
+        history = payload.get("replacement_history")
+        if not summary.strip() and isinstance(history, list):
+            # a remote compaction: no summary text, the history that replaces the old one
+            # (the user's messages kept, the rest encrypted)
+            kept = [text_of(i.get("content")) for i in history
+                    if isinstance(i, dict) and i.get("type") == "message" and i.get("role") in ("user", "assistant")]
+            kept = [t for t in kept if t.strip() and not _is_harness(t)]
+            summary = "\n\n".join(kept) or "[summary encrypted by the provider]"
+            b.compaction(summary, id=f"line-{lineno}", ts=ts, summarizer="codex-remote")
+        else:
+            b.compaction(summary, id=f"line-{lineno}", ts=ts, summarizer="codex")

@@ -15,11 +15,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple
+from contextlib import contextmanager
+from typing import IO, Any, Callable, Iterator, NamedTuple
 
 import orjson
 
-from ..errors import DataError
+from ..errors import DataError, UsageError
 from ..events import SCHEMA_VERSION, Event, check_event
 from ..fingerprint import blob_handle
 from ..store import MAX_LINE_BYTES, TOO_LONG, json_problem, open_log
@@ -392,6 +393,10 @@ class EventBuilder:
         self._assistant_open[agent] = False
         return ev
 
+    def end_assistant(self, agent: str | None = None) -> None:
+        """The next tool call starts a new assistant message (a call made after a result)."""
+        self._assistant_open[agent] = False
+
     def rewind(self, to_turn: int, *, ts: Any = None) -> Event:
         self._assistant_open[None] = False
         return self.emit("rewind", {"to_turn": max(to_turn, 0)}, ts=ts)
@@ -450,7 +455,7 @@ def iter_jsonl(
     """
     name = display or str(path)
     loads = orjson.loads
-    with open_log(path, name) as f:
+    with open_source(path, name) as f:
         lineno = 0
         readline = f.readline
         limit = MAX_LINE_BYTES + 1
@@ -488,6 +493,42 @@ def iter_jsonl(
                     warn(f"{name}:{lineno}: not a JSON object, skipped")
                 continue
             yield SourceLine(name, lineno, record)
+
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+@contextmanager
+def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
+    """A source file's bytes, as they are or, for a zstd frame, decompressed as they are read.
+
+    Codex compresses the rollouts it has not touched for a week (`rollout-*.jsonl.zst`); they
+    are read through the `zstd` program, streamed, so a large one is never held whole.
+    """
+    with open_log(path, display) as f:
+        if f.peek(4)[:4] != ZSTD_MAGIC:
+            yield f
+            return
+    import shutil
+    import subprocess
+
+    exe = shutil.which("zstd")
+    if exe is None:
+        raise UsageError(f"{display}: compressed with zstd, which catty-ctx reads through the zstd program: "
+                         "install it, or run `zstd -d` on the file and import the result")
+    proc = subprocess.Popen([exe, "-dcq", "--", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        yield proc.stdout
+        at_end = not proc.stdout.read(1)  # a reader that stopped early (a probe) leaves the rest
+    finally:
+        proc.stdout.close()
+        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        proc.stderr.close()
+        code = proc.wait()
+    if at_end and code != 0:
+        raise DataError(f"not a readable zstd file ({err.splitlines()[-1] if err else f'zstd exit {code}'})", path=display)
 
 
 def _is_json_document(path: Path) -> bool:

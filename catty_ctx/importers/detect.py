@@ -6,13 +6,14 @@ the marks of each messages dialect.
 """
 from __future__ import annotations
 
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..errors import DataError
+from .common import open_source
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _CLAUDE_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot")
@@ -22,7 +23,7 @@ _PROBE_LINES = 20
 def _first_records(path: Path) -> list[Any]:
     records = []
     try:
-        with open(path, "rb") as f:
+        with open_source(path, str(path)) as f:
             for line in islice(f, _PROBE_LINES):
                 try:
                     records.append(orjson.loads(line))
@@ -33,10 +34,17 @@ def _first_records(path: Path) -> list[Any]:
     return [r for r in records if isinstance(r, dict)]
 
 
+def _is_codex_header(r: dict[str, Any]) -> bool:
+    """The older Codex files' first line: a bare {id, timestamp, instructions?, git?}, no type."""
+    return "type" not in r and isinstance(r.get("id"), str) and isinstance(r.get("timestamp"), str) and "role" not in r
+
+
 def _jsonl_format(records: list[dict[str, Any]]) -> str | None:
+    if records and _is_codex_header(records[0]):
+        return "codex"
     for r in records:
         t = r.get("type")
-        if t in _CODEX_TYPES and "payload" in r:
+        if (t in _CODEX_TYPES and "payload" in r) or (r.get("record_type") == "state" and t is None):
             return "codex"
         if "parentUuid" in r or ("sessionId" in r and t in _CLAUDE_TYPES and "uuid" in r) or (t == "summary" and "leafUuid" in r):
             return "claude"
@@ -73,6 +81,8 @@ def document_format(doc: Any) -> str | None:
     if isinstance(doc, list):
         return _messages_format(doc)
     if isinstance(doc, dict):
+        if isinstance(doc.get("session"), dict) and isinstance(doc.get("items"), list):
+            return "codex"  # the first Codex CLI's {session, items} document
         if "projectHash" in doc and isinstance(doc.get("messages"), list):
             return "gemini"
         if "projectID" in doc and str(doc.get("id", "")).startswith("ses"):
@@ -96,7 +106,7 @@ def detect(source: Path) -> str:
                 return "opencode"
         if (source / "opencode.db").is_file():
             raise DataError(f"{source}: pass the database itself ({source / 'opencode.db'})")
-        for candidate in sorted(source.rglob("*.jsonl"))[:50]:
+        for candidate in sorted(chain(source.rglob("*.jsonl"), source.rglob("*.jsonl.zst")))[:50]:
             fmt = _jsonl_format(_first_records(candidate))
             if fmt in ("claude", "codex", "gemini"):
                 return fmt
