@@ -7,7 +7,7 @@ an `isCompactSummary` user record. The importer keeps the live branch (the chain
 the newest leaf), drops replayed copies by uuid, merges the lines of one response, counts
 each response's usage once (keyed by message id + request id, the largest copy kept), and
 imports subagent files as events with `agent`. (The usage ledger reads Claude files with
-its own faster reader, usage.py, under the same dedupe rules.)
+its own faster reader, the usage package, under the same dedupe rules.)
 """
 from __future__ import annotations
 
