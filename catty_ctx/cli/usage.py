@@ -29,7 +29,7 @@ PARAMS = (
     ("no_cache", ("--no-cache",), None, None, "Read every file in full; neither read nor write the caches."),
     ("jobs", ("--jobs", "-j"), int, "N", "Parse files in N processes (default: one per CPU)."),
     ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
-     "every line of a catty log is validated."),
+     "every line of every log is checked, not only those that can hold usage."),
     ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
 )
 JOBS_MIN = 1

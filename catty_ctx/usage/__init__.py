@@ -95,12 +95,14 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
 def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | None, until: str | None, timezone_name: str | None,
            prices_file: str | os.PathLike[str] | None, jobs: int | None, use_cache: bool, progress: Progress | None, strict: bool,
            render: Render | None = None) -> tuple[Ledger, Scan]:
-    """`usage` for files on disk; `strict` first validates every line of each catty log (see `filescan.validate_catty_logs`)."""
+    """`usage` for files on disk; `strict` checks every line of every log, each catty log first and whole
+    (see `filescan.validate_catty_logs`), and reads past both caches."""
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
     lo = parse_day(since) if since else None
     hi = parse_day(until) if until else None
     prices = price_files(prices_file)
+    use_cache = use_cache and not strict  # strict reads every line: no cache knows them
     answers_file = answers_path(paths)
     cached = read_answers(answers_file) if use_cache else {}
     answers = cached.get("answers")
@@ -120,14 +122,16 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         if hit is not None:
             scan_info = Scan(files=hit["files"], bad_lines=hit["bad_lines"], bad_samples=list(hit["bad_samples"]))
             return Ledger(**hit["ledger"], rendered=hit.get("rendered")), scan_info
+    from .filescan import scan
     from .ledger import build_ledger
     from .prices import load_prices
-    from .filescan import scan
-    from .times import timezone_named
+    from .times import day_start, timezone_named
 
     tz = timezone_named(timezone_name)
     table = load_prices(prices_file, prices)
-    result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress)
+    # "Since yesterday": a log last written before that day began holds no call of it.
+    result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
+                  modified_since=day_start(lo, tz) if lo else None)
     ledger = build_ledger(result.records, by=by, tz=tz, since=lo, until=hi, prices=table)
     # The workers already collapsed each file's own copies: count those too.
     ledger.duplicates += result.calls_read - len(result.records)

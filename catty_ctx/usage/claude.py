@@ -6,7 +6,9 @@ copies share the message and request ids, which make the record's dedupe key.
 from __future__ import annotations
 
 import os
+from typing import Annotated, Optional, Union
 
+import msgspec
 import orjson
 
 from .lines import NL, count
@@ -18,6 +20,40 @@ if TYPE_CHECKING:
     from typing import Any
 
 MARK = b'"output_tokens"'  # every usage object has it; a longer needle also searches faster
+
+# The fields the ledger reads, typed as Claude Code writes them; a line of any other shape (a
+# field of another type, a count past int64, left to the general decoder, no usage) is
+# read again by the general decoder under the same rules.
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Count = Optional[Int64]
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: Count = None
+    output_tokens: Count = None
+    cache_creation_input_tokens: Count = None
+    cache_read_input_tokens: Count = None
+
+
+class _Message(msgspec.Struct):
+    id: Optional[str] = None
+    model: Optional[str] = None
+    usage: Optional[_Usage] = None
+
+
+class _Line(msgspec.Struct):
+    message: Optional[_Message] = None
+    timestamp: Optional[str] = None
+    sessionId: Optional[str] = None
+    requestId: Optional[str] = None
+    uuid: Optional[str] = None
+    isSidechain: Optional[bool] = None
+    agentId: Optional[str] = None
+    costUSD: Optional[Union[Int64, float]] = None
+
+
+_decode_line = msgspec.json.Decoder(_Line).decode
+_MISMATCH = (msgspec.DecodeError, msgspec.ValidationError)
 
 
 def context(path: str) -> tuple[str, str, str]:
@@ -36,6 +72,8 @@ def context(path: str) -> tuple[str, str, str]:
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]]) -> Any:
     """Append the records of [start, end) to RECS and the bad lines to BAD (no state to resume from)."""
     project, default_session, stem = context(path)
+    typed = _decode_line
+    mismatch = _MISMATCH
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     find, rfind = mm.find, mm.rfind
@@ -49,19 +87,38 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         j = rfind(NL, start, i)
         off = j + 1 if j >= 0 else start
         pos = find(NL, i, end) + 1 or end
+        line = mm[off : pos - 1]
         try:
-            o = loads(mm[off : pos - 1])
-        except decode_error:
-            bad.append((off, "not valid JSON"))
+            o = typed(line)
+            m = o.message
+            u = m.usage  # type: ignore[union-attr]
+            inp, out, cw = u.input_tokens, u.output_tokens, u.cache_creation_input_tokens  # type: ignore[union-attr]
+            if inp is None or out is None or cw is None:
+                raise AttributeError  # the general reader's rules for what is missing
+        except (*mismatch, AttributeError):
+            try:
+                d = loads(line)
+            except decode_error:
+                bad.append((off, "not valid JSON"))
+                continue
+            if type(d) is not dict:
+                bad.append((off, "not a JSON object"))
+                continue
+            rec = record(d, default_session, project, stem, intern)
+            if type(rec) is str:
+                bad.append((off, rec))
+            elif rec is not None:
+                append(rec)
             continue
-        if type(o) is not dict:
-            bad.append((off, "not a JSON object"))
+        model = m.model  # type: ignore[union-attr]
+        if model == "<synthetic>":  # made up locally: no API call
             continue
-        rec = record(o, default_session, project, stem, intern)
-        if type(rec) is str:
-            bad.append((off, rec))
-        elif rec is not None:
-            append(rec)
+        ts = epoch(o.timestamp)
+        if ts is None:
+            bad.append((off, "usage without token counts or timestamp"))
+            continue
+        append(make(ts, model, inp, out, u.cache_read_input_tokens, cw, o.sessionId or default_session, m.id or None,  # type: ignore[union-attr]
+                    o.requestId or None, o.uuid or None, o.isSidechain is True, o.costUSD, o.agentId, project, stem, intern))
     return state
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .records import FileEntry, Record, Scanned
 
     Progress = Callable[[int, int], None]
-    Task = tuple[str, str | None, FileEntry | None]
+    Task = tuple[str, str | None, FileEntry | None, bool]  # path, kind, previous entry, strict
 
 BAD_SAMPLES_PER_FILE = 5
 PARALLEL_MIN_BYTES = 8 << 20  # below this a worker pool costs more than it saves
@@ -62,16 +62,49 @@ def _digest(mm: Any, a: int, b: int) -> int:
     return xxhash.xxh64_intdigest(mm[a:b])
 
 
+def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[int, str]]:
+    """--strict: the lines of [start, end) that hold no usage marker (so the parser never
+    decoded them) and are not JSON objects."""
+    import orjson
+
+    if kind == CLAUDE:
+        from .claude import MARK
+
+        def marked(line: bytes) -> bool:
+            return MARK in line
+    else:
+        from .codex import PATTERN
+
+        def marked(line: bytes) -> bool:
+            return PATTERN.search(line) is not None
+    bad = []
+    pos = start
+    while pos < end:
+        nl = mm.find(_NL, pos, end)
+        stop = nl if nl >= 0 else end
+        line = mm[pos:stop]
+        if not marked(line):
+            try:
+                if type(orjson.loads(line)) is not dict:
+                    bad.append((pos, "not a JSON object"))
+            except orjson.JSONDecodeError:
+                bad.append((pos, "not valid JSON"))
+        pos = stop + 1
+    return bad
+
+
 def scan_file(task: Task) -> Scanned:
     """Parse one log (or only what was appended since the previous entry); (path, entry, bytes parsed, error).
 
     A file that shrank, was replaced, or changed before where the previous entry stopped (the
-    hashes of its first and last bytes differ) is parsed again from the start.
+    hashes of its first and last bytes differ) is parsed again from the start. With strict,
+    every line of a Claude Code or Codex log is checked, not only those holding a usage marker
+    (a catty log is checked whole before the scan: `validate_catty_logs`).
     """
     from .lines import line_number
     from .records import FileEntry
 
-    path, kind, prev = task
+    path, kind, prev, strict = task
     try:
         f = open(path, "rb")
     except OSError as exc:
@@ -109,6 +142,8 @@ def scan_file(task: Task) -> Scanned:
                 entry.state = _parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
                 entry.read += len(recs) - len(entry.recs)
                 entry.recs = collapse(recs) if len(recs) > len(entry.recs) else recs
+                if strict and entry.kind != CATTY:
+                    bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
             entry.bad += len(bad)
             room = BAD_SAMPLES_PER_FILE - len(entry.samples)
             if room > 0 and bad:
@@ -164,8 +199,16 @@ def validate_catty_logs(found: Survey) -> None:
 
 
 def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
-         max_samples: int = BAD_SAMPLES_PER_FILE) -> Scan:
-    """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped."""
+         max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None) -> Scan:
+    """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped.
+
+    STRICT checks every line of every log (the per-file cache, which knows only the marked
+    lines, is then neither read nor written). A log last modified before MODIFIED_SINCE (epoch
+    seconds) cannot hold a newer call: it is neither read nor parsed and adds nothing (its
+    cache entry is kept for later questions).
+    """
+    use_cache = use_cache and not strict
+    since_ns = int(modified_since * 1e9) if modified_since is not None else None
     found = paths if paths and isinstance(paths[0], tuple) else survey(paths)  # type: ignore[arg-type]
     result = Scan()
     plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any]]] = []  # arg, files, old entries, new entries
@@ -176,15 +219,19 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
         new: dict[str, Any] = {}
         files: list[str] = []
         for path, kind, size, mtime, ino in listing:
-            files.append(path)
             prev = old.get(path)
+            if since_ns is not None and mtime < since_ns:
+                if prev is not None:
+                    new[path] = prev
+                continue
+            files.append(path)
             if prev is not None and prev.size == size and prev.mtime == mtime and prev.ino == ino:
                 new[path] = prev
             else:
-                tasks.append((path, kind, prev))
+                tasks.append((path, kind, prev, strict))
                 sizes[path] = size - (prev.off if prev is not None and prev.ino == ino and prev.off <= size else 0)
         plans.append((arg, files, old, new))
-    result.files = sum(len(p[1]) for p in plans)
+    result.files = sum(len(files) for _arg, files in found)  # type: ignore[misc]
 
     done: dict[str, FileEntry] = {}
     total = sum(sizes.values())
@@ -213,7 +260,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                     result.bad_samples.append(f"{path}:{line}: {why}")
             if entry.torn and len(result.bad_samples) < max_samples:
                 result.bad_samples.append(f"{path}:{entry.torn}: torn final line (no newline)")
-        if use_cache and (new.keys() != old.keys() or any(p in done for p in files)):
+        if use_cache and (new.keys() != old.keys() or any(p in done for p in files)):  # (old entries of skipped files kept)
             warning = _save_cache(arg, new)
             if warning:
                 result.warnings.append(warning)
