@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catty_ctx import usage as U
-from catty_ctx.usage import claude
+from catty_ctx.usage import claude, codex
 from usage_trees import claude_tree
 
 MISSING = object()
@@ -23,10 +23,21 @@ ODD = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6), st.lists(st.integers(0, 9), max_size=2),
     st.dictionaries(st.sampled_from(["a", "input_tokens", "ephemeral_5m_input_tokens"]), st.integers(-5, 10**6), max_size=2),
 )
-COUNT = st.one_of(st.integers(0, 10**6), ODD)
-TEXT = st.one_of(st.sampled_from(["msg_01", "req_1", "abc", ""]), ODD)
-TIME = st.one_of(st.sampled_from(["2026-02-01T10:00:00.000Z", "2026-02-01T23:59:59.999Z", "2026-02-01T10:00:00+05:30", "2026-02-01",
-                                  "2026-02-01T24:00:00.000Z", "not a time"]), ODD)
+COUNT = st.integers(0, 10**6)
+TEXT = st.sampled_from(["msg_01", "req_1", "abc", ""])
+TIME = st.sampled_from(["2026-02-01T10:00:00.000Z", "2026-02-01T23:59:59.999Z", "2026-02-01T10:00:00+05:30", "2026-02-01",
+                        "2026-02-01T24:00:00.000Z", "not a time"])
+CLAUDE_FIELDS = {
+    "input_tokens": COUNT, "output_tokens": COUNT, "cache_creation_input_tokens": COUNT, "cache_read_input_tokens": COUNT,
+    "cache_creation": st.just({"ephemeral_5m_input_tokens": 7}), "usage": st.just("the usage object"), "id": TEXT,
+    "model": st.sampled_from(["claude-sonnet-4-20250514", "<synthetic>"]), "message": st.just("the message object"), "timestamp": TIME,
+    "requestId": TEXT, "sessionId": TEXT, "uuid": TEXT, "agentId": TEXT, "isSidechain": st.booleans(), "costUSD": st.floats(0, 5),
+}
+CODEX_FIELDS = {
+    "input_tokens": COUNT, "cached_input_tokens": COUNT, "output_tokens": COUNT, "reasoning_output_tokens": COUNT, "total_tokens": COUNT,
+    "total_token_usage": st.just("the totals"), "last_token_usage": st.just("the last call"), "info": st.just("the info object"),
+    "payload": st.just("the payload"), "id": TEXT, "cwd": TEXT, "model": st.sampled_from(["gpt-5-codex", "o3"]), "timestamp": TIME,
+}
 
 
 def _put(obj: dict[str, Any], name: str, value: Any) -> None:
@@ -34,60 +45,92 @@ def _put(obj: dict[str, Any], name: str, value: Any) -> None:
         obj[name] = value
 
 
+def _values(draw: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    """A value per field: as the agent writes it, except for up to three fields of an odd shape."""
+    odd = draw(st.sets(st.sampled_from(sorted(fields)), max_size=3))
+    return {name: draw(ODD) if name in odd else draw(fields[name]) for name in fields}
+
+
+def _obj(v: dict[str, Any], name: str, inner: dict[str, Any]) -> Any:
+    """INNER, unless the draw gave the object NAME an odd shape (MISSING included)."""
+    return inner if type(v[name]) is str and v[name].startswith("the ") else v[name]
+
+
 @st.composite
 def usage_lines(draw: Any) -> bytes:
-    usage: Any = {}
-    for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-        _put(usage, name, draw(COUNT))
-    _put(usage, "cache_creation", draw(st.one_of(ODD, st.just({"ephemeral_5m_input_tokens": 7}))))
-    if draw(st.integers(0, 9)) == 0:
-        usage = draw(ODD)  # the usage object itself of another type
-    message: Any = {"role": "assistant", "content": [{"type": "text", "text": "x"}]}
-    _put(message, "usage", usage)
-    for name, values in (("id", TEXT), ("model", st.one_of(st.sampled_from(["claude-sonnet-4-20250514", "<synthetic>"]), ODD))):
-        _put(message, name, draw(values))
-    if draw(st.integers(0, 9)) == 0:
-        message = draw(ODD)
+    v = _values(draw, CLAUDE_FIELDS)
+    usage: dict[str, Any] = {}
+    for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation"):
+        _put(usage, name, v[name])
+    message: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": "x"}]}
+    _put(message, "usage", _obj(v, "usage", usage))
+    for name in ("id", "model"):
+        _put(message, name, v[name])
     line: dict[str, Any] = {"type": "assistant"}
-    _put(line, "message", message)
-    for name, values in (("timestamp", TIME), ("requestId", TEXT), ("sessionId", TEXT), ("uuid", TEXT), ("agentId", TEXT),
-                         ("isSidechain", st.one_of(st.booleans(), ODD)), ("costUSD", st.one_of(st.floats(0, 5), ODD))):
-        _put(line, name, draw(values))
+    _put(line, "message", _obj(v, "message", message))
+    for name in ("timestamp", "requestId", "sessionId", "uuid", "agentId", "isSidechain", "costUSD"):
+        _put(line, name, v[name])
     line["x"] = {"output_tokens": 1}  # the marker: every line reaches the decoders
     return json.dumps(line).encode()  # (not orjson: it cannot write the huge integers)
 
 
-def _general(lines: list[bytes], path: str) -> tuple[list[Any], int]:
-    """What the general decoder (orjson, then the same rules) makes of LINES: records and bad lines."""
-    project, session, stem = claude.context(path)
-    recs, bad = [], 0
-    for line in lines:
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            bad += 1
-            continue
-        rec = claude.record(obj, session, project, stem, {}.setdefault) if type(obj) is dict else "not an object"
-        if type(rec) is str:
-            bad += 1
-        elif rec is not None:
-            recs.append(rec)
-    return recs, bad
+@st.composite
+def codex_lines(draw: Any) -> bytes:
+    v = _values(draw, CODEX_FIELDS)
+    tokens: dict[str, Any] = {}
+    for name in ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens"):
+        _put(tokens, name, v[name])
+    kind = draw(st.sampled_from(["token_count", "token_count", "token_count", "turn_context", "session_meta"]))
+    if kind == "token_count":
+        info: dict[str, Any] = {}
+        _put(info, "total_token_usage", _obj(v, "total_token_usage", tokens))
+        _put(info, "last_token_usage", _obj(v, "last_token_usage", dict(tokens)))
+        payload: dict[str, Any] = {"type": "token_count"}
+        _put(payload, "info", _obj(v, "info", info))
+        line: dict[str, Any] = {"type": "event_msg"}
+    else:
+        payload = {"instructions": "long text"}
+        for name in ("id", "cwd", "model"):
+            _put(payload, name, v[name])
+        line = {"type": kind}
+    _put(line, "payload", _obj(v, "payload", payload))
+    _put(line, "timestamp", v["timestamp"])
+    line["x"] = ["token_count"]  # the marker: every line reaches the decoders
+    return json.dumps(line).encode()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def _both_ways(module: Any, path: Path, lines: list[bytes]) -> list[tuple[list[Any], list[tuple[int, str]], Any]]:
+    """(records, bad lines, state) of the typed read of LINES, then of the general decoder's."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    out = []
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        for typed in (True, False):
+            recs: list[Any] = []
+            bad: list[tuple[int, str]] = []
+            state = module.parse(mm, 0, len(mm), str(path), None, recs, bad, typed=typed)
+            out.append((recs, bad, state))
+    return out
+
+
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@FUZZ
 @given(st.lists(usage_lines(), min_size=1, max_size=6))
-def test_typed_decoding_reads_every_odd_usage_line_as_the_general_decoder_does(tmp_path: Path, lines: list[bytes]) -> None:
-    log = tmp_path / "projects" / "-p" / "s.jsonl"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    log.write_bytes(b"".join(line + b"\n" for line in lines))
-    with open(log, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        recs: list[Any] = []
-        bad: list[tuple[int, str]] = []
-        claude.parse(mm, 0, len(mm), str(log), None, recs, bad)
-    want, want_bad = _general(lines, str(log))
-    assert recs == want and len(bad) == want_bad
-    totals = [U.build_ledger(r, by="day", tz=U.timezone_named("UTC")).totals for r in (recs, want)]
+def test_claude_lines_of_every_odd_shape_read_typed_as_the_general_decoder_reads_them(tmp_path: Path, lines: list[bytes]) -> None:
+    typed, general = _both_ways(claude, tmp_path / "projects" / "-p" / "s.jsonl", lines)
+    assert typed == general  # the same records, the same bad lines (and no exception)
+    totals = [U.build_ledger(r, by="day", tz=U.timezone_named("UTC")).totals for r in (typed[0], general[0])]
+    assert totals[0] == totals[1]
+
+
+@FUZZ
+@given(st.lists(codex_lines(), min_size=1, max_size=8))
+def test_codex_lines_of_every_odd_shape_read_typed_as_the_general_decoder_reads_them(tmp_path: Path, lines: list[bytes]) -> None:
+    typed, general = _both_ways(codex, tmp_path / "rollout-x.jsonl", lines)
+    assert typed == general
+    totals = [U.build_ledger(r, by="model").totals for r in (typed[0], general[0])]
     assert totals[0] == totals[1]
 
 

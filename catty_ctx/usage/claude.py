@@ -56,6 +56,10 @@ _decode_line = msgspec.json.Decoder(_Line).decode
 _MISMATCH = (msgspec.DecodeError, msgspec.ValidationError)
 
 
+def _general_only(line: bytes) -> Any:
+    raise msgspec.ValidationError("typed decoding off")
+
+
 def context(path: str) -> tuple[str, str, str]:
     """(project, session, agent) a Claude Code file implies by where it lies."""
     parts = os.path.normpath(path).split(os.sep)
@@ -69,10 +73,12 @@ def context(path: str) -> tuple[str, str, str]:
     return project, session, stem
 
 
-def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]]) -> Any:
-    """Append the records of [start, end) to RECS and the bad lines to BAD (no state to resume from)."""
+def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
+    """Append the records of [start, end) to RECS and the bad lines to BAD (no state to resume from).
+
+    TYPED False reads every line with the general decoder (what a typed read must equal)."""
     project, default_session, stem = context(path)
-    typed = _decode_line
+    decode = _decode_line if typed else _general_only
     mismatch = _MISMATCH
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
@@ -89,7 +95,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         pos = find(NL, i, end) + 1 or end
         line = mm[off : pos - 1]
         try:
-            o = typed(line)
+            o = decode(line)
             m = o.message
             u = m.usage  # type: ignore[union-attr]
             inp, out, cw = u.input_tokens, u.output_tokens, u.cache_creation_input_tokens  # type: ignore[union-attr]
