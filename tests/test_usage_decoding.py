@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import os
 import orjson
 
 from ..events import check_event
-from .lines import NL, count, lines_with
+from .lines import json_object, NL, count, lines_with
 from .records import MAIN_AGENT, Record
 from .times import epoch
 
@@ -36,13 +36,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                          str(first.get("parent_session_id") or ""), str(fseq) if type(fseq) is int else ""]
     session, cwd, parent, forked_at = state
     for off, line in lines_with(mm, start, end, MARK):
-        try:
-            ev = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            bad.append((off, "not valid JSON"))
-            continue
-        if type(ev) is not dict:
-            bad.append((off, "not a JSON object"))
+        ev = json_object(line, off, bad)
+        if ev is None:
             continue
         if ev.get("kind") != "usage":
             continue

@@ -9,9 +9,8 @@ import os
 from typing import Annotated, Optional, Union
 
 import msgspec
-import orjson
 
-from .lines import NL, count
+from .lines import json_object, NL, count
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -80,8 +79,6 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     project, default_session, stem = context(path)
     decode = _decode_line if typed else _general_only
     mismatch = _MISMATCH
-    loads = orjson.loads
-    decode_error = orjson.JSONDecodeError
     find, rfind = mm.find, mm.rfind
     append = recs.append
     intern = {}.setdefault  # one string object per model, session and agent: smaller to ship and cache
@@ -102,13 +99,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             if inp is None or out is None or cw is None:
                 raise AttributeError  # the general reader's rules for what is missing
         except (*mismatch, AttributeError):
-            try:
-                d = loads(line)
-            except decode_error:
-                bad.append((off, "not valid JSON"))
-                continue
-            if type(d) is not dict:
-                bad.append((off, "not a JSON object"))
+            d = json_object(line, off, bad)
+            if d is None:
                 continue
             rec = record(d, default_session, project, stem, intern)
             if type(rec) is str:

@@ -11,10 +11,9 @@ import re
 from typing import Optional
 
 import msgspec
-import orjson
 
 from .claude import Count
-from .lines import count, lines_with
+from .lines import json_object, count, lines_with
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -94,13 +93,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             last = _counts(info.last_token_usage) if info is not None and info.last_token_usage is not None else None
             has_info = info is not None
         except _MISMATCH:
-            try:
-                d = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                bad.append((off, "not valid JSON"))
-                continue
-            if type(d) is not dict:
-                bad.append((off, "not a JSON object"))
+            d = json_object(line, off, bad)
+            if d is None:
                 continue
             p = d.get("payload")
             if type(p) is not dict:

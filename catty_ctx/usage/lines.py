@@ -5,11 +5,26 @@ search is one C-level `find` (or regex) over the memory map.
 """
 from __future__ import annotations
 
+import orjson
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterator
 
 NL = b"\n"
+
+
+def json_object(line: bytes, off: int, bad: list[tuple[int, str]]) -> dict[str, Any] | None:
+    """LINE decoded by the general decoder when it is a JSON object; else None, and why in BAD (at OFF)."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        bad.append((off, "not valid JSON"))
+        return None
+    if type(obj) is not dict:
+        bad.append((off, "not a JSON object"))
+        return None
+    return obj
 
 
 def lines_with(mm: Any, start: int, end: int, mark: bytes | None = None, pattern: Any = None) -> Iterator[tuple[int, bytes]]:
