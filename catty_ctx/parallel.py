@@ -27,7 +27,7 @@ import signal
 import struct
 from array import array
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 from xxhash import xxh3_128_digest
@@ -38,8 +38,9 @@ from .store import MAX_LINE_BYTES, SEQ0_PROBLEM, TOO_LONG, Session, json_problem
 from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, line_start, plan_file, plan_view, scan_markers
 from .workers import can_fork, start
 
-if TYPE_CHECKING:
-    from .report import Tally
+# inspect's accumulator (`inspect.Tally`): the caller hands one in and the worker makes its own
+# from it, so this module never imports the one above it.
+Tally = Any
 
 PARALLEL_MIN_BYTES = 32 << 20
 CHUNK_BYTES = 4 << 20
@@ -203,7 +204,9 @@ def _send(fd: int, meta: dict[str, Any], blob: bytes = b"") -> None:
             view = view[os.write(fd, view) :]
 
 
-def _work(session: Session, mid: int, gaps: frozenset[int], bounds: list[int], largest: int, fd: int, plan_fd: int) -> None:
+def _work(
+    session: Session, mid: int, gaps: frozenset[int], bounds: list[int], new_tally: Callable[[], Tally], fd: int, plan_fd: int
+) -> None:
     import queue
     import threading
 
@@ -226,7 +229,7 @@ def _work(session: Session, mid: int, gaps: frozenset[int], bounds: list[int], l
     sender = threading.Thread(target=ship, daemon=True)
     sender.start()
     try:
-        for msg in _fold_chunks(session, plan, gaps, bounds, largest):
+        for msg in _fold_chunks(session, plan, gaps, bounds, new_tally):
             outbox.put(msg)
     finally:
         outbox.put(None)
@@ -234,11 +237,9 @@ def _work(session: Session, mid: int, gaps: frozenset[int], bounds: list[int], l
 
 
 def _fold_chunks(
-    session: Session, plan: ViewPlan, gaps: frozenset[int], bounds: list[int], largest: int
+    session: Session, plan: ViewPlan, gaps: frozenset[int], bounds: list[int], new_tally: Callable[[], Tally]
 ) -> Iterator[tuple[dict[str, Any], bytes]]:
     """The worker's chunks (the odd ones), folded: each one's results and canonical bytes."""
-    from .report import Tally
-
     reader = ChunkReader(session.log_path, session.display, chunk_start(plan), gaps)
     for k in range(1, len(bounds), 2):
         until = bounds[k + 1] if k + 1 < len(bounds) else _END
@@ -249,7 +250,7 @@ def _fold_chunks(
             yield dict(meta, status="empty"), b""  # its first start opens the next chunk
             continue
         stats = ViewStats()
-        tally = Tally(largest)
+        tally = new_tally()
         canons: list[bytes] = []
         before_usage = 0
         try:
@@ -339,7 +340,7 @@ def chunk_bounds(size: int, chunk_bytes: int, worker_share: float) -> list[int]:
 def fold_split(
     session: Session,
     stats: ViewStats,
-    tally: "Tally",
+    tally: Tally,
     *,
     warn: Callable[[str], None] | None = None,
     progress: Callable[[int], None] | None = None,
@@ -366,7 +367,7 @@ def fold_split(
     def worker() -> None:  # a failed worker exits 1: the parent folds what it did not get
         os.close(r)
         os.close(plan_w)
-        _work(session, mid, gaps, bounds, tally.top.n, w, plan_r)
+        _work(session, mid, gaps, bounds, lambda: type(tally)(tally.top.n), w, plan_r)
 
     pid = start(worker)
     os.close(w)
@@ -447,7 +448,7 @@ def _stop(pid: int, inbox: _Inbox) -> None:
     os.waitpid(pid, 0)
 
 
-def _merge(stats: ViewStats, tally: "Tally", meta: dict[str, Any], blob: bytearray) -> None:
+def _merge(stats: ViewStats, tally: Tally, meta: dict[str, Any], blob: bytearray) -> None:
     """Add a worker chunk's results at its place in the item order."""
     from .integrity import Problem
 
