@@ -9,7 +9,7 @@ month, session, project or agent.
 
 One mechanism per module: `walk` (discovery and its remembered listings), `claude`,
 `codex`, `catty` (a parser per format, sharing `lines`), `records` (the typed records),
-`filescan` (the scan, the per-file cache, workers from `..workers`), `prices`, `ledger` (dedupe and fold),
+`filescan` (the scan, the per-file cache, workers from `..workers`), `prices`, `copies` (the dedupe rules: one record per call), `ledger` (the fold),
 `answers` (the answer cache), `times`; this module runs them as one call, `usage`.
 
 Speed comes from four things: a byte prefilter (only lines holding a usage marker are
@@ -48,7 +48,7 @@ _LAZY = {
     "PARALLEL_MIN_BYTES": "filescan",
     "Prices": "prices", "load_prices": "prices", "price_tokens": "prices", "call_cost": "prices", "TIER_TOKENS": "prices",
     "TIER_SUFFIX": "prices",
-    "collapse": "ledger", "dedupe": "ledger", "build_ledger": "ledger", "Ledger": "ledger", "BY_CHOICES": "ledger",
+    "collapse": "copies", "dedupe": "copies", "build_ledger": "ledger", "Ledger": "ledger", "BY_CHOICES": "ledger",
     "parse_day": "times", "timezone_named": "times",
     "cache_dir": "cachefiles", "CACHE_VERSION": "cachefiles", "ANSWERS_KEPT": "answers",
 }

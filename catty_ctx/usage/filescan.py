@@ -136,7 +136,7 @@ def scan_file(task: Task) -> Scanned:
                 entry.kind = sniff(mm[0 : first_end if first_end >= 0 else min(size, 1 << 20)])
             bad: list[tuple[int, str]] = []
             if end > start:
-                from .ledger import collapse
+                from .copies import collapse
 
                 recs = list(entry.recs)
                 entry.state = _parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
