@@ -280,6 +280,8 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
         jobs = 1
         items = [[t] for t in tasks]
     else:
+        for kind in {t[1] or CLAUDE for t in tasks}:  # (untold kinds are mostly Claude Code's)
+            _parser(kind)  # imported once here, not again in every forked worker
         order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
         step = -(-len(order) // QUEUE_ITEMS)  # files per work item
         items = [order[i : i + step] for i in range(0, len(order), step)]
