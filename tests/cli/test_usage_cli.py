@@ -148,7 +148,8 @@ def _via_typer(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
 
 
 def test_the_fast_option_table_is_the_typer_commands() -> None:
-    """`usage` parses its own argv to start without typer: it must know exactly typer's options."""
+    """`usage` parses its own argv to start without typer; both parsers are made from one table
+    (`PARAMS`), and the typer command made from it has exactly the options the fast one knows."""
     import typer
 
     from catty_ctx.cli import get_app, load_commands
