@@ -273,6 +273,8 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
     The files go to the pool largest first, in at most QUEUE_ITEMS work items; each worker
     also collapses its files' own copies, and hands back its entries as MessagePack.
     """
+    if not tasks:
+        return  # (nothing to read: msgspec and the parsers are not even imported)
     from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 
     jobs = min(jobs or usable_cpus(), len(tasks))
