@@ -48,14 +48,18 @@ class Scan:
         self.warnings: list[str] = warnings if warnings is not None else []
 
 
-def _parser(kind: str) -> Callable[..., Any]:
+def _parser_module(kind: str) -> Any:
     if kind == CLAUDE:
-        from .claude import parse
+        from . import claude as module
     elif kind == CODEX:
-        from .codex import parse
+        from . import codex as module
     else:
-        from .catty import parse
-    return parse
+        from . import catty as module
+    return module
+
+
+def _parser(kind: str) -> Callable[..., Any]:
+    return _parser_module(kind).parse  # type: ignore[no-any-return]
 
 
 def _digest(mm: Any, a: int, b: int) -> int:
@@ -65,30 +69,26 @@ def _digest(mm: Any, a: int, b: int) -> int:
 def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[int, str]]:
     """--strict: the lines of [start, end) that hold no usage marker (so the parser never
     decoded them) and are not JSON objects."""
-    import orjson
+    from .lines import json_object
 
-    if kind == CLAUDE:
-        from .claude import MARK
-
-        def marked(line: bytes) -> bool:
-            return MARK in line
-    else:
+    if kind == CODEX:
         from .codex import PATTERN
 
         def marked(line: bytes) -> bool:
             return PATTERN.search(line) is not None
-    bad = []
+    else:
+        mark = _parser_module(kind).MARK
+
+        def marked(line: bytes) -> bool:
+            return mark in line
+    bad: list[tuple[int, str]] = []
     pos = start
     while pos < end:
         nl = mm.find(_NL, pos, end)
         stop = nl if nl >= 0 else end
         line = mm[pos:stop]
         if not marked(line):
-            try:
-                if type(orjson.loads(line)) is not dict:
-                    bad.append((pos, "not a JSON object"))
-            except orjson.JSONDecodeError:
-                bad.append((pos, "not valid JSON"))
+            json_object(line, pos, bad)
         pos = stop + 1
     return bad
 
@@ -142,7 +142,7 @@ def scan_file(task: Task) -> Scanned:
                 entry.state = _parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
                 entry.read += len(recs) - len(entry.recs)
                 entry.recs = collapse(recs) if len(recs) > len(entry.recs) else recs
-                if strict and entry.kind != CATTY:
+                if strict and kind != CATTY:  # (a log named as catty's was read whole before the scan)
                     bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
             entry.bad += len(bad)
             room = BAD_SAMPLES_PER_FILE - len(entry.samples)

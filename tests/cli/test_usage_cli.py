@@ -86,7 +86,7 @@ def test_strict_makes_bad_lines_an_error_exit_65(tmp_path: Path) -> None:
     assert cli("usage", str(codex), "--strict", "--no-cache").returncode == 65
 
 
-def test_strict_counts_a_malformed_line_in_claude_and_codex_logs(tmp_path: Path) -> None:
+def test_strict_counts_a_malformed_line_in_every_format(tmp_path: Path) -> None:
     claude_tree(tmp_path / "claude", seed=3, projects=1, sessions=1)
     log = next((tmp_path / "claude").rglob("*.jsonl"))
     n = len(log.read_bytes().splitlines())
@@ -97,7 +97,10 @@ def test_strict_counts_a_malformed_line_in_claude_and_codex_logs(tmp_path: Path)
                              "last": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 1, "reasoning_output_tokens": 0}}])
     with open(rollout, "ab") as f:
         f.write(b'[1, 2]\n')
-    for path, line, why in ((log, n + 1, "not valid JSON"), (rollout, len(rollout.read_bytes().splitlines()), "not a JSON object")):
+    piped = tmp_path / "piped.jsonl"  # a catty log under another name, told apart by its first line
+    piped.write_bytes(b'{"v":1,"seq":0,"ts":"2026-02-01T00:00:00Z","kind":"session","session_id":"p"}\n{"v":1,"seq":1,"kind": oops\n')
+    for path, line, why in ((log, n + 1, "not valid JSON"), (rollout, len(rollout.read_bytes().splitlines()), "not a JSON object"),
+                            (piped, 2, "not valid JSON")):
         doc = orjson.loads(cli("usage", str(path), "--json", check=True).stdout)
         assert doc["bad_lines"] == 0  # without --strict only the lines that can hold usage are read (and cached)
         proc = cli("usage", str(path), "--strict", "--json")
