@@ -36,6 +36,7 @@ from .errors import DataError
 from .events import Event, check_event
 from .store import MAX_LINE_BYTES, SEQ0_PROBLEM, TOO_LONG, Session, json_problem, open_log, seq_problem, torn_warning
 from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, line_start, plan_file, plan_view, scan_markers
+from .workers import can_fork, start
 
 # inspect's accumulator (`inspect.Tally`): the caller hands one in and the worker makes its own
 # from it, so this module never imports the one above it.
@@ -52,8 +53,6 @@ _FRAME = struct.Struct("<QQ")
 
 def can_split(size: int, min_bytes: int = PARALLEL_MIN_BYTES) -> bool:
     """Whether a log of `size` bytes is worth two processes here."""
-    from .forking import can_fork
-
     return size >= min_bytes and can_fork()
 
 
@@ -364,17 +363,13 @@ def fold_split(
         fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # fewer, larger writes
     except (ImportError, OSError):
         pass
-    pid = os.fork()
-    if pid == 0:  # the worker: never returns, never runs the parent's exit handlers
-        code = 0
-        try:
-            os.close(r)
-            os.close(plan_w)
-            _work(session, mid, gaps, bounds, lambda: type(tally)(tally.top.n), w, plan_r)
-        except BaseException:
-            code = 1  # the parent folds what it did not get
-        finally:
-            os._exit(code)
+
+    def worker() -> None:  # a failed worker exits 1: the parent folds what it did not get
+        os.close(r)
+        os.close(plan_w)
+        _work(session, mid, gaps, bounds, lambda: type(tally)(tally.top.n), w, plan_r)
+
+    pid = start(worker)
     os.close(w)
     os.close(plan_r)
     inbox = _Inbox(r)

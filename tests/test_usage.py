@@ -10,8 +10,11 @@ from typing import Any
 
 import orjson
 import pytest
+from msgspec.structs import replace
 
+import catty_ctx
 from catty_ctx import usage as U
+from catty_ctx.usage import filescan
 from conftest import write_log
 from usage_trees import claude_tree, codex_rollout
 
@@ -215,7 +218,7 @@ def test_day_rows_use_the_local_zone_unless_a_zone_is_given(tmp_path: Path) -> N
     assert [r["day"] for r in ledger([tmp_path], by="day", tz="UTC").rows] == ["2026-02-01"]
     assert [r["day"] for r in ledger([tmp_path], by="day", tz="Asia/Tokyo").rows] == ["2026-02-01", "2026-02-02"]
     code = ("import sys; from catty_ctx import usage as U; l, _ = U.usage([sys.argv[1]], by='day'); print([r['day'] for r in l.rows])")
-    env = dict(os.environ, TZ="America/Los_Angeles", PYTHONPATH=str(Path(U.__file__).parent.parent))
+    env = dict(os.environ, TZ="America/Los_Angeles", PYTHONPATH=str(Path(catty_ctx.__file__).parent.parent))
     out = subprocess.run([__import__("sys").executable, "-c", code, str(tmp_path)], capture_output=True, env=env, check=True).stdout
     assert out.strip() == b"['2026-02-01']"  # 09:00Z and 23:59Z are both Feb 1 in Los Angeles
 
@@ -285,7 +288,7 @@ def test_an_incomplete_usage_withholds_cost_and_marks_rows_partial(tmp_path: Pat
 
 
 def test_bundled_price_table_is_dated_and_uses_litellm_field_names() -> None:
-    doc = orjson.loads((Path(U.__file__).parent / "prices.json").read_bytes())
+    doc = orjson.loads((Path(catty_ctx.__file__).parent / "prices.json").read_bytes())
     assert datetime.strptime(doc["_meta"]["date"], "%Y-%m-%d")
     fields = {"input_cost_per_token", "output_cost_per_token", "cache_creation_input_token_cost", "cache_read_input_token_cost"}
     for name, entry in doc.items():
@@ -296,12 +299,12 @@ def test_bundled_price_table_is_dated_and_uses_litellm_field_names() -> None:
 
 def test_a_call_above_200k_prompt_tokens_is_priced_wholly_at_the_tier_rates() -> None:
     prices = U.load_prices()
-    base = (0.0, SONNET, 1_000, 2_000, 150_000, 40_000, 0, None, None, False, "main", "s", "", False, None, None)
+    base = U.Record(0.0, SONNET, 1_000, 2_000, 150_000, 40_000, 0, None, None, False, "main", "s", "", False, None, None)
     small = U.call_cost(base, prices)
     assert small == pytest.approx(1_000 * 3e-6 + 2_000 * 15e-6 + 150_000 * 0.3e-6 + 40_000 * 3.75e-6)
-    big = base[:4] + (160_000,) + base[5:]  # prompt 1,000 + 160,000 + 40,000 = 201,000 > 200,000
+    big = replace(base, cache_read=160_000)  # prompt 1,000 + 160,000 + 40,000 = 201,000 > 200,000
     assert U.call_cost(big, prices) == pytest.approx(1_000 * 6e-6 + 2_000 * 22.5e-6 + 160_000 * 0.6e-6 + 40_000 * 7.5e-6)
-    at_limit = base[:4] + (159_000,) + base[5:]  # exactly 200,000: the base rates
+    at_limit = replace(base, cache_read=159_000)  # exactly 200,000: the base rates
     assert U.call_cost(at_limit, prices) == pytest.approx(1_000 * 3e-6 + 2_000 * 15e-6 + 159_000 * 0.3e-6 + 40_000 * 3.75e-6)
 
 
@@ -501,7 +504,7 @@ def test_no_cache_neither_reads_nor_writes_the_cache(tmp_path: Path) -> None:
 def test_parallel_workers_give_the_same_ledger_as_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     claude_tree(tmp_path / "c", seed=9, projects=2, sessions=3)
     one, _ = U.usage([str(tmp_path / "c")], jobs=1, use_cache=False, by="day")
-    monkeypatch.setattr(U, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(filescan, "PARALLEL_MIN_BYTES", 0)
     two, scan = U.usage([str(tmp_path / "c")], jobs=2, use_cache=False, by="day")
     assert two.rows == one.rows and two.totals == one.totals and scan.files_parsed == scan.files
 
@@ -509,7 +512,7 @@ def test_parallel_workers_give_the_same_ledger_as_one_process(tmp_path: Path, mo
 def test_a_worker_that_dies_or_cannot_start_costs_time_not_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     claude_tree(tmp_path / "c", seed=9, projects=2, sessions=3)
     one, _ = U.usage([str(tmp_path / "c")], jobs=1, use_cache=False, by="day")
-    monkeypatch.setattr(U, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(filescan, "PARALLEL_MIN_BYTES", 0)
     parent, real_scan = os.getpid(), U.scan_file
 
     def dies_in_a_child(task: Any) -> Any:
@@ -517,14 +520,14 @@ def test_a_worker_that_dies_or_cannot_start_costs_time_not_the_result(tmp_path: 
             os._exit(3)  # a worker killed mid-share
         return real_scan(task)
 
-    monkeypatch.setattr(U, "scan_file", dies_in_a_child)
+    monkeypatch.setattr(filescan, "scan_file", dies_in_a_child)
     died, scan = U.usage([str(tmp_path / "c")], jobs=3, use_cache=False, by="day")
     assert died.rows == one.rows and scan.files_parsed == scan.files
 
     def no_fork() -> int:
         raise OSError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(U, "scan_file", real_scan)
+    monkeypatch.setattr(filescan, "scan_file", real_scan)
     monkeypatch.setattr(os, "fork", no_fork)
     alone, scan = U.usage([str(tmp_path / "c")], jobs=2, use_cache=False, by="day")
     assert alone.rows == one.rows and scan.files_parsed == scan.files
@@ -534,7 +537,7 @@ def test_a_caller_running_threads_is_never_forked(tmp_path: Path, monkeypatch: p
     import threading
 
     claude_tree(tmp_path / "c", seed=9, projects=1, sessions=2)
-    monkeypatch.setattr(U, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(filescan, "PARALLEL_MIN_BYTES", 0)
     forks: list[int] = []
     real_fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())

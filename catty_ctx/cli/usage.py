@@ -2,11 +2,12 @@
 
 This command starts without the CLI framework: `parse_args` reads the plain spellings of its
 options and `run` does the work, so a cron job asking again about unchanged files pays for the
-interpreter and the cached answer only. `declare` gives typer the same options for help,
-completion, the man page and every other spelling; a test keeps the two tables equal.
+interpreter and the cached answer only. Both that parser and the typer command `declare`
+registers (help, completion, the man page and every other spelling) are made from one table,
+`PARAMS`, so they cannot disagree.
 """
-# No `from __future__ import annotations`: typer evaluates the annotations in `declare`, where
-# `typer` is in scope only as a local. Nothing else here imports typing (milliseconds at start-up).
+# No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
+# Nothing here imports typing at load (milliseconds at start-up).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -14,27 +15,36 @@ if TYPE_CHECKING:
     from ..usage import Ledger, Scan
 
 BY_HELP = "Rows by KEY: model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
+PATHS_HELP = ("A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, "
+              "or - for a log on stdin; told apart by content.")
 
-# Option → (parameter, takes a value), as typer declares them below.
-OPTIONS = {
-    "--by": ("by", True),
-    "--since": ("since", True),
-    "--until": ("until", True),
-    "--json": ("as_json", False),
-    "--prices": ("prices", True),
-    "--no-cache": ("no_cache", False),
-    "--jobs": ("jobs", True),
-    "-j": ("jobs", True),
-    "--strict": ("strict", False),
-    "--timezone": ("tz", True),
-}
+# The options of `usage`, declared once: (parameter of `run`, option names, value type (None: a flag),
+# metavar, help). The shared --json option brings its own help (None here).
+PARAMS = (
+    ("by", ("--by",), str, "KEY", BY_HELP),
+    ("since", ("--since",), str, "DATE", "Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
+    ("until", ("--until",), str, "DATE", "Only calls on or before this day (YYYY-MM-DD)."),
+    ("as_json", ("--json",), None, None, None),
+    ("prices", ("--prices",), str, "FILE", "A price table (LiteLLM's field names) whose entries replace the bundled ones."),
+    ("no_cache", ("--no-cache",), None, None, "Read every file in full; neither read nor write the caches."),
+    ("jobs", ("--jobs", "-j"), int, "N", "Parse files in N processes (default: one per CPU)."),
+    ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
+     "every line of every log is checked, not only those that can hold usage."),
+    ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
+)
+JOBS_MIN = 1
+
+# Option → (parameter, takes a value): what the fast parser knows, from PARAMS.
+OPTIONS = {name: (dest, kind is not None) for dest, names, kind, _metavar, _help in PARAMS for name in names}
+_INTS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is int}
+_SHORT = {name for _dest, names, _kind, _metavar, _help in PARAMS for name in names if not name.startswith("--")}
 
 
 def parse_args(args: "list[str]") -> "dict[str, Any] | None":
     """The keyword arguments of `run` for ARGS, or None when typer should parse them.
 
     Takes options before, between and after the paths, `--opt=value`, and `--`; anything else
-    (help, an unknown option, a bad --jobs, no path) is left to typer and its messages.
+    (help, an unknown option, a bad number, no path) is left to typer and its messages.
     """
     opts: "dict[str, Any]" = {"paths": []}
     i = 0
@@ -49,7 +59,7 @@ def parse_args(args: "list[str]") -> "dict[str, Any] | None":
             continue
         name, eq, value = a.partition("=")
         spec = OPTIONS.get(name)
-        if spec is None or (eq and not spec[1]) or (name == "-j" and eq):
+        if spec is None or (eq and not spec[1]) or (name in _SHORT and eq):
             return None
         dest, takes_value = spec
         if not takes_value:
@@ -63,11 +73,11 @@ def parse_args(args: "list[str]") -> "dict[str, Any] | None":
         opts[dest] = value
     if not opts["paths"]:
         return None
-    if "jobs" in opts:
-        jobs = opts["jobs"]
-        if not (jobs.isascii() and jobs.isdigit() and int(jobs) >= 1):
+    for dest in _INTS & opts.keys():
+        text = opts[dest]
+        if not (text.isascii() and text.isdigit() and int(text) >= JOBS_MIN):
             return None
-        opts["jobs"] = int(jobs)
+        opts[dest] = int(text)
     return opts
 
 
@@ -119,7 +129,8 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
 
 
 def declare() -> None:
-    """Register `usage` on the typer application (help, completion, docs, unusual spellings)."""
+    """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    import inspect
     from typing import Annotated, List, Optional
 
     import typer
@@ -131,39 +142,44 @@ def declare() -> None:
     if any(c.name == "usage" for c in app.registered_commands):
         return
 
-    @app.command(
-        "usage",
-        epilog=(
-            "Examples: catty-ctx usage ~/.claude --by day --since 2026-01-01; "
-            "catty-ctx usage ~/.codex --by model --json | jq .totals; "
-            "catty-ctx usage sessions/ --by agent"
-        ),
-    )
-    @handle_errors
-    def usage_cmd(
-        paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, or - for a log on stdin; told apart by content.")],
-        by: Annotated[str, typer.Option("--by", metavar="KEY", help=BY_HELP)] = "model",
-        since: Annotated[Optional[str], typer.Option("--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone.")] = None,
-        until: Annotated[Optional[str], typer.Option("--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD).")] = None,
-        as_json: JsonOpt = False,
-        prices: Annotated[Optional[str], typer.Option("--prices", metavar="FILE", help="A price table (LiteLLM's field names) whose entries replace the bundled ones.")] = None,
-        no_cache: Annotated[bool, typer.Option("--no-cache", help="Read every file in full; neither read nor write the caches.")] = False,
-        jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Parse files in N processes (default: one per CPU).")] = None,
-        strict: Annotated[bool, typer.Option("--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted; every line of a catty log is validated.")] = False,
-        tz: Annotated[Optional[str], typer.Option("--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one).")] = None,
-    ) -> None:
-        """Tokens, calls and cost of catty, Claude Code and Codex sessions, with totals.
+    defaults = {name: p.default for name, p in inspect.signature(run).parameters.items()}
+    annotations: "dict[str, Any]" = {"paths": Annotated[List[str], typer.Argument(metavar="PATH...", help=PATHS_HELP)]}
+    for dest, names, kind, metavar, help_text in PARAMS:
+        if help_text is None:
+            annotations[dest] = JsonOpt
+        elif kind is None:
+            annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text)]
+        else:
+            extra = {"min": JOBS_MIN} if kind is int else {}
+            hint = kind if defaults[dest] is not None else Optional[kind]  # type: ignore[valid-type]
+            annotations[dest] = Annotated[hint, typer.Option(*names, metavar=metavar, help=help_text, **extra)]
 
-        Rows hold input, output, cache reads and writes, reasoning, calls and cost, by model,
-        day, week, month, session, project or agent.
+    def usage_cmd(**kwargs: "Any") -> None:
+        run(**kwargs)
 
-        Provider calls are counted once: Claude Code's per-content-block copies, resumed and
-        forked copies, and side-question replays are collapsed; Codex counts a call only when its
-        cumulative totals moved. Costs come from a dated price table shipped with catty-ctx
-        (--prices overrides). Lines that cannot be read are skipped and counted (the first few
-        named on stderr). Unchanged files are read from a cache, grown ones from where they ended.
-        """
-        run(paths, by=by, since=since, until=until, as_json=as_json, prices=prices, no_cache=no_cache, jobs=jobs, strict=strict, tz=tz)
+    usage_cmd.__doc__ = USAGE_DOC
+    usage_cmd.__annotations__ = {**annotations, "return": None}
+    usage_cmd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
+                           default=defaults[name] if name != "paths" else inspect.Parameter.empty)
+         for name, annotation in annotations.items()])
+    epilog = ("Examples: catty-ctx usage ~/.claude --by day --since 2026-01-01; "
+              "catty-ctx usage ~/.codex --by model --json | jq .totals; "
+              "catty-ctx usage sessions/ --by agent")
+    app.command("usage", epilog=epilog)(handle_errors(usage_cmd))
+
+
+USAGE_DOC = """Tokens, calls and cost of catty, Claude Code and Codex sessions, with totals.
+
+    Rows hold input, output, cache reads and writes, reasoning, calls and cost, by model,
+    day, week, month, session, project or agent.
+
+    Provider calls are counted once: Claude Code's per-content-block copies, resumed and
+    forked copies, and side-question replays are collapsed; Codex counts a call only when its
+    cumulative totals moved. Costs come from a dated price table shipped with catty-ctx
+    (--prices overrides). Lines that cannot be read are skipped and counted (the first few
+    named on stderr). Unchanged files are read from a cache, grown ones from where they ended.
+    """
 
 
 def _money(v: "float | None") -> str:

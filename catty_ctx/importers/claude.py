@@ -13,7 +13,7 @@ uuid, merges the lines of one response, counts each response's usage once (keyed
 message id + request id, the largest copy kept; an abandoned branch's calls are kept as
 usage marked `off_branch`), and
 imports subagent files as events with `agent`. (The usage ledger reads Claude files with
-its own faster reader, usage.py, under the same dedupe rules.)
+its own faster reader, the usage package, under the same dedupe rules.)
 """
 from __future__ import annotations
 

@@ -86,6 +86,28 @@ def test_strict_makes_bad_lines_an_error_exit_65(tmp_path: Path) -> None:
     assert cli("usage", str(codex), "--strict", "--no-cache").returncode == 65
 
 
+def test_strict_counts_a_malformed_line_in_every_format(tmp_path: Path) -> None:
+    claude_tree(tmp_path / "claude", seed=3, projects=1, sessions=1)
+    log = next((tmp_path / "claude").rglob("*.jsonl"))
+    n = len(log.read_bytes().splitlines())
+    with open(log, "ab") as f:
+        f.write(b'{"type":"user","message":{"role":"user","content":"hi"}\n')  # no usage marker, and not JSON
+    rollout = tmp_path / "codex" / "rollout-a.jsonl"
+    codex_rollout(rollout, [{"ts": "2026-02-01T09:00:00.000Z", "model": "gpt-5-codex",
+                             "last": {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 1, "reasoning_output_tokens": 0}}])
+    with open(rollout, "ab") as f:
+        f.write(b'[1, 2]\n')
+    piped = tmp_path / "piped.jsonl"  # a catty log under another name, told apart by its first line
+    piped.write_bytes(b'{"v":1,"seq":0,"ts":"2026-02-01T00:00:00Z","kind":"session","session_id":"p"}\n{"v":1,"seq":1,"kind": oops\n')
+    for path, line, why in ((log, n + 1, "not valid JSON"), (rollout, len(rollout.read_bytes().splitlines()), "not a JSON object"),
+                            (piped, 2, "not valid JSON")):
+        doc = orjson.loads(cli("usage", str(path), "--json", check=True).stdout)
+        assert doc["bad_lines"] == 0  # without --strict only the lines that can hold usage are read (and cached)
+        proc = cli("usage", str(path), "--strict", "--json")
+        assert proc.returncode == 65 and proc.stdout == b""
+        assert proc.stderr.decode().startswith(f"catty-ctx: error: {path}:{line}: {why}"), proc.stderr
+
+
 def test_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
     codex = _codex(tmp_path)
     for args in (["--by", "hour"], ["--timezone", "Mars/Olympus"], ["--since", "yesterday"], ["--jobs", "0"]):
@@ -129,7 +151,8 @@ def _via_typer(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
 
 
 def test_the_fast_option_table_is_the_typer_commands() -> None:
-    """`usage` parses its own argv to start without typer: it must know exactly typer's options."""
+    """`usage` parses its own argv to start without typer; both parsers are made from one table
+    (`PARAMS`), and the typer command made from it has exactly the options the fast one knows."""
     import typer
 
     from catty_ctx.cli import get_app, load_commands

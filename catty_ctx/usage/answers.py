@@ -1,0 +1,67 @@
+"""The answer cache: a question asked before about files that have not changed is answered from it.
+
+One file per list of PATHs (marshal: it loads without importing anything) holding the last
+ANSWERS_KEPT answers, each under a key made of the question and every file's path, size,
+mtime and inode, and the folder listings of the last walk (see `walk.Listings`).
+"""
+from __future__ import annotations
+
+import marshal
+import os
+
+import xxhash
+
+from .cachefiles import CACHE_VERSION, cache_file, read_bytes, write_cache_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Sequence
+
+    from .walk import Survey
+
+ANSWERS_KEPT = 16
+
+
+def answers_path(paths: Sequence[str | os.PathLike[str]]) -> str:
+    return cache_file("usage-answers", "\0".join(os.path.abspath(os.fspath(p)) for p in paths))
+
+
+def read_answers(path: str) -> dict[str, Any]:
+    """{"answers": {query key: answer}, "dirs": folder listings}, or {} when missing or unreadable."""
+    data = read_bytes(path)
+    if data is None:
+        return {}
+    try:
+        doc = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return {}
+    return doc if type(doc) is dict else {}
+
+
+def write_answers(path: str, answers: dict[str, Any], dirs: dict[str, Any]) -> None:
+    while len(answers) > ANSWERS_KEPT:
+        answers.pop(next(iter(answers)))
+    write_cache_file(path, marshal.dumps({"answers": answers, "dirs": dirs}))
+
+
+def query_key(found: Survey, query: tuple[Any, ...]) -> str:
+    """Same files (path, size, mtime, inode), same question, same catty-ctx: same answer (the
+    printed forms kept with it follow the version's output)."""
+    from .._version import __version__
+
+    h = xxhash.xxh3_128(repr((CACHE_VERSION, __version__, query)).encode())
+    for arg, files in found:
+        h.update(arg.encode("utf-8", "surrogateescape"))
+        h.update(repr(files).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def local_zone_key() -> tuple[Any, ...]:
+    """What the local time zone depends on: a change of any of it is a new question."""
+    import time
+
+    try:
+        localtime_mtime = os.stat("/etc/localtime").st_mtime_ns
+    except OSError:
+        localtime_mtime = 0
+    return (os.environ.get("TZ"), time.tzname, time.timezone, time.altzone, localtime_mtime)

@@ -1,0 +1,51 @@
+"""Where the usage caches live and how a cache file is written: $XDG_CACHE_HOME/catty-ctx, temp + rename.
+
+A cache is only ever a shortcut: one that is missing or unreadable reads as empty, one that
+cannot be written costs speed next time, never the result.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import xxhash
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+CACHE_VERSION = 3  # bump when a record's shape or a parser's meaning changes
+
+
+def cache_base() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "catty-ctx")
+
+
+def cache_dir() -> Path:
+    """Where the per-file and answer caches live: $XDG_CACHE_HOME/catty-ctx."""
+    from pathlib import Path
+
+    return Path(cache_base())
+
+
+def cache_file(kind: str, key: str) -> str:
+    """The cache file of KIND for KEY (the paths asked about)."""
+    tag = f"{sys.version_info[0]}{sys.version_info[1]}"  # marshal's format follows the interpreter
+    return os.path.join(cache_base(), f"{kind}-v{CACHE_VERSION}-py{tag}-{xxhash.xxh64_hexdigest(key.encode('utf-8', 'surrogateescape'))}.bin")
+
+
+def read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def write_cache_file(path: str, data: bytes) -> None:
+    """temp + rename, without fsync: a cache lost in a crash is only read as empty next time."""
+    from ..files import replace_file
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    replace_file(path, data, durable=False)

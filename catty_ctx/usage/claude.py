@@ -1,0 +1,173 @@
+"""Usage records of a Claude Code log: assistant records carrying `message.usage`.
+
+Claude Code writes one line per content block of a response, each repeating the usage; the
+copies share the message and request ids, which make the record's dedupe key.
+"""
+from __future__ import annotations
+
+import os
+from typing import Annotated, Optional, Union
+
+import msgspec
+
+from .lines import json_object, NL, count
+from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
+from .times import epoch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MARK = b'"output_tokens"'  # every usage object has it; a longer needle also searches faster
+
+# The fields the ledger reads, typed as Claude Code writes them; a line of any other shape (a
+# field of another type, a count past int64, left to the general decoder, no usage) is
+# read again by the general decoder under the same rules.
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Count = Optional[Int64]
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: Count = None
+    output_tokens: Count = None
+    cache_creation_input_tokens: Count = None
+    cache_read_input_tokens: Count = None
+
+
+class _Message(msgspec.Struct):
+    id: Optional[str] = None
+    model: Optional[str] = None
+    usage: Optional[_Usage] = None
+
+
+class _Line(msgspec.Struct):
+    message: Optional[_Message] = None
+    timestamp: Optional[str] = None
+    sessionId: Optional[str] = None
+    requestId: Optional[str] = None
+    uuid: Optional[str] = None
+    isSidechain: Optional[bool] = None
+    agentId: Optional[str] = None
+    costUSD: Optional[Union[Int64, float]] = None
+
+
+_decode_line = msgspec.json.Decoder(_Line).decode
+_MISMATCH = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+def _general_only(line: bytes) -> Any:
+    raise msgspec.ValidationError("typed decoding off")
+
+
+def context(path: str) -> tuple[str, str, str]:
+    """(project, session, agent) a Claude Code file implies by where it lies."""
+    parts = os.path.normpath(path).split(os.sep)
+    stem = os.path.splitext(parts[-1])[0]
+    project = ""
+    if "projects" in parts:
+        i = len(parts) - 1 - parts[::-1].index("projects")
+        if i + 2 < len(parts):
+            project = parts[i + 1]
+    session = parts[-3] if len(parts) >= 3 and parts[-2] == "subagents" else stem
+    return project, session, stem
+
+
+def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
+    """Append the records of [start, end) to RECS and the bad lines to BAD (no state to resume from).
+
+    TYPED False reads every line with the general decoder (what a typed read must equal)."""
+    project, default_session, stem = context(path)
+    decode = _decode_line if typed else _general_only
+    mismatch = _MISMATCH
+    find, rfind = mm.find, mm.rfind
+    append = recs.append
+    intern = {}.setdefault  # one string object per model, session and agent: smaller to ship and cache
+    pos = start
+    while pos < end:  # the line loop of lines_with, inlined: this is the hot path
+        i = find(MARK, pos, end)
+        if i < 0:
+            break
+        j = rfind(NL, start, i)
+        off = j + 1 if j >= 0 else start
+        pos = find(NL, i, end) + 1 or end
+        line = mm[off : pos - 1]
+        try:
+            o = decode(line)
+            m = o.message
+            u = m.usage  # type: ignore[union-attr]
+            inp, out, cw = u.input_tokens, u.output_tokens, u.cache_creation_input_tokens  # type: ignore[union-attr]
+            if inp is None or out is None or cw is None:
+                raise AttributeError  # the general reader's rules for what is missing
+        except (*mismatch, AttributeError):
+            d = json_object(line, off, bad)
+            if d is None:
+                continue
+            rec = record(d, default_session, project, stem, intern)
+            if type(rec) is str:
+                bad.append((off, rec))
+            elif rec is not None:
+                append(rec)
+            continue
+        model = m.model  # type: ignore[union-attr]
+        if model == "<synthetic>":  # made up locally: no API call
+            continue
+        ts = epoch(o.timestamp)
+        if ts is None:
+            bad.append((off, "usage without token counts or timestamp"))
+            continue
+        append(make(ts, model, inp, out, u.cache_read_input_tokens, cw, o.sessionId or default_session, m.id or None,  # type: ignore[union-attr]
+                    o.requestId or None, o.uuid or None, o.isSidechain is True, o.costUSD, o.agentId, project, stem, intern))
+    return state
+
+
+def record(o: dict[str, Any], default_session: str, project: str, stem: str, intern: Any) -> Record | str | None:
+    """The record of one decoded line, None when it holds none, or why it is bad."""
+    m = o.get("message")
+    if type(m) is not dict or "usage" not in m:
+        # Older versions logged a subagent's responses inside the parent as progress records.
+        d = o.get("data")
+        inner = d.get("message") if type(d) is dict else None
+        if type(inner) is not dict or type(inner.get("message")) is not dict:
+            return None
+        o = dict(inner, sessionId=o.get("sessionId"), agentId=inner.get("agentId") or d.get("agentId"))
+        m = inner["message"]
+    u = m["usage"] if "usage" in m else None
+    if type(u) is not dict:
+        return None
+    get = o.get
+    model = m.get("model")
+    if model == "<synthetic>":  # made up locally: no API call
+        return None
+    inp = u.get("input_tokens")
+    out = u.get("output_tokens")
+    ts = epoch(get("timestamp"))
+    if type(inp) is not int or type(out) is not int or ts is None:
+        return "usage without token counts or timestamp"
+    cw = u.get("cache_creation_input_tokens")
+    if type(cw) is not int:
+        cc = u.get("cache_creation")
+        cw = sum(count(v) for v in cc.values()) if type(cc) is dict else 0
+    cr = u.get("cache_read_input_tokens")
+    return make(ts, model, inp, out, cr, cw, get("sessionId") or default_session, m.get("id") or None, get("requestId") or None,
+                get("uuid") or None, get("isSidechain") is True, get("costUSD"), get("agentId"), project, stem, intern)
+
+
+def make(ts: float, model: Any, inp: int, out: int, cr: Any, cw: int, session: Any, mid: Any, rid: Any, uid: Any, side: bool,
+         cost: Any, agent_id: Any, project: str, stem: str, intern: Any) -> Record:
+    """The record of one usage line's fields (IDs already None when empty)."""
+    if mid and rid:
+        key: str | None = f"c\0{mid}\0{rid}"
+    elif mid:
+        # Without a request id: one response's block lines share an Anthropic message id.
+        key = f"c\0{mid}\0\0{session}" + ("" if str(mid).startswith("msg_") else f"\0{ts}")
+    else:
+        key = f"u\0{uid}" if uid else None
+    if type(model) is not str or not model:
+        model = UNKNOWN_MODEL
+    if type(session) is not str:
+        session = str(session)
+    agent = str(agent_id or stem) if side else MAIN_AGENT
+    return Record(ts, intern(model, model), inp if inp >= 0 else 0, out if out >= 0 else 0, cr if type(cr) is int and cr >= 0 else 0,
+                  cw if cw >= 0 else 0, 0, cost if type(cost) in (int, float) else None, key, side, intern(agent, agent),
+                  intern(session, session), project, False, mid if type(mid) is str or mid is None else str(mid),
+                  uid if type(uid) is str or uid is None else str(uid))

@@ -1,0 +1,104 @@
+"""The dedupe rules: one record per provider call, whatever copies the logs hold.
+
+Claude Code repeats a response's usage on each content block's line, resumed and forked
+sessions replay earlier records, side questions re-log a parent response, Codex repeats its
+last count, a catty fork copies its parent's events: `collapse` keeps one record per key
+(used by each worker on its own files, then across files), `dedupe` adds the cross-file rules.
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable
+
+    from .records import Record
+
+
+def collapse(records: Iterable[Record]) -> list[Record]:
+    """Keep one record per dedupe key, in the order keys first appear.
+
+    Of the copies the main conversation's wins over a sidechain's, then the largest usage,
+    then the first seen. A record whose uuid was seen is a replay of that record even when its
+    ids were rewritten. Workers collapse each file (a response's content-block lines repeat
+    its usage), the ledger collapses again across files: the rule is the same both times.
+    """
+    out: list[Record] = []
+    where: dict[str, int] = {}
+    by_uuid: dict[str, int] = {}
+    for rec in records:
+        key = rec.key
+        if key is None:
+            out.append(rec)
+            continue
+        uid = rec.uuid
+        i = where.get(key)
+        if i is None and uid is not None:
+            i = by_uuid.get(uid)
+        if i is None:
+            where[key] = len(out)
+            if uid is not None:
+                by_uuid[uid] = len(out)
+            out.append(rec)
+            continue
+        where.setdefault(key, i)
+        if uid is not None:
+            by_uuid.setdefault(uid, i)
+        cur = out[i]
+        if cur.sidechain != rec.sidechain:
+            if cur.sidechain:
+                out[i] = rec
+        elif rec.input + rec.output + rec.cache_read + rec.cache_write > cur.input + cur.output + cur.cache_read + cur.cache_write:
+            out[i] = rec
+    return out
+
+
+def _trace_forks(records: Iterable[Record]) -> list[Record]:
+    """Key (and attribute) a catty event a fork copied (seq <= forked_from_seq) by the session it came from.
+
+    Followed up the chain of forks as far as the scanned sessions tell it; a parent not
+    scanned still keys its copies alike in every child.
+    """
+    records = list(records)
+    forks: dict[str, tuple[str, int]] = {}
+    for r in records:
+        k = r.key
+        if k is not None and k[:2] == "e\0":
+            _e, session, _seq, parent, forked_at = k.split("\0")
+            if parent and forked_at:
+                forks[session] = (parent, int(forked_at))
+    if not forks:
+        return records
+    from msgspec.structs import replace
+
+    out = []
+    for r in records:
+        k = r.key
+        if k is not None and k[:2] == "e\0":
+            _e, session, seq_text, _p, _f = k.split("\0")
+            seq = int(seq_text)
+            hops = 0
+            while session in forks and seq <= forks[session][1] and hops < 1000:  # hops: a cycle in bad data ends
+                session = forks[session][0]
+                hops += 1
+            # The call was made in the session it came from: count it there.
+            r = replace(r, key=f"e\0{session}\0{seq}", session=session)
+        out.append(r)
+    return out
+
+
+def dedupe(records: Iterable[Record]) -> list[Record]:
+    """One record per provider call, sorted by time.
+
+    Copies share a key (Claude: message id + request id; Codex: time and cumulative totals;
+    catty: request id, else time, seq and counts) and are collapsed. A sidechain record whose
+    message id the main conversation of the same session already has is a replay (a side
+    question re-logging its parent under a new request id) and is dropped.
+    """
+    kept = collapse(_trace_forks(records))
+    side_ids = {r.msg_id for r in kept if r.sidechain and r.msg_id is not None}
+    if side_ids:  # (few: only the sidechains' ids are looked up among the main conversation's)
+        main_ids = {(r.session, r.msg_id) for r in kept if not r.sidechain and r.msg_id in side_ids}
+        if main_ids:
+            kept = [r for r in kept if not (r.sidechain and r.msg_id is not None and (r.session, r.msg_id) in main_ids)]
+    kept.sort(key=lambda r: r.ts)
+    return kept

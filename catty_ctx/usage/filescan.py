@@ -1,0 +1,297 @@
+"""The scan: read every log under the PATHs, unchanged files from the per-file cache, grown ones
+from where they stopped, the rest in full, on several processes when there is enough to read.
+
+The per-file cache (one file per PATH, MessagePack) keeps each log's `FileEntry`; an entry whose
+key (size, mtime, inode) still holds is used without opening the log.
+"""
+from __future__ import annotations
+
+import os
+
+import xxhash
+
+from .cachefiles import cache_file, read_bytes, write_cache_file
+from .walk import CATTY, CLAUDE, CODEX, sniff, survey
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Sequence
+
+    from .walk import Survey
+    from .records import FileEntry, Record, Scanned
+
+    Progress = Callable[[int, int], None]
+    Task = tuple[str, str | None, FileEntry | None, bool]  # path, kind, previous entry, strict
+
+BAD_SAMPLES_PER_FILE = 5
+PARALLEL_MIN_BYTES = 8 << 20  # below this a worker pool costs more than it saves
+_CHECK_BYTES = 4096  # bytes hashed at the start and at the end of what was parsed
+_NL = b"\n"
+
+
+class Scan:
+    """What a scan read: the records in file order, and how it went.
+
+    (A plain class, not a dataclass: the dataclasses module is too slow to import for a
+    cached answer.)
+    """
+
+    def __init__(self, records: list[Record] | None = None, calls_read: int = 0, files: int = 0, files_parsed: int = 0,
+                 bytes_parsed: int = 0, bad_lines: int = 0, bad_samples: list[str] | None = None, warnings: list[str] | None = None) -> None:
+        self.records: list[Record] = records if records is not None else []
+        self.calls_read = calls_read  # usage records seen, copies included
+        self.files = files
+        self.files_parsed = files_parsed
+        self.bytes_parsed = bytes_parsed
+        self.bad_lines = bad_lines
+        self.bad_samples: list[str] = bad_samples if bad_samples is not None else []
+        self.warnings: list[str] = warnings if warnings is not None else []
+
+
+def _parser_module(kind: str) -> Any:
+    if kind == CLAUDE:
+        from . import claude as module
+    elif kind == CODEX:
+        from . import codex as module
+    else:
+        from . import catty as module
+    return module
+
+
+def _parser(kind: str) -> Callable[..., Any]:
+    return _parser_module(kind).parse  # type: ignore[no-any-return]
+
+
+def _digest(mm: Any, a: int, b: int) -> int:
+    return xxhash.xxh64_intdigest(mm[a:b])
+
+
+def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[int, str]]:
+    """--strict: the lines of [start, end) that hold no usage marker (so the parser never
+    decoded them) and are not JSON objects."""
+    from .lines import json_object
+
+    if kind == CODEX:
+        from .codex import PATTERN
+
+        def marked(line: bytes) -> bool:
+            return PATTERN.search(line) is not None
+    else:
+        mark = _parser_module(kind).MARK
+
+        def marked(line: bytes) -> bool:
+            return mark in line
+    bad: list[tuple[int, str]] = []
+    pos = start
+    while pos < end:
+        nl = mm.find(_NL, pos, end)
+        stop = nl if nl >= 0 else end
+        line = mm[pos:stop]
+        if not marked(line):
+            json_object(line, pos, bad)
+        pos = stop + 1
+    return bad
+
+
+def scan_file(task: Task) -> Scanned:
+    """Parse one log (or only what was appended since the previous entry); (path, entry, bytes parsed, error).
+
+    A file that shrank, was replaced, or changed before where the previous entry stopped (the
+    hashes of its first and last bytes differ) is parsed again from the start. With strict,
+    every line of a Claude Code or Codex log is checked, not only those holding a usage marker
+    (a catty log is checked whole before the scan: `validate_catty_logs`).
+    """
+    from .lines import line_number
+    from .records import FileEntry
+
+    path, kind, prev, strict = task
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        return path, None, 0, f"cannot read ({exc.strerror})"
+    with f:
+        st = os.fstat(f.fileno())
+        size = st.st_size
+        entry = FileEntry(size, st.st_mtime_ns, st.st_ino, kind)
+        if size == 0:
+            return path, entry, 0, None
+        try:
+            import mmap
+
+            mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:  # shrank since fstat, or cannot be mapped
+            return path, None, 0, f"cannot read ({exc})"
+        try:
+            start = 0
+            if prev is not None and prev.ino == st.st_ino and 0 < prev.off <= size and prev.kind is not None:
+                off = prev.off
+                if _digest(mm, 0, min(off, _CHECK_BYTES)) == prev.head and _digest(mm, max(0, off - _CHECK_BYTES), off) == prev.tail:
+                    start = off
+                    entry.kind, entry.state, entry.recs, entry.read = prev.kind, prev.state, prev.recs, prev.read
+                    entry.bad, entry.samples = prev.bad, prev.samples
+            last_nl = mm.rfind(_NL, start, size)
+            end = last_nl + 1 if last_nl >= 0 else start
+            if entry.kind is None:
+                first_end = mm.find(_NL, 0, min(size, 1 << 20))
+                entry.kind = sniff(mm[0 : first_end if first_end >= 0 else min(size, 1 << 20)])
+            bad: list[tuple[int, str]] = []
+            if end > start:
+                from .copies import collapse
+
+                recs = list(entry.recs)
+                entry.state = _parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
+                entry.read += len(recs) - len(entry.recs)
+                entry.recs = collapse(recs) if len(recs) > len(entry.recs) else recs
+                if strict and kind != CATTY:  # (a log named as catty's was read whole before the scan)
+                    bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
+            entry.bad += len(bad)
+            room = BAD_SAMPLES_PER_FILE - len(entry.samples)
+            if room > 0 and bad:
+                entry.samples = entry.samples + [(line_number(mm, off), why) for off, why in bad[:room]]
+            if end < size:
+                entry.torn = line_number(mm, end)
+            entry.off = end
+            entry.head = _digest(mm, 0, min(end, _CHECK_BYTES))
+            entry.tail = _digest(mm, max(0, end - _CHECK_BYTES), end)
+            return path, entry, size - start, None
+        finally:
+            mm.close()
+
+
+def _load_cache(arg: str) -> dict[str, FileEntry]:
+    """The per-file cache of ARG: {path: entry}, empty when missing, unreadable or another PATH's."""
+    data = read_bytes(cache_file("usage", arg))
+    if data is None:
+        return {}
+    import msgspec
+
+    from .records import FileEntry
+
+    try:
+        got_arg, files = msgspec.msgpack.decode(data, type=tuple[str, dict[str, FileEntry]])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return {}
+    return files if got_arg == arg else {}
+
+
+def _save_cache(arg: str, files: dict[str, FileEntry]) -> str | None:
+    """Write the per-file cache; a failure costs speed next time, never the result."""
+    from .records import ENCODE
+
+    try:
+        write_cache_file(cache_file("usage", arg), ENCODE((arg, files)))
+    except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
+        return f"usage cache not written: {exc}"
+    return None
+
+
+def validate_catty_logs(found: Survey) -> None:
+    """--strict: read every line of each catty log as the store does, not only its usage
+    lines, so a corrupt session is a DataError naming file:line even where the ledger would
+    not have looked (costs a full parse; the default scan stays a byte search)."""
+    from ..store import Session
+
+    for _, files in found:
+        for path, kind, *_ in files:
+            if kind == CATTY:
+                for _ in Session.open(path).events(warn=None):
+                    pass
+
+
+def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
+         max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None) -> Scan:
+    """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped.
+
+    STRICT checks every line of every log (the per-file cache, which knows only the marked
+    lines, is then neither read nor written). A log last modified before MODIFIED_SINCE (epoch
+    seconds) cannot hold a newer call: it is neither read nor parsed and adds nothing (its
+    cache entry is kept for later questions).
+    """
+    use_cache = use_cache and not strict
+    since_ns = int(modified_since * 1e9) if modified_since is not None else None
+    found = paths if paths and isinstance(paths[0], tuple) else survey(paths)  # type: ignore[arg-type]
+    result = Scan()
+    plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any]]] = []  # arg, files, old entries, new entries
+    tasks: list[Task] = []
+    sizes: dict[str, int] = {}
+    for arg, listing in found:  # type: ignore[union-attr]
+        old = _load_cache(arg) if use_cache else {}
+        new: dict[str, Any] = {}
+        files: list[str] = []
+        for path, kind, size, mtime, ino in listing:
+            prev = old.get(path)
+            if since_ns is not None and mtime < since_ns:
+                if prev is not None:
+                    new[path] = prev
+                continue
+            files.append(path)
+            if prev is not None and prev.size == size and prev.mtime == mtime and prev.ino == ino:
+                new[path] = prev
+            else:
+                tasks.append((path, kind, prev, strict))
+                sizes[path] = size - (prev.off if prev is not None and prev.ino == ino and prev.off <= size else 0)
+        plans.append((arg, files, old, new))
+    result.files = sum(len(files) for _arg, files in found)  # type: ignore[misc]
+
+    done: dict[str, FileEntry] = {}
+    total = sum(sizes.values())
+    for path, entry, nbytes, error in _run(tasks, sizes, jobs, total, progress):
+        if error is not None:
+            result.bad_lines += 1
+            if len(result.bad_samples) < max_samples:
+                result.bad_samples.append(f"{path}: {error}")
+            continue
+        assert entry is not None
+        done[path] = entry
+        result.files_parsed += 1
+        result.bytes_parsed += nbytes
+
+    for arg, files, old, new in plans:
+        new.update((p, done[p]) for p in files if p in done)
+        for path in files:
+            entry = new.get(path)
+            if entry is None:
+                continue
+            result.records.extend(entry.recs)
+            result.calls_read += entry.read
+            result.bad_lines += entry.bad + (1 if entry.torn else 0)
+            for line, why in entry.samples:
+                if len(result.bad_samples) < max_samples:
+                    result.bad_samples.append(f"{path}:{line}: {why}")
+            if entry.torn and len(result.bad_samples) < max_samples:
+                result.bad_samples.append(f"{path}:{entry.torn}: torn final line (no newline)")
+        if use_cache and (new.keys() != old.keys() or any(p in done for p in files)):  # (old entries of skipped files kept)
+            warning = _save_cache(arg, new)
+            if warning:
+                result.warnings.append(warning)
+    return result
+
+
+def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int, progress: Progress | None) -> Iterable[Scanned]:
+    """scan_file over TASKS, in JOBS processes when there is enough to read (see `workers.deal`).
+
+    The files go to the pool largest first, in at most QUEUE_ITEMS work items; each worker
+    also collapses its files' own copies, and hands back its entries as MessagePack.
+    """
+    if not tasks:
+        return  # (nothing to read: msgspec and the parsers are not even imported)
+    from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
+
+    jobs = min(jobs or usable_cpus(), len(tasks))
+    if jobs <= 1 or total < PARALLEL_MIN_BYTES or not can_fork():
+        jobs = 1
+        items = [[t] for t in tasks]
+    else:
+        for kind in {t[1] or CLAUDE for t in tasks}:  # (untold kinds are mostly Claude Code's)
+            _parser(kind)  # imported once here, not again in every forked worker
+        order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
+        step = -(-len(order) // QUEUE_ITEMS)  # files per work item
+        items = [order[i : i + step] for i in range(0, len(order), step)]
+    from .records import DECODE_ITEM, ENCODE
+
+    nbytes = 0
+    for n, results, here in deal(len(items), lambda n: [scan_file(task) for task in items[n]], jobs, ENCODE, DECODE_ITEM):
+        yield from results
+        if here and progress is not None:
+            nbytes += sum(sizes.get(task[0], 0) for task in items[n])
+            progress(min(total, nbytes * jobs), total)  # the children read about as much meanwhile

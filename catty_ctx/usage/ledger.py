@@ -1,0 +1,130 @@
+"""The ledger: the calls (one per provider call, see `copies`) folded into priced rows by a key.
+
+Imports nothing heavy at load (a cached answer is returned as a `Ledger`).
+"""
+from __future__ import annotations
+
+from ..errors import UsageError
+from .copies import dedupe
+from .prices import TIER_TOKENS, Prices, load_prices, price_tokens
+from .times import day_of, iso_week
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import tzinfo
+    from typing import Any, Iterable
+
+    from .filescan import Scan
+    from .records import Record
+
+BY_CHOICES = ("model", "day", "week", "month", "session", "project", "agent")
+_FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "calls")
+
+
+class Ledger:
+    """Rows by one key and their totals, with what the dedupe dropped and the price table's date.
+
+    `rendered` is what a caller of `usage(render=…)` made of it, kept with a cached answer.
+    (A plain class, not a dataclass: the dataclasses module is too slow to import for a cached answer.)
+    """
+
+    FIELDS = ("by", "rows", "totals", "incomplete", "calls_read", "duplicates", "prices_date")
+
+    def __init__(self, by: str, rows: list[dict[str, Any]], totals: dict[str, Any], incomplete: bool, calls_read: int,
+                 duplicates: int, prices_date: str | None, rendered: Any = None) -> None:
+        self.by = by
+        self.rows = rows
+        self.totals = totals
+        self.incomplete = incomplete
+        self.calls_read = calls_read
+        self.duplicates = duplicates
+        self.prices_date = prices_date
+        self.rendered = rendered
+
+    def document(self, scan: Scan | None = None) -> dict[str, Any]:
+        doc: dict[str, Any] = {"by": self.by, "rows": self.rows, "totals": self.totals, "incomplete": self.incomplete,
+                               "calls_read": self.calls_read, "duplicates_dropped": self.duplicates, "prices_date": self.prices_date}
+        if scan is not None:
+            doc.update(files=scan.files, files_parsed=scan.files_parsed, bytes_parsed=scan.bytes_parsed, bad_lines=scan.bad_lines)
+        return doc
+
+
+def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | None = None, since: str | None = None,
+                 until: str | None = None, prices: Prices | None = None) -> Ledger:
+    """Fold calls into rows: input, output, cache_read, cache_write, reasoning, calls, cost_usd, partial.
+
+    A row is partial when some of its calls have no price (its cost counts the priced ones;
+    with none priced it is null).
+    A session holding an `incomplete` usage makes the ledger incomplete: every row with calls of
+    that session is partial and shows no cost, and neither do the totals.
+    """
+    if by not in BY_CHOICES:
+        raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
+    prices = prices or load_prices()
+    records = list(records)
+    kept = dedupe(records)
+    duplicates = len(records) - len(kept)
+    day = day_of(tz)
+    if since or until:
+        lo, hi = since or "0000-00-00", until or "9999-99-99"
+        kept = [r for r in kept if lo <= day(r.ts) <= hi]
+    incomplete_sessions = {r.session for r in kept if r.incomplete}
+
+    if by in ("day", "week", "month"):
+        keys = [day(r.ts) for r in kept]
+        if by == "week":
+            weeks = {d: iso_week(d) for d in dict.fromkeys(keys)}
+            keys = [weeks[d] for d in keys]
+        elif by == "month":
+            keys = [d[:7] for d in keys]
+    else:
+        keys = [getattr(r, by) for r in kept]
+
+    # One pass into (group, model, tier, unpriced) buckets; groups are summed from them and
+    # the unpriced buckets priced once each at the end. Reported costs are added in call order.
+    buckets: dict[tuple[str, str, bool, bool], list[int]] = {}
+    reported: dict[str, float] = {}
+    for r, k in zip(kept, keys):
+        inp, cr, cw, cost = r.input, r.cache_read, r.cache_write, r.cost
+        bk = (k, r.model, inp + cr + cw > TIER_TOKENS, cost is None)
+        b = buckets.get(bk)
+        if b is None:
+            b = buckets[bk] = [0, 0, 0, 0, 0, 0]
+        b[0] += inp
+        b[1] += r.output
+        b[2] += cr
+        b[3] += cw
+        b[4] += r.reasoning
+        b[5] += 1
+        if cost is not None:
+            reported[k] = reported.get(k, 0.0) + cost
+    acc: dict[str, list[Any]] = {}  # per group: 6 counts, cost, unpriced calls, incomplete
+    for (k, _model, _above, _unpriced), b in buckets.items():
+        a = acc.get(k)
+        if a is None:
+            a = acc[k] = [0, 0, 0, 0, 0, 0, reported.get(k, 0.0), 0, False]
+        for i in range(6):
+            a[i] += b[i]
+    for (k, model, above, unpriced), b in buckets.items():
+        if unpriced:
+            cost = price_tokens(prices.lookup(model), b[0], b[1], b[2], b[3], above)
+            if cost is None:
+                acc[k][7] += b[5]
+            else:
+                acc[k][6] += cost
+    if incomplete_sessions:
+        for r, k in zip(kept, keys):
+            if r.session in incomplete_sessions:
+                acc[k][8] = True
+
+    def row(a: list[Any]) -> dict[str, Any]:
+        out = dict(zip(_FIELDS, a[:6]))
+        # Withheld when incomplete; unknown (not zero) when no call of the row has a price.
+        out["cost_usd"] = None if a[8] or (a[7] and a[7] == a[5]) else round(a[6], 6)
+        out["partial"] = bool(a[7]) or a[8]
+        return out
+
+    rows = [{by: k, **row(a)} for k, a in sorted(acc.items())]
+    tot = [sum(a[i] for a in acc.values()) for i in range(8)] + [any(a[8] for a in acc.values())]
+    return Ledger(by=by, rows=rows, totals=row(tot), incomplete=bool(incomplete_sessions), calls_read=len(records),
+                  duplicates=duplicates, prices_date=prices.date)

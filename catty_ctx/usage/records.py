@@ -1,0 +1,60 @@
+"""The usage ledger's records: one provider call (`Record`) and what the scan keeps per file (`FileEntry`).
+
+Both are msgspec Structs: made in C, and written to the per-file cache and handed back by a
+worker as MessagePack arrays, decoded straight into the types again.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import msgspec
+
+MAIN_AGENT = "main"
+UNKNOWN_MODEL = "unknown"
+
+
+class Record(msgspec.Struct, array_like=True, gc=False):
+    """One provider call as a log recorded it."""
+
+    ts: float  # epoch seconds
+    model: str
+    input: int  # uncached input tokens
+    output: int
+    cache_read: int
+    cache_write: int
+    reasoning: int
+    cost: Optional[float]  # the cost the log reported, if any
+    key: Optional[str]  # copies of one call share it (see ledger.collapse)
+    sidechain: bool
+    agent: str
+    session: str
+    project: str
+    incomplete: bool
+    msg_id: Optional[str]
+    uuid: Optional[str]
+
+
+class FileEntry(msgspec.Struct, array_like=True):
+    """One log as scanned: its key (size, mtime, inode), where parsing stopped (after the last
+    complete line), hashes of the first and last bytes before that point, the parser's state,
+    the records, and the bad lines (a count, the first few as (line, why), a torn tail's line)."""
+
+    size: int
+    mtime: int
+    ino: int
+    kind: Optional[str]
+    off: int = 0
+    head: int = 0
+    tail: int = 0
+    state: Any = None
+    recs: list[Record] = []
+    read: int = 0
+    bad: int = 0
+    samples: list[tuple[int, str]] = []
+    torn: int = 0
+
+
+# What a scan of one file gives: (path, entry or None, bytes parsed, error or None).
+Scanned = tuple[str, Optional[FileEntry], int, Optional[str]]
+ENCODE = msgspec.msgpack.Encoder().encode
+DECODE_ITEM = msgspec.msgpack.Decoder(tuple[int, list[Scanned]]).decode

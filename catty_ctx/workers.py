@@ -1,0 +1,154 @@
+"""The one process pool: when forking a worker is safe, starting one, and dealing work to several.
+
+`inspect`'s two-core fold (parallel.py) starts one child with `start`; the usage scan deals
+files to N children with `deal`. A caller's threads could hold locks (the allocator's,
+logging's, an I/O buffer's) that a forked child would never see released, so a library
+caller running threads gets the one-process path. Imports nothing heavy: the usage ledger
+asks before it knows it has anything to parse.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
+QUEUE_ITEMS = 1024  # work items in the queue pipe: 4 KiB, within any pipe's buffer, so filling it never blocks
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the system has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether forking a worker is safe and could help here."""
+    if not hasattr(os, "fork") or usable_cpus() < 2:
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
+
+
+def start(body: Callable[[], Any]) -> int:
+    """Fork a child that runs BODY and exits (0 when BODY returned, 1 when it raised); its pid.
+
+    The child never returns into the caller's code and never runs the parent's exit
+    handlers. OSError when no process can be had.
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            body()
+            code = 0
+        except BaseException:  # noqa: BLE001 - whatever the child failed at, the parent does it
+            pass
+        finally:
+            os._exit(code)
+    return pid
+
+
+def deal(count: int, work: Callable[[int], Any], jobs: int, dump: Callable[[Any], bytes],
+         load: Callable[[bytes], Any]) -> Iterator[tuple[int, Any, bool]]:
+    """(n, work(n), done here) for every work item n < COUNT, in this process and JOBS-1 forked children.
+
+    The item numbers are dealt through a queue, a pipe holding them, from which every
+    process takes the next one when it is free (reads of four bytes from a pipe are whole),
+    so all end together whatever the items cost. A child writes each result (DUMP) as it
+    finishes it to an in-memory file where there is one (a pipe would block once full while
+    this process is busy with its own share); this process yields its own results as it makes
+    them, then the children's (LOAD). Whatever a child did not report (it failed, or could
+    not start) is worked here: a worker can cost time, never a result.
+    """
+    children: list[tuple[int, int]] = []
+    queue_r = queue_w = -1
+    if jobs > 1 and count > 1:
+        try:
+            queue_r, queue_w = os.pipe()
+        except OSError:
+            pass
+    if queue_r < 0:
+        for n in range(count):
+            yield n, work(n), True
+        return
+    os.write(queue_w, b"".join(i.to_bytes(4, "little") for i in range(count)))
+    for _ in range(min(jobs, count) - 1):
+        child = _start_dealt(work, dump, queue_r, queue_w)
+        if child is not None:
+            children.append(child)
+    os.close(queue_w)
+    done: set[int] = set()
+    with os.fdopen(queue_r, "rb", buffering=0):
+        for n in _taken(queue_r):
+            yield n, work(n), True
+            done.add(n)
+    for child in children:
+        for n, result in _collect(child, load):
+            done.add(n)
+            yield n, result, False
+    for n in range(count):
+        if n not in done:  # a failed child's items
+            yield n, work(n), True
+
+
+def _taken(fd: int) -> Iterator[int]:
+    """Work item numbers taken from the queue pipe until it is empty."""
+    while True:
+        data = os.read(fd, 4)
+        if len(data) < 4:
+            return
+        yield int.from_bytes(data, "little")
+
+
+def _start_dealt(work: Callable[[int], Any], dump: Callable[[Any], bytes], queue_r: int, queue_w: int) -> tuple[int, int] | None:
+    """A child taking work from the queue: (pid, the file it writes its results to), or None."""
+    try:
+        out = os.memfd_create("catty-ctx-worker") if hasattr(os, "memfd_create") else _unlinked_temp()
+    except OSError:
+        return None
+
+    def body() -> None:
+        os.close(queue_w)
+        for n in _taken(queue_r):
+            data = dump((n, work(n)))
+            data = len(data).to_bytes(8, "little") + data  # framed: the parent loads each result from one buffer
+            while data:
+                data = data[os.write(out, data) :]
+
+    try:
+        return start(body), out
+    except OSError:  # no processes to be had (sandbox, limits): the work stays here
+        os.close(out)
+        return None
+
+
+def _unlinked_temp() -> int:
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="catty-ctx-worker-")
+    os.unlink(name)
+    return fd
+
+
+def _collect(child: tuple[int, int], load: Callable[[bytes], Any]) -> Iterator[tuple[int, Any]]:
+    """(work item, its result) for each item a child finished; none when it failed (its items are then worked here)."""
+    pid, fd = child
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(fd, "rb") as f:
+        if status != 0:
+            return
+        f.seek(0)
+        data = memoryview(f.read())
+    pos = 0
+    while pos + 8 <= len(data):
+        end = pos + 8 + int.from_bytes(data[pos : pos + 8], "little")
+        try:
+            item = load(data[pos + 8 : end])
+        except Exception:  # noqa: BLE001 - a torn result: the item is worked again here
+            return
+        pos = end
+        yield item
