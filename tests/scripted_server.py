@@ -9,9 +9,12 @@ from typing import Any
 import orjson
 
 
-def sse(*deltas: str) -> tuple[int, dict[str, str], list[bytes]]:
-    """A streamed answer: one chunk per delta, then [DONE]."""
+def sse(*deltas: str, usage: dict[str, Any] | None = None) -> tuple[int, dict[str, str], list[bytes]]:
+    """A streamed answer: one chunk per delta, then (when given) a last chunk with the tokens
+    the server counted and no choices, as OpenAI sends for stream_options.include_usage, then [DONE]."""
     chunks = [b"data: " + orjson.dumps({"choices": [{"index": 0, "delta": {"content": d}}]}) + b"\n\n" for d in deltas]
+    if usage is not None:
+        chunks.append(b"data: " + orjson.dumps({"id": "chatcmpl-scripted", "choices": [], "usage": usage}) + b"\n\n")
     return 200, {"Content-Type": "text/event-stream"}, chunks + [b"data: [DONE]\n\n"]
 
 

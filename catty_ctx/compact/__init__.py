@@ -211,7 +211,7 @@ def compact_session(
     if m.nothing_new:
         return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
     if prefire:
-        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run, redact)
+        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run, redact, lock_timeout)
     if not over and not force:
         return CompactResult(status="below_threshold", **base)  # type: ignore[arg-type]
     if not dry_run:
@@ -273,10 +273,15 @@ def compact_session(
         doc["input"]["repaired"] = m.repaired
         return doc, row
 
+    from .spend import spend_events
+
+    spend = [] if dry_run else spend_events(summ, result, purpose="compaction")
     if result.summary is None:
         doc, _ = finish(None)
         if not dry_run:
             write_artifact(directory, doc, redact=redact)
+            if spend:  # the calls were made: their cost is recorded though nothing is committed
+                session.append(spend, lock_timeout=lock_timeout, warn=None)
         code = ExitCode.DATA if result.error_class == "deterministic" else ExitCode.TEMP_FAIL
         where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
         raise SummarizerError(f"{session.display}: {summ.id}: {result.error}{where}", exit_code=code)
@@ -301,19 +306,20 @@ def compact_session(
             segment = write_segment(directory, m.span, result.summary, detail=detail, compaction_id=cid).file
         doc, out = finish(segment)
         write_artifact(directory, doc, redact=redact)
-        written = session._append_locked([comp], warn=None)  # the lock is already held
+        # The spend first, the compaction (the commit point) last, in one append.
+        written = session._append_locked([*spend, comp], warn=None)  # the lock is already held
     if hit is not None and hit.hit:
         from .twopass import discard
 
         discard(directory)
     out.artifact = comp["artifact"]
-    out.event = written[0]
+    out.event = written[-1]
     return out
 
 
 def _prefire(
     session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None,
-    from_pct: float | None, dry_run: bool, redact: bool,
+    from_pct: float | None, dry_run: bool, redact: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> CompactResult:
     from .ladder import SummarizerError
     from .summarizers import get_summarizer
@@ -326,6 +332,12 @@ def _prefire(
     if dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
     pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=redact)
+    if pre.result is not None:
+        from .spend import spend_events
+
+        spend = spend_events(summ, pre.result, purpose="prefire")
+        if spend:
+            session.append(spend, lock_timeout=lock_timeout, warn=None)
     if pre.status == "failed":
         raise SummarizerError(f"{session.display}: {summ.id}: pass 1 failed: {pre.error}")
     return CompactResult(

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 import orjson
 
 from ..errors import CattyError, ExitCode
-from ..tokens import item_tokens
+from ..tokens import BYTES_PER_TOKEN, item_tokens
 
 Item = dict[str, Any]
 
@@ -254,7 +254,18 @@ def extract_summary(text: str) -> str:
     return _ANALYSIS_BLOCK.sub("", text).strip()
 
 
-CallOnce = Callable[[Prompt, StreamTimer], str]
+# A model call answers its text, or its text and the tokens the provider reported for it
+# ({"input": n, "output": n}, maybe "cache_read", "reasoning", "request_id").
+CallOnce = Callable[[Prompt, StreamTimer], "str | tuple[str, dict[str, Any] | None]"]
+
+
+def call_usage(prompt: Prompt, text: str, reported: dict[str, Any] | None) -> dict[str, Any]:
+    """The spend of one answered call: the provider's count, else an estimate (flagged) by
+    the estimator's rule, bytes / 4, of what went in and what came out."""
+    if reported:
+        return dict(reported)
+    per = BYTES_PER_TOKEN
+    return {"input": len(prompt.text().encode()) // per, "output": len(text.encode()) // per, "estimated": True}
 
 
 def run_ladder(
@@ -278,7 +289,7 @@ def run_ladder(
             timer = StreamTimer()
             record: dict[str, Any] = {"stage": stage, "attempt": n, "input_items": len(items)}
             try:
-                text = call_once(prompt, timer)
+                answer = call_once(prompt, timer)
             except Overflow as exc:
                 record.update(outcome="overflow", error=str(exc))
                 overflow = True
@@ -291,6 +302,8 @@ def run_ladder(
                 result.error, result.error_class, result.stage = str(exc), "deterministic", stage
                 return result
             else:
+                text, reported = answer if isinstance(answer, tuple) else (answer, None)
+                record["usage"] = call_usage(prompt, text, reported)
                 summary = extract_summary(text)
                 record["summary_chars"] = len(summary)
                 timings = timer.report(time.monotonic())

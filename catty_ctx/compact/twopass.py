@@ -23,7 +23,7 @@ from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
 from .artifacts import ARTIFACT_DIR
 from ..head import SUMMARY_PREAMBLE
-from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, fit_items
+from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult, fit_items
 
 CACHE_NAME = "prefire.json"
 CACHE_SCHEMA = 1
@@ -70,6 +70,7 @@ class PrefireResult:
     pass1_latency_ms: float | None
     note_chars: int
     error: str | None = None
+    result: SummaryResult | None = None  # pass 1's answer (its calls are spend to record)
 
 
 def prefire(
@@ -84,7 +85,7 @@ def prefire(
     res = summarizer.summarize(SummaryRequest(items=prefix, state=state, window=window))
     latency = round((time.monotonic() - t0) * 1000, 1)
     if res.summary is None:
-        return PrefireResult("failed", k, None, latency, 0, res.error)
+        return PrefireResult("failed", k, None, latency, 0, res.error, res)
     note = note1(res.raw or res.summary)
     if redact:  # the cache is stored beside the artifacts and shared like them
         from ..redact import redact_text
@@ -104,7 +105,7 @@ def prefire(
     path = cache_path(session_dir)
     session_folder(path.parent)  # never a link out of the session
     atomic_write(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    return PrefireResult("prefired", k, fp, latency, len(note))
+    return PrefireResult("prefired", k, fp, latency, len(note), result=res)
 
 
 @dataclass
