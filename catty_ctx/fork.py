@@ -43,6 +43,7 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
     Returns the output and what was repaired or left out on the way (short phrases)."""
     from . import providers
     from .integrity import repaired_items
+    from .pairing import repair_items
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
@@ -51,6 +52,10 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
     items, empty = providers.sendable(items)
     if empty:
         notes.append(f"{empty} empty message{'s' if empty > 1 else ''} left out")
+    # The log's repairs cover what it records; the in-memory pass covers what the view makes
+    # of it (a result that arrived after a compaction folded its call).
+    items, fixed = repair_items(items)
+    notes += fixed
     if fmt == "items":
         providers.validate_items(items)
         return items, notes

@@ -104,6 +104,17 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
 
         items, repaired = repaired_items(session)
         fp = prefix_fp(items)
+    if keep_items:
+        # What the summariser gets must be a request a provider takes; the log's repairs
+        # above cover what it records, this covers what the view makes of it (a compaction
+        # made while a call ran leaves its result after the head) and empty messages.
+        from ..fingerprint import prefix_fp
+        from ..pairing import repair_items
+
+        items, fixed = repair_items(items)
+        if fixed:
+            repaired += fixed
+            fp = prefix_fp(items)
     ev0 = stats.first
     return Measure(
         session_id=ev0.get("session_id") if ev0 else None,

@@ -46,6 +46,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..fingerprint import canonical
 from ..tokens import item_tokens
 from ..view import Item, ViewItem, ViewStats
+from ..pairing import view_item_repair
 from .forms import Meta, describe
 from .options import MIB, STRATEGIES, PruneOptions, PruneStats
 from .reuse import PrefixReuse, item_lines_canon, prefix_reuse
@@ -116,10 +117,13 @@ class Measure:
 
 def prune_items(items: Sequence[ViewItem], opts: PruneOptions, window: int, *, call_seqs: dict[str, int] | None = None, stats: PruneStats | None = None) -> tuple[list[ViewItem], PruneStats]:
     """Prune a view held in memory (a list of ViewItems, no usage events); items and stats."""
+    fix = view_item_repair()
+    items = list(fix(items))  # a request must pair its calls and results (see pairing.py)
     measure = Measure(opts, call_seqs or {})
     for vi in items:
         measure.feed(vi)
     st = stats if stats is not None else PruneStats()
+    st.repaired = fix.notes()
     return list(_apply(measure, items, window, st)), st
 
 
@@ -166,12 +170,16 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
     seqs = call_event_seqs(events(True)) if opts.clear_inputs else {}
     measure = Measure(opts, seqs)
     vstats = ViewStats()
-    for vi in iter_view(events(False), vplan, stats=vstats):
+    # Both passes see the view through the same in-memory pairing repair (deterministic, so
+    # the indices the plan names are the same): the request printed is one a provider takes.
+    fix = view_item_repair()
+    for vi in fix(iter_view(events(False), vplan, stats=vstats)):
         measure.feed(vi, vstats)
     measure.note_usage(vstats, end=True)  # a usage after the last item
+    st.repaired = fix.notes()
     if window is None:
         window = session_window(source, first) if not isinstance(source, (list, tuple)) else _event_window(first)
-    yield from _apply(measure, iter_view(events(True), vplan), window, st)
+    yield from _apply(measure, view_item_repair()(iter_view(events(True), vplan)), window, st)
 
 
 def _event_window(first: dict[str, Any] | None) -> int:

@@ -1,7 +1,7 @@
 """The options of request-copy pruning (every constant of the mechanism) and its counts."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MIB = 1 << 20
@@ -56,6 +56,7 @@ class PruneStats:
     tokens_cleared: int = 0
     batches: int = 0  # cache-aware: rewrites of the prefix over the session's history
     over_window: bool = False
+    repaired: list[str] = field(default_factory=list)  # pairing fixes the request needed
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
