@@ -43,6 +43,7 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
     Returns the output and what was repaired or left out on the way (short phrases)."""
     from . import providers
     from .integrity import repaired_items
+    from .blobs import inline_images
     from .pairing import repair_items
 
     if fmt not in FORMATS:
@@ -59,6 +60,10 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
     if fmt == "items":
         providers.validate_items(items)
         return items, notes
+    # A provider gets the image itself: blobs become base64 data (not "[image <handle>]").
+    items, missing = inline_images(items, session.directory)
+    if missing:
+        notes.append(f"{missing} image{'s' if missing > 1 else ''} missing or corrupt in blobs/, sent as a note")
     build, validate = providers.FORMATS[fmt]
     doc = build(items)
     validate(doc)

@@ -47,7 +47,7 @@ from ..fingerprint import canonical
 from ..tokens import item_tokens
 from ..view import Item, ViewItem, ViewStats
 from ..pairing import view_item_repair
-from .forms import Meta, describe
+from .forms import BlobSize, Meta, describe
 from .options import MIB, STRATEGIES, PruneOptions, PruneStats
 from .reuse import PrefixReuse, item_lines_canon, prefix_reuse
 from .strategies import Plan, Usage, apply_plan, plan_cache_aware, plan_images, plan_tiered, usage_overhead
@@ -64,9 +64,10 @@ __all__ = [
 class Measure:
     """Pass 1 over a view stream: metas, call ids of results, and the usage events between."""
 
-    def __init__(self, opts: PruneOptions, call_seqs: dict[str, int]) -> None:
+    def __init__(self, opts: PruneOptions, call_seqs: dict[str, int], blob_size: BlobSize | None = None) -> None:
         self.opts = opts
         self.call_seqs = call_seqs
+        self.blob_size = blob_size
         self.metas: list[Meta] = []
         self.call_ids: list[str] = []
         self.usages: list[Usage] = []
@@ -82,7 +83,7 @@ class Measure:
             self._seq = seq
         if stats is not None:
             self.note_usage(stats)
-        self.metas.append(describe(vi, self.opts, self.names, self.call_seqs))
+        self.metas.append(describe(vi, self.opts, self.names, self.call_seqs, self.blob_size))
         self.call_ids.append(vi.item.get("call_id", "") if vi.item.get("role") == "tool" else "")
         self.content += vi.tokens
 
@@ -168,7 +169,8 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
 
     st = stats if stats is not None else PruneStats()
     seqs = call_event_seqs(events(True)) if opts.clear_inputs else {}
-    measure = Measure(opts, seqs)
+    directory = None if isinstance(source, (list, tuple)) else source.directory
+    measure = Measure(opts, seqs, _blob_sizes(directory) if directory is not None else None)
     vstats = ViewStats()
     # Both passes see the view through the same in-memory pairing repair (deterministic, so
     # the indices the plan names are the same): the request printed is one a provider takes.
@@ -180,6 +182,27 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
     if window is None:
         window = session_window(source, first) if not isinstance(source, (list, tuple)) else _event_window(first)
     yield from _apply(measure, view_item_repair()(iter_view(events(True), vplan)), window, st)
+
+
+def _blob_sizes(directory: Any) -> BlobSize:
+    """Sizes of the session's blobs, by handle (an image kept as a blob weighs what it holds)."""
+    import os
+    import stat
+
+    from ..blobs import BLOBS_DIR, is_handle
+
+    sizes: dict[str, int | None] = {}
+
+    def size(handle: str) -> int | None:
+        if handle not in sizes:
+            try:
+                st = os.lstat(directory / BLOBS_DIR / handle) if is_handle(handle) else None
+            except OSError:
+                st = None
+            sizes[handle] = st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
+        return sizes[handle]
+
+    return size
 
 
 def _event_window(first: dict[str, Any] | None) -> int:

@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing import Callable
+
 from ..fingerprint import canonical
 from ..tokens import item_tokens
 from ..view import Item, ViewItem
 from .options import PruneOptions
+
+BlobSize = Callable[[str], "int | None"]  # a blob handle -> its size in bytes (None: unknown)
 
 
 # -- the rewritten forms -------------------------------------------------------------------
@@ -48,7 +52,8 @@ def cleared_args(seq: Any, ref: str) -> dict[str, str]:
 
 
 def images_removed_item(item: Item, count: int, ref: str) -> Item:
-    """A user item whose `count` oldest images are replaced by a note in its text."""
+    """An item whose `count` oldest images are replaced by a note in its text (a user
+    message) or its output (a tool result: a screenshot tool's, say)."""
     out = dict(item)
     rest = item["images"][count:]
     if rest:
@@ -56,12 +61,24 @@ def images_removed_item(item: Item, count: int, ref: str) -> Item:
     else:
         out.pop("images")
     noun = "image was" if count == 1 else f"{count} images were"
-    out["text"] = (
-        item.get("text", "")
+    field = "output" if item.get("role") == "tool" else "text"
+    out[field] = (
+        item.get(field, "")
         + f"\n[An earlier {noun} removed from this request by catty-ctx prune; do not describe "
         + f"{'it' if count == 1 else 'them'}; {_where(item.get('seq'), ref)}]"
     )
     return out
+
+
+def image_bytes(img: Any, blob_size: BlobSize | None) -> int:
+    """What an image adds to the request body: its entry as stored, and for an image kept as
+    a blob (imports store them so) the base64 text a provider request will carry in its place."""
+    n = len(canonical(img))
+    if isinstance(img, dict) and "data" not in img and isinstance(img.get("blob"), str) and blob_size is not None:
+        size = blob_size(img["blob"])
+        if size:
+            n += 4 * ((size + 2) // 3)
+    return n
 
 
 # -- pass 1: what each item weighs -----------------------------------------------------------
@@ -92,7 +109,7 @@ def omit_reason(opts: PruneOptions) -> str:
     return "cleared to keep the request within the window"
 
 
-def describe(vi: ViewItem, opts: PruneOptions, names: dict[str, str], call_seqs: dict[str, int]) -> Meta:
+def describe(vi: ViewItem, opts: PruneOptions, names: dict[str, str], call_seqs: dict[str, int], blob_size: BlobSize | None = None) -> Meta:
     """Measure an item and its rewritten forms; `names` maps call ids to tool names as calls pass."""
     item = vi.item
     m = Meta()
@@ -100,11 +117,13 @@ def describe(vi: ViewItem, opts: PruneOptions, names: dict[str, str], call_seqs:
     m.body = len(vi.canon)
     role = item.get("role")
     ref = opts.session_ref
+    imgs = item.get("images")
+    if imgs and role in ("user", "tool"):
+        # Images of user messages and of tool results (screenshots) leave oldest first.
+        m.images = [image_bytes(im, blob_size) for im in imgs]
+        m.body += sum(m.images) - sum(len(canonical(im)) for im in imgs)
     if role == "user":
         m.real_user = not item.get("synthetic")
-        imgs = item.get("images")
-        if imgs:
-            m.images = [len(canonical(im)) for im in imgs]
     elif role == "tool":
         m.result = True
         m.tool = names.get(item.get("call_id", ""), "")

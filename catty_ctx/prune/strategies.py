@@ -205,10 +205,6 @@ def apply_plan(items: Iterable[ViewItem], plan: Plan, opts: PruneOptions, stats:
         elif i in plan.trim:
             new = trimmed_item(item, opts.trim_head, opts.trim_tail, ref)
             stats.trimmed += 1
-        elif i in plan.images:
-            n = plan.images[i]
-            new = images_removed_item(item, n, ref)
-            stats.images_removed += n
         elif plan.clear_calls and item.get("tool_calls"):
             tcs = item["tool_calls"]
             if any(c.get("call_id") in plan.clear_calls for c in tcs):
@@ -220,6 +216,10 @@ def apply_plan(items: Iterable[ViewItem], plan: Plan, opts: PruneOptions, stats:
                     for c in tcs
                 ]
                 stats.inputs_cleared += sum(1 for c in tcs if c.get("call_id") in plan.clear_calls)
+        if i in plan.images and i not in plan.omit:  # a trimmed screenshot result loses its images too
+            n = plan.images[i]
+            new = images_removed_item(new or item, n, ref)
+            stats.images_removed += n
         stats.items += 1
         if new is None:
             yield vi
