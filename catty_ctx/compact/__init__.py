@@ -170,6 +170,29 @@ def checked_head(comp: Event, head: HeadState) -> str:
     return "full" if checker.finish().ok else "minimal"
 
 
+def choose_head(comp: Event, m: Measure) -> str:
+    """The post-compaction check: the full head when it pairs and fits the window; else the
+    minimal safe history (system items and the summary); and when not even that fits, a
+    WindowTooSmall error: nothing is committed."""
+    from .ladder import WindowTooSmall
+
+    kind = checked_head(comp, m.head)
+    if kind == "full" and m.window > 0 and head_tokens(comp, m) > m.window:
+        kind = "minimal"
+    if kind == "minimal" and m.window > 0:
+        need = head_tokens({**comp, "head": "minimal"}, m)
+        if need > m.window:
+            raise WindowTooSmall(
+                f"the window ({m.window:,} tokens) is too small: even the minimal history after "
+                f"compaction (system items and the summary) takes {need:,} tokens; nothing was compacted"
+            )
+    return kind
+
+
+def head_tokens(comp: Event, m: Measure) -> int:
+    return sum(item_tokens(it) for it in new_head(comp, m))
+
+
 def new_head(comp: Event, m: Measure) -> list[dict[str, Any]]:
     """The head the view will rebuild for `comp`, exactly (announcer listing included)."""
     from ..announce import Announcer
@@ -257,15 +280,17 @@ def compact_session(
         "tokens_after": 0,
         "prefix_fp": m.fp,
     }
+    if mode == "transcript":  # the hint names the events this summary newly folds
+        comp["from_seq"] = m.span_from if m.previous is not None else (m.first["seq"] + 1 if m.first else 0)
     if hit is not None:
         comp["two_pass"] = hit.record()
     from .artifacts import artifact_doc, artifact_relpath, write_artifact
+    head_kind = "full"
 
     def finish(segment: str | None) -> tuple[dict[str, Any], CompactResult]:
         """The head (as the view will build it), its size, the artifact, the result row."""
         if segment is not None:
             comp["segment"] = segment
-        head_kind = checked_head(comp, m.head)
         if head_kind != "full":
             comp["head"] = head_kind
         comp["tokens_after"] = sum(item_tokens(it) for it in new_head(comp, m))
@@ -293,15 +318,23 @@ def compact_session(
             write_artifact(directory, doc, redact=redact)
             if spend:  # the calls were made: their cost is recorded though nothing is committed
                 session.append(spend, lock_timeout=lock_timeout, warn=None)
-        code = ExitCode.DATA if result.error_class == "deterministic" else ExitCode.TEMP_FAIL
+        code = ExitCode.DATA if result.error_class in ("deterministic", "too_small") else ExitCode.TEMP_FAIL
         where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
         raise SummarizerError(f"{session.display}: {summ.id}: {result.error}{where}", exit_code=code)
-    if dry_run:
-        segment = None
-        if mode == "segments" and session.directory is not None:
-            from .segments import next_number
+    segment = None
+    if mode == "segments" and session.directory is not None:
+        from .segments import next_number
 
-            segment = f"segment_{next_number(session.directory):03d}.md"
+        segment = f"segment_{next_number(session.directory):03d}.md"  # the number it will most likely get
+    from .ladder import WindowTooSmall
+
+    try:
+        head_kind = choose_head({**comp, **({"segment": segment} if segment else {})}, m)
+    except WindowTooSmall as exc:
+        if spend:  # the calls were made: their cost is recorded though nothing is committed
+            session.append(spend, lock_timeout=lock_timeout, warn=None)
+        raise WindowTooSmall(f"{session.display}: {exc}") from None
+    if dry_run:
         return finish(segment)[1]
     comp["artifact"] = artifact_relpath(cid)
     # Under one lock: the check that no other compaction landed, the segment number, the side

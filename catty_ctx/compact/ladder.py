@@ -53,6 +53,12 @@ class SummarizerError(CattyError):
     exit_code = ExitCode.TEMP_FAIL
 
 
+class WindowTooSmall(SummarizerError):
+    """Nothing of the conversation fits the window: no compaction is committed (exit 65)."""
+
+    exit_code = ExitCode.DATA
+
+
 class Transient(Exception):
     pass
 
@@ -242,6 +248,13 @@ def _stage_items(stage: str, req: SummaryRequest) -> list[Item]:
 
 
 STAGES = ("verbatim", "fitted", "lossy")
+
+
+def holds_conversation(items: Sequence[Item]) -> bool:
+    """A fitted input worth sending: something besides the leading system item. With a
+    window of 32,768 tokens or less the fitted budget is 0, and grok-build would send the
+    system item alone and call what came back a summary."""
+    return any(it.get("role") != "system" for it in items)
 _SUMMARY_BLOCK = re.compile(r"<summary>(.*?)</summary>", re.S)
 _ANALYSIS_BLOCK = re.compile(r"<analysis>.*?</analysis>", re.S)
 
@@ -281,8 +294,13 @@ def run_ladder(
     """Retry rules and the overflow ladder around one model call."""
     result = SummaryResult(None, sid)
     last_error = "no attempt made"
+    too_small = False
     for stage in STAGES:
         items = _stage_items(stage, req)
+        too_small = stage != "verbatim" and not holds_conversation(items)
+        if too_small:  # nothing to send at this stage: the next one has a larger budget
+            result.attempts.append({"stage": stage, "attempt": 0, "input_items": len(items), "outcome": "too_small"})
+            continue
         prompt = build_prompt(items)
         overflow = False
         for n in range(1, attempts + 1):
@@ -325,5 +343,10 @@ def run_ladder(
             result.error, result.error_class, result.stage = f"{last_error} after {attempts} attempts", "exhausted", stage
             return result
         last_error = "input too long for the model"
+    if too_small:
+        result.error = (f"the window ({req.window:,} tokens) is too small: the model refused the whole input, "
+                        "and no fitted input holds more than the system item; nothing was compacted")
+        result.error_class, result.stage = "too_small", "lossy"
+        return result
     result.error, result.error_class, result.stage = "input too long for the model even after the lossy stage", "overflow", "lossy"
     return result

@@ -69,6 +69,12 @@ class _ModelSummarizer(Summarizer):
 # -- cmd:CMD ---------------------------------------------------------------------------------
 
 
+# How a command says its input is too long for its model, so the ladder moves on: exit
+# status 3, or (with any non-zero status) this line on its stderr.
+CMD_OVERFLOW_STATUS = 3
+CMD_OVERFLOW_LINE = "context_length_exceeded"
+
+
 class CmdSummarizer(_ModelSummarizer):
     """The prompt on the command's stdin, the summary from its stdout (argv, no shell)."""
 
@@ -91,8 +97,10 @@ class CmdSummarizer(_ModelSummarizer):
         except OSError as exc:
             raise Deterministic(f"cannot run {self.argv[0]}: {exc.strerror}") from None
         timer.delta(time.monotonic())
+        tail = proc.stderr.decode(errors="replace").strip().splitlines()
+        if proc.returncode == CMD_OVERFLOW_STATUS or (proc.returncode != 0 and CMD_OVERFLOW_LINE in (t.strip() for t in tail)):
+            raise Overflow(f"{self.argv[0]} reported its input too long (exit {proc.returncode})")
         if proc.returncode != 0:
-            tail = proc.stderr.decode(errors="replace").strip().splitlines()
             raise Deterministic(f"{self.argv[0]} exited {proc.returncode}" + (f": {tail[-1]}" if tail else ""))
         return proc.stdout.decode(errors="replace")
 
