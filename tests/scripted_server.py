@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -14,7 +15,8 @@ def sse(*deltas: str, usage: dict[str, Any] | None = None) -> tuple[int, dict[st
     the server counted and no choices, as OpenAI sends for stream_options.include_usage, then [DONE]."""
     chunks = [b"data: " + orjson.dumps({"choices": [{"index": 0, "delta": {"content": d}}]}) + b"\n\n" for d in deltas]
     if usage is not None:
-        chunks.append(b"data: " + orjson.dumps({"id": "chatcmpl-scripted", "choices": [], "usage": usage}) + b"\n\n")
+        rid = f"chatcmpl-{uuid.uuid4().hex[:16]}"  # every response has its own id, as a provider's
+        chunks.append(b"data: " + orjson.dumps({"id": rid, "choices": [], "usage": usage}) + b"\n\n")
     return 200, {"Content-Type": "text/event-stream"}, chunks + [b"data: [DONE]\n\n"]
 
 

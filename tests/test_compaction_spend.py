@@ -82,10 +82,18 @@ def test_the_extractive_summariser_calls_no_model_and_records_nothing(tmp_path: 
     assert "compaction" not in _agent_rows(s)
 
 
-def test_pass_one_spend_is_recorded_too(tmp_path: Path, endpoint, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_pass_one_spend_is_recorded_by_the_compaction_that_reads_its_note(tmp_path: Path, endpoint, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """--prefire appends no event (SPEC): its spend travels in the cache, and the two-pass
+    compaction that uses the note records it beside its own."""
     s = _session(tmp_path / "s")
-    with endpoint([sse(SUMMARY, usage={"prompt_tokens": 900, "completion_tokens": 150})]) as srv:
+    with endpoint([sse(SUMMARY, usage={"prompt_tokens": 900, "completion_tokens": 150}),
+                   sse(SUMMARY, usage={"prompt_tokens": 300, "completion_tokens": 120})]) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+        before = (s / "updates.jsonl").read_bytes()
         cli("compact", str(s), "--prefire", "--summarizer", "openai:m-sum", check=True)
-    (ev,) = [e for e in jsonl((s / "updates.jsonl").read_bytes()) if e["kind"] == "usage"]
-    assert (ev["agent"], ev["purpose"], ev["input"], ev["output"]) == ("compaction", "prefire", 900, 150)
+        assert (s / "updates.jsonl").read_bytes() == before
+        out = orjson.loads(cli("compact", str(s), "--force", "--two-pass", "--summarizer", "openai:m-sum", "--json", check=True).stdout)
+    assert out["two_pass"]["hit"] is True
+    spent = [e for e in jsonl((s / "updates.jsonl").read_bytes()) if e["kind"] == "usage"]
+    assert [(e["purpose"], e["input"], e["output"]) for e in spent] == [("prefire", 900, 150), ("compaction", 300, 120)]
+    assert _agent_rows(s)["compaction"]["calls"] == 2

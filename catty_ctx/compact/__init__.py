@@ -216,13 +216,15 @@ def compact_session(
     two_pass: bool = False,
     prefire: bool = False,
     prefire_from: float | None = None,
+    prefire_wait: float | None = None,
     redact: bool = True,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> CompactResult:
     """Compact one session if it is over `threshold` % of its window (or `force`).
 
     `prefire` runs two-pass's pass 1 now instead (on a ROOT only for sessions at or above
-    `prefire_from` %) and appends nothing; `two_pass` uses a matching pass-1 note.
+    `prefire_from` %) and appends nothing; `two_pass` uses a matching pass-1 note, waiting up
+    to `prefire_wait` seconds for a pass 1 still in flight.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
@@ -260,9 +262,12 @@ def compact_session(
     request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema)
     hit = None
     if two_pass and session.directory is not None:
-        from .twopass import lookup, pass2_items
+        from .twopass import WAIT_S, Lookup, lookup, pass2_items, wait_for_pass1
 
-        hit = lookup(session.directory, m.items, summ.id)
+        waited, flying, timed_out = (0.0, False, False) if dry_run else wait_for_pass1(session.directory, WAIT_S if prefire_wait is None else prefire_wait)
+        # A pass 1 still running after the wait: its note is not there yet, one pass now.
+        hit = Lookup(False, False, None, 0, None) if timed_out else lookup(session.directory, m.items, summ.id)
+        hit.waited_ms, hit.in_flight, hit.timed_out = waited, flying, timed_out
         if hit.hit:
             request = SummaryRequest(items=pass2_items(m.items, hit, m.window, schema), state=state, window=m.window, tool_schema_tokens=schema)
     result = summ.summarize(request)
@@ -312,6 +317,8 @@ def compact_session(
     from .spend import spend_events
 
     spend = [] if dry_run else spend_events(summ, result, purpose="compaction")
+    if hit is not None and (hit.hit or hit.stale) and not dry_run:
+        spend = hit.spend + spend  # pass 1's calls, recorded by the compaction that read its note
     if result.summary is None:
         doc, _ = finish(None)
         if not dry_run:
@@ -352,10 +359,10 @@ def compact_session(
         write_artifact(directory, doc, redact=redact)
         # The spend first, the compaction (the commit point) last, in one append.
         written = session._append_locked([*spend, comp], warn=None)  # the lock is already held
-    if hit is not None and hit.hit:
+    if hit is not None and (hit.hit or hit.stale):
         from .twopass import discard
 
-        discard(directory)
+        discard(directory)  # consumed, or never to match again: its spend is in the log now
     out.artifact = comp["artifact"]
     out.event = written[-1]
     return out
@@ -375,18 +382,15 @@ def _prefire(
     summ = get_summarizer(summarizer, **(options or {}))
     if dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
-    pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=redact)
-    if pre.result is not None:
-        from .spend import spend_events
+    from .spend import spend_events
 
-        spend = spend_events(summ, pre.result, purpose="prefire")
-        if spend:
-            session.append(spend, lock_timeout=lock_timeout, warn=None)
+    pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=redact,
+                  session_id=m.session_id, spend=lambda res: spend_events(summ, res, purpose="prefire"))
     if pre.status == "failed":
         raise SummarizerError(f"{session.display}: {summ.id}: pass 1 failed: {pre.error}")
     return CompactResult(
         status=pre.status, summarizer=summ.id, prefix_len=pre.prefix_len,
-        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp}, **base,
+        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp}, artifact=pre.artifact, **base,
     )
 
 
