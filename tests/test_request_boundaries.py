@@ -114,4 +114,5 @@ def test_any_event_sequence_gives_requests_valid_in_both_provider_shapes(tmp_pat
         valid_in_both_shapes(_stage_items(stage, req))
     k = split_point(m.items)
     if k:
+        valid_in_both_shapes(m.items[:k])  # pass 1's input
         valid_in_both_shapes(pass2_items(m.items, Lookup(True, False, "note one " * 50, k, 1.0), 40_000))
