@@ -119,3 +119,11 @@ def test_resume_says_when_a_blob_image_is_missing(tmp_path: Path) -> None:
     proc = cli("resume", str(s), "--format", "anthropic", check=True)
     assert b"1 image missing or corrupt" in proc.stderr
     providers.validate_anthropic(orjson.loads(proc.stdout))
+
+
+def test_the_summariser_transcript_marks_the_images_of_messages_and_tool_results(tmp_path: Path) -> None:
+    from catty_ctx.compact.ladder import render_transcript
+
+    s, _ = imported(tmp_path, 1, 1024)
+    text = render_transcript([vi.item for vi in stream_view(Session.open(s))])
+    assert "look at screen 0 [image]" in text and "captured [image]" in text

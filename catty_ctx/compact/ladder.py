@@ -165,7 +165,8 @@ def render_transcript(items: Iterable[Item]) -> str:
         role = it.get("role")
         if role == "tool":
             flag = " (error)" if it.get("is_error") else ""
-            out.append(f"[tool result {it.get('call_id')}{flag}]\n{it.get('output', '')}")
+            shots = "".join(" [image]" for _ in it.get("images") or ())  # a screenshot tool's images
+            out.append(f"[tool result {it.get('call_id')}{flag}]\n{it.get('output', '')}{shots}")
             continue
         tag = f"{role} ({it['synthetic']})" if it.get("synthetic") else str(role)
         text = it.get("text") or ""
