@@ -109,3 +109,13 @@ def test_a_stale_pass_one_note_is_counted_as_wasted_tokens(tmp_path: Path) -> No
     assert out["two_pass"]["stale"] is True and out["two_pass"]["wasted_tokens"] == wasted
     purposes = [e["purpose"] for e in jsonl((s / "updates.jsonl").read_bytes()) if e["kind"] == "usage"]
     assert purposes == ["prefire", "compaction"] and not cache_path(s).exists()
+
+
+def test_a_marker_older_than_an_hour_is_stale_even_when_its_pid_lives(tmp_path: Path) -> None:
+    import socket
+
+    s = _session(tmp_path / "s")
+    marker_path(s).parent.mkdir()
+    for age, flying in ((10, True), (3_700, False)):
+        marker_path(s).write_bytes(orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time() - age}))
+        assert (in_flight(s) is not None) is flying, age

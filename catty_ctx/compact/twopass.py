@@ -40,7 +40,7 @@ MARKER_NAME = "prefire.running"
 CACHE_SCHEMA = 1
 WAIT_S = 60.0  # how long pass 2 waits for a pass 1 in flight before it runs a single pass
 POLL_S = 0.05
-FOREIGN_MARKER_S = 3600.0  # a marker from another host is believed this long
+MARKER_MAX_AGE_S = 3600.0  # a marker older than this is stale, whatever process has its pid now
 SPLIT = 0.95
 NOTE1_MIN_BLOCK = 1_000
 NOTE1_CAP = 12_000
@@ -99,8 +99,10 @@ def in_flight(session_dir: Path) -> dict[str, Any] | None:
         pid, host, started = int(doc["pid"]), str(doc["host"]), float(doc["started"])
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None
+    if time.time() - started >= MARKER_MAX_AGE_S:
+        return None  # no pass 1 runs this long: its pid may belong to another process by now
     if host != socket.gethostname():
-        return doc if time.time() - started < FOREIGN_MARKER_S else None
+        return doc  # another host's process cannot be checked: its age alone decides
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
