@@ -44,9 +44,9 @@ class PairRepair(Generic[T]):
         self.fixed: Counter[str] = Counter()
 
     def notes(self) -> list[str]:
-        words = {"dangling": "dangling call answered", "orphan": "orphan result dropped", "duplicate": "duplicate result dropped",
-                 "repeated_call": "repeated call dropped", "empty": "empty message dropped"}
-        return [f"{n} {words[k]}{'s' if n > 1 and not words[k].endswith('ed') else ''}" for k, n in sorted(self.fixed.items())]
+        words = {"dangling": ("dangling call", "answered"), "orphan": ("orphan result", "dropped"), "duplicate": ("duplicate result", "dropped"),
+                 "repeated_call": ("repeated call", "dropped"), "empty": ("empty message", "dropped")}
+        return [f"{n} {words[k][0]}{'s' if n > 1 else ''} {words[k][1]}" for k, n in sorted(self.fixed.items())]
 
     def _flush(self, head: T | None, calls: list[str], results: dict[str, T]) -> Iterator[T]:
         if head is None:
