@@ -196,3 +196,31 @@ def session_directory(target: str) -> Path:
         raise UsageError("blobs live in a session directory; SESSION cannot be -")
     session = Session.open(target)
     return session.require_directory("blob")
+
+
+def inline_images(items: list[dict[str, Any]], session_dir: Path | None) -> tuple[list[dict[str, Any]], int]:
+    """Items whose images kept as blobs carry their bytes (base64 `data`), as a provider
+    request must; and how many could not be read (they stay handles, sent as a note).
+
+    Each blob is checked against its handle as it is read; items without blob images are
+    handed on as they are."""
+    import base64
+
+    out: list[dict[str, Any]] = []
+    missing = 0
+    for item in items:
+        imgs = item.get("images")
+        if not imgs or session_dir is None or not any(isinstance(i, dict) and "blob" in i and "data" not in i for i in imgs):
+            out.append(item)
+            continue
+        new_imgs = []
+        for img in imgs:
+            if isinstance(img, dict) and isinstance(img.get("blob"), str) and "data" not in img:
+                try:
+                    with open_blob(session_dir, img["blob"]) as f:
+                        img = {**img, "data": base64.b64encode(f.read()).decode("ascii")}
+                except (UsageError, DataError):
+                    missing += 1
+            new_imgs.append(img)
+        out.append({**item, "images": new_imgs})
+    return out, missing

@@ -44,6 +44,8 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
     Returns the output and what was repaired or left out on the way (short phrases)."""
     from . import providers
     from .integrity import repaired_items
+    from .blobs import inline_images
+    from .pairing import repair_items
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
@@ -52,12 +54,20 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
     items, empty = providers.sendable(items)
     if empty:
         notes.append(f"{empty} empty message{'s' if empty > 1 else ''} left out")
+    # The log's repairs cover what it records; the in-memory pass covers what the view makes
+    # of it (a result that arrived after a compaction folded its call).
+    items, fixed = repair_items(items)
+    notes += fixed
     if not any(it.get("role") != "system" for it in items):
         # Nothing to send: a request of no message is refused by every provider.
         raise DataError("no conversation to resume (the view holds no message)", path=session.display)
     if fmt == "items":
         providers.validate_items(items)
         return items, notes
+    # A provider gets the image itself: blobs become base64 data (not "[image <handle>]").
+    items, missing = inline_images(items, session.directory)
+    if missing:
+        notes.append(f"{missing} image{'s' if missing > 1 else ''} missing or corrupt in blobs/, sent as a note")
     build, validate = providers.FORMATS[fmt]
     doc = build(items)
     validate(doc)

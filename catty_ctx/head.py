@@ -160,8 +160,9 @@ def render_state(cs: dict[str, Any]) -> str:
 def mode_hint(comp: Event) -> str:
     mode = comp.get("mode")
     if mode == "transcript":
-        lo = comp.get("from_seq", 0)
-        return f"\n\nThe full transcript of the summarised part is in updates.jsonl, seq {lo}..{comp['through_seq']}."
+        lo = comp.get("from_seq") if type(comp.get("from_seq")) is int else 0
+        earlier = " (the events before it, summarised earlier, are in the same file)" if lo > 1 else ""
+        return f"\n\nThe full transcript of the summarised part is in updates.jsonl, seq {lo}..{comp['through_seq']}{earlier}."
     if mode == "segments" and comp.get("segment") is not None:
         return (
             f"\n\nThe summarised part is archived verbatim in segments/ (this one: {comp['segment']}); "

@@ -60,12 +60,25 @@ def _anthropic_image(img: Any) -> dict[str, Any]:
 
 
 def to_openai(items: Iterable[Item]) -> dict[str, Any]:
+    """A tool message carries text only, so the images of a run of tool results (screenshots)
+    follow the run in one user message that says whose they are."""
     messages: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []  # image parts of the current run of tool results
+
+    def end_run() -> None:
+        if shown:
+            messages.append({"role": "user", "content": list(shown)})
+            shown.clear()
+
     for it in items:
         role = it["role"]
         if role == "tool":
             messages.append({"role": "tool", "tool_call_id": it["call_id"], "content": it.get("output", "")})
+            if it.get("images"):
+                shown.append({"type": "text", "text": f"Images returned by tool call {it['call_id']}:"})
+                shown.extend(_openai_image(i) for i in it["images"])
             continue
+        end_run()
         if it.get("images"):
             content: Any = ([{"type": "text", "text": it["text"]}] if it.get("text") else []) + [_openai_image(i) for i in it["images"]]
         else:
@@ -79,6 +92,7 @@ def to_openai(items: Iterable[Item]) -> dict[str, Any]:
                 for c in it["tool_calls"]
             ]
         messages.append(msg)
+    end_run()
     return {"messages": messages}
 
 
@@ -106,7 +120,10 @@ def to_anthropic(items: Iterable[Item]) -> dict[str, Any]:
             system.append(it.get("text", ""))
             continue
         if role == "tool":
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": it["call_id"], "content": it.get("output", "")}
+            content: Any = it.get("output", "")
+            if it.get("images"):  # a tool_result may hold image blocks beside its text
+                content = ([{"type": "text", "text": content}] if content else []) + [_anthropic_image(i) for i in it["images"]]
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": it["call_id"], "content": content}
             if it.get("is_error"):
                 block["is_error"] = True
             add("user", [block])

@@ -20,7 +20,7 @@ _catty_ctx() {
         "__root__") opts="--help --version -h append blob compact completion fork import inspect instructions prune repair resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
-        "compact") opts="--allow-empty --check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --replay --summarizer --threshold --timeout --two-pass -h" ;;
+        "compact") opts="--allow-empty --check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "fork") opts="--at-turn --cwd --dry-run --help --json --model -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;

@@ -37,6 +37,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l min-summary-ch
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l timeout -r -F -d 'Per-call timeout of a cmd: or openai: summariser.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l two-pass -d 'Use the note of an earlier --prefire when its prefix length,'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l prefire -d 'Run pass 1 of two-pass now on ~95% of the view and cache its'
+complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l prefire-wait -r -F -d 'With --two-pass: wait up to this long for a --prefire still '
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l replay -r -F -d 'Run a saved compaction_requests/<id>.json input through --su'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l no-redact -d 'Keep credentials in the request artifact (by default keys, t'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l dry-run -d 'Show what would be done; write nothing.'

@@ -3,15 +3,20 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
 
 
-def sse(*deltas: str) -> tuple[int, dict[str, str], list[bytes]]:
-    """A streamed answer: one chunk per delta, then [DONE]."""
+def sse(*deltas: str, usage: dict[str, Any] | None = None) -> tuple[int, dict[str, str], list[bytes]]:
+    """A streamed answer: one chunk per delta, then (when given) a last chunk with the tokens
+    the server counted and no choices, as OpenAI sends for stream_options.include_usage, then [DONE]."""
     chunks = [b"data: " + orjson.dumps({"choices": [{"index": 0, "delta": {"content": d}}]}) + b"\n\n" for d in deltas]
+    if usage is not None:
+        rid = f"chatcmpl-{uuid.uuid4().hex[:16]}"  # every response has its own id, as a provider's
+        chunks.append(b"data: " + orjson.dumps({"id": rid, "choices": [], "usage": usage}) + b"\n\n")
     return 200, {"Content-Type": "text/event-stream"}, chunks + [b"data: [DONE]\n\n"]
 
 

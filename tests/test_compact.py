@@ -183,7 +183,14 @@ def test_transcript_mode_points_at_the_log(tmp_path: Path) -> None:
     s = planted(tmp_path / "s")
     res = compact_session(Session.open(s), force=True, mode="transcript")
     carrier = next(i for i in view(s) if i.get("synthetic") == "compaction_summary")
-    assert carrier["text"].endswith(f"in updates.jsonl, seq 0..{res.through_seq}.")
+    assert carrier["text"].endswith(f"in updates.jsonl, seq 1..{res.through_seq}.")  # seq 0 is the session event
+    # A second compaction names the events it newly folds, and says where the rest is.
+    _more(s, 1)
+    res2 = compact_session(Session.open(s), force=True, mode="transcript")
+    carrier = next(i for i in view(s) if i.get("synthetic") == "compaction_summary")
+    assert carrier["text"].endswith(
+        f"in updates.jsonl, seq {res.through_seq + 1}..{res2.through_seq} (the events before it, summarised earlier, are in the same file)."
+    )
 
 
 def test_dry_run_writes_nothing_but_reports(tmp_path: Path) -> None:
@@ -202,9 +209,9 @@ def test_check_reports_over_and_under_without_writing(tmp_path: Path) -> None:
 
 
 def test_a_root_compacts_each_session_over_its_threshold(tmp_path: Path) -> None:
-    planted(tmp_path / "root" / "a" / "big", window=200)
+    planted(tmp_path / "root" / "a" / "big", window=400)  # 193 tokens: 48 %, and room for the head
     planted(tmp_path / "root" / "b" / "small")
-    results = {Path(r.path).name: r.status for r in compact_target(str(tmp_path / "root"))}
+    results = {Path(r.path).name: r.status for r in compact_target(str(tmp_path / "root"), threshold=40)}
     assert results == {"big": "compacted", "small": "below_threshold"}
 
 

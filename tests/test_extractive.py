@@ -110,3 +110,27 @@ def test_an_earlier_summary_in_the_input_is_carried_forward() -> None:
 def test_the_summarizer_interface_reports_one_successful_attempt() -> None:
     res = ExtractiveSummarizer().summarize(SummaryRequest(ITEMS, STATE))
     assert res.summary and res.stage == "verbatim" and res.attempts[0]["outcome"] == "success" and "total_ms" in res.timings
+
+
+def _call(seq: int, cid: str, name: str, args: dict) -> dict:
+    return {"seq": seq, "role": "assistant", "text": "", "tool_calls": [{"call_id": cid, "name": name, "args": args}]}
+
+
+def _res(seq: int, cid: str, output: str, error: bool) -> dict:
+    return {"seq": seq, "role": "tool", "call_id": cid, "output": output, "is_error": error}
+
+
+def test_an_error_is_fixed_only_when_the_same_target_later_succeeds() -> None:
+    """A later success of the same tool on another command or file fixes nothing; a success
+    on the same command (whitespace aside) or the same path does."""
+    items = [
+        {"seq": 1, "role": "user", "text": "make it pass"},
+        _call(2, "a", "run_terminal_cmd", {"command": "pytest -q"}), _res(3, "a", "1 failed", True),
+        _call(4, "b", "run_terminal_cmd", {"command": "ls"}), _res(5, "b", "src tests", False),
+        _call(6, "c", "edit_file", {"path": "a.py"}), _res(7, "c", "Error: no match", True),
+        _call(8, "d", "edit_file", {"path": "b.py"}), _res(9, "d", "ok", False),
+        _call(10, "e", "run_terminal_cmd", {"command": "pytest  -q"}), _res(11, "e", "3 passed", False),
+    ]
+    errors = _sections(items, {})["Errors and Fixes"]
+    assert errors[0].endswith("→ then run_terminal_cmd succeeded at seq 11")
+    assert errors[1].endswith("failed: Error: no match → unresolved")

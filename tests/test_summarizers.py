@@ -79,7 +79,7 @@ def test_deterministic_error_stops_at_once() -> None:
 def test_context_overflow_walks_the_ladder_verbatim_fitted_lossy() -> None:
     overflow = error(400, "This model's maximum context length is 8192 tokens.", "context_length_exceeded")
     items = _items(n=8, size=4000)
-    window = 34_000  # fitted budget = 34,000 - 32,768 - 200 = 1,032 tokens
+    window = 37_000  # fitted budget = 37,000 - 32,768 - 200 = 4,032 tokens: the last exchanges
     with ScriptedServer([overflow, overflow, sse(GOOD)]) as srv:
         res = _openai(srv).summarize(SummaryRequest(items, window=window, tool_schema_tokens=200))
     assert [(a["stage"], a["outcome"]) for a in res.attempts] == [("verbatim", "overflow"), ("fitted", "overflow"), ("lossy", "success")]
@@ -169,9 +169,9 @@ def test_cmd_timeout_is_retried_then_reported(tmp_path: Path) -> None:
 
 
 def test_cmd_failing_is_deterministic(tmp_path: Path) -> None:
-    cmd = _script(tmp_path, "import sys\nsys.stderr.write('model not loaded\\n')\nsys.exit(3)\n")
+    cmd = _script(tmp_path, "import sys\nsys.stderr.write('model not loaded\\n')\nsys.exit(4)\n")  # 3 would report an overflow
     res = CmdSummarizer(cmd, backoff=0).summarize(SummaryRequest(_items()))
-    assert res.error_class == "deterministic" and "exited 3: model not loaded" in res.error and len(res.attempts) == 1
+    assert res.error_class == "deterministic" and "exited 4: model not loaded" in res.error and len(res.attempts) == 1
 
 
 def test_unknown_summarizer_is_a_usage_error() -> None:

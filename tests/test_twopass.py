@@ -98,7 +98,8 @@ def test_stale_after_rewind_and_replay_with_one_changed_argument(tmp_path: Path)
     replay = _events(arg="src/b.py")[2:]  # the same turns again, one argument differs
     Session.open(s).append([{"kind": "rewind", "to_turn": 0}, *replay])
     ev = _two_pass(s)
-    assert ev["two_pass"] == {"hit": False, "stale": True, "pass1_latency_ms": ev["two_pass"]["pass1_latency_ms"], "waited_ms": 0}
+    # the extractive pass 1 called no model: its stale note wasted no tokens
+    assert ev["two_pass"] == {"hit": False, "stale": True, "pass1_latency_ms": ev["two_pass"]["pass1_latency_ms"], "waited_ms": 0, "wasted_tokens": 0}
     assert load_artifact(s / ev["artifact"])["two_pass"]["why_stale"] == "prefix fingerprint"
 
 

@@ -35,6 +35,7 @@ def compact_cmd(
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser.")] = None,
     two_pass: Annotated[bool, typer.Option("--two-pass", help="Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass.")] = False,
     prefire: Annotated[bool, typer.Option("--prefire", help="Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points of their threshold.")] = False,
+    prefire_wait: Annotated[Optional[float], typer.Option("--prefire-wait", min=0, metavar="SECONDS", help="With --two-pass: wait up to this long for a --prefire still running on the session (default 60), then compact in one pass.")] = None,
     replay: Annotated[Optional[str], typer.Option("--replay", metavar="ARTIFACT", help="Run a saved compaction_requests/<id>.json input through --summarizer and print the summary and timings; no session is touched.")] = None,
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind]).")] = False,
     dry_run: DryRunOpt = False,
@@ -90,7 +91,7 @@ def compact_cmd(
     results = list(
         compact_target(
             target, on_error=on_error, sessions=sessions, threshold=threshold, force=force, mode=mode, summarizer=summarizer,
-            detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+            detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, prefire_wait=prefire_wait, redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
         )
     )
     rows = [r.row() for r in results]

@@ -105,6 +105,17 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
 
         items, repaired = repaired_items(session)
         fp = prefix_fp(items)
+    if keep_items:
+        # What the summariser gets must be a request a provider takes; the log's repairs
+        # above cover what it records, this covers what the view makes of it (a compaction
+        # made while a call ran leaves its result after the head) and empty messages.
+        from ..fingerprint import prefix_fp
+        from ..pairing import repair_items
+
+        items, fixed = repair_items(items)
+        if fixed:
+            repaired += fixed
+            fp = prefix_fp(items)
     ev0 = stats.first
     return Measure(
         session_id=ev0.get("session_id") if ev0 else None,
@@ -160,6 +171,29 @@ def checked_head(comp: Event, head: HeadState) -> str:
     return "full" if checker.finish().ok else "minimal"
 
 
+def choose_head(comp: Event, m: Measure) -> str:
+    """The post-compaction check: the full head when it pairs and fits the window; else the
+    minimal safe history (system items and the summary); and when not even that fits, a
+    WindowTooSmall error: nothing is committed."""
+    from .ladder import WindowTooSmall
+
+    kind = checked_head(comp, m.head)
+    if kind == "full" and m.window > 0 and head_tokens(comp, m) > m.window:
+        kind = "minimal"
+    if kind == "minimal" and m.window > 0:
+        need = head_tokens({**comp, "head": "minimal"}, m)
+        if need > m.window:
+            raise WindowTooSmall(
+                f"the window ({m.window:,} tokens) is too small: even the minimal history after "
+                f"compaction (system items and the summary) takes {need:,} tokens; nothing was compacted"
+            )
+    return kind
+
+
+def head_tokens(comp: Event, m: Measure) -> int:
+    return sum(item_tokens(it) for it in new_head(comp, m))
+
+
 def new_head(comp: Event, m: Measure) -> list[dict[str, Any]]:
     """The head the view will rebuild for `comp`, exactly (announcer listing included)."""
     from ..announce import Announcer
@@ -183,13 +217,15 @@ def compact_session(
     two_pass: bool = False,
     prefire: bool = False,
     prefire_from: float | None = None,
+    prefire_wait: float | None = None,
     redact: bool = True,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> CompactResult:
     """Compact one session if it is over `threshold` % of its window (or `force`).
 
     `prefire` runs two-pass's pass 1 now instead (on a ROOT only for sessions at or above
-    `prefire_from` %) and appends nothing; `two_pass` uses a matching pass-1 note.
+    `prefire_from` %) and appends nothing; `two_pass` uses a matching pass-1 note, waiting up
+    to `prefire_wait` seconds for a pass 1 still in flight.
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
@@ -213,7 +249,7 @@ def compact_session(
     if m.nothing_new:
         return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
     if prefire:
-        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run, redact)
+        return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run, redact, lock_timeout)
     if not over and not force:
         return CompactResult(status="below_threshold", **base)  # type: ignore[arg-type]
     if not dry_run:
@@ -228,9 +264,12 @@ def compact_session(
     request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema)
     hit = None
     if two_pass and session.directory is not None:
-        from .twopass import lookup, pass2_items
+        from .twopass import WAIT_S, Lookup, lookup, pass2_items, wait_for_pass1
 
-        hit = lookup(session.directory, m.items, summ.id)
+        waited, flying, timed_out = (0.0, False, False) if dry_run else wait_for_pass1(session.directory, WAIT_S if prefire_wait is None else prefire_wait)
+        # A pass 1 still running after the wait: its note is not there yet, one pass now.
+        hit = Lookup(False, False, None, 0, None) if timed_out else lookup(session.directory, m.items, summ.id)
+        hit.waited_ms, hit.in_flight, hit.timed_out = waited, flying, timed_out
         if hit.hit:
             request = SummaryRequest(items=pass2_items(m.items, hit, m.window, schema), state=state, window=m.window, tool_schema_tokens=schema)
     result = summ.summarize(request)
@@ -248,15 +287,17 @@ def compact_session(
         "tokens_after": 0,
         "prefix_fp": m.fp,
     }
+    if mode == "transcript":  # the hint names the events this summary newly folds
+        comp["from_seq"] = m.span_from if m.previous is not None else (m.first["seq"] + 1 if m.first else 0)
     if hit is not None:
         comp["two_pass"] = hit.record()
     from .artifacts import artifact_doc, artifact_relpath, write_artifact
+    head_kind = "full"
 
     def finish(segment: str | None) -> tuple[dict[str, Any], CompactResult]:
         """The head (as the view will build it), its size, the artifact, the result row."""
         if segment is not None:
             comp["segment"] = segment
-        head_kind = checked_head(comp, m.head)
         if head_kind != "full":
             comp["head"] = head_kind
         comp["tokens_after"] = sum(item_tokens(it) for it in new_head(comp, m))
@@ -275,19 +316,34 @@ def compact_session(
         doc["input"]["repaired"] = m.repaired
         return doc, row
 
+    from .spend import spend_events
+
+    spend = [] if dry_run else spend_events(summ, result, purpose="compaction")
+    if hit is not None and (hit.hit or hit.stale) and not dry_run:
+        spend = hit.spend + spend  # pass 1's calls, recorded by the compaction that read its note
     if result.summary is None:
         doc, _ = finish(None)
         if not dry_run:
             write_artifact(directory, doc, redact=redact)
-        code = ExitCode.DATA if result.error_class == "deterministic" else ExitCode.TEMP_FAIL
+            if spend:  # the calls were made: their cost is recorded though nothing is committed
+                session.append(spend, lock_timeout=lock_timeout, warn=None)
+        code = ExitCode.DATA if result.error_class in ("deterministic", "too_small") else ExitCode.TEMP_FAIL
         where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
         raise SummarizerError(f"{session.display}: {summ.id}: {result.error}{where}", exit_code=code)
-    if dry_run:
-        segment = None
-        if mode == "segments" and session.directory is not None:
-            from .segments import next_number
+    segment = None
+    if mode == "segments" and session.directory is not None:
+        from .segments import next_number
 
-            segment = f"segment_{next_number(session.directory):03d}.md"
+        segment = f"segment_{next_number(session.directory):03d}.md"  # the number it will most likely get
+    from .ladder import WindowTooSmall
+
+    try:
+        head_kind = choose_head({**comp, **({"segment": segment} if segment else {})}, m)
+    except WindowTooSmall as exc:
+        if spend:  # the calls were made: their cost is recorded though nothing is committed
+            session.append(spend, lock_timeout=lock_timeout, warn=None)
+        raise WindowTooSmall(f"{session.display}: {exc}") from None
+    if dry_run:
         return finish(segment)[1]
     comp["artifact"] = artifact_relpath(cid)
     # Under one lock: the check that no other compaction landed, the segment number, the side
@@ -303,19 +359,20 @@ def compact_session(
             segment = write_segment(directory, m.span, result.summary, detail=detail, compaction_id=cid).file
         doc, out = finish(segment)
         write_artifact(directory, doc, redact=redact)
-        written = session._append_locked([comp], warn=None)  # the lock is already held
-    if hit is not None and hit.hit:
+        # The spend first, the compaction (the commit point) last, in one append.
+        written = session._append_locked([*spend, comp], warn=None)  # the lock is already held
+    if hit is not None and (hit.hit or hit.stale):
         from .twopass import discard
 
-        discard(directory)
+        discard(directory)  # consumed, or never to match again: its spend is in the log now
     out.artifact = comp["artifact"]
-    out.event = written[0]
+    out.event = written[-1]
     return out
 
 
 def _prefire(
     session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None,
-    from_pct: float | None, dry_run: bool, redact: bool,
+    from_pct: float | None, dry_run: bool, redact: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> CompactResult:
     from .ladder import SummarizerError
     from .summarizers import get_summarizer
@@ -327,12 +384,15 @@ def _prefire(
     summ = get_summarizer(summarizer, **(options or {}))
     if dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
-    pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=redact)
+    from .spend import spend_events
+
+    pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=redact,
+                  session_id=m.session_id, spend=lambda res: spend_events(summ, res, purpose="prefire"))
     if pre.status == "failed":
         raise SummarizerError(f"{session.display}: {summ.id}: pass 1 failed: {pre.error}")
     return CompactResult(
         status=pre.status, summarizer=summ.id, prefix_len=pre.prefix_len,
-        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp}, **base,
+        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp}, artifact=pre.artifact, **base,
     )
 
 

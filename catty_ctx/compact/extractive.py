@@ -113,6 +113,18 @@ def _args_brief(args: Any) -> str:
     return _first_line(str(args), 120)
 
 
+def _target(args: Any) -> str:
+    """What a call acts on: its file, else its command, else all its arguments."""
+    path = call_path(args)
+    if path is not None:
+        return "path\0" + path
+    if isinstance(args, dict):
+        cmd = args.get("command") or args.get("cmd")
+        if isinstance(cmd, str):
+            return "cmd\0" + " ".join(cmd.split())
+    return "args\0" + (args if isinstance(args, str) else orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode())
+
+
 def parse_sections(summary: str) -> dict[str, list[str]]:
     """An earlier extractive summary back into {section title: bullets (or body lines)}."""
     out: dict[str, list[str]] = {}
@@ -150,7 +162,7 @@ class _Digest:
         self.files: dict[str, list[str]] = {}
         self.calls: dict[str, tuple[str, Any]] = {}
         self.errors: list[list[Any]] = []  # [bullet, name, resolved?]
-        self.open_errors: dict[str, list[list[Any]]] = {}  # tool name -> its unresolved errors
+        self.open_errors: dict[tuple[str, str], list[list[Any]]] = {}  # (tool, target) -> its unresolved errors
         self.steps: list[str] = []
         self.last_assistant: str | None = None
         self.last_user_after_assistant = False
@@ -234,9 +246,11 @@ class _Digest:
             first = _error_line(str(it.get("output", "")))
             err = [f"- [seq {it.get('seq', '?')}] {name}({_args_brief(args)}) failed: {first}", name, False]
             self.errors.append(err)
-            self.open_errors.setdefault(name, []).append(err)
+            self.open_errors.setdefault((name, _target(args)), []).append(err)
             return
-        for err in self.open_errors.pop(name, ()):
+        # Fixed only by a success on the same target: `pytest -q` passing fixes nothing that
+        # `ruff check` reported, and editing b.py fixes no failed edit of a.py.
+        for err in self.open_errors.pop((name, _target(args)), ()):
             err[0] += f" → then {name} succeeded at seq {it.get('seq', '?')}"
             err[2] = True
 

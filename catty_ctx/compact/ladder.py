@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 import orjson
 
 from ..errors import CattyError, ExitCode
-from ..tokens import item_tokens
+from ..tokens import BYTES_PER_TOKEN, item_tokens
 
 Item = dict[str, Any]
 
@@ -51,6 +51,12 @@ class SummarizerError(CattyError):
     """The summariser could not produce a summary (exit 75: retry later; 65: refused input)."""
 
     exit_code = ExitCode.TEMP_FAIL
+
+
+class WindowTooSmall(SummarizerError):
+    """Nothing of the conversation fits the window: no compaction is committed (exit 65)."""
+
+    exit_code = ExitCode.DATA
 
 
 class Transient(Exception):
@@ -159,7 +165,8 @@ def render_transcript(items: Iterable[Item]) -> str:
         role = it.get("role")
         if role == "tool":
             flag = " (error)" if it.get("is_error") else ""
-            out.append(f"[tool result {it.get('call_id')}{flag}]\n{it.get('output', '')}")
+            shots = "".join(" [image]" for _ in it.get("images") or ())  # a screenshot tool's images
+            out.append(f"[tool result {it.get('call_id')}{flag}]\n{it.get('output', '')}{shots}")
             continue
         tag = f"{role} ({it['synthetic']})" if it.get("synthetic") else str(role)
         text = it.get("text") or ""
@@ -242,6 +249,13 @@ def _stage_items(stage: str, req: SummaryRequest) -> list[Item]:
 
 
 STAGES = ("verbatim", "fitted", "lossy")
+
+
+def holds_conversation(items: Sequence[Item]) -> bool:
+    """A fitted input worth sending: something besides the leading system item. With a
+    window of 32,768 tokens or less the fitted budget is 0, and grok-build would send the
+    system item alone and call what came back a summary."""
+    return any(it.get("role") != "system" for it in items)
 _SUMMARY_BLOCK = re.compile(r"<summary>(.*?)</summary>", re.S)
 _ANALYSIS_BLOCK = re.compile(r"<analysis>.*?</analysis>", re.S)
 
@@ -254,7 +268,18 @@ def extract_summary(text: str) -> str:
     return _ANALYSIS_BLOCK.sub("", text).strip()
 
 
-CallOnce = Callable[[Prompt, StreamTimer], str]
+# A model call answers its text, or its text and the tokens the provider reported for it
+# ({"input": n, "output": n}, maybe "cache_read", "reasoning", "request_id").
+CallOnce = Callable[[Prompt, StreamTimer], "str | tuple[str, dict[str, Any] | None]"]
+
+
+def call_usage(prompt: Prompt, text: str, reported: dict[str, Any] | None) -> dict[str, Any]:
+    """The spend of one answered call: the provider's count, else an estimate (flagged) by
+    the estimator's rule, bytes / 4, of what went in and what came out."""
+    if reported:
+        return dict(reported)
+    per = BYTES_PER_TOKEN
+    return {"input": len(prompt.text().encode()) // per, "output": len(text.encode()) // per, "estimated": True}
 
 
 def run_ladder(
@@ -270,15 +295,20 @@ def run_ladder(
     """Retry rules and the overflow ladder around one model call."""
     result = SummaryResult(None, sid)
     last_error = "no attempt made"
+    too_small = False
     for stage in STAGES:
         items = _stage_items(stage, req)
+        too_small = stage != "verbatim" and not holds_conversation(items)
+        if too_small:  # nothing to send at this stage: the next one has a larger budget
+            result.attempts.append({"stage": stage, "attempt": 0, "input_items": len(items), "outcome": "too_small"})
+            continue
         prompt = build_prompt(items)
         overflow = False
         for n in range(1, attempts + 1):
             timer = StreamTimer()
             record: dict[str, Any] = {"stage": stage, "attempt": n, "input_items": len(items)}
             try:
-                text = call_once(prompt, timer)
+                answer = call_once(prompt, timer)
             except Overflow as exc:
                 record.update(outcome="overflow", error=str(exc))
                 overflow = True
@@ -291,6 +321,8 @@ def run_ladder(
                 result.error, result.error_class, result.stage = str(exc), "deterministic", stage
                 return result
             else:
+                text, reported = answer if isinstance(answer, tuple) else (answer, None)
+                record["usage"] = call_usage(prompt, text, reported)
                 summary = extract_summary(text)
                 record["summary_chars"] = len(summary)
                 timings = timer.report(time.monotonic())
@@ -312,5 +344,10 @@ def run_ladder(
             result.error, result.error_class, result.stage = f"{last_error} after {attempts} attempts", "exhausted", stage
             return result
         last_error = "input too long for the model"
+    if too_small:
+        result.error = (f"the window ({req.window:,} tokens) is too small: the model refused the whole input, "
+                        "and no fitted input holds more than the system item; nothing was compacted")
+        result.error_class, result.stage = "too_small", "lossy"
+        return result
     result.error, result.error_class, result.stage = "input too long for the model even after the lossy stage", "overflow", "lossy"
     return result

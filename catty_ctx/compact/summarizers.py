@@ -57,7 +57,9 @@ class _ModelSummarizer(Summarizer):
         self.backoff = backoff if backoff is not None else _env_backoff()
         self.min_chars = min_chars
 
-    def call_once(self, prompt: Prompt, timer: StreamTimer) -> str:  # pragma: no cover - interface
+    model: str | None = None  # what the ledger names the spend by (the id when None)
+
+    def call_once(self, prompt: Prompt, timer: StreamTimer) -> str | tuple[str, dict[str, Any] | None]:  # pragma: no cover - interface
         raise NotImplementedError
 
     def summarize(self, req: SummaryRequest) -> SummaryResult:
@@ -65,6 +67,12 @@ class _ModelSummarizer(Summarizer):
 
 
 # -- cmd:CMD ---------------------------------------------------------------------------------
+
+
+# How a command says its input is too long for its model, so the ladder moves on: exit
+# status 3, or (with any non-zero status) this line on its stderr.
+CMD_OVERFLOW_STATUS = 3
+CMD_OVERFLOW_LINE = "context_length_exceeded"
 
 
 class CmdSummarizer(_ModelSummarizer):
@@ -89,8 +97,10 @@ class CmdSummarizer(_ModelSummarizer):
         except OSError as exc:
             raise Deterministic(f"cannot run {self.argv[0]}: {exc.strerror}") from None
         timer.delta(time.monotonic())
+        tail = proc.stderr.decode(errors="replace").strip().splitlines()
+        if proc.returncode == CMD_OVERFLOW_STATUS or (proc.returncode != 0 and CMD_OVERFLOW_LINE in (t.strip() for t in tail)):
+            raise Overflow(f"{self.argv[0]} reported its input too long (exit {proc.returncode})")
         if proc.returncode != 0:
-            tail = proc.stderr.decode(errors="replace").strip().splitlines()
             raise Deterministic(f"{self.argv[0]} exited {proc.returncode}" + (f": {tail[-1]}" if tail else ""))
         return proc.stdout.decode(errors="replace")
 
@@ -130,13 +140,14 @@ class OpenAISummarizer(_ModelSummarizer):
             raise UsageError("openai summariser: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)")
         self.timeout = timeout
 
-    def call_once(self, prompt: Prompt, timer: StreamTimer) -> str:
+    def call_once(self, prompt: Prompt, timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
         import http.client
         import socket
         import urllib.error
         import urllib.request
 
-        body = orjson.dumps({"model": self.model, "messages": prompt.messages(), "stream": True})
+        # include_usage: the stream's last chunk carries the tokens the provider counted.
+        body = orjson.dumps({"model": self.model, "messages": prompt.messages(), "stream": True, "stream_options": {"include_usage": True}})
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -147,7 +158,7 @@ class OpenAISummarizer(_ModelSummarizer):
                     return _read_sse(resp, timer)
                 data = resp.read()
                 timer.delta(time.monotonic())
-                return _message_content(data)
+                return _message_content(data), _usage_of(data)
         except urllib.error.HTTPError as exc:
             text = exc.read().decode(errors="replace")[:2000]
             if is_overflow(exc.code, text):
@@ -180,8 +191,36 @@ def _message_content(data: bytes) -> str:
     return content if isinstance(content, str) else ""
 
 
-def _read_sse(resp: Any, timer: StreamTimer) -> str:
+def provider_usage(raw: Any, request_id: Any = None) -> dict[str, Any] | None:
+    """An OpenAI `usage` object as the ledger's fields (None when absent or malformed)."""
+    if not isinstance(raw, dict):
+        return None
+    inp, out = raw.get("prompt_tokens"), raw.get("completion_tokens")
+    if type(inp) is not int or type(out) is not int:
+        return None
+    fields: dict[str, Any] = {"input": inp, "output": out}
+    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens") if isinstance(raw.get("prompt_tokens_details"), dict) else None
+    if type(cached) is int and 0 < cached <= inp:
+        fields["input"], fields["cache_read"] = inp - cached, cached
+    reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens") if isinstance(raw.get("completion_tokens_details"), dict) else None
+    if type(reasoning) is int and reasoning > 0:
+        fields["reasoning"] = reasoning
+    if isinstance(request_id, str) and request_id:
+        fields["request_id"] = request_id
+    return fields
+
+
+def _usage_of(data: bytes) -> dict[str, Any] | None:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return provider_usage(doc.get("usage"), doc.get("id")) if isinstance(doc, dict) else None
+
+
+def _read_sse(resp: Any, timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
     parts: list[str] = []
+    usage: dict[str, Any] | None = None
     for raw in resp:
         line = raw.strip()
         if not line.startswith(b"data:"):
@@ -195,6 +234,8 @@ def _read_sse(resp: Any, timer: StreamTimer) -> str:
             raise Transient("malformed stream chunk") from None
         if isinstance(doc, dict) and doc.get("error"):
             raise Transient(f"stream error: {_error_message(orjson.dumps(doc).decode())}")
+        if isinstance(doc, dict) and doc.get("usage"):
+            usage = provider_usage(doc["usage"], doc.get("id")) or usage
         try:
             content = doc["choices"][0]["delta"].get("content")
         except (KeyError, IndexError, TypeError, AttributeError):
@@ -202,7 +243,7 @@ def _read_sse(resp: Any, timer: StreamTimer) -> str:
         if content:
             timer.delta(time.monotonic())
             parts.append(content)
-    return "".join(parts)
+    return "".join(parts), usage
 
 
 # -- choosing one ----------------------------------------------------------------------------

@@ -1,5 +1,12 @@
 """Two-pass compaction: prefire pass 1 early, use it only on an exact prefix match (reference 3.7).
 
+Pass 1 may still be running when pass 2 comes: `prefire` leaves a marker
+(`compaction_requests/prefire.running`: pid, host, start) for as long as it runs, and pass 2
+waits for it up to a bound, recording the real wait, or gives up and runs a single pass.
+Pass 1 writes its own request artifact, and the tokens it spent travel in the cache: the
+compaction that consumes the note, or finds it stale (then they are counted as wasted),
+records them in the ledger.
+
 `prefire` summarises the first ~95% of the view (by estimated tokens, snapped so an assistant
 with tool calls and its results stay together) and caches NOTE1 keyed by the prefix length,
 the summariser id and the SPEC fingerprint of that prefix. `lookup` hits only when all three
@@ -9,9 +16,12 @@ every item counts, and the pass-2 tail is fitted to the budget (weakness #3).
 """
 from __future__ import annotations
 
+import os
 import re
+import socket
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,12 +31,16 @@ from ..events import now_ts
 from ..fingerprint import prefix_fp
 from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
-from .artifacts import ARTIFACT_DIR
+from .artifacts import ARTIFACT_DIR, artifact_doc, artifact_relpath, write_artifact
 from ..head import SUMMARY_PREAMBLE
-from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, fit_items
+from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult, fit_items
 
 CACHE_NAME = "prefire.json"
+MARKER_NAME = "prefire.running"
 CACHE_SCHEMA = 1
+WAIT_S = 60.0  # how long pass 2 waits for a pass 1 in flight before it runs a single pass
+POLL_S = 0.05
+MARKER_MAX_AGE_S = 3600.0  # a marker older than this is stale, whatever process has its pid now
 SPLIT = 0.95
 NOTE1_MIN_BLOCK = 1_000
 NOTE1_CAP = 12_000
@@ -70,27 +84,98 @@ class PrefireResult:
     pass1_latency_ms: float | None
     note_chars: int
     error: str | None = None
+    result: SummaryResult | None = None  # pass 1's answer
+    artifact: str | None = None  # its request artifact, relative to the session
+
+
+def marker_path(session_dir: Path) -> Path:
+    return session_dir / ARTIFACT_DIR / MARKER_NAME
+
+
+def in_flight(session_dir: Path) -> dict[str, Any] | None:
+    """The marker of a pass 1 running now, or None (none, unreadable, or its process gone)."""
+    try:
+        doc = orjson.loads(marker_path(session_dir).read_bytes())
+        pid, host, started = int(doc["pid"]), str(doc["host"]), float(doc["started"])
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    if time.time() - started >= MARKER_MAX_AGE_S:
+        return None  # no pass 1 runs this long: its pid may belong to another process by now
+    if host != socket.gethostname():
+        return doc  # another host's process cannot be checked: its age alone decides
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # it died without removing its marker
+    except PermissionError:
+        pass  # alive, another user's
+    return doc
+
+
+def wait_for_pass1(session_dir: Path, bound_s: float) -> tuple[float, bool, bool]:
+    """Wait while a pass 1 is in flight, up to `bound_s`: (waited ms, was one in flight, timed out)."""
+    t0 = time.monotonic()
+    if in_flight(session_dir) is None:
+        return 0.0, False, False
+    while in_flight(session_dir) is not None:
+        if time.monotonic() - t0 >= bound_s:
+            return round((time.monotonic() - t0) * 1000, 1), True, True
+        time.sleep(POLL_S)
+    return round((time.monotonic() - t0) * 1000, 1), True, False
 
 
 def prefire(
-    session_dir: Path, items: Sequence[Item], summarizer: Summarizer, *, window: int, state: dict[str, Any], redact: bool = True
+    session_dir: Path, items: Sequence[Item], summarizer: Summarizer, *, window: int, state: dict[str, Any], redact: bool = True,
+    session_id: str | None = None, spend: Any = None,
 ) -> PrefireResult:
-    """Pass 1 on the prefix, now; the cache is written, no event is appended."""
+    """Pass 1 on the prefix, now; its artifact and the cache are written, no event is appended.
+    `spend(result)` gives the usage events of its calls, kept in the cache for the ledger."""
     k = split_point(items)
     if k == 0:
         return PrefireResult("nothing_to_prefire", 0, None, None, 0)
+    if in_flight(session_dir) is not None:
+        return PrefireResult("in_flight", k, None, None, 0)
     prefix = list(items[:k])
-    t0 = time.monotonic()
-    res = summarizer.summarize(SummaryRequest(items=prefix, state=state, window=window))
-    latency = round((time.monotonic() - t0) * 1000, 1)
-    if res.summary is None:
-        return PrefireResult("failed", k, None, latency, 0, res.error)
+    marker = marker_path(session_dir)
+    session_folder(marker.parent)  # never a link out of the session
+    atomic_write(marker, orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "prefix_len": k, "summarizer": summarizer.id}))
+    try:
+        t0 = time.monotonic()
+        request = SummaryRequest(items=prefix, state=state, window=window)
+        res = summarizer.summarize(request)
+        latency = round((time.monotonic() - t0) * 1000, 1)
+        fp = prefix_fp(prefix)
+        aid = f"prefire-{uuid.uuid4()}"
+        doc1 = artifact_doc(
+            compaction_id=aid, session_id=session_id, trigger="prefire", mode="summary", through_seq=_last_seq(prefix),
+            prefix_fp=fp, request=request, result=res, tokens_before=sum(item_tokens(i) for i in prefix), tokens_after=None, threshold=0.0,
+        )
+        write_artifact(session_dir, doc1, redact=redact)
+        if res.summary is None:
+            return PrefireResult("failed", k, None, latency, 0, res.error, res)
+        return _write_cache(session_dir, k, fp, res, summarizer, latency, redact, artifact_relpath(aid), spend(res) if spend else [])
+    finally:
+        try:
+            if orjson.loads(marker.read_bytes()).get("pid") == os.getpid():
+                marker.unlink()
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            pass
+
+
+def _last_seq(items: Sequence[Item]) -> int:
+    seqs = [i["seq"] for i in items if isinstance(i.get("seq"), int)]
+    return max(seqs) if seqs else -1
+
+
+def _write_cache(
+    session_dir: Path, k: int, fp: str, res: SummaryResult, summarizer: Summarizer, latency: float, redact: bool,
+    artifact: str, spend: list[dict[str, Any]],
+) -> PrefireResult:
     note = note1(res.raw or res.summary)
     if redact:  # the cache is stored beside the artifacts and shared like them
         from ..redact import redact_text
 
         note = redact_text(note)[0]
-    fp = prefix_fp(prefix)
     doc = {
         "schema_version": CACHE_SCHEMA,
         "created_at": now_ts(),
@@ -100,11 +185,13 @@ def prefire(
         "note1": note,
         "pass1_latency_ms": latency,
         "attempts": res.attempts,
+        "artifact": artifact,
+        "spend": spend,  # usage events of pass 1's calls, recorded by the compaction that reads this
     }
     path = cache_path(session_dir)
     session_folder(path.parent)  # never a link out of the session
     atomic_write(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    return PrefireResult("prefired", k, fp, latency, len(note))
+    return PrefireResult("prefired", k, fp, latency, len(note), result=res, artifact=artifact)
 
 
 @dataclass
@@ -115,9 +202,25 @@ class Lookup:
     prefix_len: int
     pass1_latency_ms: float | None
     why: str | None = None  # the key part that differed
+    spend: list[dict[str, Any]] = field(default_factory=list)  # pass 1's usage events
+    waited_ms: float = 0.0  # how long pass 2 waited for a pass 1 in flight
+    in_flight: bool = False
+    timed_out: bool = False
+
+    @property
+    def wasted_tokens(self) -> int:
+        """Tokens pass 1 spent on a note that cannot be used."""
+        if not self.stale:
+            return 0
+        return sum(int(e.get("input") or 0) + int(e.get("output") or 0) + int(e.get("cache_read") or 0) for e in self.spend)
 
     def record(self) -> dict[str, Any]:
-        return {"hit": self.hit, "stale": self.stale, "pass1_latency_ms": self.pass1_latency_ms, "waited_ms": 0}
+        out = {"hit": self.hit, "stale": self.stale, "pass1_latency_ms": self.pass1_latency_ms, "waited_ms": self.waited_ms}
+        if self.in_flight:
+            out.update(in_flight=True, timed_out=self.timed_out)
+        if self.stale:
+            out["wasted_tokens"] = self.wasted_tokens
+        return out
 
 
 def lookup(session_dir: Path, items: Sequence[Item], summarizer_id: str) -> Lookup:
@@ -132,13 +235,14 @@ def lookup(session_dir: Path, items: Sequence[Item], summarizer_id: str) -> Look
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return Lookup(False, True, None, 0, None, "unreadable cache")
     latency = doc.get("pass1_latency_ms")
+    spend = [e for e in doc.get("spend") or () if isinstance(e, dict)]
     if not 0 < k <= len(items):
-        return Lookup(False, True, None, k, latency, "prefix length")
+        return Lookup(False, True, None, k, latency, "prefix length", spend)
     if doc.get("summarizer") != summarizer_id:
-        return Lookup(False, True, None, k, latency, "summariser")
+        return Lookup(False, True, None, k, latency, "summariser", spend)
     if doc.get("fp") != prefix_fp(items[:k]):
-        return Lookup(False, True, None, k, latency, "prefix fingerprint")
-    return Lookup(True, False, note, k, latency)
+        return Lookup(False, True, None, k, latency, "prefix fingerprint", spend)
+    return Lookup(True, False, note, k, latency, None, spend)
 
 
 def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tokens: int = 0) -> list[Item]:
