@@ -1,0 +1,282 @@
+"""What a session's report shows, gathered from the library in one fold of the log.
+
+The fold is the view's own (`plan_file` + `iter_view`, as `inspect --items` runs it) with a
+tap on the events for the timeline: each main-agent `usage` event is one provider request
+(the estimate stands in where a session has none), compactions, and the cache-aware prune's
+batches replayed over the view. Beside it: `repair --check` (integrity.analyse), the usage
+ledger and the segments index. A part that cannot be read says why instead of failing the page.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import CattyError
+from ..events import Event
+from ..store import Session, session_window
+from ..tokens import item_tokens, percent_of, usage_context
+
+# The threshold line: compaction's default trigger (SPEC `compact --threshold`).
+THRESHOLD_PERCENT = 85.0
+MAIN = "main"
+
+
+@dataclass
+class Point:
+    """One provider request on the timeline."""
+
+    seq: int
+    turn: int
+    context: int  # its context size (usage) or the view's estimate then
+    cached: int  # cache_read tokens of its input
+    prompt: int  # input + cache_read + cache_write: the input it was billed for
+    output: int
+    model: str
+    ts: str
+
+
+@dataclass
+class Report:
+    """Everything one page shows; `errors` says which parts could not be read, and why."""
+
+    path: str
+    session_id: str | None = None
+    source: str | None = None
+    model: str | None = None
+    window: int = 0
+    events: int = 0
+    turns: int = 0
+    tokens: int = 0
+    percent: float = 0.0
+    fp: str = ""
+    threshold: float = THRESHOLD_PERCENT
+    estimated: bool = False  # the timeline's y values are estimates (no usage events)
+    points: list[Point] = field(default_factory=list)
+    compactions: list[dict[str, Any]] = field(default_factory=list)  # main agent, with "at": requests before it
+    other_compactions: int = 0  # subagents' compactions: counted, not drawn
+    prunes: list[dict[str, Any]] = field(default_factory=list)  # {"at", "seq", "index"}
+    prefires: list[dict[str, Any]] = field(default_factory=list)  # {"at", "state", "seq"?}
+    items: list[dict[str, Any]] = field(default_factory=list)  # inspect --items rows
+    problems: dict[str, int] = field(default_factory=dict)  # repair --check counts
+    problem_actions: list[dict[str, Any]] = field(default_factory=list)
+    segments: list[dict[str, Any]] = field(default_factory=list)
+    usage_by_model: list[dict[str, Any]] = field(default_factory=list)
+    usage_by_agent: list[dict[str, Any]] = field(default_factory=list)
+    usage_totals: dict[str, Any] = field(default_factory=dict)
+    blob_sizes: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def readable(self) -> bool:
+        return not self.errors
+
+    @property
+    def cost(self) -> float | None:
+        return self.usage_totals.get("cost_usd")
+
+
+class _Timeline:
+    """The tap: requests, turns and compactions as the events go by (main agent only)."""
+
+    def __init__(self, excluded: list[tuple[int, int]]) -> None:
+        self.excluded = excluded
+        self.points: list[Point] = []
+        self.guesses: list[Point] = []  # assistant messages with the running estimate
+        self.compactions: list[dict[str, Any]] = []
+        self.other_compactions = 0
+        self.turn = 0
+        self.estimate = 0
+        self.models: list[str] = []
+
+    def tap(self, events: Iterator[Event]) -> Iterator[Event]:
+        from ..view import call_entry, message_item, result_item
+
+        ranges = self.excluded
+        r_i = 0
+        for ev in events:
+            if ev.get("agent") is None:
+                kind = ev["kind"]
+                seq = ev["seq"]
+                while r_i < len(ranges) and seq >= ranges[r_i][1]:
+                    r_i += 1
+                live = r_i >= len(ranges) or seq < ranges[r_i][0]
+                if kind == "usage":
+                    self._usage(ev)
+                elif kind == "compaction":
+                    self._compaction(ev)
+                elif kind == "message":
+                    if live and ev["role"] == "user" and not ev.get("synthetic"):
+                        self.turn += 1
+                    if not self.points:  # estimates matter only while no usage event was seen
+                        self.estimate += item_tokens(message_item(ev))
+                        if ev["role"] == "assistant":
+                            self.guesses.append(Point(seq, self.turn, self.estimate, 0, self.estimate, 0, "", ev.get("ts", "")))
+                elif not self.points and kind == "tool_call":
+                    self.estimate += item_tokens(call_entry(ev))
+                elif not self.points and kind == "tool_result":
+                    self.estimate += item_tokens(result_item(ev))
+            elif ev["kind"] == "compaction":
+                self.other_compactions += 1
+            yield ev
+
+    def _usage(self, ev: Event) -> None:
+        prompt = int(ev.get("input") or 0) + int(ev.get("cache_read") or 0) + int(ev.get("cache_write") or 0)
+        model = str(ev.get("model") or "")
+        self.points.append(Point(ev["seq"], self.turn, usage_context(ev), int(ev.get("cache_read") or 0), prompt, int(ev.get("output") or 0), model, ev.get("ts", "")))
+        if model:
+            self.models.append(model)
+
+    def _compaction(self, ev: Event) -> None:
+        keys = ("seq", "id", "mode", "through_seq", "trigger", "tokens_before", "tokens_after", "summarizer", "artifact", "segment", "two_pass")
+        row = {k: ev[k] for k in keys if k in ev}
+        row["at"] = len(self.points) if self.points else len(self.guesses)
+        self.compactions.append(row)
+        after = ev.get("tokens_after")
+        if isinstance(after, int):
+            self.estimate = after  # the next request starts from the rebuilt head
+
+
+def _request_at(points: list[Point], seq: int) -> int:
+    """Index of the first request after event SEQ (the last request when none follows)."""
+    import bisect
+
+    i = bisect.bisect_right([p.seq for p in points], seq)
+    return min(i, len(points) - 1) if points else 0
+
+
+def _fold(session: Session, rep: Report) -> None:
+    from ..fingerprint import Chain
+    from ..prune import Measure, PruneOptions
+    from ..view import ViewStats, iter_view, plan_file
+
+    plan = plan_file(session.log_path)
+    line = _Timeline(plan.excluded)
+    stats = ViewStats()
+    chain = Chain()
+    measure = Measure(PruneOptions(), {})
+    items = rep.items
+    for index, vi in enumerate(iter_view(line.tap(session.events(warn=None)), plan, stats=stats)):
+        items.append({"index": index, "tokens": vi.tokens, "fp": chain.add_canonical(vi.canon).hex(), "item": vi.item})
+        measure.feed(vi, stats)
+    measure.note_usage(stats, end=True)
+    first = stats.first or {}
+    rep.session_id = first.get("session_id") if first.get("kind") == "session" else None
+    rep.source = first.get("source") if isinstance(first.get("source"), str) else None
+    rep.window = session_window(session, stats.first)
+    rep.events = stats.events
+    rep.turns = stats.turns
+    rep.tokens = stats.tokens
+    rep.percent = percent_of(stats.tokens, rep.window)
+    rep.fp = stats.fp
+    summary_model = (session.summary() or {}).get("model")
+    rep.model = next((m for m in (first.get("model"), summary_model, line.models[-1] if line.models else None) if isinstance(m, str) and m), None)
+    rep.estimated = not line.points
+    rep.points = line.points or line.guesses
+    rep.compactions = line.compactions
+    rep.other_compactions = line.other_compactions
+    # Where the cache-aware prune would rewrite the prefix, were this view sent as it grew.
+    for index in measure.plan(rep.window).batch_at:
+        seq = _item_seq(items, index)
+        rep.prunes.append({"index": index, "seq": seq, "at": _request_at(rep.points, seq)})
+    for comp in rep.compactions:
+        tp = comp.get("two_pass")
+        if isinstance(tp, dict):
+            state = "hit" if tp.get("hit") else "stale" if tp.get("stale") else "miss"
+            rep.prefires.append({"at": comp["at"], "state": state, "seq": comp["seq"]})
+
+
+def _item_seq(items: list[dict[str, Any]], index: int) -> int:
+    """The seq of item INDEX, or of the nearest item before it that has one (synthetic ones have none)."""
+    for i in range(min(index, len(items) - 1), -1, -1):
+        seq = items[i]["item"].get("seq")
+        if isinstance(seq, int):
+            return seq
+    return -1
+
+
+def _pending_prefire(directory: Path, rep: Report) -> None:
+    """A pass-1 note waiting for the next compaction: a marker at the request it was made after."""
+    import orjson
+
+    from ..compact.twopass import cache_path
+
+    path = cache_path(directory)
+    if not path.is_file():
+        return
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    created = doc.get("created_at") if isinstance(doc, dict) else None
+    at = len(rep.points) - 1
+    if isinstance(created, str):
+        before = [i for i, p in enumerate(rep.points) if p.ts and p.ts <= created]
+        at = before[-1] if before else 0
+    rep.prefires.append({"at": max(at, 0), "state": "pending", "prefix_len": doc.get("prefix_len") if isinstance(doc, dict) else None})
+
+
+def _usage(session: Session, rep: Report) -> None:
+    from ..usage import build_ledger, scan
+
+    found = scan([str(session.log_path)], use_cache=False, jobs=1)
+    by_model = build_ledger(found.records, by="model")
+    rep.usage_by_model = by_model.rows
+    rep.usage_totals = by_model.totals
+    rep.usage_by_agent = build_ledger(found.records, by="agent").rows
+
+
+def _blob_sizes(directory: Path, rep: Report) -> None:
+    from ..context import BLOBS_DIR
+
+    for row in rep.items:
+        handle = row["item"].get("blob")
+        if isinstance(handle, str) and handle.isalnum():
+            try:
+                rep.blob_sizes[handle] = (directory / BLOBS_DIR / handle).stat().st_size
+            except OSError:
+                pass
+
+
+def gather(session: Session, *, on_error: Callable[[str], None] | None = None) -> Report:
+    """The report of one open session; an unreadable part leaves its reason in `errors`."""
+    rep = Report(path=str(session.directory or session.display))
+
+    def attempt(part: Callable[[], None]) -> None:
+        try:
+            part()
+        except CattyError as exc:
+            rep.errors.append(str(exc))
+            if on_error is not None:
+                on_error(str(exc))
+
+    def check() -> None:
+        from ..integrity import analyse
+
+        plan = analyse(session)
+        rep.problems = dict(sorted(plan.counts.items()))
+        rep.problem_actions = plan.actions()
+        if not rep.model and plan.facts.get("model"):
+            rep.model = plan.facts["model"]
+
+    attempt(lambda: _fold(session, rep))
+    attempt(check)
+    if rep.readable:
+        attempt(lambda: _usage(session, rep))
+    if session.directory is not None and rep.readable:
+        from ..compact.segments import list_segments
+
+        directory = session.directory
+        attempt(lambda: rep.segments.extend(list_segments(directory)))
+        _pending_prefire(directory, rep)
+        _blob_sizes(directory, rep)
+    return rep
+
+
+def gather_path(target: str | Path) -> Report:
+    """The report of a session on disk; one that cannot even be opened still gets a report."""
+    try:
+        with Session.open(target) as session:
+            return gather(session)
+    except CattyError as exc:
+        return Report(path=str(target), errors=[str(exc)])
