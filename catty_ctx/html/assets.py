@@ -14,7 +14,7 @@ CSS = """
 *{box-sizing:border-box}
 body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:var(--fg);background:var(--bg)}
 header.top{padding:14px 20px;border-bottom:1px solid var(--line);background:var(--panel)}
-header.top h1{margin:0;font-size:18px;word-break:break-all}
+header.top h1{margin:0;font-size:18px;overflow-wrap:anywhere}
 nav.sections a{margin-right:14px;color:var(--accent);text-decoration:none}
 main{max-width:1200px;margin:0 auto;padding:0 16px 40px}
 section{margin-top:26px}
@@ -22,7 +22,7 @@ h2{font-size:16px;border-bottom:1px solid var(--line);padding-bottom:4px}
 code,pre,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:12.5px}
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0}
 dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:0}
-dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;word-break:break-all}
+dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;overflow-wrap:anywhere}
 .meter{height:10px;background:var(--line);border-radius:5px;max-width:360px;overflow:hidden;margin-top:3px}
 .meter span{display:block;height:100%;background:var(--accent)}
 .meter.hot span{background:var(--err)}
@@ -42,7 +42,7 @@ svg .mk{cursor:help;outline:none}svg .comp line{stroke:var(--err);stroke-width:1
 svg .prune path{fill:#7b1fa2}svg .prefire path{fill:#ef6c00}svg .prefire.pending path{fill:none;stroke:#ef6c00;stroke-width:1.5}
 svg .mk:focus line,svg .mk:hover line{stroke-width:3}svg .mk:focus path,svg .mk:hover path{stroke:#000}
 svg .cursor{stroke:#000;stroke-opacity:.35}svg .dot{fill:var(--accent);stroke:#fff}
-.legend span{margin-right:14px;color:var(--muted)}.legend i{display:inline-block;width:12px;height:3px;vertical-align:middle;margin-right:4px}
+.legend span{margin-right:14px;color:var(--muted);display:inline-block;white-space:nowrap}.legend i{display:inline-block;width:12px;height:3px;vertical-align:middle;margin-right:4px}
 .readout{min-height:1.5em;font-variant-numeric:tabular-nums}
 .pager{display:flex;gap:8px;align-items:center;margin:8px 0}
 .pager button,th button{font:inherit;padding:2px 10px;border:1px solid var(--line);background:var(--panel);border-radius:4px;cursor:pointer}
