@@ -96,7 +96,7 @@ def _cut_seq(session: Session, at_turn: int | None) -> tuple[int | None, int]:
 
 def _blob_refs(obj: Any, out: set[str]) -> None:
     """Every blob handle an event names (tool outputs, messages, images), at any depth."""
-    from .context import is_handle
+    from .blobs import is_handle
 
     if isinstance(obj, dict):
         for k, v in obj.items():

@@ -27,7 +27,7 @@ import signal
 import struct
 from array import array
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import orjson
 from xxhash import xxh3_128_digest
@@ -37,8 +37,9 @@ from .events import Event, check_event
 from .store import MAX_LINE_BYTES, SEQ0_PROBLEM, TOO_LONG, Session, json_problem, open_log, seq_problem, torn_warning
 from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, line_start, plan_file, plan_view, scan_markers
 
-if TYPE_CHECKING:
-    from .report import Tally
+# inspect's accumulator (`inspect.Tally`): the caller hands one in and the worker makes its own
+# from it, so this module never imports the one above it.
+Tally = Any
 
 PARALLEL_MIN_BYTES = 32 << 20
 CHUNK_BYTES = 4 << 20
@@ -204,7 +205,9 @@ def _send(fd: int, meta: dict[str, Any], blob: bytes = b"") -> None:
             view = view[os.write(fd, view) :]
 
 
-def _work(session: Session, mid: int, gaps: frozenset[int], bounds: list[int], largest: int, fd: int, plan_fd: int) -> None:
+def _work(
+    session: Session, mid: int, gaps: frozenset[int], bounds: list[int], new_tally: Callable[[], Tally], fd: int, plan_fd: int
+) -> None:
     import queue
     import threading
 
@@ -227,7 +230,7 @@ def _work(session: Session, mid: int, gaps: frozenset[int], bounds: list[int], l
     sender = threading.Thread(target=ship, daemon=True)
     sender.start()
     try:
-        for msg in _fold_chunks(session, plan, gaps, bounds, largest):
+        for msg in _fold_chunks(session, plan, gaps, bounds, new_tally):
             outbox.put(msg)
     finally:
         outbox.put(None)
@@ -235,11 +238,9 @@ def _work(session: Session, mid: int, gaps: frozenset[int], bounds: list[int], l
 
 
 def _fold_chunks(
-    session: Session, plan: ViewPlan, gaps: frozenset[int], bounds: list[int], largest: int
+    session: Session, plan: ViewPlan, gaps: frozenset[int], bounds: list[int], new_tally: Callable[[], Tally]
 ) -> Iterator[tuple[dict[str, Any], bytes]]:
     """The worker's chunks (the odd ones), folded: each one's results and canonical bytes."""
-    from .report import Tally
-
     reader = ChunkReader(session.log_path, session.display, chunk_start(plan), gaps)
     for k in range(1, len(bounds), 2):
         until = bounds[k + 1] if k + 1 < len(bounds) else _END
@@ -250,7 +251,7 @@ def _fold_chunks(
             yield dict(meta, status="empty"), b""  # its first start opens the next chunk
             continue
         stats = ViewStats()
-        tally = Tally(largest)
+        tally = new_tally()
         canons: list[bytes] = []
         before_usage = 0
         try:
@@ -340,7 +341,7 @@ def chunk_bounds(size: int, chunk_bytes: int, worker_share: float) -> list[int]:
 def fold_split(
     session: Session,
     stats: ViewStats,
-    tally: "Tally",
+    tally: Tally,
     *,
     warn: Callable[[str], None] | None = None,
     progress: Callable[[int], None] | None = None,
@@ -369,7 +370,7 @@ def fold_split(
         try:
             os.close(r)
             os.close(plan_w)
-            _work(session, mid, gaps, bounds, tally.top.n, w, plan_r)
+            _work(session, mid, gaps, bounds, lambda: type(tally)(tally.top.n), w, plan_r)
         except BaseException:
             code = 1  # the parent folds what it did not get
         finally:
@@ -452,7 +453,7 @@ def _stop(pid: int, inbox: _Inbox) -> None:
     os.waitpid(pid, 0)
 
 
-def _merge(stats: ViewStats, tally: "Tally", meta: dict[str, Any], blob: bytearray) -> None:
+def _merge(stats: ViewStats, tally: Tally, meta: dict[str, Any], blob: bytearray) -> None:
     """Add a worker chunk's results at its place in the item order."""
     from .integrity import Problem
 

@@ -22,8 +22,11 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 import orjson
 from xxhash import xxh3_128_digest
 
+from .announce import ANNOUNCED_FACETS, Announcer
 from .events import Event
 from .fingerprint import seed
+from .head import HeadState, build_head
+from .store import Session
 from .tokens import item_tokens, usage_context
 
 Item = dict[str, Any]
@@ -345,9 +348,6 @@ def iter_view(
     that starts at a chunk start (`chunk_start`): the head is someone else's, and an event
     whose item would depend on the fold before the chunk raises NeedsState.
     """
-    from .compact.continuation import HeadState
-    from .context import ANNOUNCED_FACETS, Announcer
-
     announcer = Announcer()
     st = stats if stats is not None else ViewStats()
     comp = plan.compaction
@@ -459,8 +459,6 @@ def iter_view(
 def head_items(comp: Event, head: Any, announcer: Any) -> list[Item]:
     """A compaction's rebuilt head (build_head, then the announcer's listing): one place for
     the view and for the compactor measuring the head it is about to commit."""
-    from .compact.continuation import build_head
-
     items = build_head(comp, head)
     listing = announcer.head(head.facets)
     return items + [listing] if listing is not None else items
@@ -478,8 +476,6 @@ def view(source: Any, *, agent: str | None = None) -> list[Item]:
 
 def stream_view(source: Any, *, agent: str | None = None, stats: ViewStats | None = None) -> Iterator[ViewItem]:
     """The view of a Session, a path or a list of events, streamed."""
-    from .store import Session
-
     if isinstance(source, (list, tuple)):
         plan = plan_view(source, agent=agent)
         yield from iter_view(source, plan, agent=agent, stats=stats)

@@ -16,7 +16,7 @@ import pytest
 
 from catty_ctx.compact import checked_head, compact_session, compact_target, measure
 from catty_ctx.compact.artifacts import load_artifact, replay
-from catty_ctx.compact.continuation import HeadState, build_head
+from catty_ctx.head import HeadState, build_head
 from catty_ctx.compact.segments import list_segments
 from catty_ctx.errors import CattyError, LockBusy, UsageError
 from catty_ctx.fingerprint import prefix_fp

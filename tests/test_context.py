@@ -1,4 +1,4 @@
-"""Context assembly (catty_ctx.context): instruction discovery, blobs, snapshots, announcement budgets."""
+"""Context assembly (blobs, instructions, snapshot, announce): instruction discovery, blobs, snapshots, announcement budgets."""
 from __future__ import annotations
 
 import os
@@ -8,17 +8,10 @@ from typing import Any
 
 import pytest
 
-from catty_ctx.context import (
-    DESCRIPTION_LIMIT,
-    Announcer,
-    context_report,
-    discover_instructions,
-    externalize,
-    record_instructions,
-    snapshot_event,
-    strip_front_matter,
-    write_blob,
-)
+from catty_ctx.announce import DESCRIPTION_LIMIT, Announcer
+from catty_ctx.blobs import externalize, write_blob
+from catty_ctx.instructions import discover_instructions, record_instructions, strip_front_matter
+from catty_ctx.snapshot import context_report, snapshot_event
 from catty_ctx.fingerprint import blob_handle
 from catty_ctx.store import Session
 from catty_ctx.view import view

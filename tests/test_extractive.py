@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from catty_ctx.compact.extractive import SECTIONS, extractive_summary, parse_sections, trim
-from catty_ctx.compact.summarizers import SummaryRequest
+from catty_ctx.compact.ladder import SummaryRequest
 from catty_ctx.compact.extractive import ExtractiveSummarizer
 
 ITEMS = [

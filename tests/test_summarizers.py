@@ -7,16 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from catty_ctx.compact.summarizers import (
-    CmdSummarizer,
-    OpenAISummarizer,
-    StreamTimer,
-    SummaryRequest,
-    extract_summary,
-    fit_items,
-    get_summarizer,
-    lossy_items,
-)
+from catty_ctx.compact.ladder import StreamTimer, SummaryRequest, extract_summary, fit_items, lossy_items
+from catty_ctx.compact.summarizers import CmdSummarizer, OpenAISummarizer, get_summarizer
 from catty_ctx.errors import UsageError
 from catty_ctx.tokens import item_tokens
 from scripted_server import ScriptedServer, error, plain, sse
@@ -189,7 +181,7 @@ def test_unknown_summarizer_is_a_usage_error() -> None:
 
 
 def test_tool_schemas_count_against_the_ladder_budgets() -> None:
-    from catty_ctx.compact.summarizers import tool_schema_tokens
+    from catty_ctx.compact.ladder import tool_schema_tokens
 
     tools = [{"name": "read_file", "description": "Read a file", "parameters": {"type": "object"}}]
     assert tool_schema_tokens({"tools": tools}) == item_tokens(tools[0]) > 0

@@ -40,7 +40,7 @@ def append_cmd(
 
     import orjson
 
-    from ..context import externalize
+    from ..blobs import externalize
     from ..errors import DataError, UsageError
     from ..store import LOG_NAME, Session, create_session, json_problem
     from .output import write_lines

@@ -26,7 +26,7 @@ def blob_cmd(
     import shutil
     import sys
 
-    from ..context import open_blob, session_directory
+    from ..blobs import open_blob, session_directory
 
     with open_blob(session_directory(session), handle) as f:
         shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)

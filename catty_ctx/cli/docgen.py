@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from .._version import __version__
+from ..errors import EXIT_MEANINGS
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -35,16 +36,7 @@ ENVIRONMENT = [
     ("CATTY_CTX_DEBUG", "set to 1 to get a traceback instead of a one-line internal error"),
     ("CATTY_CTX_RETRY_BACKOFF", "seconds before a summariser's second attempt (default 3; later waits double)"),
 ]
-EXIT_STATUS = [
-    ("0", "success"),
-    ("1", "a check found problems (repair --check, compact --check)"),
-    ("2", "usage error: a bad option or a missing path"),
-    ("65", "bad input data; the message names file:line"),
-    ("70", "an internal error (a bug in catty-ctx)"),
-    ("73", "cannot write output"),
-    ("75", "the session lock is busy; try again"),
-    ("130", "interrupted"),
-]
+EXIT_STATUS = [(str(int(code)), meaning) for code, meaning in EXIT_MEANINGS.items()]
 
 
 @dataclass
@@ -342,10 +334,20 @@ def generated_files() -> dict[str, str]:
     return files
 
 
+USAGE = "usage: python -m catty_ctx.cli.docgen [PROJECT_ROOT]"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write man/ and completions/ under the given project root (default: the current folder)."""
     args = argv if argv is not None else sys.argv[1:]
+    # An option is never a folder name: `docgen --help` once wrote a tree named "--help".
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        print(USAGE if args[0] in ("-h", "--help") else f"docgen: unknown argument {args[0]!r}\n{USAGE}", file=sys.stderr)
+        return 0 if args[0] in ("-h", "--help") else 2
     base = Path(args[0]) if args else Path.cwd()
+    if not (base / "catty_ctx").is_dir():
+        print(f"docgen: {base} is not the project root (no catty_ctx/ in it)", file=sys.stderr)
+        return 2
     for rel, text in generated_files().items():
         path = base / rel
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ def inspect_cmd(
     `-` reads an event stream, or an item stream (what prune and resume print) and reports
     on that request. A ROOT lists its sessions, a row each.
     """
-    from ..report import find_event, inspect_root, inspect_session, view_rows
+    from ..inspect import find_event, inspect_root, inspect_session, view_rows
     from ..store import Session, is_root
     from .output import rows_out, stdout_tty, write_json, write_json_array, write_lines
 
@@ -66,7 +66,7 @@ def inspect_cmd(
             write_json(find_event(session, seq), pretty=stdout_tty() and not as_json or None)
             return
         if context:
-            from ..context import context_report
+            from ..snapshot import context_report
 
             rep = context_report(session)
             if as_json or not stdout_tty():

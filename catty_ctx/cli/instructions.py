@@ -31,7 +31,7 @@ def instructions_cmd(
     $XDG_CONFIG_HOME/catty-ctx/AGENTS.md (+ rules/). Files git ignores are skipped, a file
     reached twice counts once, rule front matter is stripped.
     """
-    from ..context import discover_instructions, record_instructions
+    from ..instructions import discover_instructions, record_instructions
     from ..store import Session
     from .errors import warn
     from .output import show, stdout_tty, table, write_json, write_lines

@@ -21,7 +21,7 @@ from ..events import Event
 from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root, session_window
 from ..tokens import item_tokens, over_threshold, percent_of
 from ..view import ViewStats, head_items, iter_view, plan_file
-from .continuation import HeadState, build_head, continuation_state
+from ..head import HeadState, build_head, continuation_state
 
 MODES = ("summary", "transcript", "segments")
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
@@ -161,7 +161,7 @@ def checked_head(comp: Event, head: HeadState) -> str:
 
 def new_head(comp: Event, m: Measure) -> list[dict[str, Any]]:
     """The head the view will rebuild for `comp`, exactly (announcer listing included)."""
-    from ..context import Announcer
+    from ..announce import Announcer
     from ..events import DEFAULT_WINDOW
 
     window = m.first.get("window") if m.first else None
@@ -217,7 +217,8 @@ def compact_session(
     if not dry_run:
         directory = session.require_directory("compact")
 
-    from .summarizers import SummarizerError, SummaryRequest, get_summarizer, tool_schema_tokens
+    from .ladder import SummarizerError, SummaryRequest, tool_schema_tokens
+    from .summarizers import get_summarizer
 
     summ = get_summarizer(summarizer, **(summarizer_options or {}))
     state = continuation_state(m.head)
@@ -314,7 +315,8 @@ def _prefire(
     session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None,
     from_pct: float | None, dry_run: bool, redact: bool,
 ) -> CompactResult:
-    from .summarizers import SummarizerError, get_summarizer
+    from .ladder import SummarizerError
+    from .summarizers import get_summarizer
     from .twopass import prefire, split_point
 
     directory = session.require_directory("compact --prefire")

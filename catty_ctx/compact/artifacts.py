@@ -15,7 +15,7 @@ import orjson
 from ..errors import DataError, UsageError
 from ..events import now_ts
 from ..store import atomic_write, session_folder
-from .summarizers import INSTRUCTION, SYSTEM_PROMPT, SummaryRequest, SummaryResult
+from .ladder import INSTRUCTION, SYSTEM_PROMPT, SummaryRequest, SummaryResult
 
 ARTIFACT_DIR = "compaction_requests"
 ARTIFACT_SCHEMA = 1

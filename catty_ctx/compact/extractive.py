@@ -14,8 +14,8 @@ from typing import Any, Iterable
 
 import orjson
 
-from .continuation import call_path, is_edit_tool
-from .summarizers import SummaryRequest, SummaryResult, Summarizer
+from ..head import call_path, is_edit_tool
+from .ladder import SummaryRequest, SummaryResult, Summarizer
 
 Item = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""Summarisers behind one interface, with grok-build's retry rules and input ladder (reference 3.6).
+"""The summarisers, and the registry that names them (`get_summarizer`).
 
 - `extractive`: offline and deterministic (see `extractive.py`).
 - `cmd:CMD`: the prompt on CMD's stdin, the summary from its stdout; no shell unless CMD
@@ -6,323 +6,36 @@
 - `openai:MODEL`: an OpenAI-compatible `/chat/completions` endpoint over stdlib urllib,
   streamed, with streaming timings kept by an O(1) accumulator.
 
-Model summarisers share `run_ladder`: up to 3 attempts per stage with backoff; transient
-errors (5xx, 429, timeouts, dropped connections) and degenerate summaries are retried,
-deterministic errors stop; an input-overflow error moves to the next stage of the ladder
-verbatim → fitted (window − 32,768 − tool-schema tokens) → lossy (70% of the window, tool
-results dropped, calls written as "[Called tools: …]", images as "[image]").
+Both model summarisers run the ladder of `ladder.py`.
 """
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import subprocess
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import orjson
 
-from ..errors import CattyError, ExitCode, UsageError
-from ..tokens import item_tokens
-
-Item = dict[str, Any]
-
-ATTEMPTS_PER_STAGE = 3
-BACKOFF_S = 3.0
-MIN_SUMMARY_CHARS = 500
-FITTED_RESERVE = 32_768
-LOSSY_FRACTION = 0.70
-CMD_TIMEOUT_S = 600.0
-HTTP_TIMEOUT_S = 300.0
-
-SYSTEM_PROMPT = (
-    "You summarise a coding agent's conversation so that the agent can continue the work "
-    "after its context is cleared. Be precise: keep file paths, commands, error messages, "
-    "identifiers and every constraint the user stated."
+from ..errors import UsageError
+from .extractive import ExtractiveSummarizer
+from .ladder import (
+    ATTEMPTS_PER_STAGE,
+    BACKOFF_S,
+    CMD_TIMEOUT_S,
+    HTTP_TIMEOUT_S,
+    MIN_SUMMARY_CHARS,
+    Deterministic,
+    Overflow,
+    Prompt,
+    StreamTimer,
+    Summarizer,
+    SummaryRequest,
+    SummaryResult,
+    Transient,
+    run_ladder,
 )
-INSTRUCTION = """Write a summary of the conversation above, wrapped in <summary> … </summary>, with these nine sections:
-1. Primary Request and Intent: what the user asked for, in detail.
-2. Key Technical Concepts: technologies, libraries, names that matter.
-3. Files and Code Sections: files read, edited or created, and why; key code.
-4. Errors and Fixes: each error met, and how it was fixed (or that it was not).
-5. Problem Solving: what was tried, what was decided.
-6. All User Messages: every message the user wrote (not tool results), with its constraints.
-7. Pending Tasks: what is still to be done.
-8. Current Work: exactly what was being worked on just before this summary.
-9. Optional Next Step: the next step, only if it follows directly from the latest request.
-If an earlier summary appears in the conversation, fold its content into yours: nothing it kept may be lost."""
-
-
-class SummarizerError(CattyError):
-    """The summariser could not produce a summary (exit 75: retry later; 65: refused input)."""
-
-    exit_code = ExitCode.TEMP_FAIL
-
-
-class _Transient(Exception):
-    pass
-
-
-class _Deterministic(Exception):
-    pass
-
-
-class _Overflow(Exception):
-    pass
-
-
-# -- timings ---------------------------------------------------------------------------------
-
-
-class StreamTimer:
-    """Streaming timings in O(1) memory: first and last delta, delta count, largest gap."""
-
-    __slots__ = ("start", "first", "last", "deltas", "max_gap")
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.start = clock()
-        self.first: float | None = None
-        self.last: float | None = None
-        self.deltas = 0
-        self.max_gap = 0.0
-
-    def delta(self, now: float) -> None:
-        if self.first is None:
-            self.first = now
-        elif self.last is not None and now - self.last > self.max_gap:
-            self.max_gap = now - self.last
-        self.last = now
-        self.deltas += 1
-
-    def report(self, end: float) -> dict[str, Any]:
-        ms = lambda s: round(s * 1000, 1)  # noqa: E731
-        return {
-            "ttft_ms": ms(self.first - self.start) if self.first is not None else None,
-            "stream_ms": ms(self.last - self.first) if self.first is not None and self.last is not None else None,
-            "deltas": self.deltas,
-            "max_gap_ms": ms(self.max_gap),
-            "total_ms": ms(end - self.start),
-        }
-
-
-# -- requests and results --------------------------------------------------------------------
-
-
-@dataclass
-class SummaryRequest:
-    """What a summariser gets: the view items to fold, the state to keep, the window."""
-
-    items: list[Item]
-    state: dict[str, Any] = field(default_factory=dict)
-    window: int = 200_000
-    tool_schema_tokens: int = 0
-
-
-@dataclass
-class SummaryResult:
-    summary: str | None
-    summarizer: str
-    stage: str | None = None
-    error: str | None = None
-    error_class: str | None = None
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    timings: dict[str, Any] = field(default_factory=dict)
-    raw: str | None = None  # the whole answer of the successful attempt (two-pass NOTE1 reads it)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "summarizer": self.summarizer,
-            "summary": self.summary,
-            "stage": self.stage,
-            "error": self.error,
-            "error_class": self.error_class,
-            "attempts": self.attempts,
-            "timings": self.timings,
-        }
-
-
-class Summarizer:
-    """One interface: `summarize(request) -> SummaryResult` (never raises for model errors)."""
-
-    id = "summarizer"
-
-    def summarize(self, req: SummaryRequest) -> SummaryResult:  # pragma: no cover - interface
-        raise NotImplementedError
-
-
-# -- prompt and the input ladder -------------------------------------------------------------
-
-
-def _one_line(value: Any, limit: int = 0) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value).decode()
-    return text[:limit] + "…" if limit and len(text) > limit else text
-
-
-def render_transcript(items: Iterable[Item]) -> str:
-    """Items as a plain transcript: a model reads it whatever its tool-call format."""
-    out: list[str] = []
-    for it in items:
-        role = it.get("role")
-        if role == "tool":
-            flag = " (error)" if it.get("is_error") else ""
-            out.append(f"[tool result {it.get('call_id')}{flag}]\n{it.get('output', '')}")
-            continue
-        tag = f"{role} ({it['synthetic']})" if it.get("synthetic") else str(role)
-        text = it.get("text") or ""
-        if it.get("images"):
-            text += "".join(" [image]" for _ in it["images"])
-        calls = it.get("tool_calls") or ()
-        lines = [f"[{tag}]"] + ([text] if text else [])
-        lines += [f"→ call {c.get('call_id')}: {c.get('name')}({_one_line(c.get('args'))})" for c in calls]
-        out.append("\n".join(lines))
-    return "\n\n".join(out)
-
-
-@dataclass
-class Prompt:
-    system: str
-    user: str
-
-    def messages(self) -> list[dict[str, str]]:
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
-
-    def text(self) -> str:
-        return f"{self.system}\n\n{self.user}"
-
-
-def build_prompt(items: Sequence[Item]) -> Prompt:
-    return Prompt(SYSTEM_PROMPT, f"<conversation>\n{render_transcript(items)}\n</conversation>\n\n{INSTRUCTION}")
-
-
-def fit_items(items: Sequence[Item], budget: int) -> list[Item]:
-    """Keep the leading system item, then whole items walking back from the end within budget;
-    the kept tail never starts on a tool result (its call would be missing)."""
-    lead: list[Item] = [items[0]] if items and items[0].get("role") == "system" else []
-    used = sum(item_tokens(i) for i in lead)
-    tail: list[Item] = []
-    for it in reversed(items[len(lead):]):
-        t = item_tokens(it)
-        if used + t > budget:
-            break
-        used += t
-        tail.append(it)
-    tail.reverse()
-    while tail and tail[0].get("role") == "tool":
-        tail.pop(0)
-    return lead + tail
-
-
-def lossy_items(items: Iterable[Item]) -> list[Item]:
-    """Tool results dropped, calls as "[Called tools: a, b]", images as "[image]"."""
-    out: list[Item] = []
-    for it in items:
-        if it.get("role") == "tool":
-            continue
-        new = {k: v for k, v in it.items() if k not in ("tool_calls", "images")}
-        text = new.get("text") or ""
-        if it.get("images"):
-            text += " [image]" * len(it["images"])
-        if it.get("tool_calls"):
-            names = ", ".join(str(c.get("name")) for c in it["tool_calls"])
-            text = (text + "\n" if text else "") + f"[Called tools: {names}]"
-        new["text"] = text
-        out.append(new)
-    return out
-
-
-def tool_schema_tokens(prompt_context: Any) -> int:
-    """Tokens of the tool definitions a request carries (the `prompt_context` facet's `tools`):
-    they share the window with the input, so the ladder's budgets leave room for them."""
-    tools = prompt_context.get("tools") if isinstance(prompt_context, dict) else None
-    if not isinstance(tools, list):
-        return 0
-    return sum(item_tokens(t) for t in tools if isinstance(t, dict))
-
-
-def _stage_items(stage: str, req: SummaryRequest) -> list[Item]:
-    if stage == "verbatim":
-        return req.items
-    if stage == "fitted":
-        return fit_items(req.items, max(0, req.window - FITTED_RESERVE - req.tool_schema_tokens))
-    return fit_items(lossy_items(req.items), max(0, int(req.window * LOSSY_FRACTION) - req.tool_schema_tokens))
-
-
-STAGES = ("verbatim", "fitted", "lossy")
-_SUMMARY_BLOCK = re.compile(r"<summary>(.*?)</summary>", re.S)
-_ANALYSIS_BLOCK = re.compile(r"<analysis>.*?</analysis>", re.S)
-
-
-def extract_summary(text: str) -> str:
-    """The last <summary> block, else the whole answer without its <analysis>."""
-    blocks = _SUMMARY_BLOCK.findall(text)
-    if blocks:
-        return blocks[-1].strip()
-    return _ANALYSIS_BLOCK.sub("", text).strip()
-
-
-CallOnce = Callable[[Prompt, StreamTimer], str]
-
-
-def run_ladder(
-    sid: str,
-    req: SummaryRequest,
-    call_once: CallOnce,
-    *,
-    attempts: int = ATTEMPTS_PER_STAGE,
-    backoff: float = BACKOFF_S,
-    min_chars: int = MIN_SUMMARY_CHARS,
-    sleep: Callable[[float], None] = time.sleep,
-) -> SummaryResult:
-    """Retry rules and the overflow ladder around one model call."""
-    result = SummaryResult(None, sid)
-    last_error = "no attempt made"
-    for stage in STAGES:
-        items = _stage_items(stage, req)
-        prompt = build_prompt(items)
-        overflow = False
-        for n in range(1, attempts + 1):
-            timer = StreamTimer()
-            record: dict[str, Any] = {"stage": stage, "attempt": n, "input_items": len(items)}
-            try:
-                text = call_once(prompt, timer)
-            except _Overflow as exc:
-                record.update(outcome="overflow", error=str(exc))
-                overflow = True
-            except _Transient as exc:
-                record.update(outcome="transient", error=str(exc))
-                last_error = str(exc)
-            except _Deterministic as exc:
-                record.update(outcome="deterministic", error=str(exc), timings=timer.report(time.monotonic()))
-                result.attempts.append(record)
-                result.error, result.error_class, result.stage = str(exc), "deterministic", stage
-                return result
-            else:
-                summary = extract_summary(text)
-                record["summary_chars"] = len(summary)
-                timings = timer.report(time.monotonic())
-                record["timings"] = timings
-                if len(summary) >= min_chars:
-                    record["outcome"] = "success"
-                    result.attempts.append(record)
-                    result.summary, result.stage, result.timings, result.raw = summary, stage, timings, text
-                    return result
-                record["outcome"] = "degenerate"
-                last_error = f"degenerate summary ({len(summary)} characters, fewer than {min_chars})"
-            record.setdefault("timings", timer.report(time.monotonic()))
-            result.attempts.append(record)
-            if overflow:
-                break
-            if n < attempts:
-                sleep(backoff * (2 ** (n - 1)))
-        if not overflow:
-            result.error, result.error_class, result.stage = f"{last_error} after {attempts} attempts", "exhausted", stage
-            return result
-        last_error = "input too long for the model"
-    result.error, result.error_class, result.stage = "input too long for the model even after the lossy stage", "overflow", "lossy"
-    return result
-
 
 def _env_backoff() -> float:
     """CATTY_CTX_RETRY_BACKOFF (seconds before the second attempt), else grok-build's 3 s."""
@@ -372,13 +85,13 @@ class CmdSummarizer(_ModelSummarizer):
         try:
             proc = subprocess.run(self.argv, input=prompt.text().encode(), capture_output=True, timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            raise _Transient(f"{self.argv[0]} did not answer within {self.timeout:g}s") from None
+            raise Transient(f"{self.argv[0]} did not answer within {self.timeout:g}s") from None
         except OSError as exc:
-            raise _Deterministic(f"cannot run {self.argv[0]}: {exc.strerror}") from None
+            raise Deterministic(f"cannot run {self.argv[0]}: {exc.strerror}") from None
         timer.delta(time.monotonic())
         if proc.returncode != 0:
             tail = proc.stderr.decode(errors="replace").strip().splitlines()
-            raise _Deterministic(f"{self.argv[0]} exited {proc.returncode}" + (f": {tail[-1]}" if tail else ""))
+            raise Deterministic(f"{self.argv[0]} exited {proc.returncode}" + (f": {tail[-1]}" if tail else ""))
         return proc.stdout.decode(errors="replace")
 
 
@@ -438,13 +151,13 @@ class OpenAISummarizer(_ModelSummarizer):
         except urllib.error.HTTPError as exc:
             text = exc.read().decode(errors="replace")[:2000]
             if is_overflow(exc.code, text):
-                raise _Overflow(f"HTTP {exc.code}: {_error_message(text)}") from None
+                raise Overflow(f"HTTP {exc.code}: {_error_message(text)}") from None
             if exc.code >= 500 or exc.code in (408, 409, 429):
-                raise _Transient(f"HTTP {exc.code}: {_error_message(text)}") from None
-            raise _Deterministic(f"HTTP {exc.code}: {_error_message(text)}") from None
+                raise Transient(f"HTTP {exc.code}: {_error_message(text)}") from None
+            raise Deterministic(f"HTTP {exc.code}: {_error_message(text)}") from None
         except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
-            raise _Transient(f"{self.base_url}: {reason}") from None
+            raise Transient(f"{self.base_url}: {reason}") from None
 
 
 def _error_message(text: str) -> str:
@@ -463,7 +176,7 @@ def _message_content(data: bytes) -> str:
         doc = orjson.loads(data)
         content = doc["choices"][0]["message"]["content"]
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-        raise _Transient("malformed response (no choices[0].message.content)") from None
+        raise Transient("malformed response (no choices[0].message.content)") from None
     return content if isinstance(content, str) else ""
 
 
@@ -479,9 +192,9 @@ def _read_sse(resp: Any, timer: StreamTimer) -> str:
         try:
             doc = orjson.loads(payload)
         except orjson.JSONDecodeError:
-            raise _Transient("malformed stream chunk") from None
+            raise Transient("malformed stream chunk") from None
         if isinstance(doc, dict) and doc.get("error"):
-            raise _Transient(f"stream error: {_error_message(orjson.dumps(doc).decode())}")
+            raise Transient(f"stream error: {_error_message(orjson.dumps(doc).decode())}")
         try:
             content = doc["choices"][0]["delta"].get("content")
         except (KeyError, IndexError, TypeError, AttributeError):
@@ -498,8 +211,6 @@ def _read_sse(resp: Any, timer: StreamTimer) -> str:
 def get_summarizer(spec: str, **options: Any) -> Summarizer:
     """`extractive`, `cmd:CMD` or `openai:MODEL` (options: attempts, backoff, min_chars, timeout)."""
     if spec == "extractive":
-        from .extractive import ExtractiveSummarizer
-
         return ExtractiveSummarizer()
     kind, _, rest = spec.partition(":")
     if kind == "cmd" and rest:

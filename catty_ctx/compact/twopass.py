@@ -22,8 +22,8 @@ from ..fingerprint import prefix_fp
 from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
 from .artifacts import ARTIFACT_DIR
-from .continuation import SUMMARY_PREAMBLE
-from .summarizers import FITTED_RESERVE, Summarizer, SummaryRequest, fit_items
+from ..head import SUMMARY_PREAMBLE
+from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, fit_items
 
 CACHE_NAME = "prefire.json"
 CACHE_SCHEMA = 1

@@ -145,7 +145,7 @@ def import_to_dir(
     As `append` does, a user message over `user_limit` bytes or a tool output over
     `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
-    from ..context import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
+    from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
     from ..store import LOG_NAME, PART_NAME, STAGING_SUFFIX, check_new_session_dest, place_new_session, write_summary
 
     user_limit = USER_LIMIT if user_limit is None else user_limit

@@ -384,7 +384,7 @@ def subagent_files(main: Path, session_id: str) -> list[tuple[str, Path]]:
 
 def _prompt_context(chain: list[dict[str, Any]], cwd: str | None, model: str | None) -> dict[str, Any]:
     """What a Claude Code file says of the prompt's context: the rest is marked unknown."""
-    from ..context import snapshot_value
+    from ..snapshot import snapshot_value
 
     version = next((r["version"] for r in chain if isinstance(r.get("version"), str) and r["version"]), None)
     branch = next((r["gitBranch"] for r in chain if isinstance(r.get("gitBranch"), str) and r["gitBranch"]), None)

@@ -228,7 +228,7 @@ def _meta_context(meta: dict[str, Any]) -> dict[str, tuple[Any, str]]:
 
 
 def _snapshot(context: dict[str, tuple[Any, str]]) -> dict[str, Any]:
-    from ..context import snapshot_value
+    from ..snapshot import snapshot_value
 
     return snapshot_value({k: v for k, (v, _) in context.items()}, {k: src for k, (_, src) in context.items()})
 

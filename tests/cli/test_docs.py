@@ -2,8 +2,10 @@
 has a description and an example; the generated files load in their programs."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -75,3 +77,38 @@ def test_each_command_runs_with_only_its_own_module_loaded() -> None:
         assert proc.returncode == 0 and b"Usage: catty-ctx " + name.encode() in proc.stdout, name
     assert cli("--help", check=True).stdout.count(b"\n") > 10
     assert cli("--version", check=True).stdout.startswith(b"catty-ctx ")
+
+
+def test_docgen_refuses_options_and_writes_nothing(tmp_path) -> None:
+    for args in (["--help"], ["-x"], ["a", "b"]):
+        proc = subprocess.run([sys.executable, "-m", "catty_ctx.cli.docgen", *args], cwd=tmp_path,
+                              capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        assert proc.returncode in (0, 2) and b"usage:" in proc.stderr, (args, proc)
+        assert list(tmp_path.iterdir()) == [], args
+
+
+def test_docgen_refuses_a_folder_that_is_not_the_project(tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "catty_ctx.cli.docgen", str(tmp_path)],
+                          capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_no_generated_page_or_completion_outside_its_folder() -> None:
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    if not tracked:  # not a git checkout (an unpacked sdist): look at the files themselves
+        tracked = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and ".ci" not in p.parts]
+    names = {rel.rsplit("/", 1)[-1] for rel in generated_files()}
+    stray = [rel for rel in tracked if rel.rsplit("/", 1)[-1] in names and rel not in generated_files()]
+    assert not stray, f"generated files outside man/ and completions/: {stray}"
+
+
+def test_every_exit_code_is_documented_in_help_and_the_man_page() -> None:
+    from catty_ctx.errors import EXIT_MEANINGS, ExitCode
+
+    assert set(EXIT_MEANINGS) == set(ExitCode)
+    help_text = " ".join(cli("--help", check=True).stdout.decode().split())
+    page = (ROOT / "man" / "catty-ctx.1").read_text()
+    for code in ExitCode:
+        assert f"{int(code)} {EXIT_MEANINGS[code].split(' (')[0]}" in help_text, code
+        assert f"{int(code)}" in page, code
+    assert ExitCode.INTERNAL == 70

@@ -1,0 +1,120 @@
+"""Announcement budgets: skills, the tool catalog and MCP servers are announced to the model
+within a byte budget, and only what changed since the last announcement is announced again,
+also across compactions."""
+from __future__ import annotations
+
+from typing import Any
+
+from .blobs import cut_head
+from .events import DEFAULT_WINDOW, Event
+
+
+DESCRIPTION_LIMIT = 400  # bytes per description (reference: skill listing)
+ANNOUNCE_SHARE = 0.01  # the whole listing: this share of the window (tokens × 4 bytes)
+ANNOUNCED_FACETS = ("skills", "tools", "mcp")
+_HEADINGS = {
+    "skills": "Skills available (load one when the task calls for it):",
+    "tools": "Tools available:",
+    "mcp": "MCP servers connected:",
+}
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` UTF-8 bytes, cut on a character boundary, marked with … when cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return cut_head(data, max(0, limit - 3)).decode("utf-8") + "…"
+
+
+def _entries(facet: str, value: Any) -> list[tuple[str, str]]:
+    """(name, listing line) for each well-formed entry of an announced facet."""
+    out: list[tuple[str, str]] = []
+    if not isinstance(value, list):
+        return out
+    for e in value:
+        if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+            continue
+        name = e["name"]
+        if facet == "mcp":
+            tools = e.get("tools")
+            names = [t if isinstance(t, str) else t.get("name", "") for t in tools if isinstance(t, (str, dict))] if isinstance(tools, list) else []
+            desc = ", ".join(n for n in names if n)
+        else:
+            desc = " ".join(str(e.get("description") or "").split())
+        line = f"- {name}: {clip(desc, DESCRIPTION_LIMIT)}" if desc else f"- {name}"
+        if facet == "skills" and e.get("path"):
+            line += f" ({e['path']})"
+        out.append((name, line))
+    return out
+
+
+class Announcer:
+    """What the model has been told about skills, tools and MCP servers, and what is new.
+
+    The view feeds it the `state` events of those facets in order; it answers with a
+    reminder item listing only entries that are new or changed (and those removed), within
+    the budget. After a compaction `head` lists everything once for the rebuilt head, and
+    what it listed counts as announced, so the events after the compaction do not repeat it.
+    Entries that did not fit are not counted as announced: a later listing tries again.
+    """
+
+    def __init__(self, window: int = DEFAULT_WINDOW, *, share: float = ANNOUNCE_SHARE) -> None:
+        self.window = window
+        self.share = share
+        self.announced: dict[tuple[str, str], str] = {}  # (facet, name) -> line as listed
+
+    @property
+    def budget(self) -> int:
+        """Bytes the whole listing may take: share × window tokens × 4 bytes a token."""
+        return int(self.window * self.share * 4)
+
+    def feed(self, ev: Event) -> dict[str, Any] | None:
+        facet = ev.get("facet")
+        if facet not in ANNOUNCED_FACETS:
+            return None
+        return self._listing({facet: ev.get("value")}, fresh=False)
+
+    def head(self, facets: dict[str, Any]) -> dict[str, Any] | None:
+        """The listing for a rebuilt head: all current entries (nothing is announced yet)."""
+        return self._listing({f: facets.get(f) for f in ANNOUNCED_FACETS if f in facets}, fresh=True)
+
+    def _listing(self, values: dict[str, Any], *, fresh: bool) -> dict[str, Any] | None:
+        budget = self.budget
+        open_, close = "<system-reminder>", "</system-reminder>"
+        used = len(open_) + len(close) + 2
+        lines: list[str] = []
+        for facet in ANNOUNCED_FACETS:
+            if facet not in values:
+                continue
+            current = _entries(facet, values[facet])
+            names = {n for n, _ in current}
+            gone = sorted(n for (f, n) in self.announced if f == facet and n not in names)
+            new = [(n, line) for n, line in current if self.announced.get((facet, n)) != line]
+            section: list[str] = []
+            skipped = 0
+            heading = _HEADINGS[facet]
+            for n, line in new:
+                cost = len(line.encode("utf-8")) + 1 + (0 if section else len(heading.encode("utf-8")) + 1)
+                if used + cost > budget:
+                    skipped += 1
+                    continue
+                if not section:
+                    section.append(heading)
+                section.append(line)
+                used += cost
+                self.announced[(facet, n)] = line
+            if skipped:
+                note = f"({skipped} more {facet} not listed: over the announcement budget)"
+                section.append(note)
+                used += len(note) + 1
+            if gone:
+                note = f"No longer available ({facet}): " + clip(", ".join(gone), DESCRIPTION_LIMIT)
+                section.append(note)
+                used += len(note.encode("utf-8")) + 1
+                for n in gone:
+                    del self.announced[(facet, n)]
+            lines.extend(section)
+        if not lines:
+            return None
+        return {"role": "user", "text": open_ + "\n" + "\n".join(lines) + "\n" + close, "synthetic": "announcement"}

@@ -1,0 +1,198 @@
+"""Externalised payloads: a large user message or tool output moves to `blobs/<xxh3-128 hex>`.
+
+The seed's lesson: large inputs leave the prompt as handles instead of being cut off. The
+blob is written durably before the event that names it, and a head and a tail of it stay
+inline as a preview.
+"""
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from .errors import DataError, UsageError, WriteError
+from .fingerprint import blob_handle
+
+Warn = Callable[[str], None]
+
+
+BLOBS_DIR = "blobs"
+USER_LIMIT = 25_000  # bytes of a user message kept inline (reference: first prompt > 25 KB)
+TOOL_LIMIT = 40_000  # bytes of a tool output kept inline (reference: general tools 40 KB)
+PREVIEW_SHARE = 0.8  # the inline preview takes this share of the limit
+_HANDLE = re.compile(r"[0-9a-f]{32}")
+
+
+def is_handle(text: str) -> bool:
+    return bool(_HANDLE.fullmatch(text))
+
+
+def write_blob(session_dir: Path, data: bytes) -> str:
+    """Store a payload under its content address; identical payloads are stored once.
+
+    temp + fsync + rename, then the folder is fsynced: once this returns, an event may name
+    the handle. Raises OSError when it cannot write (WriteError when blobs/ is a link).
+    """
+    from .store import replace_file, session_folder
+
+    handle = blob_handle(data)
+    folder = session_folder(session_dir / BLOBS_DIR)  # never a link out of the session
+    target = folder / handle
+    try:
+        st = os.lstat(target)
+        if stat.S_ISREG(st.st_mode) and st.st_size == len(data):
+            return handle  # content-addressed: same name and size is the same payload
+    except FileNotFoundError:
+        pass
+    replace_file(target, data)
+    return handle
+
+
+def cut_head(data: bytes, n: int) -> bytes:
+    """The first ≤ n bytes, never splitting a UTF-8 character."""
+    if n >= len(data):
+        return data
+    while n > 0 and (data[n] & 0xC0) == 0x80:
+        n -= 1
+    return data[:n]
+
+
+def cut_tail(data: bytes, n: int) -> bytes:
+    """The last ≤ n bytes, never splitting a UTF-8 character."""
+    if n >= len(data):
+        return data
+    start = len(data) - n
+    while start < len(data) and (data[start] & 0xC0) == 0x80:
+        start += 1
+    return data[start:]
+
+
+def preview(data: bytes, limit: int, *, keep_end: bool) -> tuple[str, str, int]:
+    """Head and tail of a payload for an inline budget of `limit` bytes, and the bytes left out.
+
+    A user message keeps more of its end (where the question usually is): a fifth of the
+    preview for the head, the rest for the tail. A tool output keeps both halves alike.
+    """
+    budget = max(2, int(limit * PREVIEW_SHARE))
+    head_n = budget // 5 if keep_end else budget // 2
+    head = cut_head(data, head_n)
+    tail = cut_tail(data, budget - len(head))
+    omitted = len(data) - len(head) - len(tail)
+    return head.decode("utf-8", "replace"), tail.decode("utf-8", "replace"), omitted
+
+
+def externalize(
+    event: dict[str, Any],
+    session_dir: Path | None,
+    *,
+    user_limit: int = USER_LIMIT,
+    tool_limit: int = TOOL_LIMIT,
+    warn: Warn | None = None,
+) -> dict[str, Any]:
+    """Move a large user message or tool output into `blobs/` and keep a preview inline.
+
+    Returns the event to append (a new dict; the input is not changed). A limit of 0 turns
+    that kind off; an event that already names a blob, or a session without a directory,
+    is returned as it is. When the blob cannot be written the event keeps the preview, says
+    so in its text and in `blob_error`, and carries no handle.
+    """
+    kind = event.get("kind")
+    if session_dir is None or "blob" in event:
+        return event
+    if kind == "message" and event.get("role") == "user" and user_limit > 0:
+        field_name, limit, keep_end, what = "text", user_limit, True, "message"
+    elif kind == "tool_result" and tool_limit > 0:
+        field_name, limit, keep_end, what = "output", tool_limit, False, "output"
+    else:
+        return event
+    payload = event.get(field_name)
+    if not isinstance(payload, str) or len(payload) <= limit // 4:  # ≥ 1 byte a char: cheap no
+        return event
+    data = payload.encode("utf-8")
+    if len(data) <= limit:
+        return event
+    head, tail, omitted = preview(data, limit, keep_end=keep_end)
+    out = dict(event)
+    out["bytes"] = len(data)
+    try:
+        handle = write_blob(session_dir, data)
+    except (OSError, WriteError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        note = (
+            f"[… {omitted:,} bytes of this {what} ({len(data):,} in all) are not shown: "
+            f"storing the whole {what} failed ({reason}), so only this preview exists …]"
+        )
+        out["blob_error"] = reason
+        if warn:
+            warn(f"cannot store a {len(data):,}-byte {what} in {session_dir / BLOBS_DIR} ({reason}); only a preview is kept")
+    else:
+        note = (
+            f"[… {omitted:,} bytes of this {what} are not shown; the whole {what} "
+            f"({len(data):,} bytes) is blob {handle}: catty-ctx blob SESSION {handle} …]"
+        )
+        out["blob"] = handle
+    out[field_name] = f"{head}\n\n{note}\n\n{tail}"
+    return out
+
+
+def blob_path(session_dir: Path, handle: str) -> Path:
+    """The file of a handle in this session's blobs/, refusing anything else.
+
+    Only a 32-hex-digit name of a regular file directly inside blobs/ is accepted: no
+    paths, no symbolic links, nothing outside the session.
+    """
+    if not is_handle(handle):
+        raise UsageError(f"{handle!r} is not a blob handle (32 lowercase hex digits)")
+    folder = session_dir / BLOBS_DIR
+    path = folder / handle
+    try:
+        st = os.lstat(path)
+        folder_st = os.lstat(folder)
+    except FileNotFoundError:
+        raise UsageError(f"{session_dir}: no blob {handle}") from None
+    if not stat.S_ISDIR(folder_st.st_mode):
+        raise DataError(f"{folder} is not a directory (a symbolic link is refused)")
+    if not stat.S_ISREG(st.st_mode):
+        raise DataError(f"{path} is not a regular file (a symbolic link is refused)")
+    return path
+
+
+def open_blob(session_dir: Path, handle: str) -> IO[bytes]:
+    """The payload of a handle, opened for reading after checking it hashes to its name.
+
+    The file is opened without following links and checked through the same descriptor it
+    is read from, so it cannot be swapped in between. A mismatch is a data error (corrupt).
+    """
+    import xxhash
+
+    path = blob_path(session_dir, handle)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
+    f = os.fdopen(fd, "rb")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DataError("not a regular file", path=str(path))
+        h = xxhash.xxh3_128()
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+        if h.hexdigest() != handle:
+            raise DataError("content does not match its handle (corrupt blob)", path=str(path))
+        f.seek(0)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
+def session_directory(target: str) -> Path:
+    """The directory of SESSION (a directory or its updates.jsonl); blobs need one."""
+    from .store import Session
+
+    if target == "-":
+        raise UsageError("blobs live in a session directory; SESSION cannot be -")
+    session = Session.open(target)
+    return session.require_directory("blob")
