@@ -227,15 +227,16 @@ def _usage(session: Session, rep: Report) -> None:
 
 
 def _blob_sizes(directory: Path, rep: Report) -> None:
-    from ..context import BLOBS_DIR
+    """The stored size of every blob the view names (the same checks as `catty-ctx blob`)."""
+    from ..blobs import blob_path
 
     for row in rep.items:
         handle = row["item"].get("blob")
-        if isinstance(handle, str) and handle.isalnum():
+        if isinstance(handle, str) and handle not in rep.blob_sizes:
             try:
-                rep.blob_sizes[handle] = (directory / BLOBS_DIR / handle).stat().st_size
-            except OSError:
-                pass
+                rep.blob_sizes[handle] = blob_path(directory, handle).stat().st_size
+            except (CattyError, OSError):
+                pass  # shown without a size
 
 
 def gather(session: Session, *, on_error: Callable[[str], None] | None = None) -> Report:
