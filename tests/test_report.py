@@ -186,3 +186,20 @@ def test_docs_show_the_demo_page_as_the_script_draws_it() -> None:
         png = (ROOT / "docs" / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
         assert struct.unpack(">I", png[16:20])[0] == width
+
+
+def test_without_usage_events_the_timeline_uses_the_estimate(tmp_path: Path) -> None:
+    from conftest import call, result
+
+    events = [session_event("no-usage", window=4000)]
+    for i in range(6):
+        events += [msg("user", f"question {i}", f"u{i}"), msg("assistant", "looking", f"a{i}"), call(f"c{i}"), result(f"c{i}", "data " * 200)]
+    s = write_log(tmp_path / "s", events)
+    cli("compact", str(s), "--force", check=True)
+    page = Page(cli("report", str(s), check=True).stdout.decode())
+    assert "the estimate of the view" in page.text
+    assert len(page.with_attr("data-compaction")) == 1
+    data = orjson.loads(next(t for t in page.texts if '"points"' in t))
+    assert data["estimated"] and len(data["points"]) == 6  # one request per assistant message
+    contexts = [p[2] for p in data["points"]]
+    assert contexts == sorted(contexts) and contexts[0] > 0

@@ -57,7 +57,7 @@ class Report:
     other_compactions: int = 0  # subagents' compactions: counted, not drawn
     prunes: list[dict[str, Any]] = field(default_factory=list)  # {"at", "seq", "index"}
     prefires: list[dict[str, Any]] = field(default_factory=list)  # {"at", "state", "seq"?}
-    items: list[dict[str, Any]] = field(default_factory=list)  # inspect --items rows
+    items: list[dict[str, Any]] = field(default_factory=list)  # inspect --items rows: index, tokens, item
     problems: dict[str, int] = field(default_factory=dict)  # repair --check counts
     problem_actions: list[dict[str, Any]] = field(default_factory=list)
     segments: list[dict[str, Any]] = field(default_factory=list)
@@ -130,7 +130,8 @@ class _Timeline:
     def _compaction(self, ev: Event) -> None:
         keys = ("seq", "id", "mode", "through_seq", "trigger", "tokens_before", "tokens_after", "summarizer", "artifact", "segment", "two_pass")
         row = {k: ev[k] for k in keys if k in ev}
-        row["at"] = len(self.points) if self.points else len(self.guesses)
+        # Requests before it, on either x axis (which one the chart uses is known at the end).
+        row["at"], row["at_guess"] = len(self.points), len(self.guesses)
         self.compactions.append(row)
         after = ev.get("tokens_after")
         if isinstance(after, int):
@@ -146,18 +147,16 @@ def _request_at(points: list[Point], seq: int) -> int:
 
 
 def _fold(session: Session, rep: Report) -> None:
-    from ..fingerprint import Chain
     from ..prune import Measure, PruneOptions
     from ..view import ViewStats, iter_view, plan_file
 
     plan = plan_file(session.log_path)
     line = _Timeline(plan.excluded)
     stats = ViewStats()
-    chain = Chain()
     measure = Measure(PruneOptions(), {})
     items = rep.items
     for index, vi in enumerate(iter_view(line.tap(session.events(warn=None)), plan, stats=stats)):
-        items.append({"index": index, "tokens": vi.tokens, "fp": chain.add_canonical(vi.canon).hex(), "item": vi.item})
+        items.append({"index": index, "tokens": vi.tokens, "item": vi.item})
         measure.feed(vi, stats)
     measure.note_usage(stats, end=True)
     first = stats.first or {}
@@ -174,6 +173,10 @@ def _fold(session: Session, rep: Report) -> None:
     rep.estimated = not line.points
     rep.points = line.points or line.guesses
     rep.compactions = line.compactions
+    for comp in rep.compactions:
+        guess = comp.pop("at_guess")
+        if rep.estimated:
+            comp["at"] = guess
     rep.other_compactions = line.other_compactions
     # Where the cache-aware prune would rewrite the prefix, were this view sent as it grew.
     for index in measure.plan(rep.window).batch_at:
