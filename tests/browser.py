@@ -31,12 +31,12 @@ def find() -> str:
 
 def run(browser: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        return subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, timeout=timeout)
+        return subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, timeout=timeout, check=False)
 
 
-def dump_dom(browser: str, page: Path, *, budget_ms: int = 3000) -> str:
+def dump_dom(browser: str, page: Path, *, budget_ms: int = 3000, fragment: str = "") -> str:
     """The DOM after the page loaded and its scripts ran (virtual time lets async work finish)."""
-    proc = run(browser, f"--virtual-time-budget={budget_ms}", "--dump-dom", page.resolve().as_uri())
+    proc = run(browser, f"--virtual-time-budget={budget_ms}", "--dump-dom", page.resolve().as_uri() + fragment)
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
     return proc.stdout.decode()
 

@@ -7,8 +7,8 @@ from typing import Any
 
 # Attributes through which an element makes the browser fetch something.
 RESOURCE_ATTRS = {"src", "href", "srcset", "action", "formaction", "poster", "data", "xlink:href", "background", "manifest", "ping"}
-_URL_IN_CSS = re.compile(r"url\(\s*['\"]?\s*(https?:)?//", re.I)
-_IMPORT = re.compile(r"@import", re.I)
+_URL_IN_CSS = re.compile(r"url\(\s*['\"]?\s*(https?:)?//", re.IGNORECASE)
+_IMPORT = re.compile(r"@import", re.IGNORECASE)
 
 
 class Page(HTMLParser):
@@ -52,7 +52,7 @@ class Page(HTMLParser):
         found = []
         for tag, attrs in self.elements:
             for name, value in attrs.items():
-                if name in RESOURCE_ATTRS and value and re.match(r"\s*(https?:)?//", value, re.I):
+                if name in RESOURCE_ATTRS and value and re.match(r"\s*(https?:)?//", value, re.IGNORECASE):
                     found.append(f"<{tag} {name}={value}>")
                 if name == "style" and value and _URL_IN_CSS.search(value):
                     found.append(f"<{tag} style={value}>")

@@ -32,16 +32,16 @@ def rich_session(path: Path, *, url: str = "http://127.0.0.1:9") -> Path:
 
     s = create_session(path, session_id="rich-1", window=20_000, model="claude-sonnet-4-5")
     s.append([{"kind": "message", "id": "sys", "role": "system", "text": "You are a test agent."}])
-    s.append(sum((_turn(i) for i in range(1, 6)), []))
+    s.append([ev for i in range(1, 6) for ev in _turn(i)])
     compact_session(s, force=True, mode="segments")
-    s.append(sum((_turn(i) for i in range(6, 10)), []))
+    s.append([ev for i in range(6, 10) for ev in _turn(i)])
     compact_session(s, prefire=True)
     compact_session(s, force=True, two_pass=True)
     s.append([{"kind": "message", "id": "evil", "role": "user", "text": HOSTILE.format(url=url)}])
     big = [externalize(ev, path, user_limit=0, tool_limit=40_000) for ev in _turn(10, big=60_000)]
     s.append(big)
     s.append([{"kind": "usage", "agent": "explore-1", "model": "claude-haiku-4-5", "input": 500, "output": 50, "cache_read": 0, "cache_write": 0, "reasoning": 0}])
-    s.append(sum((_turn(i) for i in range(11, 14)), []))
+    s.append([ev for i in range(11, 14) for ev in _turn(i)])
     compact_session(s, prefire=True)
     return path
 

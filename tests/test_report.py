@@ -7,7 +7,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import FIXTURES, cli, msg, session_event, write_log
 from html_check import Page
 from report_sessions import log_events, rich_session

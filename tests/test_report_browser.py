@@ -8,10 +8,9 @@ import threading
 from pathlib import Path
 from typing import Iterator
 
+import browser
 import orjson
 import pytest
-
-import browser
 from conftest import FIXTURES, cli
 from html_check import Page
 from report_sessions import log_events, rich_session
@@ -20,9 +19,9 @@ SECTIONS = {"summary", "timeline", "view", "compactions", "usage"}
 
 
 class _Counting(http.server.BaseHTTPRequestHandler):
-    paths: list[str] = []
+    paths: list[str]  # set per server: the paths requested
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:  # the stdlib's name
         type(self).paths.append(self.path)
         self.send_response(404)
         self.end_headers()
@@ -131,3 +130,23 @@ def test_screenshot_of_the_demo_page_is_not_blank(tmp_path: Path, width: int) ->
     seen = _pixels(chromium, png, tmp_path)
     assert seen["w"] == width and seen["h"] == 1400
     assert seen["colours"] > 20 and seen["ink"] > 0.01, seen
+
+
+def test_the_index_sorts_by_a_column(tmp_path: Path) -> None:
+    chromium = browser.find()
+    from conftest import msg, session_event, write_log
+
+    root = tmp_path / "root"
+    for name, turns in (("b-two", 2), ("a-five", 5), ("c-three", 3)):
+        write_log(root / name, [session_event(name)] + [msg("user", f"q{i}", f"u{i}") for i in range(turns)])
+    out = tmp_path / "site"
+    cli("report", str(root), "-o", str(out), check=True)
+
+    def order(fragment: str) -> list[str]:
+        dom = Page(browser.dump_dom(chromium, out / "index.html", fragment=fragment))
+        return [a["data-session"] for a in dom.with_attr("data-session")]
+
+    assert order("") == ["a-five", "b-two", "c-three"]  # as found: by path
+    assert order("#sort=-turns") == ["a-five", "c-three", "b-two"]
+    assert order("#sort=turns") == ["b-two", "c-three", "a-five"]
+    assert order("#sort=-session") == ["c-three", "b-two", "a-five"]

@@ -87,7 +87,7 @@ def report_cmd(
         if dest.is_dir():
             raise WriteError(f"{dest}: is a folder; -o names the page's file for one session")
         write_file(dest, data)
-    for err in rep.errors:
-        warn(err)
-    if rep.errors:
-        raise typer.Exit(int(DataError.exit_code))
+    if rep.errors:  # the page says what is wrong; so does one error line, and the exit status
+        from ..errors import CattyError
+
+        raise CattyError(rep.errors[0], exit_code=DataError.exit_code)

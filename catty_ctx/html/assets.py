@@ -125,20 +125,23 @@ if(pages.length>1&&pager){
 var table=document.querySelector('table.sortable');
 if(table){
   var heads=table.querySelectorAll('th button');
-  for(var h=0;h<heads.length;h++){(function(btn,col){
-    btn.addEventListener('click',function(){
-      var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
-      var asc=btn.getAttribute('aria-sort')!=='ascending';
-      for(var o=0;o<heads.length;o++)heads[o].removeAttribute('aria-sort');
-      btn.setAttribute('aria-sort',asc?'ascending':'descending');
-      var key=function(r){var c=r.cells[col];var v=c.getAttribute('data-v');return v===null?c.textContent:v;};
-      var numeric=btn.dataset.type==='n';
-      rows.sort(function(a,b){var x=key(a),y=key(b);
-        if(numeric){x=x===''?-Infinity:+x;y=y===''?-Infinity:+y;return asc?x-y:y-x;}
-        return asc?x.localeCompare(y):y.localeCompare(x);});
-      for(var r=0;r<rows.length;r++)body.appendChild(rows[r]);
-    });
-  })(heads[h],h);}
+  var sortBy=function(col,asc){
+    var btn=heads[col];var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+    for(var o=0;o<heads.length;o++)heads[o].removeAttribute('aria-sort');
+    btn.setAttribute('aria-sort',asc?'ascending':'descending');
+    var key=function(r){var c=r.cells[col];var v=c.getAttribute('data-v');return v===null?c.textContent:v;};
+    var numeric=btn.dataset.type==='n';
+    rows.sort(function(a,b){var x=key(a),y=key(b);
+      if(numeric){x=x===''?-Infinity:+x;y=y===''?-Infinity:+y;return asc?x-y:y-x;}
+      return asc?x.localeCompare(y):y.localeCompare(x);});
+    for(var r=0;r<rows.length;r++)body.appendChild(rows[r]);
+  };
+  for(var h=0;h<heads.length;h++){(function(col){
+    heads[col].addEventListener('click',function(){sortBy(col,heads[col].getAttribute('aria-sort')!=='ascending');});
+  })(h);}
+  // index.html#sort=cost (ascending) or #sort=-cost (descending): a link that opens sorted
+  var want=/^#sort=(-?)([a-z_]+)$/.exec(location.hash);
+  if(want){for(var k=0;k<heads.length;k++){if(heads[k].dataset.key===want[2])sortBy(k,want[1]!=='-');}}
 }
 document.documentElement.setAttribute('data-ready',String(Math.round(performance.now())));
 })();

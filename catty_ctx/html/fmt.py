@@ -33,7 +33,7 @@ def compact_number(value: float) -> str:
 def money(value: Any) -> str:
     if value is None:
         return "unknown"
-    return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
+    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.4f}"
 
 
 def script_json(data: Any) -> str:

@@ -100,11 +100,14 @@ def build_all(tasks: list[tuple[str, str, str]], *, jobs: int | None = None) -> 
 
 
 def index_html(rows: Iterable[dict[str, Any]], *, root: str) -> str:
-    cols = [
-        ("session", "s"), ("source", "s"), ("model", "s"), ("turns", "n"), ("tokens", "n"), ("% window", "n"),
-        ("compactions", "n"), ("problems", "n"), ("cost", "n"),
+    cols = [  # label, sort key (index.html#sort=KEY or #sort=-KEY opens sorted), string or number
+        ("session", "session", "s"), ("source", "source", "s"), ("model", "model", "s"), ("turns", "turns", "n"),
+        ("tokens", "tokens", "n"), ("% window", "percent", "n"), ("compactions", "compactions", "n"),
+        ("problems", "problems", "n"), ("cost", "cost", "n"),
     ]
-    head = "".join(f'<th{" class=n" if t == "n" else ""}><button type="button" data-type="{t}">{esc(c)}</button></th>' for c, t in cols)
+    head = "".join(
+        f'<th{" class=n" if t == "n" else ""}><button type="button" data-key="{k}" data-type="{t}">{esc(c)}</button></th>' for c, k, t in cols
+    )
     body = []
     n = 0
     for r in rows:

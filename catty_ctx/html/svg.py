@@ -10,6 +10,7 @@ browser shows on hover without any script. Every request is drawn: the chart is 
 from __future__ import annotations
 
 from html import escape
+from typing import Callable
 
 from .data import Report
 from .fmt import compact_number, num
@@ -68,7 +69,7 @@ def timeline_svg(rep: Report) -> str:
     out.extend(_turn_labels(rep, x))
     out.append(f'<line class="axis" x1="{LEFT}" x2="{RIGHT}" y1="{BOTTOM}" y2="{BOTTOM}"/>')
     out.append(f'<text class="ax" x="{(LEFT + RIGHT) / 2}" y="{H - 4}" text-anchor="middle">provider request (turn)</text>')
-    out.extend(_markers(rep, x, step))
+    out.extend(_markers(rep, x))
     # Moved by the page's script to the request under the pointer or the keyboard focus.
     out.append(f'<line class="cursor" x1="0" x2="0" y1="{TOP}" y2="{BOTTOM}" visibility="hidden"/>')
     out.append('<circle class="dot" r="4" cx="0" cy="0" visibility="hidden"/>')
@@ -76,7 +77,7 @@ def timeline_svg(rep: Report) -> str:
     return "".join(out)
 
 
-def _turn_labels(rep: Report, x: "object") -> list[str]:
+def _turn_labels(rep: Report, x: Callable[[float], float]) -> list[str]:
     firsts: list[tuple[int, int]] = []  # (request index, turn) where a new turn begins
     last = None
     for i, p in enumerate(rep.points):
@@ -91,17 +92,17 @@ def _turn_labels(rep: Report, x: "object") -> list[str]:
     for i, turn in firsts:
         if i < next_ok:
             continue
-        xx = _f(x(i))  # type: ignore[operator]
+        xx = _f(x(i))
         out.append(f'<line class="tick" x1="{xx}" x2="{xx}" y1="{BOTTOM}" y2="{BOTTOM + 5}"/>')
         out.append(f'<text class="ax" x="{xx}" y="{BOTTOM + 17}" text-anchor="middle">{turn}</text>')
         next_ok = i + gap
     return out
 
 
-def _markers(rep: Report, x: "object", step: float) -> list[str]:
+def _markers(rep: Report, x: Callable[[float], float]) -> list[str]:
     out: list[str] = []
     for c in rep.compactions:
-        xx = _f(x(c["at"] - 0.5))  # type: ignore[operator]
+        xx = _f(x(c["at"] - 0.5))
         before, after = c.get("tokens_before"), c.get("tokens_after")
         tip = f"compaction at seq {c['seq']} ({escape(str(c.get('mode', '')))}): {num(before)} → {num(after)} tokens, through seq {num(c.get('through_seq'))}"
         out.append(
@@ -111,14 +112,14 @@ def _markers(rep: Report, x: "object", step: float) -> list[str]:
             f'<path d="M{xx} {TOP + 9} l-6 -9 h12 z"/></g>'
         )
     for pr in rep.prunes:
-        xx = _f(x(pr["at"]))  # type: ignore[operator]
+        xx = _f(x(pr["at"]))
         tip = f"prune batch (cache-aware): the prefix is rewritten at the request after seq {pr['seq']}"
         out.append(
             f'<g class="mk prune" data-prune="{pr["seq"]}" tabindex="0"><title>{tip}</title>'
             f'<path d="M{xx} {BOTTOM - 2} l-5 -9 h10 z"/></g>'
         )
     for pf in rep.prefires:
-        xx = _f(x(pf["at"] - (0.5 if pf["state"] != "pending" else 0)))  # type: ignore[operator]
+        xx = _f(x(pf["at"] - (0.5 if pf["state"] != "pending" else 0)))
         state = pf["state"]
         tip = (
             f"two-pass prefire, pass-1 note {state} at the compaction of seq {pf.get('seq')}"
