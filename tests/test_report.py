@@ -202,3 +202,32 @@ def test_without_usage_events_the_timeline_uses_the_estimate(tmp_path: Path) -> 
     assert data["estimated"] and len(data["points"]) == 6  # one request per assistant message
     contexts = [p[2] for p in data["points"]]
     assert contexts == sorted(contexts) and contexts[0] > 0
+
+
+@pytest.mark.parametrize("role", ["user", "assistant", "tool"])
+def test_any_text_is_shown_as_text(tmp_path_factory: pytest.TempPathFactory, role: str) -> None:
+    """Whatever a session holds (markup, entities, quotes, a closing script tag), the page
+    shows it verbatim as text and gains no element from it."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from catty_ctx.html import render_page
+
+    pieces = st.sampled_from(["<", ">", "&", '"', "'", "</script>", "<!--", "-->", "<img src=x>", "&amp;", "]]>", "\u2028", "é", " ", "a", "\n"])
+    texts = st.lists(pieces, min_size=1, max_size=30).map("".join)
+    baseline = Page(render_page(write_log(tmp_path_factory.mktemp("s") / "s", [session_event(), msg("user", "plain")])))
+    tags = sorted(t for t, _ in baseline.elements)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(texts)
+    def check(text: str) -> None:
+        if role == "tool":
+            events = [session_event(), msg("user", "plain"), {"kind": "tool_result", "call_id": "c", "output": text, "is_error": False}]
+        else:
+            events = [session_event(), msg(role, text)] if role == "user" else [session_event(), msg("user", "plain"), msg(role, text)]
+        page = Page(render_page(write_log(tmp_path_factory.mktemp("s") / "s", events)))
+        assert text.strip() in page.text
+        if role == "user":
+            assert sorted(t for t, _ in page.elements) == tags  # the same elements as for plain text
+
+    check()
