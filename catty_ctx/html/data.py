@@ -205,8 +205,8 @@ def _pending_prefire(directory: Path, rep: Report) -> None:
     from ..compact.twopass import cache_path
 
     path = cache_path(directory)
-    if not path.is_file():
-        return
+    if path.parent.is_symlink() or path.is_symlink() or not path.is_file():
+        return  # none, or not the session's own: never read through a link
     try:
         doc = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
