@@ -55,20 +55,19 @@ th button{border:0;background:none;padding:0;font-weight:600}
 .item.tool{border-left-color:#8d6e63;background:#fff}
 .item.tool.failed{border-left-color:var(--err)}
 .item.synthetic{border-style:dashed}
-.item>.hd{display:flex;flex-wrap:wrap;gap:4px 10px;align-items:center;color:var(--muted);font-size:12.5px}
-.item>.hd .role{font-weight:700;color:var(--fg)}
-.badge{border:1px solid currentColor;border-radius:3px;padding:0 4px;font-size:11.5px}
+.hd{display:flex;flex-wrap:wrap;gap:4px 10px;align-items:center;color:var(--muted);font-size:12.5px;margin:0}
+.hd b{color:var(--fg)}
+.badge{font-style:normal;border:1px solid currentColor;border-radius:3px;padding:0 4px;font-size:11.5px}
 .badge.syn{color:#6a1b9a}.badge.err{color:var(--err)}
 .tok{display:inline-flex;align-items:center;gap:6px;margin-left:auto}
-.tok .bar{display:inline-block;width:120px;height:6px;background:var(--line);border-radius:3px;overflow:hidden}
-.tok .bar b{display:block;height:100%;background:var(--accent)}
+.tok s{display:inline-block;width:120px;height:6px;background:linear-gradient(90deg,var(--accent) var(--w),var(--line) var(--w));border-radius:3px}
 .pair{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,3fr);gap:8px;align-items:start;margin-top:6px}
 .pair>.call{border:1px dashed var(--line);border-radius:4px;padding:6px 8px;margin:8px 0;background:#fff}
 .pair>.item{margin:8px 0}
 .clip details>summary{cursor:pointer;color:var(--accent)}
-.omitted{color:var(--muted);font-style:italic}
+.omitted,.cut{color:var(--muted);font-style:italic;margin:2px 0}
 .blob{color:var(--muted)}
-@media (max-width:700px){.pair{grid-template-columns:1fr}.tok .bar{width:60px}main{padding:0 8px 30px}}
+@media (max-width:700px){.pair{grid-template-columns:1fr}.tok s{width:60px}main{padding:0 8px 30px}}
 """
 
 JS = r"""

@@ -10,6 +10,11 @@ def esc(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
+def text(value: str) -> str:
+    """Session text as an element's content (quotes need no escaping there, only <, > and &)."""
+    return escape(value, quote=False)
+
+
 def num(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return "" if value is None else str(value)

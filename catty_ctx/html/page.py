@@ -14,47 +14,57 @@ import orjson
 
 from .assets import CSP, CSS, JS
 from .data import Report
-from .fmt import esc, money, num, script_json
+from .fmt import esc, money, num, script_json, text as esc_text
 from .svg import timeline_svg
 
 PAGE_BLOCKS = 120  # view blocks (an item, or an assistant with its results) per page
 CLIP_OVER = 1_600  # a text longer than this shows its head and tail ...
 HEAD, TAIL = 900, 400
-MIDDLE_MAX = 12_000  # ... and its middle, collapsed, up to this many characters (beyond: a pointer)
+MIDDLE_MAX = 12_000  # ... and its middle, collapsed, up to this many characters (beyond: cut)
 # The page stays small whatever the view holds: past TEXT_BUDGET characters of item text the
-# heads and tails shrink in proportion, and collapsed middles stop once MIDDLE_BUDGET is spent.
+# heads and tails shrink in proportion and collapsed middles stop once MIDDLE_BUDGET is
+# spent; a page still over PAGE_BYTES is built again with everything squeezed by half.
 TEXT_BUDGET = 2_000_000
 MIDDLE_BUDGET = 1_000_000
-MIN_SCALE = 0.15
+PAGE_BYTES = 4_500_000
+SQUEEZES = 4
 
 
 class _Clipper:
     """Cuts long texts into head, collapsed middle (while the budget lasts) and tail."""
 
-    def __init__(self, texts_chars: int) -> None:
-        scale = min(1.0, max(MIN_SCALE, TEXT_BUDGET / texts_chars)) if texts_chars else 1.0
-        self.over, self.head, self.tail = int(CLIP_OVER * scale), int(HEAD * scale), int(TAIL * scale)
+    def __init__(self, texts_chars: int, squeeze: float = 1.0) -> None:
+        scale = min(1.0, TEXT_BUDGET / texts_chars) if texts_chars else 1.0
+        scale = max(0.15, scale) * squeeze
+        self.over, self.head, self.tail = max(60, int(CLIP_OVER * scale)), max(40, int(HEAD * scale)), max(20, int(TAIL * scale))
         self.middle_left = MIDDLE_BUDGET if scale == 1.0 else 0
 
-    def clip(self, text: str, seq: Any, ref: str) -> str:
+    def clip(self, text: str) -> str:
         if len(text) <= self.over:
-            return f"<pre>{esc(text)}</pre>"
+            return f"<pre>{esc_text(text)}</pre>"
         head, middle, tail = text[: self.head], text[self.head : -self.tail], text[-self.tail :]
         if len(middle) <= MIDDLE_MAX and len(middle) <= self.middle_left:
             self.middle_left -= len(middle)
-            hidden = f"<details><summary>… {len(middle):,} more characters</summary><pre>{esc(middle)}</pre></details>"
+            hidden = f"<details><summary>… {len(middle):,} more characters</summary><pre>{esc_text(middle)}</pre></details>"
         else:
-            where = f": <code>catty-ctx inspect {esc(ref)} --seq {seq}</code> prints it" if isinstance(seq, int) else ""
-            hidden = f'<p class="omitted">… {len(middle):,} characters not in this page{where}</p>'
-        return f'<div class="clip"><pre>{esc(head)}</pre>{hidden}<pre>{esc(tail)}</pre></div>'
+            hidden = f'<p class="cut">… {len(middle):,} characters cut</p>'
+        return f'<div class="clip"><pre>{esc_text(head)}</pre>{hidden}<pre>{esc_text(tail)}</pre></div>'
 
 
 def render(rep: Report, *, ref: str = "SESSION", index_href: str | None = None) -> str:
     """The whole page as a string; REF is how commands in the page name the session."""
-    return "".join(_page(rep, ref, index_href))
+    head = "".join(_head(rep, index_href)) + "".join(_summary(rep)) + "".join(_timeline(rep))
+    tail = "".join(_compactions(rep)) + "".join(_usage(rep)) + f"</main><script>{JS}</script></body></html>\n"
+    squeeze = 1.0
+    for _ in range(SQUEEZES):
+        view = "".join(_view(rep, ref, squeeze))
+        if len(head) + len(view) + len(tail) <= PAGE_BYTES:
+            break
+        squeeze /= 2
+    return head + view + tail
 
 
-def _page(rep: Report, ref: str, index_href: str | None) -> Iterator[str]:
+def _head(rep: Report, index_href: str | None) -> Iterator[str]:
     title = rep.session_id or rep.path
     yield '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
     yield f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -67,13 +77,6 @@ def _page(rep: Report, ref: str, index_href: str | None) -> Iterator[str]:
     for sid, label in (("summary", "Summary"), ("timeline", "Timeline"), ("view", "View"), ("compactions", "Compactions"), ("usage", "Usage")):
         yield f'<a href="#{sid}">{label}</a>'
     yield "</nav></header><main>"
-    yield from _summary(rep)
-    yield from _timeline(rep)
-    yield from _view(rep, ref)
-    yield from _compactions(rep)
-    yield from _usage(rep)
-    yield "</main>"
-    yield f"<script>{JS}</script></body></html>\n"
 
 
 # -- #summary -------------------------------------------------------------------------------
@@ -146,16 +149,18 @@ def _timeline(rep: Report) -> Iterator[str]:
 # -- #view ----------------------------------------------------------------------------------
 
 
-def _view(rep: Report, ref: str) -> Iterator[str]:
+def _view(rep: Report, ref: str, squeeze: float) -> Iterator[str]:
     yield '<section id="view"><h2>View</h2>'
     if rep.errors and not rep.items:
         yield '<p class="omitted">no view: the session could not be read.</p></section>'
         return
     total = sum(r["tokens"] for r in rep.items)
-    yield f"<p>The items a provider request would hold now: {num(len(rep.items))} items, {num(total)} estimated tokens.</p>"
+    yield (f"<p>The items a provider request would hold now: {num(len(rep.items))} items, {num(total)} estimated tokens "
+           "(each item's bar: its tokens against the largest item's). A long text shows its head and tail; "
+           f"<code>catty-ctx inspect {esc(ref)} --seq N</code> prints item N in full.</p>")
     biggest = max((r["tokens"] for r in rep.items), default=0) or 1
     chars = sum(len(str(r["item"].get("output") or r["item"].get("text") or "")) for r in rep.items)
-    blocks = list(_blocks(rep, ref, biggest, _Clipper(chars)))
+    blocks = list(_blocks(rep, ref, biggest, _Clipper(chars, squeeze)))
     pages = [blocks[i : i + PAGE_BLOCKS] for i in range(0, len(blocks), PAGE_BLOCKS)] or [[]]
     if len(pages) > 1:
         yield ('<div class="pager" id="pager" hidden><button type="button" class="prev">← previous</button>'
@@ -202,21 +207,20 @@ def _item(rep: Report, row: dict[str, Any], ref: str, biggest: int, clipper: _Cl
     badges = []
     if item.get("synthetic"):
         classes.append("synthetic")
-        badges.append(f'<span class="badge syn">synthetic: {esc(item["synthetic"])}</span>')
+        badges.append(f'<i class="badge syn">synthetic: {esc(item["synthetic"])}</i>')
     if role == "tool" and item.get("is_error"):
         classes.append("failed")
-        badges.append('<span class="badge err">error</span>')
+        badges.append('<i class="badge err">error</i>')
     if item.get("pruned"):
-        badges.append(f'<span class="badge">pruned: {esc(item["pruned"])}</span>')
+        badges.append(f'<i class="badge">pruned: {esc(item["pruned"])}</i>')
     where = f"seq {seq}" if isinstance(seq, int) else "no seq"
-    call = f'<span class="mono">{esc(item.get("call_id"))}</span>' if role == "tool" else ""
-    bar = row["tokens"] * 100 / biggest
+    call = f' <code>{esc(item.get("call_id"))}</code>' if role == "tool" else ""
     head = (
-        f'<div class="hd"><span class="role">{esc(role)}</span><span>#{row["index"]} · {where}</span>{call}{"".join(badges)}'
-        f'<span class="tok" title="estimated tokens">{num(row["tokens"])} tok<span class="bar"><b style="width:{bar:.1f}%"></b></span></span></div>'
+        f'<p class="hd"><b>{esc(role)}</b> #{row["index"]} · {where}{call}{"".join(badges)}'
+        f'<span class="tok">{num(row["tokens"])} tok<s style="--w:{row["tokens"] * 100 / biggest:.1f}%"></s></span></p>'
     )
     text = item.get("output") if role == "tool" else item.get("text")
-    body = clipper.clip(str(text or ""), seq, ref) if text else ""
+    body = clipper.clip(str(text)) if text else ""
     extra = ""
     handle = item.get("blob")
     if isinstance(handle, str):
@@ -226,13 +230,13 @@ def _item(rep: Report, row: dict[str, Any], ref: str, biggest: int, clipper: _Cl
     images = item.get("images")
     if images:
         extra += f'<p class="blob">{len(images)} image(s), 765 tokens each</p>'
-    return f'<article class="{" ".join(classes)}" data-seq="{seq_attr}" id="item-{row["index"]}">{head}{body}{extra}{inner}</article>'
+    return f'<article class="{" ".join(classes)}" data-seq="{seq_attr}" id="i{row["index"]}">{head}{body}{extra}{inner}</article>'
 
 
 def _call(call: dict[str, Any], clipper: _Clipper) -> str:
     args = call.get("args")
     text = args if isinstance(args, str) else orjson.dumps(args, option=orjson.OPT_INDENT_2).decode()
-    return f'<div><b>{esc(call.get("name"))}</b> <span class="mono">{esc(call.get("call_id"))}</span></div>{clipper.clip(text, None, "")}'
+    return f'<p class="hd"><b>{esc(call.get("name"))}</b> <code>{esc(call.get("call_id"))}</code></p>{clipper.clip(text)}'
 
 
 # -- #compactions ---------------------------------------------------------------------------
