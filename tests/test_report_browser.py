@@ -150,3 +150,29 @@ def test_the_index_sorts_by_a_column(tmp_path: Path) -> None:
     assert order("#sort=-turns") == ["a-five", "c-three", "b-two"]
     assert order("#sort=turns") == ["b-two", "c-three", "a-five"]
     assert order("#sort=-session") == ["c-three", "b-two", "a-five"]
+
+
+def test_keyboard_and_hover_read_out_a_request_and_a_marker(tmp_path: Path) -> None:
+    """The timeline's read-out, driven as a user would: focus + End, then a compaction marker."""
+    chromium = browser.find()
+    s = rich_session(tmp_path / "rich")
+    html = cli("report", str(s), check=True).stdout.decode()
+    drive = """<script>
+var svg = document.querySelector('#timeline svg'), out = document.getElementById('readout');
+svg.focus(); svg.dispatchEvent(new KeyboardEvent('keydown', {key: 'End', bubbles: true}));
+document.body.setAttribute('data-last', out.textContent);
+svg.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowLeft', bubbles: true}));
+document.body.setAttribute('data-before-last', out.textContent);
+svg.querySelector('[data-compaction]').dispatchEvent(new MouseEvent('mouseenter'));
+document.body.setAttribute('data-marker', out.textContent);
+</script></body>"""
+    page = tmp_path / "driven.html"
+    page.write_text(html.replace("</body>", drive))
+    body = Page(browser.dump_dom(chromium, page)).tags("body")[0]
+    usages = [e for e in log_events(s) if e["kind"] == "usage" and not e.get("agent")]
+    n = len(usages)
+    assert body["data-last"].startswith(f"request {n} of {n} · seq {usages[-1]['seq']} ·"), body["data-last"]
+    assert "% cached" in body["data-last"] and "claude-sonnet-4-5" in body["data-last"]
+    assert body["data-before-last"].startswith(f"request {n - 1} of {n} · seq {usages[-2]['seq']} ·")
+    first = next(e for e in log_events(s) if e["kind"] == "compaction")
+    assert body["data-marker"].startswith(f"compaction at seq {first['seq']}") and f"{first['tokens_before']:,} →" in body["data-marker"]
