@@ -8,6 +8,7 @@ views are cut into pages of blocks (every item stays in the document, one elemen
 """
 from __future__ import annotations
 
+from shlex import quote
 from typing import Any, Iterable, Iterator
 
 import orjson
@@ -157,7 +158,7 @@ def _view(rep: Report, ref: str, squeeze: float) -> Iterator[str]:
     total = sum(r["tokens"] for r in rep.items)
     yield (f"<p>The items a provider request would hold now: {num(len(rep.items))} items, {num(total)} estimated tokens "
            "(each item's bar: its tokens against the largest item's). A long text shows its head and tail; "
-           f"<code>catty-ctx inspect {esc(ref)} --seq N</code> prints item N in full.</p>")
+           f"<code>catty-ctx inspect {esc(quote(ref))} --seq N</code> prints item N in full.</p>")
     biggest = max((r["tokens"] for r in rep.items), default=0) or 1
     chars = sum(len(str(r["item"].get("output") or r["item"].get("text") or "")) for r in rep.items)
     blocks = list(_blocks(rep, ref, biggest, _Clipper(chars, squeeze)))
@@ -226,7 +227,7 @@ def _item(rep: Report, row: dict[str, Any], ref: str, biggest: int, clipper: _Cl
     if isinstance(handle, str):
         size = rep.blob_sizes.get(handle)
         known = f"{num(size)} bytes" if size is not None else "size unknown here"
-        extra += f'<p class="blob">stored in full as blob <code>{esc(handle)}</code> ({known}): <code>catty-ctx blob {esc(ref)} {esc(handle)}</code></p>'
+        extra += f'<p class="blob">stored in full as blob <code>{esc(handle)}</code> ({known}): <code>catty-ctx blob {esc(quote(ref))} {esc(handle)}</code></p>'
     images = item.get("images")
     if images:
         extra += f'<p class="blob">{len(images)} image(s), 765 tokens each</p>'
@@ -262,6 +263,7 @@ def _compactions(rep: Report) -> Iterator[str]:
 # -- #usage ---------------------------------------------------------------------------------
 
 
+_PLAIN = {"seq", "through_seq", "target_seq", "line", "segment", "seq_from", "seq_to"}
 _USAGE_COLS = ["calls", "input", "output", "cache_read", "cache_write", "reasoning", "cost_usd"]
 
 
@@ -291,7 +293,12 @@ def _table(cols: list[str], rows: Iterable[Iterable[Any]], *, right: set[str] = 
     for row in rows:
         cells = []
         for c, v in zip(cols, row):
-            shown = v if c in raw else num(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else esc(v if not isinstance(v, (dict, list)) else orjson.dumps(v).decode())
+            if c in raw:
+                shown = v
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                shown = str(v) if c in _PLAIN else num(v)  # a seq is a name, not an amount
+            else:
+                shown = esc(v if not isinstance(v, (dict, list)) else orjson.dumps(v).decode())
             cells.append(f'<td class="n">{shown}</td>' if c in right else f"<td>{shown}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
