@@ -146,47 +146,114 @@ def _request_at(points: list[Point], seq: int) -> int:
     return min(i, len(points) - 1) if points else 0
 
 
-def _fold(session: Session, rep: Report) -> None:
-    from ..prune import Measure, PruneOptions
-    from ..view import ViewStats, iter_view, plan_file
+class _Fold:
+    """One fold of the log: the view's items and stats, the timeline's tap, the prune replay.
 
-    plan = plan_file(session.log_path)
-    line = _Timeline(plan.excluded)
-    stats = ViewStats()
-    measure = Measure(PruneOptions(), {})
-    items = rep.items
-    for index, vi in enumerate(iter_view(line.tap(session.events(warn=None)), plan, stats=stats)):
-        items.append({"index": index, "tokens": vi.tokens, "item": vi.item})
-        measure.feed(vi, stats)
-    measure.note_usage(stats, end=True)
-    first = stats.first or {}
-    rep.session_id = first.get("session_id") if first.get("kind") == "session" else None
-    rep.source = first.get("source") if isinstance(first.get("source"), str) else None
-    rep.window = session_window(session, stats.first)
-    rep.events = stats.events
-    rep.turns = stats.turns
-    rep.tokens = stats.tokens
-    rep.percent = percent_of(stats.tokens, rep.window)
-    rep.fp = stats.fp
-    summary_model = (session.summary() or {}).get("model")
-    rep.model = next((m for m in (first.get("model"), summary_model, line.models[-1] if line.models else None) if isinstance(m, str) and m), None)
-    rep.estimated = not line.points
-    rep.points = line.points or line.guesses
-    rep.compactions = line.compactions
-    for comp in rep.compactions:
-        guess = comp.pop("at_guess")
-        if rep.estimated:
-            comp["at"] = guess
-    rep.other_compactions = line.other_compactions
-    # Where the cache-aware prune would rewrite the prefix, were this view sent as it grew.
-    for index in measure.plan(rep.window).batch_at:
-        seq = _item_seq(items, index)
-        rep.prunes.append({"index": index, "seq": seq, "at": _request_at(rep.points, seq)})
-    for comp in rep.compactions:
-        tp = comp.get("two_pass")
-        if isinstance(tp, dict):
-            state = "hit" if tp.get("hit") else "stale" if tp.get("stale") else "miss"
-            rep.prefires.append({"at": comp["at"], "state": state, "seq": comp["seq"]})
+    `collector` stands where the repair check keeps its view items, so the check's own fold
+    (when it is the log's: see `gather`) serves the page too.
+    """
+
+    def __init__(self, session: Session, excluded: list[tuple[int, int]]) -> None:
+        from ..view import ViewStats
+
+        self.session = session
+        self.line = _Timeline(excluded)
+        self.stats = ViewStats()
+        self.items: list[dict[str, Any]] = []
+        # Each item with the latest usage as the fold stood then: what prune's replay reads.
+        self.seen: list[tuple[Any, bool, int, int]] = []
+        fold = self
+        stats = self.stats
+
+        class Collector(list):  # type: ignore[type-arg]
+            def append(self, vi: Any) -> None:
+                fold.items.append({"index": len(fold.items), "tokens": vi.tokens, "item": vi.item})
+                fold.seen.append((vi, stats.usage_seen, stats.usage_seq, stats.usage_context))
+
+        self.collector = Collector()
+
+    def run(self) -> "_Fold":
+        """Fold the log itself (a DataError names the first bad line)."""
+        from ..view import iter_view, plan_file
+
+        for vi in iter_view(self.line.tap(self.session.events(warn=None)), plan_file(self.session.log_path), stats=self.stats):
+            self.collector.append(vi)
+        return self
+
+    def prune_batches(self, window: int) -> list[int]:
+        """Where the cache-aware prune's replay rewrites the prefix (item indices).
+
+        A batch needs a request at the high mark, and no request is larger than all the
+        items plus the largest usage: below that the replay is skipped, its answer known."""
+        from types import SimpleNamespace
+
+        from ..prune import Measure, PruneOptions
+
+        opts = PruneOptions()
+        largest = max([self.stats.usage_context] + [u for *_, u in self.seen])
+        if window <= 0 or (sum(vi.tokens for vi, *_ in self.seen) + largest) * 100 < window * opts.high_percent:
+            return []
+        measure = Measure(opts, {})
+        for vi, seen, seq, context in self.seen:
+            measure.feed(vi, SimpleNamespace(usage_seen=seen, usage_seq=seq, usage_context=context))  # type: ignore[arg-type]
+        measure.note_usage(self.stats, end=True)
+        return measure.plan(window).batch_at
+
+    def into(self, rep: Report) -> None:
+        session, stats, line = self.session, self.stats, self.line
+        first = stats.first or {}
+        rep.items = self.items
+        rep.session_id = first.get("session_id") if first.get("kind") == "session" else None
+        rep.source = first.get("source") if isinstance(first.get("source"), str) else None
+        rep.window = session_window(session, stats.first)
+        rep.events = stats.events
+        rep.turns = stats.turns
+        rep.tokens = stats.tokens
+        rep.percent = percent_of(stats.tokens, rep.window)
+        rep.fp = stats.fp
+        summary_model = (session.summary() or {}).get("model")
+        rep.model = next((m for m in (first.get("model"), summary_model, line.models[-1] if line.models else None) if isinstance(m, str) and m), None)
+        rep.estimated = not line.points
+        rep.points = line.points or line.guesses
+        rep.compactions = line.compactions
+        for comp in rep.compactions:
+            guess = comp.pop("at_guess")
+            if rep.estimated:
+                comp["at"] = guess
+        rep.other_compactions = line.other_compactions
+        # Where the cache-aware prune would rewrite the prefix, were this view sent as it grew.
+        for index in self.prune_batches(rep.window):
+            seq = _item_seq(rep.items, index)
+            rep.prunes.append({"index": index, "seq": seq, "at": _request_at(rep.points, seq)})
+        for comp in rep.compactions:
+            tp = comp.get("two_pass")
+            if isinstance(tp, dict):
+                state = "hit" if tp.get("hit") else "stale" if tp.get("stale") else "miss"
+                rep.prefires.append({"at": comp["at"], "state": state, "seq": comp["seq"]})
+
+
+def _check_and_fold(session: Session, rep: Report) -> None:
+    """`repair --check`, whose fold is the page's when it read the log as it is; else a fold of its own."""
+    from ..integrity import analyse
+    from ..view import plan_file
+
+    fold = _Fold(session, plan_file(session.log_path).excluded)
+    failed: str | None = None
+    try:
+        plan = analyse(session, keep=fold.collector, stats=fold.stats, watch=fold.line.tap)
+    except CattyError as exc:
+        plan, failed = None, str(exc)
+    if plan is not None:
+        rep.problems = dict(sorted(plan.counts.items()))
+        rep.problem_actions = plan.actions()
+    if plan is None or plan.bad or plan.missing or any(ev.get("action") == "drop" for ev in plan.events):
+        # The check's view left lines or events out: the page shows the log's own view.
+        fold = _Fold(session, plan_file(session.log_path).excluded).run()
+    fold.into(rep)
+    if failed is not None:  # the log folds, but the check could not be made: say so
+        raise CattyError(f"repair --check: {failed}")
+    if not rep.model and plan is not None and plan.facts.get("model"):
+        rep.model = plan.facts["model"]
 
 
 def _item_seq(items: list[dict[str, Any]], index: int) -> int:
@@ -254,17 +321,7 @@ def gather(session: Session, *, on_error: Callable[[str], None] | None = None) -
             if on_error is not None:
                 on_error(str(exc))
 
-    def check() -> None:
-        from ..integrity import analyse
-
-        plan = analyse(session)
-        rep.problems = dict(sorted(plan.counts.items()))
-        rep.problem_actions = plan.actions()
-        if not rep.model and plan.facts.get("model"):
-            rep.model = plan.facts["model"]
-
-    attempt(lambda: _fold(session, rep))
-    attempt(check)
+    attempt(lambda: _check_and_fold(session, rep))
     if rep.readable:
         attempt(lambda: _usage(session, rep))
     if session.directory is not None and rep.readable:
