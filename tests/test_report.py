@@ -231,3 +231,24 @@ def test_any_text_is_shown_as_text(tmp_path_factory: pytest.TempPathFactory, rol
             assert sorted(t for t, _ in page.elements) == tags  # the same elements as for plain text
 
     check()
+
+
+@pytest.mark.parametrize("name", ["sessions/demo", "sessions/dangling", "sessions/torn", *(f"broken/{p.name}" for p in sorted((FIXTURES / "broken").iterdir()) if p.is_dir())])
+def test_every_fixture_page_shows_the_view_inspect_shows(tmp_path: Path, name: str) -> None:
+    """Whether the repair check's fold serves the page or the log is folded again (the check
+    dropped an event, or could not read a line), the page's items are inspect --items's."""
+    s = tmp_path / "s"
+    shutil.copytree(FIXTURES / name, s)
+    page_proc = cli("report", str(s))
+    inspect = cli("inspect", str(s), "--items", "--json")
+    page = Page(page_proc.stdout.decode())
+    if inspect.returncode == 0:
+        assert page_proc.returncode == 0, page_proc.stderr
+        want = ["" if not isinstance(r["item"].get("seq"), int) else str(r["item"]["seq"]) for r in orjson.loads(inspect.stdout)["items"]]
+        assert [a["data-seq"] for a in page.with_attr("data-seq")] == want
+        check = orjson.loads(cli("repair", str(s), "--check", "--json").stdout)
+        for kind, n in check["problems"].items():
+            assert f"{kind.replace('_', ' ')}: {n}" in page.text
+    else:
+        assert page_proc.returncode == inspect.returncode == 65
+        assert inspect.stderr.decode().split("error: ", 1)[1].strip() in page.text
