@@ -252,3 +252,16 @@ def test_every_fixture_page_shows_the_view_inspect_shows(tmp_path: Path, name: s
     else:
         assert page_proc.returncode == inspect.returncode == 65
         assert inspect.stderr.decode().split("error: ", 1)[1].strip() in page.text
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_a_full_disk_on_stdout_exits_73() -> None:
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "catty_ctx", "report", str(FIXTURES / "sessions" / "demo")], stdout=full,
+                              stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    assert proc.returncode == 73 and proc.stderr.count(b"\n") == 1 and b"stdout" in proc.stderr

@@ -77,8 +77,8 @@ def report_cmd(
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
         except BrokenPipeError:
-            raise
-        except OSError as exc:
+            raise  # the reader went away (`| head`): the single error path stops quietly
+        except OSError as exc:  # a full disk on stdout too: exit 73
             raise WriteError(f"stdout: cannot write ({exc.strerror or exc})") from None
     else:
         from ..html.index import write_file
