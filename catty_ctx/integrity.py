@@ -386,13 +386,22 @@ class _PairPlanner:
         self._close()
 
 
-def analyse(session: "Session", *, keep: list[Any] | None = None) -> RepairPlan:
+def analyse(
+    session: "Session",
+    *,
+    keep: list[Any] | None = None,
+    stats: Any = None,
+    watch: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]] | None = None,
+) -> RepairPlan:
     """Find every problem of a session and the fixes for it, reading only.
 
     One marker scan plans the view and one pass validates every line and folds the view,
     as `inspect` reads; only a log with invalid lines costs a second pass (the plan must
     then be made from the good lines alone). `keep` collects the view items as they were
-    before any fix (ViewItem objects)."""
+    before any fix (ViewItem objects). `watch` wraps the first pass's event stream (every
+    good event, before the event fixes) and `stats` (a ViewStats) is its fold's, so a
+    reader such as the report needs no fold of its own when the log has no invalid line,
+    no missing seq and no event the fixes drop."""
     from .store import last_newline_end
     from .view import iter_view, plan_file, plan_view
 
@@ -406,7 +415,8 @@ def analyse(session: "Session", *, keep: list[Any] | None = None) -> RepairPlan:
     gaps = session.allowed_gaps() if not session.stdin else frozenset()
     facts = _Facts()
     view_plan = plan_file(session.log_path)
-    _fold(plan, view_plan, facts.wrap(_scan_lines(session, plan, gaps=gaps)), keep)
+    events = facts.wrap(_scan_lines(session, plan, gaps=gaps))
+    _fold(plan, view_plan, watch(events) if watch is not None else events, keep, stats)
     if plan.bad:
         plan.counts = dict(before)
         plan.events = []
@@ -429,13 +439,13 @@ def analyse(session: "Session", *, keep: list[Any] | None = None) -> RepairPlan:
     return plan
 
 
-def _fold(plan: RepairPlan, view_plan: Any, events: Iterable[dict[str, Any]], keep: list[Any] | None) -> None:
+def _fold(plan: RepairPlan, view_plan: Any, events: Iterable[dict[str, Any]], keep: list[Any] | None, stats: Any = None) -> None:
     """The view pass: event-level fixes on the way in, pairing fixes on the items out."""
     from .view import iter_view
 
     pairs = _PairPlanner(plan)
     fixes = _EventFixes(view_plan, plan)
-    for vi in iter_view(fixes.wrap(events), view_plan):
+    for vi in iter_view(fixes.wrap(events), view_plan, stats=stats):
         pairs.feed(vi.item)
         if keep is not None:
             keep.append(vi)

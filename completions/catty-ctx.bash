@@ -17,7 +17,7 @@ _catty_ctx() {
     esac
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion fork import inspect instructions prune repair resume segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion fork import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
         "compact") opts="--allow-empty --check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --summarizer --threshold --timeout --two-pass -h" ;;
@@ -28,6 +28,7 @@ _catty_ctx() {
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
         "prune") opts="--clear-at-least --clear-inputs --exclude-tools --help --high --image-high --image-low --keep --keep-turns --low --min-percent --omit-age --previous --session-ref --stats --strategy --trim-head --trim-over --trim-tail --window -h" ;;
         "repair") opts="--allow-empty --check --dry-run --force --help --json --lock-timeout -h" ;;
+        "report") opts="--help --output -h -o" ;;
         "resume") opts="--format --help -f -h" ;;
         "segment") opts="--help -h grep list show" ;;
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;

@@ -44,7 +44,11 @@ def _run_shell(script: str, tmp_path) -> "subprocess.CompletedProcess[bytes]":  
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m catty_ctx "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT), TMPDIR=str(tmp_path))
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=ROOT, env=env, capture_output=True, timeout=300)
+    # The lines name fixtures/ as the source folder does; what they write lands here, not in the checkout.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "fixtures").symlink_to(ROOT / "fixtures")
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=work, env=env, capture_output=True, timeout=300)
 
 
 def test_the_tour_runs_as_written(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -52,6 +56,8 @@ def test_the_tour_runs_as_written(tmp_path) -> None:  # type: ignore[no-untyped-
     assert proc.returncode == 0, proc.stderr.decode()
     out = proc.stdout.decode()
     assert "AssertionError" in out and '"messages"' in out and "demo-model-1" in out
+    page = (tmp_path / "work" / "demo.html").read_text()
+    assert all(f'id="{section}"' in page for section in ("summary", "timeline", "view", "compactions", "usage"))
 
 
 def test_the_pipes_run_as_written(tmp_path) -> None:  # type: ignore[no-untyped-def]

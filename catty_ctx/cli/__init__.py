@@ -87,6 +87,7 @@ COMMAND_MODULES = {
     "instructions": "instructions",
     "prune": "prune",
     "repair": "repair",
+    "report": "report",
     "resume": "resume",
     "segment": "segment",
     "usage": "usage",

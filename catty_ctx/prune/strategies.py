@@ -23,6 +23,7 @@ class Plan:
     clear_calls: set[str] = field(default_factory=set)
     images: dict[int, int] = field(default_factory=dict)
     batches: int = 0
+    batch_at: list[int] = field(default_factory=list)  # cache-aware: the item index at which each batch fired
     reason: str = "omitted"
     overhead: int = 0  # provider tokens beyond the items' estimate, at the end
 
@@ -157,6 +158,7 @@ def plan_cache_aware(metas: Sequence[Meta], call_ids: Sequence[str], usages: Seq
             if opts.clear_inputs:
                 plan.clear_calls.update(call_ids[i] for i in picked)
             plan.batches += 1
+            plan.batch_at.append(min(p, len(metas) - 1))
             frontier = j
             failed = None
             return saved

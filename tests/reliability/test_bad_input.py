@@ -29,6 +29,8 @@ READERS: list[list[str]] = [
     ["usage", "{s}", "--strict"],
     ["repair", "{s}", "--check"],
     ["repair", "{s}", "--dry-run"],
+    ["report", "{s}"],  # the page is written too, saying what is wrong
+    ["report", "{s}", "-o", "{s}.html"],
 ]
 
 # A check that finds problems exits 1, and a dry run that shows the fix exits 0; neither

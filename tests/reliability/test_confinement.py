@@ -79,6 +79,12 @@ def _blob_file_link(p: Place) -> None:
     _link(p.session / "blobs" / HANDLE, p.outside / HANDLE)
 
 
+def _prefire_link(p: Place) -> None:
+    note = {"created_at": SECRET.decode().strip(), "prefix_len": SECRET.decode().strip(), "note1": SECRET.decode()}
+    (p.outside / "prefire.json").write_bytes(orjson.dumps(note))
+    _link(p.session / "compaction_requests", p.outside)
+
+
 def _nonempty_dest(p: Place) -> None:
     (p.outside / "keep.txt").write_text("mine")
 
@@ -119,6 +125,9 @@ ESCAPES: list[tuple[str, Callable[[Place], None] | None, list[str], bytes]] = [
     ("quarantine index symlink: repair", lambda p: (_torn(p), _link(p.session / "quarantine" / "index.jsonl", p.secret)), ["repair", "{s}"], b""),
     ("quarantine index symlink: read", lambda p: _link(p.session / "quarantine" / "index.jsonl", p.secret), ["inspect", "{s}", "--json"], b""),
     ("compaction_requests/ symlink: compact", lambda p: _link(p.session / "compaction_requests", p.outside), ["compact", "{s}", "--force"], b""),
+    # the report reads the archive, the blobs and the prefire note
+    ("segments/ symlink: report", _segments_link, ["report", "{s}"], b""),
+    ("compaction_requests/ symlink: report", _prefire_link, ["report", "{s}"], b""),
     ("lock file symlink: append", lambda p: _link(p.session / "updates.jsonl.lock", p.secret), ["append", "{s}", "-q"],
      b'{"kind":"message","id":"x","role":"user","text":"x"}\n'),
 ]
@@ -126,7 +135,7 @@ ESCAPES: list[tuple[str, Callable[[Place], None] | None, list[str], bytes]] = [
 
 # Escapes the command survives by leaving the link alone: the payload stays an inline preview
 # (the event says the blob could not be stored), or the fork copies no blob through it.
-DONE_WITHOUT_THE_LINK = {"blobs/ symlink: append stores a blob", "blobs/ symlink: fork copies blobs"}
+DONE_WITHOUT_THE_LINK = {"blobs/ symlink: append stores a blob", "blobs/ symlink: fork copies blobs", "compaction_requests/ symlink: report"}
 
 
 @pytest.fixture

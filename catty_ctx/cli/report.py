@@ -1,0 +1,93 @@
+"""`catty-ctx report`: one self-contained offline HTML page per session; a ROOT gets an index."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from . import app
+from .errors import handle_errors, note, warn
+from .options import TargetArg
+
+
+@app.command(
+    "report",
+    epilog=(
+        "Examples: catty-ctx report fixtures/sessions/demo -o demo.html; "
+        "catty-ctx report ~/sessions -o site/ (then open site/index.html); "
+        "catty-ctx import claude F | catty-ctx report - > claude.html"
+    ),
+)
+@handle_errors
+def report_cmd(
+    target: TargetArg,
+    output: Annotated[
+        Optional[str],
+        typer.Option("-o", "--output", metavar="FILE|DIR", help="Write the page to FILE (default: stdout); for a ROOT, the folder DIR that gets a page per session and index.html."),
+    ] = None,
+) -> None:
+    """A session's context lifecycle as one HTML page that works offline, from a file.
+
+    Sections: #summary (ids, model, window, tokens now, fingerprint, repair --check
+    problems), #timeline (context tokens per provider request with the window, the
+    threshold, compactions, prune batches, two-pass prefires and the cached share),
+    #view (the current view as a conversation, every item with its seq and tokens),
+    #compactions (each compaction and the segments index) and #usage (tokens and cost by
+    model and by agent).
+
+    A ROOT needs -o DIR. An unreadable session still gets a page (or an index row) saying
+    what is wrong, and the command exits 65; a folder or file that cannot be written, 73.
+    """
+    from pathlib import Path
+
+    from ..errors import DataError, UsageError, WriteError
+    from ..store import is_root
+
+    if target != "-" and is_root(target):
+        if output is None:
+            raise UsageError(f"{target}: a ROOT needs -o DIR (a page per session and index.html)")
+        from ..html import write_root
+        from ..store import find_sessions
+        from .output import progress_iter
+
+        found = list(find_sessions(target))
+        if not found:
+            raise UsageError(f"{target}: no session found under this folder")
+        rows = write_root(target, output, sessions=found, progress=lambda it: progress_iter(it, label="pages", total=len(found)))
+        bad = [r for r in rows if r["error"]]
+        for r in bad:
+            warn(f"{r['error']} (page written: {Path(output) / r['page']})")
+        note(f"{len(rows):,} pages and {Path(output) / 'index.html'} written")
+        if bad:
+            raise typer.Exit(int(DataError.exit_code))
+        return
+
+    from ..html import build_report
+    from ..html.page import render
+    from ..store import Session
+
+    with Session.open(target) as session:
+        rep = build_report(session)
+    ref = target if target != "-" else "SESSION"
+    data = render(rep, ref=ref).encode("utf-8", "surrogateescape")
+    if output is None or output == "-":
+        import sys
+
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): the single error path stops quietly
+        except OSError as exc:  # a full disk on stdout too: exit 73
+            raise WriteError(f"stdout: cannot write ({exc.strerror or exc})") from None
+    else:
+        from ..html.index import write_file
+
+        dest = Path(output)
+        if dest.is_dir():
+            raise WriteError(f"{dest}: is a folder; -o names the page's file for one session")
+        write_file(dest, data)
+    if rep.errors:  # the page says what is wrong; so does one error line, and the exit status
+        from ..errors import CattyError
+
+        raise CattyError(rep.errors[0], exit_code=DataError.exit_code)

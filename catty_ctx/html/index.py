@@ -1,0 +1,159 @@
+"""`report ROOT -o DIR`: a page per session and an index.html listing them, sortable.
+
+Each session's page is written as it is built (temp + rename, so a reader never sees half a
+page), and the index last. An unreadable session still gets its page and its row, both
+saying what is wrong. Sessions are built in forked workers when a second CPU is there.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ..errors import WriteError
+from .assets import CSP, CSS, JS
+from .fmt import esc, money, num
+
+INDEX_NAME = "index.html"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def page_name(root: Path, directory: Path) -> str:
+    """A stable file name for a session's page: its path under ROOT, made safe, plus a short hash."""
+    import xxhash
+
+    rel = os.path.relpath(directory, root)
+    slug = _UNSAFE.sub("_", rel).strip("._")[:80] or "session"
+    return f"{slug}-{xxhash.xxh3_64_hexdigest(rel.encode('utf-8', 'surrogateescape'))[:8]}.html"
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """temp + rename beside PATH; any failure is a WriteError (exit 73)."""
+    from ..files import replace_file
+
+    try:
+        replace_file(path, data, durable=False)
+        os.chmod(path, 0o666 & ~_umask())  # a page is for sharing: the usual mode, not the temp file's 0600
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def prepare_dir(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{out}: cannot create ({exc.strerror or exc})") from None
+    if not out.is_dir():
+        raise WriteError(f"{out}: not a folder")
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise WriteError(f"{out}: cannot write here (permission denied)")
+
+
+def build_one(task: tuple[str, str, str]) -> dict[str, Any]:
+    """Build and write one session's page; return its index row (run in a worker too)."""
+    from . import build_report
+    from .page import render
+
+    root, directory, out = task
+    rep = build_report(directory)
+    name = page_name(Path(root), Path(directory))
+    html = render(rep, ref=directory, index_href=INDEX_NAME)
+    write_file(Path(out) / name, html.encode("utf-8", "surrogateescape"))
+    return {
+        "page": name,
+        "path": os.path.relpath(directory, root),
+        "session_id": rep.session_id,
+        "source": rep.source or ("catty" if rep.readable else None),
+        "model": rep.model,
+        "turns": rep.turns,
+        "tokens": rep.tokens,
+        "percent": rep.percent,
+        "compactions": len(rep.compactions),
+        "problems": sum(rep.problems.values()),
+        "problem_kinds": ", ".join(k.replace("_", " ") for k in rep.problems),
+        "cost_usd": rep.cost,
+        "error": "; ".join(rep.errors) or None,
+    }
+
+
+def build_all(tasks: list[tuple[str, str, str]], *, jobs: int | None = None) -> Iterator[dict[str, Any]]:
+    """Rows in task order; pages built by forked workers when that can help."""
+    from ..forking import can_fork, usable_cpus
+
+    workers = jobs if jobs is not None else (usable_cpus() if can_fork() and len(tasks) > 8 else 1)
+    if workers <= 1:
+        for task in tasks:
+            yield build_one(task)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(workers) as pool:
+        yield from pool.imap(build_one, tasks, chunksize=4)
+
+
+def index_html(rows: Iterable[dict[str, Any]], *, root: str) -> str:
+    cols = [  # label, sort key (index.html#sort=KEY or #sort=-KEY opens sorted), string or number
+        ("session", "session", "s"), ("source", "source", "s"), ("model", "model", "s"), ("turns", "turns", "n"),
+        ("tokens", "tokens", "n"), ("% window", "percent", "n"), ("compactions", "compactions", "n"),
+        ("problems", "problems", "n"), ("cost", "cost", "n"),
+    ]
+    head = "".join(
+        f'<th{" class=n" if t == "n" else ""}><button type="button" data-key="{k}" data-type="{t}">{esc(c)}</button></th>' for c, k, t in cols
+    )
+    body = []
+    n = 0
+    for r in rows:
+        n += 1
+        label = esc(r["session_id"] or r["path"])
+        link = f'<a href="{esc(r["page"])}">{label}</a><div class="mono" style="color:#5f6b76">{esc(r["path"])}</div>'
+        if r["error"]:
+            link += f'<div class="error">cannot read: {esc(r["error"])}</div>'
+        problems = num(r["problems"]) + (f" <span class=\"error\">({esc(r['problem_kinds'])})</span>" if r["problem_kinds"] else "")
+        if r["error"]:
+            problems = '<span class="error">unreadable</span>'
+        cost = r["cost_usd"]
+        cells = [
+            f'<td data-v="{esc(r["session_id"] or r["path"])}">{link}</td>',
+            f"<td>{esc(r['source'] or '')}</td>",
+            f"<td>{esc(r['model'] or '')}</td>",
+            f'<td class="n" data-v="{r["turns"]}">{num(r["turns"])}</td>',
+            f'<td class="n" data-v="{r["tokens"]}">{num(r["tokens"])}</td>',
+            f'<td class="n" data-v="{r["percent"]}">{r["percent"]:g}%</td>',
+            f'<td class="n" data-v="{r["compactions"]}">{num(r["compactions"])}</td>',
+            f'<td class="n" data-v="{-1 if r["error"] else r["problems"]}">{problems}</td>',
+            f'<td class="n" data-v="{"" if cost is None else cost}">{esc(money(cost)) if cost is not None else ""}</td>',
+        ]
+        body.append('<tr data-session="' + esc(r["path"]) + '">' + "".join(cells) + "</tr>")
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="generator" content="catty-ctx report">'
+        f"<title>catty-ctx report: {esc(root)}</title><style>{CSS}</style></head><body>"
+        f'<header class="top"><h1>{esc(root)}</h1><p>{n:,} sessions; click a column to sort.</p></header><main>'
+        f'<section id="sessions"><div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(body)}</tbody></table></div></section></main><script>{JS}</script></body></html>\n'
+    )
+
+
+def write_root(root: Path, out: Path, *, sessions: Iterable[Path] | None = None, progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+               jobs: int | None = None) -> list[dict[str, Any]]:
+    """Every session under ROOT into OUT (a page each and index.html); the index rows."""
+    from ..store import find_sessions
+
+    prepare_dir(out)
+    found = list(sessions if sessions is not None else find_sessions(root))
+    tasks = [(str(root), str(d), str(out)) for d in found]
+    rows_iter: Iterable[dict[str, Any]] = build_all(tasks, jobs=jobs)
+    if progress is not None:
+        rows_iter = progress(rows_iter)
+    rows = list(rows_iter)
+    write_file(out / INDEX_NAME, index_html(rows, root=str(root)).encode("utf-8", "surrogateescape"))
+    return rows
