@@ -76,6 +76,7 @@ COMMAND_MODULES = {
     "blob": "blob",
     "compact": "compact",
     "completion": "completion",
+    "eval": "eval",
     "fork": "fork",
     "import": "import_",
     "inspect": "inspect",
