@@ -61,21 +61,16 @@ def failing_summarizer(folder: Path) -> str:
 
 
 def reader_judge(folder: Path) -> str:
-    """`cmd:` spec of a judge that reads perfectly: it finds the quoted start in the conversation
-    and answers the rest of that line (so it knows exactly what its context holds)."""
+    """`cmd:` spec of a judge that reads perfectly and nothing more: it answers the rest of
+    every line of its conversation holding the quoted start (so it knows what its context holds)."""
     script = folder / "judge.py"
     script.write_text(
         "import re, sys\n"
         "text = sys.stdin.read()\n"
-        "context = text.split('<conversation>', 1)[1].split('</conversation>', 1)[0]\n"
-        "start = re.search('«(.*?)»', text.split('</conversation>', 1)[1]).group(1)\n"
-        "for line in context.splitlines():\n"
-        "    at = line.find(start)\n"
-        "    if at >= 0:\n"
-        "        print(line[at:])\n"
-        "        break\n"
-        "else:\n"
-        "    print('I do not know.')\n"
+        "context, question = text.split('<conversation>', 1)[1].split('</conversation>', 1)\n"
+        "start = re.search('«(.*?)»', question).group(1)\n"
+        "found = [line[line.find(start):] for line in context.splitlines() if start in line]\n"
+        "print('\\n'.join(found) or 'I do not know.')\n"
     )
     return f"cmd:{sys.executable} {script}"
 

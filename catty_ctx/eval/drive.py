@@ -36,10 +36,6 @@ class Strategy:
     two_pass: bool = False
     summarizer_options: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def name(self) -> str:
-        return f"{self.summarizer} x {self.mode}"
-
 
 @dataclass
 class Step:
@@ -68,8 +64,9 @@ class Drive:
     items: list[dict[str, Any]] = field(default_factory=list)
 
 
-def turn_starts(session: Session) -> list[int]:
-    """Positions (among the events kept for the drive) where a turn of the main loop starts."""
+def turn_starts(session: Session) -> tuple[list[int], int]:
+    """Positions (among the events kept for the drive) where a turn of the main loop starts,
+    and how many events are kept."""
     out = []
     n = 0
     for ev in session.events():
@@ -78,7 +75,7 @@ def turn_starts(session: Session) -> list[int]:
         if is_real_user(ev):
             out.append(n)
         n += 1
-    return out
+    return out, n
 
 
 def _kept(ev: Event) -> bool:
@@ -254,8 +251,7 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
     note: dict[str, Any] | None = None  # the pass-1 note waiting for its compaction
     remap: dict[int, int] = {}
     with Session.open(source_path) as source:
-        starts = turn_starts(source)
-        total = sum(1 for ev in source.events() if _kept(ev))
+        starts, total = turn_starts(source)
         cuts = cut_points(starts, total, strategy.compactions)
         copy = start_copy(source, dest)
         for ends_part, batch, next_ends in _lookahead(_batches(source, cuts, starts)):

@@ -8,6 +8,7 @@ that fails fails the session, since its figures would mean nothing).
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import CattyError, ExitCode
@@ -25,9 +26,9 @@ class JudgeError(CattyError):
 
 def question(fact: Fact) -> str:
     """Ask for the fact in full from its first half."""
-    words = fact.text.split()
+    words = list(re.finditer(r"\S+", fact.text))
     if len(words) >= 2:
-        shown = " ".join(words[: max(1, len(words) // 2)])
+        shown = fact.text[: words[len(words) // 2 - 1].end()]  # exactly as written, spaces and all
     else:
         shown = fact.text[: max(1, len(fact.text) // 2)]
     what = {"state": "work still in progress", "instruction": "instruction", "detail": "detail"}[fact.kind]
