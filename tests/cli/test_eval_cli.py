@@ -1,7 +1,6 @@
 """`catty-ctx eval` from the shell: the --json shape, exit codes, stdin, --facts-only, judges."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import orjson
@@ -9,7 +8,7 @@ import pytest
 
 from catty_ctx.eval import EvalOptions, open_corpus, run_eval
 from catty_ctx.eval.facts import KINDS
-from conftest import cli
+from conftest import cli, cli_on_a_terminal
 from eval_corpus import ERROR, FACTS, failing_summarizer, planted_session, poor_summarizer, reader_judge, tree_bytes
 from scripted_server import ScriptedServer, error, sse
 
@@ -134,31 +133,11 @@ def test_jobs_runs_sessions_in_parallel_processes_with_the_same_answer(tmp_path:
 
 
 def test_a_terminal_gets_a_table_with_the_worst_sessions(tmp_path: Path) -> None:
-    import pty
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
     planted_session(tmp_path / "corpus" / "s1")
     poor = poor_summarizer(tmp_path)
-    primary, secondary = pty.openpty()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", TERM="xterm", CATTY_CTX_RETRY_BACKOFF="0")
-    proc = subprocess.run([sys.executable, "-m", "catty_ctx", "eval", str(tmp_path / "corpus"), "--summarizer", poor, "--mode", "summary"],
-                          stdout=secondary, stderr=subprocess.PIPE, env=env, timeout=120)
-    os.close(secondary)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(primary)
-    text = out.decode()
-    assert proc.returncode == 0, proc.stderr
+    code, err, shown = cli_on_a_terminal("eval", str(tmp_path / "corpus"), "--summarizer", poor, "--mode", "summary", stream="stdout", columns=200)
+    text = shown.decode()
+    assert code == 0, err
     assert "detail" in text and "worst sessions" in text and "detail: E   ValueError:" in text
 
 
