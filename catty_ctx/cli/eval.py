@@ -134,7 +134,10 @@ def _show(report: dict[str, Any]) -> None:
     for r in runs:
         metrics = r["metrics"] or {}
         cells = [r["summarizer"], r["mode"], r["sessions"], r["facts"]]
-        cells += ["failed" if r.get("error") else _cell(metrics.get(m)) for _, m in present]
+        if r.get("error"):
+            cells += ["failed"] + [""] * (len(present) - 1)
+        else:
+            cells += [_cell(metrics.get(m)) for _, m in present]
         rows.append(cells)
     c = console()
     c.print(table(None, headings, rows, right=headings[2:]))
@@ -144,11 +147,9 @@ def _show(report: dict[str, Any]) -> None:
         if not worst and not r.get("error"):
             continue
         c.print(Text(f"{r['summarizer']} x {r['mode']}: worst sessions"))
-        if r.get("error"):
-            c.print(Text(f"  failed: {r['error']}"))
         for e in worst:
             if e["metrics"] is None:
-                line = f"  {e['path']}: {e.get('error')}"
+                line = f"  failed: {e.get('error')}"
             else:
                 missed = "; ".join(f"{f['kind']}: {f['text'][:60]}" for f in e["missed"][:3])
                 line = f"  {e['path']}: lowest recall {lowest_recall(e['metrics']):.2f}, missed {len(e['missed'])} ({missed})"

@@ -71,10 +71,14 @@ def session_facts(path: Path, choice: str | None) -> list[Fact]:
 
     folder = path if path.is_dir() else path.parent
     file = folder / FACTS_NAME
-    if choice == "file" or (choice is None and file.is_file() and path.name != "-"):
+    if choice == "file" or (choice is None and file.is_file()):
         if not file.is_file():
             raise UsageError(f"{folder}: no {FACTS_NAME} (--facts file); use --facts auto to derive the facts")
-        return load_facts(file)
+        facts = load_facts(file)
+        with Session.open(path) as s:
+            for _ in s.events():  # a log that is not valid stops the eval here, naming file:line
+                pass
+        return facts
     with Session.open(path) as s:
         return derive_facts(s.events())
 
@@ -91,6 +95,7 @@ class Task:
     facts: list[Fact]
     judge: str | None = None
     judge_timeout: float | None = None
+    label: str = ""  # the session as the user named it, for messages
 
 
 def run_task(task: Task) -> dict[str, Any]:
@@ -108,7 +113,13 @@ def run_task(task: Task) -> dict[str, Any]:
             t.asked = len(task.facts)
             t.answered = Judge(task.judge, timeout=task.judge_timeout).check(d.items, task.facts)
     except CattyError as exc:
-        return {"run": task.run, "index": task.index, "error": str(exc)}
+        # Name the session the user gave, not the copy the library was working on.
+        message = str(exc)
+        for copy in (str(task.dest / "updates.jsonl"), str(task.dest)):
+            if message.startswith(copy + ": "):
+                message = message[len(copy) + 2:]
+                break
+        return {"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {message}"}
     return {"run": task.run, "index": task.index, "tally": t.as_dict(), "missed": [f.as_dict() for f in missed]}
 
 
@@ -215,7 +226,7 @@ def run_eval(
         run_dir = work / f"{r + 1:02d}-{_slug(summ)}-{mode}"
         for i, path in enumerate(corpus.paths):
             name = f"{i + 1:04d}-{_slug(path.parent.name if path.is_file() else path.name)}"
-            tasks.append(Task(r, i, path, run_dir / name, strategy, facts[i], opts.judge, opts.timeout))
+            tasks.append(Task(r, i, path, run_dir / name, strategy, facts[i], opts.judge, opts.timeout, corpus.labels[i]))
     try:
         for t in tasks:
             t.dest.parent.mkdir(parents=True, exist_ok=True)

@@ -180,3 +180,12 @@ def test_a_judge_that_fails_fails_its_run(tmp_path: Path, monkeypatch: pytest.Mo
     (run,) = report["runs"]
     assert run["metrics"] is None and "judge openai:judge-model" in run["error"] and "bad key" in run["error"]
     assert ERROR  # the planted detail is what the judge would have been asked about
+
+
+def test_a_log_that_is_not_valid_exits_65_naming_file_and_line(tmp_path: Path) -> None:
+    s = planted_session(tmp_path / "corpus" / "s1")
+    log = s / "updates.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:3]) + b"{not json}\n" + b"".join(lines[4:]))
+    proc = cli("eval", str(tmp_path / "corpus"))
+    assert proc.returncode == 65 and f"{log}:4".encode() in proc.stderr and proc.stdout == b""
