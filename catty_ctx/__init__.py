@@ -20,7 +20,7 @@ _API = {
     "canonical": ("fingerprint", "canonical"),
     "prefix_fp": ("fingerprint", "prefix_fp"),
     "item_tokens": ("tokens", "item_tokens"),
-    "inspect_session": ("report", "inspect_session"),
+    "inspect_session": ("inspect", "inspect_session"),
     "compact_session": ("compact", "compact_session"),
     "externalize": ("blobs", "externalize"),
     "discover_instructions": ("instructions", "discover_instructions"),

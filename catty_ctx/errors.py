@@ -13,9 +13,23 @@ class ExitCode(enum.IntEnum):
     CHECK_FAILED = 1  # a check found problems (repair --check, compact --check)
     USAGE = 2  # bad arguments, missing paths
     DATA = 65  # bad input data (EX_DATAERR)
+    INTERNAL = 70  # a bug in catty-ctx, never bad input (EX_SOFTWARE)
     CANT_CREATE = 73  # cannot write output (EX_CANTCREAT)
     TEMP_FAIL = 75  # lock busy: try again (EX_TEMPFAIL)
     INTERRUPTED = 130
+
+
+# What each code means, for `--help` and the man pages (one source: the enum above).
+EXIT_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.CHECK_FAILED: "a check found problems (repair --check, compact --check)",
+    ExitCode.USAGE: "usage error (a bad option or a missing path)",
+    ExitCode.DATA: "bad input data (the message names file:line)",
+    ExitCode.INTERNAL: "internal error (a bug in catty-ctx)",
+    ExitCode.CANT_CREATE: "cannot write output",
+    ExitCode.TEMP_FAIL: "the session lock is busy (try again)",
+    ExitCode.INTERRUPTED: "interrupted",
+}
 
 
 class CattyError(Exception):

@@ -37,7 +37,7 @@ from .events import Event, check_event
 from .store import MAX_LINE_BYTES, SEQ0_PROBLEM, TOO_LONG, Session, json_problem, open_log, seq_problem, torn_warning
 from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, line_start, plan_file, plan_view, scan_markers
 
-# inspect's accumulator (`report.Tally`): the caller hands one in and the worker makes its own
+# inspect's accumulator (`inspect.Tally`): the caller hands one in and the worker makes its own
 # from it, so this module never imports the one above it.
 Tally = Any
 

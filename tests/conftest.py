@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -36,8 +37,9 @@ def fixture_session(name: str, tmp_path: Path) -> Path:
     return dest
 
 
-def cli(*args: str, input: bytes | None = None, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess[bytes]:
-    """Run the real program in a subprocess (pipes, exit codes and stderr as a user sees them)."""
+def cli_process(*args: str, input: bytes | None = None, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """Run the real program in a subprocess: for tests where the process boundary is the point
+    (signals, OS pipes between processes, start-up, what a fresh interpreter imports)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-m", "catty_ctx", *args],
@@ -49,6 +51,55 @@ def cli(*args: str, input: bytes | None = None, cwd: Path | None = None, check: 
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}: {proc.stderr.decode()}")
+    return proc
+
+
+class _Stream(io.TextIOWrapper):
+    """A standard stream over a byte buffer: not a terminal, no file descriptor (as a pipe
+    seen through `isatty()`; the code under test writes bytes to `.buffer` or text to it)."""
+
+    def __init__(self, data: bytes = b"") -> None:
+        super().__init__(io.BytesIO(data), encoding="utf-8", errors="surrogateescape", write_through=True)
+
+    def bytes(self) -> bytes:
+        self.flush()
+        return self.buffer.getvalue()  # type: ignore[attr-defined]
+
+
+def cli(*args: str, input: bytes | None = None, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """Run the program's entry point in this process, with stdin, stdout and stderr as byte
+    buffers (a pipe, as a script sees it): exit code, stdout and stderr as a user sees them,
+    without paying for an interpreter per call."""
+    from catty_ctx.__main__ import main
+
+    saved = sys.stdin, sys.stdout, sys.stderr, sys.argv, os.getcwd()
+    out, err = _Stream(), _Stream()
+    sys.stdin, sys.stdout, sys.stderr = _Stream(input or b""), out, err
+    sys.argv = ["catty-ctx", *args]
+    code: int = 0
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        main()
+    except SystemExit as exc:
+        if exc.code is None:
+            code = 0
+        elif isinstance(exc.code, int):
+            code = exc.code
+        else:  # sys.exit("message"), as the interpreter reports it
+            err.write(f"{exc.code}\n")
+            code = 1
+    except BaseException:  # an uncaught error: the traceback and exit 1, as a process would end
+        import traceback
+
+        err.write(traceback.format_exc())
+        code = 1
+    finally:
+        sys.stdin, sys.stdout, sys.stderr, sys.argv, cwd_before = saved
+        os.chdir(cwd_before)
+    proc = subprocess.CompletedProcess(["catty-ctx", *args], code, out.bytes(), err.bytes())
+    if check and code != 0:
+        raise AssertionError(f"exit {code}: {proc.stderr.decode()}")
     return proc
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from catty_ctx import parallel
 from catty_ctx.errors import DataError
-from catty_ctx.report import inspect_session
+from catty_ctx.inspect import inspect_session
 from catty_ctx.store import Session
 from conftest import call, msg, result, session_event, write_log
 

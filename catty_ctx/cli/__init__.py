@@ -14,10 +14,15 @@ if TYPE_CHECKING:
 
 HELP = (
     "Context lifecycle for LLM-agent sessions on disk: inspect, prune, compact, archive, "
-    "repair, fork, resume and account for sessions stored as append-only JSONL.\n\n"
-    "Exit status: 0 ok, 1 a check found problems, 2 usage error, 65 bad input data, "
-    "70 internal error, 73 cannot write output, 75 lock busy (try again), 130 interrupted."
+    "repair, fork, resume and account for sessions stored as append-only JSONL."
 )
+
+
+def _help() -> str:
+    from ..errors import EXIT_MEANINGS
+
+    codes = "; ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_MEANINGS.items())
+    return f"{HELP}\n\nExit status: {codes}."
 
 
 def _build_app() -> "Any":
@@ -27,7 +32,7 @@ def _build_app() -> "Any":
 
     built = typer.Typer(
         name="catty-ctx",
-        help=HELP,
+        help=_help(),
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from .._version import __version__
+from ..errors import EXIT_MEANINGS
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -35,16 +36,7 @@ ENVIRONMENT = [
     ("CATTY_CTX_DEBUG", "set to 1 to get a traceback instead of a one-line internal error"),
     ("CATTY_CTX_RETRY_BACKOFF", "seconds before a summariser's second attempt (default 3; later waits double)"),
 ]
-EXIT_STATUS = [
-    ("0", "success"),
-    ("1", "a check found problems (repair --check, compact --check)"),
-    ("2", "usage error: a bad option or a missing path"),
-    ("65", "bad input data; the message names file:line"),
-    ("70", "an internal error (a bug in catty-ctx)"),
-    ("73", "cannot write output"),
-    ("75", "the session lock is busy; try again"),
-    ("130", "interrupted"),
-]
+EXIT_STATUS = [(str(int(code)), meaning) for code, meaning in EXIT_MEANINGS.items()]
 
 
 @dataclass

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from typing import Any, Callable, TypeVar
 
     F = TypeVar("F", bound=Callable[..., Any])
-INTERNAL_ERROR = 70  # EX_SOFTWARE: a bug in catty-ctx, never bad input
 
 
 def warn(message: str) -> None:
@@ -46,7 +45,7 @@ def exit_code_for(exc: BaseException) -> int | None:
         return 0
     if isinstance(exc, Exception) and not os.environ.get("CATTY_CTX_DEBUG"):  # a bug: one line unless asked for the traceback
         sys.stderr.write(f"catty-ctx: error: internal error: {type(exc).__name__}: {exc} (set CATTY_CTX_DEBUG=1 for a traceback)\n")
-        return INTERNAL_ERROR
+        return int(ExitCode.INTERNAL)
     return None
 
 

@@ -32,7 +32,7 @@ def inspect_cmd(
     `-` reads an event stream, or an item stream (what prune and resume print) and reports
     on that request. A ROOT lists its sessions, a row each.
     """
-    from ..report import find_event, inspect_root, inspect_session, view_rows
+    from ..inspect import find_event, inspect_root, inspect_session, view_rows
     from ..store import Session, is_root
     from .output import rows_out, stdout_tty, write_json, write_json_array, write_lines
 

@@ -57,7 +57,7 @@ def prune_cmd(
     from ..errors import UsageError
     from ..events import DEFAULT_WINDOW
     from ..prune import MIB, PruneOptions, PruneStats, item_lines_canon, PrefixReuse, prune, prune_item_stream
-    from ..report import _is_item_stream, iter_item_lines
+    from ..inspect import is_item_stream, iter_item_lines
     from ..store import Session
 
     opts = PruneOptions(
@@ -84,7 +84,7 @@ def prune_cmd(
     prev_lines = item_lines_canon(previous) if previous is not None else None
     st = PruneStats()
     with Session.open(session) as s:
-        if s.stdin and _is_item_stream(s):
+        if s.stdin and is_item_stream(s):
             out = prune_item_stream(iter_item_lines(s, warn=warn), opts, window or DEFAULT_WINDOW, st)
         else:
             out = prune(s, opts, window=window, stats=st)

@@ -100,3 +100,15 @@ def test_no_generated_page_or_completion_outside_its_folder() -> None:
     names = {rel.rsplit("/", 1)[-1] for rel in generated_files()}
     stray = [rel for rel in tracked if rel.rsplit("/", 1)[-1] in names and rel not in generated_files()]
     assert not stray, f"generated files outside man/ and completions/: {stray}"
+
+
+def test_every_exit_code_is_documented_in_help_and_the_man_page() -> None:
+    from catty_ctx.errors import EXIT_MEANINGS, ExitCode
+
+    assert set(EXIT_MEANINGS) == set(ExitCode)
+    help_text = " ".join(cli("--help", check=True).stdout.decode().split())
+    page = (ROOT / "man" / "catty-ctx.1").read_text()
+    for code in ExitCode:
+        assert f"{int(code)} {EXIT_MEANINGS[code].split(' (')[0]}" in help_text, code
+        assert f"{int(code)}" in page, code
+    assert ExitCode.INTERNAL == 70

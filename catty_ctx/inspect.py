@@ -62,7 +62,7 @@ def _compaction_row(ev: Event) -> dict[str, Any]:
     return {k: ev[k] for k in keys if k in ev}
 
 
-def _is_item_stream(session: Session) -> bool:
+def is_item_stream(session: Session) -> bool:
     """An item stream (prune / resume output) has `role` and no `kind` on its lines."""
     for raw in iter_raw_lines(session.log_path, session.display, warn=None):
         try:
@@ -96,7 +96,7 @@ def inspect_session(
     `parallel` (default: for a large log, where a second CPU and fork exist) folds every
     other chunk of `chunk_bytes` in a forked worker; the report is the same either way.
     """
-    if session.stdin and _is_item_stream(session):
+    if session.stdin and is_item_stream(session):
         return inspect_items(session, warn=warn, largest=largest)
     problems = {"dangling": 0, "orphan": 0, "duplicate": 0, "torn": 0, "invalid": 0}
     stats = ViewStats()
@@ -200,7 +200,7 @@ def inspect_items(session: Session, *, warn: Callable[[str], None] | None = None
 
 def view_rows(session: Session) -> Iterator[dict[str, Any]]:
     """`inspect --items`: each view item with its tokens and the fingerprint through it."""
-    if session.stdin and _is_item_stream(session):
+    if session.stdin and is_item_stream(session):
         items: Iterator[tuple[dict[str, Any], bytes]] = ((it, canonical(it)) for it in iter_item_lines(session))
     else:
         plan = plan_file(session.log_path)

@@ -1,0 +1,124 @@
+"""The shape of the package, checked from its source: no import cycle among catty_ctx modules
+(every import statement counts, function-local ones and type-only ones too, and importing a
+submodule runs its package's __init__), and nothing at the top level of the project but the
+design card's folders, docs/, bench/, .ci/, README and metadata."""
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "catty_ctx"
+TOP_LEVEL = {
+    "pyproject.toml", "README.md", ".gitignore",  # metadata
+    "catty_ctx", "tests", "fixtures", "man", "completions",  # the design card
+    "docs", "bench", ".ci",
+}
+
+
+def modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package __init__)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return found
+
+
+def imported_names(module: str, is_pkg: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """Every dotted name an import statement may load (`from a import b` may load a.b)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = module.split(".") if is_pkg else module.split(".")[:-1]
+    if node.level:
+        base = base[: len(base) - node.level + 1]
+    else:
+        base = []
+    target = ".".join(base + ([node.module] if node.module else []))
+    return [target] + [f"{target}.{alias.name}" for alias in node.names]
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for module, (path, is_pkg) in mods.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for name in imported_names(module, is_pkg, node):
+                parts = name.split(".")
+                for i in range(1, len(parts) + 1):  # a.b.c runs a and a.b first
+                    dep = ".".join(parts[:i])
+                    # The importer's own packages are already running when it runs.
+                    if dep in mods and dep != module and not module.startswith(dep + "."):
+                        graph[module].add(dep)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_graph_counts_function_local_and_package_imports() -> None:
+    graph = import_graph()
+    # cli/inspect.py imports the library inside its command function, to start fast
+    assert "catty_ctx.inspect" in graph["catty_ctx.cli.inspect"]
+    # importing catty_ctx.compact.segments runs catty_ctx.compact's __init__
+    assert any(dep == "catty_ctx.compact" for deps in graph.values() for dep in deps)
+
+
+def test_no_import_cycle_among_catty_ctx_modules() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_nothing_at_the_top_level_but_the_design_cards_folders() -> None:
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    if not tracked:  # not a git checkout
+        tracked = [p.name for p in ROOT.iterdir() if not p.name.startswith(".") or p.name == ".ci"]
+    assert {rel.split("/")[0] for rel in tracked} <= TOP_LEVEL
