@@ -199,3 +199,16 @@ def test_cut_points_split_turns_evenly_and_fall_back_to_events() -> None:
     assert cut_points([0, 10, 20, 30, 40, 50], 60, 3) == [20, 40]
     assert cut_points([0, 10], 20, 3) == [7, 14]  # too few turns: even event boundaries
     assert cut_points([0], 1, 3) == []
+
+
+def test_requests_of_a_long_session_are_sampled_but_each_compaction_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from catty_ctx.eval import drive as drive_module
+    from catty_ctx.eval.drive import Strategy, drive
+
+    s = planted_session(tmp_path / "s", turns=12)
+    every = drive(s, tmp_path / "every", Strategy())
+    assert len(every.reuse) == 12 + 3 - 1  # one request a turn, one after each compaction
+    monkeypatch.setattr(drive_module, "MAX_REQUESTS", 4)
+    sampled = drive(s, tmp_path / "sampled", Strategy())
+    assert 3 + 3 <= len(sampled.reuse) + 1 < len(every.reuse) + 1
+    assert min(sampled.reuse) == min(every.reuse)  # the drop right after a compaction is kept

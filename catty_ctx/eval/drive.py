@@ -24,6 +24,10 @@ from ..events import Event, is_real_user
 from ..store import Session, create_session, session_window
 
 APPEND_BATCH = 1_000  # events per append: one lock and one fsync for many lines
+# Each request is rebuilt from the log, so a request after every turn costs turns x log size;
+# past this many turns a session's requests are sampled evenly (each part's last turn and the
+# request after each compaction are always taken).
+MAX_REQUESTS = 150
 
 
 @dataclass
@@ -118,7 +122,7 @@ def start_copy(source: Session, dest: Path) -> Session:
 
 def _batches(source: Session, cuts: list[int], starts: list[int]) -> Iterator[tuple[bool, list[Event]]]:
     """The source's kept events a turn at a time, each batch with whether it ends a part."""
-    bounds = set(starts) | set(cuts)
+    bounds = set(starts[1:]) | set(cuts)  # what comes before the first turn goes with it
     cut_set = set(cuts)
     batch: list[Event] = []
     n = 0
@@ -254,9 +258,11 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
         starts, total = turn_starts(source)
         cuts = cut_points(starts, total, strategy.compactions)
         copy = start_copy(source, dest)
-        for ends_part, batch, next_ends in _lookahead(_batches(source, cuts, starts)):
+        stride = max(1, math.ceil(len(starts) / MAX_REQUESTS))
+        for n, (ends_part, batch, next_ends) in enumerate(_lookahead(_batches(source, cuts, starts))):
             append_copied(copy, batch, remap)
-            requests.send(copy)
+            if ends_part or n % stride == 0:
+                requests.send(copy)
             # Pass 1 runs early: before the last turn of the part (or now, if this is it).
             if strategy.two_pass and note is None and (next_ends or ends_part):
                 t0 = time.monotonic()
