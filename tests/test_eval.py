@@ -212,3 +212,16 @@ def test_requests_of_a_long_session_are_sampled_but_each_compaction_is_seen(tmp_
     sampled = drive(s, tmp_path / "sampled", Strategy())
     assert 3 + 3 <= len(sampled.reuse) + 1 < len(every.reuse) + 1
     assert min(sampled.reuse) == min(every.reuse)  # the drop right after a compaction is kept
+
+
+def test_what_a_rewind_took_off_the_branch_is_no_fact(tmp_path: Path) -> None:
+    from conftest import call, msg, result, session_event, write_log
+
+    s = write_log(tmp_path / "s", [
+        session_event(), msg("user", "List the tests.", "u1"), msg("assistant", "", "a1"), call("c1", "shell", {"command": "ls tests"}),
+        result("c1", "ls: cannot access 'tests': No such file or directory", is_error=True),
+        msg("user", "Now run them.", "u2"), msg("assistant", "", "a2"), call("c2", "shell", {"command": "pytest"}),
+        result("c2", "ImportError: no module named app", is_error=True),
+        {"kind": "rewind", "to_turn": 1}, msg("user", "Instead, count the lines.", "u3"),
+    ])
+    assert [f.text for f in session_facts(s, "auto") if f.kind == "detail"] == ["ls: cannot access 'tests': No such file or directory"]

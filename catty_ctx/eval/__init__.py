@@ -79,8 +79,10 @@ def session_facts(path: Path, choice: str | None) -> list[Fact]:
             for _ in s.events():  # a log that is not valid stops the eval here, naming file:line
                 pass
         return facts
+    from ..view import plan_file
+
     with Session.open(path) as s:
-        return derive_facts(s.events())
+        return derive_facts(s.events(), plan_file(s.log_path))
 
 
 @dataclass

@@ -73,7 +73,7 @@ def turn_starts(session: Session) -> tuple[list[int], int]:
     and how many events are kept."""
     out = []
     n = 0
-    for ev in session.events():
+    for ev in session.events(warn=None):  # the facts pass has said what is wrong with the log
         if not _kept(ev):
             continue
         if is_real_user(ev):
@@ -126,7 +126,7 @@ def _batches(source: Session, cuts: list[int], starts: list[int]) -> Iterator[tu
     cut_set = set(cuts)
     batch: list[Event] = []
     n = 0
-    for ev in source.events():
+    for ev in source.events(warn=None):
         if not _kept(ev):
             continue
         if n in bounds and batch:

@@ -107,8 +107,11 @@ def _first_rule(text: str) -> str | None:
     return None
 
 
-def derive_facts(events: Iterable[dict[str, Any]]) -> list[Fact]:
-    """The facts of a session's main loop, by kind, each kind in a fixed order (deterministic)."""
+def derive_facts(events: Iterable[dict[str, Any]], plan: Any = None) -> list[Fact]:
+    """The facts of a session's main loop, by kind, each kind in a fixed order (deterministic).
+
+    With the view's `plan`, what a rewind took off the live branch or a repair dropped is no
+    fact: the successor was never meant to see it."""
     from ..head import HeadState, continuation_state
     from ..events import is_real_user
 
@@ -127,6 +130,8 @@ def derive_facts(events: Iterable[dict[str, Any]]) -> list[Fact]:
     for ev in events:
         if ev.get("agent") is not None:
             continue  # a subagent's turns never reach the main loop's successor
+        if plan is not None and (plan.is_excluded(ev["seq"]) or ev["seq"] in plan.drops):
+            continue
         head.track(ev)
         kind = ev.get("kind")
         if kind == "message" and is_real_user(ev) and isinstance(ev.get("text"), str):
