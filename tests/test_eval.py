@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError, UsageError
-from catty_ctx.eval import EvalOptions, open_corpus, run_eval, session_facts
+from catty_ctx.eval import open_corpus, session_facts
 from catty_ctx.eval.drive import cut_points
 from catty_ctx.eval.facts import Fact, derive_facts, error_line, load_facts
 from catty_ctx.importers import import_to_dir
@@ -23,11 +23,10 @@ def _no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _run(corpus: Path, **kw: object) -> dict:
-    c = open_corpus(str(corpus))
-    try:
-        return run_eval(c, EvalOptions(**kw))  # type: ignore[arg-type]
-    finally:
-        c.close()
+    """The library's public entry, as an agent runtime would call it."""
+    import catty_ctx
+
+    return catty_ctx.run_eval(str(corpus), catty_ctx.EvalOptions(**kw))  # type: ignore[arg-type]
 
 
 def _runs(report: dict) -> dict[tuple[str, str], dict]:

@@ -210,14 +210,23 @@ def derive_all(corpus: Corpus, choice: str | None) -> list[list[Fact]]:
 
 
 def run_eval(
-    corpus: Corpus,
-    opts: EvalOptions,
+    corpus: "Corpus | str",
+    opts: EvalOptions | None = None,
     *,
     progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None,
 ) -> dict[str, Any]:
-    """The report `{"runs": [...]}` (the `--json` document) for every summariser x mode."""
+    """The report `{"runs": [...]}` (the `--json` document) for every summariser x mode.
+
+    CORPUS is an opened `Corpus` or what the command line takes (a session, a folder, `-`)."""
+    if isinstance(corpus, str):
+        opened = open_corpus(corpus)
+        try:
+            return run_eval(opened, opts, progress=progress)
+        finally:
+            opened.close()
     from .metrics import Tally
 
+    opts = opts or EvalOptions()
     opts.check()
     facts = derive_all(corpus, opts.facts)  # a bad eval.json stops the eval before any run
     work, temporary = _work_folder(opts.out)

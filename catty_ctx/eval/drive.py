@@ -99,7 +99,7 @@ def cut_points(starts: list[int], total: int, parts: int) -> list[int]:
 
 
 def _copy_blobs(src: Path | None, dest: Path) -> None:
-    """Blobs the events name come along (a flat folder; links are not followed)."""
+    """The source's blobs come along, so the events that name them resolve (links are not followed)."""
     if src is None or not (src / "blobs").is_dir() or (src / "blobs").is_symlink():
         return
     (dest / "blobs").mkdir(exist_ok=True)
