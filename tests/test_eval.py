@@ -224,3 +224,16 @@ def test_what_a_rewind_took_off_the_branch_is_no_fact(tmp_path: Path) -> None:
         {"kind": "rewind", "to_turn": 1}, msg("user", "Instead, count the lines.", "u3"),
     ])
     assert [f.text for f in session_facts(s, "auto") if f.kind == "detail"] == ["ls: cannot access 'tests': No such file or directory"]
+
+
+def test_a_pass_one_note_made_stale_before_its_compaction_is_counted_as_waste(tmp_path: Path) -> None:
+    from conftest import msg, session_event, write_log
+
+    evs = [session_event(window=200_000), msg("system", "You are a coding agent.", "sys")]
+    for t in range(1, 7):
+        evs += [msg("user", f"Turn {t}: carry on with the refactor of module {t}.", f"u{t}"), msg("assistant", "Done. " * 40, f"a{t}")]
+    evs.append({"kind": "rewind", "to_turn": 2})  # the last turn takes turns 3..6 off the branch
+    write_log(tmp_path / "corpus" / "s", evs)
+    (run,) = _run(tmp_path / "corpus", compactions=1, two_pass=True)["runs"]
+    m = run["metrics"]
+    assert m["prefire_hit_rate"] == 0.0 and m["wasted_tokens"] > 0
