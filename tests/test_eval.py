@@ -237,3 +237,19 @@ def test_a_pass_one_note_made_stale_before_its_compaction_is_counted_as_waste(tm
     (run,) = _run(tmp_path / "corpus", compactions=1, two_pass=True)["runs"]
     m = run["metrics"]
     assert m["prefire_hit_rate"] == 0.0 and m["wasted_tokens"] > 0
+
+
+def test_a_summary_under_the_degenerate_floor_is_retried_then_fails_its_run(tmp_path: Path) -> None:
+    import sys
+
+    planted_session(tmp_path / "corpus" / "s1")
+    terse = tmp_path / "terse.py"
+    terse.write_text("import sys\nsys.stdin.read()\nprint('<summary>Worked on the parser.</summary>')\n")
+    spec = f"cmd:{sys.executable} {terse}"
+    report = _run(tmp_path / "corpus", summarizers=[spec, "extractive"], out=str(tmp_path / "out"))
+    bad, good = report["runs"]
+    assert bad["metrics"] is None and "degenerate summary" in bad["error"] and "after 3 attempts" in bad["error"]
+    assert bad["error"].startswith(str(tmp_path / "corpus" / "s1") + ": ")  # the user's session, not the copy
+    (artifact,) = (tmp_path / "out").glob("01-*/*/compaction_requests/*.json")
+    assert [a["outcome"] for a in orjson.loads(artifact.read_bytes())["attempts"]] == ["degenerate"] * 3
+    assert good["metrics"]["state_recall"] == 1.0
