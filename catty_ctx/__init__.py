@@ -36,6 +36,8 @@ _API = {
     "repaired_items": ("integrity", "repaired_items"),
     "fork": ("fork", "fork"),
     "resume": ("fork", "resume"),
+    "run_eval": ("eval", "run_eval"),
+    "EvalOptions": ("eval", "EvalOptions"),
     "ExitCode": ("errors", "ExitCode"),
     "CattyError": ("errors", "CattyError"),
     "DataError": ("errors", "DataError"),

@@ -17,11 +17,12 @@ _catty_ctx() {
     esac
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion fork import inspect instructions prune repair report resume segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion eval fork import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
         "compact") opts="--allow-empty --check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
+        "eval") opts="--compactions --facts --facts-only --help --jobs --json --judge --min-recall --min-summary-chars --mode --out --summarizer --timeout --two-pass -h -j" ;;
         "fork") opts="--at-turn --cwd --dry-run --help --json --model -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
         "inspect") opts="--allow-empty --context --help --items --json --seq -h" ;;

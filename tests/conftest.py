@@ -134,13 +134,16 @@ def result(cid: str, output: str = "ok", is_error: bool = False) -> dict[str, An
     return {"kind": "tool_result", "call_id": cid, "output": output, "is_error": is_error}
 
 
-def cli_on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
-    """Run the program with stderr on a pseudo-terminal: (exit code, stdout, what the terminal showed)."""
+def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100) -> tuple[int, bytes, bytes]:
+    """Run the program with STREAM (stderr or stdout) on a pseudo-terminal: (exit code, the
+    other stream, what the terminal showed)."""
     import pty
 
     primary, secondary = pty.openpty()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="xterm")
-    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=subprocess.PIPE, stderr=secondary, env=env)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
+    tty_out = stream == "stdout"
+    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,
+                            stderr=subprocess.PIPE if tty_out else secondary, env=env)
     os.close(secondary)
     err = b""
     while True:
@@ -151,6 +154,6 @@ def cli_on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
         if not chunk:
             break
         err += chunk
-    out, _ = proc.communicate()
+    out, other = proc.communicate()
     os.close(primary)
-    return proc.returncode, out, err
+    return proc.returncode, other if tty_out else out, err

@@ -81,6 +81,7 @@ COMMAND_MODULES = {
     "blob": "blob",
     "compact": "compact",
     "completion": "completion",
+    "eval": "eval",
     "fork": "fork",
     "import": "import_",
     "inspect": "inspect",

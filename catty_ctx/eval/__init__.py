@@ -1,0 +1,293 @@
+"""The continuation eval: what a compaction strategy keeps, measured offline on any corpus.
+
+For each summariser x mode, every session of the corpus is driven on a copy through N
+compactions (`drive`), then its facts (`facts`: a session's `eval.json`, or derived) are
+looked for in the resumed request and the archive (`metrics`), optionally asked of a judge
+model (`judge`). The corpus is only read. Sessions run one after another, or in J worker
+processes; the report is the same either way.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import CattyError, UsageError
+from .drive import Strategy
+from .facts import FACTS_NAME, Fact, derive_facts, load_facts
+
+EVAL_MODES = ("summary", "segments")
+FACTS_CHOICES = ("auto", "file")
+WORST_SHOWN = 3
+
+
+@dataclass
+class Corpus:
+    """The sessions to evaluate, with where each came from (`-` for stdin)."""
+
+    paths: list[Path]
+    labels: list[str]
+    spool: Path | None = None  # the folder holding a copy of stdin, removed after the run
+
+    def close(self) -> None:
+        if self.spool is not None:
+            shutil.rmtree(self.spool, ignore_errors=True)
+
+
+def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
+    """A session, a folder of sessions, or `-` (an event stream, kept in a temporary copy)."""
+    from ..store import LOG_NAME, find_sessions, is_root
+
+    if corpus == "-":
+        spool = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-stdin-"))
+        src = stdin if stdin is not None else sys.stdin.buffer
+        with open(spool / LOG_NAME, "wb") as f:
+            shutil.copyfileobj(src, f)
+        if (spool / LOG_NAME).stat().st_size == 0:
+            shutil.rmtree(spool, ignore_errors=True)
+            raise UsageError("-: no session on stdin")
+        return Corpus([spool / LOG_NAME], ["-"], spool)
+    p = Path(corpus)
+    if not p.exists():
+        raise UsageError(f"{corpus}: no such file or directory")
+    if p.is_file():
+        return Corpus([p], [corpus])
+    if not is_root(p):
+        return Corpus([p], [corpus])
+    found = list(find_sessions(p))
+    if not found:
+        raise UsageError(f"{corpus}: no session found (a session is a folder holding updates.jsonl)")
+    return Corpus(found, [str(f) for f in found])
+
+
+def session_facts(path: Path, choice: str | None) -> list[Fact]:
+    """FACTS `file` (the session's eval.json), `auto` (derived), or None: the file when there is one."""
+    from ..store import Session
+
+    folder = path if path.is_dir() else path.parent
+    file = folder / FACTS_NAME
+    if choice == "file" or (choice is None and file.is_file()):
+        if not file.is_file():
+            raise UsageError(f"{folder}: no {FACTS_NAME} (--facts file); use --facts auto to derive the facts")
+        facts = load_facts(file)
+        with Session.open(path) as s:
+            for _ in s.events():  # a log that is not valid stops the eval here, naming file:line
+                pass
+        return facts
+    from ..view import plan_file
+
+    with Session.open(path) as s:
+        return derive_facts(s.events(), plan_file(s.log_path))
+
+
+@dataclass
+class Task:
+    """One session under one strategy: what a worker process needs, nothing more."""
+
+    run: int
+    index: int
+    source: Path
+    dest: Path
+    strategy: Strategy
+    facts: list[Fact]
+    judge: str | None = None
+    judge_timeout: float | None = None
+    label: str = ""  # the session as the user named it, for messages
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """Drive, score and (optionally) judge one session; a library error is that session's error."""
+    from .drive import drive
+    from .metrics import missed_facts, tally
+
+    try:
+        d = drive(task.source, task.dest, task.strategy)
+        missed = missed_facts(task.facts, d.items, task.dest)
+        t = tally(d, task.facts, missed)
+        if task.judge is not None:
+            from .judge import Judge
+
+            t.asked = len(task.facts)
+            t.answered = Judge(task.judge, timeout=task.judge_timeout).check(d.items, task.facts)
+    except CattyError as exc:
+        # Name the session the user gave, not the copy the library was working on.
+        message = str(exc)
+        for copy in (str(task.dest / "updates.jsonl"), str(task.dest)):
+            if message.startswith(copy + ": "):
+                message = message[len(copy) + 2:]
+                break
+        return {"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {message}"}
+    return {"run": task.run, "index": task.index, "tally": t.as_dict(), "missed": [f.as_dict() for f in missed]}
+
+
+def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None) -> list[dict[str, Any]]:
+    """Every task's outcome, in task order (workers finish in any order)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        outcomes = map(run_task, tasks)
+        done = list(progress(outcomes, len(tasks)) if progress else outcomes)
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from ..forking import can_fork
+
+        context = multiprocessing.get_context("fork" if can_fork() else "spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+            outcomes = pool.map(run_task, tasks)
+            done = list(progress(outcomes, len(tasks)) if progress else outcomes)
+    return done
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:60] or "run"
+
+
+def _work_folder(out: str | None) -> tuple[Path, bool]:
+    """Where the copies go: OUT (kept; must be new or empty) or a temporary folder (removed)."""
+    if out is None:
+        return Path(tempfile.mkdtemp(prefix="catty-ctx-eval-")), True
+    p = Path(out)
+    if p.exists() and (not p.is_dir() or any(p.iterdir())):
+        raise UsageError(f"{out}: already exists and is not empty; eval writes its copies into a new folder")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from ..errors import WriteError
+
+        raise WriteError(f"{out}: cannot create ({exc.strerror})") from None
+    return p, False
+
+
+@dataclass
+class EvalOptions:
+    summarizers: list[str] = field(default_factory=lambda: ["extractive"])
+    modes: list[str] = field(default_factory=lambda: ["segments"])
+    compactions: int = 3
+    facts: str | None = None  # auto | file | None (the file where a session has one)
+    two_pass: bool = False
+    judge: str | None = None
+    jobs: int = 1
+    out: str | None = None
+    summarizer_options: dict[str, Any] = field(default_factory=dict)
+    timeout: float | None = None
+
+    def check(self) -> None:
+        """Bad options are usage errors before any session is touched."""
+        from ..compact.summarizers import get_summarizer
+
+        if self.compactions < 1:
+            raise UsageError("--compactions must be at least 1")
+        if self.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        if self.facts not in (None, *FACTS_CHOICES):
+            raise UsageError(f"--facts {self.facts}: use auto or file")
+        for mode in self.modes:
+            if mode not in EVAL_MODES:
+                raise UsageError(f"unknown mode '{mode}' (use {', '.join(EVAL_MODES)})")
+        for spec in self.summarizers:
+            get_summarizer(spec, **self.options_for(spec))
+        if self.judge is not None:
+            from .judge import Judge
+
+            Judge(self.judge, timeout=self.timeout)
+
+    def options_for(self, spec: str) -> dict[str, Any]:
+        if spec == "extractive":
+            return {}
+        opts = dict(self.summarizer_options)
+        if self.timeout is not None:
+            opts["timeout"] = self.timeout
+        return opts
+
+
+def derive_all(corpus: Corpus, choice: str | None) -> list[list[Fact]]:
+    return [session_facts(p, choice) for p in corpus.paths]
+
+
+def run_eval(
+    corpus: "Corpus | str",
+    opts: EvalOptions | None = None,
+    *,
+    progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None,
+) -> dict[str, Any]:
+    """The report `{"runs": [...]}` (the `--json` document) for every summariser x mode.
+
+    CORPUS is an opened `Corpus` or what the command line takes (a session, a folder, `-`)."""
+    if isinstance(corpus, str):
+        opened = open_corpus(corpus)
+        try:
+            return run_eval(opened, opts, progress=progress)
+        finally:
+            opened.close()
+    from .metrics import Tally
+
+    opts = opts or EvalOptions()
+    opts.check()
+    facts = derive_all(corpus, opts.facts)  # a bad eval.json stops the eval before any run
+    work, temporary = _work_folder(opts.out)
+    runs = list(itertools.product(opts.summarizers, opts.modes))
+    tasks = []
+    for r, (summ, mode) in enumerate(runs):
+        strategy = Strategy(summ, mode, opts.compactions, opts.two_pass, opts.options_for(summ))
+        run_dir = work / f"{r + 1:02d}-{_slug(summ)}-{mode}"
+        for i, path in enumerate(corpus.paths):
+            name = f"{i + 1:04d}-{_slug(path.parent.name if path.is_file() else path.name)}"
+            tasks.append(Task(r, i, path, run_dir / name, strategy, facts[i], opts.judge, opts.timeout, corpus.labels[i]))
+    try:
+        for t in tasks:
+            t.dest.parent.mkdir(parents=True, exist_ok=True)
+        outcomes = _execute(tasks, opts.jobs, progress)
+    finally:
+        if temporary:
+            shutil.rmtree(work, ignore_errors=True)
+    report: list[dict[str, Any]] = []
+    for r, (summ, mode) in enumerate(runs):
+        mine = [o for o in outcomes if o["run"] == r]
+        total = Tally()
+        per_session = []
+        error = None
+        for o in mine:
+            entry: dict[str, Any] = {"path": corpus.labels[o["index"]]}
+            if "error" in o:
+                error = error or o["error"]
+                entry.update(metrics=None, missed=[], error=o["error"])
+            else:
+                t = Tally.from_dict(o["tally"])
+                total.add(t)
+                entry.update(metrics=t.metrics(two_pass=opts.two_pass, judge=opts.judge is not None), missed=o["missed"])
+            per_session.append(entry)
+        row: dict[str, Any] = {
+            "summarizer": summ,
+            "mode": mode,
+            "compactions": opts.compactions,
+            "sessions": len(mine),
+            "facts": sum(len(facts[o["index"]]) for o in mine),
+            "metrics": None if error else total.metrics(two_pass=opts.two_pass, judge=opts.judge is not None),
+            "per_session": per_session,
+        }
+        if error:
+            row["error"] = error
+        report.append(row)
+    return {"runs": report}
+
+
+def below(report: dict[str, Any], minimum: float) -> list[str]:
+    """What falls under --min-recall: each failed run, and each recall figure below MINIMUM."""
+    from .metrics import RECALLS
+
+    out = []
+    for row in report["runs"]:
+        name = f"{row['summarizer']} x {row['mode']}"
+        if row.get("error"):
+            out.append(f"{name}: failed")
+            continue
+        for metric in RECALLS.values():
+            value = row["metrics"].get(metric)
+            if value is not None and value < minimum:
+                out.append(f"{name}: {metric} {value} < {minimum}")
+    return out

@@ -1,0 +1,68 @@
+"""The successor check: a model given only the resumed request is asked about each fact.
+
+Each question shows the first half of a fact (by words, or by characters for one word) and
+asks for it in full, word for word; the answer counts when it contains the fact's exact text.
+The judge is a `cmd:CMD` (question on stdin, answer on stdout) or an `openai:MODEL`
+endpoint, reached through the summarisers' own single-call transport (no retries: a judge
+that fails fails the session, since its figures would mean nothing).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import CattyError, ExitCode
+from .facts import Fact
+
+SYSTEM = (
+    "You are checking what an agent still knows after its context was compacted. Answer only "
+    "from the conversation you are given. Quote text exactly as it appears there."
+)
+
+
+class JudgeError(CattyError):
+    exit_code = ExitCode.TEMP_FAIL
+
+
+def question(fact: Fact) -> str:
+    """Ask for the fact in full from its first half."""
+    words = list(re.finditer(r"\S+", fact.text))
+    if len(words) >= 2:
+        shown = fact.text[: words[len(words) // 2 - 1].end()]  # exactly as written, spaces and all
+    else:
+        shown = fact.text[: max(1, len(fact.text) // 2)]
+    what = {"state": "work still in progress", "instruction": "instruction", "detail": "detail"}[fact.kind]
+    return (
+        f"A {what} in the conversation above begins with «{shown}». "
+        "Quote the whole of it, word for word, on one line, and nothing else."
+    )
+
+
+class Judge:
+    def __init__(self, spec: str, *, timeout: float | None = None) -> None:
+        from ..compact.summarizers import get_summarizer
+
+        kind = spec.partition(":")[0]
+        if kind not in ("cmd", "openai"):
+            from ..errors import UsageError
+
+            raise UsageError(f"unknown judge '{spec}' (use cmd:CMD or openai:MODEL)")
+        options: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        self.spec = spec
+        self.model = get_summarizer(spec, **options)
+
+    def ask(self, context: str, fact: Fact) -> str:
+        from ..compact.ladder import Prompt, StreamTimer
+
+        prompt = Prompt(SYSTEM, f"<conversation>\n{context}\n</conversation>\n\n{question(fact)}")
+        try:
+            return self.model.call_once(prompt, StreamTimer())  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - the transport's own error classes, one message
+            raise JudgeError(f"judge {self.spec}: {exc}") from None
+
+    def check(self, items: list[dict[str, Any]], facts: list[Fact]) -> int:
+        """How many facts the judge gives back in full."""
+        from ..compact.ladder import render_transcript
+
+        context = render_transcript(items)
+        return sum(1 for f in facts if f.text in self.ask(context, f))
