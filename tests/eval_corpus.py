@@ -56,7 +56,7 @@ def poor_summarizer(folder: Path) -> str:
 
 def failing_summarizer(folder: Path) -> str:
     script = folder / "broken.py"
-    script.write_text("import sys\nsys.stdin.read()\nsys.stderr.write('model weights not found\\n')\nsys.exit(3)\n")
+    script.write_text("import sys\nsys.stdin.read()\nsys.stderr.write('model weights not found\\n')\nsys.exit(4)  # 3 is the documented overflow status\n")
     return f"cmd:{sys.executable} {script}"
 
 

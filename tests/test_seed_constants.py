@@ -178,7 +178,7 @@ def test_results_under_3_turns_old_stay_from_10_they_go_between_they_are_trimmed
     """12 turns, each result 5,000 characters; the last result is age 0 (no user after it)."""
     texts = [f"{n:02d}" + "r" * 4998 for n in range(12)]
     out, st = _tiered(texts, 20_000)
-    assert st.tokens_before * 100 >= 20_000 * 50
+    assert st.request_tokens_before * 100 >= 20_000 * 50
     age = {f"c{n}": 11 - n for n in range(12)}
     for cid, text in out.items():
         if age[cid] < 3:
@@ -202,7 +202,7 @@ def test_a_result_over_4000_characters_keeps_its_first_and_last_1500() -> None:
 def test_pruning_waits_for_half_the_window() -> None:
     texts = [f"{n:02d}" + "r" * 4998 for n in range(12)]
     _, st = _tiered(texts, 1_000_000)
-    total = st.tokens_before
+    total = st.request_tokens_before
     under, _ = _tiered(texts, total * 100 // 49)  # 49 %: untouched
     at, _ = _tiered(texts, total * 100 // 50)  # 50 %: pruned
     assert under == dict(zip(under, texts)) and any("omitted" in t for t in at.values())

@@ -122,10 +122,8 @@ def _cell(value: Any) -> str:
 
 
 def _show(report: dict[str, Any]) -> None:
-    from rich.text import Text
-
     from ..eval.metrics import lowest_recall
-    from .output import console, table
+    from .output import Column, show, table, text
 
     runs = report["runs"]
     present = [(h, m) for h, m in _COLUMNS if any(m in (r["metrics"] or {}) for r in runs)]
@@ -139,18 +137,19 @@ def _show(report: dict[str, Any]) -> None:
         else:
             cells += [_cell(metrics.get(m)) for _, m in present]
         rows.append(cells)
-    c = console()
-    c.print(table(None, headings, rows, right=headings[2:]))
+    columns = [Column("summarizer", "id"), Column("mode"), *(Column(h, "num") for h in headings[2:])]
+    parts = [table(None, columns, rows)]
     for r in runs:
         worst = sorted((e for e in r["per_session"]), key=lambda e: (e["metrics"] is not None, lowest_recall(e["metrics"] or {})))
         worst = [e for e in worst if e["metrics"] is None or lowest_recall(e["metrics"]) < 1.0][:3]
         if not worst and not r.get("error"):
             continue
-        c.print(Text(f"{r['summarizer']} x {r['mode']}: worst sessions"))
+        parts.append(text(f"{r['summarizer']} x {r['mode']}: worst sessions"))
         for e in worst:
             if e["metrics"] is None:
                 line = f"  failed: {e.get('error')}"
             else:
                 missed = "; ".join(f"{f['kind']}: {f['text'][:60]}" for f in e["missed"][:3])
                 line = f"  {e['path']}: lowest recall {lowest_recall(e['metrics']):.2f}, missed {len(e['missed'])} ({missed})"
-            c.print(Text(line))  # session text is data: never read as markup
+            parts.append(text(line))  # session text is data: never read as markup
+    show(*parts)

@@ -134,7 +134,7 @@ def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], in
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        from ..forking import can_fork
+        from ..workers import can_fork
 
         context = multiprocessing.get_context("fork" if can_fork() else "spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:

@@ -56,9 +56,11 @@ class Judge:
 
         prompt = Prompt(SYSTEM, f"<conversation>\n{context}\n</conversation>\n\n{question(fact)}")
         try:
-            return self.model.call_once(prompt, StreamTimer())  # type: ignore[attr-defined]
+            answer = self.model.call_once(prompt, StreamTimer())  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - the transport's own error classes, one message
             raise JudgeError(f"judge {self.spec}: {exc}") from None
+        # A model summariser may hand back (text, the provider's usage): the judge wants the text.
+        return answer[0] if isinstance(answer, tuple) else answer
 
     def check(self, items: list[dict[str, Any]], facts: list[Fact]) -> int:
         """How many facts the judge gives back in full."""

@@ -85,7 +85,7 @@ def build_one(task: tuple[str, str, str]) -> dict[str, Any]:
 
 def build_all(tasks: list[tuple[str, str, str]], *, jobs: int | None = None) -> Iterator[dict[str, Any]]:
     """Rows in task order; pages built by forked workers when that can help."""
-    from ..forking import can_fork, usable_cpus
+    from ..workers import can_fork, usable_cpus
 
     workers = jobs if jobs is not None else (usable_cpus() if can_fork() and len(tasks) > 8 else 1)
     if workers <= 1:

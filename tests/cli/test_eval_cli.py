@@ -95,7 +95,7 @@ def test_a_failing_summariser_is_reported_with_its_error_and_the_others_go_on(tm
     proc = cli("eval", str(tmp_path / "corpus"), "--summarizer", broken, "--summarizer", "extractive", "--json")
     assert proc.returncode == 1
     bad, good = _json(proc)["runs"]
-    assert bad["summarizer"] == broken and bad["metrics"] is None and "exited 3: model weights not found" in bad["error"]
+    assert bad["summarizer"] == broken and bad["metrics"] is None and "exited 4: model weights not found" in bad["error"]
     assert good["metrics"]["state_recall"] == 1.0
     assert b"model weights not found" in proc.stderr and b"Traceback" not in proc.stderr
 
