@@ -193,4 +193,4 @@ def record_instructions(session: "Session", discovery: Discovery, *, lock_timeou
         latest = latest_facet(session.events(warn=None), "instructions")
         if latest is not None and latest.get("value") == value:
             return None
-        return session._append_locked([{"kind": "state", "facet": "instructions", "value": value}], warn=None)[0]
+        return session.append_locked([{"kind": "state", "facet": "instructions", "value": value}], warn=None)[0]

@@ -233,7 +233,7 @@ class _Facts:
 
 def rebuild_summary(facts: dict[str, Any], existing: dict[str, Any] | None, log_size: int) -> dict[str, Any]:
     """summary.json from the log's facts; fields the log cannot know (fork kind, …) are kept."""
-    from .store import _title, new_summary
+    from .store import session_title, new_summary
 
     first = facts.get("first") or {}
     session_ev = first if first.get("kind") == "session" else {}
@@ -241,7 +241,7 @@ def rebuild_summary(facts: dict[str, Any], existing: dict[str, Any] | None, log_
     out.update(new_summary(session_ev))
     if not session_ev.get("window") and existing and isinstance(existing.get("window"), int):
         out["window"] = existing["window"]
-    out["title"] = _title(facts.get("title") or "")
+    out["title"] = session_title(facts.get("title") or "")
     out["model"] = facts.get("model") or session_ev.get("model")
     out["updated_at"] = facts.get("last_ts") or out["created_at"]
     out["last_seq"] = facts.get("last_seq", -1)
@@ -567,7 +567,7 @@ def repair_session(session: "Session", *, lock_timeout: float = 30.0, warn: Call
         info: list[dict[str, Any]] = []
         if plan.torn is not None:
             offset, length = plan.torn
-            kept = session._quarantine_torn_tail(None)  # the writer's own routine: quarantine, then truncate
+            kept = session.quarantine_torn_tail(None)  # the writer's own routine: quarantine, then truncate
             info.append({"kind": "repair", "action": "quarantine", "reason": "torn_line", "text": _quarantine_text("torn final line", None, offset, length, kept)})
         for b in plan.bad:
             kept = quarantine_bytes(session, b.offset, b.offset + b.length, reason=f"invalid line: {b.reason}", seq=b.seq, lineno=b.lineno)
@@ -578,7 +578,7 @@ def repair_session(session: "Session", *, lock_timeout: float = 30.0, warn: Call
             _drop_lines(session, plan.bad)  # every byte is in quarantine by now
         if plan.last_seq < 0:
             info = []  # no session event left to follow: the quarantine index is the record
-        written = session._append_locked(info + plan.events, warn=None)
+        written = session.append_locked(info + plan.events, warn=None)
         if plan.summary and session.directory is not None:
             facts = dict(plan.facts)
             if written:

@@ -224,12 +224,14 @@ class Session:
         """
         pending = [dict(ev) for ev in events]
         with self.lock(lock_timeout):
-            return self._append_locked(pending, warn=warn)
+            return self.append_locked(pending, warn=warn)
 
-    def _append_locked(self, pending: list[dict[str, Any]], *, warn: Warn | None) -> list[Event]:
+    def append_locked(self, pending: list[dict[str, Any]], *, warn: Warn | None) -> list[Event]:
+        """Append PENDING (envelopes filled in here); the caller already holds `self.lock()`,
+        so it can read, decide and append as one step."""
         if not pending:
             return []
-        self._quarantine_torn_tail(warn)
+        self.quarantine_torn_tail(warn)
         next_seq = self.next_seq()
         written: list[Event] = []
         lines: list[bytes] = []
@@ -270,7 +272,7 @@ class Session:
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             raise DataError("last line is not a valid event; run 'catty-ctx repair'", path=self.display) from None
 
-    def _quarantine_torn_tail(self, warn: Warn | None) -> Path | None:
+    def quarantine_torn_tail(self, warn: Warn | None) -> Path | None:
         size = self.log_path.stat().st_size if self.log_path.exists() else 0
         if size == 0:
             return None
@@ -298,7 +300,7 @@ class Session:
             if ev["kind"] == "session" and ev["seq"] == 0:
                 summary.update(new_summary(ev))
             elif ev["kind"] == "message" and ev.get("role") == "user" and not ev.get("synthetic") and not summary.get("title"):
-                summary["title"] = _title(ev.get("text", ""))
+                summary["title"] = session_title(ev.get("text", ""))
             elif ev["kind"] == "usage" and not ev.get("agent") and ev.get("model"):
                 summary["model"] = ev["model"]
         summary["updated_at"] = written[-1]["ts"] if written else now_ts()
@@ -528,7 +530,8 @@ def new_summary(session_event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _title(text: str) -> str:
+def session_title(text: str) -> str:
+    """A session's title in summary.json: the first user text on one line, at most 80 characters."""
     line = " ".join(text.split())
     return line[:80] + ("…" if len(line) > 80 else "")
 
@@ -585,7 +588,7 @@ def create_session(
             if value is not None:
                 event[key] = value
         log.touch()
-        session._append_locked([event], warn=None)
+        session.append_locked([event], warn=None)
     return session
 
 

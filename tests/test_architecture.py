@@ -122,3 +122,20 @@ def test_nothing_at_the_top_level_but_the_design_cards_folders() -> None:
     if not tracked:  # not a git checkout
         tracked = [p.name for p in ROOT.iterdir() if not p.name.startswith(".") or p.name == ".ci"]
     assert {rel.split("/")[0] for rel in tracked} <= TOP_LEVEL
+
+
+def test_no_private_name_is_used_outside_its_module() -> None:
+    """`from x import _name` and `obj._name` (not self's or cls's) reach into another module."""
+    leaks = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        own |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                leaks += [f"{path.name}: import {a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                base = node.value.id if isinstance(node.value, ast.Name) else ""
+                if base not in ("self", "cls", "os", "sys") and node.attr not in own:
+                    leaks.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert leaks == []

@@ -360,7 +360,7 @@ def compact_session(
         doc, out = finish(segment)
         write_artifact(directory, doc, redact=redact)
         # The spend first, the compaction (the commit point) last, in one append.
-        written = session._append_locked([*spend, comp], warn=None)  # the lock is already held
+        written = session.append_locked([*spend, comp], warn=None)  # the lock is already held
     if hit is not None and (hit.hit or hit.stale):
         from .twopass import discard
 
