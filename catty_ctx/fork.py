@@ -51,11 +51,8 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
         raise UsageError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
     require_resumable(session)
     items, notes = repaired_items(session)
-    items, empty = providers.sendable(items)
-    if empty:
-        notes.append(f"{empty} empty message{'s' if empty > 1 else ''} left out")
     # The log's repairs cover what it records; the in-memory pass covers what the view makes
-    # of it (a result that arrived after a compaction folded its call).
+    # of it (a result that arrived after a compaction folded its call) and drops empty messages.
     items, fixed = repair_items(items)
     notes += fixed
     if not any(it.get("role") != "system" for it in items):

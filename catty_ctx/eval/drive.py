@@ -191,6 +191,18 @@ def _resumed_violations(copy: Session) -> int:
     return bad
 
 
+def _resumed_items(copy: Session) -> list[dict[str, Any]]:
+    """The items `resume` would send (none when it refuses an empty view): what the facts are
+    checked against."""
+    from ..fork import resume
+
+    try:
+        items, _ = resume(copy, "items")
+    except DataError:
+        return []
+    return items
+
+
 class _Requests:
     """Each request of the drive against the one before it: the prune benchmark's prefix reuse."""
 
@@ -243,8 +255,6 @@ def _step(copy: Session, result: Any) -> Step:
 def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float = 85.0) -> Drive:
     """Drive a copy of the session at SOURCE_PATH (only read) at DEST through the strategy."""
     from ..compact import compact_session
-    from ..integrity import repaired_items
-    from ..providers import sendable
 
     out = Drive()
     requests = _Requests()
@@ -289,7 +299,6 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
     if note is not None:
         out.wasted_tokens += note["tokens"]
     out.violations += _resumed_violations(copy)
-    items, _ = repaired_items(copy)
-    out.items, _ = sendable(items)
+    out.items = _resumed_items(copy)
     out.reuse = requests.ratios
     return out
