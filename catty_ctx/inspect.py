@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import heapq
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import orjson
 
@@ -19,6 +19,9 @@ from .integrity import PairingChecker
 from .store import Session, iter_raw_lines, json_problem, session_window
 from .tokens import item_tokens, percent_of
 from .view import ViewItem, ViewStats, iter_view, plan_file
+
+if TYPE_CHECKING:
+    from .cluster import Engine
 
 LARGEST = 5
 
@@ -217,28 +220,36 @@ def find_event(session: Session, seq: int) -> Event:
     raise DataError(f"no event with seq {seq}", path=session.display)
 
 
-def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None], sessions: Iterable[Path] | None = None) -> Iterator[dict[str, Any]]:
-    """A row per session under ROOT (or of `sessions`); a broken session is reported and skipped."""
+def root_row(directory: Path) -> dict[str, Any]:
+    """One session's row of `inspect ROOT` (run here or on a cluster worker)."""
+    with Session.open(directory) as s:
+        rep = inspect_session(s)
+    return {
+        "path": str(directory),
+        "session_id": rep["session_id"],
+        "events": rep["events"],
+        "turns": rep["turns"],
+        "tokens": rep["tokens"],
+        "window": rep["window"],
+        "percent": rep["percent"],
+        "compactions": len(rep["compactions"]),
+        "problems": sum(v for v in rep["problems"].values()),
+    }
+
+
+def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None], sessions: Iterable[Path] | None = None,
+                 engine: Engine | None = None, progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None) -> Iterator[dict[str, Any]]:
+    """A row per session under ROOT (or of `sessions`), in order, here or on ENGINE's cluster;
+    a broken session is reported and skipped. PROGRESS wraps the per-session outcomes."""
+    from .cluster import each
     from .errors import CattyError
     from .store import find_sessions
 
-    for directory in sessions if sessions is not None else find_sessions(root):
-        try:
-            with Session.open(directory) as s:
-                rep = inspect_session(s)
-        except CattyError as exc:
-            on_error(directory, exc)
+    outcomes = each(root_row, sessions if sessions is not None else find_sessions(root), engine)
+    for directory, row in progress(outcomes) if progress is not None else outcomes:
+        if isinstance(row, CattyError):
+            on_error(directory, row)
             continue
-        yield {
-            "path": str(directory),
-            "session_id": rep["session_id"],
-            "events": rep["events"],
-            "turns": rep["turns"],
-            "tokens": rep["tokens"],
-            "window": rep["window"],
-            "percent": rep["percent"],
-            "compactions": len(rep["compactions"]),
-            "problems": sum(v for v in rep["problems"].values()),
-        }
+        yield row
 
 

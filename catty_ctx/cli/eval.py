@@ -7,7 +7,7 @@ import typer
 
 from . import app
 from .errors import handle_errors, warn
-from .options import JsonOpt
+from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
 
 # Table columns: (heading, metric). The JSON carries the metrics under their own names.
 _COLUMNS = [
@@ -52,6 +52,8 @@ def eval_cmd(
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried (as compact).")] = 500,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser or judge.")] = None,
     as_json: JsonOpt = False,
+    scheduler: SchedulerOpt = None,
+    connect_timeout: ConnectTimeoutOpt = 10.0,
 ) -> None:
     """Score compaction strategies: does the successor keep the state, the instructions, the details?
 
@@ -61,7 +63,8 @@ def eval_cmd(
     the user's always/never/must constraints, failed tools' error lines) are looked for in the
     resumed request, the segments archive and the blobs it names. Also measured: provider-
     invalid pairings, summariser time and tokens, tokens saved, prompt-cache prefix reuse.
-    Exit 0 when every run completed, whatever the scores.
+    Exit 0 when every run completed, whatever the scores. With --scheduler the sessions run on a
+    Dask cluster whose workers see the corpus (and --out) by the same paths.
     """
     from ..eval import EvalOptions, below, open_corpus, run_eval
     from .output import progress_iter, stdout_tty, write_json, write_lines
@@ -75,7 +78,10 @@ def eval_cmd(
         if facts_only:
             _print_facts(c, opts, as_json)
             return
-        report = run_eval(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n))
+        from ..cluster import engine_for
+
+        with engine_for(scheduler, connect_timeout) as engine:
+            report = run_eval(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n), engine=engine)
     finally:
         c.close()
     if as_json:

@@ -7,7 +7,7 @@ import typer
 
 from . import app
 from .errors import handle_errors, warn
-from .options import AllowEmptyOpt, JsonOpt, TargetArg
+from .options import AllowEmptyOpt, ConnectTimeoutOpt, JsonOpt, SchedulerOpt, TargetArg
 
 
 @app.command(
@@ -26,12 +26,14 @@ def inspect_cmd(
     context: Annotated[bool, typer.Option("--context", help="The prompt-context snapshot: every part with its source; unknown parts marked.")] = False,
     allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
+    scheduler: SchedulerOpt = None,
+    connect_timeout: ConnectTimeoutOpt = 10.0,
 ) -> None:
     """Counts, turns, estimated tokens against the window, largest items, compactions,
     integrity problems and the prefix fingerprint of a session's view.
 
     `-` reads an event stream, or an item stream (what prune and resume print) and reports
-    on that request. A ROOT lists its sessions, a row each.
+    on that request. A ROOT lists its sessions, a row each (on a Dask cluster with --scheduler).
     """
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
     from ..store import Session, is_root
@@ -51,16 +53,17 @@ def inspect_cmd(
             errors.append(str(exc))
             warn(str(exc))
 
+        from ..cluster import engine_for
         from ..store import root_sessions
-        from .output import progress_iter
-
-        from .output import Column
+        from .output import Column, progress_iter
 
         found = root_sessions(target, allow_empty=allow_empty)
         cols = [Column("path", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
                 Column("percent", "num", "%"), Column("compactions", "num"), Column("problems", "num")]
-        rows = inspect_root(Path(target), on_error=on_error, sessions=progress_iter(found, label="sessions", total=len(found)))
-        rows_out(rows, cols, as_json=as_json, key="sessions")
+        with engine_for(scheduler, connect_timeout) as engine:
+            rows = inspect_root(Path(target), on_error=on_error, sessions=found, engine=engine,
+                                progress=lambda it: progress_iter(it, label="sessions", total=len(found)))
+            rows_out(rows, cols, as_json=as_json, key="sessions")
         if errors:
             raise typer.Exit(65)
         return

@@ -1,7 +1,7 @@
 """Options shared by several commands, declared once (one source of truth for help and docs)."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -30,4 +30,12 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be d
 AllowEmptyOpt = Annotated[
     bool,
     typer.Option("--allow-empty", help="A ROOT holding no session is fine (exit 0); by default it is a usage error (exit 2)."),
+]
+# --scheduler and its companions (the help texts live with the engine: usage's option table, loaded without typer, shares them).
+from ..cluster import CONNECT_TIMEOUT_HELP, SCHEDULER_HELP  # noqa: E402
+SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)]
+ConnectTimeoutOpt = Annotated[float, typer.Option("--connect-timeout", min=0.1, metavar="SECONDS", help=CONNECT_TIMEOUT_HELP)]
+AllowRemoteWritesOpt = Annotated[
+    bool,
+    typer.Option("--allow-remote-writes", help="Let a writer run on a --scheduler cluster (the session lock is flock: a shared filesystem must honour it)."),
 ]

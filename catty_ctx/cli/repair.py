@@ -8,7 +8,7 @@ import typer
 
 from . import app
 from .errors import handle_errors, note, warn
-from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
+from .options import AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, SchedulerOpt, TargetArg
 from .output import Column
 
 _COLUMNS = [Column("action"), Column("reason", "text"), Column("target_seq", "num"), Column("call_id", "id"),
@@ -31,6 +31,9 @@ def repair_cmd(
     allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
     lock_timeout: LockTimeoutOpt = 30.0,
+    scheduler: SchedulerOpt = None,
+    connect_timeout: ConnectTimeoutOpt = 10.0,
+    allow_remote_writes: AllowRemoteWritesOpt = False,
 ) -> None:
     """Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.
 
@@ -45,11 +48,15 @@ def repair_cmd(
     Another agent's file (a Claude Code transcript, a Codex rollout, ...) is never touched:
     exit 65 and the `import` command that reads it. Nor is a log with more than half of its
     lines invalid, unless --force. --check and --dry-run refuse the same.
+
+    With --scheduler, a ROOT's sessions are checked on a Dask cluster; repairing them there
+    also needs --allow-remote-writes.
     """
     from ..store import Session, is_root
 
     if target != "-" and is_root(target):
-        _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout)
+        _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout,
+                     scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return
     from ..integrity import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
@@ -94,35 +101,35 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
     rows_out(iter(doc["actions"]), _COLUMNS, as_json=False)
 
 
-def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:
+def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float,
+                 scheduler: str | None = None, connect_timeout: float = 10.0, allow_remote_writes: bool = False) -> None:
+    from ..cluster import Engine, each, engine_for, refuse_writes
     from ..errors import CattyError
-    from ..integrity import repair_plan, repair_session
-    from ..store import Session, root_sessions
+    from ..integrity import repair_root_row
+    from ..store import root_sessions
     from .output import progress_iter, rows_out
 
+    write = not (check or dry_run)
     failures: list[int] = []
     found_any = False
+    context = engine_for(scheduler, connect_timeout)
+    if write and isinstance(context, Engine):
+        refuse_writes("repair ROOT", allow_remote_writes)
     sessions = root_sessions(root, allow_empty=allow_empty)
 
-    def rows() -> Any:
+    def rows(engine: Any) -> Any:
         nonlocal found_any
-        for directory in progress_iter(sessions, label="sessions", total=len(sessions)):
-            try:
-                with Session.open(directory) as s:
-                    plan = repair_plan(s, force=force) if (check or dry_run) else repair_session(s, lock_timeout=lock_timeout, force=force)
-            except CattyError as exc:
-                warn(str(exc))
-                failures.append(int(exc.exit_code))
+        outcomes = each(repair_root_row, sessions, engine, write=write, force=force, lock_timeout=lock_timeout)
+        for _directory, row in progress_iter(outcomes, label="sessions", total=len(sessions)):
+            if isinstance(row, CattyError):
+                warn(str(row))
+                failures.append(int(row.exit_code))
                 continue
-            found_any = found_any or plan.found > 0
-            yield {
-                "path": str(directory),
-                "found": plan.found,
-                "applied": not (check or dry_run) and plan.found > 0,
-                "problems": ", ".join(plan.notes()),
-            }
+            found_any = found_any or row["found"] > 0
+            yield row
 
-    rows_out(rows(), [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")], as_json=as_json, key="sessions")
+    with context as engine:
+        rows_out(rows(engine), [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")], as_json=as_json, key="sessions")
     if failures:
         raise typer.Exit(failures[0])
     if check and found_any:

@@ -8,6 +8,9 @@ registers (help, completion, the man page and every other spelling) are made fro
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
 # Nothing here imports typing at load (milliseconds at start-up).
+import os
+
+from ..cluster import CONNECT_TIMEOUT_HELP, SCHEDULER_HELP
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -31,12 +34,16 @@ PARAMS = (
     ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
      "every line of every log is checked, not only those that can hold usage."),
     ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
+    ("scheduler", ("--scheduler",), str, "ADDRESS", SCHEDULER_HELP + " Files the cache knows are not sent."),
+    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", CONNECT_TIMEOUT_HELP),
 )
 JOBS_MIN = 1
 
 # Option → (parameter, takes a value): what the fast parser knows, from PARAMS.
 OPTIONS = {name: (dest, kind is not None) for dest, names, kind, _metavar, _help in PARAMS for name in names}
 _INTS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is int}
+_FLOATS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is float}
+TIMEOUT_MIN = 0.1
 _SHORT = {name for _dest, names, _kind, _metavar, _help in PARAMS for name in names if not name.startswith("--")}
 
 
@@ -78,12 +85,19 @@ def parse_args(args: "list[str]") -> "dict[str, Any] | None":
         if not (text.isascii() and text.isdigit() and int(text) >= JOBS_MIN):
             return None
         opts[dest] = int(text)
+    for dest in _FLOATS & opts.keys():
+        try:
+            opts[dest] = float(opts[dest])
+        except ValueError:
+            return None
+        if not opts[dest] >= TIMEOUT_MIN:  # (nan too)
+            return None
     return opts
 
 
 def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until: "str | None" = None, as_json: bool = False,
         prices: "str | None" = None, no_cache: bool = False, jobs: "int | None" = None, strict: bool = False,
-        tz: "str | None" = None) -> None:
+        tz: "str | None" = None, scheduler: "str | None" = None, connect_timeout: float = 10.0) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
@@ -97,13 +111,21 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
         """The two piped forms, kept with a cached answer: printing it again needs no JSON library."""
         return {"json": json_bytes(ledger.document(scan)), "lines": lines_bytes(ledger.rows)}
 
+    engine = None
+    if scheduler is not None or os.environ.get("CATTY_CTX_SCHEDULER"):
+        from ..cluster import engine_for
+
+        engine = engine_for(scheduler, connect_timeout)
     bar = _ProgressBar() if stderr_tty() else None
     try:
         ledger, scan = usage(paths, by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
-                             use_cache=not no_cache, progress=bar, strict=strict, render=render)
+                             use_cache=not no_cache, progress=bar, strict=strict, render=render,
+                             engine=engine.__enter__() if engine is not None else None)
     finally:
         if bar is not None:
             bar.close()
+        if engine is not None:
+            engine.__exit__(None, None, None)
     for message in scan.warnings:
         warn(message)
     if scan.bad_lines:
@@ -150,7 +172,7 @@ def declare() -> None:
         elif kind is None:
             annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text)]
         else:
-            extra = {"min": JOBS_MIN} if kind is int else {}
+            extra = {"min": JOBS_MIN} if kind is int else {"min": TIMEOUT_MIN} if kind is float else {}
             hint = kind if defaults[dest] is not None else Optional[kind]  # type: ignore[valid-type]
             annotations[dest] = Annotated[hint, typer.Option(*names, metavar=metavar, help=help_text, **extra)]
 

@@ -396,27 +396,38 @@ def _prefire(
     )
 
 
+def compact_path(path: Path, **options: Any) -> CompactResult:
+    """Compact (or check) the session at PATH: one unit of a ROOT, here or on a cluster worker."""
+    with Session.open(path) as s:
+        return compact_session(s, **options)
+
+
 def compact_target(
     target: str,
     *,
     on_error: Callable[[str, CattyError], None] | None = None,
     sessions: Iterable[Path] | None = None,
+    engine: Any = None,
+    progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None,
     **options: Any,
 ) -> Iterator[CompactResult]:
-    """Compact SESSION, or each session under ROOT over its threshold (errors go to on_error;
-    `sessions` may pass ROOT's sessions in, wrapped in a progress bar)."""
+    """Compact SESSION, or each session under ROOT over its threshold, in order, here or on
+    ENGINE's cluster (`cluster.Engine`); errors go to on_error. `sessions` may pass ROOT's
+    sessions in; PROGRESS wraps the per-session outcomes."""
     if target != "-" and is_root(target):
+        from ..cluster import each
+
         if options.get("prefire"):
             # On a ROOT, prefire the sessions that are getting close (the cron use).
             options.setdefault("prefire_from", options.get("threshold", DEFAULT_THRESHOLD) - PREFIRE_LEAD)
-        for path in sessions if sessions is not None else find_sessions(target):
-            try:
-                with Session.open(path) as s:
-                    yield compact_session(s, **options)
-            except CattyError as exc:
+        outcomes = each(compact_path, sessions if sessions is not None else find_sessions(target), engine, **options)
+        for path, result in progress(outcomes) if progress is not None else outcomes:
+            if isinstance(result, CattyError):
                 if on_error is None:
-                    raise
-                on_error(str(path), exc)
+                    raise result
+                on_error(str(path), result)
+                continue
+            yield result
         return
     with Session.open(target) as s:
         yield compact_session(s, **options)

@@ -125,9 +125,24 @@ def run_task(task: Task) -> dict[str, Any]:
     return {"run": task.run, "index": task.index, "tally": t.as_dict(), "missed": [f.as_dict() for f in missed]}
 
 
-def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None) -> list[dict[str, Any]]:
-    """Every task's outcome, in task order (workers finish in any order)."""
-    if jobs <= 1 or len(tasks) <= 1:
+def run_task_scratch(task: Task) -> dict[str, Any]:
+    """`run_task` driving the copy in a temporary folder of the worker's own (a cluster run with no --out), removed after."""
+    from dataclasses import replace
+
+    scratch = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-"))
+    try:
+        return run_task(replace(task, dest=scratch / task.dest.name))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None,
+             engine: Any = None, scratch: bool = False) -> list[dict[str, Any]]:
+    """Every task's outcome, in task order (workers finish in any order); on ENGINE's cluster when given."""
+    if engine is not None:
+        outcomes = (outcome for _task, outcome in each_task(run_task_scratch if scratch else run_task, tasks, engine))
+        done = list(progress(outcomes, len(tasks)) if progress else outcomes)
+    elif jobs <= 1 or len(tasks) <= 1:
         outcomes = map(run_task, tasks)
         done = list(progress(outcomes, len(tasks)) if progress else outcomes)
     else:
@@ -141,6 +156,16 @@ def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], in
             outcomes = pool.map(run_task, tasks)
             done = list(progress(outcomes, len(tasks)) if progress else outcomes)
     return done
+
+
+def each_task(fn: Callable[[Task], dict[str, Any]], tasks: list[Task], engine: Any) -> Iterator[tuple[Task, dict[str, Any]]]:
+    """(task, outcome) on the cluster; a task's own errors are already values (`run_task`)."""
+    from ..cluster import each
+
+    for task, outcome in each(fn, tasks, engine):
+        if isinstance(outcome, CattyError):  # (run_task turns library errors into outcomes; this is the rest)
+            outcome = {"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {outcome}"}
+        yield task, outcome
 
 
 def _slug(text: str) -> str:
@@ -214,14 +239,18 @@ def run_eval(
     opts: EvalOptions | None = None,
     *,
     progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None,
+    engine: Any = None,
 ) -> dict[str, Any]:
     """The report `{"runs": [...]}` (the `--json` document) for every summariser x mode.
 
-    CORPUS is an opened `Corpus` or what the command line takes (a session, a folder, `-`)."""
+    CORPUS is an opened `Corpus` or what the command line takes (a session, a folder, `-`).
+    ENGINE (`cluster.Engine`) runs the sessions on a Dask cluster: its workers read the
+    corpus by the same paths, and drive their copies in --out (which they must see too) or
+    in temporary folders of their own."""
     if isinstance(corpus, str):
         opened = open_corpus(corpus)
         try:
-            return run_eval(opened, opts, progress=progress)
+            return run_eval(opened, opts, progress=progress, engine=engine)
         finally:
             opened.close()
     from .metrics import Tally
@@ -241,7 +270,7 @@ def run_eval(
     try:
         for t in tasks:
             t.dest.parent.mkdir(parents=True, exist_ok=True)
-        outcomes = _execute(tasks, opts.jobs, progress)
+        outcomes = _execute(tasks, opts.jobs, progress, engine, scratch=temporary)
     finally:
         if temporary:
             shutil.rmtree(work, ignore_errors=True)

@@ -66,7 +66,7 @@ def __getattr__(name: str) -> Any:
 def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: str | None = None, until: str | None = None,
           timezone_name: str | None = None, prices_file: str | os.PathLike[str] | None = None, jobs: int | None = None,
           use_cache: bool = True, progress: Progress | None = None, stdin: IO[bytes] | None = None,
-          strict: bool = False, render: Render | None = None) -> tuple[Ledger, Scan]:
+          strict: bool = False, render: Render | None = None, engine: Any = None) -> tuple[Ledger, Scan]:
     """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY.
 
     A PATH of `-` reads one log from stdin (any of the three kinds; never cached). With the
@@ -74,10 +74,12 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
     the answer cache without reading the per-file cache, parsing the price table or importing
     the parsers. RENDER(ledger, scan) is kept with the answer (the CLI keeps its printed
     forms there) and comes back as `ledger.rendered` when the answer is served from the cache.
+    ENGINE (`cluster.Engine`) parses the files the cache does not know on a Dask cluster (the
+    caches, the dedupe and the fold stay here); an answer served from the cache never asks it.
     """
     if not any(os.fspath(p) == "-" for p in paths):
         return _usage(paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                      use_cache=use_cache, progress=progress, strict=strict, render=render)
+                      use_cache=use_cache, progress=progress, strict=strict, render=render, engine=engine)
     import shutil
     import tempfile
 
@@ -87,14 +89,14 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
             shutil.copyfileobj(stdin if stdin is not None else sys.stdin.buffer, out, 1 << 20)
         real = [piped if os.fspath(p) == "-" else p for p in paths]
         ledger, result = _usage(real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                                use_cache=False, progress=progress, strict=strict)
+                                use_cache=False, progress=progress, strict=strict, engine=engine)
     result.bad_samples = [sample.replace(piped, "-") for sample in result.bad_samples]
     return ledger, result
 
 
 def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | None, until: str | None, timezone_name: str | None,
            prices_file: str | os.PathLike[str] | None, jobs: int | None, use_cache: bool, progress: Progress | None, strict: bool,
-           render: Render | None = None) -> tuple[Ledger, Scan]:
+           render: Render | None = None, engine: Any = None) -> tuple[Ledger, Scan]:
     """`usage` for files on disk; `strict` checks every line of every log, each catty log first and whole
     (see `filescan.validate_catty_logs`), and reads past both caches."""
     if by not in BY_CHOICES:
@@ -131,7 +133,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     table = load_prices(prices_file, prices)
     # "Since yesterday": a log last written before that day began holds no call of it.
     result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
-                  modified_since=day_start(lo, tz) if lo else None)
+                  modified_since=day_start(lo, tz) if lo else None, engine=engine)
     ledger = build_ledger(result.records, by=by, tz=tz, since=lo, until=hi, prices=table)
     # The workers already collapsed each file's own copies: count those too.
     ledger.duplicates += result.calls_read - len(result.records)

@@ -199,13 +199,14 @@ def validate_catty_logs(found: Survey) -> None:
 
 
 def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
-         max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None) -> Scan:
+         max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None, engine: Any = None) -> Scan:
     """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped.
 
     STRICT checks every line of every log (the per-file cache, which knows only the marked
     lines, is then neither read nor written). A log last modified before MODIFIED_SINCE (epoch
     seconds) cannot hold a newer call: it is neither read nor parsed and adds nothing (its
-    cache entry is kept for later questions).
+    cache entry is kept for later questions). ENGINE (`cluster.Engine`) parses the files on a
+    Dask cluster instead of here; the caches stay with this process.
     """
     use_cache = use_cache and not strict
     since_ns = int(modified_since * 1e9) if modified_since is not None else None
@@ -235,7 +236,8 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
 
     done: dict[str, FileEntry] = {}
     total = sum(sizes.values())
-    for path, entry, nbytes, error in _run(tasks, sizes, jobs, total, progress):
+    results = _run(tasks, sizes, jobs, total, progress) if engine is None else _run_on(engine, tasks, sizes, total, progress)
+    for path, entry, nbytes, error in results:
         if error is not None:
             result.bad_lines += 1
             if len(result.bad_samples) < max_samples:
@@ -265,6 +267,21 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
             if warning:
                 result.warnings.append(warning)
     return result
+
+
+def _run_on(engine: Any, tasks: list[Task], sizes: dict[str, int], total: int, progress: Progress | None) -> Iterable[Scanned]:
+    """scan_file over TASKS as tasks of ENGINE's cluster, largest files first (they bound the run)."""
+    if not tasks:
+        return
+    order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
+    nbytes = 0
+    for task, result in zip(order, engine.map(scan_file, order)):
+        if isinstance(result, Exception):  # (scan_file reports bad input in its result; this is not reached)
+            raise result
+        yield result
+        if progress is not None:
+            nbytes += sizes.get(task[0], 0)
+            progress(nbytes, total)
 
 
 def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int, progress: Progress | None) -> Iterable[Scanned]:

@@ -1,0 +1,263 @@
+"""The Dask engine behind `--scheduler`: the per-session (per-file for usage) work as tasks.
+
+`--scheduler ADDRESS` (or CATTY_CTX_SCHEDULER) connects to a running Dask scheduler;
+`local` or `local:N` starts a LocalCluster of N worker processes for the one run. The work
+function runs on the workers over batches of items; whatever it raises as a `CattyError`
+(bad input) comes back as a value, the session and the problem, and the caller reports it
+as the local run does. Dask reruns the tasks of a worker that died (and retries a task that
+failed for another reason), so a lost worker costs time, never a result. Nothing here imports
+Dask until a scheduler is asked for: the extra is optional and start-up time is measured.
+"""
+from __future__ import annotations
+
+import os
+
+from .errors import CattyError, ExitCode, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Iterator, Sequence
+
+SCHEDULER_ENV = "CATTY_CTX_SCHEDULER"
+CONNECT_TIMEOUT = 10.0  # seconds, the --connect-timeout default
+EXTRA = "catty-ctx[dask]"
+RETRIES = 3  # reruns of a task that raised something other than bad input
+TASKS_PER_WORKER = 8  # batches per worker: enough to balance uneven sessions, few enough to keep the scheduler's cost small
+MAX_BATCH = 256
+SCHEDULER_HELP = ("Run the per-session work on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or local[:N] for a local "
+                  f"cluster of N processes (default: {SCHEDULER_ENV}; needs the extra {EXTRA}).")
+CONNECT_TIMEOUT_HELP = "Give up on an unreachable --scheduler after this long: exit 69."
+
+
+class Unavailable(CattyError):
+    """The scheduler cannot be reached, or the cluster lost the run."""
+
+    exit_code = ExitCode.UNAVAILABLE
+
+
+class RemoteBug(Exception):
+    """A worker hit a bug in catty-ctx (not bad input): reported as the local run reports one."""
+
+
+def scheduler_from(option: str | None) -> str | None:
+    """The scheduler asked for: the option, else CATTY_CTX_SCHEDULER, else None (run here)."""
+    spec = option if option is not None else os.environ.get(SCHEDULER_ENV)
+    return spec.strip() or None if spec is not None else None
+
+
+def parse_local(spec: str) -> int | None:
+    """N for `local` or `local:N` (`local` alone: one worker per usable CPU); None for an address."""
+    if spec == "local":
+        from .workers import usable_cpus
+
+        return usable_cpus()
+    if spec.startswith("local:"):
+        n = spec[len("local:"):]
+        if not (n.isascii() and n.isdigit() and int(n) >= 1):
+            raise UsageError(f"--scheduler {spec}: use local:N with N >= 1 worker processes")
+        return int(n)
+    return None
+
+
+def refuse_writes(command: str, allow: bool) -> None:
+    """Writers run on a cluster only when asked to: the session lock is an flock, which some shared filesystems do not honour."""
+    if not allow:
+        raise UsageError(f"{command} writes sessions: on a cluster it needs --allow-remote-writes "
+                         "(the session lock is flock, not honoured by every shared filesystem; see docs/fleet.md)")
+
+
+def _import_distributed() -> Any:
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # (read at import, inherited by a LocalCluster's workers)
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(f"--scheduler needs Dask: install the extra {EXTRA}") from None
+    import logging
+
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return distributed
+
+
+class _Captured:
+    """A worker's sys.stderr: what a task's thread writes (the library's warnings) is kept for its
+    outcome, to be printed by the client where the local run prints it; other threads pass through."""
+
+    def __init__(self, stream: Any) -> None:
+        import threading
+
+        self.stream = stream
+        self.local = threading.local()
+
+    def write(self, text: str) -> int:
+        buffer = getattr(self.local, "buffer", None)
+        if buffer is None:
+            return int(self.stream.write(text))
+        buffer.append(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _run_batch(fn: Callable[..., Any], items: Sequence[Any], kwargs: dict[str, Any]) -> list[tuple[int, Any, str]]:
+    """On a worker: FN over a batch; each outcome (0, value), (1, (message, exit code)) for bad input or (2, text) for a
+    bug, with what the item wrote to stderr."""
+    import sys
+
+    if not isinstance(sys.stderr, _Captured):
+        sys.stderr = _Captured(sys.stderr)
+    capture: Any = sys.stderr
+    out: list[tuple[int, Any, str]] = []
+    for item in items:
+        capture.local.buffer = written = []
+        try:
+            out.append((0, fn(item, **kwargs), ""))
+        except CattyError as exc:
+            out.append((1, (str(exc), int(exc.exit_code)), ""))
+        except Exception as exc:  # noqa: BLE001 - a bug: one line on the client, never a remote traceback
+            out.append((2, f"{type(exc).__name__}: {exc}", ""))
+        finally:
+            capture.local.buffer = None
+        if written:
+            out[-1] = (*out[-1][:2], "".join(written))
+    return out
+
+
+def _outcome(kind: int, payload: Any, written: str) -> Any:
+    if written:
+        import sys
+
+        sys.stderr.write(written)
+    if kind == 0:
+        return payload
+    if kind == 1:
+        message, code = payload
+        return CattyError(message, exit_code=ExitCode(code))
+    raise RemoteBug(payload)
+
+
+class Engine:
+    """A connection to a Dask scheduler (or a LocalCluster of its own), made on first use."""
+
+    def __init__(self, spec: str, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        self.spec = spec
+        self.local_workers = parse_local(spec)
+        self.connect_timeout = connect_timeout
+        self._client: Any = None
+        self._cluster: Any = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._connect()
+        return self._client
+
+    def _connect(self) -> Any:
+        import time
+
+        start = time.monotonic()  # the timeout counts the import too: it is the user's wait that is bounded
+        distributed = _import_distributed()
+
+        class Client(distributed.Client):  # type: ignore[misc, name-defined]
+            def __del__(self) -> None:
+                # A client that never connected would wait seconds at exit to close, and print a traceback.
+                if getattr(self, "status", None) == "running":
+                    super().__del__()
+
+        if self.local_workers is not None:
+            import warnings
+
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # (a busy default port: the one-run cluster takes another, and says so)
+                    self._cluster = distributed.LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
+                                                             host="127.0.0.1", dashboard_address=":0", silence_logs=50)
+            except Exception as exc:  # noqa: BLE001 - whatever stopped it, one line
+                raise Unavailable(f"--scheduler {self.spec}: cannot start a local cluster ({type(exc).__name__}: {exc})") from None
+            target: Any = self._cluster
+        else:
+            target = self.spec
+        try:
+            return Client(target, timeout=max(0.1, self.connect_timeout - (time.monotonic() - start)), set_as_default=False)
+        except Exception as exc:  # noqa: BLE001 - refused, timed out, or something else answering: unavailable all the same
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise Unavailable(f"scheduler {self.spec} unavailable: {reason}") from None
+
+    def workers(self) -> int:
+        return max(1, len(self.client().scheduler_info().get("workers", {})))
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], *, batch: int | None = None, **kwargs: Any) -> Iterator[Any]:
+        """FN(item, **kwargs) for each item, in item order, run on the cluster; bad input comes back as a `CattyError` value."""
+        if not items:
+            return
+        client = self.client()
+        if batch is None:
+            batch = max(1, min(MAX_BATCH, -(-len(items) // (self.workers() * TASKS_PER_WORKER))))
+        chunks = [list(items[i : i + batch]) for i in range(0, len(items), batch)]
+        futures = client.map(_run_batch, [fn] * len(chunks), chunks, [kwargs] * len(chunks), retries=RETRIES, pure=False)
+        try:
+            for future in futures:
+                try:
+                    got = future.result()
+                except CattyError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - the cluster failed the task (workers lost, scheduler gone)
+                    raise Unavailable(f"scheduler {self.spec}: the run was lost ({type(exc).__name__}: {exc})") from None
+                for kind, payload, written in got:
+                    yield _outcome(kind, payload, written)
+        finally:
+            client.cancel(futures)
+
+    def close(self) -> None:
+        client, cluster = self._client, self._cluster
+        self._client = self._cluster = None
+        if client is not None:
+            try:
+                client.close(timeout=self.connect_timeout)
+            except Exception:  # noqa: BLE001 - closing a connection that is already gone
+                pass
+        if cluster is not None:
+            try:
+                cluster.close(timeout=self.connect_timeout)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def each(fn: Callable[..., Any], items: Iterable[Any], engine: Engine | None = None, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
+    """(item, FN(item, **kwargs)) in item order, here or on ENGINE's cluster; a `CattyError` (bad input) is the result, not raised."""
+    if engine is None:
+        for item in items:
+            try:
+                yield item, fn(item, **kwargs)
+            except CattyError as exc:
+                yield item, exc
+        return
+    listed = list(items)
+    yield from zip(listed, engine.map(fn, listed, **kwargs))
+
+
+class _Here:
+    """`engine_for` when no scheduler is asked for: the work runs in this process."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def engine_for(option: str | None, connect_timeout: float | None = None) -> Engine | _Here:
+    """A context giving the engine the options ask for (closed after), or None to run here."""
+    spec = scheduler_from(option)
+    if spec is None:
+        return _Here()
+    return Engine(spec, CONNECT_TIMEOUT if connect_timeout is None else connect_timeout)
