@@ -79,51 +79,21 @@ def _import_distributed() -> Any:
     return distributed
 
 
-class _Captured:
-    """A worker's sys.stderr: what a task's thread writes (the library's warnings) is kept for its
-    outcome, to be printed by the client where the local run prints it; other threads pass through."""
-
-    def __init__(self, stream: Any) -> None:
-        import threading
-
-        self.stream = stream
-        self.local = threading.local()
-
-    def write(self, text: str) -> int:
-        buffer = getattr(self.local, "buffer", None)
-        if buffer is None:
-            return int(self.stream.write(text))
-        buffer.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-
 def _run_batch(fn: Callable[..., Any], items: Sequence[Any], kwargs: dict[str, Any]) -> list[tuple[int, Any, str]]:
     """On a worker: FN over a batch; each outcome (0, value), (1, (message, exit code)) for bad input or (2, text) for a
     bug, with what the item wrote to stderr."""
-    import sys
+    from .capture import capture_stderr
 
-    if not isinstance(sys.stderr, _Captured):
-        sys.stderr = _Captured(sys.stderr)
-    capture: Any = sys.stderr
     out: list[tuple[int, Any, str]] = []
     for item in items:
-        capture.local.buffer = written = []
-        try:
-            out.append((0, fn(item, **kwargs), ""))
-        except CattyError as exc:
-            out.append((1, (str(exc), int(exc.exit_code)), ""))
-        except Exception as exc:  # noqa: BLE001 - a bug: one line on the client, never a remote traceback
-            out.append((2, f"{type(exc).__name__}: {exc}", ""))
-        finally:
-            capture.local.buffer = None
-        if written:
-            out[-1] = (*out[-1][:2], "".join(written))
+        with capture_stderr() as written:
+            try:
+                done: tuple[int, Any] = (0, fn(item, **kwargs))
+            except CattyError as exc:
+                done = (1, (str(exc), int(exc.exit_code)))
+            except Exception as exc:  # noqa: BLE001 - a bug: one line on the client, never a remote traceback
+                done = (2, f"{type(exc).__name__}: {exc}")
+        out.append((*done, "".join(written)))
     return out
 
 
@@ -233,7 +203,17 @@ class Engine:
 
 
 def each(fn: Callable[..., Any], items: Iterable[Any], engine: Engine | None = None, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
-    """(item, FN(item, **kwargs)) in item order, here or on ENGINE's cluster; a `CattyError` (bad input) is the result, not raised."""
+    """(item, FN(item, **kwargs)) in item order, here or on ENGINE's cluster; a `CattyError` (bad input) is the result, not raised.
+
+    An item that is a URL (a session of a URL ROOT) is read from a local copy (`urls.on_copy`)."""
+    listed = list(items)
+    if any(isinstance(item, str) and "://" in item for item in listed):
+        import functools
+
+        from .urls import on_copy
+
+        fn = functools.partial(on_copy, fn)
+    items = listed
     if engine is None:
         for item in items:
             try:
@@ -241,7 +221,6 @@ def each(fn: Callable[..., Any], items: Iterable[Any], engine: Engine | None = N
             except CattyError as exc:
                 yield item, exc
         return
-    listed = list(items)
     yield from zip(listed, engine.map(fn, listed, **kwargs))
 
 

@@ -619,13 +619,26 @@ def find_sessions(root: str | os.PathLike[str]) -> Iterator[Path]:
 
 def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Path]:
     """The sessions under ROOT; none is a usage error (a cron job pointed at the wrong folder
-    must not pass) unless the caller allows an empty ROOT."""
-    found = list(find_sessions(root))
+    must not pass) unless the caller allows an empty ROOT. A URL ROOT (`urls`) gives session URLs."""
+    from .urls import is_url
+
+    if is_url(root):
+        from .urls import url_sessions
+
+        found: list[Any] = url_sessions(str(root))
+    else:
+        found = list(find_sessions(root))
     if not found and not allow_empty:
         raise UsageError(f"no catty-ctx session under {root} (--allow-empty accepts an empty ROOT)")
     return found
 
 
 def is_root(path: str | os.PathLike[str]) -> bool:
+    from .urls import is_url
+
+    if is_url(path):
+        from .urls import url_is_root
+
+        return url_is_root(str(path))
     p = Path(path)
     return p.is_dir() and not (p / LOG_NAME).exists()

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import io
+import shutil
 import sys
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 
 from catty_ctx import cluster
 from catty_ctx.errors import CattyError, DataError, ExitCode, UsageError
-from conftest import FIXTURES
+from conftest import FIXTURES, cli
+from usage_trees import claude_tree
 
 
 def test_the_option_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,3 +81,64 @@ def test_each_runs_here_without_an_engine_and_keeps_bad_input_as_a_value(tmp_pat
     (first, row), (second, error) = cluster.each(root_row, sessions)
     assert first == sessions[0] and row["events"] > 0 and row["path"] == str(sessions[0])
     assert second == sessions[1] and isinstance(error, CattyError) and "duplicate-seq/updates.jsonl:" in str(error)
+
+
+# -- fsspec URL ROOTs -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def memory_root(tmp_path: Path) -> tuple[str, Path]:
+    """The same sessions twice: in a folder on disk and under a memory:// URL (this process's own store)."""
+    import fsspec
+
+    local = tmp_path / "root"
+    for name in ("demo", "dangling", "torn"):
+        shutil.copytree(FIXTURES / "sessions" / name, local / "s" / name)
+    shutil.copytree(FIXTURES / "bad" / "duplicate-seq", local / "s" / "broken")
+    (local / "s" / "NOTES.txt").write_text("not a log\n")
+    claude_tree(local / "claude", seed=3, projects=1, sessions=2)
+    fs = fsspec.filesystem("memory")
+    url = f"memory://fleet-{tmp_path.name}"
+    for p in sorted(local.rglob("*")):
+        if p.is_file():
+            fs.pipe(f"{url}/{p.relative_to(local).as_posix()}", p.read_bytes())
+    yield url, local
+    fs.rm(url, recursive=True)
+
+
+@pytest.mark.parametrize("command", [("inspect", "{root}/s", "--json"), ("inspect", "{root}/s"), ("repair", "--check", "{root}/s", "--json"),
+                                     ("compact", "--check", "{root}/s", "--threshold", "1"), ("usage", "{root}", "--json", "--by", "session"),
+                                     ("usage", "{root}/s")], ids=lambda c: " ".join(c).replace("{root}", "ROOT"))
+def test_a_memory_url_root_reads_as_the_same_folder_on_disk(memory_root: tuple[str, Path], command: tuple[str, ...]) -> None:
+    url, local = memory_root
+    on_disk = cli(*(a.format(root=local) for a in command))
+    at_url = cli(*(a.format(root=url) for a in command))
+    assert at_url.returncode == on_disk.returncode
+    assert at_url.stdout.decode() == on_disk.stdout.decode().replace(str(local), url)
+    assert at_url.stderr.decode() == on_disk.stderr.decode().replace(str(local), url)
+    assert url.encode() in at_url.stdout + at_url.stderr
+
+
+def test_url_roots_are_read_only_and_must_be_roots(memory_root: tuple[str, Path]) -> None:
+    url, _ = memory_root
+    for command in (("repair", f"{url}/s"), ("compact", f"{url}/s", "--threshold", "1")):
+        proc = cli(*command)
+        assert proc.returncode == 2 and b"use --check or --dry-run" in proc.stderr and proc.stdout == b""
+    dry = cli("compact", f"{url}/s", "--dry-run", "--threshold", "1")
+    assert dry.returncode == 65 and b"broken/updates.jsonl:4" in dry.stderr and b"would_compact" in dry.stdout
+    one = cli("inspect", f"{url}/s/demo")
+    assert one.returncode == 2 and b"names a ROOT of sessions" in one.stderr
+    gone = cli("inspect", f"{url}/nothing-here")
+    assert gone.returncode == 2 and gone.stderr.decode().strip() == f"catty-ctx: error: {url}/nothing-here: no such folder"
+
+
+@pytest.mark.parametrize("url, package", [("s3://bucket/agents", "s3fs"), ("gs://bucket/agents", "gcsfs")])
+def test_a_scheme_without_its_package_names_the_package(url: str, package: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec(package) is not None:
+        pytest.skip(f"{package} is installed here")
+    for args in (("inspect", url), ("usage", url), ("repair", "--check", url)):
+        proc = cli(*args)
+        assert proc.returncode == 2
+        assert proc.stderr.decode().strip() == f"catty-ctx: error: {url}: {url.split(':')[0]}:// URLs need the package {package} (pip install {package})"

@@ -94,8 +94,12 @@ def compact_cmd(
         from ..store import root_sessions
         from .output import progress_iter
 
-        if isinstance(context, Engine) and not (check or dry_run):
-            refuse_writes("compact ROOT", allow_remote_writes)
+        if not (check or dry_run):
+            from ..urls import refuse_writes as refuse_url_writes
+
+            refuse_url_writes(target, "compact")
+            if isinstance(context, Engine):
+                refuse_writes("compact ROOT", allow_remote_writes)
         sessions = root_sessions(target, allow_empty=allow_empty)
         total = len(sessions)
 

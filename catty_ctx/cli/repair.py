@@ -115,6 +115,10 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
     context = engine_for(scheduler, connect_timeout)
     if write and isinstance(context, Engine):
         refuse_writes("repair ROOT", allow_remote_writes)
+    if write:
+        from ..urls import refuse_writes as refuse_url_writes
+
+        refuse_url_writes(root, "repair")
     sessions = root_sessions(root, allow_empty=allow_empty)
 
     def rows(engine: Any) -> Any:

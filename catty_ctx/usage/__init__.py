@@ -25,6 +25,7 @@ import os
 import sys
 
 from ..errors import UsageError
+from ..urls import is_url
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
 from .walk import Listings, survey
 from .ledger import BY_CHOICES, Ledger
@@ -104,7 +105,8 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     lo = parse_day(since) if since else None
     hi = parse_day(until) if until else None
     prices = price_files(prices_file)
-    use_cache = use_cache and not strict  # strict reads every line: no cache knows them
+    # Strict reads every line: no cache knows them. A URL's files have no inode, and some stores no mtime: not cached.
+    use_cache = use_cache and not strict and not any(is_url(p) for p in paths)
     answers_file = answers_path(paths)
     cached = read_answers(answers_file) if use_cache else {}
     answers = cached.get("answers")

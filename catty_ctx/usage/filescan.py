@@ -106,9 +106,9 @@ def scan_file(task: Task) -> Scanned:
 
     path, kind, prev, strict = task
     try:
-        f = open(path, "rb")
+        f = open(path, "rb") if "://" not in path else _fetched(path)
     except OSError as exc:
-        return path, None, 0, f"cannot read ({exc.strerror})"
+        return path, None, 0, f"cannot read ({exc.strerror or exc})"
     with f:
         st = os.fstat(f.fileno())
         size = st.st_size
@@ -156,6 +156,25 @@ def scan_file(task: Task) -> Scanned:
             return path, entry, size - start, None
         finally:
             mm.close()
+
+
+def _fetched(url: str) -> Any:
+    """A local temporary copy of the log at URL, open for reading (the parsers search a memory map)."""
+    import shutil
+    import tempfile
+
+    from ..urls import filesystem
+
+    fs, path = filesystem(url)
+    copy = tempfile.TemporaryFile(prefix="catty-ctx-url-")
+    try:
+        with fs.open(path, "rb") as src:
+            shutil.copyfileobj(src, copy, 1 << 20)
+        copy.seek(0)
+    except BaseException:
+        copy.close()
+        raise
+    return copy
 
 
 def _load_cache(arg: str) -> dict[str, FileEntry]:

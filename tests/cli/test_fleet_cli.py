@@ -100,6 +100,18 @@ def test_eval_gives_the_local_report_on_the_cluster(tmp_path: Path, dask_cluster
     assert _no_timings(orjson.loads(remote.stdout)) == _no_timings(report)
 
 
+@pytest.mark.parametrize("command", [("usage", "{root}", "--json", "--no-cache"), ("inspect", "{root}/catty", "--json"),
+                                     ("repair", "--check", "{root}/catty")], ids=lambda c: c[0])
+def test_a_file_url_root_on_the_cluster_reads_as_the_folder(tree: Path, dask_cluster: Any, command: tuple[str, ...]) -> None:
+    url = f"file://{tree}"
+    local = _run(*(a.format(root=tree) for a in command))
+    remote = _run(*(a.format(root=url) for a in command), "--scheduler", dask_cluster.address)
+    assert remote.returncode == local.returncode
+    assert remote.stdout.decode() == local.stdout.decode().replace(str(tree), url)
+    assert remote.stderr.decode() == local.stderr.decode().replace(str(tree), url)
+    assert url.encode() in remote.stdout + remote.stderr
+
+
 def test_the_scheduler_may_come_from_the_environment(tree: Path, dask_cluster: Any) -> None:
     local = _run("inspect", str(tree / "catty"), "--json")
     before = dask_cluster.ask("tasks")["transitions"]
