@@ -174,16 +174,23 @@ class Engine:
             batch = max(1, min(MAX_BATCH, -(-len(items) // (self.workers() * TASKS_PER_WORKER))))
         chunks = [list(items[i : i + batch]) for i in range(0, len(items), batch)]
         futures = client.map(_run_batch, [fn] * len(chunks), chunks, [kwargs] * len(chunks), retries=RETRIES, pure=False)
+        order = {f.key: n for n, f in enumerate(futures)}
+        done: dict[int, Any] = {}
+        nxt = 0
+        distributed = _import_distributed()
         try:
-            for future in futures:
-                try:
-                    got = future.result()
-                except CattyError:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - the cluster failed the task (workers lost, scheduler gone)
-                    raise Unavailable(f"scheduler {self.spec}: the run was lost ({type(exc).__name__}: {exc})") from None
-                for kind, payload, written in got:
-                    yield _outcome(kind, payload, written)
+            # Results stream back as tasks finish (one round trip each would cost more than a small task); yielded in order.
+            for finished in distributed.as_completed(futures, loop=client.loop).batches():
+                for future, got in zip(finished, client.gather(finished)):
+                    done[order[future.key]] = got
+                while nxt in done:
+                    for kind, payload, written in done.pop(nxt):
+                        yield _outcome(kind, payload, written)
+                    nxt += 1
+        except (CattyError, RemoteBug):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the cluster failed the task (workers lost, scheduler gone)
+            raise Unavailable(f"scheduler {self.spec}: the run was lost ({type(exc).__name__}: {exc})") from None
         finally:
             client.cancel(futures)
 
