@@ -48,8 +48,8 @@ def make_sessions(root: Path, n: int) -> None:
         for t in range(3):
             events.append({"kind": "message", "id": f"u{t}", "role": "user", "text": f"step {t} of task {i}: fix the parser"})
             events.append({"kind": "message", "id": f"a{t}", "role": "assistant", "text": "done: edited parser.py and ran the tests"})
-            events.append({"kind": "usage", "model": "claude-sonnet-4-20250514", "input_tokens": 1000 + t, "output_tokens": 50 + i % 7,
-                           "cache_read_input_tokens": 400, "cache_creation_input_tokens": 0})
+            events.append({"kind": "usage", "model": "claude-sonnet-4-20250514", "input": 1000 + t, "output": 50 + i % 7,
+                           "cache_read": 400, "cache_write": 0, "reasoning": 0})
         lines = [orjson.dumps({"v": 1, "seq": seq, "ts": f"2026-11-{1 + i % 28:02d}T09:00:{seq:02d}.000Z", **ev}) for seq, ev in enumerate(events)]
         (folder / "updates.jsonl").write_bytes(b"\n".join(lines) + b"\n")
 

@@ -58,3 +58,4 @@ class FileEntry(msgspec.Struct, array_like=True):
 Scanned = tuple[str, Optional[FileEntry], int, Optional[str]]
 ENCODE = msgspec.msgpack.Encoder().encode
 DECODE_ITEM = msgspec.msgpack.Decoder(tuple[int, list[Scanned]]).decode
+DECODE_SCANNED = msgspec.msgpack.Decoder(Scanned).decode

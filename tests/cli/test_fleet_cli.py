@@ -112,6 +112,17 @@ def test_a_file_url_root_on_the_cluster_reads_as_the_folder(tree: Path, dask_clu
     assert url.encode() in remote.stdout + remote.stderr
 
 
+def test_a_terminal_shows_the_cluster_run_progress(tmp_path: Path, dask_cluster: Any) -> None:
+    from conftest import cli_on_a_terminal
+
+    for i in range(30):
+        shutil.copytree(FIXTURES / "sessions" / "demo", tmp_path / "root" / f"s{i:02d}")
+    code, out, err = cli_on_a_terminal("inspect", str(tmp_path / "root"), "--json", "--scheduler", dask_cluster.address)
+    assert code == 0, err
+    assert b"sessions" in err and b"30/30" in err  # the bar counts the sessions as their tasks come back
+    assert len(orjson.loads(out)["sessions"]) == 30
+
+
 def test_the_scheduler_may_come_from_the_environment(tree: Path, dask_cluster: Any) -> None:
     local = _run("inspect", str(tree / "catty"), "--json")
     before = dask_cluster.ask("tasks")["transitions"]
