@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import orjson
 
 from .events import check_event
+from .jsonl import json_problem, last_newline_end, raw_lines
 
 if TYPE_CHECKING:
     from .store import Session
@@ -162,20 +163,16 @@ def _line_problem(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     try:
         ev = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        from .store import json_problem
-
         return None, json_problem(exc)
     return ev, check_event(ev)
 
 
 def _scan_lines(session: "Session", plan: RepairPlan, *, gaps: frozenset[int]) -> Iterator[dict[str, Any]]:
     """Pass 1: every complete line checked as the reader would; bad ones recorded, good ones yielded."""
-    from .store import iter_raw_lines
-
     expect = 0
     run: list[BadLine] = []
     end = 0
-    for raw in iter_raw_lines(session.log_path, session.display, warn=None):
+    for raw in raw_lines(session.log_path, session.display, warn=None):
         end = raw.offset + len(raw.data) + 1
         plan.lines = raw.lineno
         ev, problem = _line_problem(raw.data)
@@ -402,7 +399,6 @@ def analyse(
     good event, before the event fixes) and `stats` (a ViewStats) is its fold's, so a
     reader such as the report needs no fold of its own when the log has no invalid line,
     no missing seq and no event the fixes drop."""
-    from .store import last_newline_end
     from .view import iter_view, plan_file, plan_view
 
     plan = RepairPlan(display=session.display)
@@ -454,10 +450,8 @@ def _fold(plan: RepairPlan, view_plan: Any, events: Iterable[dict[str, Any]], ke
 
 def _good_events(session: "Session", skip: set[int], end: int) -> Iterator[dict[str, Any]]:
     """Pass 2: the lines pass 1 found good, up to where pass 1 stopped (a concurrent append is left out)."""
-    from .store import iter_raw_lines
-
     loads = orjson.loads
-    for raw in iter_raw_lines(session.log_path, session.display, warn=None):
+    for raw in raw_lines(session.log_path, session.display, warn=None):
         if raw.offset >= end:
             return
         if raw.lineno not in skip:
@@ -603,7 +597,7 @@ def repair_stream(session: "Session", out: Any) -> RepairPlan:
     """`repair -`: the stream's complete lines, byte for byte, then its repair events."""
     from .errors import DataError
     from .events import now_ts
-    from .store import iter_raw_lines, prepare_event
+    from .store import prepare_event
 
     plan = analyse(session)
     if plan.bad:
@@ -611,7 +605,7 @@ def repair_stream(session: "Session", out: Any) -> RepairPlan:
         raise DataError(b.reason, path=session.display, line=b.lineno)
     if plan.missing:
         raise DataError(f"seq {plan.missing[0]} is missing from the stream", path=session.display)
-    for raw in iter_raw_lines(session.log_path, session.display, warn=None):
+    for raw in raw_lines(session.log_path, session.display, warn=None):
         out.write(raw.data + b"\n")
     seq = plan.last_seq + 1
     ts = now_ts()
