@@ -413,7 +413,10 @@ def session_title(text: str) -> str:
 
 def place_new_session(staging: Path, dest: Path) -> None:
     """Move a fully built session from its staging folder to DEST (absent or empty), durably:
-    a crash before the rename leaves only the hidden staging folder, after it a whole session."""
+    its log part (fsynced by the builder) becomes its log, then the folder is renamed. A crash
+    before the rename leaves only the hidden staging folder, after it a whole session. (A
+    folder cannot go through `replace_file`: this is the one other rename of the package.)"""
+    os.rename(staging / PART_NAME, staging / LOG_NAME)
     fsync_dir(staging)
     if dest.is_dir():
         dest.rmdir()  # empty (callers check): rename cannot replace a folder everywhere
