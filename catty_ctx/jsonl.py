@@ -21,13 +21,13 @@ The ways in:
 - `raw_lines(source)`: `RawLine(lineno, offset, data)` for tools that rewrite or quarantine;
 - `records(source)`: the parsed values of an event log, one per line in order (a blank line is
   invalid there), the hot path of every command: one readline and one parse per line;
-- `marked_lines(buf, start, end, marker)`: the byte-marker prefilter. Over a buffer (bytes,
-  memoryview's source, mmap) it yields `(offset, line)` for each line in [start, end) that
-  contains MARKER (bytes, found by the buffer's C `find`; or a compiled bytes regex, found by
-  its `search`), the line without its newline and `offset` its start in the buffer. Lines
-  without the marker are never copied nor parsed, which is what makes a scan for a few
-  rare lines (compactions, usage records) run at the speed of the search. The buffer's
-  lines must be complete, or the caller stops `end` at the last newline;
+- `marked_lines(buf, start, end, marker)`: the byte-marker prefilter. Over a buffer with
+  `find` and `rfind` (bytes, bytearray, an mmap) it yields `(offset, line)` for each line
+  of [start, end) that contains MARKER (bytes, found by the buffer's C `find`, or a compiled
+  bytes regex, found by its `search`): the line without its newline, `offset` its start in
+  the buffer. Lines without the marker are never copied nor parsed, so a scan for a few rare
+  lines (compactions, usage records) runs at the speed of the search. A line running past
+  `end` is cut there: put `end` at a line's end (after its newline, or on it);
 - `scan_marked(path, marker)`: `marked_lines` over a file read in chunks (whole lines only;
   a torn tail is left out), with offsets in the file.
 """

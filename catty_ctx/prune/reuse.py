@@ -62,23 +62,22 @@ def prefix_reuse(previous: Iterable[bytes], current: Iterable[ViewItem]) -> Pref
 def item_lines_canon(path: str) -> list[bytes]:
     """Canonical forms of the items of an item stream file (an earlier prune output)."""
     from ..errors import DataError, UsageError
-    from ..jsonl import numbered_lines
+    from ..jsonl import json_problem, numbered_lines
 
     out = []
     try:
-        f = open(path, "rb")
+        with open(path, "rb") as f:
+            # Every line of it is checked: a bad last line is an error, as any other.
+            for lineno, line in numbered_lines(f, path, final="kept"):
+                if not line.strip():
+                    continue
+                try:
+                    item = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise DataError(json_problem(exc), path=path, line=lineno) from None
+                if not isinstance(item, dict) or "role" not in item:
+                    raise DataError("not a view item (an object with 'role')", path=path, line=lineno)
+                out.append(canonical(item))
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror}") from None
-    with f:
-        # Every line of it is checked: a bad last line is an error, as any other.
-        for lineno, line in numbered_lines(f, path, final="kept"):
-            if not line.strip():
-                continue
-            try:
-                item = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON ({exc})", path=path, line=lineno) from None
-            if not isinstance(item, dict) or "role" not in item:
-                raise DataError("not a view item (an object with 'role')", path=path, line=lineno)
-            out.append(canonical(item))
     return out
