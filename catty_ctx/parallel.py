@@ -34,7 +34,7 @@ from xxhash import xxh3_128_digest
 
 from .errors import DataError
 from .events import Event, check_event
-from .jsonl import LIMIT, TOO_LONG, json_problem, line_start, numbered_lines, open_log, torn_warning
+from .jsonl import TOO_LONG, json_problem, line_start, numbered_lines, open_log, torn_warning
 from .store import SEQ0_PROBLEM, Session, seq_problem
 from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, plan_file, plan_view, scan_markers
 from .workers import can_fork, start
@@ -71,6 +71,7 @@ class ChunkReader:
 
     def __init__(self, path: Path, display: str, starts: Callable[[Event], bool], gaps: frozenset[int]) -> None:
         self.f = open_log(path, display)
+        self.path = path
         self.display = display
         self.starts = starts
         self.gaps = gaps
@@ -88,10 +89,8 @@ class ChunkReader:
     def seek_start(self, at: int) -> bool:
         """Go to the first chunk start at or after byte `at`; False when there is none."""
         f = self.f
-        pos = max(at - 1, 0)
+        pos = line_start(self.path, at)
         f.seek(pos)
-        if at > 0:
-            pos += len(f.readline(LIMIT))  # the rest of the line holding byte at-1
         loads = orjson.loads
         try:
             for _, line in numbered_lines(f, self.display, on_torn=None):

@@ -22,7 +22,7 @@ import orjson
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, fsync_dir, replace_file  # noqa: F401 - re-exported
-from .jsonl import RawLine, Warn, last_newline_end, numbered_lines, raw_lines, read_last_line, records, stderr_warning
+from .jsonl import Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
 
 DEFAULT_LOCK_TIMEOUT = 30.0
@@ -126,10 +126,6 @@ class Session:
             if isinstance(rec, dict) and isinstance(rec.get("seq"), int):
                 gaps.add(rec["seq"])
         return frozenset(gaps)
-
-    def raw_lines(self, *, warn: Warn | None = stderr_warning) -> Iterator[RawLine]:
-        """Every complete line; a torn final line is reported through `warn` and skipped."""
-        yield from raw_lines(self.log_path, self.display, warn=warn)
 
     def events(
         self,

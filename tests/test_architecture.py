@@ -162,3 +162,22 @@ def test_only_the_whole_file_writer_renames_files() -> None:
             if (base == "os" and name in ("replace", "rename", "renames")) or (base == "shutil" and name == "move") or name == "rename":
                 found.append(path.relative_to(PACKAGE).as_posix())
     assert sorted(set(found)) == sorted(RENAMERS)
+
+
+# Modules that read lines themselves, and why; every other reader of a log, an item stream or
+# another agent's JSONL goes through jsonl.py (its limit, torn-tail rule and file:line text).
+LINE_READERS = {
+    "jsonl.py": "the one reader",
+    "ownership.py": "a probe of a few lines within a small byte budget: a cut line is a clue, not an error",
+    "importers/claude": "a subagent file's first line, read to match it to its session (a probe)",
+}
+
+
+def test_only_the_reader_reads_lines() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr in ("readline", "readlines"):  # called, or bound first
+                found.append(path.relative_to(PACKAGE).as_posix())
+    assert [f for f in found if not any(f.startswith(allowed) for allowed in LINE_READERS)] == []
+    assert "jsonl.py" in found
