@@ -20,7 +20,7 @@ import orjson
 from .errors import DataError, UsageError, WriteError
 from .ownership import require_ours
 from .events import is_real_user, now_ts
-from .store import LOG_NAME, PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, place_new_session, write_summary
+from .store import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, place_new_session, write_summary
 
 FORMATS = ("items", "openai", "anthropic")
 _TMP_MARK = ".fork-"
@@ -43,7 +43,7 @@ def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
 
     Returns the output and what was repaired or left out on the way (short phrases)."""
     from . import providers
-    from .integrity import repaired_items
+    from .repair import repaired_items
     from .blobs import inline_images
     from .pairing import repair_items
 
@@ -211,7 +211,7 @@ def _build(
     cwd: str | None,
     dry_run: bool,
 ) -> None:
-    from .integrity import rebuild_summary
+    from .repair import rebuild_summary
 
     child_event = {k: v for k, v in first.items()}
     child_event["session_id"] = result.session_id
@@ -277,7 +277,6 @@ def _build(
     if model is not None:
         summary["model"] = model
     write_summary(tmp, summary)
-    os.rename(tmp / PART_NAME, tmp / LOG_NAME)
 
 
 def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq: int, named: set[str]) -> None:

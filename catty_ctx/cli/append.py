@@ -42,12 +42,13 @@ def append_cmd(
 
     from ..blobs import externalize
     from ..errors import DataError, UsageError
+    from ..jsonl import json_problem, numbered_lines
     from ..ownership import require_ours
-    from ..store import LOG_NAME, Session, create_session, json_problem
+    from ..store import LOG_NAME, Session, create_session
     from .output import write_lines
 
     pending = []
-    for lineno, line in enumerate(sys.stdin.buffer, 1):
+    for lineno, line in numbered_lines(sys.stdin.buffer, "<stdin>", final="kept"):
         if not line.strip():
             continue
         try:

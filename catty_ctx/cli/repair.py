@@ -58,7 +58,7 @@ def repair_cmd(
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout,
                      scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return
-    from ..integrity import repair_plan, repair_session, repair_stream
+    from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
 
     with Session.open(target) as session:
@@ -105,7 +105,7 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
                  scheduler: str | None = None, connect_timeout: float = 10.0, allow_remote_writes: bool = False) -> None:
     from ..cluster import Engine, each, engine_for, refuse_writes
     from ..errors import CattyError
-    from ..integrity import repair_root_row
+    from ..repair import repair_root_row
     from ..store import root_sessions
     from .output import progress_iter, rows_out
 
