@@ -57,7 +57,7 @@ def make_sessions(root: Path, n: int) -> None:
 def make_claude(root: Path, files: int) -> int:
     """A Claude Code tree of about FILES logs (sessions and their subagent files)."""
     per_project = 25
-    projects = max(1, files // (per_project * 2))  # about one subagent file per session
+    projects = max(1, round(files / (per_project * 2.5)))  # the generator writes about 2.5 files per session (subagents)
     claude_tree(root, projects=projects, sessions=per_project, turns=6, pad=100, seed=11)
     return sum(1 for _ in root.rglob("*.jsonl"))
 
