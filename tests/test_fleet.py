@@ -142,3 +142,27 @@ def test_a_scheme_without_its_package_names_the_package(url: str, package: str) 
         proc = cli(*args)
         assert proc.returncode == 2
         assert proc.stderr.decode().strip() == f"catty-ctx: error: {url}: {url.split(':')[0]}:// URLs need the package {package} (pip install {package})"
+
+
+def _no_timings(doc: object) -> object:
+    if isinstance(doc, dict):
+        return {k: _no_timings(v) for k, v in doc.items() if not k.endswith("_seconds")}
+    if isinstance(doc, list):
+        return [_no_timings(v) for v in doc]
+    return doc
+
+
+def test_eval_reads_a_memory_url_corpus_as_the_folder(memory_root: tuple[str, Path]) -> None:
+    import orjson
+
+    url, local = memory_root
+    shutil.rmtree(local / "s" / "broken")
+    import fsspec
+
+    fsspec.filesystem("memory").rm(f"{url}/s/broken", recursive=True)
+    on_disk = cli("eval", str(local / "s"), "--json", "--mode", "summary")
+    at_url = cli("eval", f"{url}/s", "--json", "--mode", "summary")
+    assert (at_url.returncode, at_url.stderr.decode()) == (on_disk.returncode, on_disk.stderr.decode().replace(str(local), url)) == (0, at_url.stderr.decode())
+    report = orjson.loads(on_disk.stdout)
+    assert report["runs"][0]["sessions"] == 3
+    assert _no_timings(orjson.loads(at_url.stdout)) == _no_timings(orjson.loads(on_disk.stdout.decode().replace(str(local), url)))

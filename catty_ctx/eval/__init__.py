@@ -13,7 +13,7 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -43,6 +43,16 @@ def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
     """A session, a folder of sessions, or `-` (an event stream, kept in a temporary copy)."""
     from ..store import LOG_NAME, find_sessions, is_root
 
+    from ..urls import is_url
+
+    if is_url(corpus):
+        from ..urls import url_is_root, url_sessions
+
+        url_is_root(corpus)  # (a URL names a ROOT: one session or nothing is a usage error)
+        urls = url_sessions(corpus)
+        if not urls:
+            raise UsageError(f"{corpus}: no session found (a session is a folder holding updates.jsonl)")
+        return Corpus(urls, list(urls))  # type: ignore[arg-type] - a URL's sessions are read from local copies
     if corpus == "-":
         spool = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-stdin-"))
         src = stdin if stdin is not None else sys.stdin.buffer
@@ -68,7 +78,12 @@ def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
 def session_facts(path: Path, choice: str | None) -> list[Fact]:
     """FACTS `file` (the session's eval.json), `auto` (derived), or None: the file when there is one."""
     from ..store import Session
+    from ..urls import is_url
 
+    if is_url(path):
+        from ..urls import on_copy
+
+        return on_copy(lambda local: session_facts(Path(local), choice), str(path))  # type: ignore[no-any-return]
     folder = path if path.is_dir() else path.parent
     file = folder / FACTS_NAME
     if choice == "file" or (choice is None and file.is_file()):
@@ -104,7 +119,12 @@ def run_task(task: Task) -> dict[str, Any]:
     """Drive, score and (optionally) judge one session; a library error is that session's error."""
     from .drive import drive
     from .metrics import missed_facts, tally
+    from ..urls import is_url
 
+    if is_url(task.source):
+        from ..urls import on_copy
+
+        return on_copy(lambda local: run_task(replace(task, source=Path(local))), str(task.source))  # type: ignore[no-any-return]
     try:
         d = drive(task.source, task.dest, task.strategy)
         missed = missed_facts(task.facts, d.items, task.dest)
@@ -127,8 +147,6 @@ def run_task(task: Task) -> dict[str, Any]:
 
 def run_task_scratch(task: Task) -> dict[str, Any]:
     """`run_task` driving the copy in a temporary folder of the worker's own (a cluster run with no --out), removed after."""
-    from dataclasses import replace
-
     scratch = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-"))
     try:
         return run_task(replace(task, dest=scratch / task.dest.name))
@@ -166,6 +184,13 @@ def each_task(fn: Callable[[Task], dict[str, Any]], tasks: list[Task], engine: A
         if isinstance(outcome, CattyError):  # (run_task turns library errors into outcomes; this is the rest)
             outcome = {"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {outcome}"}
         yield task, outcome
+
+
+def _session_name(path: Path | str) -> str:
+    """A session's folder name, for its copy's folder (a URL's last part)."""
+    if isinstance(path, str):
+        return path.rstrip("/").rsplit("/", 1)[-1]
+    return path.parent.name if path.is_file() else path.name
 
 
 def _slug(text: str) -> str:
@@ -265,7 +290,7 @@ def run_eval(
         strategy = Strategy(summ, mode, opts.compactions, opts.two_pass, opts.options_for(summ))
         run_dir = work / f"{r + 1:02d}-{_slug(summ)}-{mode}"
         for i, path in enumerate(corpus.paths):
-            name = f"{i + 1:04d}-{_slug(path.parent.name if path.is_file() else path.name)}"
+            name = f"{i + 1:04d}-{_slug(_session_name(path))}"
             tasks.append(Task(r, i, path, run_dir / name, strategy, facts[i], opts.judge, opts.timeout, corpus.labels[i]))
     try:
         for t in tasks:

@@ -98,6 +98,10 @@ def test_eval_gives_the_local_report_on_the_cluster(tmp_path: Path, dask_cluster
     report = orjson.loads(local.stdout)
     assert len(report["runs"]) == 2 and all(r["sessions"] == 3 for r in report["runs"])
     assert _no_timings(orjson.loads(remote.stdout)) == _no_timings(report)
+    url = f"file://{corpus}"  # the same corpus named by a URL: each worker reads its sessions from copies of its own
+    at_url = _run("eval", url, "--json", "--mode", "summary", "--mode", "segments", "--scheduler", dask_cluster.address)
+    assert (at_url.returncode, at_url.stderr.decode()) == (0, local.stderr.decode().replace(str(corpus), url))
+    assert _no_timings(orjson.loads(at_url.stdout)) == _no_timings(orjson.loads(local.stdout.decode().replace(str(corpus), url)))
 
 
 @pytest.mark.parametrize("command", [("usage", "{root}", "--json", "--no-cache"), ("inspect", "{root}/catty", "--json"),
