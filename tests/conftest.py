@@ -103,6 +103,15 @@ def cli(*args: str, input: bytes | None = None, cwd: Path | None = None, check: 
     return proc
 
 
+def without_timings(doc: Any) -> Any:
+    """DOC without its measured durations (keys ending in _seconds): what two runs must agree on."""
+    if isinstance(doc, dict):
+        return {k: without_timings(v) for k, v in doc.items() if not k.endswith("_seconds")}
+    if isinstance(doc, list):
+        return [without_timings(v) for v in doc]
+    return doc
+
+
 def jsonl(data: bytes) -> list[Any]:
     return [orjson.loads(line) for line in data.splitlines() if line.strip()]
 

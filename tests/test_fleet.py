@@ -13,7 +13,7 @@ import pytest
 
 from catty_ctx import cluster
 from catty_ctx.errors import CattyError, DataError, ExitCode, UsageError
-from conftest import FIXTURES, cli
+from conftest import FIXTURES, cli, without_timings
 from usage_trees import claude_tree
 
 
@@ -144,13 +144,6 @@ def test_a_scheme_without_its_package_names_the_package(url: str, package: str) 
         assert proc.stderr.decode().strip() == f"catty-ctx: error: {url}: {url.split(':')[0]}:// URLs need the package {package} (pip install {package})"
 
 
-def _no_timings(doc: object) -> object:
-    if isinstance(doc, dict):
-        return {k: _no_timings(v) for k, v in doc.items() if not k.endswith("_seconds")}
-    if isinstance(doc, list):
-        return [_no_timings(v) for v in doc]
-    return doc
-
 
 def test_eval_reads_a_memory_url_corpus_as_the_folder(memory_root: tuple[str, Path]) -> None:
     import orjson
@@ -165,4 +158,4 @@ def test_eval_reads_a_memory_url_corpus_as_the_folder(memory_root: tuple[str, Pa
     assert (at_url.returncode, at_url.stderr.decode()) == (on_disk.returncode, on_disk.stderr.decode().replace(str(local), url)) == (0, at_url.stderr.decode())
     report = orjson.loads(on_disk.stdout)
     assert report["runs"][0]["sessions"] == 3
-    assert _no_timings(orjson.loads(at_url.stdout)) == _no_timings(orjson.loads(on_disk.stdout.decode().replace(str(local), url)))
+    assert without_timings(orjson.loads(at_url.stdout)) == without_timings(orjson.loads(on_disk.stdout.decode().replace(str(local), url)))

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from conftest import FIXTURES, ROOT, cli, cli_process, write_log, session_event, msg
+from conftest import FIXTURES, ROOT, cli, msg, session_event, without_timings, write_log
 from usage_trees import claude_tree, codex_rollout
 
 
@@ -78,13 +78,6 @@ def test_each_command_gives_the_local_answer_on_the_cluster(tree: Path, dask_clu
         assert b"broken" in local.stderr + local.stdout and b"foreign" in local.stderr + local.stdout
 
 
-def _no_timings(doc: Any) -> Any:
-    if isinstance(doc, dict):
-        return {k: _no_timings(v) for k, v in doc.items() if not k.endswith("_seconds")}
-    if isinstance(doc, list):
-        return [_no_timings(v) for v in doc]
-    return doc
-
 
 def test_eval_gives_the_local_report_on_the_cluster(tmp_path: Path, dask_cluster: Any) -> None:
     corpus = tmp_path / "corpus"
@@ -97,11 +90,11 @@ def test_eval_gives_the_local_report_on_the_cluster(tmp_path: Path, dask_cluster
     assert (remote.returncode, remote.stderr) == (local.returncode, local.stderr) == (0, local.stderr)
     report = orjson.loads(local.stdout)
     assert len(report["runs"]) == 2 and all(r["sessions"] == 3 for r in report["runs"])
-    assert _no_timings(orjson.loads(remote.stdout)) == _no_timings(report)
+    assert without_timings(orjson.loads(remote.stdout)) == without_timings(report)
     url = f"file://{corpus}"  # the same corpus named by a URL: each worker reads its sessions from copies of its own
     at_url = _run("eval", url, "--json", "--mode", "summary", "--mode", "segments", "--scheduler", dask_cluster.address)
     assert (at_url.returncode, at_url.stderr.decode()) == (0, local.stderr.decode().replace(str(corpus), url))
-    assert _no_timings(orjson.loads(at_url.stdout)) == _no_timings(orjson.loads(local.stdout.decode().replace(str(corpus), url)))
+    assert without_timings(orjson.loads(at_url.stdout)) == without_timings(orjson.loads(local.stdout.decode().replace(str(corpus), url)))
 
 
 @pytest.mark.parametrize("command", [("usage", "{root}", "--json", "--no-cache"), ("inspect", "{root}/catty", "--json"),
