@@ -163,15 +163,25 @@ class Engine:
             raise Unavailable(f"scheduler {self.spec} unavailable: {reason}") from None
 
     def workers(self) -> int:
-        return max(1, len(self.client().scheduler_info().get("workers", {})))
+        """Workers on the cluster, waiting up to the connect timeout for the first (else Unavailable: a run would never end)."""
+        client = self.client()
+        count = len(client.scheduler_info().get("workers", {}))
+        if count == 0:
+            try:
+                client.wait_for_workers(1, timeout=self.connect_timeout)
+            except Exception:  # noqa: BLE001 - a timeout, or the scheduler gone meanwhile
+                raise Unavailable(f"scheduler {self.spec} has no worker (none joined within {self.connect_timeout:g} s)") from None
+            count = len(client.scheduler_info().get("workers", {}))
+        return max(1, count)
 
     def map(self, fn: Callable[..., Any], items: Sequence[Any], *, batch: int | None = None, **kwargs: Any) -> Iterator[Any]:
         """FN(item, **kwargs) for each item, in item order, run on the cluster; bad input comes back as a `CattyError` value."""
         if not items:
             return
         client = self.client()
+        workers = self.workers()
         if batch is None:
-            batch = max(1, min(MAX_BATCH, -(-len(items) // (self.workers() * TASKS_PER_WORKER))))
+            batch = max(1, min(MAX_BATCH, -(-len(items) // (workers * TASKS_PER_WORKER))))
         chunks = [list(items[i : i + batch]) for i in range(0, len(items), batch)]
         futures = client.map(_run_batch, [fn] * len(chunks), chunks, [kwargs] * len(chunks), retries=RETRIES, pure=False)
         order = {f.key: n for n, f in enumerate(futures)}

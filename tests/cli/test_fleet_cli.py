@@ -234,6 +234,15 @@ def test_a_cluster_started_from_the_shell(tree: Path) -> None:
     worker = [sys.executable, "-m", "distributed.cli.dask_worker"] if shutil.which("dask") is None else ["dask", "worker"]
     procs = [subprocess.Popen([*dask, "--port", str(port), "--no-dashboard"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the scheduler listening
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        alone = _run("usage", str(tree), "--scheduler", f"tcp://127.0.0.1:{port}", "--no-cache", "--connect-timeout", "3")
+        assert alone.returncode == 69 and alone.stdout == b""  # a scheduler without workers: not a run that waits forever
+        assert alone.stderr.decode() == f"catty-ctx: error: scheduler tcp://127.0.0.1:{port} has no worker (none joined within 3 s)\n"
         procs.append(subprocess.Popen([*worker, f"tcp://127.0.0.1:{port}", "--nworkers", "2", "--no-dashboard"], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         local = _run("usage", str(tree), "--json", "--no-cache")
