@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import DataError, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import LockTimeoutOpt, MaxToolBytesOpt, MaxUserBytesOpt
@@ -41,7 +42,6 @@ def append_cmd(
     import orjson
 
     from ..blobs import externalize
-    from ..errors import DataError, UsageError
     from ..ownership import require_ours
     from ..store import LOG_NAME, Session, create_session, json_problem
     from .output import write_lines

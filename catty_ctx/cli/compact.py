@@ -5,6 +5,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import CattyError, ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt
@@ -49,7 +50,6 @@ def compact_cmd(
     attempts and timings) is written first and the event last, under the session lock. A ROOT
     compacts every session over its threshold.
     """
-    from ..errors import CattyError, UsageError
     from .output import rows_out, stdout_tty, write_json
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
@@ -68,7 +68,7 @@ def compact_cmd(
         else:
             _show_replay(out)
         if out["summary"] is None:
-            raise CattyError(f"{replay}: {out['summarizer']}: {out['error']}", exit_code=75 if out["error_class"] != "deterministic" else 65)
+            raise CattyError(f"{replay}: {out['summarizer']}: {out['error']}", exit_code=ExitCode.TEMP_FAIL if out["error_class"] != "deterministic" else ExitCode.DATA)
         return
     if target is None:
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
@@ -100,9 +100,9 @@ def compact_cmd(
     else:
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     if errors:
-        raise typer.Exit(int(errors[0].exit_code))
+        raise typer.Exit(errors[0].exit_code)
     if check and any(r.status == "over" for r in results):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
 def _is_root(target: str) -> bool:

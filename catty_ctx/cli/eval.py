@@ -5,6 +5,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import ExitCode
 from . import app
 from .errors import handle_errors, warn
 from .options import JsonOpt
@@ -93,9 +94,9 @@ def eval_cmd(
         for line in low:
             warn(f"below --min-recall: {line}")
         if low:
-            raise typer.Exit(1)
+            raise typer.Exit(ExitCode.CHECK_FAILED)
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
 def _print_facts(c: Any, opts: Any, as_json: bool) -> None:

@@ -5,6 +5,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import AllowEmptyOpt, JsonOpt, TargetArg
@@ -41,8 +42,6 @@ def inspect_cmd(
         from pathlib import Path
 
         if context:
-            from ..errors import UsageError
-
             raise UsageError(f"{target}: --context needs one session, not a ROOT")
 
         errors: list[str] = []
@@ -62,7 +61,7 @@ def inspect_cmd(
         rows = inspect_root(Path(target), on_error=on_error, sessions=progress_iter(found, label="sessions", total=len(found)))
         rows_out(rows, cols, as_json=as_json, key="sessions")
         if errors:
-            raise typer.Exit(65)
+            raise typer.Exit(ExitCode.DATA)
         return
 
     with Session.open(target) as session:

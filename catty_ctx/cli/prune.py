@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import SessionArg
@@ -54,7 +55,6 @@ def prune_cmd(
     """
     import orjson
 
-    from ..errors import UsageError
     from ..events import DEFAULT_WINDOW
     from ..prune import MIB, PruneOptions, PruneStats, item_lines_canon, PrefixReuse, prune, prune_item_stream
     from ..inspect import is_item_stream, iter_item_lines

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..errors import CattyError, ExitCode
 from . import app
 from .errors import handle_errors, note, warn
 from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
@@ -70,7 +71,7 @@ def repair_cmd(
             plan = repair_session(session, lock_timeout=lock_timeout, force=force)
         _render(session, plan, applied=not (check or dry_run), as_json=as_json)
     if check and plan.found:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
@@ -95,7 +96,6 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
 
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:
-    from ..errors import CattyError
     from ..integrity import repair_plan, repair_session
     from ..store import Session, root_sessions
     from .output import progress_iter, rows_out
@@ -126,4 +126,4 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
     if failures:
         raise typer.Exit(failures[0])
     if check and found_any:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)

@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import ExitCode
 from . import app
 from .errors import handle_errors
 from .options import JsonOpt
@@ -74,4 +75,4 @@ def grep_cmd(
     cols = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]
     n = rows_out(matches, cols, as_json=as_json, key="matches")
     if n == 0:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)
