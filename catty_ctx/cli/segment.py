@@ -12,6 +12,10 @@ from .options import JsonOpt
 
 segment_app = typer.Typer(
     help="Read the segments archive: the verbatim record of compacted conversation.",
+    epilog=(
+        "Examples: catty-ctx segment list S; catty-ctx segment show S 0 | less; "
+        "catty-ctx segment grep S 'AssertionError' | jq .seq"
+    ),
     no_args_is_help=True,
 )
 app.add_typer(segment_app, name="segment")

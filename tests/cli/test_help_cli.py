@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from catty_ctx.cli.docgen import _all, command_tree
 from test_terminal import on_a_terminal
 
 COMMANDS = [[], ["append"], ["blob"], ["compact"], ["completion"], ["fork"], ["import"], ["inspect"], ["instructions"],
@@ -34,3 +35,16 @@ def test_help_wraps_between_words_at_80_columns(command: str) -> None:
     for line, following in zip(body, body[1:]):
         if line.strip() and following.strip():
             assert len(line) + 1 + len(following.split()[0]) > 78, (line, following)
+
+
+TREE = {c.name: c for c in _all(command_tree()) if c.path}
+
+
+@pytest.mark.parametrize("command", sorted(TREE))
+def test_help_shows_the_commands_own_examples(command: str) -> None:
+    """Every command's --help, a group's (`segment`) included, shows its examples."""
+    examples = TREE[command].examples
+    code, wide = on_a_terminal(*command.split(), "--help", columns=1000)
+    assert code == 0, wide
+    assert re.search(r"Examples?:", wide), wide
+    assert examples and all(e in wide for e in examples), (examples, wide)
