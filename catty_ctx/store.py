@@ -19,12 +19,12 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 import orjson
 
+from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, fsync_dir, replace_file  # noqa: F401 - re-exported
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
 
-DEFAULT_LOCK_TIMEOUT = 30.0
 # A line longer than this is refused without being read whole (SPEC: bad input never
 # costs unbounded memory).
 MAX_LINE_BYTES = 64 * 1024 * 1024

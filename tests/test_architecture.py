@@ -213,3 +213,53 @@ def test_no_raw_exit_number_in_the_cli() -> None:
     """Every exit status in cli/ (and the entry point) names an `errors.ExitCode` member."""
     paths = [*sorted((PACKAGE / "cli").rglob("*.py")), PACKAGE / "__main__.py"]
     assert raw_exit_numbers({str(p.relative_to(ROOT)): p.read_text() for p in paths}) == []
+
+
+def _is_cli_param(annotation: ast.AST | None) -> bool:
+    """A typer parameter: `Annotated[..., typer.Option(...)]` or a shared `XxxOpt` / `XxxArg` alias."""
+    if isinstance(annotation, ast.Name):
+        return annotation.id.endswith(("Opt", "Arg"))
+    return annotation is not None and any(
+        isinstance(n, ast.Call) and _call_name(n) in ("Option", "Argument") for n in ast.walk(annotation))
+
+
+def literal_defaults(sources: dict[str, str], library_strings: set[str]) -> list[str]:
+    """CLI parameters whose default is a number written out, or a string one of the library's
+    defaults holds: each must name the library's constant instead."""
+    found = []
+    for name, text in sources.items():
+        for fn in ast.walk(ast.parse(text, name)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = fn.args.posonlyargs + fn.args.args
+            pairs = list(zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults))
+            pairs += [(a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                if not _is_cli_param(arg.annotation) or not isinstance(default, ast.Constant):
+                    continue
+                value = default.value
+                if (type(value) in (int, float)) or (isinstance(value, str) and value in library_strings):
+                    found.append(f"{name}:{default.lineno}: {arg.arg} = {value!r}")
+    return found
+
+
+def _library_strings() -> set[str]:
+    from catty_ctx import defaults
+
+    return {v for k, v in vars(defaults).items() if k.isupper() and isinstance(v, str)}
+
+
+def test_the_literal_default_finder_finds_planted_literals() -> None:
+    planted = (
+        "def cmd(s: SessionArg, lock: LockTimeoutOpt = 30.0, n: Annotated[int, typer.Option('--n')] = 3,\n"
+        "        mode: Annotated[str, typer.Option('--mode')] = 'summary', ok: Annotated[int, typer.Option('--k')] = K,\n"
+        "        flag: Annotated[bool, typer.Option('--f')] = False, width: int = 60) -> None: ...\n"
+    )
+    assert literal_defaults({"m.py": planted}, {"summary"}) == ["m.py:1: lock = 30.0", "m.py:1: n = 3", "m.py:2: mode = 'summary'"]
+
+
+def test_cli_defaults_name_the_librarys_constants() -> None:
+    """No option default in cli/ retypes a library value: numbers and the library's default
+    strings come from `catty_ctx.defaults` (which the mechanisms read too)."""
+    sources = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((PACKAGE / "cli").rglob("*.py"))}
+    assert literal_defaults(sources, _library_strings()) == []

@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..defaults import DEFAULT_LOCK_TIMEOUT
 from . import app
 from .errors import handle_errors
 from .options import JsonOpt, LockTimeoutOpt
@@ -20,7 +21,7 @@ def instructions_cmd(
     append: Annotated[Optional[str], typer.Option("--append", metavar="SESSION", help="Record them as the session's instructions state (nothing is appended when unchanged).")] = None,
     no_global: Annotated[bool, typer.Option("--no-global", help="Leave out the user-level files.")] = False,
     as_json: JsonOpt = False,
-    lock_timeout: LockTimeoutOpt = 30.0,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Find instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..defaults import DEFAULT_LOCK_TIMEOUT
 from ..errors import CattyError, ExitCode
 from . import app
 from .errors import handle_errors, note, warn
@@ -31,7 +32,7 @@ def repair_cmd(
     force: Annotated[bool, typer.Option("--force", help="Repair even when more than half of the log's lines are invalid (they all go to quarantine).")] = False,
     allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
-    lock_timeout: LockTimeoutOpt = 30.0,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.
 
