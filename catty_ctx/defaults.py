@@ -20,6 +20,7 @@ SUMMARIZER = "extractive"  # who writes the summary: offline extraction
 MIN_SUMMARY_CHARS = 500  # a model summary shorter than this is degenerate and retried
 
 # The continuation eval (eval)
+EVAL_MODE = "segments"  # the compaction mode evaluated
 EVAL_COMPACTIONS = 3  # compactions per session: its turns are split into this many parts
 EVAL_JOBS = 1  # sessions evaluated at once
 

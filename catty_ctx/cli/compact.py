@@ -51,7 +51,7 @@ def compact_cmd(
     attempts and timings) is written first and the event last, under the session lock. A ROOT
     compacts every session over its threshold.
     """
-    from .output import rows_out, stdout_tty, write_json
+    from .output import emit, rows_out, write_json
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
     if timeout is not None:
@@ -64,10 +64,7 @@ def compact_cmd(
         from ..compact.artifacts import replay as run_replay
 
         out = run_replay(replay, summarizer, **options)
-        if as_json or not stdout_tty():
-            write_json(out)
-        else:
-            _show_replay(out)
+        emit(out, as_json=as_json, show=_show_replay)
         if out["summary"] is None:
             raise CattyError(f"{replay}: {out['summarizer']}: {out['error']}", exit_code=ExitCode.TEMP_FAIL if out["error_class"] != "deterministic" else ExitCode.DATA)
         return

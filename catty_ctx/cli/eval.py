@@ -5,7 +5,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, MIN_SUMMARY_CHARS
+from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MIN_SUMMARY_CHARS, SUMMARIZER
 from ..errors import ExitCode
 from . import app
 from .errors import handle_errors, warn
@@ -66,10 +66,10 @@ def eval_cmd(
     Exit 0 when every run completed, whatever the scores.
     """
     from ..eval import EvalOptions, below, open_corpus, run_eval
-    from .output import progress_iter, stdout_tty, write_json, write_lines
+    from .output import emit, progress_iter
 
     opts = EvalOptions(
-        summarizers=summarizer or ["extractive"], modes=mode or ["segments"], compactions=compactions, facts=facts,
+        summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
         two_pass=two_pass, judge=judge, jobs=jobs, out=out, summarizer_options={"min_chars": min_summary_chars}, timeout=timeout,
     )
     c = open_corpus(corpus)
@@ -80,12 +80,7 @@ def eval_cmd(
         report = run_eval(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n))
     finally:
         c.close()
-    if as_json:
-        write_json(report)
-    elif stdout_tty():
-        _show(report)
-    else:
-        write_lines(report["runs"])
+    emit(report, as_json=as_json, show=_show, lines=report["runs"])
     for row in report["runs"]:
         if row.get("error"):
             warn(f"{row['summarizer']} x {row['mode']}: {row['error']}")

@@ -76,7 +76,7 @@ def repair_cmd(
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
-    from .output import rows_out, write_json
+    from .output import emit, show_table
 
     doc = {
         "path": str(session.directory or session.display),
@@ -85,15 +85,15 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
         "applied": applied and plan.found > 0,
         "actions": plan.actions(),
     }
-    if as_json:
-        write_json(doc)
-        return
-    if not plan.found:
-        note(f"{doc['path']}: nothing to repair")
-        return
-    verb = "repaired" if applied else "would repair"
-    note(f"{doc['path']}: {verb}: " + ", ".join(plan.notes()))
-    rows_out(iter(doc["actions"]), _COLUMNS, as_json=False)
+    if not as_json:
+        verb = "repaired" if applied else "would repair"
+        note(f"{doc['path']}: {verb}: " + ", ".join(plan.notes()) if plan.found else f"{doc['path']}: nothing to repair")
+
+    def actions_table(d: dict[str, Any]) -> None:
+        if d["found"]:
+            show_table(d["actions"], _COLUMNS)
+
+    emit(doc, as_json=as_json, show=actions_table, lines=doc["actions"])
 
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, SUMMARIZER
+from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError
 from .drive import Strategy
 from .facts import FACTS_NAME, Fact, derive_facts, load_facts
@@ -167,7 +167,7 @@ def _work_folder(out: str | None) -> tuple[Path, bool]:
 @dataclass
 class EvalOptions:
     summarizers: list[str] = field(default_factory=lambda: [SUMMARIZER])
-    modes: list[str] = field(default_factory=lambda: ["segments"])
+    modes: list[str] = field(default_factory=lambda: [EVAL_MODE])
     compactions: int = EVAL_COMPACTIONS
     facts: str | None = None  # auto | file | None (the file where a session has one)
     two_pass: bool = False

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from ..defaults import DEFAULT_THRESHOLD, EVAL_COMPACTIONS, SUMMARIZER
+from ..defaults import DEFAULT_THRESHOLD, EVAL_COMPACTIONS, EVAL_MODE, SUMMARIZER
 from ..errors import DataError
 from ..events import Event, is_real_user
 from ..store import Session, create_session, session_window
@@ -36,7 +36,7 @@ class Strategy:
     """One run: a summariser in a mode, N compactions, two-pass or not."""
 
     summarizer: str = SUMMARIZER
-    mode: str = "segments"
+    mode: str = EVAL_MODE
     compactions: int = EVAL_COMPACTIONS
     two_pass: bool = False
     summarizer_options: dict[str, Any] = field(default_factory=dict)
