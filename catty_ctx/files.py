@@ -99,6 +99,30 @@ def replace_file(path: PathArg, data: bytes, *, durable: bool = True) -> None:
         fsync_dir(os.path.dirname(target) or ".")
 
 
+def create_exclusive(path: PathArg, data: bytes) -> bool:
+    """Create PATH holding DATA unless it exists: False when another process got there first.
+
+    The bytes are written to a temp file and hard-linked into place, so the name never shows
+    a half-written file and of two callers at once exactly one wins (a marker both can claim).
+    """
+    target = os.fspath(path)
+    fd, tmp = _temp_beside(target)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), new_file_mode())
+            f.write(data)
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+
+
 def fsync_dir(path: PathArg) -> None:
     """Make a folder's entries (a rename, a new file) durable."""
     fd = os.open(path, os.O_RDONLY)
