@@ -263,3 +263,13 @@ def test_cli_defaults_name_the_librarys_constants() -> None:
     strings come from `catty_ctx.defaults` (which the mechanisms read too)."""
     sources = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((PACKAGE / "cli").rglob("*.py"))}
     assert literal_defaults(sources, _library_strings()) == []
+
+
+MAX_LINES = 600
+# Split on another branch (the one reader's): the lead removes this list when it lands.
+OVER_THE_LIMIT_FOR_NOW = {"catty_ctx/integrity.py", "catty_ctx/store.py"}
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in sorted(PACKAGE.rglob("*.py")) if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert set(long) - OVER_THE_LIMIT_FOR_NOW == set(), long
