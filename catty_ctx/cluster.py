@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from .defaults import CONNECT_TIMEOUT
 from .errors import CattyError, ExitCode, UsageError
 
 TYPE_CHECKING = False
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator, Sequence
 
 SCHEDULER_ENV = "CATTY_CTX_SCHEDULER"
-CONNECT_TIMEOUT = 10.0  # seconds, the --connect-timeout default
 EXTRA = "catty-ctx[dask]"
 RETRIES = 3  # reruns of a task that raised something other than bad input
 TASKS_PER_WORKER = 8  # batches per worker: enough to balance uneven sessions, few enough to keep the scheduler's cost small

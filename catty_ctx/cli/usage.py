@@ -11,6 +11,7 @@ registers (help, completion, the man page and every other spelling) are made fro
 import os
 
 from ..cluster import CONNECT_TIMEOUT_HELP, SCHEDULER_HELP
+from ..defaults import CONNECT_TIMEOUT
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -97,12 +98,12 @@ def parse_args(args: "list[str]") -> "dict[str, Any] | None":
 
 def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until: "str | None" = None, as_json: bool = False,
         prices: "str | None" = None, no_cache: bool = False, jobs: "int | None" = None, strict: bool = False,
-        tz: "str | None" = None, scheduler: "str | None" = None, connect_timeout: float = 10.0) -> None:
+        tz: "str | None" = None, scheduler: "str | None" = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
     from .errors import warn
-    from .output import json_bytes, lines_bytes, stderr_tty, stdout_tty, write_bytes
+    from .output import emit_rendered, json_bytes, lines_bytes, stderr_tty
 
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not '{by}'")
@@ -138,16 +139,8 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
         warn(f"{scan.bad_lines} unreadable line{'s' if scan.bad_lines != 1 else ''} skipped")
     if ledger.incomplete:
         warn("a session's usage is incomplete (a subagent was still running): costs are withheld")
-    if stdout_tty():
-        if as_json:
-            from .output import write_json
-
-            write_json(ledger.document(scan))
-        else:
-            _show(ledger)
-        return
-    forms = ledger.rendered or render(ledger, scan)
-    write_bytes(forms["json" if as_json else "lines"])
+    emit_rendered(as_json=as_json, show=lambda: _show(ledger), document=lambda: ledger.document(scan),
+                  rendered=lambda: ledger.rendered or render(ledger, scan))
 
 
 def declare() -> None:
