@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from .defaults import RESUME_FORMAT
 from .errors import DataError, UsageError, WriteError
 from .ownership import require_ours
 from .events import is_real_user, now_ts
@@ -38,7 +39,7 @@ def require_resumable(session: Session) -> None:
         )
 
 
-def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
+def resume(session: Session, fmt: str = RESUME_FORMAT) -> tuple[Any, list[str]]:
     """The repaired view, ready to send: a list of items, or an OpenAI / Anthropic document.
 
     Returns the output and what was repaired or left out on the way (short phrases)."""

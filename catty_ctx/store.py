@@ -19,13 +19,13 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 import orjson
 
+from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, fsync_dir, replace_file  # noqa: F401 - re-exported
 from .jsonl import Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
 
-DEFAULT_LOCK_TIMEOUT = 30.0
 _CHUNK = 1 << 20
 
 

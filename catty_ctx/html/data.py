@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..defaults import DEFAULT_THRESHOLD
 from ..errors import CattyError
 from ..events import Event
 from ..store import Session, session_window
 from ..tokens import item_tokens, percent_of, usage_context
 
 # The threshold line: compaction's default trigger (SPEC `compact --threshold`).
-THRESHOLD_PERCENT = 85.0
+THRESHOLD_PERCENT = DEFAULT_THRESHOLD
 MAIN = "main"
 
 
