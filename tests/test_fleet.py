@@ -108,7 +108,7 @@ def memory_root(tmp_path: Path) -> tuple[str, Path]:
 
 @pytest.mark.parametrize("command", [("inspect", "{root}/s", "--json"), ("inspect", "{root}/s"), ("repair", "--check", "{root}/s", "--json"),
                                      ("compact", "--check", "{root}/s", "--threshold", "1"), ("usage", "{root}", "--json", "--by", "session"),
-                                     ("usage", "{root}/s")], ids=lambda c: " ".join(c).replace("{root}", "ROOT"))
+                                     ("usage", "{root}/s"), ("usage", "{root}/s", "--strict")], ids=lambda c: " ".join(c).replace("{root}", "ROOT"))
 def test_a_memory_url_root_reads_as_the_same_folder_on_disk(memory_root: tuple[str, Path], command: tuple[str, ...]) -> None:
     url, local = memory_root
     on_disk = cli(*(a.format(root=local) for a in command))

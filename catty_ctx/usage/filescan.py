@@ -217,11 +217,18 @@ def validate_catty_logs(found: Survey) -> None:
     not have looked (costs a full parse; the default scan stays a byte search)."""
     from ..store import Session
 
+    def read_all(path: str) -> None:
+        for _ in Session.open(path).events(warn=None):
+            pass
+
     for _, files in found:
         for path, kind, *_ in files:
-            if kind == CATTY:
-                for _ in Session.open(path).events(warn=None):
-                    pass
+            if kind == CATTY and "://" in path:
+                from ..urls import on_copy
+
+                on_copy(read_all, path)  # (a copy of the log alone: named updates.jsonl, it opens as the store opens one)
+            elif kind == CATTY:
+                read_all(path)
 
 
 def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
