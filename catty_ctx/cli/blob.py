@@ -1,6 +1,8 @@
 """`catty-ctx blob`: print an externalised payload of a session in full."""
 from __future__ import annotations
 
+import shutil
+import sys
 from typing import Annotated
 
 import typer
@@ -23,9 +25,8 @@ def blob_cmd(
     Only a handle naming a regular file in this session's blobs/ is accepted (no paths,
     no symbolic links); a payload that no longer matches its handle is refused (exit 65).
     """
-    import shutil
-    import sys
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..blobs import open_blob, session_directory
 
     with open_blob(session_directory(session), handle) as f:

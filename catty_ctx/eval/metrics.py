@@ -14,6 +14,8 @@ from typing import Any, Iterable
 
 import orjson
 
+from ..blobs import blob_path
+from ..compact.segments import grep_segments
 from .facts import KINDS, Fact
 
 RECALLS = {"state": "state_recall", "instruction": "instruction_retention", "detail": "detail_recovery"}
@@ -35,7 +37,6 @@ def request_text(items: Iterable[dict[str, Any]]) -> str:
 
 def _blob_texts(items: list[dict[str, Any]], text: str, session_dir: Path) -> Iterable[str]:
     """The payloads of the blobs the request names (a `blob` field or a handle in its text)."""
-    from ..blobs import blob_path
 
     handles = {it["blob"] for it in items if isinstance(it.get("blob"), str)} | set(_HANDLE_IN_TEXT.findall(text))
     for h in sorted(handles):
@@ -47,7 +48,6 @@ def _blob_texts(items: list[dict[str, Any]], text: str, session_dir: Path) -> It
 
 def _in_segments(session_dir: Path, fact: str) -> bool:
     """`segment grep` with a fixed string, line by line (every line of the fact must match)."""
-    from ..compact.segments import grep_segments
 
     lines = [ln.strip() for ln in fact.splitlines() if ln.strip()]
     return bool(lines) and all(next(grep_segments(session_dir, ln), None) is not None for ln in lines)

@@ -18,9 +18,21 @@ from typing import Any, Callable
 
 import orjson
 
+from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
 from ..errors import DataError, UsageError, WriteError
 from ..events import Event
+from ..files import new_dir_mode
+from ..store import (
+    LOG_NAME,
+    PART_NAME,
+    STAGING_SUFFIX,
+    check_new_session_dest,
+    new_summary,
+    place_new_session,
+    write_summary,
+)
 from .common import BlobSink, EventBuilder, ImportReport, Warn
+from .detect import detect as detect_format  # `importers.detect` stays the submodule
 
 FORMATS = ("claude", "codex", "opencode", "gemini", "openai", "anthropic")
 _WRITEBACK_STEP = 8 << 20
@@ -100,9 +112,7 @@ class _ConversationGate:
 def resolve_format(fmt: str, source: Path) -> str:
     fmt = fmt.lower()
     if fmt == "auto":
-        from .detect import detect
-
-        return detect(source)
+        return detect_format(source)
     if fmt not in FORMATS:
         raise UsageError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)}, auto)")
     return fmt
@@ -151,8 +161,6 @@ def import_events(
 
 
 def summary_for(builder: EventBuilder, log_size: int) -> dict[str, Any]:
-    from ..store import new_summary
-
     assert builder.session_event is not None
     summary = new_summary(builder.session_event)
     summary["title"] = builder.title
@@ -186,9 +194,6 @@ def import_to_dir(
     As `append` does, a user message over `user_limit` bytes or a tool output over
     `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
-    from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
-    from ..files import new_dir_mode
-    from ..store import LOG_NAME, PART_NAME, STAGING_SUFFIX, check_new_session_dest, place_new_session, write_summary
 
     user_limit = USER_LIMIT if user_limit is None else user_limit
     tool_limit = TOOL_LIMIT if tool_limit is None else tool_limit

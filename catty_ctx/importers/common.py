@@ -509,6 +509,7 @@ def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
         if f.peek(4)[:4] != ZSTD_MAGIC:
             yield f
             return
+    # start-up: only a compressed rollout needs zstd
     import shutil
     import subprocess
 

@@ -6,9 +6,9 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
+from ..errors import DataError, UsageError
 from ..fingerprint import canonical
 from ..view import ViewItem
-
 
 # -- comparing requests ----------------------------------------------------------------------
 
@@ -30,7 +30,6 @@ class PrefixReuse:
         d = dict(self.__dict__)
         d["reuse"] = round(self.ratio, 4)
         return d
-
 
     def track(self, previous: Iterable[bytes], current: Iterable[ViewItem]) -> Iterator[ViewItem]:
         """Pass `current` through, measuring its common prefix with `previous` on the way."""
@@ -61,7 +60,6 @@ def prefix_reuse(previous: Iterable[bytes], current: Iterable[ViewItem]) -> Pref
 
 def item_lines_canon(path: str) -> list[bytes]:
     """Canonical forms of the items of an item stream file (an earlier prune output)."""
-    from ..errors import DataError, UsageError
 
     out = []
     try:
