@@ -22,11 +22,10 @@ from .blobs import inline_images, is_handle
 from .defaults import RESUME_FORMAT
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
-from .integrity import rebuild_summary, repaired_items
 from .ownership import require_ours
 from .pairing import repair_items
+from .repair import rebuild_summary, repaired_items
 from .store import (
-    LOG_NAME,
     PART_NAME,
     STAGING_SUFFIX,
     SUMMARY_NAME,
@@ -285,7 +284,6 @@ def _build(
     if model is not None:
         summary["model"] = model
     write_summary(tmp, summary)
-    os.rename(tmp / PART_NAME, tmp / LOG_NAME)
 
 
 def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq: int, named: set[str]) -> None:

@@ -45,11 +45,12 @@ def append_cmd(
     import orjson
 
     from ..blobs import externalize
+    from ..jsonl import json_problem, numbered_lines
     from ..ownership import require_ours
-    from ..store import LOG_NAME, Session, create_session, json_problem
+    from ..store import LOG_NAME, Session, create_session
 
     pending = []
-    for lineno, line in enumerate(sys.stdin.buffer, 1):
+    for lineno, line in numbered_lines(sys.stdin.buffer, "<stdin>", final="kept"):
         if not line.strip():
             continue
         try:

@@ -55,7 +55,7 @@ def repair_cmd(
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout)
         return
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..integrity import repair_plan, repair_session, repair_stream
+    from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
 
     with Session.open(target) as session:
@@ -98,7 +98,7 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..integrity import repair_plan, repair_session
+    from ..repair import repair_plan, repair_session
     from ..store import Session, root_sessions
 
     failures: list[int] = []

@@ -112,7 +112,7 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
         # A summariser gets what a provider would: the repaired view (dangling calls
         # answered, orphans and duplicates gone). Only a broken view pays this second pass
         # (start-up: and loads the repairs).
-        from ..integrity import repaired_items
+        from ..repair import repaired_items
 
         items, repaired = repaired_items(session)
         fp = prefix_fp(items)

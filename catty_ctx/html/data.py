@@ -3,7 +3,7 @@
 The fold is the view's own (`plan_file` + `iter_view`, as `inspect --items` runs it) with a
 tap on the events for the timeline: each main-agent `usage` event is one provider request
 (the estimate stands in where a session has none), compactions, and the cache-aware prune's
-batches replayed over the view. Beside it: `repair --check` (integrity.analyse), the usage
+batches replayed over the view. Beside it: `repair --check` (repair.analyse), the usage
 ledger and the segments index. A part that cannot be read says why instead of failing the page.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..compact.twopass import cache_path
 from ..defaults import DEFAULT_THRESHOLD
 from ..errors import CattyError
 from ..events import Event
-from ..integrity import analyse
+from ..repair import analyse
 from ..prune import Measure, PruneOptions
 from ..store import Session, session_window
 from ..tokens import item_tokens, percent_of, usage_context

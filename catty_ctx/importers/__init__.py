@@ -23,7 +23,6 @@ from ..errors import DataError, UsageError, WriteError
 from ..events import Event
 from ..files import new_dir_mode
 from ..store import (
-    LOG_NAME,
     PART_NAME,
     STAGING_SUFFIX,
     check_new_session_dest,
@@ -242,7 +241,6 @@ def import_to_dir(
             log.flush()
             os.fsync(fd)
         write_summary(staging, summary_for(builder, log_path.stat().st_size))
-        os.rename(log_path, staging / LOG_NAME)
         place_new_session(staging, dest)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
