@@ -127,6 +127,7 @@ def _cell(value: Any) -> str:
 
 def _show(report: dict[str, Any]) -> None:
     # start-up: the library loads when the command runs, not for --help or another command
+    from ..eval import WORST_SHOWN
     from ..eval.metrics import lowest_recall
 
     runs = report["runs"]
@@ -145,7 +146,7 @@ def _show(report: dict[str, Any]) -> None:
     parts = [table(None, columns, rows)]
     for r in runs:
         worst = sorted((e for e in r["per_session"]), key=lambda e: (e["metrics"] is not None, lowest_recall(e["metrics"] or {})))
-        worst = [e for e in worst if e["metrics"] is None or lowest_recall(e["metrics"]) < 1.0][:3]
+        worst = [e for e in worst if e["metrics"] is None or lowest_recall(e["metrics"]) < 1.0][:WORST_SHOWN]
         if not worst and not r.get("error"):
             continue
         parts.append(text(f"{r['summarizer']} x {r['mode']}: worst sessions"))

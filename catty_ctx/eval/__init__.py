@@ -31,7 +31,7 @@ from .metrics import RECALLS, Tally, missed_facts, tally
 
 EVAL_MODES = ("summary", "segments")
 FACTS_CHOICES = ("auto", "file")
-WORST_SHOWN = 3
+WORST_SHOWN = 3  # sessions a run names as its worst on a terminal
 
 
 @dataclass

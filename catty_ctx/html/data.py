@@ -38,7 +38,6 @@ from ..view import (
 
 # The threshold line: compaction's default trigger (SPEC `compact --threshold`).
 THRESHOLD_PERCENT = DEFAULT_THRESHOLD
-MAIN = "main"
 
 
 @dataclass

@@ -45,7 +45,6 @@ from .claude_tree import (
 )
 from .common import EventBuilder, ImportReport, Warn, not_recognised
 
-FORMAT = "claude"
 
 
 # -- locating files ----------------------------------------------------------------------------

@@ -42,7 +42,6 @@ from .common import (
     to_ts,
 )
 
-FORMAT = "codex"
 WHAT = "a Codex CLI session"
 _LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",

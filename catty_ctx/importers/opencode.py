@@ -19,7 +19,6 @@ import orjson
 from ..errors import DataError, UsageError
 from .common import SHAPE_ERRORS, EventBuilder, Warn, load_json, not_recognised, shape_error, split_data_url
 
-FORMAT = "opencode"
 WHAT = "an opencode session"
 _PENDING = ("pending", "running")
 
