@@ -30,6 +30,7 @@ from .store import (
     STAGING_SUFFIX,
     SUMMARY_NAME,
     Session,
+    building,
     check_new_session_dest,
     place_new_session,
     write_summary,
@@ -191,19 +192,13 @@ def fork(
     if not dry_run:
         _clear_stale_temps(dest)
     tmp = dest.parent / f".{dest.name}{_TMP_MARK}{uuid.uuid4().hex[:8]}-{os.getpid()}{STAGING_SUFFIX}"
-    try:
+    with building(tmp, dest, "cannot write the fork"):
         if not dry_run:
             tmp.mkdir()
         _build(session, parent_dir, tmp, first, result, cut=cut, model=model, cwd=cwd, dry_run=dry_run)
         if dry_run:
             return result
         place_new_session(tmp, dest)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise WriteError(f"{dest}: cannot write the fork ({exc.strerror})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return result
 
 

@@ -11,10 +11,7 @@ from . import app
 from .errors import handle_errors
 
 
-@app.command(
-    "blob",
-    epilog="Example: catty-ctx blob S \"$(catty-ctx inspect S --seq 7 --json | jq -r .blob)\" | less",
-)
+@app.command("blob", epilog="Example: catty-ctx blob S \"$(catty-ctx inspect S --seq 7 --json | jq -r .blob)\" | less")
 @handle_errors
 def blob_cmd(
     session: Annotated[str, typer.Argument(metavar="SESSION", help="A session directory (or its updates.jsonl).")],

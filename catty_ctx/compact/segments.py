@@ -311,15 +311,8 @@ def _index_md(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_segment(
-    session_dir: Path,
-    events: list[Event],
-    summary: str,
-    *,
-    detail: str = SEGMENT_DETAIL,
-    compaction_id: str | None = None,
-    created_at: str | None = None,
-) -> SegmentInfo:
+def write_segment(session_dir: Path, events: list[Event], summary: str, *, detail: str = SEGMENT_DETAIL,
+                  compaction_id: str | None = None, created_at: str | None = None) -> SegmentInfo:
     """Write the next segment, then index.json and INDEX.md. The caller holds the session lock."""
     seg_dir = session_folder(segments_dir(session_dir))  # never a link out of the session
     number = next_number(session_dir)

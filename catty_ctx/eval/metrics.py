@@ -8,7 +8,7 @@ fraction is taken (pooled), so a session with many facts weighs what it holds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -78,17 +78,17 @@ class Tally:
 
     facts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    violations: int = 0
-    seconds: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    violations: int = 0  # provider-invalid pairings found (integrity_violations)
+    seconds: float = 0.0  # the summariser's time (and the prefires')
+    input_tokens: int = 0  # the summariser's calls: what they read ...
+    output_tokens: int = 0  # ... and wrote
     summary_tokens: int = 0
-    tokens_saved: int = 0
-    reuse_sum: float = 0.0
-    requests: int = 0
-    prefires: int = 0
-    hits: int = 0
-    wasted: int = 0
+    tokens_saved: int = 0  # the view before each compaction less the view after
+    reuse_sum: float = 0.0  # cached-input ratios of the requests, summed ...
+    requests: int = 0  # ... over this many
+    prefires: int = 0  # two-pass: pass 1 runs ...
+    hits: int = 0  # ... whose note the compaction used ...
+    wasted: int = 0  # ... and the tokens of those it did not
     asked: int = 0  # successor check: questions put to the judge
     answered: int = 0  # and answers holding the fact
 
@@ -96,9 +96,9 @@ class Tally:
         for k in KINDS:
             self.facts[k] += other.facts[k]
             self.kept[k] += other.kept[k]
-        for name in ("violations", "seconds", "input_tokens", "output_tokens", "summary_tokens", "tokens_saved",
-                     "reuse_sum", "requests", "prefires", "hits", "wasted", "asked", "answered"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for f in fields(self):
+            if f.name not in ("facts", "kept"):  # every other field is a sum
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

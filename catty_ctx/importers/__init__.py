@@ -11,7 +11,6 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -25,6 +24,7 @@ from ..files import new_dir_mode
 from ..store import (
     PART_NAME,
     STAGING_SUFFIX,
+    building,
     check_new_session_dest,
     new_summary,
     place_new_session,
@@ -211,7 +211,7 @@ def import_to_dir(
         os.chmod(staging, new_dir_mode())  # mkdtemp makes 0700: the session folder gets the umask's mode, as any other
     except OSError as exc:
         raise WriteError(f"{dest}: cannot create ({exc.strerror})") from None
-    try:
+    with building(staging, dest, "cannot write"):
         def blob_sink(handle: str, data: bytes) -> None:
             write_blob(staging, data)  # content-addressed: the same handle
 
@@ -242,10 +242,4 @@ def import_to_dir(
             os.fsync(fd)
         write_summary(staging, summary_for(builder, log_path.stat().st_size))
         place_new_session(staging, dest)
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise WriteError(f"{dest}: cannot write ({exc.strerror})") from None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return report
