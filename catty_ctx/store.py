@@ -283,7 +283,7 @@ class SessionLock:
         self._lock: Any = None
 
     def __enter__(self) -> "SessionLock":
-        import filelock
+        import filelock  # start-up: only writers take the lock; readers never load it
 
         self._lock = filelock.FileLock(str(self.path), timeout=self.timeout)
         try:
