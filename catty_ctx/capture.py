@@ -7,6 +7,9 @@ thread: a worker may run several tasks at once.
 """
 from __future__ import annotations
 
+import sys
+import threading
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -16,8 +19,6 @@ class _Captured:
     """sys.stderr once a capture was asked for: a capturing thread's writes are kept; other threads' pass through."""
 
     def __init__(self, stream: Any) -> None:
-        import threading
-
         self.stream = stream
         self.local = threading.local()
 
@@ -40,8 +41,6 @@ class capture_stderr:
     each keep their own): a task's warnings travel with its outcome."""
 
     def __enter__(self) -> list[str]:
-        import sys
-
         if not isinstance(sys.stderr, _Captured):
             sys.stderr = _Captured(sys.stderr)
         self.local = sys.stderr.local

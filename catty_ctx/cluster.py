@@ -10,10 +10,15 @@ Dask until a scheduler is asked for: the extra is optional and start-up time is 
 """
 from __future__ import annotations
 
+import functools
 import os
+import sys
+import time
+import warnings
 
 from .defaults import CONNECT_TIMEOUT
 from .errors import CattyError, ExitCode, UsageError
+from .workers import usable_cpus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,9 +29,6 @@ EXTRA = "catty-ctx[dask]"
 RETRIES = 3  # reruns of a task that raised something other than bad input
 TASKS_PER_WORKER = 8  # batches per worker: enough to balance uneven sessions, few enough to keep the scheduler's cost small
 MAX_BATCH = 256
-SCHEDULER_HELP = ("Run the per-session work on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or local[:N] for a local "
-                  f"cluster of N processes (default: {SCHEDULER_ENV}; needs the extra {EXTRA}).")
-CONNECT_TIMEOUT_HELP = "Give up on an unreachable --scheduler after this long: exit 69."
 
 
 class Unavailable(CattyError):
@@ -48,8 +50,6 @@ def scheduler_from(option: str | None) -> str | None:
 def parse_local(spec: str) -> int | None:
     """N for `local` or `local:N` (`local` alone: one worker per usable CPU); None for an address."""
     if spec == "local":
-        from .workers import usable_cpus
-
         return usable_cpus()
     if spec.startswith("local:"):
         n = spec[len("local:"):]
@@ -69,10 +69,10 @@ def refuse_writes(command: str, allow: bool) -> None:
 def _import_distributed() -> Any:
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # (read at import, inherited by a LocalCluster's workers)
     try:
-        import distributed
+        import distributed  # start-up: Dask loads only when a scheduler is asked for (an optional extra, a second to import)
     except ImportError:
         raise UsageError(f"--scheduler needs Dask: install the extra {EXTRA}") from None
-    import logging
+    import logging  # start-up: only with Dask
 
     for name in ("distributed", "tornado", "asyncio"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -82,7 +82,7 @@ def _import_distributed() -> Any:
 def _run_batch(fn: Callable[..., Any], items: Sequence[Any], kwargs: dict[str, Any]) -> list[tuple[int, Any, str]]:
     """On a worker: FN over a batch; each outcome (0, value), (1, (message, exit code)) for bad input or (2, text) for a
     bug, with what the item wrote to stderr."""
-    from .capture import capture_stderr
+    from .capture import capture_stderr  # start-up: only on a worker
 
     out: list[tuple[int, Any, str]] = []
     for item in items:
@@ -99,8 +99,6 @@ def _run_batch(fn: Callable[..., Any], items: Sequence[Any], kwargs: dict[str, A
 
 def _outcome(kind: int, payload: Any, written: str) -> Any:
     if written:
-        import sys
-
         sys.stderr.write(written)
     if kind == 0:
         return payload
@@ -132,8 +130,6 @@ class Engine:
         return self._client
 
     def _connect(self) -> Any:
-        import time
-
         start = time.monotonic()  # the timeout counts the import too: it is the user's wait that is bounded
         distributed = _import_distributed()
 
@@ -144,8 +140,6 @@ class Engine:
                     super().__del__()
 
         if self.local_workers is not None:
-            import warnings
-
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # (a busy default port: the one-run cluster takes another, and says so)
@@ -225,9 +219,7 @@ def each(fn: Callable[..., Any], items: Iterable[Any], engine: Engine | None = N
     An item that is a URL (a session of a URL ROOT) is read from a local copy (`urls.on_copy`)."""
     listed = list(items)
     if any(isinstance(item, str) and "://" in item for item in listed):
-        import functools
-
-        from .urls import on_copy
+        from .urls import on_copy  # start-up: only for a URL ROOT
 
         fn = functools.partial(on_copy, fn)
     items = listed

@@ -47,7 +47,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l lock-timeout -
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l allow-empty -d 'A ROOT holding no session is fine (exit 0); by default it is'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler ADDR'
-complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler after this long: exit '
+complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler (or one with no worker'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l allow-remote-writes -d 'Let a writer run on a --scheduler cluster (the session lock '
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -F
@@ -67,7 +67,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l min-summary-chars
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l timeout -r -F -d 'Per-call timeout of a cmd: or openai: summariser or judge.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler ADDR'
-complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler after this long: exit '
+complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler (or one with no worker'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l at-turn -r -F -d 'Keep turns 1..N (default: all).'
@@ -91,7 +91,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l context -d 'Th
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l allow-empty -d 'A ROOT holding no session is fine (exit 0); by default it is'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler ADDR'
-complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler after this long: exit '
+complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler (or one with no worker'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -l append -r -F -d 'Record them as the session\'s instructions state (nothing is '
@@ -128,7 +128,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l allow-empty -d 
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l json -d 'Print one JSON document (a terminal gets tables, a pipe JSON'
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l lock-timeout -r -F -d 'Wait this long for the session lock, then exit 75.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler ADDR'
-complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler after this long: exit '
+complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler (or one with no worker'
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l allow-remote-writes -d 'Let a writer run on a --scheduler cluster (the session lock '
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -F
@@ -162,6 +162,6 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l jobs -s j -r -F 
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l strict -d 'Unreadable lines are an error (exit 65) instead of being ski'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l timezone -r -F -d 'IANA time zone for days, weeks and months (default: the loca'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler ADDR'
-complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler after this long: exit '
+complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler (or one with no worker'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -F

@@ -5,12 +5,20 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..defaults import COMPACT_MODE, CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT, DEFAULT_THRESHOLD, MIN_SUMMARY_CHARS, SEGMENT_DETAIL, SUMMARIZER
+from ..defaults import (
+    COMPACT_MODE,
+    CONNECT_TIMEOUT,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_THRESHOLD,
+    MIN_SUMMARY_CHARS,
+    SEGMENT_DETAIL,
+    SUMMARIZER,
+)
 from ..errors import CattyError, ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, SchedulerOpt
-from .output import Column
+from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
 _COLUMNS = [Column("path", "path"), Column("status"), Column("tokens_before", "num"), Column("percent", "num", "%"), Column("tokens_after", "num"),
             Column("through_seq", "num"), Column("summarizer", "id"), Column("artifact", "path"), Column("segment", "path"), Column("two_pass", "text")]
@@ -55,7 +63,6 @@ def compact_cmd(
     compacts every session over its threshold; with --scheduler, on a Dask cluster (--check,
     or with --allow-remote-writes).
     """
-    from .output import emit, rows_out, write_json
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
     if timeout is not None:
@@ -65,6 +72,7 @@ def compact_cmd(
     if replay is not None:
         if target is not None:
             raise UsageError("--replay takes an artifact, not a SESSION")
+        # start-up: the library loads when the command runs, not for --help or another command
         from ..compact.artifacts import replay as run_replay
 
         out = run_replay(replay, summarizer, **options)
@@ -75,6 +83,7 @@ def compact_cmd(
     if target is None:
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..compact import compact_target
 
     errors: list[CattyError] = []
@@ -83,18 +92,18 @@ def compact_cmd(
         errors.append(exc)
         warn(str(exc))
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..cluster import Engine, engine_for, refuse_writes
+    from ..urls import refuse_writes as refuse_url_writes
 
     sessions = None
     progress = None
     context: Any = engine_for(None if target == "-" else scheduler, connect_timeout)
     if target != "-" and _is_root(target):
+        # start-up: the library loads when the command runs, not for --help or another command
         from ..store import root_sessions
-        from .output import progress_iter
 
         if not (check or dry_run):
-            from ..urls import refuse_writes as refuse_url_writes
-
             refuse_url_writes(target, "compact")
             if isinstance(context, Engine):
                 refuse_writes("compact ROOT", allow_remote_writes)
@@ -123,14 +132,13 @@ def compact_cmd(
 
 
 def _is_root(target: str) -> bool:
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..store import is_root
 
     return is_root(target)
 
 
 def _show_replay(out: dict[str, Any]) -> None:
-    from .output import record, show
-
     timings = out.get("timings") or {}
     show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
     if out.get("summary"):

@@ -5,6 +5,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..defaults import CONNECT_TIMEOUT_MIN
+
 SessionArg = Annotated[
     str,
     typer.Argument(metavar="SESSION", help="A session directory, an updates.jsonl file, or - for an event stream on stdin."),
@@ -31,10 +33,14 @@ AllowEmptyOpt = Annotated[
     bool,
     typer.Option("--allow-empty", help="A ROOT holding no session is fine (exit 0); by default it is a usage error (exit 2)."),
 ]
-# --scheduler and its companions (the help texts live with the engine: usage's option table, loaded without typer, shares them).
-from ..cluster import CONNECT_TIMEOUT_HELP, SCHEDULER_HELP  # noqa: E402
-SchedulerOpt = Annotated[Optional[str], typer.Option("--scheduler", metavar="ADDRESS", help=SCHEDULER_HELP)]
-ConnectTimeoutOpt = Annotated[float, typer.Option("--connect-timeout", min=0.1, metavar="SECONDS", help=CONNECT_TIMEOUT_HELP)]
+# --scheduler and its companions (usage's typer-free table names them too, and takes their help from here).
+SchedulerOpt = Annotated[Optional[str], typer.Option(
+    "--scheduler", metavar="ADDRESS",
+    help="Run the per-session work on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or local[:N] for a local cluster "
+         "of N processes (default: CATTY_CTX_SCHEDULER; needs the extra catty-ctx[dask]).")]
+ConnectTimeoutOpt = Annotated[float, typer.Option(
+    "--connect-timeout", min=CONNECT_TIMEOUT_MIN, metavar="SECONDS",
+    help="Give up on an unreachable --scheduler (or one with no worker) after this long: exit 69.")]
 AllowRemoteWritesOpt = Annotated[
     bool,
     typer.Option("--allow-remote-writes", help="Let a writer run on a --scheduler cluster (the session lock is flock: a shared filesystem must honour it)."),

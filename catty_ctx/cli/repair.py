@@ -11,7 +11,7 @@ from ..errors import CattyError, ExitCode
 from . import app
 from .errors import handle_errors, note, warn
 from .options import AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, SchedulerOpt, TargetArg
-from .output import Column
+from .output import Column, emit, progress_iter, rows_out, show_table
 
 _COLUMNS = [Column("action"), Column("reason", "text"), Column("target_seq", "num"), Column("call_id", "id"),
             *(Column(k, "num") for k in ("line", "offset", "bytes"))]
@@ -54,12 +54,14 @@ def repair_cmd(
     With --scheduler, a ROOT's sessions are checked on a Dask cluster; repairing them there
     also needs --allow-remote-writes.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..store import Session, is_root
 
     if target != "-" and is_root(target):
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout,
                      scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
 
@@ -83,8 +85,6 @@ def repair_cmd(
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
-    from .output import emit, show_table
-
     doc = {
         "path": str(session.directory or session.display),
         "found": plan.found,
@@ -105,10 +105,11 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float,
                  scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..cluster import Engine, each, engine_for, refuse_writes
     from ..repair import repair_root_row
     from ..store import root_sessions
-    from .output import progress_iter, rows_out
+    from ..urls import refuse_writes as refuse_url_writes
 
     write = not (check or dry_run)
     failures: list[int] = []
@@ -117,8 +118,6 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
     if write and isinstance(context, Engine):
         refuse_writes("repair ROOT", allow_remote_writes)
     if write:
-        from ..urls import refuse_writes as refuse_url_writes
-
         refuse_url_writes(root, "repair")
     sessions = root_sessions(root, allow_empty=allow_empty)
 

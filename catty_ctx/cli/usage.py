@@ -10,8 +10,7 @@ registers (help, completion, the man page and every other spelling) are made fro
 # Nothing here imports typing at load (milliseconds at start-up).
 import os
 
-from ..cluster import CONNECT_TIMEOUT_HELP, SCHEDULER_HELP
-from ..defaults import CONNECT_TIMEOUT
+from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -23,7 +22,7 @@ PATHS_HELP = ("A catty session or ROOT, a Claude Code config dir or projects tre
               "or - for a log on stdin; told apart by content.")
 
 # The options of `usage`, declared once: (parameter of `run`, option names, value type (None: a flag),
-# metavar, help). The shared --json option brings its own help (None here).
+# metavar, help). The shared options (--json, --scheduler, --connect-timeout) bring their own help (None here).
 PARAMS = (
     ("by", ("--by",), str, "KEY", BY_HELP),
     ("since", ("--since",), str, "DATE", "Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
@@ -35,8 +34,8 @@ PARAMS = (
     ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
      "every line of every log is checked, not only those that can hold usage."),
     ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
-    ("scheduler", ("--scheduler",), str, "ADDRESS", SCHEDULER_HELP + " Files the cache knows are not sent."),
-    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", CONNECT_TIMEOUT_HELP),
+    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
+    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
 )
 JOBS_MIN = 1
 
@@ -44,7 +43,6 @@ JOBS_MIN = 1
 OPTIONS = {name: (dest, kind is not None) for dest, names, kind, _metavar, _help in PARAMS for name in names}
 _INTS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is int}
 _FLOATS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is float}
-TIMEOUT_MIN = 0.1
 _SHORT = {name for _dest, names, _kind, _metavar, _help in PARAMS for name in names if not name.startswith("--")}
 
 
@@ -91,7 +89,7 @@ def parse_args(args: "list[str]") -> "dict[str, Any] | None":
             opts[dest] = float(opts[dest])
         except ValueError:
             return None
-        if not opts[dest] >= TIMEOUT_MIN:  # (nan too)
+        if not opts[dest] >= CONNECT_TIMEOUT_MIN:  # (nan too)
             return None
     return opts
 
@@ -100,6 +98,7 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
         prices: "str | None" = None, no_cache: bool = False, jobs: "int | None" = None, strict: bool = False,
         tz: "str | None" = None, scheduler: "str | None" = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
+    # start-up: the ledger loads when usage runs, not for --help
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
     from .errors import warn
@@ -114,7 +113,7 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
 
     engine = None
     if scheduler is not None or os.environ.get("CATTY_CTX_SCHEDULER"):
-        from ..cluster import engine_for
+        from ..cluster import engine_for  # start-up: a run without a scheduler never loads the engine
 
         engine = engine_for(scheduler, connect_timeout)
     bar = _ProgressBar() if stderr_tty() else None
@@ -145,6 +144,7 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
 
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when usage's own parser declines (a cached answer never loads it)
     import inspect
     from typing import Annotated, List, Optional
 
@@ -152,8 +152,9 @@ def declare() -> None:
 
     from . import app
     from .errors import handle_errors
-    from .options import JsonOpt
+    from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
 
+    shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt}
     if any(c.name == "usage" for c in app.registered_commands):
         return
 
@@ -161,11 +162,11 @@ def declare() -> None:
     annotations: "dict[str, Any]" = {"paths": Annotated[List[str], typer.Argument(metavar="PATH...", help=PATHS_HELP)]}
     for dest, names, kind, metavar, help_text in PARAMS:
         if help_text is None:
-            annotations[dest] = JsonOpt
+            annotations[dest] = shared[dest]
         elif kind is None:
             annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text)]
         else:
-            extra = {"min": JOBS_MIN} if kind is int else {"min": TIMEOUT_MIN} if kind is float else {}
+            extra = {"min": JOBS_MIN} if kind is int else {}
             hint = kind if defaults[dest] is not None else Optional[kind]  # type: ignore[valid-type]
             annotations[dest] = Annotated[hint, typer.Option(*names, metavar=metavar, help=help_text, **extra)]
 
@@ -210,6 +211,7 @@ def _short(n: int) -> str:
 
 
 def _show(ledger: "Ledger") -> None:
+    # start-up: the ledger loads when usage runs, not for --help
     from .output import Column, console, show, table
 
     keys = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
@@ -239,6 +241,7 @@ class _ProgressBar:
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:
+            # start-up: the ledger loads when usage runs, not for --help
             from .output import ByteProgress
 
             self._bar = ByteProgress(total, "reading logs").__enter__()
