@@ -12,12 +12,12 @@ from typing import Any, Callable, Iterable, Iterator
 
 import orjson
 
-from .errors import DataError
-from .events import Event
+from .errors import CattyError, DataError
+from .events import DEFAULT_WINDOW, Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
 from .jsonl import json_problem, raw_lines
-from .store import Session, session_window
+from .store import Session, find_sessions, session_window
 from .tokens import item_tokens, percent_of
 from .view import ViewItem, ViewStats, iter_view, plan_file
 
@@ -104,10 +104,12 @@ def inspect_session(
     tally = Tally(largest)
     on_torn = _torn_counter(problems, warn)
     if parallel is None:
+        # start-up: the two-process fold only for a log large enough to split
         from .parallel import can_split
 
         parallel = can_split(session.log_path.stat().st_size)
     if parallel:
+        # start-up: the two-process fold only for a log large enough to split
         from .parallel import CHUNK_BYTES, fold_split
 
         plan = fold_split(session, stats, tally, warn=on_torn, progress=progress, chunk_bytes=chunk_bytes or CHUNK_BYTES)
@@ -177,7 +179,6 @@ def inspect_items(session: Session, *, warn: Callable[[str], None] | None = None
         index += 1
     checker.finish()
     problems.update(checker.counts)
-    from .events import DEFAULT_WINDOW
 
     return {
         "path": session.display,
@@ -220,8 +221,6 @@ def find_event(session: Session, seq: int) -> Event:
 
 def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None], sessions: Iterable[Path] | None = None) -> Iterator[dict[str, Any]]:
     """A row per session under ROOT (or of `sessions`); a broken session is reported and skipped."""
-    from .errors import CattyError
-    from .store import find_sessions
 
     for directory in sessions if sessions is not None else find_sessions(root):
         try:

@@ -13,6 +13,7 @@ import stat
 import sys
 import tempfile
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
@@ -282,7 +283,7 @@ class SessionLock:
         self._lock: Any = None
 
     def __enter__(self) -> "SessionLock":
-        import filelock
+        import filelock  # start-up: only writers take the lock; readers never load it
 
         self._lock = filelock.FileLock(str(self.path), timeout=self.timeout)
         try:
@@ -418,6 +419,20 @@ def place_new_session(staging: Path, dest: Path) -> None:
         dest.rmdir()  # empty (callers check): rename cannot replace a folder everywhere
     os.rename(staging, dest)
     fsync_dir(dest.parent)
+
+
+@contextmanager
+def building(staging: Path, dest: Path, failure: str) -> Iterator[None]:
+    """Build a new session in its STAGING folder: whatever fails, the folder goes (no half
+    session is left behind), and an OSError becomes `DEST: FAILURE (reason)` (exit 73)."""
+    try:
+        yield
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise WriteError(f"{dest}: {failure} ({exc.strerror})") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
 
 
 def atomic_write(path: Path, data: bytes) -> None:

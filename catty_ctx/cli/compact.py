@@ -5,12 +5,19 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..defaults import COMPACT_MODE, DEFAULT_LOCK_TIMEOUT, DEFAULT_THRESHOLD, MIN_SUMMARY_CHARS, SEGMENT_DETAIL, SUMMARIZER
+from ..defaults import (
+    COMPACT_MODE,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_THRESHOLD,
+    MIN_SUMMARY_CHARS,
+    SEGMENT_DETAIL,
+    SUMMARIZER,
+)
 from ..errors import CattyError, ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt
-from .output import Column
+from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
 _COLUMNS = [Column("path", "path"), Column("status"), Column("tokens_before", "num"), Column("percent", "num", "%"), Column("tokens_after", "num"),
             Column("through_seq", "num"), Column("summarizer", "id"), Column("artifact", "path"), Column("segment", "path"), Column("two_pass", "text")]
@@ -51,7 +58,6 @@ def compact_cmd(
     attempts and timings) is written first and the event last, under the session lock. A ROOT
     compacts every session over its threshold.
     """
-    from .output import emit, rows_out, write_json
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
     if timeout is not None:
@@ -61,6 +67,7 @@ def compact_cmd(
     if replay is not None:
         if target is not None:
             raise UsageError("--replay takes an artifact, not a SESSION")
+        # start-up: the library loads when the command runs, not for --help or another command
         from ..compact.artifacts import replay as run_replay
 
         out = run_replay(replay, summarizer, **options)
@@ -71,6 +78,7 @@ def compact_cmd(
     if target is None:
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..compact import compact_target
 
     errors: list[CattyError] = []
@@ -81,8 +89,8 @@ def compact_cmd(
 
     sessions = None
     if target != "-" and _is_root(target):
+        # start-up: the library loads when the command runs, not for --help or another command
         from ..store import root_sessions
-        from .output import progress_iter
 
         found = root_sessions(target, allow_empty=allow_empty)
         sessions = progress_iter(found, label="sessions", total=len(found))
@@ -104,14 +112,13 @@ def compact_cmd(
 
 
 def _is_root(target: str) -> bool:
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..store import is_root
 
     return is_root(target)
 
 
 def _show_replay(out: dict[str, Any]) -> None:
-    from .output import record, show
-
     timings = out.get("timings") or {}
     show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
     if out.get("summary"):

@@ -5,11 +5,18 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MIN_SUMMARY_CHARS, SUMMARIZER
+from ..defaults import (
+    EVAL_COMPACTIONS,
+    EVAL_JOBS,
+    EVAL_MODE,
+    MIN_SUMMARY_CHARS,
+    SUMMARIZER,
+)
 from ..errors import ExitCode
 from . import app
 from .errors import handle_errors, warn
 from .options import JsonOpt
+from .output import Column, emit, progress_iter, show, table, text, write_json
 
 # Table columns: (heading, metric). The JSON carries the metrics under their own names.
 _COLUMNS = [
@@ -65,8 +72,8 @@ def eval_cmd(
     invalid pairings, summariser time and tokens, tokens saved, prompt-cache prefix reuse.
     Exit 0 when every run completed, whatever the scores.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..eval import EvalOptions, below, open_corpus, run_eval
-    from .output import emit, progress_iter
 
     opts = EvalOptions(
         summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
@@ -96,9 +103,9 @@ def eval_cmd(
 
 
 def _print_facts(c: Any, opts: Any, as_json: bool) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..eval import derive_all
     from ..eval.facts import facts_doc
-    from .output import write_json
 
     opts.check()
     all_facts = derive_all(c, opts.facts or "auto")
@@ -119,8 +126,9 @@ def _cell(value: Any) -> str:
 
 
 def _show(report: dict[str, Any]) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
+    from ..eval import WORST_SHOWN
     from ..eval.metrics import lowest_recall
-    from .output import Column, show, table, text
 
     runs = report["runs"]
     present = [(h, m) for h, m in _COLUMNS if any(m in (r["metrics"] or {}) for r in runs)]
@@ -138,7 +146,7 @@ def _show(report: dict[str, Any]) -> None:
     parts = [table(None, columns, rows)]
     for r in runs:
         worst = sorted((e for e in r["per_session"]), key=lambda e: (e["metrics"] is not None, lowest_recall(e["metrics"] or {})))
-        worst = [e for e in worst if e["metrics"] is None or lowest_recall(e["metrics"]) < 1.0][:3]
+        worst = [e for e in worst if e["metrics"] is None or lowest_recall(e["metrics"]) < 1.0][:WORST_SHOWN]
         if not worst and not r.get("error"):
             continue
         parts.append(text(f"{r['summarizer']} x {r['mode']}: worst sessions"))

@@ -1,6 +1,7 @@
 """`catty-ctx inspect`: what a session, a ROOT of sessions, or a piped stream holds."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -9,6 +10,18 @@ from ..errors import ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import AllowEmptyOpt, JsonOpt, TargetArg
+from .output import (
+    ByteProgress,
+    Column,
+    emit,
+    progress_iter,
+    record,
+    rows_out,
+    show,
+    table,
+    text,
+    write_json,
+)
 
 
 @app.command(
@@ -34,13 +47,11 @@ def inspect_cmd(
     `-` reads an event stream, or an item stream (what prune and resume print) and reports
     on that request. A ROOT lists its sessions, a row each.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
     from ..store import Session, is_root
-    from .output import emit, rows_out, write_json
 
     if target != "-" and is_root(target):
-        from pathlib import Path
-
         if context:
             raise UsageError(f"{target}: --context needs one session, not a ROOT")
 
@@ -50,10 +61,8 @@ def inspect_cmd(
             errors.append(str(exc))
             warn(str(exc))
 
+        # start-up: the library loads when the command runs, not for --help or another command
         from ..store import root_sessions
-        from .output import progress_iter
-
-        from .output import Column
 
         found = root_sessions(target, allow_empty=allow_empty)
         cols = [Column("path", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
@@ -69,6 +78,7 @@ def inspect_cmd(
             write_json(find_event(session, seq))  # an event is one document whatever the output
             return
         if context:
+            # start-up: the library loads when the command runs, not for --help or another command
             from ..snapshot import context_report
 
             rep = context_report(session)
@@ -77,7 +87,6 @@ def inspect_cmd(
         if items:
             rows_out(view_rows(session), [], as_json=as_json, key="items", show_rows=_show_items)
             return
-        from .output import ByteProgress
 
         with ByteProgress(session.log_path.stat().st_size, "reading") as bar:
             report = inspect_session(session, warn=warn, progress=bar.callback)
@@ -86,7 +95,6 @@ def inspect_cmd(
 
 def _preview(item: dict[str, Any], width: int = 60) -> Any:
     """The item's text on one line, cut at WIDTH; a synthetic item says what it is, in italics."""
-    from .output import text
 
     body = item.get("text") if "text" in item else item.get("output", "")
     if item.get("tool_calls"):
@@ -99,17 +107,14 @@ def _preview(item: dict[str, Any], width: int = 60) -> Any:
 
 
 def _show_items(rows: Any) -> None:
-    from .output import Column, show, table
-
     body = ((r["index"], r["item"].get("seq"), r["item"]["role"], r["tokens"], r["fp"][:12], _preview(r["item"])) for r in rows)
     cols = [Column("index", "num"), Column("seq", "num"), "role", Column("tokens", "num"), "fp", Column("text", "text")]
     show(table(None, cols, body))
 
 
 def _show_context(rep: dict[str, Any]) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
     import orjson
-
-    from .output import Column, show, table
 
     def short(v: Any) -> str:
         value = v if isinstance(v, str) else orjson.dumps(v).decode()
@@ -121,8 +126,6 @@ def _show_context(rep: dict[str, Any]) -> None:
 
 
 def _show_report(rep: dict[str, Any]) -> None:
-    from .output import Column, record, show, table
-
     head = [
         ("session", rep["session_id"] or rep["path"]),
         ("events", rep["events"]),

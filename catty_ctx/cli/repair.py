@@ -11,7 +11,7 @@ from ..errors import CattyError, ExitCode
 from . import app
 from .errors import handle_errors, note, warn
 from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
-from .output import Column
+from .output import Column, emit, progress_iter, rows_out, show_table
 
 _COLUMNS = [Column("action"), Column("reason", "text"), Column("target_seq", "num"), Column("call_id", "id"),
             *(Column(k, "num") for k in ("line", "offset", "bytes"))]
@@ -48,11 +48,13 @@ def repair_cmd(
     exit 65 and the `import` command that reads it. Nor is a log with more than half of its
     lines invalid, unless --force. --check and --dry-run refuse the same.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..store import Session, is_root
 
     if target != "-" and is_root(target):
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout)
         return
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
 
@@ -76,8 +78,6 @@ def repair_cmd(
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
-    from .output import emit, show_table
-
     doc = {
         "path": str(session.directory or session.display),
         "found": plan.found,
@@ -97,9 +97,9 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
 
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..repair import repair_plan, repair_session
     from ..store import Session, root_sessions
-    from .output import progress_iter, rows_out
 
     failures: list[int] = []
     found_any = False

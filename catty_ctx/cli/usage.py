@@ -85,6 +85,7 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
         prices: "str | None" = None, no_cache: bool = False, jobs: "int | None" = None, strict: bool = False,
         tz: "str | None" = None) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
+    # start-up: the ledger loads when usage runs, not for --help
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
     from .errors import warn
@@ -122,6 +123,7 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
 
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when usage's own parser declines (a cached answer never loads it)
     import inspect
     from typing import Annotated, List, Optional
 
@@ -187,6 +189,7 @@ def _short(n: int) -> str:
 
 
 def _show(ledger: "Ledger") -> None:
+    # start-up: the ledger loads when usage runs, not for --help
     from .output import Column, console, show, table
 
     keys = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
@@ -216,6 +219,7 @@ class _ProgressBar:
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:
+            # start-up: the ledger loads when usage runs, not for --help
             from .output import ByteProgress
 
             self._bar = ByteProgress(total, "reading logs").__enter__()

@@ -17,14 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
-from ..errors import CattyError, UsageError
+from ..errors import CattyError, UsageError, WriteError
+from ..store import LOG_NAME, Session, find_sessions, is_root
+from ..view import plan_file
+from ..workers import can_fork
+from . import drive as driving  # the submodule: `eval.drive` stays the module, not its function
 from .drive import Strategy
 from .facts import FACTS_NAME, Fact, derive_facts, load_facts
+from .judge import Judge
+from .metrics import RECALLS, Tally, missed_facts, tally
 
 EVAL_MODES = ("summary", "segments")
 FACTS_CHOICES = ("auto", "file")
-WORST_SHOWN = 3
+WORST_SHOWN = 3  # sessions a run names as its worst on a terminal
 
 
 @dataclass
@@ -42,7 +49,6 @@ class Corpus:
 
 def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
     """A session, a folder of sessions, or `-` (an event stream, kept in a temporary copy)."""
-    from ..store import LOG_NAME, find_sessions, is_root
 
     if corpus == "-":
         spool = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-stdin-"))
@@ -68,7 +74,6 @@ def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
 
 def session_facts(path: Path, choice: str | None) -> list[Fact]:
     """FACTS `file` (the session's eval.json), `auto` (derived), or None: the file when there is one."""
-    from ..store import Session
 
     folder = path if path.is_dir() else path.parent
     file = folder / FACTS_NAME
@@ -80,7 +85,6 @@ def session_facts(path: Path, choice: str | None) -> list[Fact]:
             for _ in s.events():  # a log that is not valid stops the eval here, naming file:line
                 pass
         return facts
-    from ..view import plan_file
 
     with Session.open(path) as s:
         return derive_facts(s.events(), plan_file(s.log_path))
@@ -103,16 +107,12 @@ class Task:
 
 def run_task(task: Task) -> dict[str, Any]:
     """Drive, score and (optionally) judge one session; a library error is that session's error."""
-    from .drive import drive
-    from .metrics import missed_facts, tally
 
     try:
-        d = drive(task.source, task.dest, task.strategy)
+        d = driving.drive(task.source, task.dest, task.strategy)
         missed = missed_facts(task.facts, d.items, task.dest)
         t = tally(d, task.facts, missed)
         if task.judge is not None:
-            from .judge import Judge
-
             t.asked = len(task.facts)
             t.answered = Judge(task.judge, timeout=task.judge_timeout).check(d.items, task.facts)
     except CattyError as exc:
@@ -132,10 +132,9 @@ def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], in
         outcomes = map(run_task, tasks)
         done = list(progress(outcomes, len(tasks)) if progress else outcomes)
     else:
+        # start-up: a process pool only for --jobs > 1
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
-
-        from ..workers import can_fork
 
         context = multiprocessing.get_context("fork" if can_fork() else "spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
@@ -158,8 +157,6 @@ def _work_folder(out: str | None) -> tuple[Path, bool]:
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        from ..errors import WriteError
-
         raise WriteError(f"{out}: cannot create ({exc.strerror})") from None
     return p, False
 
@@ -179,7 +176,6 @@ class EvalOptions:
 
     def check(self) -> None:
         """Bad options are usage errors before any session is touched."""
-        from ..compact.summarizers import get_summarizer
 
         if self.compactions < 1:
             raise UsageError("--compactions must be at least 1")
@@ -193,8 +189,6 @@ class EvalOptions:
         for spec in self.summarizers:
             get_summarizer(spec, **self.options_for(spec))
         if self.judge is not None:
-            from .judge import Judge
-
             Judge(self.judge, timeout=self.timeout)
 
     def options_for(self, spec: str) -> dict[str, Any]:
@@ -225,7 +219,6 @@ def run_eval(
             return run_eval(opened, opts, progress=progress)
         finally:
             opened.close()
-    from .metrics import Tally
 
     opts = opts or EvalOptions()
     opts.check()
@@ -279,7 +272,6 @@ def run_eval(
 
 def below(report: dict[str, Any], minimum: float) -> list[str]:
     """What falls under --min-recall: each failed run, and each recall figure below MINIMUM."""
-    from .metrics import RECALLS
 
     out = []
     for row in report["runs"]:

@@ -27,11 +27,27 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from .claude_events import OFF_BRANCH_USAGE, SYNTHETIC_MODEL, Converter, bigger, usage_fields
-from .claude_tree import WHAT, Layout, Tree, marked_tip, message_id, own_session, read_tree, select, session_of
+from ..snapshot import snapshot_value
+from .claude_events import (
+    OFF_BRANCH_USAGE,
+    SYNTHETIC_MODEL,
+    Converter,
+    bigger,
+    usage_fields,
+)
+from .claude_tree import (
+    WHAT,
+    Layout,
+    Tree,
+    marked_tip,
+    message_id,
+    own_session,
+    read_tree,
+    select,
+    session_of,
+)
 from .common import EventBuilder, ImportReport, Warn, not_recognised
 
-FORMAT = "claude"
 
 
 # -- locating files ----------------------------------------------------------------------------
@@ -95,7 +111,6 @@ def subagent_files(main: Path, session_id: str) -> list[tuple[str, Path]]:
 
 def _prompt_context(chain: list[dict[str, Any]], cwd: str | None, model: str | None) -> dict[str, Any]:
     """What a Claude Code file says of the prompt's context: the rest is marked unknown."""
-    from ..snapshot import snapshot_value
 
     version = next((r["version"] for r in chain if isinstance(r.get("version"), str) and r["version"]), None)
     branch = next((r["gitBranch"] for r in chain if isinstance(r.get("gitBranch"), str) and r["gitBranch"]), None)
