@@ -53,7 +53,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -s h -l help -d '
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -F
-complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l summarizer -r -F -d 'A summariser to evaluate (repeat for several; default extrac'
+complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l summarizer -r -F -d 'A summariser to evaluate: extractive, cmd:CMD or openai:MODE'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l mode -r -F -d 'A compaction mode to evaluate (repeat for several; default s'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l compactions -r -F -d 'Compactions per session: its turns are split into N parts, e'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l facts -r -F -d 'Where the facts come from: the session\'s eval.json (file), o'

@@ -49,7 +49,7 @@ _COLUMNS = [
 @handle_errors
 def eval_cmd(
     corpus: Annotated[str, typer.Argument(metavar="CORPUS", help="A session, a folder of sessions at any depth, or - for an event stream on stdin. Only read: eval works on copies.")],
-    summarizer: Annotated[Optional[list[str]], typer.Option("--summarizer", metavar="extractive|cmd:CMD|openai:MODEL", help="A summariser to evaluate (repeat for several; default extractive).")] = None,
+    summarizer: Annotated[Optional[list[str]], typer.Option("--summarizer", metavar="SPEC", help="A summariser to evaluate: extractive, cmd:CMD or openai:MODEL (repeat for several; default extractive).")] = None,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", metavar="summary|segments", help="A compaction mode to evaluate (repeat for several; default segments). Every summariser runs in every mode.")] = None,
     compactions: Annotated[int, typer.Option("--compactions", min=1, metavar="N", help="Compactions per session: its turns are split into N parts, each appended then compacted.")] = EVAL_COMPACTIONS,
     facts: Annotated[Optional[str], typer.Option("--facts", metavar="auto|file", help="Where the facts come from: the session's eval.json (file), or derived from the log (auto). Default: eval.json where a session has one.")] = None,
@@ -71,8 +71,8 @@ def eval_cmd(
     turns appended between them, as a live agent would), then resumed. The facts it must keep
     (eval.json, or derived: active todos and plan, edited files, running jobs and subagents,
     the user's always/never/must constraints, failed tools' error lines) are looked for in the
-    resumed request, the segments archive and the blobs it names. Also measured: provider-
-    invalid pairings, summariser time and tokens, tokens saved, prompt-cache prefix reuse.
+    resumed request, the segments archive and the blobs it names. Also measured: pairings a
+    provider would refuse, summariser time and tokens, tokens saved, prompt-cache prefix reuse.
     Exit 0 when every run completed, whatever the scores. With --scheduler the sessions run on a
     Dask cluster whose workers see the corpus (and --out) by the same paths.
     """

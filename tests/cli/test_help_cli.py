@@ -2,14 +2,21 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 
 import pytest
 
 from catty_ctx.cli.docgen import _all, command_tree
 from test_terminal import on_a_terminal
 
-COMMANDS = [[], ["append"], ["blob"], ["compact"], ["completion"], ["fork"], ["import"], ["inspect"], ["instructions"],
-            ["prune"], ["repair"], ["resume"], ["segment"], ["segment", "list"], ["segment", "show"], ["segment", "grep"], ["usage"]]
+TREE = {c.name: c for c in _all(command_tree()) if c.path}
+COMMANDS = [[]] + [name.split() for name in sorted(TREE)]
+
+
+@cache
+def _help(args: tuple[str, ...], columns: int) -> tuple[int, str]:
+    """`--help` as a terminal of that width shows it (one pty run per command and width)."""
+    return on_a_terminal(*args, "--help", columns=columns)
 
 
 def _words(screen: str) -> list[str]:
@@ -19,9 +26,9 @@ def _words(screen: str) -> list[str]:
 @pytest.mark.parametrize("command", [" ".join(c) or "catty-ctx" for c in COMMANDS])
 def test_help_wraps_between_words_at_80_columns(command: str) -> None:
     args = [] if command == "catty-ctx" else command.split()
-    code, narrow = on_a_terminal(*args, "--help", columns=80)
+    code, narrow = _help(tuple(args), 80)
     assert code == 0, narrow
-    _, wide = on_a_terminal(*args, "--help", columns=1000)
+    _, wide = _help(tuple(args), 1000)
     whole = set(_words(wide))
     assert [w for w in _words(narrow) if w not in whole] == [], narrow  # no word cut in two or shortened
     # The description wraps only where the next word would not fit (78 = 80 less the margins).
@@ -37,14 +44,11 @@ def test_help_wraps_between_words_at_80_columns(command: str) -> None:
             assert len(line) + 1 + len(following.split()[0]) > 78, (line, following)
 
 
-TREE = {c.name: c for c in _all(command_tree()) if c.path}
-
-
 @pytest.mark.parametrize("command", sorted(TREE))
 def test_help_shows_the_commands_own_examples(command: str) -> None:
     """Every command's --help, a group's (`segment`) included, shows its examples."""
     examples = TREE[command].examples
-    code, wide = on_a_terminal(*command.split(), "--help", columns=1000)
+    code, wide = _help(tuple(command.split()), 1000)
     assert code == 0, wide
     assert re.search(r"Examples?:", wide), wide
     assert examples and all(e in wide for e in examples), (examples, wide)
