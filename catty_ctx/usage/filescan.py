@@ -46,6 +46,8 @@ class Scan:
         self.bad_lines = bad_lines
         self.bad_samples: list[str] = bad_samples if bad_samples is not None else []
         self.warnings: list[str] = warnings if warnings is not None else []
+        self.generations: list[int] = []  # per PATH: the per-file cache's generation now (0: none)
+        self.from_cache = 0  # logs whose cached entry was used (unchanged, or read from where it stopped)
 
 
 def _parser_module(kind: str) -> Any:
@@ -158,31 +160,33 @@ def scan_file(task: Task) -> Scanned:
             mm.close()
 
 
-def _load_cache(arg: str) -> dict[str, FileEntry]:
-    """The per-file cache of ARG: {path: entry}, empty when missing, unreadable or another PATH's."""
+def _load_cache(arg: str) -> tuple[int, dict[str, Any]]:
+    """The per-file cache of ARG: its generation and {path: entry as undecoded MessagePack}
+    ((0, {}) when missing, unreadable or another PATH's). An entry is decoded (`DECODE_ENTRY`)
+    only when it is used, and one not used is written back as it was."""
     data = read_bytes(cache_file("usage", arg))
     if data is None:
-        return {}
+        return 0, {}
     import msgspec
 
-    from .records import FileEntry
-
     try:
-        got_arg, files = msgspec.msgpack.decode(data, type=tuple[str, dict[str, FileEntry]])
+        got_arg, gen, files = msgspec.msgpack.decode(data, type=tuple[str, int, dict[str, msgspec.Raw]])
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return {}
-    return files if got_arg == arg else {}
+        return 0, {}
+    return (gen, files) if got_arg == arg else (0, {})
 
 
-def _save_cache(arg: str, files: dict[str, FileEntry]) -> str | None:
-    """Write the per-file cache; a failure costs speed next time, never the result."""
+def _save_cache(arg: str, files: dict[str, Any]) -> tuple[int, str | None]:
+    """Write the per-file cache under a new generation: (that generation, or 0 and a warning).
+    A failure costs speed next time, never the result."""
     from .records import ENCODE
 
+    gen = int.from_bytes(os.urandom(8), "little") | 1  # (never 0, which means "no cache")
     try:
-        write_cache_file(cache_file("usage", arg), ENCODE((arg, files)))
+        write_cache_file(cache_file("usage", arg), ENCODE((arg, gen, files)))
     except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
-        return f"usage cache not written: {exc}"
-    return None
+        return 0, f"usage cache not written: {exc}"
+    return gen, None
 
 
 def validate_catty_logs(found: Survey) -> None:
@@ -211,26 +215,34 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     since_ns = int(modified_since * 1e9) if modified_since is not None else None
     found = paths if paths and isinstance(paths[0], tuple) else survey(paths)  # type: ignore[arg-type]
     result = Scan()
-    plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any]]] = []  # arg, files, old entries, new entries
+    # per PATH: arg, files, old entries (undecoded), new entries (undecoded or FileEntry), their generation
+    plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any], int]] = []
     tasks: list[Task] = []
     sizes: dict[str, int] = {}
+    kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
+    decode = None
     for arg, listing in found:  # type: ignore[union-attr]
-        old = _load_cache(arg) if use_cache else {}
+        gen, old = _load_cache(arg) if use_cache else (0, {})
+        if old and decode is None:
+            from .records import DECODE_ENTRY as decode
         new: dict[str, Any] = {}
         files: list[str] = []
         for path, kind, size, mtime, ino in listing:
-            prev = old.get(path)
+            raw = old.get(path)
             if since_ns is not None and mtime < since_ns:
-                if prev is not None:
-                    new[path] = prev
+                if raw is not None:
+                    new[path] = raw
                 continue
             files.append(path)
+            prev = decode(raw) if raw is not None else None  # type: ignore[misc]
+            result.from_cache += prev is not None
             if prev is not None and prev.size == size and prev.mtime == mtime and prev.ino == ino:
-                new[path] = prev
+                new[path] = raw
+                kept[path] = prev
             else:
                 tasks.append((path, kind, prev, strict))
                 sizes[path] = size - (prev.off if prev is not None and prev.ino == ino and prev.off <= size else 0)
-        plans.append((arg, files, old, new))
+        plans.append((arg, files, old, new, gen))
     result.files = sum(len(files) for _arg, files in found)  # type: ignore[misc]
 
     done: dict[str, FileEntry] = {}
@@ -246,10 +258,10 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
         result.files_parsed += 1
         result.bytes_parsed += nbytes
 
-    for arg, files, old, new in plans:
+    for arg, files, old, new, gen in plans:
         new.update((p, done[p]) for p in files if p in done)
         for path in files:
-            entry = new.get(path)
+            entry = done.get(path) or kept.get(path)
             if entry is None:
                 continue
             result.records.extend(entry.recs)
@@ -261,10 +273,91 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
             if entry.torn and len(result.bad_samples) < max_samples:
                 result.bad_samples.append(f"{path}:{entry.torn}: torn final line (no newline)")
         if use_cache and (new.keys() != old.keys() or any(p in done for p in files)):  # (old entries of skipped files kept)
-            warning = _save_cache(arg, new)
+            gen, warning = _save_cache(arg, new)
             if warning:
                 result.warnings.append(warning)
+        result.generations.append(gen if use_cache else 0)
     return result
+
+
+class Growth:
+    """What `grown` read: the calls appended to the logs since the per-file caches were written."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []  # the new calls, each log's own copies collapsed
+        self.calls_read = 0  # usage records seen in the appended bytes, copies included
+        self.files = 0
+        self.files_parsed = 0
+        self.bytes_parsed = 0
+        self.generations: list[int] = []
+        self.warnings: list[str] = []
+
+
+GROWN_MAX_BYTES = PARALLEL_MIN_BYTES  # more to read than this goes to the full scan, on every CPU
+
+
+def grown(found: Survey, generations: Sequence[int]) -> Growth | None:
+    """The calls appended since the per-file caches of GENERATIONS (one per PATH) were written, when
+    every log only grew or is new since then; the caches are rewritten with the grown entries.
+
+    None when anything else happened (a cache of another generation, a log gone, replaced, shrunk
+    or changed before where it was read, a new bad or torn line, more than GROWN_MAX_BYTES to
+    read): then the caller scans in full. Only the grown logs' entries are decoded.
+    """
+    if len(found) != len(generations):
+        return None
+    from .records import DECODE_ENTRY, DECODE_KEY
+
+    out = Growth()
+    plans: list[tuple[str, int, dict[str, Any], list[Task]]] = []
+    size_left = GROWN_MAX_BYTES
+    for (arg, listing), want in zip(found, generations):  # type: ignore[misc]
+        gen, old = _load_cache(arg)
+        if gen == 0 or gen != want or len(old) > len(listing):
+            return None
+        tasks: list[Task] = []
+        seen = 0
+        for path, kind, size, mtime, ino in listing:
+            raw = old.get(path)
+            if raw is None:
+                tasks.append((path, kind, None, False))
+                size_left -= size
+                continue
+            seen += 1
+            k = DECODE_KEY(raw)
+            if k.size == size and k.mtime == mtime and k.ino == ino:
+                continue
+            if k.ino != ino or size < k.size:
+                return None
+            prev = DECODE_ENTRY(raw)
+            tasks.append((path, kind, prev, False))
+            size_left -= size - prev.off
+        if seen != len(old) or size_left < 0:
+            return None  # a log gone, or too much to read here
+        plans.append((arg, gen, old, tasks))
+        out.files += len(listing)
+    for arg, gen, old, tasks in plans:
+        new = dict(old)
+        for task in tasks:
+            path, entry, nbytes, error = scan_file(task)
+            prev = task[2]
+            if error is not None or entry is None:
+                return None
+            before = prev.recs if prev is not None else []
+            resumed = prev is None or (entry.size - nbytes == prev.off and all(a is b for a, b in zip(entry.recs, before)))
+            if not resumed or entry.bad != (prev.bad if prev else 0) or entry.torn or (prev is not None and prev.torn):
+                return None
+            out.records.extend(entry.recs[len(before):])
+            out.calls_read += entry.read - (prev.read if prev is not None else 0)
+            out.files_parsed += 1
+            out.bytes_parsed += nbytes
+            new[path] = entry
+        if tasks:
+            gen, warning = _save_cache(arg, new)
+            if warning:
+                out.warnings.append(warning)
+        out.generations.append(gen)
+    return out
 
 
 def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int, progress: Progress | None) -> Iterable[Scanned]:
