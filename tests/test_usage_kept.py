@@ -130,6 +130,9 @@ def test_a_damaged_kept_ledger_or_index_is_ignored(tmp_path: Path) -> None:
     for n in range(3):
         with open(log, "ab") as f:
             f.write(line(f"msg_d{n}", f"req_d{n}", uuid=f"ud{n}"))
+        if n == 1:
+            for delta in U.cache_dir().glob("usage-delta-*.bin"):  # (the entries the last append rewrote)
+                delta.write_bytes(delta.read_bytes()[:-3])
         if n == 2:
             for kept in U.cache_dir().glob("usage-fold-*.bin"):
                 kept.write_bytes(b"\x00not marshal")

@@ -153,7 +153,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         if use_cache and lo is None:
             from .kept import keep
 
-            warning = keep(answers_file, question, result, folded, len(kept))
+            warning = keep(answers_file, question, found, result, folded, len(kept))
             if warning:
                 result.warnings.append(warning)
     if use_cache:

@@ -160,30 +160,96 @@ def scan_file(task: Task) -> Scanned:
             mm.close()
 
 
-def _load_cache(arg: str) -> tuple[int, dict[str, Any]]:
-    """The per-file cache of ARG: its generation and {path: entry as undecoded MessagePack}
-    ((0, {}) when missing, unreadable or another PATH's). An entry is decoded (`DECODE_ENTRY`)
-    only when it is used, and one not used is written back as it was."""
-    data = read_bytes(cache_file("usage", arg))
-    if data is None:
-        return 0, {}
+def _pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> bytes:
+    """A per-file cache file: the length of its head, the head (ARG, the generations, the paths
+    and the length of each entry), then each entry's MessagePack one after the other, so that
+    an entry is decoded only when it is used and one not used is written back as it was."""
+    from .records import ENCODE
+
+    parts = [v if type(v) is memoryview else ENCODE(v) for v in files.values()]
+    head = ENCODE((arg, base, gen, list(files), [len(b) for b in parts]))
+    return b"".join([len(head).to_bytes(8, "little"), head, *parts])
+
+
+def _unpack(arg: str, data: bytes | None) -> tuple[int, int, dict[str, memoryview]] | None:
+    """(base generation, generation, {path: entry's MessagePack}) of a file `_pack` wrote for ARG; None when it is not one."""
+    if data is None or len(data) < 8:
+        return None
     import msgspec
 
+    n = int.from_bytes(data[:8], "little")
     try:
-        got_arg, gen, files = msgspec.msgpack.decode(data, type=tuple[str, int, dict[str, msgspec.Raw]])
+        got_arg, base, gen, paths, lengths = msgspec.msgpack.decode(data[8 : 8 + n], type=tuple[str, int, int, list[str], list[int]])
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return 0, {}
-    return (gen, files) if got_arg == arg else (0, {})
+        return None
+    if got_arg != arg or len(paths) != len(lengths) or 8 + n + sum(lengths) != len(data):
+        return None
+    view = memoryview(data)
+    files = {}
+    pos = 8 + n
+    for path, length in zip(paths, lengths):
+        files[path] = view[pos : pos + length]
+        pos += length
+    return base, gen, files
+
+
+def _read_cache(arg: str) -> tuple[int, int, dict[str, Any], dict[str, Any]]:
+    """The per-file cache of ARG: (its base file's generation, its generation, {path: entry as
+    undecoded MessagePack}, the entries of its delta file). All zero and empty when missing,
+    unreadable or another PATH's.
+
+    An entry is decoded (`DECODE_ENTRY`) only when it is used. The delta file holds the entries
+    a run after logs only grew rewrote (see `grown`), so that such a run writes those alone; it
+    counts only beside the base file it was made for.
+    """
+    got = _unpack(arg, read_bytes(cache_file("usage", arg)))
+    if got is None:
+        return 0, 0, {}, {}
+    _, gen, files = got
+    delta = _unpack(arg, read_bytes(cache_file("usage-delta", arg)))
+    if delta is not None and delta[0] == gen:
+        files.update(delta[2])
+        return gen, delta[1], files, delta[2]
+    return gen, gen, files, {}
+
+
+def _load_cache(arg: str) -> tuple[int, dict[str, Any]]:
+    """The per-file cache of ARG: its generation and {path: entry as undecoded MessagePack}."""
+    _base, gen, files, _delta = _read_cache(arg)
+    return gen, files
+
+
+def _new_generation() -> int:
+    return int.from_bytes(os.urandom(8), "little") | 1  # (never 0, which means "no cache")
 
 
 def _save_cache(arg: str, files: dict[str, Any]) -> tuple[int, str | None]:
     """Write the per-file cache under a new generation: (that generation, or 0 and a warning).
     A failure costs speed next time, never the result."""
-    from .records import ENCODE
-
-    gen = int.from_bytes(os.urandom(8), "little") | 1  # (never 0, which means "no cache")
+    gen = _new_generation()
     try:
-        write_cache_file(cache_file("usage", arg), ENCODE((arg, gen, files)))
+        write_cache_file(cache_file("usage", arg), _pack(arg, gen, gen, files))
+    except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
+        return 0, f"usage cache not written: {exc}"
+    try:
+        os.unlink(cache_file("usage-delta", arg))  # (of another base: would be ignored anyway)
+    except OSError:
+        pass
+    return gen, None
+
+
+DELTA_MAX_BYTES = 1 << 20  # a larger delta is merged into the base file instead
+
+
+def _save_delta(arg: str, base: int, delta: dict[str, Any], files: dict[str, Any]) -> tuple[int, str | None]:
+    """Write DELTA (the entries rewritten since the base file of generation BASE) under a new
+    generation; past DELTA_MAX_BYTES, all FILES to the base file instead."""
+    gen = _new_generation()
+    data = _pack(arg, base, gen, delta)
+    if len(data) > DELTA_MAX_BYTES:
+        return _save_cache(arg, files)
+    try:
+        write_cache_file(cache_file("usage-delta", arg), data)
     except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
         return 0, f"usage cache not written: {exc}"
     return gen, None
@@ -296,64 +362,82 @@ class Growth:
 GROWN_MAX_BYTES = PARALLEL_MIN_BYTES  # more to read than this goes to the full scan, on every CPU
 
 
-def grown(found: Survey, generations: Sequence[int]) -> Growth | None:
-    """The calls appended since the per-file caches of GENERATIONS (one per PATH) were written, when
-    every log only grew or is new since then; the caches are rewritten with the grown entries.
+def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth | None:
+    """The calls appended since the per-file caches of GENERATIONS (one per PATH) were written
+    for the logs BEFORE (a survey), when every log only grew or is new since then; the grown
+    entries are written to the caches' delta files.
 
     None when anything else happened (a cache of another generation, a log gone, replaced, shrunk
     or changed before where it was read, a new bad or torn line, more than GROWN_MAX_BYTES to
     read): then the caller scans in full. Only the grown logs' entries are decoded.
     """
-    if len(found) != len(generations):
+    if len(found) != len(generations) or len(found) != len(before):
         return None
-    from .records import DECODE_ENTRY, DECODE_KEY
+    from .records import DECODE_ENTRY
 
     out = Growth()
-    plans: list[tuple[str, int, dict[str, Any], list[Task]]] = []
+    plans: list[tuple[str, int, int, dict[str, Any], dict[str, Any], list[Task]]] = []
     size_left = GROWN_MAX_BYTES
-    for (arg, listing), want in zip(found, generations):  # type: ignore[misc]
-        gen, old = _load_cache(arg)
-        if gen == 0 or gen != want or len(old) > len(listing):
+    for (arg, listing), want, (was_arg, was) in zip(found, generations, before):  # type: ignore[misc]
+        if arg != was_arg or len(listing) < len(was):
             return None
+        known = {path: (size, mtime, ino) for path, _kind, size, mtime, ino in was}
         tasks: list[Task] = []
+        sizes: dict[str, int] = {}
         seen = 0
         for path, kind, size, mtime, ino in listing:
-            raw = old.get(path)
-            if raw is None:
+            k = known.get(path)
+            if k is None:
                 tasks.append((path, kind, None, False))
                 size_left -= size
                 continue
             seen += 1
-            k = DECODE_KEY(raw)
-            if k.size == size and k.mtime == mtime and k.ino == ino:
+            if k == (size, mtime, ino):
                 continue
-            if k.ino != ino or size < k.size:
+            if k[2] != ino or size < k[0]:
                 return None
-            prev = DECODE_ENTRY(raw)
-            tasks.append((path, kind, prev, False))
-            size_left -= size - prev.off
-        if seen != len(old) or size_left < 0:
+            tasks.append((path, kind, None, False))  # (its entry is taken from the cache below)
+            sizes[path] = size
+        if seen != len(known) or size_left < 0:
             return None  # a log gone, or too much to read here
-        plans.append((arg, gen, old, tasks))
+        if tasks:
+            base, gen, old, delta = _read_cache(arg)
+            if gen != want:
+                return None
+            for i, (path, kind, _, _) in enumerate(tasks):
+                if path not in known:
+                    continue  # (a new log is read whole: none of its calls were folded)
+                raw = old.get(path)
+                if raw is None:
+                    return None  # (a cache without an entry for a log it was made with)
+                prev = DECODE_ENTRY(raw)
+                tasks[i] = (path, kind, prev, False)
+                size_left -= sizes[path] - prev.off
+            if size_left < 0:
+                return None
+        else:
+            base, gen, old, delta = 0, want, {}, {}
+        plans.append((arg, base, gen, old, delta, tasks))
         out.files += len(listing)
-    for arg, gen, old, tasks in plans:
-        new = dict(old)
+    for arg, base, gen, old, delta, tasks in plans:
+        changed = dict(delta)
         for task in tasks:
             path, entry, nbytes, error = scan_file(task)
             prev = task[2]
             if error is not None or entry is None:
                 return None
-            before = prev.recs if prev is not None else []
-            resumed = prev is None or (entry.size - nbytes == prev.off and all(a is b for a, b in zip(entry.recs, before)))
+            before_recs = prev.recs if prev is not None else []
+            resumed = prev is None or (entry.size - nbytes == prev.off and all(a is b for a, b in zip(entry.recs, before_recs)))
             if not resumed or entry.bad != (prev.bad if prev else 0) or entry.torn or (prev is not None and prev.torn):
                 return None
-            out.records.extend(entry.recs[len(before):])
+            out.records.extend(entry.recs[len(before_recs):])
             out.calls_read += entry.read - (prev.read if prev is not None else 0)
             out.files_parsed += 1
             out.bytes_parsed += nbytes
-            new[path] = entry
+            changed[path] = entry
         if tasks:
-            gen, warning = _save_cache(arg, new)
+            old.update(changed)
+            gen, warning = _save_delta(arg, base, changed, old)
             if warning:
                 out.warnings.append(warning)
         out.generations.append(gen)

@@ -78,9 +78,9 @@ def _meets(index: array[int], records: list[Record]) -> bool:
     return False
 
 
-def keep(paths_key: str, question: tuple[Any, ...], result: Scan, folded: Folded, kept_calls: int) -> str | None:
-    """After a full run: write the fold of QUESTION and, when the per-file caches are of a new
-    generation, their index. A warning when they could not be written (costs speed, never a result)."""
+def keep(paths_key: str, question: tuple[Any, ...], found: Survey, result: Scan, folded: Folded, kept_calls: int) -> str | None:
+    """After a full run over FOUND: write the fold of QUESTION and, when the per-file caches are
+    of a new generation, their index. A warning when they could not be written (costs speed, never a result)."""
     gens = result.generations
     if not gens or 0 in gens or not result.from_cache:
         return None  # (no per-file cache to extend, or a cold run: see above)
@@ -89,7 +89,7 @@ def keep(paths_key: str, question: tuple[Any, ...], result: Scan, folded: Folded
         old = _load(index_file)
         if type(old) is not tuple or old[0] != gens:
             write_cache_file(index_file, marshal.dumps((gens, array("Q", sorted(set(_hashes(result.records)))).tobytes())))
-        write_cache_file(fold_file, marshal.dumps({"gens": gens, "folded": folded, "calls_read": result.calls_read, "kept": kept_calls,
+        write_cache_file(fold_file, marshal.dumps({"gens": gens, "found": found, "folded": folded, "calls_read": result.calls_read, "kept": kept_calls,
                                                    "files": result.files, "bad_lines": result.bad_lines,
                                                    "bad_samples": result.bad_samples}))
     except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
@@ -103,14 +103,14 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
     full run must answer (no fold, logs changed otherwise, or a new call meets an earlier one)."""
     index_file, fold_file = _files(paths_key, question)
     doc = _load(fold_file)
-    if type(doc) is not dict or doc.get("gens") is None:
+    if type(doc) is not dict or doc.get("gens") is None or type(doc.get("found")) is not list:
         return None
     index = _load(index_file)
     if type(index) is not tuple or len(index) != 2 or index[0] != doc["gens"] or type(index[1]) is not bytes or len(index[1]) % 8:
         return None
     from .filescan import Scan, grown
 
-    growth = grown(found, doc["gens"])
+    growth = grown(found, doc["gens"], doc["found"])
     if growth is None:
         return None
     hashes = array("Q")
@@ -144,7 +144,7 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
                     if i == len(hashes) or hashes[i] != x:
                         hashes.insert(i, x)
             write_cache_file(index_file, marshal.dumps((growth.generations, hashes.tobytes())))
-        doc.update(gens=growth.generations, calls_read=calls_read, kept=kept_calls, files=growth.files)
+        doc.update(gens=growth.generations, found=found, calls_read=calls_read, kept=kept_calls, files=growth.files)
         write_cache_file(fold_file, marshal.dumps(doc))
     except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
         result.warnings.append(f"usage ledger cache not written: {exc}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from .copies import dedupe
-from .prices import TIER_TOKENS, Prices, load_prices, price_tokens
+from .prices import TIER_TOKENS, Prices, cost_at, load_prices, rates
 from .times import day_of, iso_week
 
 TYPE_CHECKING = False
@@ -127,13 +127,16 @@ def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, dupli
             a = acc[k] = [0, 0, 0, 0, 0, 0, reported.get(k, 0.0), 0, False]
         for i in range(6):
             a[i] += b[i]
+    known: dict[tuple[str, bool], Any] = {}  # (model, tier) → its rates: looked up once
     for (k, model, above, unpriced), b in buckets.items():
         if unpriced:
-            cost = price_tokens(prices.lookup(model), b[0], b[1], b[2], b[3], above)
-            if cost is None:
+            r = known.get((model, above), known)
+            if r is known:
+                r = known[model, above] = rates(prices.lookup(model), above)
+            if r is None:
                 acc[k][7] += b[5]
             else:
-                acc[k][6] += cost
+                acc[k][6] += cost_at(r, b[0], b[1], b[2], b[3])
     for k in folded["incomplete_rows"]:
         acc[k][8] = True
 

@@ -54,18 +54,8 @@ class FileEntry(msgspec.Struct, array_like=True):
     torn: int = 0
 
 
-class FileKey(msgspec.Struct, array_like=True):
-    """The first fields of a cached FileEntry: enough to tell whether its log changed, decoded
-    without its records (the rest of the array is skipped)."""
-
-    size: int
-    mtime: int
-    ino: int
-
-
 # What a scan of one file gives: (path, entry or None, bytes parsed, error or None).
 Scanned = tuple[str, Optional[FileEntry], int, Optional[str]]
 ENCODE = msgspec.msgpack.Encoder().encode
-DECODE_KEY = msgspec.msgpack.Decoder(FileKey).decode
 DECODE_ENTRY = msgspec.msgpack.Decoder(FileEntry).decode
 DECODE_ITEM = msgspec.msgpack.Decoder(tuple[int, list[Scanned]]).decode
