@@ -135,7 +135,7 @@ def test_jobs_runs_sessions_in_parallel_processes_with_the_same_answer(tmp_path:
 def test_a_terminal_gets_a_table_with_the_worst_sessions(tmp_path: Path) -> None:
     planted_session(tmp_path / "corpus" / "s1")
     poor = poor_summarizer(tmp_path)
-    code, err, shown = cli_on_a_terminal("eval", str(tmp_path / "corpus"), "--summarizer", poor, "--mode", "summary", stream="stdout", columns=200)
+    code, err, shown = cli_on_a_terminal("eval", str(tmp_path / "corpus"), "--summarizer", poor, "--mode", "summary", stream="stdout", columns=400)  # wide: the tmp path is long
     text = shown.decode()
     assert code == 0, err
     assert "detail" in text and "worst sessions" in text and "detail: E   ValueError:" in text
