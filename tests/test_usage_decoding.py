@@ -181,3 +181,29 @@ def test_since_reads_only_files_written_on_or_after_that_day(tmp_path: Path) -> 
         assert scan.bad_lines == 0 and scan.files == len(logs) and scan.files_parsed == parsed
     _, scan = U.usage([tmp_path / "c"], by="day", timezone_name="UTC")
     assert scan.bad_lines == len(logs) - len(new_files)  # without --since every file is read
+
+
+def test_every_claude_fixture_reads_the_same_whole_typed_and_line_by_line(tmp_path: Path) -> None:
+    """The typed read decodes a log's lines whole in one call when none is odd; each fixture
+    (real shapes: progress records, compact summaries, media, queued prompts, cut files) must
+    give the same records and bad lines as the general decoder."""
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "import" / "claude"
+    logs = sorted(root.rglob("*.jsonl"))
+    assert len(logs) > 10
+    whole = 0
+    for log in logs:
+        data = log.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if not end:
+            continue
+        with open(log, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            project, session, stem = claude.context(str(log))
+            whole += claude._whole(mm, 0, end, session, project, stem) is not None
+            got = []
+            for typed in (True, False):
+                recs: list[Any] = []
+                bad: list[tuple[int, str]] = []
+                claude.parse(mm, 0, end, str(log), None, recs, bad, typed=typed)
+                got.append((recs, bad))
+        assert got[0] == got[1], log
+    assert whole > len(logs) // 2  # (most are read whole)
