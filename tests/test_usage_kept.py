@@ -134,7 +134,7 @@ def test_a_damaged_kept_ledger_or_index_is_ignored(tmp_path: Path) -> None:
             for delta in U.cache_dir().glob("usage-delta-*.bin"):  # (the entries the last append rewrote)
                 delta.write_bytes(delta.read_bytes()[:-3])
         if n == 2:
-            for kept in U.cache_dir().glob("usage-fold-*.bin"):
+            for kept in U.cache_dir().glob("usage-folds-*.bin"):
                 kept.write_bytes(b"\x00not marshal")
             for kept in U.cache_dir().glob("usage-index-*.bin"):
                 kept.write_bytes(b"\xe9\x02")  # marshal of a tuple cut short
@@ -191,3 +191,18 @@ def test_any_sequence_of_appends_gives_the_full_scans_answer(batches: list[list[
                 with open(log, "ab") as f:
                     f.write(data)
             same_as_a_full_scan(Path(tmp), by, until)
+
+
+def test_folds_are_kept_for_the_last_questions_only(tmp_path: Path) -> None:
+    import marshal
+
+    from catty_ctx.usage import kept
+
+    claude_tree(tmp_path / "c", seed=23, projects=1, sessions=1)
+    same_as_a_full_scan(tmp_path / "c", "model")  # cold: nothing kept
+    for day in range(1, kept.FOLDS_KEPT + 6):
+        U.usage([str(tmp_path / "c")], by="day", until=f"2026-03-{day:02d}", timezone_name="UTC")
+    (folds,) = U.cache_dir().glob("usage-folds-*.bin")
+    kept_questions = marshal.loads(folds.read_bytes())
+    assert len(kept_questions) == kept.FOLDS_KEPT
+    assert any("2026-03-21" in q for q in kept_questions) and not any("2026-03-01" in q for q in kept_questions)

@@ -4,10 +4,11 @@ A full run folds every call again (dedupe across files, then the buckets of `led
 After a line is appended to one log that is most of the work, so a run keeps, beside the
 per-file caches:
 
-- the *fold* of each question (its buckets, the counts the document reports, and the
-  generations of the per-file caches it was made from);
+- the *fold* of each of the last FOLDS_KEPT questions (its buckets, and the generations of the
+  per-file caches it was made from);
 - the *index* of those caches: a 64-bit hash of every uuid and message id of their calls, and
-  of the dedupe keys that hold neither (a Claude Code key is made of them), sorted.
+  of the dedupe keys that hold neither (a Claude Code key is made of them), sorted; with the
+  survey of the logs they were made from and the counts the document reports.
 
 When the per-file caches are still of the fold's generations and every log only grew (or is
 new), only the appended bytes are read (`filescan.grown`). Their calls can be added to the
@@ -39,8 +40,11 @@ if TYPE_CHECKING:
 
 
 
-def _files(paths_key: str, question: tuple[Any, ...]) -> tuple[str, str]:
-    return cache_file("usage-index", paths_key), cache_file("usage-fold", paths_key + "\0" + repr(question))
+FOLDS_KEPT = 16  # questions whose fold is kept per list of PATHs (the most recently asked)
+
+
+def _files(paths_key: str) -> tuple[str, str]:
+    return cache_file("usage-index", paths_key), cache_file("usage-folds", paths_key)
 
 
 def _load(path: str) -> Any:
@@ -51,6 +55,20 @@ def _load(path: str) -> Any:
         return marshal.loads(data)
     except (EOFError, ValueError, TypeError):
         return None
+
+
+def _folds(path: str) -> dict[str, Any]:
+    folds = _load(path)
+    return folds if type(folds) is dict else {}
+
+
+def _put_fold(folds: dict[str, Any], question: tuple[Any, ...], gens: list[int], folded: Folded) -> bytes:
+    key = repr(question)
+    folds.pop(key, None)
+    folds[key] = {"gens": gens, "folded": folded}
+    while len(folds) > FOLDS_KEPT:
+        folds.pop(next(iter(folds)))
+    return marshal.dumps(folds)
 
 
 def _hashes(records: list[Record]) -> list[int]:
@@ -80,18 +98,20 @@ def _meets(index: array[int], records: list[Record]) -> bool:
 
 def keep(paths_key: str, question: tuple[Any, ...], found: Survey, result: Scan, folded: Folded, kept_calls: int) -> str | None:
     """After a full run over FOUND: write the fold of QUESTION and, when the per-file caches are
-    of a new generation, their index. A warning when they could not be written (costs speed, never a result)."""
+    of a new generation, their index (with what the run read: the survey, the counts of calls
+    and bad lines). A warning when they could not be written (costs speed, never a result)."""
     gens = result.generations
     if not gens or 0 in gens or not result.from_cache:
         return None  # (no per-file cache to extend, or a cold run: see above)
-    index_file, fold_file = _files(paths_key, question)
+    index_file, folds_file = _files(paths_key)
     try:
         old = _load(index_file)
-        if type(old) is not tuple or old[0] != gens:
-            write_cache_file(index_file, marshal.dumps((gens, array("Q", sorted(set(_hashes(result.records)))).tobytes())))
-        write_cache_file(fold_file, marshal.dumps({"gens": gens, "found": found, "folded": folded, "calls_read": result.calls_read, "kept": kept_calls,
-                                                   "files": result.files, "bad_lines": result.bad_lines,
-                                                   "bad_samples": result.bad_samples}))
+        if type(old) is not dict or old.get("gens") != gens:
+            write_cache_file(index_file, marshal.dumps({
+                "gens": gens, "found": found, "hashes": array("Q", sorted(set(_hashes(result.records)))).tobytes(),
+                "calls_read": result.calls_read, "kept": kept_calls, "files": result.files, "bad_lines": result.bad_lines,
+                "bad_samples": result.bad_samples}))
+        write_cache_file(folds_file, _put_fold(_folds(folds_file), question, gens, folded))
     except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
         return f"usage ledger cache not written: {exc}"
     return None
@@ -101,21 +121,25 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
              prices: Prices) -> tuple[Ledger, Scan] | None:
     """The ledger of QUESTION from its kept fold and the calls appended since; None when the
     full run must answer (no fold, logs changed otherwise, or a new call meets an earlier one)."""
-    index_file, fold_file = _files(paths_key, question)
-    doc = _load(fold_file)
-    if type(doc) is not dict or doc.get("gens") is None or type(doc.get("found")) is not list:
+    index_file, folds_file = _files(paths_key)
+    folds = _folds(folds_file)
+    fold = folds.get(repr(question))
+    if type(fold) is not dict:
         return None
     index = _load(index_file)
-    if type(index) is not tuple or len(index) != 2 or index[0] != doc["gens"] or type(index[1]) is not bytes or len(index[1]) % 8:
+    if type(index) is not dict or index.get("gens") != fold.get("gens") or type(index.get("found")) is not list:
+        return None
+    hashes = array("Q")
+    try:
+        hashes.frombytes(index["hashes"])
+    except (KeyError, TypeError, ValueError):
         return None
     from .filescan import Scan, grown
 
-    growth = grown(found, doc["gens"], doc["found"])
+    growth = grown(found, index["gens"], index["found"])
     if growth is None:
         return None
-    hashes = array("Q")
-    hashes.frombytes(index[1])
-    folded = doc["folded"]
+    folded = fold["folded"]
     incomplete = set(folded["incomplete_sessions"])
     for r in growth.records:
         if (r.key is not None and r.key[:2] == "e\0") or r.cost is not None or r.incomplete or r.session in incomplete:
@@ -127,14 +151,14 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
 
     new = dedupe(growth.records)
     fold_calls(new, by=by, tz=tz, until=until, into=folded)
-    calls_read = doc["calls_read"] + growth.calls_read
-    kept_calls = doc["kept"] + len(new)
+    calls_read = index["calls_read"] + growth.calls_read
+    kept_calls = index["kept"] + len(new)
     ledger = ledger_of(folded, by=by, prices=prices, calls_read=calls_read, duplicates=calls_read - kept_calls)
-    result = Scan(files=growth.files, files_parsed=growth.files_parsed, bytes_parsed=growth.bytes_parsed, bad_lines=doc["bad_lines"],
-                  bad_samples=list(doc["bad_samples"]), warnings=growth.warnings, calls_read=calls_read)
+    result = Scan(files=growth.files, files_parsed=growth.files_parsed, bytes_parsed=growth.bytes_parsed, bad_lines=index["bad_lines"],
+                  bad_samples=list(index["bad_samples"]), warnings=growth.warnings, calls_read=calls_read)
     result.generations = growth.generations
     try:
-        if growth.generations != doc["gens"]:
+        if growth.generations != index["gens"]:
             added = _hashes(growth.records)
             if len(added) > 64:
                 hashes = array("Q", sorted(set(hashes).union(added)))
@@ -143,9 +167,10 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
                     i = bisect_left(hashes, x)
                     if i == len(hashes) or hashes[i] != x:
                         hashes.insert(i, x)
-            write_cache_file(index_file, marshal.dumps((growth.generations, hashes.tobytes())))
-        doc.update(gens=growth.generations, found=found, calls_read=calls_read, kept=kept_calls, files=growth.files)
-        write_cache_file(fold_file, marshal.dumps(doc))
+            index.update(gens=growth.generations, found=found, hashes=hashes.tobytes(), calls_read=calls_read, kept=kept_calls,
+                         files=growth.files)
+            write_cache_file(index_file, marshal.dumps(index))
+        write_cache_file(folds_file, _put_fold(folds, question, growth.generations, folded))
     except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
         result.warnings.append(f"usage ledger cache not written: {exc}")
     return ledger, result
