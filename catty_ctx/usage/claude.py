@@ -10,7 +10,7 @@ from typing import Annotated, Optional, Union
 
 import msgspec
 
-from .lines import json_object, NL, count
+from .lines import json_object, count, lines_with
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -99,18 +99,9 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             return state
     decode = _decode_line if typed else _general_only
     mismatch = _MISMATCH
-    find, rfind = mm.find, mm.rfind
     append = recs.append
     intern = {}.setdefault  # one string object per model, session and agent: smaller to ship and cache
-    pos = start
-    while pos < end:  # the line loop of lines_with, inlined: this is the hot path
-        i = find(MARK, pos, end)
-        if i < 0:
-            break
-        j = rfind(NL, start, i)
-        off = j + 1 if j >= 0 else start
-        pos = find(NL, i, end) + 1 or end
-        line = mm[off : pos - 1]
+    for off, line in lines_with(mm, start, end, MARK):
         try:
             o = decode(line)
             m = o.message

@@ -7,6 +7,8 @@ last count, a catty fork copies its parent's events: `collapse` keeps one record
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterable
@@ -100,5 +102,5 @@ def dedupe(records: Iterable[Record]) -> list[Record]:
         main_ids = {(r.session, r.msg_id) for r in kept if not r.sidechain and r.msg_id in side_ids}
         if main_ids:
             kept = [r for r in kept if not (r.sidechain and r.msg_id is not None and (r.session, r.msg_id) in main_ids)]
-    kept.sort(key=lambda r: r.ts)
+    kept.sort(key=attrgetter("ts"))
     return kept
