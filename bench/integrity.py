@@ -20,7 +20,7 @@ import orjson  # noqa: E402
 
 
 from catty_ctx.fork import fork, resume  # noqa: E402
-from catty_ctx.integrity import analyse  # noqa: E402
+from catty_ctx.repair import analyse  # noqa: E402
 from catty_ctx.inspect import inspect_session  # noqa: E402
 from catty_ctx.store import Session  # noqa: E402
 

@@ -30,7 +30,7 @@ from _util import ROOT, env_with_project  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from catty_ctx.usage import claude, codex, catty, copies, filescan, ledger, records, walk  # noqa: E402
-from catty_ctx.usage.lines import lines_with  # noqa: E402
+from catty_ctx.jsonl import marked_lines  # noqa: E402
 
 
 def best(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -56,10 +56,10 @@ def main() -> int:
             if size:
                 maps.append((path, kind, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)))
     module = {walk.CLAUDE: claude, walk.CODEX: codex, walk.CATTY: catty}
-    marks: dict[str, dict[str, Any]] = {walk.CLAUDE: {"mark": claude.MARK}, walk.CATTY: {"mark": catty.MARK}, walk.CODEX: {"pattern": codex.PATTERN}}
+    marks: dict[str, Any] = {walk.CLAUDE: claude.MARK, walk.CATTY: catty.MARK, walk.CODEX: codex.PATTERN}
 
     def find() -> int:
-        return sum(1 for _p, kind, mm in maps for _ in lines_with(mm, 0, len(mm), **marks[kind]))
+        return sum(1 for _p, kind, mm in maps for _ in marked_lines(mm, 0, len(mm), marks[kind]))
 
     def parse() -> list[list[records.Record]]:
         out = []

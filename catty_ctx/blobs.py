@@ -12,6 +12,7 @@ import stat
 from pathlib import Path
 from typing import IO, Any, Callable
 
+from .defaults import TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError, WriteError
 from .fingerprint import blob_handle
 
@@ -19,8 +20,6 @@ Warn = Callable[[str], None]
 
 
 BLOBS_DIR = "blobs"
-USER_LIMIT = 25_000  # bytes of a user message kept inline (reference: first prompt > 25 KB)
-TOOL_LIMIT = 40_000  # bytes of a tool output kept inline (reference: general tools 40 KB)
 PREVIEW_SHARE = 0.8  # the inline preview takes this share of the limit
 _HANDLE = re.compile(r"[0-9a-f]{32}")
 

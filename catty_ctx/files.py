@@ -1,4 +1,5 @@
-"""Whole-file writes: temp beside the target, fsync, rename, fsync the folder.
+"""Whole-file writes: temp beside the target, fsync, rename, fsync the folder. Every command
+that replaces a file goes through `replace_file` (or `write_file`, which streams).
 
 Kept apart from the store, importing only `os` and `stat`, so a quick path (the usage ledger's caches)
 can write files the same way without loading the store and `tempfile`.
@@ -10,7 +11,7 @@ import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Union
+    from typing import IO, Callable, Union
 
     PathArg = Union[str, "os.PathLike[str]"]
 
@@ -79,12 +80,18 @@ def replace_file(path: PathArg, data: bytes, *, durable: bool = True) -> None:
     The temp file is private while it is written and takes its final mode before the
     rename. `durable=False` skips both fsyncs, for caches whose loss in a crash only costs time.
     """
+    write_file(path, lambda f: f.write(data), durable=durable)
+
+
+def write_file(path: PathArg, fill: "Callable[[IO[bytes]], object]", *, durable: bool = True) -> None:
+    """`replace_file` for content too large to hold: FILL writes it into the temp file, which
+    then replaces PATH (a rewrite keeps PATH's mode). Nothing is left behind when FILL raises."""
     target = os.fspath(path)
     fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), _mode_for(target))
-            f.write(data)
+            fill(f)
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
@@ -97,6 +104,30 @@ def replace_file(path: PathArg, data: bytes, *, durable: bool = True) -> None:
         raise
     if durable:
         fsync_dir(os.path.dirname(target) or ".")
+
+
+def create_exclusive(path: PathArg, data: bytes) -> bool:
+    """Create PATH holding DATA unless it exists: False when another process got there first.
+
+    The bytes are written to a temp file and hard-linked into place, so the name never shows
+    a half-written file and of two callers at once exactly one wins (a marker both can claim).
+    """
+    target = os.fspath(path)
+    fd, tmp = _temp_beside(target)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), new_file_mode())
+            f.write(data)
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
 
 
 def fsync_dir(path: PathArg) -> None:

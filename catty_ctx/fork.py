@@ -17,10 +17,11 @@ from typing import Any
 
 import orjson
 
+from .defaults import RESUME_FORMAT
 from .errors import DataError, UsageError, WriteError
 from .ownership import require_ours
 from .events import is_real_user, now_ts
-from .store import LOG_NAME, PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, place_new_session, write_summary
+from .store import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, place_new_session, write_summary
 
 FORMATS = ("items", "openai", "anthropic")
 _TMP_MARK = ".fork-"
@@ -38,12 +39,12 @@ def require_resumable(session: Session) -> None:
         )
 
 
-def resume(session: Session, fmt: str = "items") -> tuple[Any, list[str]]:
+def resume(session: Session, fmt: str = RESUME_FORMAT) -> tuple[Any, list[str]]:
     """The repaired view, ready to send: a list of items, or an OpenAI / Anthropic document.
 
     Returns the output and what was repaired or left out on the way (short phrases)."""
     from . import providers
-    from .integrity import repaired_items
+    from .repair import repaired_items
     from .blobs import inline_images
     from .pairing import repair_items
 
@@ -211,7 +212,7 @@ def _build(
     cwd: str | None,
     dry_run: bool,
 ) -> None:
-    from .integrity import rebuild_summary
+    from .repair import rebuild_summary
 
     child_event = {k: v for k, v in first.items()}
     child_event["session_id"] = result.session_id
@@ -277,7 +278,6 @@ def _build(
     if model is not None:
         summary["model"] = model
     write_summary(tmp, summary)
-    os.rename(tmp / PART_NAME, tmp / LOG_NAME)
 
 
 def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq: int, named: set[str]) -> None:

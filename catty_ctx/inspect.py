@@ -16,7 +16,8 @@ from .errors import DataError
 from .events import Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
-from .store import Session, iter_raw_lines, json_problem, session_window
+from .jsonl import json_problem, raw_lines
+from .store import Session, session_window
 from .tokens import item_tokens, percent_of
 from .view import ViewItem, ViewStats, iter_view, plan_file
 
@@ -64,7 +65,7 @@ def _compaction_row(ev: Event) -> dict[str, Any]:
 
 def is_item_stream(session: Session) -> bool:
     """An item stream (prune / resume output) has `role` and no `kind` on its lines."""
-    for raw in iter_raw_lines(session.log_path, session.display, warn=None):
+    for raw in raw_lines(session.log_path, session.display, warn=None):
         try:
             first = orjson.loads(raw.data)
         except orjson.JSONDecodeError:
@@ -142,7 +143,7 @@ def inspect_session(
 
 def iter_item_lines(session: Session, *, warn: Callable[[str], None] | None = None) -> Iterator[dict[str, Any]]:
     """Items of an item stream; a line that is not an item is a data error naming file:line."""
-    for raw in iter_raw_lines(session.log_path, session.display, warn=warn):
+    for raw in raw_lines(session.log_path, session.display, warn=warn):
         try:
             item = orjson.loads(raw.data)
         except orjson.JSONDecodeError as exc:

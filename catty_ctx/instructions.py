@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import UsageError
 from .events import Event
 
@@ -180,7 +181,7 @@ def latest_facet(events: Iterable[Event], facet: str, *, agent: str | None = Non
     return latest
 
 
-def record_instructions(session: "Session", discovery: Discovery, *, lock_timeout: float = 30.0) -> Event | None:
+def record_instructions(session: "Session", discovery: Discovery, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Event | None:
     """Append the `instructions` state unless the latest one already equals it (idempotent).
 
     Read and append happen under the session lock, so two runs at once append it once.

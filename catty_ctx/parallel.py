@@ -34,8 +34,9 @@ from xxhash import xxh3_128_digest
 
 from .errors import DataError
 from .events import Event, check_event
-from .store import MAX_LINE_BYTES, SEQ0_PROBLEM, TOO_LONG, Session, json_problem, open_log, seq_problem, torn_warning
-from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, line_start, plan_file, plan_view, scan_markers
+from .jsonl import TOO_LONG, json_problem, line_start, numbered_lines, open_log, torn_warning
+from .store import SEQ0_PROBLEM, Session, seq_problem
+from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, plan_file, plan_view, scan_markers
 from .workers import can_fork, start
 
 # inspect's accumulator (`inspect.Tally`): the caller hands one in and the worker makes its own
@@ -46,7 +47,6 @@ PARALLEL_MIN_BYTES = 32 << 20
 CHUNK_BYTES = 4 << 20
 OUTBOX = 2
 WORKER_SHARE = 0.8  # the worker's chunks to this process's: it also ships every item's canonical bytes
-_LIMIT = MAX_LINE_BYTES + 1
 _END = 1 << 62  # "no next chunk": read to the end of the log
 _FRAME = struct.Struct("<QQ")
 
@@ -71,6 +71,8 @@ class ChunkReader:
 
     def __init__(self, path: Path, display: str, starts: Callable[[Event], bool], gaps: frozenset[int]) -> None:
         self.f = open_log(path, display)
+        self.path = path
+        self.display = display
         self.starts = starts
         self.gaps = gaps
         self.offset = 0  # of the next line not yet yielded
@@ -87,25 +89,24 @@ class ChunkReader:
     def seek_start(self, at: int) -> bool:
         """Go to the first chunk start at or after byte `at`; False when there is none."""
         f = self.f
-        pos = max(at - 1, 0)
+        pos = line_start(self.path, at)
         f.seek(pos)
-        if at > 0:
-            pos += len(f.readline(_LIMIT))  # the rest of the line holding byte at-1
         loads = orjson.loads
-        while True:
-            line = f.readline(_LIMIT)
-            if not line or line[-1] != 10:
-                self.eof = True
-                return False
-            try:
-                ev = loads(line)
-            except orjson.JSONDecodeError:
-                ev = None  # the chunk before reports it
-            if ev is not None and check_event(ev) is None and self.starts(ev):
-                self.pending = (ev, len(line))
-                self.offset, self.lineno, self.expect, self.first_seq = pos, 0, None, None
-                return True
-            pos += len(line)
+        try:
+            for _, line in numbered_lines(f, self.display, on_torn=None):
+                try:
+                    ev = loads(line)
+                except orjson.JSONDecodeError:
+                    ev = None  # the chunk before reports it
+                if ev is not None and check_event(ev) is None and self.starts(ev):
+                    self.pending = (ev, len(line))
+                    self.offset, self.lineno, self.expect, self.first_seq = pos, 0, None, None
+                    return True
+                pos += len(line)
+        except DataError:
+            pass  # a line over the limit: the chunk before reports it
+        self.eof = True
+        return False
 
     def skip(self, lines: int, end: int | None, last_seq: int) -> None:
         """Step over a chunk someone else read (end None: it reached the end of the log)."""
@@ -145,25 +146,17 @@ class ChunkReader:
             ev, size = self.pending
             self.pending = None
             yield from self._accept(ev, size)
-        readline = self.f.readline
         loads = orjson.loads
         starts = self.starts
         check = check_event
         offset = self.offset
         lineno = self.lineno
+
+        def torn(at: int, size: int) -> None:
+            self.torn = (at, size)
+
         try:
-            while True:
-                line = readline(_LIMIT)
-                if not line:
-                    self.eof = True
-                    return
-                lineno += 1
-                if line[-1] != 10:  # no newline: torn, or longer than the limit
-                    if len(line) >= _LIMIT:
-                        raise BadLine(TOO_LONG, lineno)
-                    self.torn = (lineno, len(line))
-                    self.eof = True
-                    return
+            for lineno, line in numbered_lines(self.f, self.display, on_torn=torn, first_line=lineno + 1):
                 try:
                     ev = loads(line)
                 except orjson.JSONDecodeError as exc:
@@ -182,6 +175,9 @@ class ChunkReader:
                     self._take(ev, lineno)
                 offset += len(line)
                 yield ev
+            self.eof = True
+        except DataError as exc:  # a line over the limit, numbered from where counting started
+            raise BadLine(TOO_LONG, exc.line or lineno + 1) from None
         finally:
             self.offset = offset
             self.lineno = lineno

@@ -19,30 +19,14 @@ from typing import IO, Any, Callable, Iterable, Iterator
 
 import orjson
 
+from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, fsync_dir, replace_file  # noqa: F401 - re-exported
+from .jsonl import Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
 
-DEFAULT_LOCK_TIMEOUT = 30.0
-# A line longer than this is refused without being read whole (SPEC: bad input never
-# costs unbounded memory).
-MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1 << 20
-_PROGRESS_STEP = 4 << 20
-
-Warn = Callable[[str], None]
-
-
-def _stderr_warning(message: str) -> None:
-    sys.stderr.write(f"catty-ctx: warning: {message}\n")
-
-
-@dataclass(frozen=True)
-class RawLine:
-    lineno: int  # 1-based
-    offset: int  # byte offset of the line's start
-    data: bytes  # the line without its trailing newline
 
 
 @dataclass
@@ -134,7 +118,7 @@ class Session:
         if not index.is_file():
             return frozenset()
         gaps: set[int] = set()
-        for line in index.read_bytes().splitlines():
+        for _, line in numbered_lines(index, str(index), final="parses"):
             try:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError:
@@ -143,14 +127,10 @@ class Session:
                 gaps.add(rec["seq"])
         return frozenset(gaps)
 
-    def raw_lines(self, *, warn: Warn | None = _stderr_warning) -> Iterator[RawLine]:
-        """Every complete line; a torn final line is reported through `warn` and skipped."""
-        yield from iter_raw_lines(self.log_path, self.display, warn=warn)
-
     def events(
         self,
         *,
-        warn: Warn | None = _stderr_warning,
+        warn: Warn | None = stderr_warning,
         validate: bool = True,
         progress: Callable[[int], None] | None = None,
     ) -> Iterator[Event]:
@@ -158,45 +138,27 @@ class Session:
 
         `progress`, when given, is called with the bytes read so far every few MiB.
         """
+        values = records(self.log_path, self.display, warn=warn, progress=progress)
+        if not validate:
+            yield from values
+            return
         gaps = self.allowed_gaps() if not self.stdin else frozenset()
         expect = 0
         display = self.display
-        loads = orjson.loads
-        limit = MAX_LINE_BYTES + 1
-        lineno = 0
-        next_report = _PROGRESS_STEP if progress else -1
-        # The reading loop of `_lines`, inlined: this is the hot path of every command.
-        with open_log(self.log_path, display) as f:
-            readline = f.readline
-            while True:
-                line = readline(limit)
-                if not line:
-                    break
-                lineno += 1
-                if line[-1] != 10:  # no newline: torn, or longer than the limit
-                    _unterminated(line, limit, display, lineno, warn)
-                    break
-                if next_report >= 0 and f.tell() >= next_report:
-                    progress(f.tell())  # type: ignore[misc]
-                    next_report = f.tell() + _PROGRESS_STEP
-                try:
-                    ev = loads(line)  # the newline is JSON whitespace
-                except orjson.JSONDecodeError as exc:
-                    raise DataError(json_problem(exc), path=display, line=lineno) from None
-                if validate:
-                    problem = check_event(ev)
-                    if problem is not None:
-                        raise DataError(problem, path=display, line=lineno)
-                    seq = ev["seq"]
-                    if seq != expect:
-                        problem = seq_problem(seq, expect, gaps)
-                        if problem is not None:
-                            raise DataError(problem, path=display, line=lineno)
-                    if seq == 0 and ev["kind"] != "session":
-                        raise DataError(SEQ0_PROBLEM, path=display, line=lineno)
-                    expect = seq + 1
-                yield ev
-        if validate and expect == 0:
+        for lineno, ev in enumerate(values, 1):
+            problem = check_event(ev)
+            if problem is not None:
+                raise DataError(problem, path=display, line=lineno)
+            seq = ev["seq"]
+            if seq != expect:
+                problem = seq_problem(seq, expect, gaps)
+                if problem is not None:
+                    raise DataError(problem, path=display, line=lineno)
+            if seq == 0 and ev["kind"] != "session":
+                raise DataError(SEQ0_PROBLEM, path=display, line=lineno)
+            expect = seq + 1
+            yield ev
+        if expect == 0:
             raise DataError("no events: a log starts with its session event", path=display)
 
     def first_event(self) -> Event | None:
@@ -215,7 +177,7 @@ class Session:
         events: Iterable[dict[str, Any]],
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-        warn: Warn | None = _stderr_warning,
+        warn: Warn | None = stderr_warning,
     ) -> list[Event]:
         """Append events (kind + fields, or full envelopes) with contiguous seqs.
 
@@ -340,29 +302,6 @@ class SessionLock:
 # -- helpers shared by readers and writers ---------------------------------------------------
 
 
-def json_problem(exc: orjson.JSONDecodeError) -> str:
-    """orjson's message without its own 'line 1' position (the caller names file:line)."""
-    return f"invalid JSON: {exc.msg} (column {exc.colno})"
-
-
-def open_log(path: Path, display: str) -> IO[bytes]:
-    try:
-        return open(path, "rb", buffering=_CHUNK)
-    except IsADirectoryError:
-        raise DataError("is a directory, not a log file", path=display) from None
-    except OSError as exc:
-        raise DataError(f"cannot read ({exc.strerror})", path=display) from None
-
-
-def _unterminated(line: bytes, limit: int, display: str, lineno: int, warn: Warn | None) -> None:
-    """A line without its newline: over the size limit (an error) or a torn tail (a warning)."""
-    if len(line) >= limit:
-        raise DataError(TOO_LONG, path=display, line=lineno)
-    if warn:
-        warn(torn_warning(display, lineno, len(line)))
-
-
-TOO_LONG = f"line longer than {MAX_LINE_BYTES} bytes"
 SEQ0_PROBLEM = "seq 0 must be the session event"
 
 
@@ -371,74 +310,6 @@ def seq_problem(seq: int, expect: int, gaps: frozenset[int]) -> str | None:
     while expect in gaps and expect < seq:
         expect += 1
     return None if seq == expect else f"seq {seq} where {expect} was expected"
-
-
-def torn_warning(display: str, lineno: int, size: int) -> str:
-    return f"{display}:{lineno}: torn final line ({size} bytes, no newline) ignored; 'catty-ctx repair' quarantines it"
-
-
-def _lines(path: Path, display: str, warn: Warn | None) -> Iterator[tuple[int, bytes]]:
-    """(line number, line without its newline), streamed; a torn final line is warned about and skipped."""
-    with open_log(path, display) as f:
-        lineno = 0
-        readline = f.readline
-        limit = MAX_LINE_BYTES + 1
-        while True:
-            line = readline(limit)
-            if not line:
-                return
-            lineno += 1
-            if line[-1] != 10:
-                _unterminated(line, limit, display, lineno, warn)
-                return
-            yield lineno, line[:-1]
-
-
-def iter_raw_lines(path: Path, display: str, *, warn: Warn | None = _stderr_warning) -> Iterator[RawLine]:
-    """Complete lines with their numbers and byte offsets (for tools that rewrite or quarantine)."""
-    offset = 0
-    for lineno, data in _lines(path, display, warn):
-        yield RawLine(lineno, offset, data)
-        offset += len(data) + 1
-
-
-def read_last_line(path: Path) -> bytes | None:
-    """The last complete line (without newline), reading backwards from the end."""
-    end = last_newline_end(path)
-    if end == 0:
-        return None
-    stop = end - 1  # the final newline
-    with open(path, "rb") as f:
-        pos = stop
-        buf = b""
-        while pos > 0:
-            step = min(_CHUNK // 16, pos)
-            pos -= step
-            f.seek(pos)
-            buf = f.read(step) + buf
-            nl = buf.rfind(b"\n")  # buf holds bytes [pos, stop)
-            if nl != -1:
-                return buf[nl + 1 :]
-        return buf
-
-
-def last_newline_end(path: Path) -> int:
-    """Offset just past the last newline: the size of the log's complete lines."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return 0
-    with open(path, "rb") as f:
-        pos = size
-        while pos > 0:
-            step = min(_CHUNK // 16, pos)
-            pos -= step
-            f.seek(pos)
-            chunk = f.read(step)
-            nl = chunk.rfind(b"\n")
-            if nl != -1:
-                return pos + nl + 1
-    return 0
 
 
 def quarantine_bytes(session: Session, start: int, end: int, *, reason: str, seq: int | None = None, lineno: int | None = None) -> Path:
@@ -538,7 +409,10 @@ def session_title(text: str) -> str:
 
 def place_new_session(staging: Path, dest: Path) -> None:
     """Move a fully built session from its staging folder to DEST (absent or empty), durably:
-    a crash before the rename leaves only the hidden staging folder, after it a whole session."""
+    its log part (fsynced by the builder) becomes its log, then the folder is renamed. A crash
+    before the rename leaves only the hidden staging folder, after it a whole session. (A
+    folder cannot go through `replace_file`: this is the one other rename of the package.)"""
+    os.rename(staging / PART_NAME, staging / LOG_NAME)
     fsync_dir(staging)
     if dest.is_dir():
         dest.rmdir()  # empty (callers check): rename cannot replace a folder everywhere

@@ -13,7 +13,6 @@ gives the same items, byte for byte.
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from .announce import ANNOUNCED_FACETS, Announcer
 from .events import Event
 from .fingerprint import seed
 from .head import HeadState, build_head
+from .jsonl import scan_marked
 from .store import Session
 from .tokens import item_tokens, usage_context
 
@@ -36,7 +36,6 @@ Item = dict[str, Any]
 # marker and over-matches a little (a false match costs one parse).
 SHAPE_MARKERS = re.compile(rb'"(?:compaction|rewind|repair)"')
 SHAPE_AND_TURN_MARKERS = re.compile(rb'"(?:compaction|rewind|repair|user)"')  # turns only matter to rewinds
-_SCAN_CHUNK = 4 << 20
 
 
 class NeedsState(Exception):
@@ -124,64 +123,13 @@ def scan_markers(
     `start` and `stop`, line starts (`line_start`), limit the scan to the lines between them.
     """
     loads = orjson.loads
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        offset = start
-        while True:
-            size = _SCAN_CHUNK if stop is None else min(_SCAN_CHUNK, stop - offset)
-            if size <= 0:
-                return
-            data = os.pread(fd, size, offset)
-            end = data.rfind(b"\n") + 1  # whole lines only; the rest is read again next time
-            if end == 0:
-                if len(data) < _SCAN_CHUNK:
-                    return  # nothing, or only a torn tail, is left
-                data = _read_line_at(fd, offset)  # one line longer than a chunk
-                end = len(data)
-                if not data.endswith(b"\n"):
-                    return
-            pos = 0
-            while True:
-                m = pattern.search(data, pos, end)
-                if m is None:
-                    break
-                start = data.rfind(b"\n", 0, m.start()) + 1
-                pos = data.find(b"\n", m.end()) + 1  # one parse per line
-                try:
-                    ev = loads(data[start : pos - 1])
-                except orjson.JSONDecodeError:
-                    continue  # pass 2 reports it with its line number
-                if type(ev) is dict and type(ev.get("seq")) is int:
-                    yield ev
-            offset += end
-    finally:
-        os.close(fd)
-
-
-def line_start(path: Path, at: int) -> int:
-    """Offset of the first line that starts at or after byte `at` (the file's size if none)."""
-    if at <= 0:
-        return 0
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        line = _read_line_at(fd, at - 1)  # the rest of the line holding byte at-1
-        return at - 1 + len(line)
-    finally:
-        os.close(fd)
-
-
-def _read_line_at(fd: int, offset: int) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        data = os.pread(fd, _SCAN_CHUNK, offset)
-        if not data:
-            return b"".join(parts)
-        nl = data.find(b"\n")
-        if nl != -1:
-            parts.append(data[: nl + 1])
-            return b"".join(parts)
-        parts.append(data)
-        offset += len(data)
+    for _, line in scan_marked(path, pattern, start=start, stop=stop):
+        try:
+            ev = loads(line)
+        except orjson.JSONDecodeError:
+            continue  # pass 2 reports it with its line number
+        if type(ev) is dict and type(ev.get("seq")) is int:
+            yield ev
 
 
 def plan_file(path: Path, *, agent: str | None = None) -> "ViewPlan":

@@ -139,3 +139,177 @@ def test_no_private_name_is_used_outside_its_module() -> None:
                 if base not in ("self", "cls", "os", "sys") and node.attr not in own:
                     leaks.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     assert leaks == []
+
+
+# Modules that may rename files, and why; every other whole-file write goes through
+# files.replace_file / files.write_file (temp, fsync, rename, fsync the folder).
+RENAMERS = {
+    "files.py": "the one whole-file writer",
+    "store.py": "place_new_session: a built session folder goes in place by one rename (a folder is no file to rewrite)",
+}
+
+
+def test_only_the_whole_file_writer_renames_files() -> None:
+    """os.replace / os.rename / shutil.move / Path.rename outside the writer would be a second
+    writer with its own idea of durability."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            base = node.func.value.id if isinstance(node.func.value, ast.Name) else ""
+            name = node.func.attr
+            if (base == "os" and name in ("replace", "rename", "renames")) or (base == "shutil" and name == "move") or name == "rename":
+                found.append(path.relative_to(PACKAGE).as_posix())
+    assert sorted(set(found)) == sorted(RENAMERS)
+
+
+# Modules that read lines themselves, and why; every other reader of a log, an item stream or
+# another agent's JSONL goes through jsonl.py (its limit, torn-tail rule and file:line text).
+LINE_READERS = {
+    "jsonl.py": "the one reader",
+    "ownership.py": "a probe of a few lines within a small byte budget: a cut line is a clue, not an error",
+    "importers/claude": "a subagent file's first line, read to match it to its session (a probe)",
+}
+
+
+def test_only_the_reader_reads_lines() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr in ("readline", "readlines"):  # called, or bound first
+                found.append(path.relative_to(PACKAGE).as_posix())
+    assert [f for f in found if not any(f.startswith(allowed) for allowed in LINE_READERS)] == []
+    assert "jsonl.py" in found
+
+
+# Calls whose argument is a process exit status.
+EXIT_CALLS = {"Exit", "SystemExit", "exit", "_exit"}
+
+
+def _call_name(node: ast.AST) -> str:
+    func = node.func if isinstance(node, ast.Call) else None
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _raw_numbers(expr: ast.AST | None) -> list[ast.Constant]:
+    """The int literals EXPR may evaluate to (through `a if c else b`, `a or b`, tuples)."""
+    if isinstance(expr, ast.Constant):
+        return [expr] if type(expr.value) is int else []
+    if isinstance(expr, ast.IfExp):
+        return _raw_numbers(expr.body) + _raw_numbers(expr.orelse)
+    if isinstance(expr, ast.BoolOp):
+        return [c for v in expr.values for c in _raw_numbers(v)]
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return [c for e in expr.elts for c in _raw_numbers(e)]
+    return []
+
+
+def _is_code_name(node: ast.AST) -> bool:
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name == "code" or name.endswith("exit_code")
+
+
+def raw_exit_numbers(sources: dict[str, str]) -> list[str]:
+    """Exit statuses written as numbers rather than `ExitCode` members: the argument of an
+    exit call, an `exit_code=` keyword, a `code` variable, and what a function whose result
+    becomes the exit status returns (`sys.exit(main())`)."""
+    trees = {name: ast.parse(text, name) for name, text in sources.items()}
+    status_fns = {"exit_code_for"}
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _call_name(node) in EXIT_CALLS:
+                status_fns |= {_call_name(a) for a in node.args if isinstance(a, ast.Call)}
+    found = []
+    for name, tree in trees.items():
+        suspects: list[ast.AST | None] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                if _call_name(node) in EXIT_CALLS:
+                    suspects += node.args
+                suspects += [k.value for k in node.keywords if k.arg == "exit_code"]
+            elif isinstance(node, ast.Assign) and any(_is_code_name(t) for t in node.targets):
+                suspects.append(node.value)
+            elif isinstance(node, ast.AnnAssign) and _is_code_name(node.target):
+                suspects.append(node.value)
+            elif isinstance(node, ast.Compare) and any(_is_code_name(n) for n in (node.left, *node.comparators)):
+                suspects += [node.left, *node.comparators]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in status_fns:
+                suspects += [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
+        found += [f"{name}:{c.lineno}: {c.value}" for s in suspects for c in _raw_numbers(s)]
+    return sorted(set(found))
+
+
+def test_the_exit_number_finder_finds_planted_numbers() -> None:
+    planted = (
+        "def main():\n    return 2\n"
+        "def run():\n    raise typer.Exit(1)\n"
+        "def check():\n    raise Oops('x', exit_code=75 if a else ExitCode.DATA)\n"
+        "def go():\n    code = 0\n    sys.exit(main())\n"
+        "def fine(errors):\n    raise typer.Exit(errors[0].exit_code)\n"
+    )
+    assert raw_exit_numbers({"m.py": planted}) == ["m.py:2: 2", "m.py:4: 1", "m.py:6: 75", "m.py:8: 0"]
+
+
+def test_no_raw_exit_number_in_the_cli() -> None:
+    """Every exit status in cli/ (and the entry point) names an `errors.ExitCode` member."""
+    paths = [*sorted((PACKAGE / "cli").rglob("*.py")), PACKAGE / "__main__.py"]
+    assert raw_exit_numbers({str(p.relative_to(ROOT)): p.read_text() for p in paths}) == []
+
+
+def _is_cli_param(annotation: ast.AST | None) -> bool:
+    """A typer parameter: `Annotated[..., typer.Option(...)]` or a shared `XxxOpt` / `XxxArg` alias."""
+    if isinstance(annotation, ast.Name):
+        return annotation.id.endswith(("Opt", "Arg"))
+    return annotation is not None and any(
+        isinstance(n, ast.Call) and _call_name(n) in ("Option", "Argument") for n in ast.walk(annotation))
+
+
+def literal_defaults(sources: dict[str, str], library_strings: set[str]) -> list[str]:
+    """CLI parameters whose default is a number written out, or a string one of the library's
+    defaults holds: each must name the library's constant instead."""
+    found = []
+    for name, text in sources.items():
+        for fn in ast.walk(ast.parse(text, name)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = fn.args.posonlyargs + fn.args.args
+            pairs = list(zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults))
+            pairs += [(a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None]
+            for arg, default in pairs:
+                if not _is_cli_param(arg.annotation) or not isinstance(default, ast.Constant):
+                    continue
+                value = default.value
+                if (type(value) in (int, float)) or (isinstance(value, str) and value in library_strings):
+                    found.append(f"{name}:{default.lineno}: {arg.arg} = {value!r}")
+    return found
+
+
+def _library_strings() -> set[str]:
+    from catty_ctx import defaults
+
+    return {v for k, v in vars(defaults).items() if k.isupper() and isinstance(v, str)}
+
+
+def test_the_literal_default_finder_finds_planted_literals() -> None:
+    planted = (
+        "def cmd(s: SessionArg, lock: LockTimeoutOpt = 30.0, n: Annotated[int, typer.Option('--n')] = 3,\n"
+        "        mode: Annotated[str, typer.Option('--mode')] = 'summary', ok: Annotated[int, typer.Option('--k')] = K,\n"
+        "        flag: Annotated[bool, typer.Option('--f')] = False, width: int = 60) -> None: ...\n"
+    )
+    assert literal_defaults({"m.py": planted}, {"summary"}) == ["m.py:1: lock = 30.0", "m.py:1: n = 3", "m.py:2: mode = 'summary'"]
+
+
+def test_cli_defaults_name_the_librarys_constants() -> None:
+    """No option default in cli/ retypes a library value: numbers and the library's default
+    strings come from `catty_ctx.defaults` (which the mechanisms read too)."""
+    sources = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((PACKAGE / "cli").rglob("*.py"))}
+    assert literal_defaults(sources, _library_strings()) == []
+
+
+MAX_LINES = 600  # one mechanism per module reads in one sitting
+
+
+def test_no_module_is_over_600_lines() -> None:
+    long = {str(p.relative_to(ROOT)): n for p in sorted(PACKAGE.rglob("*.py")) if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}

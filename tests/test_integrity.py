@@ -9,7 +9,8 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError
-from catty_ctx.integrity import analyse, pairing_problems, repair_session, repair_stream, repaired_items
+from catty_ctx.integrity import pairing_problems
+from catty_ctx.repair import analyse, repair_session, repair_stream, repaired_items
 from catty_ctx.store import Session
 from catty_ctx.view import view
 from conftest import FIXTURES, call, msg, result, session_event, write_log

@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 
 from catty_ctx.compact.twopass import cache_path, in_flight, marker_path
+from catty_ctx.files import create_exclusive
 from catty_ctx.store import Session
 from conftest import ROOT, cli, jsonl, msg, session_event, write_log
 
@@ -119,3 +120,49 @@ def test_a_marker_older_than_an_hour_is_stale_even_when_its_pid_lives(tmp_path: 
     for age, flying in ((10, True), (3_700, False)):
         marker_path(s).write_bytes(orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time() - age}))
         assert (in_flight(s) is not None) is flying, age
+
+
+def _claim_at_the_barrier(path: str, barrier: object, wins: object) -> None:
+    barrier.wait()  # type: ignore[attr-defined]
+    if create_exclusive(path, str(os.getpid()).encode()):
+        wins.put(os.getpid())  # type: ignore[attr-defined]
+
+
+def test_of_eight_processes_claiming_one_marker_at_once_exactly_one_wins(tmp_path: Path) -> None:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier, wins = ctx.Barrier(8), ctx.Queue()
+    marker = tmp_path / "prefire.running"
+    for _round in range(5):
+        procs = [ctx.Process(target=_claim_at_the_barrier, args=(str(marker), barrier, wins)) for _ in range(8)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(30)
+        winners = [wins.get(timeout=5)]
+        assert wins.empty() and marker.read_bytes() == str(winners[0]).encode()
+        assert [p.name for p in tmp_path.iterdir()] == ["prefire.running"]  # no temp file left
+        marker.unlink()
+
+
+def test_prefires_started_together_run_pass_one_once(tmp_path: Path) -> None:
+    s = _session(tmp_path / "s")
+    spec = _slow_summariser(tmp_path, 2)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, "-m", "catty_ctx", "compact", str(s), "--prefire", "--summarizer", spec, "--json"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    statuses = sorted(orjson.loads(p.communicate(timeout=120)[0])["status"] for p in procs)
+    assert statuses == ["in_flight", "in_flight", "prefired"]
+    assert len(list((s / "compaction_requests").glob("prefire-*"))) == 1  # one pass-1 artifact
+
+
+def test_a_marker_left_by_a_dead_pass_one_is_taken_over(tmp_path: Path) -> None:
+    import socket
+
+    s = _session(tmp_path / "s")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    marker_path(s).parent.mkdir()
+    marker_path(s).write_bytes(orjson.dumps({"pid": int(dead.stdout), "host": socket.gethostname(), "started": time.time()}))
+    out = orjson.loads(cli("compact", str(s), "--prefire", "--summarizer", _slow_summariser(tmp_path, 0), "--json", check=True).stdout)
+    assert out["status"] == "prefired" and not marker_path(s).exists()

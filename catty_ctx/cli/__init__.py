@@ -30,6 +30,8 @@ def _build_app() -> "Any":
 
     import typer
 
+    from ..errors import ExitCode
+
     built = typer.Typer(
         name="catty-ctx",
         help=_help(),
@@ -42,7 +44,7 @@ def _build_app() -> "Any":
     def _version(value: bool) -> None:
         if value:
             sys.stdout.write(f"catty-ctx {__version__}\n")
-            raise typer.Exit(0)
+            raise typer.Exit(ExitCode.OK)
 
     # No `from __future__ import annotations` in this module: typer reads these annotations,
     # and they must be evaluated here, where `typer` is in scope.
@@ -126,10 +128,11 @@ def reflow(doc: str) -> str:
 
 
 def main(argv: "list[str] | None" = None) -> None:
+    from ..errors import ExitCode
     from .errors import exit_code_for, flush_stdout, guard_closed_stdout
 
     guard_closed_stdout()
-    code: "Any" = 0
+    code: "Any" = ExitCode.OK
     try:
         _run(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:

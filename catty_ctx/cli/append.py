@@ -6,6 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
+from ..errors import DataError, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import LockTimeoutOpt, MaxToolBytesOpt, MaxUserBytesOpt
@@ -23,10 +25,10 @@ def append_cmd(
     model: Annotated[Optional[str], typer.Option("--model", metavar="M", help="Model name, with --create.")] = None,
     cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="DIR", help="Working directory recorded, with --create.")] = None,
     session_id: Annotated[Optional[str], typer.Option("--session-id", metavar="ID", help="Session id, with --create (default: a new UUID).")] = None,
-    lock_timeout: LockTimeoutOpt = 30.0,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not echo the appended events.")] = False,
-    max_user_bytes: MaxUserBytesOpt = 25_000,
-    max_tool_bytes: MaxToolBytesOpt = 40_000,
+    max_user_bytes: MaxUserBytesOpt = USER_LIMIT,
+    max_tool_bytes: MaxToolBytesOpt = TOOL_LIMIT,
 ) -> None:
     """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 
@@ -41,13 +43,13 @@ def append_cmd(
     import orjson
 
     from ..blobs import externalize
-    from ..errors import DataError, UsageError
+    from ..jsonl import json_problem, numbered_lines
     from ..ownership import require_ours
-    from ..store import LOG_NAME, Session, create_session, json_problem
+    from ..store import LOG_NAME, Session, create_session
     from .output import write_lines
 
     pending = []
-    for lineno, line in enumerate(sys.stdin.buffer, 1):
+    for lineno, line in numbered_lines(sys.stdin.buffer, "<stdin>", final="kept"):
         if not line.strip():
             continue
         try:

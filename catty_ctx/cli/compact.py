@@ -5,6 +5,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..defaults import COMPACT_MODE, DEFAULT_LOCK_TIMEOUT, DEFAULT_THRESHOLD, MIN_SUMMARY_CHARS, SEGMENT_DETAIL, SUMMARIZER
+from ..errors import CattyError, ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt
@@ -25,13 +27,13 @@ _COLUMNS = [Column("path", "path"), Column("status"), Column("tokens_before", "n
 @handle_errors
 def compact_cmd(
     target: Annotated[Optional[str], typer.Argument(metavar="SESSION|ROOT", help="A session directory, or a ROOT folder holding sessions at any depth (--check also takes a file or -).")] = None,
-    threshold: Annotated[float, typer.Option("--threshold", min=0, max=100, metavar="PCT", help="Compact when the view's estimated tokens are >= PCT % of the window.")] = 85.0,
+    threshold: Annotated[float, typer.Option("--threshold", min=0, max=100, metavar="PCT", help="Compact when the view's estimated tokens are >= PCT % of the window.")] = DEFAULT_THRESHOLD,
     force: Annotated[bool, typer.Option("--force", help="Compact even below the threshold (not when nothing happened since the last compaction).")] = False,
     check: Annotated[bool, typer.Option("--check", help="Only report: exit 1 when a session is over its threshold, 0 otherwise.")] = False,
-    mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new segments/segment_NNN.md archive of the span (segments).")] = "summary",
-    detail: Annotated[str, typer.Option("--detail", metavar="LEVEL", help="How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose.")] = "verbose",
-    summarizer: Annotated[str, typer.Option("--summarizer", metavar="WHO", help="Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")] = "extractive",
-    min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried.")] = 500,
+    mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new segments/segment_NNN.md archive of the span (segments).")] = COMPACT_MODE,
+    detail: Annotated[str, typer.Option("--detail", metavar="LEVEL", help="How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose.")] = SEGMENT_DETAIL,
+    summarizer: Annotated[str, typer.Option("--summarizer", metavar="WHO", help="Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")] = SUMMARIZER,
+    min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried.")] = MIN_SUMMARY_CHARS,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser.")] = None,
     two_pass: Annotated[bool, typer.Option("--two-pass", help="Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass.")] = False,
     prefire: Annotated[bool, typer.Option("--prefire", help="Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points of their threshold.")] = False,
@@ -39,7 +41,7 @@ def compact_cmd(
     replay: Annotated[Optional[str], typer.Option("--replay", metavar="ARTIFACT", help="Run a saved compaction_requests/<id>.json input through --summarizer and print the summary and timings; no session is touched.")] = None,
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind]).")] = False,
     dry_run: DryRunOpt = False,
-    lock_timeout: LockTimeoutOpt = 30.0,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
     allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -49,8 +51,7 @@ def compact_cmd(
     attempts and timings) is written first and the event last, under the session lock. A ROOT
     compacts every session over its threshold.
     """
-    from ..errors import CattyError, UsageError
-    from .output import rows_out, stdout_tty, write_json
+    from .output import emit, rows_out, write_json
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
     if timeout is not None:
@@ -63,12 +64,9 @@ def compact_cmd(
         from ..compact.artifacts import replay as run_replay
 
         out = run_replay(replay, summarizer, **options)
-        if as_json or not stdout_tty():
-            write_json(out)
-        else:
-            _show_replay(out)
+        emit(out, as_json=as_json, show=_show_replay)
         if out["summary"] is None:
-            raise CattyError(f"{replay}: {out['summarizer']}: {out['error']}", exit_code=75 if out["error_class"] != "deterministic" else 65)
+            raise CattyError(f"{replay}: {out['summarizer']}: {out['error']}", exit_code=ExitCode.TEMP_FAIL if out["error_class"] != "deterministic" else ExitCode.DATA)
         return
     if target is None:
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
@@ -100,9 +98,9 @@ def compact_cmd(
     else:
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     if errors:
-        raise typer.Exit(int(errors[0].exit_code))
+        raise typer.Exit(errors[0].exit_code)
     if check and any(r.status == "over" for r in results):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
 def _is_root(target: str) -> bool:

@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from ..errors import UsageError
 from . import app
 from .errors import handle_errors
 
@@ -24,7 +25,6 @@ def completion_cmd(
     """Print the completion script for SHELL (the same file as completions/ in the source)."""
     import sys
 
-    from ..errors import UsageError
     from .docgen import SHELLS, completion
 
     if shell not in SHELLS:

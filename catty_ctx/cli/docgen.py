@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from .._version import __version__
-from ..errors import EXIT_MEANINGS
+from ..errors import EXIT_MEANINGS, ExitCode
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -337,17 +337,17 @@ def generated_files() -> dict[str, str]:
 USAGE = "usage: python -m catty_ctx.cli.docgen [PROJECT_ROOT]"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> ExitCode:
     """Write man/ and completions/ under the given project root (default: the current folder)."""
     args = argv if argv is not None else sys.argv[1:]
     # An option is never a folder name: `docgen --help` once wrote a tree named "--help".
     if len(args) > 1 or (args and args[0].startswith("-")):
         print(USAGE if args[0] in ("-h", "--help") else f"docgen: unknown argument {args[0]!r}\n{USAGE}", file=sys.stderr)
-        return 0 if args[0] in ("-h", "--help") else 2
+        return ExitCode.OK if args[0] in ("-h", "--help") else ExitCode.USAGE
     base = Path(args[0]) if args else Path.cwd()
     if not (base / "catty_ctx").is_dir():
         print(f"docgen: {base} is not the project root (no catty_ctx/ in it)", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     for rel, text in generated_files().items():
         path = base / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
         if f"man/{old.name}" not in generated_files():
             old.unlink()
             print(f"removed {old.relative_to(base)}")
-    return 0
+    return ExitCode.OK
 
 
 if __name__ == "__main__":

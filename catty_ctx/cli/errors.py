@@ -84,7 +84,7 @@ def flush_stdout(code: Any) -> Any:
         failed = exit_code_for(exc)
         if failed is None:
             raise
-        return failed if code in (0, None) else code
+        return failed if code in (ExitCode.OK, None) else code
     return code
 
 
@@ -114,7 +114,7 @@ def exit_code_for(exc: BaseException) -> int | None:
     if isinstance(exc, BrokenPipeError):
         # The reader went away (`| head`): stop quietly, as cat and grep do.
         _stdout_to_devnull()
-        return 0
+        return int(ExitCode.OK)
     if isinstance(exc, ClosedOutput) or (isinstance(exc, OSError) and exc.errno in _FULL):
         _stdout_to_devnull()
         sys.stderr.write(f"catty-ctx: error: cannot write output ({exc.strerror})\n")
@@ -134,7 +134,7 @@ def run_guarded(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
         if code is None:
             raise
         return code
-    return 0
+    return int(ExitCode.OK)
 
 
 def handle_errors(fn: F) -> F:

@@ -5,6 +5,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MIN_SUMMARY_CHARS, SUMMARIZER
+from ..errors import ExitCode
 from . import app
 from .errors import handle_errors, warn
 from .options import JsonOpt
@@ -41,15 +43,15 @@ def eval_cmd(
     corpus: Annotated[str, typer.Argument(metavar="CORPUS", help="A session, a folder of sessions at any depth, or - for an event stream on stdin. Only read: eval works on copies.")],
     summarizer: Annotated[Optional[list[str]], typer.Option("--summarizer", metavar="extractive|cmd:CMD|openai:MODEL", help="A summariser to evaluate (repeat for several; default extractive).")] = None,
     mode: Annotated[Optional[list[str]], typer.Option("--mode", metavar="summary|segments", help="A compaction mode to evaluate (repeat for several; default segments). Every summariser runs in every mode.")] = None,
-    compactions: Annotated[int, typer.Option("--compactions", min=1, metavar="N", help="Compactions per session: its turns are split into N parts, each appended then compacted.")] = 3,
+    compactions: Annotated[int, typer.Option("--compactions", min=1, metavar="N", help="Compactions per session: its turns are split into N parts, each appended then compacted.")] = EVAL_COMPACTIONS,
     facts: Annotated[Optional[str], typer.Option("--facts", metavar="auto|file", help="Where the facts come from: the session's eval.json (file), or derived from the log (auto). Default: eval.json where a session has one.")] = None,
     facts_only: Annotated[bool, typer.Option("--facts-only", help="Print the facts (as an eval.json document) and run nothing.")] = False,
     two_pass: Annotated[bool, typer.Option("--two-pass", help="Prefire pass 1 before each part's last turn and compact with --two-pass; adds prefire_hit_rate and wasted_tokens.")] = False,
     judge: Annotated[Optional[str], typer.Option("--judge", metavar="cmd:CMD|openai:MODEL", help="Successor check: ask this model each fact from the resumed request alone; adds successor_recall.")] = None,
     min_recall: Annotated[Optional[float], typer.Option("--min-recall", min=0, max=1, metavar="X", help="Exit 1 when a run fails or any recall figure of a run is below X.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="J", help="Sessions evaluated in J parallel processes.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="J", help="Sessions evaluated in J parallel processes.")] = EVAL_JOBS,
     out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Keep the driven copies in DIR (new or empty) for inspection; default a temporary folder, removed.")] = None,
-    min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried (as compact).")] = 500,
+    min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried (as compact).")] = MIN_SUMMARY_CHARS,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser or judge.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -64,10 +66,10 @@ def eval_cmd(
     Exit 0 when every run completed, whatever the scores.
     """
     from ..eval import EvalOptions, below, open_corpus, run_eval
-    from .output import progress_iter, stdout_tty, write_json, write_lines
+    from .output import emit, progress_iter
 
     opts = EvalOptions(
-        summarizers=summarizer or ["extractive"], modes=mode or ["segments"], compactions=compactions, facts=facts,
+        summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
         two_pass=two_pass, judge=judge, jobs=jobs, out=out, summarizer_options={"min_chars": min_summary_chars}, timeout=timeout,
     )
     c = open_corpus(corpus)
@@ -78,12 +80,7 @@ def eval_cmd(
         report = run_eval(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n))
     finally:
         c.close()
-    if as_json:
-        write_json(report)
-    elif stdout_tty():
-        _show(report)
-    else:
-        write_lines(report["runs"])
+    emit(report, as_json=as_json, show=_show, lines=report["runs"])
     for row in report["runs"]:
         if row.get("error"):
             warn(f"{row['summarizer']} x {row['mode']}: {row['error']}")
@@ -93,9 +90,9 @@ def eval_cmd(
         for line in low:
             warn(f"below --min-recall: {line}")
         if low:
-            raise typer.Exit(1)
+            raise typer.Exit(ExitCode.CHECK_FAILED)
     if failed:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
 def _print_facts(c: Any, opts: Any, as_json: bool) -> None:

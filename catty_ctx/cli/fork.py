@@ -31,16 +31,14 @@ def fork_cmd(
     leaves no half DEST. Symbolic links are never followed out of SESSION.
     """
     from ..fork import fork
-    from .output import Column, rows_out, write_json
+    from .output import Column, emit, show_table
 
     result = fork(session, dest, at_turn=at_turn, model=model, cwd=cwd, dry_run=dry_run)
     for path in result.skipped:
         warn(f"{path}: symbolic link not followed")
     doc = result.as_dict()
     doc["dry_run"] = dry_run
-    if as_json:
-        write_json(doc)
-        return
-    note(f"{'would fork' if dry_run else 'forked'} {session} → {dest}: {result.events} events, {result.turns} turn(s)")
+    if not as_json:
+        note(f"{'would fork' if dry_run else 'forked'} {session} → {dest}: {result.events} events, {result.turns} turn(s)")
     cols = [Column("dest", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("forked_from_seq", "events", "turns", "segments", "blobs"))]
-    rows_out(iter([doc]), cols, as_json=False)
+    emit(doc, as_json=as_json, show=lambda d: show_table([d], cols))

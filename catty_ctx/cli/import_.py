@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from ..defaults import TOOL_LIMIT, USER_LIMIT
 from . import app
 from .errors import handle_errors, warn
 from .options import DryRunOpt, MaxToolBytesOpt, MaxUserBytesOpt
@@ -28,8 +29,8 @@ def import_cmd(
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65.")] = False,
     session: Annotated[Optional[str], typer.Option("--session", metavar="ID", help="The session to import when SOURCE holds several.")] = None,
     dry_run: DryRunOpt = False,
-    max_user_bytes: MaxUserBytesOpt = 25_000,
-    max_tool_bytes: MaxToolBytesOpt = 40_000,
+    max_user_bytes: MaxUserBytesOpt = USER_LIMIT,
+    max_tool_bytes: MaxToolBytesOpt = TOOL_LIMIT,
 ) -> None:
     """Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or an OpenAI /
     Anthropic messages array.

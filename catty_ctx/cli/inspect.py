@@ -5,6 +5,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ..errors import ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import AllowEmptyOpt, JsonOpt, TargetArg
@@ -35,14 +36,12 @@ def inspect_cmd(
     """
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
     from ..store import Session, is_root
-    from .output import rows_out, stdout_tty, write_json, write_json_array, write_lines
+    from .output import emit, rows_out, write_json
 
     if target != "-" and is_root(target):
         from pathlib import Path
 
         if context:
-            from ..errors import UsageError
-
             raise UsageError(f"{target}: --context needs one session, not a ROOT")
 
         errors: list[str] = []
@@ -62,41 +61,27 @@ def inspect_cmd(
         rows = inspect_root(Path(target), on_error=on_error, sessions=progress_iter(found, label="sessions", total=len(found)))
         rows_out(rows, cols, as_json=as_json, key="sessions")
         if errors:
-            raise typer.Exit(65)
+            raise typer.Exit(ExitCode.DATA)
         return
 
     with Session.open(target) as session:
         if seq is not None:
-            write_json(find_event(session, seq), pretty=stdout_tty() and not as_json or None)
+            write_json(find_event(session, seq))  # an event is one document whatever the output
             return
         if context:
             from ..snapshot import context_report
 
             rep = context_report(session)
-            if as_json or not stdout_tty():
-                write_json(rep)
-            else:
-                _show_context(rep)
+            emit(rep, as_json=as_json, show=_show_context)
             return
         if items:
-            rows = view_rows(session)
-            if as_json:
-                write_json_array("items", rows)
-            elif stdout_tty():
-                _show_items(rows)
-            else:
-                write_lines(rows)
+            rows_out(view_rows(session), [], as_json=as_json, key="items", show_rows=_show_items)
             return
         from .output import ByteProgress
 
         with ByteProgress(session.log_path.stat().st_size, "reading") as bar:
             report = inspect_session(session, warn=warn, progress=bar.callback)
-    if as_json:
-        write_json(report)
-    elif stdout_tty():
-        _show_report(report)
-    else:
-        write_lines([report])
+    emit(report, as_json=as_json, show=_show_report)
 
 
 def _preview(item: dict[str, Any], width: int = 60) -> Any:

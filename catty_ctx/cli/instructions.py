@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..defaults import DEFAULT_LOCK_TIMEOUT
 from . import app
 from .errors import handle_errors
 from .options import JsonOpt, LockTimeoutOpt
@@ -20,7 +21,7 @@ def instructions_cmd(
     append: Annotated[Optional[str], typer.Option("--append", metavar="SESSION", help="Record them as the session's instructions state (nothing is appended when unchanged).")] = None,
     no_global: Annotated[bool, typer.Option("--no-global", help="Leave out the user-level files.")] = False,
     as_json: JsonOpt = False,
-    lock_timeout: LockTimeoutOpt = 30.0,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Find instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.
 
@@ -33,8 +34,8 @@ def instructions_cmd(
     """
     from ..instructions import discover_instructions, record_instructions
     from ..store import Session
-    from .errors import warn
-    from .output import Column, show, stdout_tty, table, write_json, write_lines
+    from .errors import note, warn
+    from .output import Column, emit, show_table
 
     found = discover_instructions(directory, include_global=not no_global)
     for s in found.skipped:
@@ -46,14 +47,8 @@ def instructions_cmd(
             ev = record_instructions(session, found, lock_timeout=lock_timeout)
         appended = ev["seq"] if ev else None
         if not as_json:
-            import sys
-
-            sys.stderr.write(f"catty-ctx: instructions state appended at seq {appended}\n" if ev else "catty-ctx: instructions unchanged: nothing appended\n")
+            note(f"instructions state appended at seq {appended}" if ev else "instructions unchanged: nothing appended")
     rows = [{"order": p.order, "scope": p.scope, "path": p.path, "bytes": p.bytes, "text": p.text} for p in found.parts]
-    if as_json:
-        write_json({"directory": found.directory, "root": found.root, "instructions": rows, "skipped": found.skipped, "appended_seq": appended})
-    elif stdout_tty():
-        cols = [Column("order", "num"), "scope", Column("path", "path"), Column("bytes", "num")]
-        show(table(None, cols, ([r["order"], r["scope"], r["path"], r["bytes"]] for r in rows)))
-    else:
-        write_lines(rows)
+    cols = [Column("order", "num"), "scope", Column("path", "path"), Column("bytes", "num")]
+    doc = {"directory": found.directory, "root": found.root, "instructions": rows, "skipped": found.skipped, "appended_seq": appended}
+    emit(doc, as_json=as_json, lines=rows, show=lambda d: show_table(d["instructions"], cols))

@@ -259,16 +259,58 @@ def show(*renderables: Any) -> None:
         c.print(text(r) if isinstance(r, str) else r)
 
 
-def rows_out(rows: Iterable[dict[str, Any]], columns: Sequence[str | Column], *, as_json: bool, key: str = "rows", title: str | None = None, right: Sequence[str] = ()) -> int:
-    """The standard row output: --json document, a table on a terminal, else JSON Lines."""
-    if as_json:
+def form(as_json: bool) -> str:
+    """The one rule for what a command prints: "json" (--json: one document), "table" (a
+    terminal: tables and text, never markup) or "lines" (a pipe: JSON Lines)."""
+    return "json" if as_json else "table" if stdout_tty() else "lines"
+
+
+def emit(doc: Any, *, as_json: bool, show: Callable[[Any], None], lines: Iterable[Any] | None = None) -> None:
+    """A command's one document: --json prints it whole, a terminal gets SHOW(doc), a pipe
+    JSON Lines (LINES, its rows, when given; else the document on one line)."""
+    how = form(as_json)
+    if how == "json":
+        write_json(doc)
+    elif how == "table":
+        show(doc)
+    else:
+        write_lines([doc] if lines is None else lines)
+
+
+def emit_rendered(*, as_json: bool, show: Callable[[], None], document: Callable[[], Any], rendered: Callable[[], dict[str, bytes]]) -> None:
+    """`emit` for an answer whose pipe forms exist as bytes (usage's cached answer): a pipe
+    gets RENDERED()[form] without a JSON library; a terminal gets SHOW() or, with --json,
+    DOCUMENT() indented."""
+    how = form(as_json)
+    if how == "table":
+        show()
+    elif stdout_tty():
+        write_json(document())
+    else:
+        write_bytes(rendered()[how])
+
+
+def rows_out(rows: Iterable[dict[str, Any]], columns: Sequence[str | Column], *, as_json: bool, key: str = "rows", title: str | None = None,
+             right: Sequence[str] = (), show_rows: Callable[[list[dict[str, Any]]], None] | None = None) -> int:
+    """A command's rows, streamed: --json `{KEY: [row, …]}`, a table on a terminal (or
+    SHOW_ROWS(rows) when given), JSON Lines in a pipe. Returns how many rows."""
+    how = form(as_json)
+    if how == "json":
         return write_json_array(key, rows)
-    if stdout_tty():
+    if how == "table":
         materialised = list(rows)
-        cols = _columns(columns, right)
-        show(table(title, cols, ([r.get(c.key) for c in cols] for r in materialised)))
+        if show_rows is not None:
+            show_rows(materialised)
+        else:
+            show_table(materialised, columns, title=title, right=right)
         return len(materialised)
     return write_lines(rows)
+
+
+def show_table(rows: Iterable[dict[str, Any]], columns: Sequence[str | Column], *, title: str | None = None, right: Sequence[str] = ()) -> None:
+    """Rows (dicts) as a table on stdout, a column each of COLUMNS' keys."""
+    cols = _columns(columns, right)
+    show(table(title, cols, ([r.get(c.key) for c in cols] for r in rows)))
 
 
 def stderr_tty() -> bool:

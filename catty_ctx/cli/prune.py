@@ -6,6 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
+from ..errors import UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import SessionArg
@@ -27,19 +29,19 @@ _A = "clear_tool_uses knobs (both strategies)"
 def prune_cmd(
     session: SessionArg,
     window: Annotated[Optional[int], typer.Option("--window", metavar="N", min=1, help="Context window in tokens (default: the session's, else 200,000).")] = None,
-    strategy: Annotated[str, typer.Option("--strategy", metavar="cache-aware|tiered", help="cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request.")] = "cache-aware",
-    min_percent: Annotated[float, typer.Option("--min-percent", metavar="PCT", min=0, help="tiered runs only when the request is at least this % of the window.", rich_help_panel=_T)] = 50.0,
-    keep_turns: Annotated[int, typer.Option("--keep-turns", metavar="N", min=0, help="Never touch results of the N most recent turns (age < N; age = real user messages after the result).")] = 3,
-    omit_age: Annotated[int, typer.Option("--omit-age", metavar="N", min=0, help="From this age on a result becomes a placeholder.", rich_help_panel=_T)] = 10,
-    trim_over: Annotated[int, typer.Option("--trim-over", metavar="CHARS", min=0, help="Younger results longer than this keep only their head and tail.", rich_help_panel=_T)] = 4000,
-    trim_head: Annotated[int, typer.Option("--trim-head", metavar="CHARS", min=0, help="Characters kept from the start of a trimmed result.", rich_help_panel=_T)] = 1500,
-    trim_tail: Annotated[int, typer.Option("--trim-tail", metavar="CHARS", min=0, help="Characters kept from the end of a trimmed result.", rich_help_panel=_T)] = 1500,
-    high: Annotated[float, typer.Option("--high", metavar="PCT", min=0, help="A batch starts when the request reaches this % of the window.", rich_help_panel=_C)] = 90.0,
-    low: Annotated[float, typer.Option("--low", metavar="PCT", min=0, help="A batch clears the oldest results until the request is at most this %.", rich_help_panel=_C)] = 30.0,
-    image_high: Annotated[float, typer.Option("--image-high", metavar="MIB", min=0, help="Remove the oldest user images when the request body reaches this many MiB ...")] = 47.0,
-    image_low: Annotated[float, typer.Option("--image-low", metavar="MIB", min=0, help="... until it is at most this many MiB.")] = 25.0,
-    keep: Annotated[int, typer.Option("--keep", metavar="N", min=0, help="Never touch the N most recent tool results.", rich_help_panel=_A)] = 0,
-    clear_at_least: Annotated[int, typer.Option("--clear-at-least", metavar="TOKENS", min=0, help="Make no rewrite that clears fewer tokens (a broken cache prefix must be worth it).", rich_help_panel=_A)] = 0,
+    strategy: Annotated[str, typer.Option("--strategy", metavar="cache-aware|tiered", help="cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request.")] = PRUNE_STRATEGY,
+    min_percent: Annotated[float, typer.Option("--min-percent", metavar="PCT", min=0, help="tiered runs only when the request is at least this % of the window.", rich_help_panel=_T)] = PRUNE_MIN_PERCENT,
+    keep_turns: Annotated[int, typer.Option("--keep-turns", metavar="N", min=0, help="Never touch results of the N most recent turns (age < N; age = real user messages after the result).")] = PRUNE_KEEP_TURNS,
+    omit_age: Annotated[int, typer.Option("--omit-age", metavar="N", min=0, help="From this age on a result becomes a placeholder.", rich_help_panel=_T)] = PRUNE_OMIT_AGE,
+    trim_over: Annotated[int, typer.Option("--trim-over", metavar="CHARS", min=0, help="Younger results longer than this keep only their head and tail.", rich_help_panel=_T)] = PRUNE_TRIM_OVER,
+    trim_head: Annotated[int, typer.Option("--trim-head", metavar="CHARS", min=0, help="Characters kept from the start of a trimmed result.", rich_help_panel=_T)] = PRUNE_TRIM_HEAD,
+    trim_tail: Annotated[int, typer.Option("--trim-tail", metavar="CHARS", min=0, help="Characters kept from the end of a trimmed result.", rich_help_panel=_T)] = PRUNE_TRIM_TAIL,
+    high: Annotated[float, typer.Option("--high", metavar="PCT", min=0, help="A batch starts when the request reaches this % of the window.", rich_help_panel=_C)] = PRUNE_HIGH_PERCENT,
+    low: Annotated[float, typer.Option("--low", metavar="PCT", min=0, help="A batch clears the oldest results until the request is at most this %.", rich_help_panel=_C)] = PRUNE_LOW_PERCENT,
+    image_high: Annotated[float, typer.Option("--image-high", metavar="MIB", min=0, help="Remove the oldest user images when the request body reaches this many MiB ...")] = PRUNE_IMAGE_HIGH_MIB,
+    image_low: Annotated[float, typer.Option("--image-low", metavar="MIB", min=0, help="... until it is at most this many MiB.")] = PRUNE_IMAGE_LOW_MIB,
+    keep: Annotated[int, typer.Option("--keep", metavar="N", min=0, help="Never touch the N most recent tool results.", rich_help_panel=_A)] = PRUNE_KEEP,
+    clear_at_least: Annotated[int, typer.Option("--clear-at-least", metavar="TOKENS", min=0, help="Make no rewrite that clears fewer tokens (a broken cache prefix must be worth it).", rich_help_panel=_A)] = PRUNE_CLEAR_AT_LEAST,
     exclude_tools: Annotated[str, typer.Option("--exclude-tools", metavar="A,B", help="Tools whose results are never touched.", rich_help_panel=_A)] = "",
     clear_inputs: Annotated[bool, typer.Option("--clear-inputs", help="Also clear the arguments of calls whose results became placeholders.", rich_help_panel=_A)] = False,
     session_ref: Annotated[Optional[str], typer.Option("--session-ref", metavar="TEXT", help="How placeholders name the session in their inspect command (default: SESSION as given).")] = None,
@@ -54,7 +56,6 @@ def prune_cmd(
     """
     import orjson
 
-    from ..errors import UsageError
     from ..events import DEFAULT_WINDOW
     from ..prune import MIB, PruneOptions, PruneStats, item_lines_canon, PrefixReuse, prune, prune_item_stream
     from ..inspect import is_item_stream, iter_item_lines
@@ -76,7 +77,7 @@ def prune_cmd(
         clear_at_least=clear_at_least,
         exclude_tools=frozenset(t.strip() for t in exclude_tools.split(",") if t.strip()),
         clear_inputs=clear_inputs,
-        session_ref=session_ref or ("SESSION" if session == "-" else session),
+        session_ref=session_ref or (PruneOptions.session_ref if session == "-" else session),
     )
     problem = opts.check()
     if problem:

@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
+from ..defaults import DEFAULT_LOCK_TIMEOUT
+from ..errors import CattyError, ExitCode
 from . import app
 from .errors import handle_errors, note, warn
 from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
@@ -30,7 +32,7 @@ def repair_cmd(
     force: Annotated[bool, typer.Option("--force", help="Repair even when more than half of the log's lines are invalid (they all go to quarantine).")] = False,
     allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
-    lock_timeout: LockTimeoutOpt = 30.0,
+    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
 ) -> None:
     """Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.
 
@@ -51,7 +53,7 @@ def repair_cmd(
     if target != "-" and is_root(target):
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout)
         return
-    from ..integrity import repair_plan, repair_session, repair_stream
+    from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
 
     with Session.open(target) as session:
@@ -70,11 +72,11 @@ def repair_cmd(
             plan = repair_session(session, lock_timeout=lock_timeout, force=force)
         _render(session, plan, applied=not (check or dry_run), as_json=as_json)
     if check and plan.found:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
-    from .output import rows_out, write_json
+    from .output import emit, show_table
 
     doc = {
         "path": str(session.directory or session.display),
@@ -83,20 +85,19 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
         "applied": applied and plan.found > 0,
         "actions": plan.actions(),
     }
-    if as_json:
-        write_json(doc)
-        return
-    if not plan.found:
-        note(f"{doc['path']}: nothing to repair")
-        return
-    verb = "repaired" if applied else "would repair"
-    note(f"{doc['path']}: {verb}: " + ", ".join(plan.notes()))
-    rows_out(iter(doc["actions"]), _COLUMNS, as_json=False)
+    if not as_json:
+        verb = "repaired" if applied else "would repair"
+        note(f"{doc['path']}: {verb}: " + ", ".join(plan.notes()) if plan.found else f"{doc['path']}: nothing to repair")
+
+    def actions_table(d: dict[str, Any]) -> None:
+        if d["found"]:
+            show_table(d["actions"], _COLUMNS)
+
+    emit(doc, as_json=as_json, show=actions_table, lines=doc["actions"])
 
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:
-    from ..errors import CattyError
-    from ..integrity import repair_plan, repair_session
+    from ..repair import repair_plan, repair_session
     from ..store import Session, root_sessions
     from .output import progress_iter, rows_out
 
@@ -126,4 +127,4 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
     if failures:
         raise typer.Exit(failures[0])
     if check and found_any:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)

@@ -5,6 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import CattyError, DataError, UsageError, WriteError
 from . import app
 from .errors import handle_errors, note, warn
 from .options import TargetArg
@@ -40,7 +41,6 @@ def report_cmd(
     """
     from pathlib import Path
 
-    from ..errors import DataError, UsageError, WriteError
     from ..store import is_root
 
     if target != "-" and is_root(target):
@@ -59,7 +59,7 @@ def report_cmd(
             warn(f"{r['error']} (page written: {Path(output) / r['page']})")
         note(f"{len(rows):,} pages and {Path(output) / 'index.html'} written")
         if bad:
-            raise typer.Exit(int(DataError.exit_code))
+            raise typer.Exit(DataError.exit_code)
         return
 
     from ..html import build_report
@@ -88,6 +88,4 @@ def report_cmd(
             raise WriteError(f"{dest}: is a folder; -o names the page's file for one session")
         write_file(dest, data)
     if rep.errors:  # the page says what is wrong; so does one error line, and the exit status
-        from ..errors import CattyError
-
         raise CattyError(rep.errors[0], exit_code=DataError.exit_code)

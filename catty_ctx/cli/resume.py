@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from ..defaults import RESUME_FORMAT
 from . import app
 from .errors import handle_errors, note
 from .options import SessionArg
@@ -17,7 +18,7 @@ from .options import SessionArg
 @handle_errors
 def resume_cmd(
     session: SessionArg,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).")] = "items",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).")] = RESUME_FORMAT,
 ) -> None:
     """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
 

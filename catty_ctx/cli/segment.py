@@ -5,12 +5,17 @@ from typing import Annotated
 
 import typer
 
+from ..errors import ExitCode
 from . import app
 from .errors import handle_errors
 from .options import JsonOpt
 
 segment_app = typer.Typer(
     help="Read the segments archive: the verbatim record of compacted conversation.",
+    epilog=(
+        "Examples: catty-ctx segment list S; catty-ctx segment show S 0 | less; "
+        "catty-ctx segment grep S 'AssertionError' | jq .seq"
+    ),
     no_args_is_help=True,
 )
 app.add_typer(segment_app, name="segment")
@@ -74,4 +79,4 @@ def grep_cmd(
     cols = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]
     n = rows_out(matches, cols, as_json=as_json, key="matches")
     if n == 0:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.CHECK_FAILED)

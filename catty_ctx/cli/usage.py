@@ -88,7 +88,7 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
     from .errors import warn
-    from .output import json_bytes, lines_bytes, stderr_tty, stdout_tty, write_bytes
+    from .output import emit_rendered, json_bytes, lines_bytes, stderr_tty
 
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not '{by}'")
@@ -116,16 +116,8 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
         warn(f"{scan.bad_lines} unreadable line{'s' if scan.bad_lines != 1 else ''} skipped")
     if ledger.incomplete:
         warn("a session's usage is incomplete (a subagent was still running): costs are withheld")
-    if stdout_tty():
-        if as_json:
-            from .output import write_json
-
-            write_json(ledger.document(scan))
-        else:
-            _show(ledger)
-        return
-    forms = ledger.rendered or render(ledger, scan)
-    write_bytes(forms["json" if as_json else "lines"])
+    emit_rendered(as_json=as_json, show=lambda: _show(ledger), document=lambda: ledger.document(scan),
+                  rendered=lambda: ledger.rendered or render(ledger, scan))
 
 
 def declare() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from ..defaults import COMPACT_MODE, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import Event
 from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root, session_window
@@ -26,7 +27,6 @@ from ..ownership import require_ours
 
 MODES = ("summary", "transcript", "segments")
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
-DEFAULT_THRESHOLD = 85.0
 
 
 @dataclass
@@ -101,7 +101,7 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
         # A summariser gets what a provider would: the repaired view (dangling calls
         # answered, orphans and duplicates gone). Only a broken view pays this second pass.
         from ..fingerprint import prefix_fp
-        from ..integrity import repaired_items
+        from ..repair import repaired_items
 
         items, repaired = repaired_items(session)
         fp = prefix_fp(items)
@@ -208,9 +208,9 @@ def compact_session(
     *,
     threshold: float = DEFAULT_THRESHOLD,
     force: bool = False,
-    mode: str = "summary",
-    detail: str = "verbose",
-    summarizer: str = "extractive",
+    mode: str = COMPACT_MODE,
+    detail: str = SEGMENT_DETAIL,
+    summarizer: str = SUMMARIZER,
     summarizer_options: dict[str, Any] | None = None,
     dry_run: bool = False,
     check: bool = False,

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
+from ..defaults import MIN_SUMMARY_CHARS
 from ..errors import CattyError, ExitCode
 from ..tokens import BYTES_PER_TOKEN, item_tokens
 
@@ -23,7 +24,6 @@ Item = dict[str, Any]
 
 ATTEMPTS_PER_STAGE = 3
 BACKOFF_S = 3.0
-MIN_SUMMARY_CHARS = 500
 FITTED_RESERVE = 32_768
 LOSSY_FRACTION = 0.70
 CMD_TIMEOUT_S = 600.0

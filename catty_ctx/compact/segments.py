@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
+from ..defaults import SEGMENT_DETAIL
 from ..errors import DataError, UsageError
 from ..events import Event, now_ts
 from ..store import atomic_write, session_folder
@@ -176,7 +177,7 @@ def render_segment(
     events: list[Event],
     summary: str,
     *,
-    detail: str = "verbose",
+    detail: str = SEGMENT_DETAIL,
     created_at: str | None = None,
     compaction_id: str | None = None,
     cap: int = SEGMENT_CAP,
@@ -315,7 +316,7 @@ def write_segment(
     events: list[Event],
     summary: str,
     *,
-    detail: str = "verbose",
+    detail: str = SEGMENT_DETAIL,
     compaction_id: str | None = None,
     created_at: str | None = None,
 ) -> SegmentInfo:

@@ -29,6 +29,8 @@ import orjson
 
 from ..events import now_ts
 from ..fingerprint import prefix_fp
+from ..errors import WriteError
+from ..files import create_exclusive
 from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
 from .artifacts import ARTIFACT_DIR, artifact_doc, artifact_relpath, write_artifact
@@ -133,12 +135,11 @@ def prefire(
     k = split_point(items)
     if k == 0:
         return PrefireResult("nothing_to_prefire", 0, None, None, 0)
-    if in_flight(session_dir) is not None:
-        return PrefireResult("in_flight", k, None, None, 0)
     prefix = list(items[:k])
     marker = marker_path(session_dir)
     session_folder(marker.parent)  # never a link out of the session
-    atomic_write(marker, orjson.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "prefix_len": k, "summarizer": summarizer.id}))
+    if not _claim(marker, {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "prefix_len": k, "summarizer": summarizer.id}):
+        return PrefireResult("in_flight", k, None, None, 0)
     try:
         t0 = time.monotonic()
         request = SummaryRequest(items=prefix, state=state, window=window)
@@ -160,6 +161,26 @@ def prefire(
                 marker.unlink()
         except (OSError, orjson.JSONDecodeError, AttributeError):
             pass
+
+
+def _claim(marker: Path, doc: dict[str, Any]) -> bool:
+    """Create the marker, exclusively: of two prefires started together only one runs pass 1.
+    A marker whose process is gone (or too old) is moved aside and the claim tried once more."""
+    data = orjson.dumps(doc)
+    try:
+        if create_exclusive(marker, data):
+            return True
+        if in_flight(marker.parent.parent) is not None:
+            return False
+        marker.unlink()  # stale: its pass 1 died without removing it
+    except FileNotFoundError:
+        pass  # removed meanwhile by its owner or another claimant
+    except OSError as exc:
+        raise WriteError(f"{marker}: cannot write ({exc.strerror})") from None
+    try:
+        return create_exclusive(marker, data)
+    except OSError as exc:
+        raise WriteError(f"{marker}: cannot write ({exc.strerror})") from None
 
 
 def _last_seq(items: Sequence[Item]) -> int:

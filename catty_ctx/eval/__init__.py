@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError
 from .drive import Strategy
 from .facts import FACTS_NAME, Fact, derive_facts, load_facts
@@ -165,13 +166,13 @@ def _work_folder(out: str | None) -> tuple[Path, bool]:
 
 @dataclass
 class EvalOptions:
-    summarizers: list[str] = field(default_factory=lambda: ["extractive"])
-    modes: list[str] = field(default_factory=lambda: ["segments"])
-    compactions: int = 3
+    summarizers: list[str] = field(default_factory=lambda: [SUMMARIZER])
+    modes: list[str] = field(default_factory=lambda: [EVAL_MODE])
+    compactions: int = EVAL_COMPACTIONS
     facts: str | None = None  # auto | file | None (the file where a session has one)
     two_pass: bool = False
     judge: str | None = None
-    jobs: int = 1
+    jobs: int = EVAL_JOBS
     out: str | None = None
     summarizer_options: dict[str, Any] = field(default_factory=dict)
     timeout: float | None = None

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 
 import orjson
 
+from ..defaults import DEFAULT_THRESHOLD, EVAL_COMPACTIONS, EVAL_MODE, SUMMARIZER
 from ..errors import DataError
 from ..events import Event, is_real_user
 from ..store import Session, create_session, session_window
@@ -34,9 +35,9 @@ MAX_REQUESTS = 150
 class Strategy:
     """One run: a summariser in a mode, N compactions, two-pass or not."""
 
-    summarizer: str = "extractive"
-    mode: str = "segments"
-    compactions: int = 3
+    summarizer: str = SUMMARIZER
+    mode: str = EVAL_MODE
+    compactions: int = EVAL_COMPACTIONS
     two_pass: bool = False
     summarizer_options: dict[str, Any] = field(default_factory=dict)
 
@@ -252,7 +253,7 @@ def _step(copy: Session, result: Any) -> Step:
     )
 
 
-def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float = 85.0) -> Drive:
+def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float = DEFAULT_THRESHOLD) -> Drive:
     """Drive a copy of the session at SOURCE_PATH (only read) at DEST through the strategy."""
     from ..compact import compact_session
 

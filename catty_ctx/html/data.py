@@ -3,7 +3,7 @@
 The fold is the view's own (`plan_file` + `iter_view`, as `inspect --items` runs it) with a
 tap on the events for the timeline: each main-agent `usage` event is one provider request
 (the estimate stands in where a session has none), compactions, and the cache-aware prune's
-batches replayed over the view. Beside it: `repair --check` (integrity.analyse), the usage
+batches replayed over the view. Beside it: `repair --check` (repair.analyse), the usage
 ledger and the segments index. A part that cannot be read says why instead of failing the page.
 """
 from __future__ import annotations
@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..defaults import DEFAULT_THRESHOLD
 from ..errors import CattyError
 from ..events import Event
 from ..store import Session, session_window
 from ..tokens import item_tokens, percent_of, usage_context
 
 # The threshold line: compaction's default trigger (SPEC `compact --threshold`).
-THRESHOLD_PERCENT = 85.0
+THRESHOLD_PERCENT = DEFAULT_THRESHOLD
 MAIN = "main"
 
 
@@ -234,7 +235,7 @@ class _Fold:
 
 def _check_and_fold(session: Session, rep: Report) -> None:
     """`repair --check`, whose fold is the page's when it read the log as it is; else a fold of its own."""
-    from ..integrity import analyse
+    from ..repair import analyse
     from ..view import plan_file
 
     fold = _Fold(session, plan_file(session.log_path).excluded)

@@ -237,7 +237,6 @@ def import_to_dir(
             log.flush()
             os.fsync(fd)
         write_summary(staging, summary_for(builder, log_path.stat().st_size))
-        os.rename(log_path, staging / LOG_NAME)
         place_new_session(staging, dest)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)

@@ -23,7 +23,7 @@ import orjson
 from ..errors import DataError, UsageError
 from ..events import SCHEMA_VERSION, Event, check_event
 from ..fingerprint import blob_handle
-from ..store import MAX_LINE_BYTES, TOO_LONG, json_problem, open_log
+from ..jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 # A line longer than this is refused without being read whole, as the store does.
@@ -455,28 +455,20 @@ def iter_jsonl(
     """
     name = display or str(path)
     loads = orjson.loads
+
+    def torn(lineno: int, size: int) -> None:
+        report.torn.append(f"{name}:{lineno}")
+        if warn:
+            warn(f"{name}:{lineno}: torn final line ({size} bytes) ignored")
+
     with open_source(path, name) as f:
-        lineno = 0
-        readline = f.readline
-        limit = MAX_LINE_BYTES + 1
-        while True:
-            line = readline(limit)
-            if not line:
-                return
-            lineno += 1
-            complete = line[-1:] == b"\n"
-            if not complete and len(line) >= limit:
-                raise DataError(TOO_LONG, path=name, line=lineno)
+        # Another program wrote these: a last line that lacks only its newline is taken.
+        for lineno, line in numbered_lines(f, name, on_torn=torn, final="parses"):
             if len(line) < 64 and not line.strip():  # blank (a long line is never stripped: a copy)
                 continue
             try:
                 record = loads(line)
             except orjson.JSONDecodeError as exc:
-                if not complete:
-                    report.torn.append(f"{name}:{lineno}")
-                    if warn:
-                        warn(f"{name}:{lineno}: torn final line ({len(line)} bytes) ignored")
-                    return
                 if what and lineno == 1 and _is_json_document(path):
                     raise not_recognised(name, what) from None  # a whole JSON document, not lines
                 if not lenient:

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
+from ..jsonl import numbered_lines
 from .common import open_source
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
@@ -24,7 +25,7 @@ def _first_records(path: Path) -> list[Any]:
     records = []
     try:
         with open_source(path, str(path)) as f:
-            for line in islice(f, _PROBE_LINES):
+            for _, line in islice(numbered_lines(f, str(path), final="kept"), _PROBE_LINES):
                 try:
                     records.append(orjson.loads(line))
                 except orjson.JSONDecodeError:

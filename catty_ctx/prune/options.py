@@ -4,27 +4,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..defaults import (
+    PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS,
+    PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL,
+)
+
 MIB = 1 << 20
 STRATEGIES = ("cache-aware", "tiered")
 
 
 @dataclass(frozen=True)
 class PruneOptions:
-    """Every constant of the mechanism; the defaults are grok-build's (and Anthropic's)."""
+    """Every constant of the mechanism; the defaults (catty_ctx.defaults) are grok-build's (and Anthropic's)."""
 
-    strategy: str = "cache-aware"
-    min_percent: float = 50.0  # tiered runs only when the request is at least this % of the window
-    keep_turns: int = 3  # results younger than this many turns are never touched
-    omit_age: int = 10  # tiered: from this age on, a placeholder
-    trim_over: int = 4000  # tiered: in between, results longer than this (characters) are trimmed
-    trim_head: int = 1500
-    trim_tail: int = 1500
-    high_percent: float = 90.0  # cache-aware: a batch starts when the request reaches this %
-    low_percent: float = 30.0  # cache-aware: ... and clears until it is at most this %
-    image_high: int = 47 * MIB
-    image_low: int = 25 * MIB
-    keep: int = 0  # the most recent tool results never touched (clear_tool_uses `keep`; keep_turns already guards)
-    clear_at_least: int = 0  # a rewrite must clear at least this many tokens
+    strategy: str = PRUNE_STRATEGY
+    min_percent: float = PRUNE_MIN_PERCENT
+    keep_turns: int = PRUNE_KEEP_TURNS
+    omit_age: int = PRUNE_OMIT_AGE
+    trim_over: int = PRUNE_TRIM_OVER
+    trim_head: int = PRUNE_TRIM_HEAD
+    trim_tail: int = PRUNE_TRIM_TAIL
+    high_percent: float = PRUNE_HIGH_PERCENT
+    low_percent: float = PRUNE_LOW_PERCENT
+    image_high: int = int(PRUNE_IMAGE_HIGH_MIB * MIB)  # bytes of the request body
+    image_low: int = int(PRUNE_IMAGE_LOW_MIB * MIB)
+    keep: int = PRUNE_KEEP
+    clear_at_least: int = PRUNE_CLEAR_AT_LEAST
     exclude_tools: frozenset[str] = frozenset()
     clear_inputs: bool = False
     session_ref: str = "SESSION"  # how placeholders name the session in their command

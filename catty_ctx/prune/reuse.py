@@ -62,17 +62,19 @@ def prefix_reuse(previous: Iterable[bytes], current: Iterable[ViewItem]) -> Pref
 def item_lines_canon(path: str) -> list[bytes]:
     """Canonical forms of the items of an item stream file (an earlier prune output)."""
     from ..errors import DataError, UsageError
+    from ..jsonl import json_problem, numbered_lines
 
     out = []
     try:
         with open(path, "rb") as f:
-            for lineno, line in enumerate(f, 1):
+            # Every line of it is checked: a bad last line is an error, as any other.
+            for lineno, line in numbered_lines(f, path, final="kept"):
                 if not line.strip():
                     continue
                 try:
                     item = orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
-                    raise DataError(f"invalid JSON ({exc})", path=path, line=lineno) from None
+                    raise DataError(json_problem(exc), path=path, line=lineno) from None
                 if not isinstance(item, dict) or "role" not in item:
                     raise DataError("not a view item (an object with 'role')", path=path, line=lineno)
                 out.append(canonical(item))

@@ -16,7 +16,8 @@ from msgspec import UNSET, UnsetType
 
 from ..events import SCHEMA_VERSION, check_event
 from .claude import Int64
-from .lines import json_object, NL, count, lines_with
+from ..jsonl import marked_lines
+from .lines import json_object, NL, count
 from .records import MAIN_AGENT, Record
 from .times import epoch
 
@@ -75,7 +76,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                          str(first.get("parent_session_id") or ""), str(fseq) if type(fseq) is int else ""]
     session, cwd, parent, forked_at = state
     decode = _decode_event if typed else _general_only
-    for off, line in lines_with(mm, start, end, MARK):
+    for off, line in marked_lines(mm, start, end, MARK):
         try:
             e = decode(line)
         except _MISMATCH:

@@ -10,7 +10,7 @@ from typing import Annotated, Optional, Union
 
 import msgspec
 
-from .lines import json_object, count, lines_with
+from .lines import json_object, count
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -97,11 +97,13 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         if whole is not None:
             recs.extend(whole)
             return state
+    from ..jsonl import marked_lines  # (here: a log read whole, the common case, needs no line search)
+
     decode = _decode_line if typed else _general_only
     mismatch = _MISMATCH
     append = recs.append
     intern = {}.setdefault  # one string object per model, session and agent: smaller to ship and cache
-    for off, line in lines_with(mm, start, end, MARK):
+    for off, line in marked_lines(mm, start, end, MARK):
         try:
             o = decode(line)
             m = o.message

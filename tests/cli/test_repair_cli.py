@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.integrity import analyse
+from catty_ctx.repair import analyse
 from catty_ctx.store import Session
 from conftest import FIXTURES, cli, jsonl
 

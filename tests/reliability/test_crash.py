@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from catty_ctx.events import check_event
-from catty_ctx.integrity import analyse, repair_session
+from catty_ctx.repair import analyse, repair_session
 from catty_ctx.store import Session, find_sessions
 from conftest import FIXTURES, ROOT
 

@@ -1,0 +1,331 @@
+"""JSON Lines: the one reader of logs and line streams (SPEC "The session directory", "Events").
+
+The rules every reader of a log, an item stream or another agent's JSONL shares:
+
+- a line is complete when it ends with its newline; lines count from 1, offsets are bytes
+  from where reading started (the file's start unless told otherwise);
+- a line longer than MAX_LINE_BYTES is refused (DataError, exit 65) without being read whole;
+- a last line without its newline is a torn tail (a write cut short): reported to `on_torn`
+  (by default a warning on stderr) and skipped, never an error. That is the rule of our own
+  logs (`final="torn"`), whose writer commits line by line. For files another program writes
+  (`final="parses"`) a last line that lacks only its newline is taken as it is: only one that
+  does not parse (and is not blank) is torn. A stream whose every line must be valid (append's
+  stdin) takes it whatever it holds (`final="kept"`), so a bad one is an error, not a warning;
+- a problem is one line naming `file:line` (`DataError(message, path=, line=)`).
+
+A source is a path or any binary file object with `readline` (a file, a pipe, a remote
+file object); a file object is read from where it stands and left open for its owner.
+
+The ways in:
+- `numbered_lines(source)`: (line number, line with its newline), the general loop;
+- `raw_lines(source)`: `RawLine(lineno, offset, data)` for tools that rewrite or quarantine;
+- `records(source)`: the parsed values of an event log, one per line in order (a blank line is
+  invalid there), the hot path of every command: one readline and one parse per line;
+- `marked_lines(buf, start, end, marker)`: the byte-marker prefilter. Over a buffer with
+  `find` and `rfind` (bytes, bytearray, an mmap) it yields `(offset, line)` for each line
+  of [start, end) that contains MARKER (bytes, found by the buffer's C `find`, or a compiled
+  bytes regex, found by its `search`): the line without its newline, `offset` its start in
+  the buffer. Lines without the marker are never copied nor parsed, so a scan for a few rare
+  lines (compactions, usage records) runs at the speed of the search. A line running past
+  `end` is cut there: put `end` at a line's end (after its newline, or on it);
+- `scan_marked(path, marker)`: `marked_lines` over a file read in chunks (whole lines only;
+  a torn tail is left out), with offsets in the file.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator, Union
+
+import orjson
+
+from .errors import DataError
+
+# A line longer than this is refused without being read whole (SPEC: bad input never costs
+# unbounded memory).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+LIMIT = MAX_LINE_BYTES + 1  # what one readline asks for: one byte more tells "too long"
+TOO_LONG = f"line longer than {MAX_LINE_BYTES} bytes"
+BUFFER = 1 << 20
+SCAN_CHUNK = 4 << 20
+PROGRESS_STEP = 4 << 20
+
+Source = Union[str, "os.PathLike[str]", IO[bytes]]
+Warn = Callable[[str], None]
+OnTorn = Callable[[int, int], None]  # (line number, bytes) of a torn final line
+
+
+def stderr_warning(message: str) -> None:
+    sys.stderr.write(f"catty-ctx: warning: {message}\n")
+
+
+@dataclass(frozen=True)
+class RawLine:
+    lineno: int  # 1-based
+    offset: int  # byte offset of the line's start
+    data: bytes  # the line without its trailing newline
+
+
+def json_problem(exc: orjson.JSONDecodeError) -> str:
+    """orjson's message without its own 'line 1' position (the caller names file:line)."""
+    return f"invalid JSON: {exc.msg} (column {exc.colno})"
+
+
+def torn_warning(display: str, lineno: int, size: int) -> str:
+    return f"{display}:{lineno}: torn final line ({size} bytes, no newline) ignored; 'catty-ctx repair' quarantines it"
+
+
+def warn_torn(display: str, warn: Warn | None) -> OnTorn | None:
+    """The log's torn-tail report: one warning line through WARN (None: say nothing)."""
+    if warn is None:
+        return None
+    return lambda lineno, size: warn(torn_warning(display, lineno, size))
+
+
+def open_log(path: str | os.PathLike[str], display: str) -> IO[bytes]:
+    """A log file opened for reading; what keeps it from being read is a DataError naming it."""
+    try:
+        return open(path, "rb", buffering=BUFFER)
+    except IsADirectoryError:
+        raise DataError("is a directory, not a log file", path=display) from None
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=display) from None
+
+
+def display_of(source: Source) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    name = getattr(source, "name", None)
+    return name if isinstance(name, str) else "<stream>"
+
+
+@contextmanager
+def opened(source: Source, display: str | None = None) -> Iterator[IO[bytes]]:
+    """SOURCE as a binary file: a path is opened (and closed after), a file object is lent."""
+    if isinstance(source, (str, os.PathLike)):
+        with open_log(source, display or os.fspath(source)) as f:
+            yield f
+    else:
+        yield source
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def unterminated(line: bytes, display: str, lineno: int, on_torn: OnTorn | None, final: str = "torn") -> bool:
+    """A line without its newline: over the size limit (DataError), or the last line. True:
+    take it (see `final` in the module's rules); False: it is a torn tail, reported."""
+    if len(line) >= LIMIT:
+        raise DataError(TOO_LONG, path=display, line=lineno)
+    if final == "kept" or (final == "parses" and (not line.strip() or _parses(line))):
+        return True
+    if on_torn is not None:
+        on_torn(lineno, len(line))
+    return False
+
+
+def numbered_lines(
+    source: Source,
+    display: str | None = None,
+    *,
+    on_torn: OnTorn | None = None,
+    final: str = "torn",
+    first_line: int = 1,
+) -> Iterator[tuple[int, bytes]]:
+    """(line number, line with its newline) of every complete line; see the module's rules."""
+    name = display or display_of(source)
+    with opened(source, name) as f:
+        readline = f.readline
+        limit = LIMIT
+        lineno = first_line - 1
+        while True:
+            line = readline(limit)
+            if not line:
+                return
+            lineno += 1
+            if line[-1] != 10:  # no newline: the last line, or one longer than the limit
+                if unterminated(line, name, lineno, on_torn, final):
+                    yield lineno, line
+                return
+            yield lineno, line
+
+
+def raw_lines(
+    source: Source, display: str | None = None, *, warn: Warn | None = stderr_warning, offset: int = 0
+) -> Iterator[RawLine]:
+    """Complete lines with their numbers and byte offsets (a torn tail is warned about through WARN)."""
+    name = display or display_of(source)
+    for lineno, line in numbered_lines(source, name, on_torn=warn_torn(name, warn)):
+        yield RawLine(lineno, offset, line[:-1])
+        offset += len(line)
+
+
+def records(
+    source: Source,
+    display: str | None = None,
+    *,
+    warn: Warn | None = stderr_warning,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[Any]:
+    """The parsed value of every complete line of an event log, in order: the n-th value is
+    line n. A line that is not JSON is a DataError naming file:line (a blank one too).
+
+    `progress`, when given, is called with the bytes read so far every few MiB.
+    """
+    name = display or display_of(source)
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    limit = LIMIT
+    lineno = 0
+    with opened(source, name) as f:
+        readline = f.readline
+        next_report = f.tell() + PROGRESS_STEP if progress else -1
+        # The loop of `numbered_lines`, inlined: this is the hot path of every command.
+        while True:
+            line = readline(limit)
+            if not line:
+                return
+            lineno += 1
+            if line[-1] != 10:
+                unterminated(line, name, lineno, warn_torn(name, warn))
+                return
+            if next_report >= 0 and f.tell() >= next_report:
+                progress(f.tell())  # type: ignore[misc]
+                next_report = f.tell() + PROGRESS_STEP
+            try:
+                value = loads(line)  # the newline is JSON whitespace
+            except decode_error as exc:
+                raise DataError(json_problem(exc), path=name, line=lineno) from None
+            yield value
+
+
+# -- the byte-marker prefilter -----------------------------------------------------------------
+
+Marker = Union[bytes, Any]  # bytes, or a compiled bytes regex
+
+
+def marked_lines(buf: Any, start: int, end: int, marker: Marker) -> Iterator[tuple[int, bytes]]:
+    """(offset, line without its newline) of each line of BUF[start:end] holding MARKER, in
+    order, each line once however many times it holds the marker (see the module's docstring)."""
+    find = buf.find
+    rfind = buf.rfind
+    search = None if isinstance(marker, (bytes, bytearray)) else marker.search
+    pos = start
+    while pos < end:
+        if search is None:
+            i = find(marker, pos, end)
+            if i < 0:
+                return
+        else:
+            m = search(buf, pos, end)
+            if m is None:
+                return
+            i = m.start()
+        ls = rfind(b"\n", start, i) + 1 or start
+        le = find(b"\n", i, end)
+        if le < 0:
+            le = end
+        pos = le + 1
+        yield ls, buf[ls:le]
+
+
+def scan_marked(
+    path: str | os.PathLike[str], marker: Marker, *, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """(file offset, line) of the complete lines holding MARKER, in file order, read by chunks
+    (a torn tail is left out). `start` and `stop`, line starts, bound the scan."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        offset = start
+        while True:
+            size = SCAN_CHUNK if stop is None else min(SCAN_CHUNK, stop - offset)
+            if size <= 0:
+                return
+            data = os.pread(fd, size, offset)
+            end = data.rfind(b"\n") + 1  # whole lines only; the rest is read again next time
+            if end == 0:
+                if len(data) < SCAN_CHUNK:
+                    return  # nothing, or only a torn tail, is left
+                data = read_line_at(fd, offset)  # one line longer than a chunk
+                end = len(data)
+                if not data.endswith(b"\n"):
+                    return
+            for at, line in marked_lines(data, 0, end - 1, marker):
+                yield offset + at, line
+            offset += end
+    finally:
+        os.close(fd)
+
+
+def read_line_at(fd: int, offset: int) -> bytes:
+    """The line (with its newline, if it has one) that starts at OFFSET of an open file."""
+    parts: list[bytes] = []
+    while True:
+        data = os.pread(fd, SCAN_CHUNK, offset)
+        if not data:
+            return b"".join(parts)
+        nl = data.find(b"\n")
+        if nl != -1:
+            parts.append(data[: nl + 1])
+            return b"".join(parts)
+        parts.append(data)
+        offset += len(data)
+
+
+def line_start(path: str | os.PathLike[str], at: int) -> int:
+    """Offset of the first line that starts at or after byte `at` (the file's size if none)."""
+    if at <= 0:
+        return 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        line = read_line_at(fd, at - 1)  # the rest of the line holding byte at-1
+        return at - 1 + len(line)
+    finally:
+        os.close(fd)
+
+
+def last_newline_end(path: Path) -> int:
+    """Offset just past the last newline: the size of the file's complete lines."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    with open(path, "rb") as f:
+        pos = size
+        while pos > 0:
+            step = min(BUFFER // 16, pos)
+            pos -= step
+            f.seek(pos)
+            chunk = f.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl != -1:
+                return pos + nl + 1
+    return 0
+
+
+def read_last_line(path: Path) -> bytes | None:
+    """The last complete line (without newline), reading backwards from the end."""
+    end = last_newline_end(path)
+    if end == 0:
+        return None
+    stop = end - 1  # the final newline
+    with open(path, "rb") as f:
+        pos = stop
+        buf = b""
+        while pos > 0:
+            step = min(BUFFER // 16, pos)
+            pos -= step
+            f.seek(pos)
+            buf = f.read(step) + buf
+            nl = buf.rfind(b"\n")  # buf holds bytes [pos, stop)
+            if nl != -1:
+                return buf[nl + 1 :]
+        return buf
