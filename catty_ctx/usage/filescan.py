@@ -83,15 +83,12 @@ def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[
 
         def marked(line: bytes) -> bool:
             return mark in line
+    from ..jsonl import marked_lines
+
     bad: list[tuple[int, str]] = []
-    pos = start
-    while pos < end:
-        nl = mm.find(_NL, pos, end)
-        stop = nl if nl >= 0 else end
-        line = mm[pos:stop]
+    for pos, line in marked_lines(mm, start, end, b""):  # (every line holds the empty marker)
         if not marked(line):
             json_object(line, pos, bad)
-        pos = stop + 1
     return bad
 
 
