@@ -206,3 +206,21 @@ def test_folds_are_kept_for_the_last_questions_only(tmp_path: Path) -> None:
     kept_questions = marshal.loads(folds.read_bytes())
     assert len(kept_questions) == kept.FOLDS_KEPT
     assert any("2026-03-21" in q for q in kept_questions) and not any("2026-03-01" in q for q in kept_questions)
+
+
+def test_a_replay_of_a_dropped_copy_appended_later_meets_the_record_it_was_dropped_for(tmp_path: Path) -> None:
+    """A log read in parts collapses as when read at once: the copy a larger one replaced is
+    remembered (its uuid), so its replay appended later is not a new call."""
+    root = tmp_path / "projects" / "p"
+    root.mkdir(parents=True)
+    log = root / "s0.jsonl"
+    log.write_bytes(line("msg_0", "req_0", uuid="u0") + line("msg_9", "req_9", uuid="u9"))
+    same_as_a_full_scan(tmp_path, "model")
+    with open(log, "ab") as f:
+        f.write(line("msg_0", "req_0", uuid="un1", out=9))  # a larger copy: u0's record is replaced
+    same_as_a_full_scan(tmp_path, "model")
+    with open(log, "ab") as f:
+        f.write(line("msg_r2", "req_r2", uuid="u0"))  # a replay of u0 with rewritten ids
+    scan = same_as_a_full_scan(tmp_path, "model")
+    assert scan.files_parsed == 1
+    assert U.usage([str(tmp_path)], by="model", use_cache=False)[0].totals["calls"] == 2

@@ -127,6 +127,7 @@ def scan_file(task: Task) -> Scanned:
                 if _digest(mm, 0, min(off, _CHECK_BYTES)) == prev.head and _digest(mm, max(0, off - _CHECK_BYTES), off) == prev.tail:
                     start = off
                     entry.kind, entry.state, entry.recs, entry.read = prev.kind, prev.state, prev.recs, prev.read
+                    entry.aliases = prev.aliases
                     entry.bad, entry.samples = prev.bad, prev.samples
             last_nl = mm.rfind(_NL, start, size)
             end = last_nl + 1 if last_nl >= 0 else start
@@ -135,12 +136,13 @@ def scan_file(task: Task) -> Scanned:
                 entry.kind = sniff(mm[0 : first_end if first_end >= 0 else min(size, 1 << 20)])
             bad: list[tuple[int, str]] = []
             if end > start:
-                from .copies import collapse
+                from .copies import collapse_file
 
                 recs = list(entry.recs)
                 entry.state = _parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
                 entry.read += len(recs) - len(entry.recs)
-                entry.recs = collapse(recs) if len(recs) > len(entry.recs) else recs
+                if len(recs) > len(entry.recs):
+                    entry.recs, entry.aliases = collapse_file(recs, entry.aliases)
                 if strict and kind != CATTY:  # (a log named as catty's was read whole before the scan)
                     bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
             entry.bad += len(bad)
