@@ -5,6 +5,8 @@ stays light.
 """
 from __future__ import annotations
 
+import importlib
+
 from ._version import __version__
 
 TYPE_CHECKING = False  # typing costs milliseconds to import; annotations here are strings
@@ -51,6 +53,5 @@ def __getattr__(name: str) -> Any:
         module, attr = _API[name]
     except KeyError:
         raise AttributeError(f"module 'catty_ctx' has no attribute {name!r}") from None
-    import importlib
 
     return getattr(importlib.import_module(f".{module}", __name__), attr)

@@ -10,12 +10,14 @@ import sys
 
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
+        # start-up: `--version` loads nothing else; the CLI and its error path load only when needed
         from ._version import __version__
 
         try:
             sys.stdout.write(f"catty-ctx {__version__}\n")
             sys.stdout.flush()
         except (OSError, AttributeError) as exc:  # a full or closed stdout: the CLI's error path says so
+            # start-up: `--version` loads nothing else; the CLI and its error path load only when needed
             import errno
 
             from .cli.errors import ClosedOutput, exit_code_for
@@ -24,6 +26,7 @@ def main() -> None:
                 exc = ClosedOutput(errno.EBADF, "stdout is closed")
             sys.exit(exit_code_for(exc))
         return
+    # start-up: `--version` loads nothing else; the CLI and its error path load only when needed
     from .cli import main as cli_main
 
     cli_main()

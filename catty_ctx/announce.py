@@ -73,13 +73,13 @@ class Announcer:
         facet = ev.get("facet")
         if facet not in ANNOUNCED_FACETS:
             return None
-        return self._listing({facet: ev.get("value")}, fresh=False)
+        return self._listing({facet: ev.get("value")})
 
     def head(self, facets: dict[str, Any]) -> dict[str, Any] | None:
         """The listing for a rebuilt head: all current entries (nothing is announced yet)."""
-        return self._listing({f: facets.get(f) for f in ANNOUNCED_FACETS if f in facets}, fresh=True)
+        return self._listing({f: facets.get(f) for f in ANNOUNCED_FACETS if f in facets})
 
-    def _listing(self, values: dict[str, Any], *, fresh: bool) -> dict[str, Any] | None:
+    def _listing(self, values: dict[str, Any]) -> dict[str, Any] | None:
         budget = self.budget
         open_, close = "<system-reminder>", "</system-reminder>"
         used = len(open_) + len(close) + 2

@@ -6,15 +6,19 @@ inline as a preview.
 """
 from __future__ import annotations
 
+import base64
 import os
 import re
 import stat
 from pathlib import Path
 from typing import IO, Any, Callable
 
+import xxhash
+
 from .defaults import TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError, WriteError
 from .fingerprint import blob_handle
+from .store import Session, replace_file, session_folder
 
 Warn = Callable[[str], None]
 
@@ -34,7 +38,6 @@ def write_blob(session_dir: Path, data: bytes) -> str:
     temp + fsync + rename, then the folder is fsynced: once this returns, an event may name
     the handle. Raises OSError when it cannot write (WriteError when blobs/ is a link).
     """
-    from .store import replace_file, session_folder
 
     handle = blob_handle(data)
     folder = session_folder(session_dir / BLOBS_DIR)  # never a link out of the session
@@ -164,7 +167,6 @@ def open_blob(session_dir: Path, handle: str) -> IO[bytes]:
     The file is opened without following links and checked through the same descriptor it
     is read from, so it cannot be swapped in between. A mismatch is a data error (corrupt).
     """
-    import xxhash
 
     path = blob_path(session_dir, handle)
     try:
@@ -189,7 +191,6 @@ def open_blob(session_dir: Path, handle: str) -> IO[bytes]:
 
 def session_directory(target: str) -> Path:
     """The directory of SESSION (a directory or its updates.jsonl); blobs need one."""
-    from .store import Session
 
     if target == "-":
         raise UsageError("blobs live in a session directory; SESSION cannot be -")
@@ -203,7 +204,6 @@ def inline_images(items: list[dict[str, Any]], session_dir: Path | None) -> tupl
 
     Each blob is checked against its handle as it is read; items without blob images are
     handed on as they are."""
-    import base64
 
     out: list[dict[str, Any]] = []
     missing = 0

@@ -8,6 +8,10 @@ the mechanisms that use them.
 # Writers (store)
 DEFAULT_LOCK_TIMEOUT = 30.0  # seconds a writer waits for the session lock, then exit 75
 
+# A Dask cluster (--scheduler)
+CONNECT_TIMEOUT = 10.0  # seconds to reach the scheduler (and for a first worker), then exit 69
+CONNECT_TIMEOUT_MIN = 0.1  # the least --connect-timeout taken
+
 # Large payloads (blobs)
 USER_LIMIT = 25_000  # bytes of a user message kept inline (reference: first prompt > 25 KB)
 TOOL_LIMIT = 40_000  # bytes of a tool output kept inline (reference: general tools 40 KB)

@@ -13,6 +13,7 @@ class ExitCode(enum.IntEnum):
     CHECK_FAILED = 1  # a check found problems (repair --check, compact --check)
     USAGE = 2  # bad arguments, missing paths
     DATA = 65  # bad input data (EX_DATAERR)
+    UNAVAILABLE = 69  # the Dask scheduler cannot be reached, or lost the run (EX_UNAVAILABLE)
     INTERNAL = 70  # a bug in catty-ctx, never bad input (EX_SOFTWARE)
     CANT_CREATE = 73  # cannot write output (EX_CANTCREAT)
     TEMP_FAIL = 75  # lock busy: try again (EX_TEMPFAIL)
@@ -25,6 +26,7 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.CHECK_FAILED: "a check found problems (repair --check, compact --check)",
     ExitCode.USAGE: "usage error (a bad option, a missing path, a ROOT with no session)",
     ExitCode.DATA: "bad input data (the message names file:line; another agent's file given to a writer)",
+    ExitCode.UNAVAILABLE: "the --scheduler cannot be reached (refused, timed out) or lost the run",
     ExitCode.INTERNAL: "internal error (a bug in catty-ctx)",
     ExitCode.CANT_CREATE: "cannot write output (also a full or closed stdout)",
     ExitCode.TEMP_FAIL: "the session lock is busy (try again)",

@@ -1,75 +1,20 @@
 """Event kinds, the envelope and validation (SPEC "Events: updates.jsonl").
 
 Events stay plain dicts (orjson in, orjson out) so unknown kinds and fields travel through
-every command untouched; the TypedDicts below are for readers and type checkers, and
-`check_event` is the one place that says what a valid event is.
+every command untouched; `check_event` is the one place that says what a valid event is
+(the field rules below).
 """
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Callable, Literal, NotRequired, TypedDict
+from typing import Any, Callable
 
 SCHEMA_VERSION = 1
 DEFAULT_WINDOW = 200_000
 
 ROLES = frozenset({"system", "developer", "user", "assistant"})
-STATE_FACETS = frozenset(
-    {
-        "todos",
-        "plan",
-        "edited_files",
-        "jobs",
-        "subagents",
-        "skills",
-        "instructions",
-        "mcp",
-        "memory",
-        "prompt_context",
-    }
-)
-ENVELOPE_FIELDS = ("v", "seq", "ts", "kind", "agent")
 
 Event = dict[str, Any]
-
-
-class Envelope(TypedDict):
-    v: int
-    seq: int
-    ts: str
-    kind: str
-    agent: NotRequired[str]
-
-
-class SessionEvent(Envelope):
-    session_id: str
-    parent_session_id: NotRequired[str | None]
-    forked_from_seq: NotRequired[int | None]
-    cwd: NotRequired[str]
-    model: NotRequired[str]
-    window: NotRequired[int]
-    source: NotRequired[Any]
-
-
-class MessageEvent(Envelope):
-    id: str
-    role: Literal["system", "developer", "user", "assistant"]
-    text: str
-    images: NotRequired[list[Any]]
-    synthetic: NotRequired[str]
-
-
-class ToolCallEvent(Envelope):
-    call_id: str
-    name: str
-    args: dict[str, Any] | str
-
-
-class ToolResultEvent(Envelope):
-    call_id: str
-    output: NotRequired[str]
-    blob: NotRequired[str]
-    bytes: NotRequired[int]
-    is_error: bool
 
 
 # Field rules: name -> (accepted types, required). `int` never accepts bool here.

@@ -17,11 +17,25 @@ from typing import Any
 
 import orjson
 
+from . import providers
+from .blobs import inline_images, is_handle
 from .defaults import RESUME_FORMAT
 from .errors import DataError, UsageError, WriteError
-from .ownership import require_ours
 from .events import is_real_user, now_ts
-from .store import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, check_new_session_dest, place_new_session, write_summary
+from .ownership import require_ours
+from .pairing import repair_items
+from .repair import rebuild_summary, repaired_items
+from .store import (
+    PART_NAME,
+    STAGING_SUFFIX,
+    SUMMARY_NAME,
+    Session,
+    building,
+    check_new_session_dest,
+    place_new_session,
+    write_summary,
+)
+from .view import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
 
 FORMATS = ("items", "openai", "anthropic")
 _TMP_MARK = ".fork-"
@@ -43,10 +57,6 @@ def resume(session: Session, fmt: str = RESUME_FORMAT) -> tuple[Any, list[str]]:
     """The repaired view, ready to send: a list of items, or an OpenAI / Anthropic document.
 
     Returns the output and what was repaired or left out on the way (short phrases)."""
-    from . import providers
-    from .repair import repaired_items
-    from .blobs import inline_images
-    from .pairing import repair_items
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
@@ -94,7 +104,6 @@ class ForkResult:
 
 def _cut_seq(session: Session, at_turn: int | None) -> tuple[int | None, int]:
     """The first seq left out (None: keep everything) and the turns kept."""
-    from .view import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
 
     markers = list(scan_markers(session.log_path, SHAPE_AND_TURN_MARKERS))
     plan = plan_view(markers)
@@ -109,7 +118,6 @@ def _cut_seq(session: Session, at_turn: int | None) -> tuple[int | None, int]:
 
 def _blob_refs(obj: Any, out: set[str]) -> None:
     """Every blob handle an event names (tool outputs, messages, images), at any depth."""
-    from .blobs import is_handle
 
     if isinstance(obj, dict):
         for k, v in obj.items():
@@ -184,19 +192,13 @@ def fork(
     if not dry_run:
         _clear_stale_temps(dest)
     tmp = dest.parent / f".{dest.name}{_TMP_MARK}{uuid.uuid4().hex[:8]}-{os.getpid()}{STAGING_SUFFIX}"
-    try:
+    with building(tmp, dest, "cannot write the fork"):
         if not dry_run:
             tmp.mkdir()
         _build(session, parent_dir, tmp, first, result, cut=cut, model=model, cwd=cwd, dry_run=dry_run)
         if dry_run:
             return result
         place_new_session(tmp, dest)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise WriteError(f"{dest}: cannot write the fork ({exc.strerror})") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return result
 
 
@@ -212,7 +214,6 @@ def _build(
     cwd: str | None,
     dry_run: bool,
 ) -> None:
-    from .repair import rebuild_summary
 
     child_event = {k: v for k, v in first.items()}
     child_event["session_id"] = result.session_id
@@ -285,7 +286,14 @@ def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq:
     ends at or before the fork point. A segment reaching past it would let `segment grep` on
     the child find text from after the fork: it is left out (its events up to the fork point
     are in the child's log). The index is rebuilt from the segments copied."""
-    from .compact.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
+    # start-up: the compact package only when a fork copies segments (resume never does)
+    from .compact.segments import (
+        INDEX_FILES,
+        is_segment_name,
+        read_index,
+        segment_span,
+        write_index,
+    )
 
     src = parent_dir / "segments"
     if src.is_symlink():

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import heapq
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import orjson
 
-from .errors import DataError
-from .events import Event
+from .cluster import Engine, each
+from .errors import CattyError, DataError
+from .events import DEFAULT_WINDOW, Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
 from .jsonl import json_problem, raw_lines
-from .store import Session, session_window
+from .store import Session, find_sessions, session_window
 from .tokens import item_tokens, percent_of
 from .view import ViewItem, ViewStats, iter_view, plan_file
+
+if TYPE_CHECKING:
+    from .cluster import Engine
 
 LARGEST = 5
 
@@ -104,10 +108,12 @@ def inspect_session(
     tally = Tally(largest)
     on_torn = _torn_counter(problems, warn)
     if parallel is None:
+        # start-up: the two-process fold only for a log large enough to split
         from .parallel import can_split
 
         parallel = can_split(session.log_path.stat().st_size)
     if parallel:
+        # start-up: the two-process fold only for a log large enough to split
         from .parallel import CHUNK_BYTES, fold_split
 
         plan = fold_split(session, stats, tally, warn=on_torn, progress=progress, chunk_bytes=chunk_bytes or CHUNK_BYTES)
@@ -177,7 +183,6 @@ def inspect_items(session: Session, *, warn: Callable[[str], None] | None = None
         index += 1
     checker.finish()
     problems.update(checker.counts)
-    from .events import DEFAULT_WINDOW
 
     return {
         "path": session.display,
@@ -218,28 +223,33 @@ def find_event(session: Session, seq: int) -> Event:
     raise DataError(f"no event with seq {seq}", path=session.display)
 
 
-def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None], sessions: Iterable[Path] | None = None) -> Iterator[dict[str, Any]]:
-    """A row per session under ROOT (or of `sessions`); a broken session is reported and skipped."""
-    from .errors import CattyError
-    from .store import find_sessions
+def root_row(directory: Path) -> dict[str, Any]:
+    """One session's row of `inspect ROOT` (run here or on a cluster worker)."""
+    with Session.open(directory) as s:
+        rep = inspect_session(s)
+    return {
+        "path": str(directory),
+        "session_id": rep["session_id"],
+        "events": rep["events"],
+        "turns": rep["turns"],
+        "tokens": rep["tokens"],
+        "window": rep["window"],
+        "percent": rep["percent"],
+        "compactions": len(rep["compactions"]),
+        "problems": sum(v for v in rep["problems"].values()),
+    }
 
-    for directory in sessions if sessions is not None else find_sessions(root):
-        try:
-            with Session.open(directory) as s:
-                rep = inspect_session(s)
-        except CattyError as exc:
-            on_error(directory, exc)
+
+def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None], sessions: Iterable[Path] | None = None,
+                 engine: Engine | None = None, progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None) -> Iterator[dict[str, Any]]:
+    """A row per session under ROOT (or of `sessions`), in order, here or on ENGINE's cluster;
+    a broken session is reported and skipped. PROGRESS wraps the per-session outcomes."""
+
+    outcomes = each(root_row, sessions if sessions is not None else find_sessions(root), engine)
+    for directory, row in progress(outcomes) if progress is not None else outcomes:
+        if isinstance(row, CattyError):
+            on_error(directory, row)
             continue
-        yield {
-            "path": str(directory),
-            "session_id": rep["session_id"],
-            "events": rep["events"],
-            "turns": rep["turns"],
-            "tokens": rep["tokens"],
-            "window": rep["window"],
-            "percent": rep["percent"],
-            "compactions": len(rep["compactions"]),
-            "problems": sum(v for v in rep["problems"].values()),
-        }
+        yield row
 
 

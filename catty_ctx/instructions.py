@@ -186,6 +186,7 @@ def record_instructions(session: "Session", discovery: Discovery, *, lock_timeou
 
     Read and append happen under the session lock, so two runs at once append it once.
     """
+    # start-up: the ownership check (the importers' detection) only for --append
     from .ownership import require_ours
 
     value = discovery.state_value()

@@ -46,6 +46,7 @@ def _ours(record: dict[str, Any]) -> bool:
 
 
 def _document(value: Any) -> str | None:
+    # start-up: the importers' format detection loads only when a writer checks a file
     from .importers.detect import document_format
 
     if isinstance(value, list) and not any(isinstance(m, dict) and "role" in m for m in value):
@@ -56,6 +57,7 @@ def _document(value: Any) -> str | None:
 def foreign_format(path: Path) -> str | None:
     """The importer format of the file at PATH when it is another agent's session; None when it
     is a catty-ctx log, empty, unreadable (the writer's own open reports that) or undecided."""
+    # start-up: the importers' format detection loads only when a writer checks a file
     from .importers.detect import record_format
 
     try:

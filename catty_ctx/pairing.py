@@ -24,6 +24,7 @@ from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 from .fingerprint import canonical
 from .providers import is_empty
 from .tokens import item_tokens
+from .view import ViewItem
 
 Item = dict[str, Any]
 T = TypeVar("T")
@@ -101,7 +102,6 @@ def item_repair() -> PairRepair[Item]:
 
 def view_item_repair() -> "PairRepair[Any]":
     """A repairer of ViewItems (prune's stream): new items get their canonical form and estimate."""
-    from .view import ViewItem
 
     def make(item: Item) -> Any:
         canon = canonical(item)

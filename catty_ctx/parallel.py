@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import marshal
 import os
+import queue
 import signal
 import struct
+import threading
 from array import array
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -34,6 +36,7 @@ from xxhash import xxh3_128_digest
 
 from .errors import DataError
 from .events import Event, check_event
+from .integrity import Problem
 from .jsonl import TOO_LONG, json_problem, line_start, numbered_lines, open_log, torn_warning
 from .store import SEQ0_PROBLEM, Session, seq_problem
 from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, plan_file, plan_view, scan_markers
@@ -203,9 +206,6 @@ def _send(fd: int, meta: dict[str, Any], blob: bytes = b"") -> None:
 def _work(
     session: Session, mid: int, gaps: frozenset[int], bounds: list[int], new_tally: Callable[[], Tally], fd: int, plan_fd: int
 ) -> None:
-    import queue
-    import threading
-
     _send(fd, {"markers": list(scan_markers(session.log_path, start=mid))})  # pass 1 of the second half
     got = _Inbox(plan_fd).get()
     if got is None:
@@ -354,7 +354,7 @@ def fold_split(
     r, w = os.pipe()
     plan_r, plan_w = os.pipe()
     try:
-        import fcntl
+        import fcntl  # start-up: only a large log's worker pipe needs it (and not every platform has it)
 
         fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # fewer, larger writes
     except (ImportError, OSError):
@@ -446,8 +446,6 @@ def _stop(pid: int, inbox: _Inbox) -> None:
 
 def _merge(stats: ViewStats, tally: Tally, meta: dict[str, Any], blob: bytearray) -> None:
     """Add a worker chunk's results at its place in the item order."""
-    from .integrity import Problem
-
     stats.events += meta["events"]
     for name, counts in (("kinds", stats.kinds), ("roles", stats.roles)):
         for key, n in meta[name].items():

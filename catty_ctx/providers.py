@@ -12,6 +12,7 @@ from typing import Any, Iterable
 import orjson
 
 from .errors import DataError
+from .integrity import pairing_problems
 
 Item = dict[str, Any]
 
@@ -207,7 +208,6 @@ def validate_anthropic(doc: dict[str, Any]) -> None:
 
 def validate_items(items: list[Item]) -> None:
     """The item format: pairing as providers require it, no empty messages."""
-    from .integrity import pairing_problems
 
     for i, it in enumerate(items):
         if is_empty(it):

@@ -6,7 +6,10 @@ shared for offline replay without leaking keys. `--no-redact` keeps them; see do
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import Any
+
+import orjson
 
 MARKER = "[REDACTED:{kind}]"
 
@@ -45,9 +48,6 @@ ANCHORS = (
 def redact_many(values: list[Any]) -> tuple[list[Any], int]:
     """`redact` over a long list (the items of an artifact), touching only the values whose
     JSON holds an anchor: the anchors are searched in one lower-cased buffer, in C."""
-    from bisect import bisect_right
-
-    import orjson
 
     whole = orjson.dumps(values).lower()
     if not any(anchor in whole for anchor in ANCHORS):

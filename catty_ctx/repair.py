@@ -481,6 +481,13 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
     return plan
 
 
+def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:
+    """One session's row of `repair ROOT` (its plan, applied when WRITE), here or on a cluster worker."""
+    with Session.open(directory) as s:
+        plan = repair_session(s, lock_timeout=lock_timeout, force=force) if write else repair_plan(s, force=force)
+    return {"path": str(directory), "found": plan.found, "applied": write and plan.found > 0, "problems": ", ".join(plan.notes())}
+
+
 def quarantine_bytes_file(session: Session, path: Any) -> None:
     """Keep a copy of an unreadable summary.json in quarantine before it is rebuilt."""
     qdir = session.quarantine_dir

@@ -13,6 +13,7 @@ import stat
 import sys
 import tempfile
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
@@ -25,6 +26,7 @@ from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, fsync_dir, replace_file  # noqa: F401 - re-exported
 from .jsonl import Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
+from .urls import is_url, url_is_root, url_sessions
 
 _CHUNK = 1 << 20
 
@@ -282,7 +284,7 @@ class SessionLock:
         self._lock: Any = None
 
     def __enter__(self) -> "SessionLock":
-        import filelock
+        import filelock  # start-up: only writers take the lock; readers never load it
 
         self._lock = filelock.FileLock(str(self.path), timeout=self.timeout)
         try:
@@ -420,6 +422,20 @@ def place_new_session(staging: Path, dest: Path) -> None:
     fsync_dir(dest.parent)
 
 
+@contextmanager
+def building(staging: Path, dest: Path, failure: str) -> Iterator[None]:
+    """Build a new session in its STAGING folder: whatever fails, the folder goes (no half
+    session is left behind), and an OSError becomes `DEST: FAILURE (reason)` (exit 73)."""
+    try:
+        yield
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise WriteError(f"{dest}: {failure} ({exc.strerror})") from None
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Whole-file rewrite through temp + fsync + rename; errors become WriteError (exit 73)."""
     try:
@@ -493,13 +509,18 @@ def find_sessions(root: str | os.PathLike[str]) -> Iterator[Path]:
 
 def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Path]:
     """The sessions under ROOT; none is a usage error (a cron job pointed at the wrong folder
-    must not pass) unless the caller allows an empty ROOT."""
-    found = list(find_sessions(root))
+    must not pass) unless the caller allows an empty ROOT. A URL ROOT (`urls`) gives session URLs."""
+    if is_url(root):
+        found: list[Any] = url_sessions(str(root))
+    else:
+        found = list(find_sessions(root))
     if not found and not allow_empty:
         raise UsageError(f"no catty-ctx session under {root} (--allow-empty accepts an empty ROOT)")
     return found
 
 
 def is_root(path: str | os.PathLike[str]) -> bool:
+    if is_url(path):
+        return url_is_root(str(path))
     p = Path(path)
     return p.is_dir() and not (p / LOG_NAME).exists()

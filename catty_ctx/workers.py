@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,8 +128,6 @@ def _start_dealt(work: Callable[[int], Any], dump: Callable[[Any], bytes], queue
 
 
 def _unlinked_temp() -> int:
-    import tempfile
-
     fd, name = tempfile.mkstemp(prefix="catty-ctx-worker-")
     os.unlink(name)
     return fd

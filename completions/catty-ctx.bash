@@ -20,22 +20,22 @@ _catty_ctx() {
         "__root__") opts="--help --version -h append blob compact completion eval fork import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
-        "compact") opts="--allow-empty --check --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --summarizer --threshold --timeout --two-pass -h" ;;
+        "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
-        "eval") opts="--compactions --facts --facts-only --help --jobs --json --judge --min-recall --min-summary-chars --mode --out --summarizer --timeout --two-pass -h -j" ;;
+        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "fork") opts="--at-turn --cwd --dry-run --help --json --model -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
-        "inspect") opts="--allow-empty --context --help --items --json --seq -h" ;;
+        "inspect") opts="--allow-empty --connect-timeout --context --help --items --json --scheduler --seq -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
         "prune") opts="--clear-at-least --clear-inputs --exclude-tools --help --high --image-high --image-low --keep --keep-turns --low --min-percent --omit-age --previous --session-ref --stats --strategy --trim-head --trim-over --trim-tail --window -h" ;;
-        "repair") opts="--allow-empty --check --dry-run --force --help --json --lock-timeout -h" ;;
+        "repair") opts="--allow-empty --allow-remote-writes --check --connect-timeout --dry-run --force --help --json --lock-timeout --scheduler -h" ;;
         "report") opts="--help --output -h -o" ;;
         "resume") opts="--format --help -f -h" ;;
         "segment") opts="--help -h grep list show" ;;
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--help --json -h" ;;
         "segment show") opts="--help -h" ;;
-        "usage") opts="--by --help --jobs --json --no-cache --prices --since --strict --timezone --until -h -j" ;;
+        "usage") opts="--by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until -h -j" ;;
     esac
     if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))

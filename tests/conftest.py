@@ -103,6 +103,15 @@ def cli(*args: str, input: bytes | None = None, cwd: Path | None = None, check: 
     return proc
 
 
+def without_timings(doc: Any) -> Any:
+    """DOC without its measured durations (keys ending in _seconds): what two runs must agree on."""
+    if isinstance(doc, dict):
+        return {k: without_timings(v) for k, v in doc.items() if not k.endswith("_seconds")}
+    if isinstance(doc, list):
+        return [without_timings(v) for v in doc]
+    return doc
+
+
 def jsonl(data: bytes) -> list[Any]:
     return [orjson.loads(line) for line in data.splitlines() if line.strip()]
 
@@ -157,3 +166,38 @@ def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100) ->
     out, other = proc.communicate()
     os.close(primary)
     return proc.returncode, other if tty_out else out, err
+
+
+class DaskCluster:
+    """The shared LocalCluster (2 worker processes) of the fleet tests, run by tests/fleet_cluster.py."""
+
+    def __init__(self, proc: subprocess.Popen[str], address: str) -> None:
+        self.proc = proc
+        self.address = address
+
+    def ask(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return orjson.loads(self.proc.stdout.readline())  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def dask_cluster() -> Any:
+    """One LocalCluster for every cluster test of the run (starting one costs seconds)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fleet_cluster.py")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env=env, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    if not first:
+        proc.kill()
+        raise AssertionError("the test cluster did not start")
+    yield DaskCluster(proc, orjson.loads(first)["address"])
+    assert proc.stdin is not None
+    proc.stdin.close()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -22,6 +22,7 @@ REWIND = WILD / "rewind" / "wild-rewind-0005.jsonl"
 PARALLEL = WILD / "parallel-tools" / "wild-parallel-0006.jsonl"
 CUT = WILD / "cut-file" / "wild-cut-0009.jsonl"
 OLD = WILD / "old-subagents" / "wild-old-0010.jsonl"
+REWOUND = WILD / "rewound-tip" / "wild-tip-0012.jsonl"
 PREAMBLE = "This session is being continued from a previous conversation"
 
 
@@ -212,3 +213,47 @@ def test_a_lone_record_that_carries_no_conversation_is_no_news(tmp_path: Path) -
     events, report, warnings = run(src)
     assert report.unlinked == 0 and not any("file order" in w for w in warnings)
     assert tally(events)["user_turns"] == 2
+
+
+def _rewound_with(tmp_path: Path, *extra: dict[str, Any], drop_marks: bool = False) -> Path:
+    """The rewound fixture, its `last-prompt` records kept or dropped, more lines appended."""
+    lines = [line for line in REWOUND.read_bytes().splitlines() if not (drop_marks and b'"last-prompt"' in line)]
+    src = tmp_path / REWOUND.name
+    src.write_bytes(b"".join(line + b"\n" for line in lines) + b"".join(orjson.dumps(r) + b"\n" for r in extra))
+    return src
+
+
+def _texts(events: list[dict[str, Any]]) -> list[str]:
+    return [e["text"] for e in events if e["kind"] == "message" and e["text"]]
+
+
+def test_the_branch_the_user_rewound_to_is_imported_not_the_newest_leaf(tmp_path: Path) -> None:
+    """Rewound to the first answer and left: the file's newest last-prompt names that answer,
+    below which the undone turn still hangs. Once the undone turn was imported as live."""
+    events, report, warnings = run(REWOUND)
+    assert _texts(events) == ["List the failing tests in ci.log.", "Two tests fail: test_login and test_token."]
+    assert tally(events) == {"user_turns": 1, "assistant_calls": 2, "tool_pairs": 1, "usage_events": 4}
+    off = [e["request_id"] for e in events if e["kind"] == "usage" and e.get("off_branch")]
+    assert off == ["req_t3", "req_t4"] and report.skipped["off_branch"] == 4
+    assert not any("last-prompt" in w for w in warnings)
+    # without its markers the same file keeps the newest leaf
+    events, report, _ = run(_rewound_with(tmp_path, drop_marks=True))
+    assert _texts(events)[-1] == "Done: test_token now freezes the clock." and "off_branch" not in report.skipped
+
+
+def test_a_last_prompt_followed_by_messages_is_stale(tmp_path: Path) -> None:
+    """Resumed after the rewind and went on from the old tip: the newest message wins again."""
+    more = {"parentUuid": "t08", "isSidechain": False, "type": "user", "sessionId": "wild-tip-0012", "uuid": "t10",
+            "timestamp": "2026-10-05T11:01:00.000Z", "message": {"role": "user", "content": "Now test_login."}}
+    events, report, _ = run(_rewound_with(tmp_path, more))
+    assert _texts(events)[-2:] == ["Done: test_token now freezes the clock.", "Now test_login."]
+    assert "off_branch" not in report.skipped
+
+
+def test_a_last_prompt_naming_a_record_not_in_the_file_is_ignored_with_one_warning(tmp_path: Path) -> None:
+    marks = [{"type": "last-prompt", "lastPrompt": "x", "leafUuid": leaf, "sessionId": sid}
+             for leaf, sid in (("t04", "wild-tip-0012"), ("gone", "wild-tip-0012"), ("t02", "wild-other-0009"))]
+    events, report, warnings = run(_rewound_with(tmp_path, *marks, drop_marks=True))
+    assert _texts(events)[-1] == "Done: test_token now freezes the clock." and "off_branch" not in report.skipped
+    said = [w for w in warnings if "last-prompt" in w]
+    assert len(said) == 1 and "line 12" in said[0] and "gone" in said[0], said  # (another session's marker: not ours)

@@ -500,3 +500,46 @@ def test_codex_context_window_reaches_summary_json(tmp_path: Path) -> None:
     out = tmp_path / "s"
     import_to_dir("codex", CODEX, out)
     assert orjson.loads((out / "summary.json").read_bytes())["window"] == 272000
+
+
+# -- which session a tree or database is imported as ------------------------------------------------
+
+
+def test_a_tree_of_two_sessions_asks_for_one_and_takes_the_one_named(tmp_path: Path) -> None:
+    from catty_ctx.errors import UsageError
+
+    tree = tmp_path / "sessions" / "2026" / "10" / "02"
+    tree.mkdir(parents=True)
+    other = tree / CODEX.name.replace("c0de", "beef")
+    other.write_bytes(CODEX.read_bytes().replace(b"c0de", b"beef"))
+    (tree / CODEX.name).write_bytes(CODEX.read_bytes())
+    with pytest.raises(UsageError, match="holds 2 sessions; name one with --session ID"):
+        run("codex", tmp_path / "sessions")
+    events, _ = run("codex", tmp_path / "sessions", session_id="00000000beef")
+    assert events[0]["session_id"].endswith("beef")
+    with pytest.raises(UsageError, match="no Codex session 0000feed in this tree"):
+        run("codex", tmp_path / "sessions", session_id="0000feed")
+
+
+def test_an_opencode_database_of_two_sessions_asks_for_one(tmp_path: Path) -> None:
+    from catty_ctx.errors import UsageError
+
+    db = opencode_db(tmp_path)
+    con = sqlite3.connect(db)
+    row = con.execute("SELECT * FROM session WHERE id = 'ses_db1'").fetchone()
+    con.execute(f"INSERT INTO session VALUES ({', '.join('?' * len(row))})", ("ses_db2", *row[1:]))
+    con.commit()
+    con.close()
+    with pytest.raises(UsageError, match="holds 2 sessions; name one with --session ID"):
+        run("opencode", db)
+    events, _ = run("opencode", db, session_id="ses_db1")
+    assert events[0]["session_id"] == "ses_db1"
+    with pytest.raises(UsageError, match="no opencode session ses_x in this database"):
+        run("opencode", db, session_id="ses_x")
+
+
+def test_an_opencode_storage_names_a_missing_session(tmp_path: Path) -> None:
+    from catty_ctx.errors import UsageError
+
+    with pytest.raises(UsageError, match="no opencode session ses_x in this storage"):
+        run("opencode", OPENCODE, session_id="ses_x")

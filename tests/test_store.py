@@ -151,3 +151,27 @@ def test_find_sessions_walks_a_root_without_entering_sessions(tmp_path: Path) ->
     write_log(tmp_path / "b" / "c" / "s2", [session_event("2")])
     write_log(tmp_path / "a" / "s1" / "segments" / "nested", [session_event("3")])
     assert [p.relative_to(tmp_path).as_posix() for p in find_sessions(tmp_path)] == ["a/s1", "b/c/s2"]
+
+
+def test_a_session_being_built_leaves_nothing_behind_when_building_fails(tmp_path: Path) -> None:
+    """Whatever fails while a new session is built in its staging folder, the folder goes; a
+    failed write is a WriteError naming the destination (exit 73), anything else passes on."""
+    from catty_ctx.errors import WriteError
+    from catty_ctx.store import building
+
+    staging, dest = tmp_path / ".new.staging", tmp_path / "new"
+    staging.mkdir()
+    (staging / "updates.jsonl.part").write_bytes(b"{}\n")
+    with pytest.raises(WriteError, match=r"new: cannot write \(No space left on device\)"):
+        with building(staging, dest, "cannot write"):
+            raise OSError(28, "No space left on device")
+    assert not staging.exists() and not dest.exists()
+    staging.mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        with building(staging, dest, "cannot write"):
+            raise KeyboardInterrupt
+    assert not staging.exists()
+    staging.mkdir()
+    with building(staging, dest, "cannot write"):
+        pass
+    assert staging.is_dir()  # success: the caller has placed (or will place) it

@@ -4,9 +4,12 @@ Each command lives in its own module and imports the library lazily, so `--versi
 `--help` start fast. The typer application is built on first use of `app`: `usage` parses its
 own argv when it can (see `cli/usage.py`) and answers without loading the CLI framework.
 """
+import importlib
 import sys
 
 from .._version import __version__
+from ..errors import EXIT_MEANINGS, ExitCode
+from .errors import exit_code_for, flush_stdout, guard_closed_stdout, run_guarded
 
 TYPE_CHECKING = False  # typing costs milliseconds to import: only typer's path needs it
 if TYPE_CHECKING:
@@ -19,18 +22,15 @@ HELP = (
 
 
 def _help() -> str:
-    from ..errors import EXIT_MEANINGS
-
     codes = "; ".join(f"{int(code)} {meaning}" for code, meaning in EXIT_MEANINGS.items())
     return f"{HELP}\n\nExit status: {codes}."
 
 
 def _build_app() -> "Any":
+    # start-up: typer loads only when it parses the command line
     from typing import Annotated, Optional
 
     import typer
-
-    from ..errors import ExitCode
 
     built = typer.Typer(
         name="catty-ctx",
@@ -99,7 +99,6 @@ COMMAND_MODULES = {
 
 def load_commands(names: "list[str] | None" = None) -> None:
     """Register the given commands (all when None) on `app`."""
-    import importlib
 
     for name in COMMAND_MODULES if names is None else names:
         module = importlib.import_module(f"{__name__}.{COMMAND_MODULES[name]}")
@@ -122,15 +121,13 @@ def _reflow_help(typer_app: "Any") -> None:
 
 def reflow(doc: str) -> str:
     """DOC with its paragraphs (blank-line separated) joined into single lines."""
+    # start-up: only help text needs inspect
     import inspect
 
     return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n") if p.strip())
 
 
 def main(argv: "list[str] | None" = None) -> None:
-    from ..errors import ExitCode
-    from .errors import exit_code_for, flush_stdout, guard_closed_stdout
-
     guard_closed_stdout()
     code: "Any" = ExitCode.OK
     try:
@@ -147,12 +144,11 @@ def main(argv: "list[str] | None" = None) -> None:
 
 def _run(args: "list[str]") -> None:
     if args[:1] == ["usage"]:
+        # start-up: only `usage` loads its module here
         from . import usage
 
         opts = usage.parse_args(args[1:])
         if opts is not None:  # a plain spelling: no need for typer
-            from .errors import run_guarded
-
             sys.exit(run_guarded(usage.run, **opts))
     first = next((a for a in args if not a.startswith("-")), None)
     load_commands([first] if first in COMMAND_MODULES and "--help" not in args[:1] else None)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -11,6 +12,7 @@ from ..errors import DataError, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import LockTimeoutOpt, MaxToolBytesOpt, MaxUserBytesOpt
+from .output import write_lines
 
 
 @app.command(
@@ -38,15 +40,14 @@ def append_cmd(
     messages and tool outputs are stored in the session's blobs/ first (the event keeps a
     preview, the handle and the full size); `catty-ctx blob` prints them whole.
     """
-    from pathlib import Path
 
+    # start-up: the library loads when the command runs, not for --help or another command
     import orjson
 
     from ..blobs import externalize
     from ..jsonl import json_problem, numbered_lines
     from ..ownership import require_ours
     from ..store import LOG_NAME, Session, create_session
-    from .output import write_lines
 
     pending = []
     for lineno, line in numbered_lines(sys.stdin.buffer, "<stdin>", final="kept"):

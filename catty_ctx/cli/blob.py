@@ -1,6 +1,8 @@
 """`catty-ctx blob`: print an externalised payload of a session in full."""
 from __future__ import annotations
 
+import shutil
+import sys
 from typing import Annotated
 
 import typer
@@ -9,10 +11,7 @@ from . import app
 from .errors import handle_errors
 
 
-@app.command(
-    "blob",
-    epilog="Example: catty-ctx blob S \"$(catty-ctx inspect S --seq 7 --json | jq -r .blob)\" | less",
-)
+@app.command("blob", epilog="Example: catty-ctx blob S \"$(catty-ctx inspect S --seq 7 --json | jq -r .blob)\" | less")
 @handle_errors
 def blob_cmd(
     session: Annotated[str, typer.Argument(metavar="SESSION", help="A session directory (or its updates.jsonl).")],
@@ -23,9 +22,8 @@ def blob_cmd(
     Only a handle naming a regular file in this session's blobs/ is accepted (no paths,
     no symbolic links); a payload that no longer matches its handle is refused (exit 65).
     """
-    import shutil
-    import sys
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..blobs import open_blob, session_directory
 
     with open_blob(session_directory(session), handle) as f:

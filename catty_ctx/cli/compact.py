@@ -5,12 +5,20 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..defaults import COMPACT_MODE, DEFAULT_LOCK_TIMEOUT, DEFAULT_THRESHOLD, MIN_SUMMARY_CHARS, SEGMENT_DETAIL, SUMMARIZER
+from ..defaults import (
+    COMPACT_MODE,
+    CONNECT_TIMEOUT,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_THRESHOLD,
+    MIN_SUMMARY_CHARS,
+    SEGMENT_DETAIL,
+    SUMMARIZER,
+)
 from ..errors import CattyError, ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
-from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt
-from .output import Column
+from .options import AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, SchedulerOpt
+from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
 _COLUMNS = [Column("path", "path"), Column("status"), Column("tokens_before", "num"), Column("percent", "num", "%"), Column("tokens_after", "num"),
             Column("through_seq", "num"), Column("summarizer", "id"), Column("artifact", "path"), Column("segment", "path"), Column("two_pass", "text")]
@@ -38,20 +46,23 @@ def compact_cmd(
     two_pass: Annotated[bool, typer.Option("--two-pass", help="Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass.")] = False,
     prefire: Annotated[bool, typer.Option("--prefire", help="Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points of their threshold.")] = False,
     prefire_wait: Annotated[Optional[float], typer.Option("--prefire-wait", min=0, metavar="SECONDS", help="With --two-pass: wait up to this long for a --prefire still running on the session (default 60), then compact in one pass.")] = None,
-    replay: Annotated[Optional[str], typer.Option("--replay", metavar="ARTIFACT", help="Run a saved compaction_requests/<id>.json input through --summarizer and print the summary and timings; no session is touched.")] = None,
+    replay: Annotated[Optional[str], typer.Option("--replay", metavar="ARTIFACT", help="Run the input saved in a request artifact (a file of a session's compaction_requests/ folder) through --summarizer and print the summary and timings; no session is touched.")] = None,
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind]).")] = False,
     dry_run: DryRunOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
     allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
+    scheduler: SchedulerOpt = None,
+    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
+    allow_remote_writes: AllowRemoteWritesOpt = False,
 ) -> None:
     """Compact a session: summarise its view and append a `compaction` event.
 
     The request artifact (compaction_requests/<id>.json: the exact summariser input, output,
     attempts and timings) is written first and the event last, under the session lock. A ROOT
-    compacts every session over its threshold.
+    compacts every session over its threshold; with --scheduler, on a Dask cluster (--check,
+    or with --allow-remote-writes).
     """
-    from .output import emit, rows_out, write_json
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
     if timeout is not None:
@@ -61,6 +72,7 @@ def compact_cmd(
     if replay is not None:
         if target is not None:
             raise UsageError("--replay takes an artifact, not a SESSION")
+        # start-up: the library loads when the command runs, not for --help or another command
         from ..compact.artifacts import replay as run_replay
 
         out = run_replay(replay, summarizer, **options)
@@ -71,6 +83,7 @@ def compact_cmd(
     if target is None:
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..compact import compact_target
 
     errors: list[CattyError] = []
@@ -79,19 +92,34 @@ def compact_cmd(
         errors.append(exc)
         warn(str(exc))
 
-    sessions = None
-    if target != "-" and _is_root(target):
-        from ..store import root_sessions
-        from .output import progress_iter
+    # start-up: the library loads when the command runs, not for --help or another command
+    from ..cluster import Engine, engine_for, refuse_writes
+    from ..urls import refuse_writes as refuse_url_writes
 
-        found = root_sessions(target, allow_empty=allow_empty)
-        sessions = progress_iter(found, label="sessions", total=len(found))
-    results = list(
-        compact_target(
-            target, on_error=on_error, sessions=sessions, threshold=threshold, force=force, mode=mode, summarizer=summarizer,
-            detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, prefire_wait=prefire_wait, redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+    sessions = None
+    progress = None
+    context: Any = engine_for(None if target == "-" else scheduler, connect_timeout)
+    if target != "-" and _is_root(target):
+        # start-up: the library loads when the command runs, not for --help or another command
+        from ..store import root_sessions
+
+        if not (check or dry_run):
+            refuse_url_writes(target, "compact")
+            if isinstance(context, Engine):
+                refuse_writes("compact ROOT", allow_remote_writes)
+        sessions = root_sessions(target, allow_empty=allow_empty)
+        total = len(sessions)
+
+        def progress(outcomes: Any) -> Any:
+            return progress_iter(outcomes, label="sessions", total=total)
+    with context as engine:
+        results = list(
+            compact_target(
+                target, on_error=on_error, sessions=sessions, engine=engine, progress=progress, threshold=threshold, force=force, mode=mode,
+                summarizer=summarizer, detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, prefire_wait=prefire_wait,
+                redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+            )
         )
-    )
     rows = [r.row() for r in results]
     if as_json and len(rows) == 1 and not errors:
         write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})
@@ -104,14 +132,13 @@ def compact_cmd(
 
 
 def _is_root(target: str) -> bool:
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..store import is_root
 
     return is_root(target)
 
 
 def _show_replay(out: dict[str, Any]) -> None:
-    from .output import record, show
-
     timings = out.get("timings") or {}
     show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
     if out.get("summary"):

@@ -1,12 +1,14 @@
 """`catty-ctx completion SHELL`: print a completion script generated from the CLI itself."""
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from ..errors import UsageError
 from . import app
+from .docgen import SHELLS, completion
 from .errors import handle_errors
 
 
@@ -23,9 +25,6 @@ def completion_cmd(
     shell: Annotated[str, typer.Argument(metavar="SHELL", help="bash, zsh or fish.")],
 ) -> None:
     """Print the completion script for SHELL (the same file as completions/ in the source)."""
-    import sys
-
-    from .docgen import SHELLS, completion
 
     if shell not in SHELLS:
         raise UsageError(f"unknown shell '{shell}' (choose bash, zsh or fish)")

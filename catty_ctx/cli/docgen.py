@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+import typer
+
 from .._version import __version__
 from ..errors import EXIT_MEANINGS, ExitCode
+from . import app, load_commands
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -107,10 +110,6 @@ def _describe(cmd: Any, path: list[str]) -> Cmd:
 
 
 def command_tree() -> Cmd:
-    import typer
-
-    from . import app, load_commands
-
     load_commands()
     root = typer.main.get_command(app)
     return _describe(root, [])

@@ -5,11 +5,19 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MIN_SUMMARY_CHARS, SUMMARIZER
+from ..defaults import (
+    CONNECT_TIMEOUT,
+    EVAL_COMPACTIONS,
+    EVAL_JOBS,
+    EVAL_MODE,
+    MIN_SUMMARY_CHARS,
+    SUMMARIZER,
+)
 from ..errors import ExitCode
 from . import app
 from .errors import handle_errors, warn
-from .options import JsonOpt
+from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
+from .output import Column, emit, progress_iter, show, table, text, write_json
 
 # Table columns: (heading, metric). The JSON carries the metrics under their own names.
 _COLUMNS = [
@@ -54,6 +62,8 @@ def eval_cmd(
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried (as compact).")] = MIN_SUMMARY_CHARS,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser or judge.")] = None,
     as_json: JsonOpt = False,
+    scheduler: SchedulerOpt = None,
+    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
 ) -> None:
     """Score compaction strategies: does the successor keep the state, the instructions, the details?
 
@@ -63,10 +73,11 @@ def eval_cmd(
     the user's always/never/must constraints, failed tools' error lines) are looked for in the
     resumed request, the segments archive and the blobs it names. Also measured: provider-
     invalid pairings, summariser time and tokens, tokens saved, prompt-cache prefix reuse.
-    Exit 0 when every run completed, whatever the scores.
+    Exit 0 when every run completed, whatever the scores. With --scheduler the sessions run on a
+    Dask cluster whose workers see the corpus (and --out) by the same paths.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..eval import EvalOptions, below, open_corpus, run_eval
-    from .output import emit, progress_iter
 
     opts = EvalOptions(
         summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
@@ -77,7 +88,10 @@ def eval_cmd(
         if facts_only:
             _print_facts(c, opts, as_json)
             return
-        report = run_eval(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n))
+        from ..cluster import engine_for  # start-up: the library loads when the command runs
+
+        with engine_for(scheduler, connect_timeout) as engine:
+            report = run_eval(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n), engine=engine)
     finally:
         c.close()
     emit(report, as_json=as_json, show=_show, lines=report["runs"])
@@ -96,9 +110,9 @@ def eval_cmd(
 
 
 def _print_facts(c: Any, opts: Any, as_json: bool) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..eval import derive_all
     from ..eval.facts import facts_doc
-    from .output import write_json
 
     opts.check()
     all_facts = derive_all(c, opts.facts or "auto")
@@ -119,8 +133,9 @@ def _cell(value: Any) -> str:
 
 
 def _show(report: dict[str, Any]) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
+    from ..eval import WORST_SHOWN
     from ..eval.metrics import lowest_recall
-    from .output import Column, show, table, text
 
     runs = report["runs"]
     present = [(h, m) for h, m in _COLUMNS if any(m in (r["metrics"] or {}) for r in runs)]
@@ -138,7 +153,7 @@ def _show(report: dict[str, Any]) -> None:
     parts = [table(None, columns, rows)]
     for r in runs:
         worst = sorted((e for e in r["per_session"]), key=lambda e: (e["metrics"] is not None, lowest_recall(e["metrics"] or {})))
-        worst = [e for e in worst if e["metrics"] is None or lowest_recall(e["metrics"]) < 1.0][:3]
+        worst = [e for e in worst if e["metrics"] is None or lowest_recall(e["metrics"]) < 1.0][:WORST_SHOWN]
         if not worst and not r.get("error"):
             continue
         parts.append(text(f"{r['summarizer']} x {r['mode']}: worst sessions"))

@@ -8,6 +8,7 @@ import typer
 from . import app
 from .errors import handle_errors, note, warn
 from .options import DryRunOpt, JsonOpt
+from .output import Column, emit, show_table
 
 
 @app.command("fork", epilog="Example: catty-ctx fork S S-retry --at-turn 3 --model other-model")
@@ -30,8 +31,8 @@ def fork_cmd(
     DEST is built in a temporary directory beside it and renamed into place, so a crash
     leaves no half DEST. Symbolic links are never followed out of SESSION.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..fork import fork
-    from .output import Column, emit, show_table
 
     result = fork(session, dest, at_turn=at_turn, model=model, cwd=cwd, dry_run=dry_run)
     for path in result.skipped:

@@ -1,14 +1,16 @@
 """`catty-ctx import`: another agent's session → an event stream or a new session directory."""
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ..defaults import TOOL_LIMIT, USER_LIMIT
 from . import app
-from .errors import handle_errors, warn
+from .errors import handle_errors, note, warn
 from .options import DryRunOpt, MaxToolBytesOpt, MaxUserBytesOpt
+from .output import write_json
 
 if TYPE_CHECKING:
     from ..importers.common import ImportReport
@@ -40,8 +42,8 @@ def import_cmd(
     whole or not at all (large payloads go to its blobs/, as with append). Ids and timestamps come from the source: importing twice gives
     the same bytes. What was skipped is reported on stderr.
     """
-    import sys
 
+    # start-up: the library loads when the command runs, not for --help or another command
     import orjson
 
     from ..importers import import_events, import_to_dir
@@ -49,7 +51,6 @@ def import_cmd(
     if out is not None:
         report = import_to_dir(fmt, source, out, lenient=lenient, warn=warn, session_id=session, dry_run=dry_run,
                                user_limit=max_user_bytes, tool_limit=max_tool_bytes)
-        from .output import write_json
 
         doc = report.as_dict()
         doc["out"] = out
@@ -60,7 +61,6 @@ def import_cmd(
         dumps = orjson.dumps
         if dry_run:  # nothing to stream: the report is the output
             report, _ = import_events(fmt, source, lambda ev: None, lenient=lenient, warn=warn, session_id=session)
-            from .output import write_json
 
             write_json({**report.as_dict(), "dry_run": True})
         else:
@@ -71,8 +71,8 @@ def import_cmd(
 
 def _skip_report(report: "ImportReport", source: str) -> None:
     """What was left out: routine skips in a note, anything else (and invalid lines) in a warning."""
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..importers.common import is_routine_skip
-    from .errors import note
 
     routine = [f"{k} {v}" for k, v in sorted(report.skipped.items()) if is_routine_skip(k)]
     other = [f"{k} {v}" for k, v in sorted(report.skipped.items()) if not is_routine_skip(k)]

@@ -1,14 +1,28 @@
 """`catty-ctx inspect`: what a session, a ROOT of sessions, or a piped stream holds."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
+from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
-from .options import AllowEmptyOpt, JsonOpt, TargetArg
+from .options import AllowEmptyOpt, ConnectTimeoutOpt, JsonOpt, SchedulerOpt, TargetArg
+from .output import (
+    ByteProgress,
+    Column,
+    emit,
+    progress_iter,
+    record,
+    rows_out,
+    show,
+    table,
+    text,
+    write_json,
+)
 
 
 @app.command(
@@ -27,20 +41,20 @@ def inspect_cmd(
     context: Annotated[bool, typer.Option("--context", help="The prompt-context snapshot: every part with its source; unknown parts marked.")] = False,
     allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
+    scheduler: SchedulerOpt = None,
+    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
 ) -> None:
     """Counts, turns, estimated tokens against the window, largest items, compactions,
     integrity problems and the prefix fingerprint of a session's view.
 
     `-` reads an event stream, or an item stream (what prune and resume print) and reports
-    on that request. A ROOT lists its sessions, a row each.
+    on that request. A ROOT lists its sessions, a row each (on a Dask cluster with --scheduler).
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
     from ..store import Session, is_root
-    from .output import emit, rows_out, write_json
 
     if target != "-" and is_root(target):
-        from pathlib import Path
-
         if context:
             raise UsageError(f"{target}: --context needs one session, not a ROOT")
 
@@ -50,16 +64,17 @@ def inspect_cmd(
             errors.append(str(exc))
             warn(str(exc))
 
+        # start-up: the library loads when the command runs, not for --help or another command
+        from ..cluster import engine_for
         from ..store import root_sessions
-        from .output import progress_iter
-
-        from .output import Column
 
         found = root_sessions(target, allow_empty=allow_empty)
         cols = [Column("path", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
                 Column("percent", "num", "%"), Column("compactions", "num"), Column("problems", "num")]
-        rows = inspect_root(Path(target), on_error=on_error, sessions=progress_iter(found, label="sessions", total=len(found)))
-        rows_out(rows, cols, as_json=as_json, key="sessions")
+        with engine_for(scheduler, connect_timeout) as engine:
+            rows = inspect_root(Path(target), on_error=on_error, sessions=found, engine=engine,
+                                progress=lambda it: progress_iter(it, label="sessions", total=len(found)))
+            rows_out(rows, cols, as_json=as_json, key="sessions")
         if errors:
             raise typer.Exit(ExitCode.DATA)
         return
@@ -69,6 +84,7 @@ def inspect_cmd(
             write_json(find_event(session, seq))  # an event is one document whatever the output
             return
         if context:
+            # start-up: the library loads when the command runs, not for --help or another command
             from ..snapshot import context_report
 
             rep = context_report(session)
@@ -77,7 +93,6 @@ def inspect_cmd(
         if items:
             rows_out(view_rows(session), [], as_json=as_json, key="items", show_rows=_show_items)
             return
-        from .output import ByteProgress
 
         with ByteProgress(session.log_path.stat().st_size, "reading") as bar:
             report = inspect_session(session, warn=warn, progress=bar.callback)
@@ -86,7 +101,6 @@ def inspect_cmd(
 
 def _preview(item: dict[str, Any], width: int = 60) -> Any:
     """The item's text on one line, cut at WIDTH; a synthetic item says what it is, in italics."""
-    from .output import text
 
     body = item.get("text") if "text" in item else item.get("output", "")
     if item.get("tool_calls"):
@@ -99,17 +113,14 @@ def _preview(item: dict[str, Any], width: int = 60) -> Any:
 
 
 def _show_items(rows: Any) -> None:
-    from .output import Column, show, table
-
     body = ((r["index"], r["item"].get("seq"), r["item"]["role"], r["tokens"], r["fp"][:12], _preview(r["item"])) for r in rows)
     cols = [Column("index", "num"), Column("seq", "num"), "role", Column("tokens", "num"), "fp", Column("text", "text")]
     show(table(None, cols, body))
 
 
 def _show_context(rep: dict[str, Any]) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
     import orjson
-
-    from .output import Column, show, table
 
     def short(v: Any) -> str:
         value = v if isinstance(v, str) else orjson.dumps(v).decode()
@@ -121,8 +132,6 @@ def _show_context(rep: dict[str, Any]) -> None:
 
 
 def _show_report(rep: dict[str, Any]) -> None:
-    from .output import Column, record, show, table
-
     head = [
         ("session", rep["session_id"] or rep["path"]),
         ("events", rep["events"]),

@@ -7,8 +7,9 @@ import typer
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from . import app
-from .errors import handle_errors
+from .errors import handle_errors, note, warn
 from .options import JsonOpt, LockTimeoutOpt
+from .output import Column, emit, show_table
 
 
 @app.command(
@@ -32,10 +33,9 @@ def instructions_cmd(
     $XDG_CONFIG_HOME/catty-ctx/AGENTS.md (+ rules/). Files git ignores are skipped, a file
     reached twice counts once, rule front matter is stripped.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..instructions import discover_instructions, record_instructions
     from ..store import Session
-    from .errors import note, warn
-    from .output import Column, emit, show_table
 
     found = discover_instructions(directory, include_global=not no_global)
     for s in found.skipped:

@@ -1,9 +1,11 @@
 """Options shared by several commands, declared once (one source of truth for help and docs)."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
+
+from ..defaults import CONNECT_TIMEOUT_MIN
 
 SessionArg = Annotated[
     str,
@@ -30,4 +32,16 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be d
 AllowEmptyOpt = Annotated[
     bool,
     typer.Option("--allow-empty", help="A ROOT holding no session is fine (exit 0); by default it is a usage error (exit 2)."),
+]
+# --scheduler and its companions (usage's typer-free table names them too, and takes their help from here).
+SchedulerOpt = Annotated[Optional[str], typer.Option(
+    "--scheduler", metavar="ADDRESS",
+    help="Run the per-session work on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or local[:N] for a local cluster "
+         "of N processes (default: CATTY_CTX_SCHEDULER; needs the extra catty-ctx[dask]).")]
+ConnectTimeoutOpt = Annotated[float, typer.Option(
+    "--connect-timeout", min=CONNECT_TIMEOUT_MIN, metavar="SECONDS",
+    help="Give up on an unreachable --scheduler (or one with no worker) after this long: exit 69.")]
+AllowRemoteWritesOpt = Annotated[
+    bool,
+    typer.Option("--allow-remote-writes", help="Let a writer run on a --scheduler cluster (the session lock is flock: a shared filesystem must honour it)."),
 ]

@@ -26,6 +26,7 @@ def _out() -> Any:
 
 def json_bytes(doc: Any, *, pretty: bool = False) -> bytes:
     """One JSON document as printed: indented for a terminal, one line for a pipe."""
+    # start-up: a cached usage answer prints without orjson
     import orjson
 
     return orjson.dumps(doc, option=(orjson.OPT_INDENT_2 if pretty else 0) | orjson.OPT_NON_STR_KEYS) + _NL
@@ -33,6 +34,7 @@ def json_bytes(doc: Any, *, pretty: bool = False) -> bytes:
 
 def lines_bytes(rows: Iterable[Any]) -> bytes:
     """Rows as JSON Lines, as `write_lines` prints them."""
+    # start-up: a cached usage answer prints without orjson
     import orjson
 
     dumps, opt = orjson.dumps, orjson.OPT_NON_STR_KEYS
@@ -53,6 +55,7 @@ def write_json(doc: Any, *, pretty: bool | None = None) -> None:
 
 def write_lines(rows: Iterable[Any]) -> int:
     """JSON Lines, streamed; returns how many were written."""
+    # start-up: a cached usage answer prints without orjson
     import orjson
 
     out = _out()
@@ -66,6 +69,7 @@ def write_lines(rows: Iterable[Any]) -> int:
 
 def write_json_array(key: str, rows: Iterable[Any], extra: dict[str, Any] | None = None) -> int:
     """`{"key": [row, …]}` written row by row, never built whole in memory."""
+    # start-up: a cached usage answer prints without orjson
     import orjson
 
     out = _out()
@@ -90,6 +94,7 @@ def console(stderr: bool = False) -> Any:
     Session text is data: `[bold]`, `[/\\]` or `:smile:` in a message must reach the screen
     unchanged, so nothing printed through this layer is ever parsed.
     """
+    # start-up: rich loads only when a terminal shows something
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
@@ -116,6 +121,7 @@ def plain(value: Any) -> str:
 def text(*parts: Any, style: str = "") -> Any:
     """PARTS (values, or Texts made here) as one rich Text: printed verbatim, whatever brackets
     they hold. The only way cli/ builds styled text, so none of it is ever markup."""
+    # start-up: rich loads only when a terminal shows something
     from rich.text import Text
 
     out = Text(style=style)
@@ -160,6 +166,7 @@ def _wrap_words(words: list[str], width: int) -> str:
 
 
 def _shorten_left(s: str, width: int) -> str:
+    # start-up: rich loads only when a terminal shows something
     from rich.cells import cell_len
 
     if cell_len(s) <= width:
@@ -184,6 +191,7 @@ class _Table:
         self.rows = rows  # rich Text cells
 
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        # start-up: rich loads only when a terminal shows something
         from rich.cells import cell_len
 
         cols, rows = self.columns, self.rows
@@ -219,6 +227,7 @@ class _Table:
         yield self._grid(cols, rows, widths)
 
     def _grid(self, cols: list[Column], rows: list[list[Any]], widths: list[int]) -> Any:
+        # start-up: rich loads only when a terminal shows something
         from rich.table import Table
         from rich.text import Text
 
@@ -246,6 +255,7 @@ def record(title: str | None, pairs: Iterable[tuple[str, Any]]) -> Any:
 
 def table(title: str | None, columns: Sequence[str | Column], rows: Iterable[Sequence[Any]], *, right: Sequence[str] = ()) -> Any:
     """A table of values, never markup: a cell shows `plain(value)`, or a rich Text as built."""
+    # start-up: rich loads only when a terminal shows something
     from rich.text import Text
 
     return _Table(None if title is None else plain(title), _columns(columns, right),
@@ -325,6 +335,7 @@ def progress_iter(items: Iterable[Any], *, label: str, total: int | None = None)
     if not stderr_tty():
         yield from items
         return
+    # start-up: rich loads only when a terminal shows something
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console(stderr=True), transient=True) as bar:
@@ -347,6 +358,7 @@ class ByteProgress:
 
     def __enter__(self) -> "ByteProgress":
         if stderr_tty() and self.total >= self.MIN_BYTES:
+            # start-up: rich loads only when a terminal shows something
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
             self._bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=console(stderr=True), transient=True)

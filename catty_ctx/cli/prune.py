@@ -54,6 +54,7 @@ def prune_cmd(
     original's seq and the inspect command that prints it. `-` reads an event stream (or an
     item stream, as prune itself prints). Details and the age rule: docs/prune.md.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     import orjson
 
     from ..events import DEFAULT_WINDOW

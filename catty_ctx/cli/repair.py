@@ -6,12 +6,12 @@ from typing import Annotated, Any
 
 import typer
 
-from ..defaults import DEFAULT_LOCK_TIMEOUT
+from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..errors import CattyError, ExitCode
 from . import app
 from .errors import handle_errors, note, warn
-from .options import AllowEmptyOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, TargetArg
-from .output import Column
+from .options import AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, SchedulerOpt, TargetArg
+from .output import Column, emit, progress_iter, rows_out, show_table
 
 _COLUMNS = [Column("action"), Column("reason", "text"), Column("target_seq", "num"), Column("call_id", "id"),
             *(Column(k, "num") for k in ("line", "offset", "bytes"))]
@@ -33,6 +33,9 @@ def repair_cmd(
     allow_empty: AllowEmptyOpt = False,
     as_json: JsonOpt = False,
     lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
+    scheduler: SchedulerOpt = None,
+    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
+    allow_remote_writes: AllowRemoteWritesOpt = False,
 ) -> None:
     """Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.
 
@@ -47,12 +50,18 @@ def repair_cmd(
     Another agent's file (a Claude Code transcript, a Codex rollout, ...) is never touched:
     exit 65 and the `import` command that reads it. Nor is a log with more than half of its
     lines invalid, unless --force. --check and --dry-run refuse the same.
+
+    With --scheduler, a ROOT's sessions are checked on a Dask cluster; repairing them there
+    also needs --allow-remote-writes.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..store import Session, is_root
 
     if target != "-" and is_root(target):
-        _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout)
+        _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout,
+                     scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
 
@@ -76,8 +85,6 @@ def repair_cmd(
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
-    from .output import emit, show_table
-
     doc = {
         "path": str(session.directory or session.display),
         "found": plan.found,
@@ -96,34 +103,37 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
     emit(doc, as_json=as_json, show=actions_table, lines=doc["actions"])
 
 
-def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float) -> None:
-    from ..repair import repair_plan, repair_session
-    from ..store import Session, root_sessions
-    from .output import progress_iter, rows_out
+def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float,
+                 scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
+    from ..cluster import Engine, each, engine_for, refuse_writes
+    from ..repair import repair_root_row
+    from ..store import root_sessions
+    from ..urls import refuse_writes as refuse_url_writes
 
+    write = not (check or dry_run)
     failures: list[int] = []
     found_any = False
+    context = engine_for(scheduler, connect_timeout)
+    if write and isinstance(context, Engine):
+        refuse_writes("repair ROOT", allow_remote_writes)
+    if write:
+        refuse_url_writes(root, "repair")
     sessions = root_sessions(root, allow_empty=allow_empty)
 
-    def rows() -> Any:
+    def rows(engine: Any) -> Any:
         nonlocal found_any
-        for directory in progress_iter(sessions, label="sessions", total=len(sessions)):
-            try:
-                with Session.open(directory) as s:
-                    plan = repair_plan(s, force=force) if (check or dry_run) else repair_session(s, lock_timeout=lock_timeout, force=force)
-            except CattyError as exc:
-                warn(str(exc))
-                failures.append(int(exc.exit_code))
+        outcomes = each(repair_root_row, sessions, engine, write=write, force=force, lock_timeout=lock_timeout)
+        for _directory, row in progress_iter(outcomes, label="sessions", total=len(sessions)):
+            if isinstance(row, CattyError):
+                warn(str(row))
+                failures.append(int(row.exit_code))
                 continue
-            found_any = found_any or plan.found > 0
-            yield {
-                "path": str(directory),
-                "found": plan.found,
-                "applied": not (check or dry_run) and plan.found > 0,
-                "problems": ", ".join(plan.notes()),
-            }
+            found_any = found_any or row["found"] > 0
+            yield row
 
-    rows_out(rows(), [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")], as_json=as_json, key="sessions")
+    with context as engine:
+        rows_out(rows(engine), [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")], as_json=as_json, key="sessions")
     if failures:
         raise typer.Exit(failures[0])
     if check and found_any:

@@ -1,6 +1,8 @@
 """`catty-ctx report`: one self-contained offline HTML page per session; a ROOT gets an index."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -9,6 +11,7 @@ from ..errors import CattyError, DataError, UsageError, WriteError
 from . import app
 from .errors import handle_errors, note, warn
 from .options import TargetArg
+from .output import progress_iter
 
 
 @app.command(
@@ -39,16 +42,16 @@ def report_cmd(
     A ROOT needs -o DIR. An unreadable session still gets a page (or an index row) saying
     what is wrong, and the command exits 65; a folder or file that cannot be written, 73.
     """
-    from pathlib import Path
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..store import is_root
 
     if target != "-" and is_root(target):
         if output is None:
             raise UsageError(f"{target}: a ROOT needs -o DIR (a page per session and index.html)")
+        # start-up: the library loads when the command runs, not for --help or another command
         from ..html import write_root
         from ..store import find_sessions
-        from .output import progress_iter
 
         found = list(find_sessions(target))
         if not found:
@@ -62,6 +65,7 @@ def report_cmd(
             raise typer.Exit(DataError.exit_code)
         return
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..html import build_report
     from ..html.page import render
     from ..store import Session
@@ -71,8 +75,6 @@ def report_cmd(
     ref = target if target != "-" else "SESSION"
     data = render(rep, ref=ref).encode("utf-8", "surrogateescape")
     if output is None or output == "-":
-        import sys
-
         try:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
@@ -81,6 +83,7 @@ def report_cmd(
         except OSError as exc:  # a full disk on stdout too: exit 73
             raise WriteError(f"stdout: cannot write ({exc.strerror or exc})") from None
     else:
+        # start-up: the library loads when the command runs, not for --help or another command
         from ..html.index import write_file
 
         dest = Path(output)

@@ -9,6 +9,7 @@ from ..defaults import RESUME_FORMAT
 from . import app
 from .errors import handle_errors, note
 from .options import SessionArg
+from .output import write_json, write_lines
 
 
 @app.command(
@@ -29,9 +30,9 @@ def resume_cmd(
     A session directory is resumable only when it holds summary.json (`catty-ctx repair`
     rebuilds a missing one). What was repaired on the way is said on stderr.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..fork import resume
     from ..store import Session
-    from .output import write_json, write_lines
 
     with Session.open(session) as s:
         out, notes = resume(s, fmt)

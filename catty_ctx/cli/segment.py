@@ -1,6 +1,7 @@
 """`catty-ctx segment list|show|grep`: read a session's compaction archive."""
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -9,6 +10,7 @@ from ..errors import ExitCode
 from . import app
 from .errors import handle_errors
 from .options import JsonOpt
+from .output import Column, rows_out
 
 segment_app = typer.Typer(
     help="Read the segments archive: the verbatim record of compacted conversation.",
@@ -24,6 +26,7 @@ SegSessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="A session
 
 
 def _session_dir(session: str):  # type: ignore[no-untyped-def]
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..store import Session
 
     return Session.open(session).require_directory("segment")
@@ -33,8 +36,8 @@ def _session_dir(session: str):  # type: ignore[no-untyped-def]
 @handle_errors
 def list_cmd(session: SegSessionArg, as_json: JsonOpt = False) -> None:
     """List the segments with their seq range, turns, size and keywords."""
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import list_segments
-    from .output import Column, rows_out
 
     rows = list_segments(_session_dir(session))
     cols = [Column("segment", "num"), Column("file", "path"), *(Column(k, "num") for k in ("seq_from", "seq_to", "turns", "bytes")), Column("keywords", "text")]
@@ -48,8 +51,8 @@ def show_cmd(
     number: Annotated[str, typer.Argument(metavar="N", help="The segment's number (from its file name, counted from 0).")],
 ) -> None:
     """Print segment N in full."""
-    import sys
 
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import segment_path
 
     path = segment_path(_session_dir(session), number)
@@ -72,8 +75,8 @@ def grep_cmd(
 
     Exits 1 when nothing matches, as grep does.
     """
+    # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import grep_segments
-    from .output import Column, rows_out
 
     matches = (m.as_dict() for m in grep_segments(_session_dir(session), pattern, ignore_case=ignore_case, regex=regex))
     cols = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]

@@ -8,6 +8,9 @@ registers (help, completion, the man page and every other spelling) are made fro
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
 # Nothing here imports typing at load (milliseconds at start-up).
+import os
+
+from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -19,7 +22,7 @@ PATHS_HELP = ("A catty session or ROOT, a Claude Code config dir or projects tre
               "or - for a log on stdin; told apart by content.")
 
 # The options of `usage`, declared once: (parameter of `run`, option names, value type (None: a flag),
-# metavar, help). The shared --json option brings its own help (None here).
+# metavar, help). The shared options (--json, --scheduler, --connect-timeout) bring their own help (None here).
 PARAMS = (
     ("by", ("--by",), str, "KEY", BY_HELP),
     ("since", ("--since",), str, "DATE", "Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
@@ -31,12 +34,15 @@ PARAMS = (
     ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
      "every line of every log is checked, not only those that can hold usage."),
     ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
+    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
+    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
 )
 JOBS_MIN = 1
 
 # Option → (parameter, takes a value): what the fast parser knows, from PARAMS.
 OPTIONS = {name: (dest, kind is not None) for dest, names, kind, _metavar, _help in PARAMS for name in names}
 _INTS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is int}
+_FLOATS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is float}
 _SHORT = {name for _dest, names, _kind, _metavar, _help in PARAMS for name in names if not name.startswith("--")}
 
 
@@ -78,13 +84,21 @@ def parse_args(args: "list[str]") -> "dict[str, Any] | None":
         if not (text.isascii() and text.isdigit() and int(text) >= JOBS_MIN):
             return None
         opts[dest] = int(text)
+    for dest in _FLOATS & opts.keys():
+        try:
+            opts[dest] = float(opts[dest])
+        except ValueError:
+            return None
+        if not opts[dest] >= CONNECT_TIMEOUT_MIN:  # (nan too)
+            return None
     return opts
 
 
 def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until: "str | None" = None, as_json: bool = False,
         prices: "str | None" = None, no_cache: bool = False, jobs: "int | None" = None, strict: bool = False,
-        tz: "str | None" = None) -> None:
+        tz: "str | None" = None, scheduler: "str | None" = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
+    # start-up: the ledger loads when usage runs, not for --help
     from ..errors import DataError, UsageError
     from ..usage import BY_CHOICES, usage
     from .errors import warn
@@ -97,13 +111,21 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
         """The two piped forms, kept with a cached answer: printing it again needs no JSON library."""
         return {"json": json_bytes(ledger.document(scan)), "lines": lines_bytes(ledger.rows)}
 
+    engine = None
+    if scheduler is not None or os.environ.get("CATTY_CTX_SCHEDULER"):
+        from ..cluster import engine_for  # start-up: a run without a scheduler never loads the engine
+
+        engine = engine_for(scheduler, connect_timeout)
     bar = _ProgressBar() if stderr_tty() else None
     try:
         ledger, scan = usage(paths, by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
-                             use_cache=not no_cache, progress=bar, strict=strict, render=render)
+                             use_cache=not no_cache, progress=bar, strict=strict, render=render,
+                             engine=engine.__enter__() if engine is not None else None)
     finally:
         if bar is not None:
             bar.close()
+        if engine is not None:
+            engine.__exit__(None, None, None)
     for message in scan.warnings:
         warn(message)
     if scan.bad_lines:
@@ -122,6 +144,7 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
 
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when usage's own parser declines (a cached answer never loads it)
     import inspect
     from typing import Annotated, List, Optional
 
@@ -129,8 +152,9 @@ def declare() -> None:
 
     from . import app
     from .errors import handle_errors
-    from .options import JsonOpt
+    from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
 
+    shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt}
     if any(c.name == "usage" for c in app.registered_commands):
         return
 
@@ -138,7 +162,7 @@ def declare() -> None:
     annotations: "dict[str, Any]" = {"paths": Annotated[List[str], typer.Argument(metavar="PATH...", help=PATHS_HELP)]}
     for dest, names, kind, metavar, help_text in PARAMS:
         if help_text is None:
-            annotations[dest] = JsonOpt
+            annotations[dest] = shared[dest]
         elif kind is None:
             annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text)]
         else:
@@ -187,6 +211,7 @@ def _short(n: int) -> str:
 
 
 def _show(ledger: "Ledger") -> None:
+    # start-up: the ledger loads when usage runs, not for --help
     from .output import Column, console, show, table
 
     keys = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
@@ -216,6 +241,7 @@ class _ProgressBar:
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:
+            # start-up: the ledger loads when usage runs, not for --help
             from .output import ByteProgress
 
             self._bar = ByteProgress(total, "reading logs").__enter__()

@@ -7,7 +7,9 @@ and, on the side, the state the new head will carry. If the session is over its 
 the event is the commit point, so a crash at any moment leaves a loadable session, and the
 log before is a byte-identical prefix of the log after.
 
-Kept import-light: the view imports `continuation` from this package on every read.
+Kept import-light: importing `compact.segments` (fork, segment, report) runs this package, so
+the pipeline's stages (summarisers, two-pass, artifacts, the repairs a broken view needs)
+load where a compaction uses them.
 """
 from __future__ import annotations
 
@@ -16,14 +18,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from ..announce import Announcer
 from ..defaults import COMPACT_MODE, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
+from ..cluster import each
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
-from ..events import Event
-from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root, session_window
-from ..tokens import item_tokens, over_threshold, percent_of
-from ..view import ViewStats, head_items, iter_view, plan_file
+from ..events import DEFAULT_WINDOW, Event
+from ..fingerprint import prefix_fp
 from ..head import HeadState, build_head, continuation_state
 from ..ownership import require_ours
+from ..store import (
+    DEFAULT_LOCK_TIMEOUT,
+    Session,
+    find_sessions,
+    is_root,
+    session_window,
+)
+from ..tokens import item_tokens, over_threshold, percent_of
+from ..view import ViewStats, head_items, iter_view, plan_file
 
 MODES = ("summary", "transcript", "segments")
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
@@ -86,6 +97,7 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
                     span.append(ev)
             yield ev
 
+    # start-up: loaded when a compaction needs it (see the module note)
     from ..integrity import PairingChecker
 
     stats = ViewStats()
@@ -99,8 +111,8 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
     repaired: list[str] = []
     if keep_items and not checker.finish().ok:
         # A summariser gets what a provider would: the repaired view (dangling calls
-        # answered, orphans and duplicates gone). Only a broken view pays this second pass.
-        from ..fingerprint import prefix_fp
+        # answered, orphans and duplicates gone). Only a broken view pays this second pass
+        # (start-up: and loads the repairs).
         from ..repair import repaired_items
 
         items, repaired = repaired_items(session)
@@ -109,7 +121,7 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
         # What the summariser gets must be a request a provider takes; the log's repairs
         # above cover what it records, this covers what the view makes of it (a compaction
         # made while a call ran leaves its result after the head) and empty messages.
-        from ..fingerprint import prefix_fp
+        # (start-up: see the module note)
         from ..pairing import repair_items
 
         items, fixed = repair_items(items)
@@ -163,6 +175,7 @@ class CompactResult:
 def checked_head(comp: Event, head: HeadState) -> str:
     """Validate the new head with the pairing rules: `full`, or `minimal` (grok-build's
     minimal safe history: system items and the summary) when the full one would break them."""
+    # start-up: loaded when a compaction needs it (see the module note)
     from ..integrity import PairingChecker
 
     checker = PairingChecker()
@@ -175,6 +188,7 @@ def choose_head(comp: Event, m: Measure) -> str:
     """The post-compaction check: the full head when it pairs and fits the window; else the
     minimal safe history (system items and the summary); and when not even that fits, a
     WindowTooSmall error: nothing is committed."""
+    # start-up: loaded when a compaction needs it (see the module note)
     from .ladder import WindowTooSmall
 
     kind = checked_head(comp, m.head)
@@ -196,8 +210,6 @@ def head_tokens(comp: Event, m: Measure) -> int:
 
 def new_head(comp: Event, m: Measure) -> list[dict[str, Any]]:
     """The head the view will rebuild for `comp`, exactly (announcer listing included)."""
-    from ..announce import Announcer
-    from ..events import DEFAULT_WINDOW
 
     window = m.first.get("window") if m.first else None
     return head_items(comp, m.head, Announcer(window if type(window) is int and window > 0 else DEFAULT_WINDOW))
@@ -230,6 +242,7 @@ def compact_session(
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
     require_ours(session)  # before any side file (artifact, prefire note), in every mode
+    # start-up: loaded when a compaction needs it (see the module note)
     from .segments import DETAILS
 
     if detail not in DETAILS:
@@ -255,6 +268,7 @@ def compact_session(
     if not dry_run:
         directory = session.require_directory("compact")
 
+    # start-up: loaded when a compaction needs it (see the module note)
     from .ladder import SummarizerError, SummaryRequest, tool_schema_tokens
     from .summarizers import get_summarizer
 
@@ -264,6 +278,7 @@ def compact_session(
     request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema)
     hit = None
     if two_pass and session.directory is not None:
+        # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import WAIT_S, Lookup, lookup, pass2_items, wait_for_pass1
 
         waited, flying, timed_out = (0.0, False, False) if dry_run else wait_for_pass1(session.directory, WAIT_S if prefire_wait is None else prefire_wait)
@@ -291,6 +306,7 @@ def compact_session(
         comp["from_seq"] = m.span_from if m.previous is not None else (m.first["seq"] + 1 if m.first else 0)
     if hit is not None:
         comp["two_pass"] = hit.record()
+    # start-up: loaded when a compaction needs it (see the module note)
     from .artifacts import artifact_doc, artifact_relpath, write_artifact
     head_kind = "full"
 
@@ -316,6 +332,7 @@ def compact_session(
         doc["input"]["repaired"] = m.repaired
         return doc, row
 
+    # start-up: loaded when a compaction needs it (see the module note)
     from .spend import spend_events
 
     spend = [] if dry_run else spend_events(summ, result, purpose="compaction")
@@ -332,9 +349,11 @@ def compact_session(
         raise SummarizerError(f"{session.display}: {summ.id}: {result.error}{where}", exit_code=code)
     segment = None
     if mode == "segments" and session.directory is not None:
+        # start-up: loaded when a compaction needs it (see the module note)
         from .segments import next_number
 
         segment = f"segment_{next_number(session.directory):03d}.md"  # the number it will most likely get
+    # start-up: loaded when a compaction needs it (see the module note)
     from .ladder import WindowTooSmall
 
     try:
@@ -354,6 +373,7 @@ def compact_session(
             raise LockBusy(f"{session.display}: another compaction landed while this one ran; run compact again")
         segment = None
         if mode == "segments":
+            # start-up: loaded when a compaction needs it (see the module note)
             from .segments import write_segment
 
             segment = write_segment(directory, m.span, result.summary, detail=detail, compaction_id=cid).file
@@ -362,6 +382,7 @@ def compact_session(
         # The spend first, the compaction (the commit point) last, in one append.
         written = session.append_locked([*spend, comp], warn=None)  # the lock is already held
     if hit is not None and (hit.hit or hit.stale):
+        # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import discard
 
         discard(directory)  # consumed, or never to match again: its spend is in the log now
@@ -374,6 +395,7 @@ def _prefire(
     session: Session, m: Measure, base: dict[str, Any], summarizer: str, options: dict[str, Any] | None,
     from_pct: float | None, dry_run: bool, redact: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> CompactResult:
+    # start-up: loaded when a compaction needs it (see the module note)
     from .ladder import SummarizerError
     from .summarizers import get_summarizer
     from .twopass import prefire, split_point
@@ -384,6 +406,7 @@ def _prefire(
     summ = get_summarizer(summarizer, **(options or {}))
     if dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
+    # start-up: loaded when a compaction needs it (see the module note)
     from .spend import spend_events
 
     pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=redact,
@@ -396,27 +419,36 @@ def _prefire(
     )
 
 
+def compact_path(path: Path, **options: Any) -> CompactResult:
+    """Compact (or check) the session at PATH: one unit of a ROOT, here or on a cluster worker."""
+    with Session.open(path) as s:
+        return compact_session(s, **options)
+
+
 def compact_target(
     target: str,
     *,
     on_error: Callable[[str, CattyError], None] | None = None,
     sessions: Iterable[Path] | None = None,
+    engine: Any = None,
+    progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None,
     **options: Any,
 ) -> Iterator[CompactResult]:
-    """Compact SESSION, or each session under ROOT over its threshold (errors go to on_error;
-    `sessions` may pass ROOT's sessions in, wrapped in a progress bar)."""
+    """Compact SESSION, or each session under ROOT over its threshold, in order, here or on
+    ENGINE's cluster (`cluster.Engine`); errors go to on_error. `sessions` may pass ROOT's
+    sessions in; PROGRESS wraps the per-session outcomes."""
     if target != "-" and is_root(target):
         if options.get("prefire"):
             # On a ROOT, prefire the sessions that are getting close (the cron use).
             options.setdefault("prefire_from", options.get("threshold", DEFAULT_THRESHOLD) - PREFIRE_LEAD)
-        for path in sessions if sessions is not None else find_sessions(target):
-            try:
-                with Session.open(path) as s:
-                    yield compact_session(s, **options)
-            except CattyError as exc:
+        outcomes = each(compact_path, sessions if sessions is not None else find_sessions(target), engine, **options)
+        for path, result in progress(outcomes) if progress is not None else outcomes:
+            if isinstance(result, CattyError):
                 if on_error is None:
-                    raise
-                on_error(str(path), exc)
+                    raise result
+                on_error(str(path), result)
+                continue
+            yield result
         return
     with Session.open(target) as s:
         yield compact_session(s, **options)

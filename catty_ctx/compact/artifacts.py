@@ -14,6 +14,7 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..events import now_ts
+from ..redact import redact, redact_many
 from ..store import atomic_write, session_folder
 from .ladder import INSTRUCTION, SYSTEM_PROMPT, SummaryRequest, SummaryResult
 
@@ -73,7 +74,6 @@ def artifact_doc(
 
 def redacted(doc: dict[str, Any]) -> dict[str, Any]:
     """The artifact with credentials replaced by markers (catty_ctx.redact), and their count."""
-    from ..redact import redact, redact_many
 
     items, n_items = redact_many(doc["input"]["items"])
     rest, n_rest = redact({**doc, "input": {**doc["input"], "items": []}})
@@ -117,6 +117,7 @@ def request_of(doc: dict[str, Any]) -> SummaryRequest:
 
 def replay(path: str | Path, summarizer: str, **options: Any) -> dict[str, Any]:
     """Run a saved artifact's exact input through a summariser; no session is touched."""
+    # start-up: the summarisers (subprocess, http) load only for a replay
     from .summarizers import get_summarizer
 
     doc = load_artifact(path)

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 import orjson
 
@@ -311,15 +311,8 @@ def _index_md(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_segment(
-    session_dir: Path,
-    events: list[Event],
-    summary: str,
-    *,
-    detail: str = SEGMENT_DETAIL,
-    compaction_id: str | None = None,
-    created_at: str | None = None,
-) -> SegmentInfo:
+def write_segment(session_dir: Path, events: list[Event], summary: str, *, detail: str = SEGMENT_DETAIL,
+                  compaction_id: str | None = None, created_at: str | None = None) -> SegmentInfo:
     """Write the next segment, then index.json and INDEX.md. The caller holds the session lock."""
     seg_dir = session_folder(segments_dir(session_dir))  # never a link out of the session
     number = next_number(session_dir)
@@ -423,8 +416,3 @@ def grep_segments(session_dir: Path, pattern: str, *, ignore_case: bool = False,
                     seq, role = int(header.group(1)), header.group(2).rstrip(":")
                 if compiled.search(line):
                     yield Match(row["segment"], seq, role, n, line)
-
-
-def span_events(events: Iterable[Event], seq_from: int, seq_to: int, agent: str | None = None) -> list[Event]:
-    """The main-loop events a compaction folds away, for its segment."""
-    return [ev for ev in events if seq_from <= ev["seq"] <= seq_to and ev.get("agent") == agent and ev["kind"] in ("message", "tool_call", "tool_result")]

@@ -141,6 +141,7 @@ class OpenAISummarizer(_ModelSummarizer):
         self.timeout = timeout
 
     def call_once(self, prompt: Prompt, timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
+        # start-up: http and sockets only for an openai: summariser
         import http.client
         import socket
         import urllib.error

@@ -27,14 +27,15 @@ from typing import Any, Sequence
 
 import orjson
 
-from ..events import now_ts
-from ..fingerprint import prefix_fp
 from ..errors import WriteError
+from ..events import now_ts
 from ..files import create_exclusive
+from ..fingerprint import prefix_fp
+from ..head import SUMMARY_PREAMBLE
+from ..redact import redact_text
 from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
 from .artifacts import ARTIFACT_DIR, artifact_doc, artifact_relpath, write_artifact
-from ..head import SUMMARY_PREAMBLE
 from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult, fit_items
 
 CACHE_NAME = "prefire.json"
@@ -194,8 +195,6 @@ def _write_cache(
 ) -> PrefireResult:
     note = note1(res.raw or res.summary)
     if redact:  # the cache is stored beside the artifacts and shared like them
-        from ..redact import redact_text
-
         note = redact_text(note)[0]
     doc = {
         "schema_version": CACHE_SCHEMA,

@@ -13,18 +13,27 @@ import re
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
-from ..errors import CattyError, UsageError
+from ..errors import CattyError, UsageError, WriteError
+from ..cluster import each
+from ..store import LOG_NAME, Session, find_sessions, is_root
+from ..urls import is_url, on_copy, url_is_root, url_sessions
+from ..view import plan_file
+from ..workers import can_fork
+from . import drive as driving  # the submodule: `eval.drive` stays the module, not its function
 from .drive import Strategy
 from .facts import FACTS_NAME, Fact, derive_facts, load_facts
+from .judge import Judge
+from .metrics import RECALLS, Tally, missed_facts, tally
 
 EVAL_MODES = ("summary", "segments")
 FACTS_CHOICES = ("auto", "file")
-WORST_SHOWN = 3
+WORST_SHOWN = 3  # sessions a run names as its worst on a terminal
 
 
 @dataclass
@@ -42,8 +51,13 @@ class Corpus:
 
 def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
     """A session, a folder of sessions, or `-` (an event stream, kept in a temporary copy)."""
-    from ..store import LOG_NAME, find_sessions, is_root
 
+    if is_url(corpus):
+        url_is_root(corpus)  # (a URL names a ROOT: one session or nothing is a usage error)
+        urls = url_sessions(corpus)
+        if not urls:
+            raise UsageError(f"{corpus}: no session found (a session is a folder holding updates.jsonl)")
+        return Corpus(urls, list(urls))  # type: ignore[arg-type] - a URL's sessions are read from local copies
     if corpus == "-":
         spool = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-stdin-"))
         src = stdin if stdin is not None else sys.stdin.buffer
@@ -68,8 +82,9 @@ def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
 
 def session_facts(path: Path, choice: str | None) -> list[Fact]:
     """FACTS `file` (the session's eval.json), `auto` (derived), or None: the file when there is one."""
-    from ..store import Session
 
+    if is_url(path):
+        return on_copy(lambda local: session_facts(Path(local), choice), str(path))  # type: ignore[no-any-return]
     folder = path if path.is_dir() else path.parent
     file = folder / FACTS_NAME
     if choice == "file" or (choice is None and file.is_file()):
@@ -80,7 +95,6 @@ def session_facts(path: Path, choice: str | None) -> list[Fact]:
             for _ in s.events():  # a log that is not valid stops the eval here, naming file:line
                 pass
         return facts
-    from ..view import plan_file
 
     with Session.open(path) as s:
         return derive_facts(s.events(), plan_file(s.log_path))
@@ -103,16 +117,14 @@ class Task:
 
 def run_task(task: Task) -> dict[str, Any]:
     """Drive, score and (optionally) judge one session; a library error is that session's error."""
-    from .drive import drive
-    from .metrics import missed_facts, tally
 
+    if is_url(task.source):
+        return on_copy(lambda local: run_task(replace(task, source=Path(local))), str(task.source))  # type: ignore[no-any-return]
     try:
-        d = drive(task.source, task.dest, task.strategy)
+        d = driving.drive(task.source, task.dest, task.strategy)
         missed = missed_facts(task.facts, d.items, task.dest)
         t = tally(d, task.facts, missed)
         if task.judge is not None:
-            from .judge import Judge
-
             t.asked = len(task.facts)
             t.answered = Judge(task.judge, timeout=task.judge_timeout).check(d.items, task.facts)
     except CattyError as exc:
@@ -126,22 +138,49 @@ def run_task(task: Task) -> dict[str, Any]:
     return {"run": task.run, "index": task.index, "tally": t.as_dict(), "missed": [f.as_dict() for f in missed]}
 
 
-def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None) -> list[dict[str, Any]]:
-    """Every task's outcome, in task order (workers finish in any order)."""
-    if jobs <= 1 or len(tasks) <= 1:
+def run_task_scratch(task: Task) -> dict[str, Any]:
+    """`run_task` driving the copy in a temporary folder of the worker's own (a cluster run with no --out), removed after."""
+    scratch = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-"))
+    try:
+        return run_task(replace(task, dest=scratch / task.dest.name))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None,
+             engine: Any = None, scratch: bool = False) -> list[dict[str, Any]]:
+    """Every task's outcome, in task order (workers finish in any order); on ENGINE's cluster when given."""
+    if engine is not None:
+        outcomes = (outcome for _task, outcome in each_task(run_task_scratch if scratch else run_task, tasks, engine))
+        done = list(progress(outcomes, len(tasks)) if progress else outcomes)
+    elif jobs <= 1 or len(tasks) <= 1:
         outcomes = map(run_task, tasks)
         done = list(progress(outcomes, len(tasks)) if progress else outcomes)
     else:
+        # start-up: a process pool only for --jobs > 1
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
-
-        from ..workers import can_fork
 
         context = multiprocessing.get_context("fork" if can_fork() else "spawn")
         with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
             outcomes = pool.map(run_task, tasks)
             done = list(progress(outcomes, len(tasks)) if progress else outcomes)
     return done
+
+
+def each_task(fn: Callable[[Task], dict[str, Any]], tasks: list[Task], engine: Any) -> Iterator[tuple[Task, dict[str, Any]]]:
+    """(task, outcome) on the cluster; a task's own errors are already values (`run_task`)."""
+    for task, outcome in each(fn, tasks, engine):
+        if isinstance(outcome, CattyError):  # (run_task turns library errors into outcomes; this is the rest)
+            outcome = {"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {outcome}"}
+        yield task, outcome
+
+
+def _session_name(path: Path | str) -> str:
+    """A session's folder name, for its copy's folder (a URL's last part)."""
+    if isinstance(path, str):
+        return path.rstrip("/").rsplit("/", 1)[-1]
+    return path.parent.name if path.is_file() else path.name
 
 
 def _slug(text: str) -> str:
@@ -158,8 +197,6 @@ def _work_folder(out: str | None) -> tuple[Path, bool]:
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        from ..errors import WriteError
-
         raise WriteError(f"{out}: cannot create ({exc.strerror})") from None
     return p, False
 
@@ -179,7 +216,6 @@ class EvalOptions:
 
     def check(self) -> None:
         """Bad options are usage errors before any session is touched."""
-        from ..compact.summarizers import get_summarizer
 
         if self.compactions < 1:
             raise UsageError("--compactions must be at least 1")
@@ -193,8 +229,6 @@ class EvalOptions:
         for spec in self.summarizers:
             get_summarizer(spec, **self.options_for(spec))
         if self.judge is not None:
-            from .judge import Judge
-
             Judge(self.judge, timeout=self.timeout)
 
     def options_for(self, spec: str) -> dict[str, Any]:
@@ -215,17 +249,20 @@ def run_eval(
     opts: EvalOptions | None = None,
     *,
     progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None,
+    engine: Any = None,
 ) -> dict[str, Any]:
     """The report `{"runs": [...]}` (the `--json` document) for every summariser x mode.
 
-    CORPUS is an opened `Corpus` or what the command line takes (a session, a folder, `-`)."""
+    CORPUS is an opened `Corpus` or what the command line takes (a session, a folder, `-`).
+    ENGINE (`cluster.Engine`) runs the sessions on a Dask cluster: its workers read the
+    corpus by the same paths, and drive their copies in --out (which they must see too) or
+    in temporary folders of their own."""
     if isinstance(corpus, str):
         opened = open_corpus(corpus)
         try:
-            return run_eval(opened, opts, progress=progress)
+            return run_eval(opened, opts, progress=progress, engine=engine)
         finally:
             opened.close()
-    from .metrics import Tally
 
     opts = opts or EvalOptions()
     opts.check()
@@ -237,12 +274,12 @@ def run_eval(
         strategy = Strategy(summ, mode, opts.compactions, opts.two_pass, opts.options_for(summ))
         run_dir = work / f"{r + 1:02d}-{_slug(summ)}-{mode}"
         for i, path in enumerate(corpus.paths):
-            name = f"{i + 1:04d}-{_slug(path.parent.name if path.is_file() else path.name)}"
+            name = f"{i + 1:04d}-{_slug(_session_name(path))}"
             tasks.append(Task(r, i, path, run_dir / name, strategy, facts[i], opts.judge, opts.timeout, corpus.labels[i]))
     try:
         for t in tasks:
             t.dest.parent.mkdir(parents=True, exist_ok=True)
-        outcomes = _execute(tasks, opts.jobs, progress)
+        outcomes = _execute(tasks, opts.jobs, progress, engine, scratch=temporary)
     finally:
         if temporary:
             shutil.rmtree(work, ignore_errors=True)
@@ -279,7 +316,6 @@ def run_eval(
 
 def below(report: dict[str, Any], minimum: float) -> list[str]:
     """What falls under --min-recall: each failed run, and each recall figure below MINIMUM."""
-    from .metrics import RECALLS
 
     out = []
     for row in report["runs"]:

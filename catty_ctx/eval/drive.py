@@ -19,10 +19,17 @@ from typing import Any, Iterator
 
 import orjson
 
+from ..compact import compact_session
+from ..compact.ladder import INSTRUCTION, SYSTEM_PROMPT
 from ..defaults import DEFAULT_THRESHOLD, EVAL_COMPACTIONS, EVAL_MODE, SUMMARIZER
 from ..errors import DataError
 from ..events import Event, is_real_user
+from ..fork import resume
+from ..providers import FORMATS, sendable
+from ..prune import prefix_reuse
 from ..store import Session, create_session, session_window
+from ..tokens import BYTES_PER_TOKEN, item_tokens
+from ..view import stream_view, view
 
 APPEND_BATCH = 1_000  # events per append: one lock and one fsync for many lines
 # Each request is rebuilt from the log, so a request after every turn costs turns x log size;
@@ -168,7 +175,6 @@ def append_copied(copy: Session, batch: list[Event], remap: dict[int, int]) -> N
 
 def provider_violations(items: list[dict[str, Any]]) -> int:
     """How many of the two provider shapes reject these items (0, 1 or 2)."""
-    from ..providers import FORMATS, sendable
 
     ok, _ = sendable(items)
     bad = 0
@@ -181,8 +187,6 @@ def provider_violations(items: list[dict[str, Any]]) -> int:
 
 
 def _resumed_violations(copy: Session) -> int:
-    from ..fork import resume
-
     bad = 0
     for fmt in ("openai", "anthropic"):
         try:
@@ -195,7 +199,6 @@ def _resumed_violations(copy: Session) -> int:
 def _resumed_items(copy: Session) -> list[dict[str, Any]]:
     """The items `resume` would send (none when it refuses an empty view): what the facts are
     checked against."""
-    from ..fork import resume
 
     try:
         items, _ = resume(copy, "items")
@@ -212,9 +215,6 @@ class _Requests:
         self.ratios: list[float] = []
 
     def send(self, copy: Session) -> None:
-        from ..prune import prefix_reuse
-        from ..view import stream_view
-
         current = list(stream_view(copy))
         if self.previous is not None:
             self.ratios.append(prefix_reuse(self.previous, current).ratio)
@@ -222,16 +222,11 @@ class _Requests:
 
 
 def _tokens(text: str) -> int:
-    from ..tokens import BYTES_PER_TOKEN
-
     return len(text.encode()) // BYTES_PER_TOKEN
 
 
 def _step(copy: Session, result: Any) -> Step:
     """A compaction's figures: sizes from the result, summariser cost from its artifact."""
-    from ..compact.ladder import INSTRUCTION, SYSTEM_PROMPT
-    from ..tokens import item_tokens
-    from ..view import view
 
     doc = orjson.loads((copy.directory / result.artifact).read_bytes()) if copy.directory and result.artifact else {}
     attempts = doc.get("attempts") or []
@@ -255,7 +250,6 @@ def _step(copy: Session, result: Any) -> Step:
 
 def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float = DEFAULT_THRESHOLD) -> Drive:
     """Drive a copy of the session at SOURCE_PATH (only read) at DEST through the strategy."""
-    from ..compact import compact_session
 
     out = Drive()
     requests = _Requests()

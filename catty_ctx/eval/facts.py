@@ -17,6 +17,8 @@ from typing import Any, Iterable
 import orjson
 
 from ..errors import DataError
+from ..events import is_real_user
+from ..head import HeadState, continuation_state
 
 KINDS = ("state", "instruction", "detail")
 FACTS_NAME = "eval.json"
@@ -112,8 +114,6 @@ def derive_facts(events: Iterable[dict[str, Any]], plan: Any = None) -> list[Fac
 
     With the view's `plan`, what a rewind took off the live branch or a repair dropped is no
     fact: the successor was never meant to see it."""
-    from ..head import HeadState, continuation_state
-    from ..events import is_real_user
 
     head = HeadState()
     seen: set[Fact] = set()

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..errors import CattyError, ExitCode
+from ..compact.ladder import Prompt, StreamTimer, render_transcript
+from ..compact.summarizers import get_summarizer
+from ..errors import CattyError, ExitCode, UsageError
 from .facts import Fact
 
 SYSTEM = (
@@ -40,20 +42,14 @@ def question(fact: Fact) -> str:
 
 class Judge:
     def __init__(self, spec: str, *, timeout: float | None = None) -> None:
-        from ..compact.summarizers import get_summarizer
-
         kind = spec.partition(":")[0]
         if kind not in ("cmd", "openai"):
-            from ..errors import UsageError
-
             raise UsageError(f"unknown judge '{spec}' (use cmd:CMD or openai:MODEL)")
         options: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
         self.spec = spec
         self.model = get_summarizer(spec, **options)
 
     def ask(self, context: str, fact: Fact) -> str:
-        from ..compact.ladder import Prompt, StreamTimer
-
         prompt = Prompt(SYSTEM, f"<conversation>\n{context}\n</conversation>\n\n{question(fact)}")
         try:
             answer = self.model.call_once(prompt, StreamTimer())  # type: ignore[attr-defined]
@@ -64,7 +60,6 @@ class Judge:
 
     def check(self, items: list[dict[str, Any]], facts: list[Fact]) -> int:
         """How many facts the judge gives back in full."""
-        from ..compact.ladder import render_transcript
 
         context = render_transcript(items)
         return sum(1 for f in facts if f.text in self.ask(context, f))

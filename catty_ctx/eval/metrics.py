@@ -8,12 +8,14 @@ fraction is taken (pooled), so a session with many facts weighs what it holds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
 import orjson
 
+from ..blobs import blob_path
+from ..compact.segments import grep_segments
 from .facts import KINDS, Fact
 
 RECALLS = {"state": "state_recall", "instruction": "instruction_retention", "detail": "detail_recovery"}
@@ -35,7 +37,6 @@ def request_text(items: Iterable[dict[str, Any]]) -> str:
 
 def _blob_texts(items: list[dict[str, Any]], text: str, session_dir: Path) -> Iterable[str]:
     """The payloads of the blobs the request names (a `blob` field or a handle in its text)."""
-    from ..blobs import blob_path
 
     handles = {it["blob"] for it in items if isinstance(it.get("blob"), str)} | set(_HANDLE_IN_TEXT.findall(text))
     for h in sorted(handles):
@@ -47,7 +48,6 @@ def _blob_texts(items: list[dict[str, Any]], text: str, session_dir: Path) -> It
 
 def _in_segments(session_dir: Path, fact: str) -> bool:
     """`segment grep` with a fixed string, line by line (every line of the fact must match)."""
-    from ..compact.segments import grep_segments
 
     lines = [ln.strip() for ln in fact.splitlines() if ln.strip()]
     return bool(lines) and all(next(grep_segments(session_dir, ln), None) is not None for ln in lines)
@@ -78,17 +78,17 @@ class Tally:
 
     facts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    violations: int = 0
-    seconds: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    violations: int = 0  # provider-invalid pairings found (integrity_violations)
+    seconds: float = 0.0  # the summariser's time (and the prefires')
+    input_tokens: int = 0  # the summariser's calls: what they read ...
+    output_tokens: int = 0  # ... and wrote
     summary_tokens: int = 0
-    tokens_saved: int = 0
-    reuse_sum: float = 0.0
-    requests: int = 0
-    prefires: int = 0
-    hits: int = 0
-    wasted: int = 0
+    tokens_saved: int = 0  # the view before each compaction less the view after
+    reuse_sum: float = 0.0  # cached-input ratios of the requests, summed ...
+    requests: int = 0  # ... over this many
+    prefires: int = 0  # two-pass: pass 1 runs ...
+    hits: int = 0  # ... whose note the compaction used ...
+    wasted: int = 0  # ... and the tokens of those it did not
     asked: int = 0  # successor check: questions put to the judge
     answered: int = 0  # and answers holding the fact
 
@@ -96,9 +96,9 @@ class Tally:
         for k in KINDS:
             self.facts[k] += other.facts[k]
             self.kept[k] += other.kept[k]
-        for name in ("violations", "seconds", "input_tokens", "output_tokens", "summary_tokens", "tokens_saved",
-                     "reuse_sum", "requests", "prefires", "hits", "wasted", "asked", "answered"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for f in fields(self):
+            if f.name not in ("facts", "kept"):  # every other field is a sum
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

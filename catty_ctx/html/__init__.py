@@ -10,14 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..store import Session
+from .data import gather, gather_path
+from .index import write_root as _write_root
+from .page import render
+
 if TYPE_CHECKING:
     from .data import Report
 
 
 def build_report(target: "str | Path | Any") -> "Report":
     """The report data of a session (a path, or an open Session); never raises for bad input."""
-    from ..store import Session
-    from .data import gather, gather_path
 
     if isinstance(target, Session):
         return gather(target)
@@ -26,7 +29,6 @@ def build_report(target: "str | Path | Any") -> "Report":
 
 def render_page(target: "str | Path | Any", *, ref: str | None = None) -> str:
     """One session's page as a string (REF names the session in the commands the page shows)."""
-    from .page import render
 
     rep = build_report(target)
     return render(rep, ref=ref or (rep.path if not str(rep.path).startswith("<") else "SESSION"))
@@ -34,6 +36,5 @@ def render_page(target: "str | Path | Any", *, ref: str | None = None) -> str:
 
 def write_root(root: "str | Path", out: "str | Path", **kw: Any) -> list[dict[str, Any]]:
     """A page per session under ROOT and OUT/index.html; returns the index rows."""
-    from .index import write_root as _write_root
 
     return _write_root(Path(root), Path(out), **kw)

@@ -8,19 +8,36 @@ ledger and the segments index. A part that cannot be read says why instead of fa
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator
 
+import orjson
+
+from ..blobs import blob_path
+from ..compact.segments import list_segments
+from ..compact.twopass import cache_path
 from ..defaults import DEFAULT_THRESHOLD
 from ..errors import CattyError
 from ..events import Event
+from ..repair import analyse
+from ..prune import Measure, PruneOptions
 from ..store import Session, session_window
 from ..tokens import item_tokens, percent_of, usage_context
+from ..usage import build_ledger, scan
+from ..view import (
+    ViewStats,
+    call_entry,
+    iter_view,
+    message_item,
+    plan_file,
+    result_item,
+)
 
 # The threshold line: compaction's default trigger (SPEC `compact --threshold`).
 THRESHOLD_PERCENT = DEFAULT_THRESHOLD
-MAIN = "main"
 
 
 @dataclass
@@ -91,8 +108,6 @@ class _Timeline:
         self.models: list[str] = []
 
     def tap(self, events: Iterator[Event]) -> Iterator[Event]:
-        from ..view import call_entry, message_item, result_item
-
         ranges = self.excluded
         r_i = 0
         for ev in events:
@@ -141,7 +156,6 @@ class _Timeline:
 
 def _request_at(points: list[Point], seq: int) -> int:
     """Index of the first request after event SEQ (the last request when none follows)."""
-    import bisect
 
     i = bisect.bisect_right([p.seq for p in points], seq)
     return min(i, len(points) - 1) if points else 0
@@ -155,8 +169,6 @@ class _Fold:
     """
 
     def __init__(self, session: Session, excluded: list[tuple[int, int]]) -> None:
-        from ..view import ViewStats
-
         self.session = session
         self.line = _Timeline(excluded)
         self.stats = ViewStats()
@@ -175,7 +187,6 @@ class _Fold:
 
     def run(self) -> "_Fold":
         """Fold the log itself (a DataError names the first bad line)."""
-        from ..view import iter_view, plan_file
 
         for vi in iter_view(self.line.tap(self.session.events(warn=None)), plan_file(self.session.log_path), stats=self.stats):
             self.collector.append(vi)
@@ -186,9 +197,6 @@ class _Fold:
 
         A batch needs a request at the high mark, and no request is larger than all the
         items plus the largest usage: below that the replay is skipped, its answer known."""
-        from types import SimpleNamespace
-
-        from ..prune import Measure, PruneOptions
 
         opts = PruneOptions()
         largest = max([self.stats.usage_context] + [u for *_, u in self.seen])
@@ -235,8 +243,6 @@ class _Fold:
 
 def _check_and_fold(session: Session, rep: Report) -> None:
     """`repair --check`, whose fold is the page's when it read the log as it is; else a fold of its own."""
-    from ..repair import analyse
-    from ..view import plan_file
 
     fold = _Fold(session, plan_file(session.log_path).excluded)
     failed: str | None = None
@@ -268,9 +274,6 @@ def _item_seq(items: list[dict[str, Any]], index: int) -> int:
 
 def _pending_prefire(directory: Path, rep: Report) -> None:
     """A pass-1 note waiting for the next compaction: a marker at the request it was made after."""
-    import orjson
-
-    from ..compact.twopass import cache_path
 
     path = cache_path(directory)
     if path.parent.is_symlink() or path.is_symlink() or not path.is_file():
@@ -288,8 +291,6 @@ def _pending_prefire(directory: Path, rep: Report) -> None:
 
 
 def _usage(session: Session, rep: Report) -> None:
-    from ..usage import build_ledger, scan
-
     found = scan([str(session.log_path)], use_cache=False, jobs=1)
     by_model = build_ledger(found.records, by="model")
     rep.usage_by_model = by_model.rows
@@ -299,7 +300,6 @@ def _usage(session: Session, rep: Report) -> None:
 
 def _blob_sizes(directory: Path, rep: Report) -> None:
     """The stored size of every blob the view names (the same checks as `catty-ctx blob`)."""
-    from ..blobs import blob_path
 
     for row in rep.items:
         handle = row["item"].get("blob")
@@ -326,8 +326,6 @@ def gather(session: Session, *, on_error: Callable[[str], None] | None = None) -
     if rep.readable:
         attempt(lambda: _usage(session, rep))
     if session.directory is not None and rep.readable:
-        from ..compact.segments import list_segments
-
         directory = session.directory
         attempt(lambda: rep.segments.extend(list_segments(directory)))
         _pending_prefire(directory, rep)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+import orjson
+
 
 def esc(value: Any) -> str:
     """Session text as HTML text: never markup, whatever it holds."""
@@ -43,6 +45,5 @@ def money(value: Any) -> str:
 
 def script_json(data: Any) -> str:
     """JSON to sit inside a <script> element: no '<' can close it or open a comment."""
-    import orjson
 
     return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode().replace("<", "\\u003c")

@@ -11,9 +11,16 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+import xxhash
+
 from ..errors import WriteError
+from ..files import replace_file
+from ..store import find_sessions
+from ..workers import can_fork, usable_cpus
 from .assets import CSP, CSS, JS
+from .data import gather_path
 from .fmt import esc, money, num
+from .page import render
 
 INDEX_NAME = "index.html"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -21,7 +28,6 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def page_name(root: Path, directory: Path) -> str:
     """A stable file name for a session's page: its path under ROOT, made safe, plus a short hash."""
-    import xxhash
 
     rel = os.path.relpath(directory, root)
     slug = _UNSAFE.sub("_", rel).strip("._")[:80] or "session"
@@ -30,7 +36,6 @@ def page_name(root: Path, directory: Path) -> str:
 
 def write_file(path: Path, data: bytes) -> None:
     """temp + rename beside PATH; any failure is a WriteError (exit 73)."""
-    from ..files import replace_file
 
     try:
         replace_file(path, data, durable=False)
@@ -58,11 +63,9 @@ def prepare_dir(out: Path) -> None:
 
 def build_one(task: tuple[str, str, str]) -> dict[str, Any]:
     """Build and write one session's page; return its index row (run in a worker too)."""
-    from . import build_report
-    from .page import render
 
     root, directory, out = task
-    rep = build_report(directory)
+    rep = gather_path(directory)
     name = page_name(Path(root), Path(directory))
     html = render(rep, ref=directory, index_href=INDEX_NAME)
     write_file(Path(out) / name, html.encode("utf-8", "surrogateescape"))
@@ -85,13 +88,13 @@ def build_one(task: tuple[str, str, str]) -> dict[str, Any]:
 
 def build_all(tasks: list[tuple[str, str, str]], *, jobs: int | None = None) -> Iterator[dict[str, Any]]:
     """Rows in task order; pages built by forked workers when that can help."""
-    from ..workers import can_fork, usable_cpus
 
     workers = jobs if jobs is not None else (usable_cpus() if can_fork() and len(tasks) > 8 else 1)
     if workers <= 1:
         for task in tasks:
             yield build_one(task)
         return
+    # start-up: a process pool only for a ROOT worth forking for
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
@@ -146,7 +149,6 @@ def index_html(rows: Iterable[dict[str, Any]], *, root: str) -> str:
 def write_root(root: Path, out: Path, *, sessions: Iterable[Path] | None = None, progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
                jobs: int | None = None) -> list[dict[str, Any]]:
     """Every session under ROOT into OUT (a page each and index.html); the index rows."""
-    from ..store import find_sessions
 
     prepare_dir(out)
     found = list(sessions if sessions is not None else find_sessions(root))

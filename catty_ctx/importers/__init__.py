@@ -11,16 +11,27 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 import orjson
 
+from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
 from ..errors import DataError, UsageError, WriteError
 from ..events import Event
+from ..files import new_dir_mode
+from ..store import (
+    PART_NAME,
+    STAGING_SUFFIX,
+    building,
+    check_new_session_dest,
+    new_summary,
+    place_new_session,
+    write_summary,
+)
 from .common import BlobSink, EventBuilder, ImportReport, Warn
+from .detect import detect as detect_format  # `importers.detect` stays the submodule
 
 FORMATS = ("claude", "codex", "opencode", "gemini", "openai", "anthropic")
 _WRITEBACK_STEP = 8 << 20
@@ -100,9 +111,7 @@ class _ConversationGate:
 def resolve_format(fmt: str, source: Path) -> str:
     fmt = fmt.lower()
     if fmt == "auto":
-        from .detect import detect
-
-        return detect(source)
+        return detect_format(source)
     if fmt not in FORMATS:
         raise UsageError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)}, auto)")
     return fmt
@@ -151,8 +160,6 @@ def import_events(
 
 
 def summary_for(builder: EventBuilder, log_size: int) -> dict[str, Any]:
-    from ..store import new_summary
-
     assert builder.session_event is not None
     summary = new_summary(builder.session_event)
     summary["title"] = builder.title
@@ -186,9 +193,6 @@ def import_to_dir(
     As `append` does, a user message over `user_limit` bytes or a tool output over
     `tool_limit` bytes moves to blobs/ with a head and a tail kept inline (0: never).
     """
-    from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
-    from ..files import new_dir_mode
-    from ..store import LOG_NAME, PART_NAME, STAGING_SUFFIX, check_new_session_dest, place_new_session, write_summary
 
     user_limit = USER_LIMIT if user_limit is None else user_limit
     tool_limit = TOOL_LIMIT if tool_limit is None else tool_limit
@@ -207,7 +211,7 @@ def import_to_dir(
         os.chmod(staging, new_dir_mode())  # mkdtemp makes 0700: the session folder gets the umask's mode, as any other
     except OSError as exc:
         raise WriteError(f"{dest}: cannot create ({exc.strerror})") from None
-    try:
+    with building(staging, dest, "cannot write"):
         def blob_sink(handle: str, data: bytes) -> None:
             write_blob(staging, data)  # content-addressed: the same handle
 
@@ -238,10 +242,4 @@ def import_to_dir(
             os.fsync(fd)
         write_summary(staging, summary_for(builder, log_path.stat().st_size))
         place_new_session(staging, dest)
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise WriteError(f"{dest}: cannot write ({exc.strerror})") from None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return report

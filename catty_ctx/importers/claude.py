@@ -8,7 +8,9 @@ user record. Files in the wild also hold records no link joins (older versions w
 `parentUuid: null`, files get cut) and records of other sessions.
 
 The importer takes the file's own session (`claude_tree.own_session`, `select`), keeps the
-live branch and puts what no link reaches in file order (`claude_tree.Layout`), drops
+live branch (the one the file's newest `last-prompt` record names, when no message follows
+it: `claude_tree.marked_tip`; else the newest message's) and puts what no link reaches in
+file order (`claude_tree.Layout`), drops
 replayed copies by uuid; `claude_events` merges the lines of one response and counts each
 response's usage once (keyed by message id + request id, the largest copy kept; an
 abandoned branch's calls are kept as usage marked `off_branch`); this module finds the
@@ -25,11 +27,27 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from .claude_events import OFF_BRANCH_USAGE, SYNTHETIC_MODEL, Converter, bigger, usage_fields
-from .claude_tree import WHAT, Layout, Tree, message_id, own_session, read_tree, select, session_of
+from ..snapshot import snapshot_value
+from .claude_events import (
+    OFF_BRANCH_USAGE,
+    SYNTHETIC_MODEL,
+    Converter,
+    bigger,
+    usage_fields,
+)
+from .claude_tree import (
+    WHAT,
+    Layout,
+    Tree,
+    marked_tip,
+    message_id,
+    own_session,
+    read_tree,
+    select,
+    session_of,
+)
 from .common import EventBuilder, ImportReport, Warn, not_recognised
 
-FORMAT = "claude"
 
 
 # -- locating files ----------------------------------------------------------------------------
@@ -93,7 +111,6 @@ def subagent_files(main: Path, session_id: str) -> list[tuple[str, Path]]:
 
 def _prompt_context(chain: list[dict[str, Any]], cwd: str | None, model: str | None) -> dict[str, Any]:
     """What a Claude Code file says of the prompt's context: the rest is marked unknown."""
-    from ..snapshot import snapshot_value
 
     version = next((r["version"] for r in chain if isinstance(r.get("version"), str) and r["version"]), None)
     branch = next((r["gitBranch"] for r in chain if isinstance(r.get("gitBranch"), str) and r["gitBranch"]), None)
@@ -206,7 +223,10 @@ def convert(
         if warn:
             held = ", ".join(f"{k} ({n} records)" for k, n in sorted(others.items()))
             warn(f"{path}: also holds records of session {held}: not imported; import one with --session ID")
-    layout = Layout(tree, uids)
+    tip, unknown = marked_tip(tree, uids, sid)
+    if unknown and warn:
+        warn(f"{path}: {unknown}")
+    layout = Layout(tree, uids, tip)
     chain = layout.sequence
     _tell(layout, path, report, warn)
     first = next((r for r in chain if session_of(r)), None) or next(iter(tree.records.values()), {})

@@ -30,6 +30,10 @@ class Tree:
         # Older versions logged a subagent's responses inside the parent, as `progress`
         # records of the Task call: (agent id, the response's record) for their usage.
         self.nested: list[tuple[str, dict[str, Any]]] = []
+        # `last-prompt` records name the record the user is on (its `leafUuid`): Claude Code
+        # writes one on exit and when the user rewinds. (records read before it, leafUuid,
+        # sessionId, line number), file order.
+        self.tip_marks: list[tuple[int, str, Any, int]] = []
 
     def add(self, rec: dict[str, Any], lineno: int, report: ImportReport, *, sidechain_ok: bool) -> None:
         uid = rec.get("uuid")
@@ -38,6 +42,10 @@ class Tree:
             self.recognised += 1
         if rtype == "progress":
             self._nested(rec)
+        elif rtype == "last-prompt":
+            leaf = rec.get("leafUuid")
+            if isinstance(leaf, str) and leaf:
+                self.tip_marks.append((len(self.position), leaf, rec.get("sessionId"), lineno))
         if not isinstance(uid, str):
             report.skipped[str(rtype)] += 1
             return
@@ -124,19 +132,38 @@ def select(tree: Tree, own: str) -> tuple[dict[str, None], Counter[str]]:
     return {u: None for u in everything if u in chosen and u not in side}, others
 
 
+def marked_tip(tree: Tree, uids: dict[str, None], own: str) -> tuple[str | None, str | None]:
+    """The record the file's newest `last-prompt` of session `own` names as the user's tip,
+    when no message was written after it (else the conversation went on, and its newest
+    message is the tip); a record not in `uids` gives a warning instead."""
+    mark = next((m for m in reversed(tree.tip_marks) if m[2] in (own, None)), None)
+    if mark is None:
+        return None, None
+    read_before, leaf, _, lineno = mark
+    pos, records = tree.position, tree.records
+    newest = next((u for u in reversed(uids) if is_message(records[u])), None)  # uids: file order
+    if newest is None or pos[newest] >= read_before:
+        return None, None
+    if leaf not in uids:
+        return None, (f"line {lineno}: last-prompt names record {leaf}, which is not in this conversation: "
+                      "branch of the newest message imported")
+    return leaf, None
+
+
 class Layout:
     """A file's records in the order they are imported.
 
     Each group of linked records (a root and everything under it) contributes the chain to
-    its newest message, plus the parallel tool calls' siblings the single-parent chain
-    misses (one line per tool_use, each result linked to its own line). Messages off that
-    chain are an abandoned branch (a rewind, an edited prompt): left out of the view, their
-    usage kept. The group holding the newest message is the live conversation; other
+    its newest message (in the group of `tip`, the record the file names as the user's: to
+    `tip`), plus the parallel tool calls' siblings the single-parent chain misses (one line
+    per tool_use, each result linked to its own line). Messages off that chain are an
+    abandoned branch (a rewind, an edited prompt): left out of the view, their usage kept.
+    The group holding `tip`, else the newest message, is the live conversation; other
     groups (no `parentUuid` link reaches them: old or hand-made files, cut files) are
     merged in by file order.
     """
 
-    def __init__(self, tree: Tree, uids: dict[str, None]) -> None:
+    def __init__(self, tree: Tree, uids: dict[str, None], tip: str | None = None) -> None:
         self.tree = tree
         self.sequence: list[dict[str, Any]] = []
         self.off_branch: list[dict[str, Any]] = []  # messages on abandoned branches, file order
@@ -178,11 +205,13 @@ class Layout:
         groups: dict[str, list[str]] = {}
         for uid in uids:  # file order inside each group
             groups.setdefault(root[uid], []).append(uid)
-        newest = next((u for u in reversed(uids) if is_message(records[u])), None)  # uids: file order
+        if tip not in uids:
+            tip = None
+        newest = tip or next((u for u in reversed(uids) if is_message(records[u])), None)  # uids: file order
         live = root[newest] if newest is not None else None
         chains: list[list[str]] = []
         for top, members in groups.items():
-            chain = self._chain(members, parent)
+            chain = self._chain(members, parent, tip if top == live else None)
             on = set(chain)
             for u in members:
                 if u not in on:
@@ -196,9 +225,10 @@ class Layout:
         self.off_branch.sort(key=lambda r: pos[r["uuid"]])
         self.sequence = [records[u] for u in heapq.merge(*chains, key=pos.__getitem__)]
 
-    def _chain(self, members: list[str], parent: dict[str, str | None]) -> list[str]:
+    def _chain(self, members: list[str], parent: dict[str, str | None], tip: str | None = None) -> list[str]:
         records, pos = self.tree.records, self.tree.position
-        tip = next((u for u in reversed(members) if is_message(records[u])), members[-1])
+        if tip is None:
+            tip = next((u for u in reversed(members) if is_message(records[u])), members[-1])
         chain: list[str] = []
         on: set[str] = set()
         cur: str | None = tip

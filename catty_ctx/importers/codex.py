@@ -27,7 +27,6 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..errors import UsageError
 from .codex_events import TURN_STARTS, Converter, UsageTracker, dispatch, is_harness, snapshot, words
 from .common import (
     SHAPE_ERRORS,
@@ -37,12 +36,12 @@ from .common import (
     iter_jsonl,
     load_json,
     not_recognised,
+    one_session,
     shape_error,
     text_of,
     to_ts,
 )
 
-FORMAT = "codex"
 WHAT = "a Codex CLI session"
 _LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
@@ -98,15 +97,8 @@ def find_session_file(source: Path, session_id: str | None) -> Path:
     for p in chain(source.rglob("rollout-*.jsonl.zst"), source.rglob("rollout-*.json"), source.rglob("rollout-*.jsonl")):
         by_base[p.parent / _base_name(p)] = p  # the plain copy (found last) wins
     files = sorted(by_base.values())
-    if session_id:
-        files = [p for p in files if _base_name(p).endswith(session_id)]
-        if not files:
-            raise UsageError(f"{source}: no Codex session {session_id} in this tree")
-    if len(files) == 1:
-        return files[0]
-    if not files:
-        raise not_recognised(str(source), WHAT)
-    raise UsageError(f"{source}: holds {len(files)} sessions; name one with --session ID")
+    return one_session(files, source, WHAT, session_id=session_id, named=lambda p: _base_name(p).endswith(str(session_id)),
+                       missing=f"no Codex session {session_id} in this tree")
 
 
 def _parent_of(meta: dict[str, Any]) -> str | None:

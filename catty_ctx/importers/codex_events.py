@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+import orjson
+
+from ..snapshot import snapshot_value
 from .common import EventBuilder, split_data_url, text_of, to_ts
 
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
@@ -298,8 +301,6 @@ class Converter:
         else:
             text = text_of(out)
             if text.startswith("{") and '"exit_code"' in text:
-                import orjson
-
                 try:
                     meta = orjson.loads(text).get("metadata") or {}
                     is_error = is_error or (isinstance(meta.get("exit_code"), int) and meta["exit_code"] != 0)
@@ -321,8 +322,6 @@ class Converter:
 
 
 def snapshot(context: dict[str, tuple[Any, str]]) -> dict[str, Any]:
-    from ..snapshot import snapshot_value
-
     return snapshot_value({k: v for k, (v, _) in context.items()}, {k: src for k, (_, src) in context.items()})
 
 

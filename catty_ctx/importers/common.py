@@ -501,6 +501,7 @@ def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
         if f.peek(4)[:4] != ZSTD_MAGIC:
             yield f
             return
+    # start-up: only a compressed rollout needs zstd
     import shutil
     import subprocess
 
@@ -563,3 +564,18 @@ def load_json(path: Path, display: str | None = None) -> Any:
 
 def not_recognised(path: str, what: str) -> DataError:
     return DataError(f"not {what} (no record of that format recognised)", path=path)
+
+
+def one_session(found: list[Any], source: object, what: str, *, session_id: str | None, named: Callable[[Any], bool], missing: str) -> Any:
+    """The session SOURCE is imported from: among FOUND, the one SESSION_ID names (NAMED tells
+    which; none is MISSING, a usage error), else the only one. None is `not WHAT`; several ask
+    for --session."""
+    if session_id:
+        found = [f for f in found if named(f)]
+        if not found:
+            raise UsageError(f"{source}: {missing}")
+    if not found:
+        raise not_recognised(str(source), what)
+    if len(found) > 1:
+        raise UsageError(f"{source}: holds {len(found)} sessions; name one with --session ID")
+    return found[0]

@@ -17,7 +17,6 @@ import orjson
 from ..errors import UsageError
 from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, load_json, not_recognised, shape_error
 
-FORMAT = "gemini"
 WHAT = "a Gemini CLI session"
 _MESSAGE_TYPES = ("user", "gemini")
 _UI_TYPES = ("info", "error", "warning")

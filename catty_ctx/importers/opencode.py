@@ -16,10 +16,9 @@ from typing import Any, Iterable
 
 import orjson
 
-from ..errors import DataError, UsageError
-from .common import SHAPE_ERRORS, EventBuilder, Warn, load_json, not_recognised, shape_error, split_data_url
+from ..errors import DataError
+from .common import SHAPE_ERRORS, EventBuilder, Warn, load_json, not_recognised, one_session, shape_error, split_data_url
 
-FORMAT = "opencode"
 WHAT = "an opencode session"
 _PENDING = ("pending", "running")
 
@@ -67,20 +66,13 @@ def _load_tree(source: Path, session_id: str | None, lenient: bool, warn: Warn |
     if root is None:
         raise not_recognised(str(source), WHAT)
     if source.is_file():
-        session_files = [source]
+        session_file = source
     else:
-        session_files = sorted((root / "session").rglob("*.json"))
-        if session_id:
-            session_files = [p for p in session_files if p.stem == session_id]
-            if not session_files:
-                raise UsageError(f"{source}: no opencode session {session_id} in this storage")
-    if not session_files:
-        raise not_recognised(str(source), WHAT)
-    if len(session_files) > 1:
-        raise UsageError(f"{source}: holds {len(session_files)} sessions; name one with --session ID")
-    session = load_json(session_files[0])
+        session_file = one_session(sorted((root / "session").rglob("*.json")), source, WHAT, session_id=session_id,
+                                   named=lambda p: p.stem == session_id, missing=f"no opencode session {session_id} in this storage")
+    session = load_json(session_file)
     if not isinstance(session, dict) or not isinstance(session.get("id"), str):
-        raise not_recognised(str(session_files[0]), WHAT)
+        raise not_recognised(str(session_file), WHAT)
     messages = []
     for mp in sorted((root / "message" / session["id"]).glob("*.json")):
         msg = _load_obj(mp, lenient, warn, report)
@@ -134,15 +126,9 @@ def _load_db(path: Path, session_id: str | None) -> Loaded:
             sessions = _rows(con, "SELECT * FROM session ORDER BY id")
         except sqlite3.DatabaseError:
             raise not_recognised(str(path), WHAT) from None
-        if session_id:
-            sessions = [s for s in sessions if s.get("id") == session_id]
-            if not sessions:
-                raise UsageError(f"{path}: no opencode session {session_id} in this database")
-        if not sessions:
-            raise not_recognised(str(path), WHAT)
-        if len(sessions) > 1:
-            raise UsageError(f"{path}: holds {len(sessions)} sessions; name one with --session ID")
-        session = _with_data(sessions[0], str(path))
+        found = one_session(sessions, path, WHAT, session_id=session_id, named=lambda s: s.get("id") == session_id,
+                            missing=f"no opencode session {session_id} in this database")
+        session = _with_data(found, str(path))
         if "parentID" not in session and session.get("parent_id"):
             session["parentID"] = session["parent_id"]
         msgs = [_with_data(r, str(path)) for r in _rows(con, "SELECT * FROM message WHERE session_id = ? ORDER BY id", [session["id"]])]

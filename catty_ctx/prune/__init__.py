@@ -41,16 +41,29 @@ replay had them then. Without usage events it is the sum of the item estimates.
 """
 from __future__ import annotations
 
+import os
+import stat
 from typing import Any, Iterable, Iterator, Sequence
 
+from ..blobs import BLOBS_DIR, is_handle
+from ..events import DEFAULT_WINDOW
 from ..fingerprint import canonical
-from ..tokens import item_tokens
-from ..view import Item, ViewItem, ViewStats
 from ..pairing import view_item_repair
+from ..store import Session, session_window
+from ..tokens import item_tokens
+from ..view import Item, ViewItem, ViewStats, iter_view, plan_file, plan_view
 from .forms import BlobSize, Meta, describe
 from .options import MIB, STRATEGIES, PruneOptions, PruneStats
 from .reuse import PrefixReuse, item_lines_canon, prefix_reuse
-from .strategies import Plan, Usage, apply_plan, plan_cache_aware, plan_images, plan_tiered, usage_overhead
+from .strategies import (
+    Plan,
+    Usage,
+    apply_plan,
+    plan_cache_aware,
+    plan_images,
+    plan_tiered,
+    usage_overhead,
+)
 
 __all__ = [
     "MIB", "STRATEGIES", "PruneOptions", "PruneStats", "PrefixReuse", "item_lines_canon", "prefix_reuse",
@@ -152,8 +165,6 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
 
     `stats` is filled in as the output streams; it is complete when the iterator ends.
     """
-    from ..store import Session, session_window
-    from ..view import iter_view, plan_file, plan_view
 
     if isinstance(source, (list, tuple)):
         first = source[0] if source else None
@@ -189,10 +200,6 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
 
 def _blob_sizes(directory: Any) -> BlobSize:
     """Sizes of the session's blobs, by handle (an image kept as a blob weighs what it holds)."""
-    import os
-    import stat
-
-    from ..blobs import BLOBS_DIR, is_handle
 
     sizes: dict[str, int | None] = {}
 
@@ -209,8 +216,6 @@ def _blob_sizes(directory: Any) -> BlobSize:
 
 
 def _event_window(first: dict[str, Any] | None) -> int:
-    from ..events import DEFAULT_WINDOW
-
     w = (first or {}).get("window")
     return w if isinstance(w, int) and w > 0 else DEFAULT_WINDOW
 

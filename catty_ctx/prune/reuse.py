@@ -6,9 +6,10 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
+from ..errors import DataError, UsageError
 from ..fingerprint import canonical
+from ..jsonl import json_problem, numbered_lines
 from ..view import ViewItem
-
 
 # -- comparing requests ----------------------------------------------------------------------
 
@@ -30,7 +31,6 @@ class PrefixReuse:
         d = dict(self.__dict__)
         d["reuse"] = round(self.ratio, 4)
         return d
-
 
     def track(self, previous: Iterable[bytes], current: Iterable[ViewItem]) -> Iterator[ViewItem]:
         """Pass `current` through, measuring its common prefix with `previous` on the way."""
@@ -61,8 +61,6 @@ def prefix_reuse(previous: Iterable[bytes], current: Iterable[ViewItem]) -> Pref
 
 def item_lines_canon(path: str) -> list[bytes]:
     """Canonical forms of the items of an item stream file (an earlier prune output)."""
-    from ..errors import DataError, UsageError
-    from ..jsonl import json_problem, numbered_lines
 
     out = []
     try:

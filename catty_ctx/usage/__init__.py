@@ -26,6 +26,7 @@ import os
 import sys
 
 from ..errors import UsageError
+from ..urls import is_url
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
 from .walk import Listings, survey
 from .ledger import BY_CHOICES, Ledger
@@ -67,7 +68,7 @@ def __getattr__(name: str) -> Any:
 def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: str | None = None, until: str | None = None,
           timezone_name: str | None = None, prices_file: str | os.PathLike[str] | None = None, jobs: int | None = None,
           use_cache: bool = True, progress: Progress | None = None, stdin: IO[bytes] | None = None,
-          strict: bool = False, render: Render | None = None) -> tuple[Ledger, Scan]:
+          strict: bool = False, render: Render | None = None, engine: Any = None) -> tuple[Ledger, Scan]:
     """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY.
 
     A PATH of `-` reads one log from stdin (any of the three kinds; never cached). With the
@@ -75,12 +76,14 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
     the answer cache without reading the per-file cache, parsing the price table or importing
     the parsers. RENDER(ledger, scan) is kept with the answer (the CLI keeps its printed
     forms there) and comes back as `ledger.rendered` when the answer is served from the cache.
+    ENGINE (`cluster.Engine`) parses the files the cache does not know on a Dask cluster (the
+    caches, the dedupe and the fold stay here); an answer served from the cache never asks it.
     When logs only grew since the last run, the kept fold is adjusted (see `kept`) and the Scan
     holds only what was read then: its `records` are empty (`scan` gives every record).
     """
     if not any(os.fspath(p) == "-" for p in paths):
         return _usage(paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                      use_cache=use_cache, progress=progress, strict=strict, render=render)
+                      use_cache=use_cache, progress=progress, strict=strict, render=render, engine=engine)
     import shutil
     import tempfile
 
@@ -90,14 +93,14 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
             shutil.copyfileobj(stdin if stdin is not None else sys.stdin.buffer, out, 1 << 20)
         real = [piped if os.fspath(p) == "-" else p for p in paths]
         ledger, result = _usage(real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                                use_cache=False, progress=progress, strict=strict)
+                                use_cache=False, progress=progress, strict=strict, engine=engine)
     result.bad_samples = [sample.replace(piped, "-") for sample in result.bad_samples]
     return ledger, result
 
 
 def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | None, until: str | None, timezone_name: str | None,
            prices_file: str | os.PathLike[str] | None, jobs: int | None, use_cache: bool, progress: Progress | None, strict: bool,
-           render: Render | None = None) -> tuple[Ledger, Scan]:
+           render: Render | None = None, engine: Any = None) -> tuple[Ledger, Scan]:
     """`usage` for files on disk; `strict` checks every line of every log, each catty log first and whole
     (see `filescan.validate_catty_logs`), and reads past both caches."""
     if by not in BY_CHOICES:
@@ -105,7 +108,8 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     lo = parse_day(since) if since else None
     hi = parse_day(until) if until else None
     prices = price_files(prices_file)
-    use_cache = use_cache and not strict  # strict reads every line: no cache knows them
+    # Strict reads every line: no cache knows them. A URL's files have no inode, and some stores no mtime: not cached.
+    use_cache = use_cache and not strict and not any(is_url(p) for p in paths)
     answers_file = answers_path(paths)
     cached = read_answers(answers_file) if use_cache else {}
     answers = cached.get("answers")
@@ -145,7 +149,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
 
         # "Since yesterday": a log last written before that day began holds no call of it.
         result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
-                      modified_since=day_start(lo, tz) if lo else None)
+                      modified_since=day_start(lo, tz) if lo else None, engine=engine)
         kept = dedupe(result.records)
         folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
         # The workers already collapsed each file's own copies: those count as duplicates too.

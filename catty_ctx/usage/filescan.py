@@ -105,9 +105,9 @@ def scan_file(task: Task) -> Scanned:
 
     path, kind, prev, strict = task
     try:
-        f = open(path, "rb")
+        f = open(path, "rb") if "://" not in path else _fetched(path)
     except OSError as exc:
-        return path, None, 0, f"cannot read ({exc.strerror})"
+        return path, None, 0, f"cannot read ({exc.strerror or exc})"
     with f:
         st = os.fstat(f.fileno())
         size = st.st_size
@@ -157,6 +157,32 @@ def scan_file(task: Task) -> Scanned:
             return path, entry, size - start, None
         finally:
             mm.close()
+
+
+def scan_file_packed(task: Task) -> bytes:
+    """`scan_file` as MessagePack: a cluster worker's answer (made and read in C, unlike pickled records)."""
+    from .records import ENCODE
+
+    return ENCODE(scan_file(task))  # type: ignore[no-any-return]
+
+
+def _fetched(url: str) -> Any:
+    """A local temporary copy of the log at URL, open for reading (the parsers search a memory map)."""
+    import shutil
+    import tempfile
+
+    from ..urls import filesystem
+
+    fs, path = filesystem(url)
+    copy = tempfile.TemporaryFile(prefix="catty-ctx-url-")
+    try:
+        with fs.open(path, "rb") as src:
+            shutil.copyfileobj(src, copy, 1 << 20)
+        copy.seek(0)
+    except BaseException:
+        copy.close()
+        raise
+    return copy
 
 
 def _pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> bytes:
@@ -260,21 +286,29 @@ def validate_catty_logs(found: Survey) -> None:
     not have looked (costs a full parse; the default scan stays a byte search)."""
     from ..store import Session
 
+    def read_all(path: str) -> None:
+        for _ in Session.open(path).events(warn=None):
+            pass
+
     for _, files in found:
         for path, kind, *_ in files:
-            if kind == CATTY:
-                for _ in Session.open(path).events(warn=None):
-                    pass
+            if kind == CATTY and "://" in path:
+                from ..urls import on_copy
+
+                on_copy(read_all, path)  # (a copy of the log alone: named updates.jsonl, it opens as the store opens one)
+            elif kind == CATTY:
+                read_all(path)
 
 
 def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
-         max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None) -> Scan:
+         max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None, engine: Any = None) -> Scan:
     """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped.
 
     STRICT checks every line of every log (the per-file cache, which knows only the marked
     lines, is then neither read nor written). A log last modified before MODIFIED_SINCE (epoch
     seconds) cannot hold a newer call: it is neither read nor parsed and adds nothing (its
-    cache entry is kept for later questions).
+    cache entry is kept for later questions). ENGINE (`cluster.Engine`) parses the files on a
+    Dask cluster instead of here; the caches stay with this process.
     """
     use_cache = use_cache and not strict
     since_ns = int(modified_since * 1e9) if modified_since is not None else None
@@ -312,7 +346,8 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
 
     done: dict[str, FileEntry] = {}
     total = sum(sizes.values())
-    for path, entry, nbytes, error in _run(tasks, sizes, jobs, total, progress):
+    results = _run(tasks, sizes, jobs, total, progress) if engine is None else _run_on(engine, tasks, sizes, total, progress)
+    for path, entry, nbytes, error in results:
         if error is not None:
             result.bad_lines += 1
             if len(result.bad_samples) < max_samples:
@@ -441,6 +476,23 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
                 out.warnings.append(warning)
         out.generations.append(gen)
     return out
+
+
+def _run_on(engine: Any, tasks: list[Task], sizes: dict[str, int], total: int, progress: Progress | None) -> Iterable[Scanned]:
+    """scan_file over TASKS as tasks of ENGINE's cluster, largest files first (they bound the run)."""
+    if not tasks:
+        return
+    from .records import DECODE_SCANNED
+
+    order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
+    nbytes = 0
+    for task, result in zip(order, engine.map(scan_file_packed, order)):
+        if isinstance(result, Exception):  # (scan_file reports bad input in its result; this is not reached)
+            raise result
+        yield DECODE_SCANNED(result)
+        if progress is not None:
+            nbytes += sizes.get(task[0], 0)
+            progress(nbytes, total)
 
 
 def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int, progress: Progress | None) -> Iterable[Scanned]:

@@ -60,3 +60,4 @@ Scanned = tuple[str, Optional[FileEntry], int, Optional[str]]
 ENCODE = msgspec.msgpack.Encoder().encode
 DECODE_ENTRY = msgspec.msgpack.Decoder(FileEntry).decode
 DECODE_ITEM = msgspec.msgpack.Decoder(tuple[int, list[Scanned]]).decode
+DECODE_SCANNED = msgspec.msgpack.Decoder(Scanned).decode

@@ -10,6 +10,7 @@ import stat
 
 from ..errors import UsageError
 from ..layout import LOG_NAME, is_staging
+from ..urls import is_url, url_logs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -146,11 +147,20 @@ def sniff(first_line: bytes) -> str:
     return CLAUDE
 
 
+def _url_kind(url: str) -> str | None:
+    name = url.rsplit("/", 1)[-1]
+    return CATTY if name == LOG_NAME else CODEX if name.startswith("rollout-") else None
+
+
 def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = None) -> Survey:
     """Every log under PATHS with its size, mtime and inode (a file named twice counts once)."""
     out: Survey = []
     seen: set[str] = set()
     for raw in paths:
+        if is_url(raw):
+            out.append((str(raw), [(url, _url_kind(url), size, mtime, 0) for url, size, mtime in url_logs(str(raw)) if url not in seen]))
+            seen.update(f[0] for f in out[-1][1])
+            continue
         arg = os.path.abspath(os.fspath(raw))
         files = []
         for path, kind in discover(arg, listings):

@@ -187,6 +187,9 @@ def test_both_parsers_give_the_same_output_and_exit(tmp_path: Path) -> None:
         [str(codex), "--by", "nope"],
         [str(tmp_path / "missing")],
         [str(codex), "--since", "yesterday"],
+        [str(codex), "--connect-timeout", "2.5", "--json"],
+        [str(codex), "--connect-timeout=0.05"],
+        [str(codex), "--scheduler", "local:0"],
     ]
     for n, args in enumerate(cases):
         for _ in range(2):  # a cold run, then the cached answer (each parser with a cache of its own)
@@ -199,7 +202,7 @@ def test_both_parsers_give_the_same_output_and_exit(tmp_path: Path) -> None:
 def test_a_plain_usage_run_never_loads_typer_or_rich(tmp_path: Path) -> None:
     codex = _codex(tmp_path)
     code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
+            "print(code, sorted(m for m in ('typer', 'click', 'rich', 'dask', 'distributed', 'fsspec') if m in sys.modules), file=sys.stderr)")
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", code, "usage", str(codex), "--json"], capture_output=True, cwd=ROOT, env=env)

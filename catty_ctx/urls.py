@@ -1,0 +1,193 @@
+"""ROOTs named by fsspec URLs (`s3://bucket/agents`, `gs://…`, `file:///…`, `memory://…`) for the read-only commands.
+
+The readers work on files; a URL's files are fetched, one session (or one log, for `usage`)
+at a time, into a private temporary folder, read there by the same code as a local session,
+and every path the readers report (rows, messages, warnings) names the URL again. Listing
+a URL ROOT finds its sessions by the same rule as `store.find_sessions`. fsspec (which
+comes with the `dask` extra) and a scheme's own package (s3fs, gcsfs, …) are imported only
+when a URL is given; a missing one is a usage error naming it.
+"""
+from __future__ import annotations
+
+import os
+
+from .errors import CattyError, UsageError
+from .layout import LOG_NAME, is_staging
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+
+def is_url(target: object) -> bool:
+    """Whether TARGET names a URL (scheme://…) rather than a local path."""
+    if not isinstance(target, str):
+        return False
+    scheme, sep, _ = target.partition("://")
+    return bool(sep) and scheme.isascii() and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
+
+
+def filesystem(url: str) -> tuple[Any, str]:
+    """(fsspec filesystem, path inside it) for URL; a missing package is a usage error naming it."""
+    scheme = url.partition("://")[0]
+    try:
+        # start-up: fsspec (and a scheme's package) load only when a URL is given
+        import fsspec
+        from fsspec.registry import known_implementations
+    except ImportError:
+        raise UsageError(f"{url}: URLs need the package fsspec (it comes with the extra catty-ctx[dask])") from None
+    try:
+        return fsspec.core.url_to_fs(url)  # type: ignore[no-any-return]
+    except ImportError:
+        known = known_implementations.get(scheme, {})
+        package = str(known.get("class", scheme)).split(".")[0]
+        raise UsageError(f"{url}: {scheme}:// URLs need the package {package} (pip install {package})") from None
+    except ValueError:
+        raise UsageError(f"{url}: unknown URL scheme '{scheme}'") from None
+
+
+def refuse_writes(target: str, command: str) -> None:
+    """Writers work on sessions on disk under their lock; a URL ROOT is only read."""
+    if is_url(target):
+        raise UsageError(f"{target}: {command} reads a URL ROOT but does not write it: use --check or --dry-run")
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(path.strip("/").split("/"))
+
+
+def url_sessions(url: str) -> list[str]:
+    """The session URLs (folders holding updates.jsonl) under URL, in the order of `store.find_sessions`."""
+    fs, root = filesystem(url)
+    if not fs.isdir(root):
+        raise UsageError(f"{url}: no such folder")
+    logs = [p for p in fs.find(root) if p.rsplit("/", 1)[-1] == LOG_NAME]
+    folders = sorted({p.rsplit("/", 1)[0] for p in logs}, key=_parts)
+    out: list[str] = []
+    kept: list[tuple[str, ...]] = []
+    base = len(_parts(root))
+    for folder in folders:
+        parts = _parts(folder)
+        if any(parts[: len(k)] == k for k in kept) or any(is_staging(p) for p in parts[base:]):
+            continue  # a session's own folders hold no sessions; a killed fork's staging folder is not one
+        kept.append(parts)
+        out.append(_under(url, root, folder))
+    return out
+
+
+def _under(url: str, root: str, path: str) -> str:
+    """PATH (inside ROOT, which URL names) as a URL spelled as the user spelled URL."""
+    rel = path[len(root.rstrip("/")):].strip("/")
+    return url.rstrip("/") + "/" + rel if rel else url
+
+
+def url_is_root(url: str) -> bool:
+    """True for a URL naming a folder of sessions; one session, or nothing, is a usage error (a URL names a ROOT)."""
+    fs, root = filesystem(url)
+    if not fs.isdir(root):
+        raise UsageError(f"{url}: no such folder")
+    if fs.isfile(root.rstrip("/") + "/" + LOG_NAME):
+        raise UsageError(f"{url}: a URL names a ROOT of sessions, not one session (give its parent folder)")
+    return True
+
+
+def url_logs(url: str) -> list[tuple[str, int, int]]:
+    """(URL, size, mtime in ns or 0) of every *.jsonl log under URL (a file URL: itself), a
+    session's own folders left out as `usage`'s walk leaves them out."""
+    fs, root = filesystem(url)
+    if fs.isfile(root):
+        return [(url, int(fs.size(root)), 0)]
+    if not fs.isdir(root):
+        raise UsageError(f"{url}: no such file or directory")
+    found = fs.find(root, detail=True)
+    sessions = {p.rsplit("/", 1)[0] for p in found if p.rsplit("/", 1)[-1] == LOG_NAME}
+    out = []
+    for path in sorted(found, key=_parts):
+        if not path.endswith(".jsonl"):
+            continue
+        folder = path.rsplit("/", 1)[0]
+        if any(folder == s and path.rsplit("/", 1)[-1] != LOG_NAME or folder.startswith(s + "/") for s in sessions):
+            continue
+        info = found[path]
+        mtime = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created") or 0
+        out.append((_under(url, root, path), int(info.get("size") or 0), _ns(mtime)))
+    return out
+
+
+def _ns(stamp: Any) -> int:
+    if hasattr(stamp, "timestamp"):
+        return int(stamp.timestamp() * 1e9)
+    try:
+        return int(float(stamp) * 1e9)
+    except (TypeError, ValueError):
+        return 0
+
+
+def fetch(url: str, dest: str) -> None:
+    """Copy URL (a file, or a folder and everything in it) to the local path DEST."""
+    fs, path = filesystem(url)
+    if fs.isdir(path):
+        os.makedirs(dest, exist_ok=True)
+        prefix = path.rstrip("/") + "/"
+        for src in fs.find(path):
+            local = os.path.join(dest, *src[len(prefix):].split("/"))
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            fs.get_file(src, local)
+    else:
+        fs.get_file(path, dest)
+
+
+def _renamed(value: Any, local: str, url: str) -> Any:
+    """VALUE with the local copy's path put back as the URL, in every string it holds."""
+    if isinstance(value, str):
+        return value.replace(local, url)
+    if isinstance(value, dict):
+        return {k: _renamed(v, local, url) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_renamed(v, local, url) for v in value)
+    import dataclasses  # start-up: only for a URL ROOT's results (usage's cached answer loads this module)
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: _renamed(getattr(value, f.name), local, url)
+                                            for f in dataclasses.fields(value) if f.init})
+    return value
+
+
+def on_copy(fn: Callable[..., Any], url: str, **kwargs: Any) -> Any:
+    """FN(local copy of the session at URL, **kwargs), with the URL where the copy's path would show."""
+    # start-up: only for a URL ROOT (usage's cached answer loads this module)
+    import shutil
+    import tempfile
+
+    scratch = tempfile.mkdtemp(prefix="catty-ctx-url-")
+    local = os.path.join(scratch, url.rstrip("/").rsplit("/", 1)[-1] or "session")
+    try:
+        fetch(url, local)
+        with _stderr_renamed(local, url.rstrip("/")):
+            try:
+                return _renamed(fn(local, **kwargs), local, url.rstrip("/"))
+            except CattyError as exc:
+                raise CattyError(str(exc).replace(local, url.rstrip("/")), exit_code=exc.exit_code) from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+class _stderr_renamed:
+    """What the readers warn about on stderr meanwhile names the URL, not the local copy (this thread only)."""
+
+    def __init__(self, local: str, url: str) -> None:
+        self.local, self.url = local, url
+
+    def __enter__(self) -> None:
+        from .capture import capture_stderr  # start-up: only for a URL ROOT
+
+        self.capture = capture_stderr()
+        self.written = self.capture.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        import sys  # start-up: (loaded already; local as the rest of this class)
+
+        self.capture.__exit__(*exc)
+        if self.written:
+            sys.stderr.write("".join(self.written).replace(self.local, self.url))
+
