@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catty_ctx import usage as U
-from catty_ctx.usage import claude, codex
+from catty_ctx.usage import catty, claude, codex
 from usage_trees import claude_tree
 
 MISSING = object()
@@ -36,6 +36,12 @@ CODEX_FIELDS = {
     "input_tokens": COUNT, "cached_input_tokens": COUNT, "output_tokens": COUNT, "reasoning_output_tokens": COUNT, "total_tokens": COUNT,
     "total_token_usage": st.just("the totals"), "last_token_usage": st.just("the last call"), "info": st.just("the info object"),
     "payload": st.just("the payload"), "id": TEXT, "cwd": TEXT, "model": st.sampled_from(["gpt-5-codex", "o3"]), "timestamp": TIME,
+}
+CATTY_FIELDS = {
+    "v": st.just(1), "seq": st.integers(0, 50), "ts": TIME, "kind": st.sampled_from(["usage", "usage", "usage", "message", ""]),
+    "agent": st.sampled_from(["main", "sub-1", None]), "model": st.sampled_from(["claude-sonnet-4-20250514", "gpt-5"]),
+    "input": COUNT, "output": COUNT, "cache_read": COUNT, "cache_write": COUNT, "reasoning": COUNT, "cost_usd": st.floats(0, 5),
+    "request_id": TEXT, "incomplete": st.booleans(), "off_branch": st.booleans(),
 }
 
 
@@ -98,6 +104,18 @@ def codex_lines(draw: Any) -> bytes:
     return json.dumps(line).encode()
 
 
+@st.composite
+def catty_lines(draw: Any) -> bytes:
+    v = _values(draw, CATTY_FIELDS)
+    line: dict[str, Any] = {}
+    for name in CATTY_FIELDS:
+        if name not in ("agent", "cost_usd", "request_id", "incomplete", "off_branch", "cache_read", "cache_write", "reasoning") \
+                or draw(st.booleans()):
+            _put(line, name, v[name])
+    line["x"] = ["usage"]  # the marker: every line reaches the decoders
+    return json.dumps(line).encode()
+
+
 def _both_ways(module: Any, path: Path, lines: list[bytes]) -> list[tuple[list[Any], list[tuple[int, str]], Any]]:
     """(records, bad lines, state) of the typed read of LINES, then of the general decoder's."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -133,6 +151,16 @@ def test_codex_lines_of_every_odd_shape_read_typed_as_the_general_decoder_reads_
     assert totals[0] == totals[1]
 
 
+@FUZZ
+@given(st.lists(catty_lines(), min_size=1, max_size=6))
+def test_catty_usage_events_of_every_odd_shape_read_typed_as_the_general_decoder_reads_them(tmp_path: Path, lines: list[bytes]) -> None:
+    first = json.dumps({"v": 1, "seq": 0, "ts": "2026-02-01T09:00:00.000Z", "kind": "session", "session_id": "s"}).encode()
+    typed, general = _both_ways(catty, tmp_path / "s" / "updates.jsonl", [first, *lines])
+    assert typed == general  # the same records, the same bad lines named the same way (and no exception)
+    totals = [U.build_ledger(r, by="agent").totals for r in (typed[0], general[0])]
+    assert totals[0] == totals[1]
+
+
 def test_since_reads_only_files_written_on_or_after_that_day(tmp_path: Path) -> None:
     claude_tree(tmp_path / "c", seed=5, projects=2, sessions=4)
     logs = sorted((tmp_path / "c").rglob("*.jsonl"))
@@ -153,3 +181,29 @@ def test_since_reads_only_files_written_on_or_after_that_day(tmp_path: Path) -> 
         assert scan.bad_lines == 0 and scan.files == len(logs) and scan.files_parsed == parsed
     _, scan = U.usage([tmp_path / "c"], by="day", timezone_name="UTC")
     assert scan.bad_lines == len(logs) - len(new_files)  # without --since every file is read
+
+
+def test_every_claude_fixture_reads_the_same_whole_typed_and_line_by_line(tmp_path: Path) -> None:
+    """The typed read decodes a log's lines whole in one call when none is odd; each fixture
+    (real shapes: progress records, compact summaries, media, queued prompts, cut files) must
+    give the same records and bad lines as the general decoder."""
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "import" / "claude"
+    logs = sorted(root.rglob("*.jsonl"))
+    assert len(logs) > 10
+    whole = 0
+    for log in logs:
+        data = log.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if not end:
+            continue
+        with open(log, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            project, session, stem = claude.context(str(log))
+            whole += claude._whole(mm, 0, end, session, project, stem) is not None
+            got = []
+            for typed in (True, False):
+                recs: list[Any] = []
+                bad: list[tuple[int, str]] = []
+                claude.parse(mm, 0, end, str(log), None, recs, bad, typed=typed)
+                got.append((recs, bad))
+        assert got[0] == got[1], log
+    assert whole > len(logs) // 2  # (most are read whole)

@@ -10,7 +10,8 @@ month, session, project or agent.
 One mechanism per module: `walk` (discovery and its remembered listings), `claude`,
 `codex`, `catty` (a parser per format, sharing `lines`), `records` (the typed records),
 `filescan` (the scan, the per-file cache, workers from `..workers`), `prices`, `copies` (the dedupe rules: one record per call), `ledger` (the fold),
-`answers` (the answer cache), `times`; this module runs them as one call, `usage`.
+`kept` (the fold kept between runs, adjusted when logs only grew), `answers` (the answer cache),
+`times`; this module runs them as one call, `usage`.
 
 Speed comes from four things: a byte prefilter (only lines holding a usage marker are
 parsed, found with one C-level search over a memory map), forked workers taking files from a
@@ -77,6 +78,8 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
     forms there) and comes back as `ledger.rendered` when the answer is served from the cache.
     ENGINE (`cluster.Engine`) parses the files the cache does not know on a Dask cluster (the
     caches, the dedupe and the fold stay here); an answer served from the cache never asks it.
+    When logs only grew since the last run, the kept fold is adjusted (see `kept`) and the Scan
+    holds only what was read then: its `records` are empty (`scan` gives every record).
     """
     if not any(os.fspath(p) == "-" for p in paths):
         return _usage(paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
@@ -119,27 +122,44 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
 
         validate_catty_logs(found)
     key = ""
+    question = (by, timezone_name or local_zone_key(), lo, hi, digest_of(prices))
     if use_cache:
         # An answer is stored only after the question was checked in full (time zone, price table), so a hit needs no checks.
-        key = query_key(found, (by, timezone_name or local_zone_key(), lo, hi, digest_of(prices)))
+        key = query_key(found, question)
         hit = answers.get(key)
         if hit is not None:
             scan_info = Scan(files=hit["files"], bad_lines=hit["bad_lines"], bad_samples=list(hit["bad_samples"]))
             return Ledger(**hit["ledger"], rendered=hit.get("rendered")), scan_info
-    from .filescan import scan
-    from .ledger import build_ledger
+    from .ledger import fold_calls, ledger_of
     from .prices import load_prices
     from .times import day_start, timezone_named
 
     tz = timezone_named(timezone_name)
     table = load_prices(prices_file, prices)
-    # "Since yesterday": a log last written before that day began holds no call of it.
-    result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
-                  modified_since=day_start(lo, tz) if lo else None, engine=engine)
-    ledger = build_ledger(result.records, by=by, tz=tz, since=lo, until=hi, prices=table)
-    # The workers already collapsed each file's own copies: count those too.
-    ledger.duplicates += result.calls_read - len(result.records)
-    ledger.calls_read = result.calls_read
+    got = None
+    if use_cache and lo is None:  # (with --since the files read depend on the day: always the full run)
+        from .kept import adjusted
+
+        got = adjusted(answers_file, question, found, by=by, tz=tz, until=hi, prices=table)
+    if got is not None:
+        ledger, result = got
+    else:
+        from .copies import dedupe
+        from .filescan import scan
+
+        # "Since yesterday": a log last written before that day began holds no call of it.
+        result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
+                      modified_since=day_start(lo, tz) if lo else None, engine=engine)
+        kept = dedupe(result.records)
+        folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
+        # The workers already collapsed each file's own copies: those count as duplicates too.
+        ledger = ledger_of(folded, by=by, prices=table, calls_read=result.calls_read, duplicates=result.calls_read - len(kept))
+        if use_cache and lo is None:
+            from .kept import keep
+
+            warning = keep(answers_file, question, found, result, folded, len(kept))
+            if warning:
+                result.warnings.append(warning)
     if use_cache:
         as_hit = Scan(files=result.files, bad_lines=result.bad_lines, bad_samples=result.bad_samples)
         answers.pop(key, None)

@@ -1,12 +1,23 @@
-"""Usage records of a catty log: its `usage` events (grok-build §3.9's `agent` and `incomplete` kept)."""
+"""Usage records of a catty log: its `usage` events (grok-build §3.9's `agent` and `incomplete` kept).
+
+Marked lines are decoded into a msgspec Struct of the envelope and the usage fields; only an
+event that is valid as the store checks it (`events.check_event`) is taken from it. Any other
+line (another shape, a field missing, null where it may not be, negative or past 64 bits) is
+read again by the general decoder and checked there, so a bad line is named the same way.
+"""
 from __future__ import annotations
 
 import os
+from typing import Annotated, Optional, Union
 
+import msgspec
 import orjson
+from msgspec import UNSET, UnsetType
 
-from ..events import check_event
-from .lines import json_object, NL, count, lines_with
+from ..events import SCHEMA_VERSION, check_event
+from .claude import Int64
+from ..jsonl import marked_lines
+from .lines import json_object, NL, count
 from .records import MAIN_AGENT, Record
 from .times import epoch
 
@@ -16,11 +27,40 @@ if TYPE_CHECKING:
 
 MARK = b'"usage"'  # every usage event has it
 
+Count = Union[Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)], UnsetType]  # (null is not allowed: the general reader says so)
 
-def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]]) -> Any:
+
+class _Event(msgspec.Struct):
+    v: Union[int, UnsetType] = UNSET
+    seq: Count = UNSET
+    ts: Union[str, UnsetType] = UNSET
+    kind: Union[str, UnsetType] = UNSET
+    agent: Optional[str] = None
+    model: Union[str, UnsetType] = UNSET
+    input: Count = UNSET
+    output: Count = UNSET
+    cache_read: Count = UNSET
+    cache_write: Count = UNSET
+    reasoning: Count = UNSET
+    cost_usd: Optional[Union[Int64, float]] = None
+    request_id: Optional[str] = None
+    incomplete: Union[bool, UnsetType] = UNSET
+    off_branch: Union[bool, UnsetType] = UNSET
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+_MISMATCH = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+def _general_only(line: bytes) -> _Event:
+    raise msgspec.ValidationError("typed decoding off")
+
+
+def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
     """Append the records of [start, end) to RECS and the bad lines to BAD; returns the state to resume from.
 
     The state is what the session event says: session id, cwd, parent session, forked_from_seq.
+    TYPED False reads every line with the general decoder (what a typed read must equal).
     """
     if state is None:
         state = [os.path.basename(os.path.dirname(path)), "", "", ""]  # seq 0 says better, when it is a session event
@@ -35,7 +75,28 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                 state = [str(first.get("session_id") or state[0]), str(first.get("cwd") or ""),
                          str(first.get("parent_session_id") or ""), str(fseq) if type(fseq) is int else ""]
     session, cwd, parent, forked_at = state
-    for off, line in lines_with(mm, start, end, MARK):
+    decode = _decode_event if typed else _general_only
+    for off, line in marked_lines(mm, start, end, MARK):
+        try:
+            e = decode(line)
+        except _MISMATCH:
+            e = None
+        if e is not None:
+            if e.kind != "usage":
+                if type(e.kind) is str:
+                    continue  # (a non-empty kind that is not usage; an empty one is the general reader's to name)
+            elif (e.v == SCHEMA_VERSION and e.seq is not UNSET and e.ts is not UNSET and e.model is not UNSET
+                  and e.input is not UNSET and e.output is not UNSET):  # (a valid usage event: else the general reader says why not)
+                ts = epoch(e.ts)
+                if ts is None:
+                    bad.append((off, "bad 'ts'"))
+                    continue
+                rid = e.request_id
+                cost = e.cost_usd
+                recs.append(Record(ts, e.model, e.input, e.output, count(e.cache_read), count(e.cache_write), count(e.reasoning),
+                                   float(cost) if cost is not None else None, _key(rid, session, e.seq, parent, forked_at), False,
+                                   e.agent or MAIN_AGENT, session, cwd, e.incomplete is True, None, None))
+                continue
         ev = json_object(line, off, bad)
         if ev is None:
             continue
@@ -46,11 +107,14 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         if problem or ts is None:
             bad.append((off, problem or "bad 'ts'"))
             continue
-        rid = ev.get("request_id")
-        # A fork copies its parent's events keeping their seq: the ledger traces a copy to its origin.
-        key = f"r\0{rid}" if rid else f"e\0{session}\0{ev['seq']}\0{parent}\0{forked_at}"
         cost = ev.get("cost_usd")
         recs.append(Record(ts, ev["model"], ev["input"], ev["output"], count(ev.get("cache_read")), count(ev.get("cache_write")),
-                           count(ev.get("reasoning")), float(cost) if cost is not None else None, key, False,
+                           count(ev.get("reasoning")), float(cost) if cost is not None else None,
+                           _key(ev.get("request_id"), session, ev["seq"], parent, forked_at), False,
                            ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None))
     return state
+
+
+def _key(rid: Any, session: str, seq: int, parent: str, forked_at: str) -> str:
+    # A fork copies its parent's events keeping their seq: the ledger traces a copy to its origin.
+    return f"r\0{rid}" if rid else f"e\0{session}\0{seq}\0{parent}\0{forked_at}"

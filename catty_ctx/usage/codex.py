@@ -13,7 +13,8 @@ from typing import Optional
 import msgspec
 
 from .claude import Count
-from .lines import json_object, count, lines_with
+from ..jsonl import marked_lines
+from .lines import json_object, count
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -79,7 +80,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     prev, model, session, cwd = state if state is not None else (None, None, os.path.splitext(os.path.basename(path))[0], "")
     if prev is not None:
         prev = tuple(prev)  # (a cache hands back a list)
-    for off, line in lines_with(mm, start, end, pattern=PATTERN):
+    for off, line in marked_lines(mm, start, end, PATTERN):
         # Each line comes down to: the record's type, time, payload type, session id, cwd, model,
         # and for a token_count its totals and last call (None: absent), or "skip", or why it is bad.
         try:

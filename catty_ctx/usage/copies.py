@@ -7,6 +7,8 @@ last count, a catty fork copies its parent's events: `collapse` keeps one record
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterable
@@ -20,11 +22,30 @@ def collapse(records: Iterable[Record]) -> list[Record]:
     Of the copies the main conversation's wins over a sidechain's, then the largest usage,
     then the first seen. A record whose uuid was seen is a replay of that record even when its
     ids were rewritten. Workers collapse each file (a response's content-block lines repeat
-    its usage), the ledger collapses again across files: the rule is the same both times.
+    its usage, see `collapse_file`), the ledger collapses again across files: the rule is the
+    same both times.
     """
-    out: list[Record] = []
+    return _collapse(records, {}, {})
+
+
+def collapse_file(records: Iterable[Record], aliases: Iterable[tuple[str, int]] = ()) -> tuple[list[Record], list[tuple[str, int]]]:
+    """`collapse` for one log read in parts: (the records, the aliases to resume with).
+
+    The aliases are the keys ("k" + key) and uuids ("u" + uuid) of the copies that were
+    dropped, with the index of the record they collapsed into: a later part of the log (bytes
+    appended since) may hold a replay of a dropped copy, which must meet the same record as
+    when the whole log is read at once. RECORDS starts with the records of the earlier parts.
+    """
     where: dict[str, int] = {}
     by_uuid: dict[str, int] = {}
+    for name, i in aliases:
+        (where if name[0] == "k" else by_uuid)[name[1:]] = i
+    out = _collapse(records, where, by_uuid)
+    return out, [("k" + k, i) for k, i in where.items() if out[i].key != k] + [("u" + u, i) for u, i in by_uuid.items() if out[i].uuid != u]
+
+
+def _collapse(records: Iterable[Record], where: dict[str, int], by_uuid: dict[str, int]) -> list[Record]:
+    out: list[Record] = []
     for rec in records:
         key = rec.key
         if key is None:
@@ -100,5 +121,5 @@ def dedupe(records: Iterable[Record]) -> list[Record]:
         main_ids = {(r.session, r.msg_id) for r in kept if not r.sidechain and r.msg_id in side_ids}
         if main_ids:
             kept = [r for r in kept if not (r.sidechain and r.msg_id is not None and (r.session, r.msg_id) in main_ids)]
-    kept.sort(key=lambda r: r.ts)
+    kept.sort(key=attrgetter("ts"))
     return kept

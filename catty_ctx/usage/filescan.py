@@ -46,6 +46,8 @@ class Scan:
         self.bad_lines = bad_lines
         self.bad_samples: list[str] = bad_samples if bad_samples is not None else []
         self.warnings: list[str] = warnings if warnings is not None else []
+        self.generations: list[int] = []  # per PATH: the per-file cache's generation now (0: none)
+        self.from_cache = 0  # logs whose cached entry was used (unchanged, or read from where it stopped)
 
 
 def _parser_module(kind: str) -> Any:
@@ -81,15 +83,12 @@ def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[
 
         def marked(line: bytes) -> bool:
             return mark in line
+    from ..jsonl import marked_lines
+
     bad: list[tuple[int, str]] = []
-    pos = start
-    while pos < end:
-        nl = mm.find(_NL, pos, end)
-        stop = nl if nl >= 0 else end
-        line = mm[pos:stop]
+    for pos, line in marked_lines(mm, start, end, b""):  # (every line holds the empty marker)
         if not marked(line):
             json_object(line, pos, bad)
-        pos = stop + 1
     return bad
 
 
@@ -128,6 +127,7 @@ def scan_file(task: Task) -> Scanned:
                 if _digest(mm, 0, min(off, _CHECK_BYTES)) == prev.head and _digest(mm, max(0, off - _CHECK_BYTES), off) == prev.tail:
                     start = off
                     entry.kind, entry.state, entry.recs, entry.read = prev.kind, prev.state, prev.recs, prev.read
+                    entry.aliases = prev.aliases
                     entry.bad, entry.samples = prev.bad, prev.samples
             last_nl = mm.rfind(_NL, start, size)
             end = last_nl + 1 if last_nl >= 0 else start
@@ -136,12 +136,13 @@ def scan_file(task: Task) -> Scanned:
                 entry.kind = sniff(mm[0 : first_end if first_end >= 0 else min(size, 1 << 20)])
             bad: list[tuple[int, str]] = []
             if end > start:
-                from .copies import collapse
+                from .copies import collapse_file
 
                 recs = list(entry.recs)
                 entry.state = _parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
                 entry.read += len(recs) - len(entry.recs)
-                entry.recs = collapse(recs) if len(recs) > len(entry.recs) else recs
+                if len(recs) > len(entry.recs):
+                    entry.recs, entry.aliases = collapse_file(recs, entry.aliases)
                 if strict and kind != CATTY:  # (a log named as catty's was read whole before the scan)
                     bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
             entry.bad += len(bad)
@@ -184,31 +185,99 @@ def _fetched(url: str) -> Any:
     return copy
 
 
-def _load_cache(arg: str) -> dict[str, FileEntry]:
-    """The per-file cache of ARG: {path: entry}, empty when missing, unreadable or another PATH's."""
-    data = read_bytes(cache_file("usage", arg))
-    if data is None:
-        return {}
-    import msgspec
-
-    from .records import FileEntry
-
-    try:
-        got_arg, files = msgspec.msgpack.decode(data, type=tuple[str, dict[str, FileEntry]])
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return {}
-    return files if got_arg == arg else {}
-
-
-def _save_cache(arg: str, files: dict[str, FileEntry]) -> str | None:
-    """Write the per-file cache; a failure costs speed next time, never the result."""
+def _pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> bytes:
+    """A per-file cache file: the length of its head, the head (ARG, the generations, the paths
+    and the length of each entry), then each entry's MessagePack one after the other, so that
+    an entry is decoded only when it is used and one not used is written back as it was."""
     from .records import ENCODE
 
+    parts = [v if type(v) is memoryview else ENCODE(v) for v in files.values()]
+    head = ENCODE((arg, base, gen, list(files), [len(b) for b in parts]))
+    return b"".join([len(head).to_bytes(8, "little"), head, *parts])
+
+
+def _unpack(arg: str, data: bytes | None) -> tuple[int, int, dict[str, memoryview]] | None:
+    """(base generation, generation, {path: entry's MessagePack}) of a file `_pack` wrote for ARG; None when it is not one."""
+    if data is None or len(data) < 8:
+        return None
+    import msgspec
+
+    n = int.from_bytes(data[:8], "little")
     try:
-        write_cache_file(cache_file("usage", arg), ENCODE((arg, files)))
+        got_arg, base, gen, paths, lengths = msgspec.msgpack.decode(data[8 : 8 + n], type=tuple[str, int, int, list[str], list[int]])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if got_arg != arg or len(paths) != len(lengths) or 8 + n + sum(lengths) != len(data):
+        return None
+    view = memoryview(data)
+    files = {}
+    pos = 8 + n
+    for path, length in zip(paths, lengths):
+        files[path] = view[pos : pos + length]
+        pos += length
+    return base, gen, files
+
+
+def _read_cache(arg: str) -> tuple[int, int, dict[str, Any], dict[str, Any]]:
+    """The per-file cache of ARG: (its base file's generation, its generation, {path: entry as
+    undecoded MessagePack}, the entries of its delta file). All zero and empty when missing,
+    unreadable or another PATH's.
+
+    An entry is decoded (`DECODE_ENTRY`) only when it is used. The delta file holds the entries
+    a run after logs only grew rewrote (see `grown`), so that such a run writes those alone; it
+    counts only beside the base file it was made for.
+    """
+    got = _unpack(arg, read_bytes(cache_file("usage", arg)))
+    if got is None:
+        return 0, 0, {}, {}
+    _, gen, files = got
+    delta = _unpack(arg, read_bytes(cache_file("usage-delta", arg)))
+    if delta is not None and delta[0] == gen:
+        files.update(delta[2])
+        return gen, delta[1], files, delta[2]
+    return gen, gen, files, {}
+
+
+def _load_cache(arg: str) -> tuple[int, dict[str, Any]]:
+    """The per-file cache of ARG: its generation and {path: entry as undecoded MessagePack}."""
+    _base, gen, files, _delta = _read_cache(arg)
+    return gen, files
+
+
+def _new_generation() -> int:
+    return int.from_bytes(os.urandom(8), "little") | 1  # (never 0, which means "no cache")
+
+
+def _save_cache(arg: str, files: dict[str, Any]) -> tuple[int, str | None]:
+    """Write the per-file cache under a new generation: (that generation, or 0 and a warning).
+    A failure costs speed next time, never the result."""
+    gen = _new_generation()
+    try:
+        write_cache_file(cache_file("usage", arg), _pack(arg, gen, gen, files))
     except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
-        return f"usage cache not written: {exc}"
-    return None
+        return 0, f"usage cache not written: {exc}"
+    try:
+        os.unlink(cache_file("usage-delta", arg))  # (of another base: would be ignored anyway)
+    except OSError:
+        pass
+    return gen, None
+
+
+DELTA_MAX_BYTES = 1 << 20  # a larger delta is merged into the base file instead
+
+
+def _save_delta(arg: str, base: int, delta: dict[str, Any], files: dict[str, Any]) -> tuple[int, str | None]:
+    """Write DELTA (the entries rewritten since the base file of generation BASE) under a new
+    generation; past DELTA_MAX_BYTES, all FILES to the base file instead."""
+    gen = _new_generation()
+    data = _pack(arg, base, gen, delta)
+    if len(data) > DELTA_MAX_BYTES:
+        return _save_cache(arg, files)
+    try:
+        write_cache_file(cache_file("usage-delta", arg), data)
+    except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
+        return 0, f"usage cache not written: {exc}"
+    return gen, None
 
 
 def validate_catty_logs(found: Survey) -> None:
@@ -245,26 +314,34 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     since_ns = int(modified_since * 1e9) if modified_since is not None else None
     found = paths if paths and isinstance(paths[0], tuple) else survey(paths)  # type: ignore[arg-type]
     result = Scan()
-    plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any]]] = []  # arg, files, old entries, new entries
+    # per PATH: arg, files, old entries (undecoded), new entries (undecoded or FileEntry), their generation
+    plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any], int]] = []
     tasks: list[Task] = []
     sizes: dict[str, int] = {}
+    kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
+    decode = None
     for arg, listing in found:  # type: ignore[union-attr]
-        old = _load_cache(arg) if use_cache else {}
+        gen, old = _load_cache(arg) if use_cache else (0, {})
+        if old and decode is None:
+            from .records import DECODE_ENTRY as decode
         new: dict[str, Any] = {}
         files: list[str] = []
         for path, kind, size, mtime, ino in listing:
-            prev = old.get(path)
+            raw = old.get(path)
             if since_ns is not None and mtime < since_ns:
-                if prev is not None:
-                    new[path] = prev
+                if raw is not None:
+                    new[path] = raw
                 continue
             files.append(path)
+            prev = decode(raw) if raw is not None else None  # type: ignore[misc]
+            result.from_cache += prev is not None
             if prev is not None and prev.size == size and prev.mtime == mtime and prev.ino == ino:
-                new[path] = prev
+                new[path] = raw
+                kept[path] = prev
             else:
                 tasks.append((path, kind, prev, strict))
                 sizes[path] = size - (prev.off if prev is not None and prev.ino == ino and prev.off <= size else 0)
-        plans.append((arg, files, old, new))
+        plans.append((arg, files, old, new, gen))
     result.files = sum(len(files) for _arg, files in found)  # type: ignore[misc]
 
     done: dict[str, FileEntry] = {}
@@ -281,10 +358,10 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
         result.files_parsed += 1
         result.bytes_parsed += nbytes
 
-    for arg, files, old, new in plans:
+    for arg, files, old, new, gen in plans:
         new.update((p, done[p]) for p in files if p in done)
         for path in files:
-            entry = new.get(path)
+            entry = done.get(path) or kept.get(path)
             if entry is None:
                 continue
             result.records.extend(entry.recs)
@@ -296,10 +373,109 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
             if entry.torn and len(result.bad_samples) < max_samples:
                 result.bad_samples.append(f"{path}:{entry.torn}: torn final line (no newline)")
         if use_cache and (new.keys() != old.keys() or any(p in done for p in files)):  # (old entries of skipped files kept)
-            warning = _save_cache(arg, new)
+            gen, warning = _save_cache(arg, new)
             if warning:
                 result.warnings.append(warning)
+        result.generations.append(gen if use_cache else 0)
     return result
+
+
+class Growth:
+    """What `grown` read: the calls appended to the logs since the per-file caches were written."""
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []  # the new calls, each log's own copies collapsed
+        self.calls_read = 0  # usage records seen in the appended bytes, copies included
+        self.files = 0
+        self.files_parsed = 0
+        self.bytes_parsed = 0
+        self.generations: list[int] = []
+        self.warnings: list[str] = []
+
+
+GROWN_MAX_BYTES = PARALLEL_MIN_BYTES  # more to read than this goes to the full scan, on every CPU
+
+
+def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth | None:
+    """The calls appended since the per-file caches of GENERATIONS (one per PATH) were written
+    for the logs BEFORE (a survey), when every log only grew or is new since then; the grown
+    entries are written to the caches' delta files.
+
+    None when anything else happened (a cache of another generation, a log gone, replaced, shrunk
+    or changed before where it was read, a new bad or torn line, more than GROWN_MAX_BYTES to
+    read): then the caller scans in full. Only the grown logs' entries are decoded.
+    """
+    if len(found) != len(generations) or len(found) != len(before):
+        return None
+    from .records import DECODE_ENTRY
+
+    out = Growth()
+    plans: list[tuple[str, int, int, dict[str, Any], dict[str, Any], list[Task]]] = []
+    size_left = GROWN_MAX_BYTES
+    for (arg, listing), want, (was_arg, was) in zip(found, generations, before):  # type: ignore[misc]
+        if arg != was_arg or len(listing) < len(was):
+            return None
+        known = {path: (size, mtime, ino) for path, _kind, size, mtime, ino in was}
+        tasks: list[Task] = []
+        sizes: dict[str, int] = {}
+        seen = 0
+        for path, kind, size, mtime, ino in listing:
+            k = known.get(path)
+            if k is None:
+                tasks.append((path, kind, None, False))
+                size_left -= size
+                continue
+            seen += 1
+            if k == (size, mtime, ino):
+                continue
+            if k[2] != ino or size < k[0]:
+                return None
+            tasks.append((path, kind, None, False))  # (its entry is taken from the cache below)
+            sizes[path] = size
+        if seen != len(known) or size_left < 0:
+            return None  # a log gone, or too much to read here
+        if tasks:
+            base, gen, old, delta = _read_cache(arg)
+            if gen != want:
+                return None
+            for i, (path, kind, _, _) in enumerate(tasks):
+                if path not in known:
+                    continue  # (a new log is read whole: none of its calls were folded)
+                raw = old.get(path)
+                if raw is None:
+                    return None  # (a cache without an entry for a log it was made with)
+                prev = DECODE_ENTRY(raw)
+                tasks[i] = (path, kind, prev, False)
+                size_left -= sizes[path] - prev.off
+            if size_left < 0:
+                return None
+        else:
+            base, gen, old, delta = 0, want, {}, {}
+        plans.append((arg, base, gen, old, delta, tasks))
+        out.files += len(listing)
+    for arg, base, gen, old, delta, tasks in plans:
+        changed = dict(delta)
+        for task in tasks:
+            path, entry, nbytes, error = scan_file(task)
+            prev = task[2]
+            if error is not None or entry is None:
+                return None
+            before_recs = prev.recs if prev is not None else []
+            resumed = prev is None or (entry.size - nbytes == prev.off and all(a is b for a, b in zip(entry.recs, before_recs)))
+            if not resumed or entry.bad != (prev.bad if prev else 0) or entry.torn or (prev is not None and prev.torn):
+                return None
+            out.records.extend(entry.recs[len(before_recs):])
+            out.calls_read += entry.read - (prev.read if prev is not None else 0)
+            out.files_parsed += 1
+            out.bytes_parsed += nbytes
+            changed[path] = entry
+        if tasks:
+            old.update(changed)
+            gen, warning = _save_delta(arg, base, changed, old)
+            if warning:
+                out.warnings.append(warning)
+        out.generations.append(gen)
+    return out
 
 
 def _run_on(engine: Any, tasks: list[Task], sizes: dict[str, int], total: int, progress: Progress | None) -> Iterable[Scanned]:

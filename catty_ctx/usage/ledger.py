@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..errors import UsageError
 from .copies import dedupe
-from .prices import TIER_TOKENS, Prices, load_prices, price_tokens
+from .prices import TIER_TOKENS, Prices, cost_at, load_prices, rates
 from .times import day_of, iso_week
 
 TYPE_CHECKING = False
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
     from .filescan import Scan
     from .records import Record
+
+    # The buckets of `fold_calls`: plain containers, so that the kept ledger is written with marshal.
+    Folded = dict[str, Any]
 
 BY_CHOICES = ("model", "day", "week", "month", "session", "project", "agent")
 _FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "calls")
@@ -60,10 +63,20 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
     """
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
-    prices = prices or load_prices()
     records = list(records)
     kept = dedupe(records)
-    duplicates = len(records) - len(kept)
+    folded = fold_calls(kept, by=by, tz=tz, since=since, until=until)
+    return ledger_of(folded, by=by, prices=prices or load_prices(), calls_read=len(records), duplicates=len(records) - len(kept))
+
+
+def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: str | None = None, until: str | None = None,
+               into: Folded | None = None) -> Folded:
+    """The deduped calls summed into (row, model, tier, unpriced) buckets, INTO's when given.
+
+    What the rows are made of (`ledger_of`), kept between runs so that calls appended to a log
+    can be added to it (see `kept`). Reported costs are added in call order.
+    """
+    folded = into if into is not None else {"buckets": {}, "reported": {}, "incomplete_rows": [], "incomplete_sessions": []}
     day = day_of(tz)
     if since or until:
         lo, hi = since or "0000-00-00", until or "9999-99-99"
@@ -80,10 +93,8 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
     else:
         keys = [getattr(r, by) for r in kept]
 
-    # One pass into (group, model, tier, unpriced) buckets; groups are summed from them and
-    # the unpriced buckets priced once each at the end. Reported costs are added in call order.
-    buckets: dict[tuple[str, str, bool, bool], list[int]] = {}
-    reported: dict[str, float] = {}
+    buckets: dict[tuple[str, str, bool, bool], list[int]] = folded["buckets"]
+    reported: dict[str, float] = folded["reported"]
     for r, k in zip(kept, keys):
         inp, cr, cw, cost = r.input, r.cache_read, r.cache_write, r.cost
         bk = (k, r.model, inp + cr + cw > TIER_TOKENS, cost is None)
@@ -98,6 +109,17 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
         b[5] += 1
         if cost is not None:
             reported[k] = reported.get(k, 0.0) + cost
+    if incomplete_sessions:
+        rows = set(folded["incomplete_rows"])
+        rows.update(k for r, k in zip(kept, keys) if r.session in incomplete_sessions)
+        folded["incomplete_rows"] = sorted(rows)
+        folded["incomplete_sessions"] = sorted(incomplete_sessions.union(folded["incomplete_sessions"]))
+    return folded
+
+
+def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, duplicates: int) -> Ledger:
+    """The priced rows and totals of folded buckets; each unpriced bucket is priced once."""
+    buckets, reported = folded["buckets"], folded["reported"]
     acc: dict[str, list[Any]] = {}  # per group: 6 counts, cost, unpriced calls, incomplete
     for (k, _model, _above, _unpriced), b in buckets.items():
         a = acc.get(k)
@@ -105,17 +127,18 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
             a = acc[k] = [0, 0, 0, 0, 0, 0, reported.get(k, 0.0), 0, False]
         for i in range(6):
             a[i] += b[i]
+    known: dict[tuple[str, bool], Any] = {}  # (model, tier) → its rates: looked up once
     for (k, model, above, unpriced), b in buckets.items():
         if unpriced:
-            cost = price_tokens(prices.lookup(model), b[0], b[1], b[2], b[3], above)
-            if cost is None:
+            r = known.get((model, above), known)
+            if r is known:
+                r = known[model, above] = rates(prices.lookup(model), above)
+            if r is None:
                 acc[k][7] += b[5]
             else:
-                acc[k][6] += cost
-    if incomplete_sessions:
-        for r, k in zip(kept, keys):
-            if r.session in incomplete_sessions:
-                acc[k][8] = True
+                acc[k][6] += cost_at(r, b[0], b[1], b[2], b[3])
+    for k in folded["incomplete_rows"]:
+        acc[k][8] = True
 
     def row(a: list[Any]) -> dict[str, Any]:
         out = dict(zip(_FIELDS, a[:6]))
@@ -126,5 +149,5 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
 
     rows = [{by: k, **row(a)} for k, a in sorted(acc.items())]
     tot = [sum(a[i] for a in acc.values()) for i in range(8)] + [any(a[8] for a in acc.values())]
-    return Ledger(by=by, rows=rows, totals=row(tot), incomplete=bool(incomplete_sessions), calls_read=len(records),
+    return Ledger(by=by, rows=rows, totals=row(tot), incomplete=bool(folded["incomplete_sessions"]), calls_read=calls_read,
                   duplicates=duplicates, prices_date=prices.date)

@@ -1,7 +1,8 @@
-"""What the per-format parsers share: finding the lines that hold a usage marker, and count fields.
+"""What the per-format parsers share: the general decoder's reading of a line, count fields, line numbers.
 
-Only lines holding a marker can hold a usage record, so a parser decodes those alone; the
-search is one C-level `find` (or regex) over the memory map.
+Only lines holding a marker can hold a usage record, so a parser decodes those alone; they are
+found by the package's one reader (`jsonl.marked_lines`: one C-level `find`, or regex, over
+the memory map).
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import orjson
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterator
+    from typing import Any
 
 NL = b"\n"
 
@@ -25,30 +26,6 @@ def json_object(line: bytes, off: int, bad: list[tuple[int, str]]) -> dict[str, 
         bad.append((off, "not a JSON object"))
         return None
     return obj
-
-
-def lines_with(mm: Any, start: int, end: int, mark: bytes | None = None, pattern: Any = None) -> Iterator[tuple[int, bytes]]:
-    """(offset, line) of each complete line in [start, end) holding the marker, found by a C search."""
-    find = mm.find
-    rfind = mm.rfind
-    pos = start
-    while pos < end:
-        if pattern is not None:
-            m = pattern.search(mm, pos, end)
-            if m is None:
-                return
-            i = m.start()
-        else:
-            i = find(mark, pos, end)
-            if i < 0:
-                return
-        j = rfind(NL, start, i)
-        ls = j + 1 if j >= 0 else start
-        le = find(NL, i, end)
-        if le < 0:
-            le = end
-        pos = le + 1
-        yield ls, mm[ls:le]
 
 
 def count(v: Any) -> int:

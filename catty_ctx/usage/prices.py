@@ -101,8 +101,8 @@ def load_prices(override: str | os.PathLike[str] | None = None, files: list[tupl
     return Prices(table, stamp, digest_of(files))
 
 
-def price_tokens(p: dict[str, Any] | None, inp: int, out: int, cache_read: int, cache_write: int, above: bool) -> float | None:
-    """Price token counts at a model's rates (None: no price).
+def rates(p: dict[str, Any] | None, above: bool) -> tuple[float, float, float, float] | None:
+    """A model's rates per input, output, cache write and cache read token (None: no price).
 
     The tier rule: a call whose prompt (input + cache reads + cache writes) is more than
     200,000 tokens is priced entirely at the `*_above_200k_tokens` rates, where the model has
@@ -120,8 +120,17 @@ def price_tokens(p: dict[str, Any] | None, inp: int, out: int, cache_read: int, 
         return float(v) if v is not None else fallback
 
     r_in = rate("input_cost_per_token", 0.0)
-    return (inp * r_in + out * rate("output_cost_per_token", 0.0)
-            + cache_write * rate("cache_creation_input_token_cost", r_in) + cache_read * rate("cache_read_input_token_cost", r_in))
+    return r_in, rate("output_cost_per_token", 0.0), rate("cache_creation_input_token_cost", r_in), rate("cache_read_input_token_cost", r_in)
+
+
+def price_tokens(p: dict[str, Any] | None, inp: int, out: int, cache_read: int, cache_write: int, above: bool) -> float | None:
+    """Price token counts at a model's rates (None: no price); see `rates` for the tier rule."""
+    r = rates(p, above)
+    return None if r is None else cost_at(r, inp, out, cache_read, cache_write)
+
+
+def cost_at(r: tuple[float, float, float, float], inp: int, out: int, cache_read: int, cache_write: int) -> float:
+    return inp * r[0] + out * r[1] + cache_write * r[2] + cache_read * r[3]
 
 
 def call_cost(rec: Record, prices: Prices) -> float | None:

@@ -52,10 +52,12 @@ class FileEntry(msgspec.Struct, array_like=True):
     bad: int = 0
     samples: list[tuple[int, str]] = []
     torn: int = 0
+    aliases: list[tuple[str, int]] = []  # the dropped copies' keys and uuids (see copies.collapse_file)
 
 
 # What a scan of one file gives: (path, entry or None, bytes parsed, error or None).
 Scanned = tuple[str, Optional[FileEntry], int, Optional[str]]
 ENCODE = msgspec.msgpack.Encoder().encode
+DECODE_ENTRY = msgspec.msgpack.Decoder(FileEntry).decode
 DECODE_ITEM = msgspec.msgpack.Decoder(tuple[int, list[Scanned]]).decode
 DECODE_SCANNED = msgspec.msgpack.Decoder(Scanned).decode
