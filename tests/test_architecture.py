@@ -317,7 +317,6 @@ def test_no_module_is_over_600_lines() -> None:
 
 # Edited on other branches now (the one reader's, the usage package's): the lead removes this
 # list when they land.
-LOCAL_IMPORTS_AUDITED_ELSEWHERE = ("catty_ctx/usage/",)
 
 
 def unexplained_local_imports(name: str, text: str) -> list[str]:
@@ -358,6 +357,5 @@ def test_every_function_local_import_says_why() -> None:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         name = str(path.relative_to(ROOT))
-        if not name.startswith(LOCAL_IMPORTS_AUDITED_ELSEWHERE):
-            found += unexplained_local_imports(name, path.read_text())
+        found += unexplained_local_imports(name, path.read_text())
     assert found == []

@@ -453,12 +453,12 @@ def test_a_cached_answer_comes_back_with_what_the_caller_rendered(tmp_path: Path
 
 
 def test_another_catty_ctx_version_never_serves_what_an_earlier_one_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import catty_ctx._version
+    import catty_ctx.usage.answers
 
     claude_tree(tmp_path / "c", seed=5, projects=1, sessions=1)
     U.usage([str(tmp_path / "c")], render=lambda led, scan: b"printed by this version")
     assert U.usage([str(tmp_path / "c")])[0].rendered == b"printed by this version"
-    monkeypatch.setattr(catty_ctx._version, "__version__", "99.0")
+    monkeypatch.setattr(catty_ctx.usage.answers, "__version__", "99.0")  # the version the answer cache keys on
     assert U.usage([str(tmp_path / "c")])[0].rendered is None
 
 

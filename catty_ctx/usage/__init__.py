@@ -22,6 +22,7 @@ loading the parsers at all. Names are loaded on first use (`__getattr__`) for th
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -38,6 +39,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any, Callable, Sequence
 
+    # start-up: a cached answer loads none of the scan and the fold
     from .filescan import Progress
 
     Render = Callable[[Ledger, Scan], Any]
@@ -60,8 +62,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
@@ -84,6 +84,7 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
     if not any(os.fspath(p) == "-" for p in paths):
         return _usage(paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
                       use_cache=use_cache, progress=progress, strict=strict, render=render, engine=engine)
+    # start-up: only when a log comes on stdin
     import shutil
     import tempfile
 
@@ -118,6 +119,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     listings = Listings(cached.get("dirs"))
     found = survey(paths, listings)
     if strict:
+        # start-up: a cached answer loads none of the scan and the fold
         from .filescan import validate_catty_logs
 
         validate_catty_logs(found)
@@ -130,6 +132,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         if hit is not None:
             scan_info = Scan(files=hit["files"], bad_lines=hit["bad_lines"], bad_samples=list(hit["bad_samples"]))
             return Ledger(**hit["ledger"], rendered=hit.get("rendered")), scan_info
+    # start-up: a cached answer loads none of the scan and the fold
     from .ledger import fold_calls, ledger_of
     from .prices import load_prices
     from .times import day_start, timezone_named
@@ -138,12 +141,14 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     table = load_prices(prices_file, prices)
     got = None
     if use_cache and lo is None:  # (with --since the files read depend on the day: always the full run)
+        # start-up: a cached answer loads none of the scan and the fold
         from .kept import adjusted
 
         got = adjusted(answers_file, question, found, by=by, tz=tz, until=hi, prices=table)
     if got is not None:
         ledger, result = got
     else:
+        # start-up: a cached answer loads none of the scan and the fold
         from .copies import dedupe
         from .filescan import scan
 
@@ -155,6 +160,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         # The workers already collapsed each file's own copies: those count as duplicates too.
         ledger = ledger_of(folded, by=by, prices=table, calls_read=result.calls_read, duplicates=result.calls_read - len(kept))
         if use_cache and lo is None:
+            # start-up: a cached answer loads none of the scan and the fold
             from .kept import keep
 
             warning = keep(answers_file, question, found, result, folded, len(kept))

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import marshal
 import os
+import time
 
 import xxhash
 
+from .._version import __version__
 from .cachefiles import CACHE_VERSION, cache_file, read_bytes, write_cache_file
 
 TYPE_CHECKING = False
@@ -47,8 +49,6 @@ def write_answers(path: str, answers: dict[str, Any], dirs: dict[str, Any]) -> N
 def query_key(found: Survey, query: tuple[Any, ...]) -> str:
     """Same files (path, size, mtime, inode), same question, same catty-ctx: same answer (the
     printed forms kept with it follow the version's output)."""
-    from .._version import __version__
-
     h = xxhash.xxh3_128(repr((CACHE_VERSION, __version__, query)).encode())
     for arg, files in found:
         h.update(arg.encode("utf-8", "surrogateescape"))
@@ -58,8 +58,6 @@ def query_key(found: Survey, query: tuple[Any, ...]) -> str:
 
 def local_zone_key() -> tuple[Any, ...]:
     """What the local time zone depends on: a change of any of it is a new question."""
-    import time
-
     try:
         localtime_mtime = os.stat("/etc/localtime").st_mtime_ns
     except OSError:

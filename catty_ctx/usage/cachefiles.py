@@ -10,6 +10,8 @@ import sys
 
 import xxhash
 
+from ..files import replace_file
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,6 +26,7 @@ def cache_base() -> str:
 
 def cache_dir() -> Path:
     """Where the per-file and answer caches live: $XDG_CACHE_HOME/catty-ctx."""
+    # start-up: no pathlib on the way to a cached answer
     from pathlib import Path
 
     return Path(cache_base())
@@ -45,7 +48,5 @@ def read_bytes(path: str) -> bytes | None:
 
 def write_cache_file(path: str, data: bytes) -> None:
     """temp + rename, without fsync: a cache lost in a crash is only read as empty next time."""
-    from ..files import replace_file
-
     os.makedirs(os.path.dirname(path), exist_ok=True)
     replace_file(path, data, durable=False)

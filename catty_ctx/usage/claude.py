@@ -97,7 +97,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         if whole is not None:
             recs.extend(whole)
             return state
-    from ..jsonl import marked_lines  # (here: a log read whole, the common case, needs no line search)
+    from ..jsonl import marked_lines  # start-up: a log read whole, the common case, needs no line search
 
     decode = _decode_line if typed else _general_only
     mismatch = _MISMATCH

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+from msgspec.structs import replace
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterable
@@ -89,8 +91,6 @@ def _trace_forks(records: Iterable[Record]) -> list[Record]:
                 forks[session] = (parent, int(forked_at))
     if not forks:
         return records
-    from msgspec.structs import replace
-
     out = []
     for r in records:
         k = r.key

@@ -52,10 +52,13 @@ class Scan:
 
 def _parser_module(kind: str) -> Any:
     if kind == CLAUDE:
+        # start-up: a parser loads only for its format
         from . import claude as module
     elif kind == CODEX:
+        # start-up: a parser loads only for its format
         from . import codex as module
     else:
+        # start-up: a parser loads only for its format
         from . import catty as module
     return module
 
@@ -71,9 +74,11 @@ def _digest(mm: Any, a: int, b: int) -> int:
 def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[int, str]]:
     """--strict: the lines of [start, end) that hold no usage marker (so the parser never
     decoded them) and are not JSON objects."""
+    # start-up: only when a log is read
     from .lines import json_object
 
     if kind == CODEX:
+        # start-up: only when a log is read
         from .codex import PATTERN
 
         def marked(line: bytes) -> bool:
@@ -83,6 +88,7 @@ def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[
 
         def marked(line: bytes) -> bool:
             return mark in line
+    # start-up: only when a log is read
     from ..jsonl import marked_lines
 
     bad: list[tuple[int, str]] = []
@@ -100,6 +106,7 @@ def scan_file(task: Task) -> Scanned:
     every line of a Claude Code or Codex log is checked, not only those holding a usage marker
     (a catty log is checked whole before the scan: `validate_catty_logs`).
     """
+    # start-up: only when a log is read
     from .lines import line_number
     from .records import FileEntry
 
@@ -115,6 +122,7 @@ def scan_file(task: Task) -> Scanned:
         if size == 0:
             return path, entry, 0, None
         try:
+            # start-up: only when a log is read
             import mmap
 
             mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
@@ -136,6 +144,7 @@ def scan_file(task: Task) -> Scanned:
                 entry.kind = sniff(mm[0 : first_end if first_end >= 0 else min(size, 1 << 20)])
             bad: list[tuple[int, str]] = []
             if end > start:
+                # start-up: only when a log is read
                 from .copies import collapse_file
 
                 recs = list(entry.recs)
@@ -161,6 +170,7 @@ def scan_file(task: Task) -> Scanned:
 
 def scan_file_packed(task: Task) -> bytes:
     """`scan_file` as MessagePack: a cluster worker's answer (made and read in C, unlike pickled records)."""
+    # start-up: msgspec loads only when an entry is decoded or encoded
     from .records import ENCODE
 
     return ENCODE(scan_file(task))  # type: ignore[no-any-return]
@@ -168,9 +178,11 @@ def scan_file_packed(task: Task) -> bytes:
 
 def _fetched(url: str) -> Any:
     """A local temporary copy of the log at URL, open for reading (the parsers search a memory map)."""
+    # start-up: only for a URL root
     import shutil
     import tempfile
 
+    # start-up: only for a URL root
     from ..urls import filesystem
 
     fs, path = filesystem(url)
@@ -189,6 +201,7 @@ def _pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> bytes:
     """A per-file cache file: the length of its head, the head (ARG, the generations, the paths
     and the length of each entry), then each entry's MessagePack one after the other, so that
     an entry is decoded only when it is used and one not used is written back as it was."""
+    # start-up: msgspec loads only when an entry is decoded or encoded
     from .records import ENCODE
 
     parts = [v if type(v) is memoryview else ENCODE(v) for v in files.values()]
@@ -200,6 +213,7 @@ def _unpack(arg: str, data: bytes | None) -> tuple[int, int, dict[str, memoryvie
     """(base generation, generation, {path: entry's MessagePack}) of a file `_pack` wrote for ARG; None when it is not one."""
     if data is None or len(data) < 8:
         return None
+    # start-up: msgspec loads only when an entry is decoded or encoded
     import msgspec
 
     n = int.from_bytes(data[:8], "little")
@@ -284,6 +298,7 @@ def validate_catty_logs(found: Survey) -> None:
     """--strict: read every line of each catty log as the store does, not only its usage
     lines, so a corrupt session is a DataError naming file:line even where the ledger would
     not have looked (costs a full parse; the default scan stays a byte search)."""
+    # start-up: the store only for --strict
     from ..store import Session
 
     def read_all(path: str) -> None:
@@ -293,6 +308,7 @@ def validate_catty_logs(found: Survey) -> None:
     for _, files in found:
         for path, kind, *_ in files:
             if kind == CATTY and "://" in path:
+                # start-up: only for a URL root
                 from ..urls import on_copy
 
                 on_copy(read_all, path)  # (a copy of the log alone: named updates.jsonl, it opens as the store opens one)
@@ -323,6 +339,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     for arg, listing in found:  # type: ignore[union-attr]
         gen, old = _load_cache(arg) if use_cache else (0, {})
         if old and decode is None:
+            # start-up: msgspec loads only when an entry is decoded or encoded
             from .records import DECODE_ENTRY as decode
         new: dict[str, Any] = {}
         files: list[str] = []
@@ -407,6 +424,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
     """
     if len(found) != len(generations) or len(found) != len(before):
         return None
+    # start-up: msgspec loads only when an entry is decoded or encoded
     from .records import DECODE_ENTRY
 
     out = Growth()
@@ -482,6 +500,7 @@ def _run_on(engine: Any, tasks: list[Task], sizes: dict[str, int], total: int, p
     """scan_file over TASKS as tasks of ENGINE's cluster, largest files first (they bound the run)."""
     if not tasks:
         return
+    # start-up: msgspec loads only when an entry is decoded or encoded
     from .records import DECODE_SCANNED
 
     order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
@@ -503,6 +522,7 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
     """
     if not tasks:
         return  # (nothing to read: msgspec and the parsers are not even imported)
+    # start-up: the worker pool only when there is enough to read
     from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 
     jobs = min(jobs or usable_cpus(), len(tasks))
@@ -515,6 +535,7 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
         order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
         step = -(-len(order) // QUEUE_ITEMS)  # files per work item
         items = [order[i : i + step] for i in range(0, len(order), step)]
+    # start-up: msgspec loads only when an entry is decoded or encoded
     from .records import DECODE_ITEM, ENCODE
 
     nbytes = 0

@@ -25,6 +25,8 @@ import marshal
 from array import array
 from bisect import bisect_left
 
+from xxhash import xxh3_64_intdigest as h
+
 from .cachefiles import cache_file, read_bytes, write_cache_file
 
 TYPE_CHECKING = False
@@ -73,8 +75,6 @@ def _put_fold(folds: dict[str, Any], question: tuple[Any, ...], gens: list[int],
 
 def _hashes(records: list[Record]) -> list[int]:
     """What the index holds of RECORDS (uuids, message ids, other keys apart by seed)."""
-    from xxhash import xxh3_64_intdigest as h
-
     out = []
     for r in records:
         if r.uuid is not None:
@@ -134,6 +134,7 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
         hashes.frombytes(index["hashes"])
     except (KeyError, TypeError, ValueError):
         return None
+    # start-up: loaded only when logs grew and their calls are folded
     from .filescan import Scan, grown
 
     growth = grown(found, index["gens"], index["found"])
@@ -146,6 +147,7 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
             return None  # (the per-file caches were rewritten: the full run reads them as they are now)
     if _meets(hashes, growth.records):
         return None
+    # start-up: loaded only when logs grew and their calls are folded
     from .copies import dedupe
     from .ledger import fold_calls, ledger_of
 

@@ -47,6 +47,7 @@ class Prices:
 
 
 def _normal_model(name: str) -> str:
+    # start-up: prices is on the cached path (its digest); the table is read only for a fold
     import re
 
     n = name.lower().rsplit("/", 1)[-1]
@@ -84,6 +85,7 @@ def digest_of(files: list[tuple[str, bytes]]) -> str:
 
 def load_prices(override: str | os.PathLike[str] | None = None, files: list[tuple[str, bytes]] | None = None) -> Prices:
     """The bundled table, with the entries of OVERRIDE (a LiteLLM-style file) replacing its own."""
+    # start-up: prices is on the cached path (its digest); the table is read only for a fold
     import orjson
 
     files = files if files is not None else price_files(override)

@@ -8,6 +8,7 @@ from ..errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from datetime import tzinfo
     from typing import Any, Callable
 
@@ -59,6 +60,7 @@ def _minute_epoch(head: str) -> float | str:
 
 
 def _iso_epoch(value: str) -> float | None:
+    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from datetime import datetime, timezone
 
     text = value[:-1] + "+00:00" if value[-1] in "Zz" else value
@@ -73,6 +75,7 @@ def _iso_epoch(value: str) -> float | None:
 
 def parse_day(text: str) -> str:
     """YYYY-MM-DD or YYYYMMDD → YYYY-MM-DD, or UsageError."""
+    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from datetime import date
 
     t = text.strip()
@@ -89,9 +92,11 @@ def timezone_named(name: str | None) -> tzinfo | None:
     if not name:
         return None
     if name.upper() in ("UTC", "Z"):
+        # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
         from datetime import timezone
 
         return timezone.utc
+    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
@@ -102,6 +107,7 @@ def timezone_named(name: str | None) -> tzinfo | None:
 
 def day_start(day: str, tz: tzinfo | None) -> float:
     """The epoch at which DAY (YYYY-MM-DD) starts in TZ (None: local)."""
+    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from datetime import date, datetime
 
     d = date.fromisoformat(day)
@@ -110,6 +116,7 @@ def day_start(day: str, tz: tzinfo | None) -> float:
 
 def day_of(tz: tzinfo | None) -> Callable[[float], str]:
     """ts → its day in TZ (None: local), remembering the last day's bounds (calls come sorted)."""
+    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from datetime import date, datetime
 
     bounds = [1.0, 0.0, ""]  # start, end, day: empty until the first call
@@ -130,6 +137,7 @@ def day_of(tz: tzinfo | None) -> Callable[[float], str]:
 
 
 def iso_week(day: str) -> str:
+    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from datetime import date
 
     y, w, _ = date.fromisoformat(day).isocalendar()

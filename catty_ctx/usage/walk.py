@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 from ..errors import UsageError
 from ..layout import LOG_NAME, is_staging
@@ -85,8 +86,6 @@ class Listings:
         if old is not None and old[0] == mtime and mtime < old[1] - self.RACY_NS:
             self.seen[folder] = old
             return old[2], old[3]
-        import time
-
         listed_at = time.time_ns()
         subdirs: list[str] = []
         logs: list[str] = []
@@ -133,6 +132,7 @@ def sniff(first_line: bytes) -> str:
     """The kind of log whose first line is FIRST_LINE (any file not catty's or Codex's is Claude Code's)."""
     if b'"seq"' not in first_line and b'"payload"' not in first_line:
         return CLAUDE  # neither of the keys that tell the others: no need to decode the line
+    # start-up: orjson only to tell a catty or Codex first line apart
     import orjson
 
     try:
