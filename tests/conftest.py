@@ -15,6 +15,16 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package's bytecode once, as an install does: the many `catty-ctx` processes
+    the tests start then read it instead of compiling every module they import, also where
+    the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE)."""
+    if not hasattr(config, "workerinput"):  # the controller only: one compile for all workers
+        import compileall
+
+        compileall.compile_dir(str(ROOT / "catty_ctx"), quiet=2)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test touches the real cache or config folders."""
