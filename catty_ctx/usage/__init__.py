@@ -39,7 +39,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO, Any, Callable, Sequence
 
-    # start-up: a cached answer loads none of the scan and the fold
     from .filescan import Progress
 
     Render = Callable[[Ledger, Scan], Any]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from msgspec.structs import replace
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Iterable
@@ -91,6 +89,9 @@ def _trace_forks(records: Iterable[Record]) -> list[Record]:
                 forks[session] = (parent, int(forked_at))
     if not forks:
         return records
+    # start-up: ledger (on the cached path) imports this module; msgspec loads only for a fork's copies
+    from msgspec.structs import replace
+
     out = []
     for r in records:
         k = r.key

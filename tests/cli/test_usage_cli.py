@@ -207,3 +207,16 @@ def test_a_plain_usage_run_never_loads_typer_or_rich(tmp_path: Path) -> None:
     for _ in range(2):
         proc = subprocess.run([sys.executable, "-c", code, "usage", str(codex), "--json"], capture_output=True, cwd=ROOT, env=env)
         assert proc.stderr.decode().strip() == "0 []" and orjson.loads(proc.stdout)["totals"]["calls"] == 2
+
+
+def test_a_cached_answer_loads_no_decoder_and_no_scan(tmp_path: Path) -> None:
+    """The cron path: an answer the cache holds is printed without msgspec, orjson or the parsers
+    (each costs more start-up than the whole answer)."""
+    codex = _codex(tmp_path)
+    heavy = ("msgspec", "orjson", "catty_ctx.usage.records", "catty_ctx.usage.claude", "catty_ctx.usage.codex")
+    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    pass\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    first, again = (subprocess.run([sys.executable, "-c", code, "usage", str(codex)], capture_output=True, cwd=ROOT, env=env) for _ in range(2))
+    assert "msgspec" in first.stderr.decode()  # the cold run decodes: the probe sees modules
+    assert again.stderr.decode().strip() == "[]" and again.stdout == first.stdout
