@@ -190,7 +190,6 @@ def test_writers_refuse_a_cluster_unless_allowed(tree: Path) -> None:
     assert _run("repair", "--check", str(tree / "catty"), "--json", "--scheduler", "tcp://127.0.0.1:1", "--connect-timeout", "0.1").returncode == 69
 
 
-@pytest.mark.slow
 def test_writers_allowed_on_the_cluster_write_what_they_write_locally(tmp_path: Path, dask_cluster: Any) -> None:
     here = mixed_tree(tmp_path / "here")
     there = mixed_tree(tmp_path / "there")
@@ -219,13 +218,11 @@ def test_scheduler_option_errors_are_usage_errors(tree: Path, tmp_path: Path) ->
         assert proc.stderr.decode().strip() == "catty-ctx: error: --scheduler needs Dask: install the extra catty-ctx[dask]"
 
 
-@pytest.mark.slow
 def test_local_n_starts_a_cluster_for_the_run(tree: Path) -> None:
     local = _run("repair", "--check", str(tree / "catty"), "--json")
     _same(local, _run("repair", "--check", str(tree / "catty"), "--json", "--scheduler", "local:1"))
 
 
-@pytest.mark.slow
 def test_a_cluster_started_from_the_shell(tree: Path) -> None:
     """`dask scheduler --port P` and `dask worker tcp://127.0.0.1:P --nworkers 2`, as a user would start them."""
     port = _closed_port()
