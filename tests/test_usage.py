@@ -582,3 +582,23 @@ def test_per_model_and_per_day_tokens_equal_ccusage(tmp_path: Path, zone: str) -
     ours_model = ledger([tmp_path / "claude"], by="model", tz=zone)
     assert {r["day"]: (r["input"], r["output"], r["cache_read"], r["cache_write"]) for r in ours_day.rows} == theirs_day
     assert {r["model"]: [r["input"], r["output"], r["cache_read"], r["cache_write"]] for r in ours_model.rows} == theirs_model
+
+
+@pytest.mark.parametrize("name", ["subagent-inherited-prefix", "fork-restamped-with-spawn-answer"])
+def test_a_codex_child_rollout_counts_under_its_own_session_not_its_parents(tmp_path: Path, name: str) -> None:
+    """A subagent's or fork's rollout opens with its own session_meta and then copies its
+    parent's: the calls are the child's (the copied meta names the parent)."""
+    source = Path(__file__).parent.parent / "fixtures" / "import" / "codex" / "wild" / name
+    (rollout,) = source.glob("*.jsonl")
+    own = orjson.loads(rollout.read_bytes().split(b"\n", 1)[0])["payload"]["id"]
+    shutil.copy(rollout, tmp_path / rollout.name)
+    for _ in range(2):  # a cold read, then the per-file cache's state
+        led, _scan = U.usage([str(tmp_path)], by="session", use_cache=True)
+        assert [r["session"] for r in led.rows] == [own]
+    # appended calls after a cached read still belong to the child
+    with open(tmp_path / rollout.name, "ab") as f:
+        f.write(orjson.dumps({"timestamp": "2026-09-17T12:00:00.000Z", "type": "event_msg", "payload": {
+            "type": "token_count", "info": {"total_token_usage": {"input_tokens": 99_999, "cached_input_tokens": 0, "output_tokens": 9,
+                                                                  "reasoning_output_tokens": 0, "total_tokens": 100_008}}}}) + b"\n")
+    led, _scan = U.usage([str(tmp_path)], by="session", use_cache=True)
+    assert [r["session"] for r in led.rows] == [own]

@@ -73,11 +73,13 @@ def _counts(t: _Tokens) -> tuple[int, int, int, int, int]:
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
     """Append the records of [start, end) to RECS and the bad lines to BAD; returns the state to resume from.
 
-    The state: the last cumulative totals, the current model, the session id and the cwd.
+    The state: the last cumulative totals, the current model, the session id, the cwd, and
+    whether the file's own session_meta was seen (a subagent's or fork's rollout then copies
+    its parent's session_meta: that one names the parent, not this file's session).
     TYPED False reads every line with the general decoder (what a typed read must equal).
     """
     decode = _decode_line if typed else _general_only
-    prev, model, session, cwd = state if state is not None else (None, None, os.path.splitext(os.path.basename(path))[0], "")
+    prev, model, session, cwd, named = state if state is not None else (None, None, os.path.splitext(os.path.basename(path))[0], "", False)
     if prev is not None:
         prev = tuple(prev)  # (a cache hands back a list)
     for off, line in marked_lines(mm, start, end, PATTERN):
@@ -88,7 +90,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             p = o.payload
             if p is None:
                 continue
-            kind, stamp, ptype, sid, where, named = o.type, o.timestamp, p.type, p.id, p.cwd, p.model
+            kind, stamp, ptype, sid, where, model_named = o.type, o.timestamp, p.type, p.id, p.cwd, p.model
             info = p.info
             total = _counts(info.total_token_usage) if info is not None and info.total_token_usage is not None else None
             last = _counts(info.last_token_usage) if info is not None and info.last_token_usage is not None else None
@@ -100,7 +102,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             p = d.get("payload")
             if type(p) is not dict:
                 continue
-            kind, stamp, ptype, sid, where, named = d.get("type"), d.get("timestamp"), p.get("type"), p.get("id"), p.get("cwd"), p.get("model")
+            kind, stamp, ptype, sid, where, model_named = d.get("type"), d.get("timestamp"), p.get("type"), p.get("id"), p.get("cwd"), p.get("model")
             gi = p.get("info")
             has_info = type(gi) is dict
             gt = gi.get("total_token_usage") if has_info else None
@@ -108,11 +110,11 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             total = tuple(count(gt.get(k)) for k in _TOTALS) if type(gt) is dict else None  # type: ignore[assignment]
             last = tuple(count(gl.get(k)) for k in _TOTALS) if type(gl) is dict else None  # type: ignore[assignment]
         if kind == "session_meta":
-            session = str(sid or session)
-            cwd = str(where or cwd)
-            model = named or model
+            if not named:  # the first is the file's own; later ones are a parent's, copied
+                session, cwd, named = str(sid or session), str(where or cwd), bool(sid)
+            model = model_named or model
         elif kind == "turn_context":
-            model = named or model
+            model = model_named or model
         elif kind == "event_msg" and ptype == "token_count":
             if not has_info:
                 continue  # rate limits only
@@ -135,4 +137,4 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             key = f"x\0{stamp}\0" + "\0".join(map(str, total))
             recs.append(Record(ts, str(model or UNKNOWN_MODEL), inp - cached, last[2], cached, 0, last[3],  # type: ignore[index]
                                None, key, False, MAIN_AGENT, session, cwd, False, None, None))
-    return [prev, model, session, cwd]
+    return [prev, model, session, cwd, named]
