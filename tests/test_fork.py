@@ -17,7 +17,7 @@ from catty_ctx.fingerprint import chain_hex
 from catty_ctx.fork import fork, resume
 from catty_ctx.store import Session
 from catty_ctx.view import view
-from conftest import ROOT, call, msg, result, session_event, write_log
+from conftest import ROOT, call, msg, session_event, write_log
 
 
 def test_child_view_fingerprints_equal_the_parents_prefix(demo: Path, tmp_path: Path) -> None:

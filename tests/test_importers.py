@@ -16,8 +16,6 @@ import pytest
 from catty_ctx.errors import DataError
 from catty_ctx.events import check_event
 from catty_ctx.importers import import_events, import_to_dir
-from catty_ctx.importers import claude as claude_mod
-from catty_ctx.importers import codex as codex_mod
 from catty_ctx.importers.detect import detect
 from catty_ctx.store import Session
 from catty_ctx.view import view

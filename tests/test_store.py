@@ -1,7 +1,6 @@
 """SPEC "Events" and "The session directory": reading, appending, the lock, summary.json."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap

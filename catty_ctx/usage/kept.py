@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from .walk import Survey
 
 
-
 FOLDS_KEPT = 16  # questions whose fold is kept per list of PATHs (the most recently asked)
 
 

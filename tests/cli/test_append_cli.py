@@ -1,7 +1,6 @@
 """`catty-ctx append`: events from stdin, --create, the lock."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
