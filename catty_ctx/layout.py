@@ -3,6 +3,12 @@
 Kept apart from the store, with no imports, so a quick reader (the usage ledger's walk) can
 tell sessions from staging folders without loading the store.
 """
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Iterator
+
 LOG_NAME = "updates.jsonl"
 # A new session (fork DEST, import --out) is built in a hidden staging folder named
 # ".<DEST>.<what>-<random>.tmp" beside DEST, its log named PART_NAME until the tree is whole,
@@ -17,3 +23,14 @@ QUARANTINE_NAME = "quarantine"
 def is_staging(name: str) -> bool:
     """Whether a folder name is a writer's staging folder (never a session)."""
     return name.startswith(".") and name.endswith(STAGING_SUFFIX)
+
+
+def session_dirs(walk: Iterable[tuple[str, list[str], list[str]]]) -> Iterator[str]:
+    """The session folders (holding the log) of a top-down walk shaped as `os.walk`'s, sorted:
+    a session's own folders (segments, blobs) and a killed writer's staging folder are not
+    entered. One rule for a local ROOT and an fsspec URL's (`fs.walk` prunes alike)."""
+    for dirpath, dirnames, filenames in walk:
+        dirnames[:] = sorted(d for d in dirnames if not is_staging(d))
+        if LOG_NAME in filenames:
+            dirnames[:] = []
+            yield dirpath

@@ -25,7 +25,7 @@ from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, fsync_dir, replace_file  # noqa: F401 - re-exported
 from .jsonl import Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
-from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging  # noqa: F401 - re-exported
+from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging, session_dirs  # noqa: F401 - re-exported
 from .urls import is_url, url_is_root, url_sessions
 
 _CHUNK = 1 << 20
@@ -499,12 +499,8 @@ def session_window(session: Session, session_event: Event | None = None) -> int:
 def find_sessions(root: str | os.PathLike[str]) -> Iterator[Path]:
     """Session directories (holding updates.jsonl) under ROOT at any depth, sorted, no symlinks
     followed, no staging folder of a killed fork or import entered."""
-    root = Path(root)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not is_staging(d))
-        if LOG_NAME in filenames:
-            dirnames[:] = []  # a session's own folders (segments, blobs) hold no sessions
-            yield Path(dirpath)
+    for folder in session_dirs(os.walk(root, followlinks=False)):
+        yield Path(folder)
 
 
 def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Path]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from .errors import CattyError, UsageError
-from .layout import LOG_NAME, is_staging
+from .layout import LOG_NAME, session_dirs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,22 +57,11 @@ def _parts(path: str) -> tuple[str, ...]:
 
 
 def url_sessions(url: str) -> list[str]:
-    """The session URLs (folders holding updates.jsonl) under URL, in the order of `store.find_sessions`."""
+    """The session URLs (folders holding updates.jsonl) under URL, by `store.find_sessions`'s rule."""
     fs, root = filesystem(url)
     if not fs.isdir(root):
         raise UsageError(f"{url}: no such folder")
-    logs = [p for p in fs.find(root) if p.rsplit("/", 1)[-1] == LOG_NAME]
-    folders = sorted({p.rsplit("/", 1)[0] for p in logs}, key=_parts)
-    out: list[str] = []
-    kept: list[tuple[str, ...]] = []
-    base = len(_parts(root))
-    for folder in folders:
-        parts = _parts(folder)
-        if any(parts[: len(k)] == k for k in kept) or any(is_staging(p) for p in parts[base:]):
-            continue  # a session's own folders hold no sessions; a killed fork's staging folder is not one
-        kept.append(parts)
-        out.append(_under(url, root, folder))
-    return out
+    return [_under(url, root, folder) for folder in session_dirs(fs.walk(root))]
 
 
 def _under(url: str, root: str, path: str) -> str:

@@ -159,3 +159,24 @@ def test_eval_reads_a_memory_url_corpus_as_the_folder(memory_root: tuple[str, Pa
     report = orjson.loads(on_disk.stdout)
     assert report["runs"][0]["sessions"] == 3
     assert without_timings(orjson.loads(at_url.stdout)) == without_timings(orjson.loads(on_disk.stdout.decode().replace(str(local), url)))
+
+
+def test_a_url_root_finds_the_sessions_a_local_root_finds(tmp_path: Path) -> None:
+    """One rule for both walks: no session inside a session's own folders, no staging folder."""
+    import fsspec
+
+    from catty_ctx.store import find_sessions
+    from catty_ctx.urls import url_sessions
+
+    tree = tmp_path / "tree"
+    for rel in ("b/s2", "a/s1", "a/s1/segments/old", "a/.s3.fork-1a2b.tmp", "a-x/s4"):
+        (tree / rel).mkdir(parents=True)
+        (tree / rel / "updates.jsonl").write_bytes(b"")
+    mem = fsspec.filesystem("memory")
+    mem.put(str(tree), "/walk-rule", recursive=True)
+    try:
+        local = [p.relative_to(tree).as_posix() for p in find_sessions(tree)]
+        remote = [u.removeprefix("memory://walk-rule/") for u in url_sessions("memory://walk-rule")]
+        assert local == remote == ["a/s1", "a-x/s4", "b/s2"]
+    finally:
+        mem.rm("/walk-rule", recursive=True)
