@@ -509,6 +509,28 @@ def test_parallel_workers_give_the_same_ledger_as_one_process(tmp_path: Path, mo
     assert two.rows == one.rows and two.totals == one.totals and scan.files_parsed == scan.files
 
 
+def test_the_entries_workers_hand_back_are_cached_as_they_came_and_read_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's entries go to the per-file cache as the MessagePack it sent: a later run reads
+    every log from them, and resumes a grown log from where the worker stopped."""
+    claude_tree(tmp_path / "c", seed=9, projects=2, sessions=3)
+    one, _ = U.usage([str(tmp_path / "c")], jobs=1, use_cache=False, by="day")
+    monkeypatch.setattr(filescan, "PARALLEL_MIN_BYTES", 0)
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    two, scan = U.usage([str(tmp_path / "c")], jobs=2, by="day")
+    assert forks and two.rows == one.rows and scan.files_parsed == scan.files
+    again, scan = U.usage([str(tmp_path / "c")], jobs=2, by="session")  # a new question: the per-file cache serves it
+    assert scan.files_parsed == 0 and scan.from_cache == scan.files and again.totals == one.totals
+    log = max((tmp_path / "c").rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    with open(log, "ab") as f:
+        f.write(orjson.dumps({"type": "assistant", "sessionId": "s", "timestamp": "2026-03-01T12:00:00.000Z", "requestId": "req_new",
+                              "message": {"id": "msg_new", "model": "claude-sonnet-4-20250514", "content": [],
+                                          "usage": {"input_tokens": 5, "output_tokens": 1}}}) + b"\n")
+    grown, scan = U.usage([str(tmp_path / "c")], jobs=2, by="project")
+    assert scan.files_parsed == 1 and scan.bytes_parsed < 400 and grown.totals["input"] == one.totals["input"] + 5
+
+
 def test_a_worker_that_dies_or_cannot_start_costs_time_not_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     claude_tree(tmp_path / "c", seed=9, projects=2, sessions=3)
     one, _ = U.usage([str(tmp_path / "c")], jobs=1, use_cache=False, by="day")

@@ -25,7 +25,8 @@ ODD = st.one_of(
 COUNT = st.integers(0, 10**6)
 TEXT = st.sampled_from(["msg_01", "req_1", "abc", ""])
 TIME = st.sampled_from(["2026-02-01T10:00:00.000Z", "2026-02-01T23:59:59.999Z", "2026-02-01T10:00:00+05:30", "2026-02-01",
-                        "2026-02-01T24:00:00.000Z", "not a time"])
+                        "2026-02-01T24:00:00.000Z", "not a time", "2026-02-01T10:00:00", "2026-02-01T10:00:00.1234567Z",
+                        "2026-02-01 10:00:00.5z", "20260201T100000Z", "2026-02-01T23:59:60Z"])
 CLAUDE_FIELDS = {
     "input_tokens": COUNT, "output_tokens": COUNT, "cache_creation_input_tokens": COUNT, "cache_read_input_tokens": COUNT,
     "cache_creation": st.just({"ephemeral_5m_input_tokens": 7}), "usage": st.just("the usage object"), "id": TEXT,

@@ -6,13 +6,14 @@ copies share the message and request ids, which make the record's dedupe key.
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from typing import Annotated, Optional, Union
 
 import msgspec
 
 from .lines import json_object, count, whole
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
-from .times import epoch
+from .times import epoch, moment
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 Count = Optional[Int64]
 
 
+# Not GC-tracked: decoded Structs hold no cycles, and tracking a file's worth of them costs collections.
 class _Usage(msgspec.Struct, gc=False):
     input_tokens: Count = None
     output_tokens: Count = None
@@ -42,7 +44,7 @@ class _Message(msgspec.Struct, gc=False):
 
 class _Line(msgspec.Struct, gc=False):
     message: Optional[_Message] = None
-    timestamp: Optional[str] = None
+    timestamp: Optional[datetime] = None  # RFC 3339, parsed in C (another form: read by the general decoder)
     sessionId: Optional[str] = None
     requestId: Optional[str] = None
     uuid: Optional[str] = None
@@ -124,10 +126,11 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         model = m.model  # type: ignore[union-attr]
         if model == "<synthetic>":  # made up locally: no API call
             continue
-        ts = epoch(o.timestamp)
-        if ts is None:
+        t = o.timestamp
+        if t is None:
             bad.append((off, "usage without token counts or timestamp"))
             continue
+        ts = t.timestamp() if t.tzinfo is not None else moment(t)
         append(make(ts, model, inp, out, u.cache_read_input_tokens, cw, o.sessionId or default_session, m.id or None,  # type: ignore[union-attr]
                     o.requestId or None, o.uuid or None, o.isSidechain is True, o.costUSD, o.agentId, project, stem, intern))
     return state
@@ -149,6 +152,8 @@ def _whole(mm: Any, start: int, end: int, default_session: str, project: str, st
     out: list[Record] = []
     append = out.append
     intern = {}.setdefault  # (see parse)
+    main = MAIN_AGENT
+    # `make` inlined for the lines that decoded typed (the types are known): this loop runs once per usage line.
     for o in lines:
         m = o.message
         u = m.usage if m is not None else None
@@ -163,11 +168,22 @@ def _whole(mm: Any, start: int, end: int, default_session: str, project: str, st
         model = m.model  # type: ignore[union-attr]
         if model == "<synthetic>":
             continue
-        ts = epoch(o.timestamp)
-        if ts is None:
+        t = o.timestamp
+        if t is None:
             return None
-        append(make(ts, model, inp, out_, u.cache_read_input_tokens, cw, o.sessionId or default_session, m.id or None,  # type: ignore[union-attr]
-                    o.requestId or None, o.uuid or None, o.isSidechain is True, o.costUSD, o.agentId, project, stem, intern))
+        ts = t.timestamp() if t.tzinfo is not None else moment(t)
+        mid, rid, uid = m.id or None, o.requestId or None, o.uuid or None  # type: ignore[union-attr]
+        session = o.sessionId or default_session
+        key = f"c\0{mid}\0{rid}" if mid and rid else _key(mid, uid, session, ts)
+        model = intern(model, model) if model else UNKNOWN_MODEL
+        cr, cost = u.cache_read_input_tokens, o.costUSD
+        if o.isSidechain is True:
+            agent = o.agentId or stem
+            append(Record(ts, model, inp if inp >= 0 else 0, out_ if out_ >= 0 else 0, cr if cr is not None and cr >= 0 else 0,
+                          cw if cw >= 0 else 0, 0, cost, key, True, intern(agent, agent), intern(session, session), project, False, mid, uid))
+        else:
+            append(Record(ts, model, inp if inp >= 0 else 0, out_ if out_ >= 0 else 0, cr if cr is not None and cr >= 0 else 0,
+                          cw if cw >= 0 else 0, 0, cost, key, False, main, intern(session, session), project, False, mid, uid))
     return out
 
 
@@ -203,16 +219,18 @@ def record(o: dict[str, Any], default_session: str, project: str, stem: str, int
                 get("uuid") or None, get("isSidechain") is True, get("costUSD"), get("agentId"), project, stem, intern)
 
 
+def _key(mid: Any, uid: Any, session: Any, ts: float) -> str | None:
+    """The dedupe key of a record without both a message and a request id."""
+    if mid:
+        # Without a request id: one response's block lines share an Anthropic message id.
+        return f"c\0{mid}\0\0{session}" + ("" if str(mid).startswith("msg_") else f"\0{ts}")
+    return f"u\0{uid}" if uid else None
+
+
 def make(ts: float, model: Any, inp: int, out: int, cr: Any, cw: int, session: Any, mid: Any, rid: Any, uid: Any, side: bool,
          cost: Any, agent_id: Any, project: str, stem: str, intern: Any) -> Record:
     """The record of one usage line's fields (IDs already None when empty)."""
-    if mid and rid:
-        key: str | None = f"c\0{mid}\0{rid}"
-    elif mid:
-        # Without a request id: one response's block lines share an Anthropic message id.
-        key = f"c\0{mid}\0\0{session}" + ("" if str(mid).startswith("msg_") else f"\0{ts}")
-    else:
-        key = f"u\0{uid}" if uid else None
+    key = f"c\0{mid}\0{rid}" if mid and rid else _key(mid, uid, session, ts)
     if type(model) is not str or not model:
         model = UNKNOWN_MODEL
     if type(session) is not str:

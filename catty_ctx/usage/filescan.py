@@ -204,7 +204,7 @@ def _pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> bytes:
     # start-up: msgspec loads only when an entry is decoded or encoded
     from .records import ENCODE
 
-    parts = [v if type(v) is memoryview else ENCODE(v) for v in files.values()]
+    parts = [v if type(v) is memoryview or type(v) is bytes else ENCODE(v) for v in files.values()]
     head = ENCODE((arg, base, gen, list(files), [len(b) for b in parts]))
     return b"".join([len(head).to_bytes(8, "little"), head, *parts])
 
@@ -362,8 +362,9 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     result.files = sum(len(files) for _arg, files in found)  # type: ignore[misc]
 
     done: dict[str, FileEntry] = {}
+    packed: dict[str, bytes] = {}  # the workers' entries as MessagePack, stored in the cache as they came
     total = sum(sizes.values())
-    results = _run(tasks, sizes, jobs, total, progress) if engine is None else _run_on(engine, tasks, sizes, total, progress)
+    results = _run(tasks, sizes, jobs, total, progress, packed) if engine is None else _run_on(engine, tasks, sizes, total, progress)
     for path, entry, nbytes, error in results:
         if error is not None:
             result.bad_lines += 1
@@ -376,7 +377,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
         result.bytes_parsed += nbytes
 
     for arg, files, old, new, gen in plans:
-        new.update((p, done[p]) for p in files if p in done)
+        new.update((p, packed.get(p) or done[p]) for p in files if p in done)
         for path in files:
             entry = done.get(path) or kept.get(path)
             if entry is None:
@@ -514,11 +515,13 @@ def _run_on(engine: Any, tasks: list[Task], sizes: dict[str, int], total: int, p
             progress(nbytes, total)
 
 
-def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int, progress: Progress | None) -> Iterable[Scanned]:
+def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int, progress: Progress | None,
+         packed: dict[str, bytes] | None = None) -> Iterable[Scanned]:
     """scan_file over TASKS, in JOBS processes when there is enough to read (see `workers.deal`).
 
     The files go to the pool largest first, in at most QUEUE_ITEMS work items; each worker
-    also collapses its files' own copies, and hands back its entries as MessagePack.
+    also collapses its files' own copies, and hands back each entry as MessagePack, which is
+    kept in PACKED (path → bytes) for the per-file cache.
     """
     if not tasks:
         return  # (nothing to read: msgspec and the parsers are not even imported)
@@ -536,11 +539,21 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
         step = -(-len(order) // QUEUE_ITEMS)  # files per work item
         items = [order[i : i + step] for i in range(0, len(order), step)]
     # start-up: msgspec loads only when an entry is decoded or encoded
-    from .records import DECODE_ITEM, ENCODE
+    from .records import DECODE_ENTRY, DECODE_PACKED_ITEM, ENCODE
+
+    def dump(item: tuple[int, list[Scanned]]) -> bytes:
+        n, results = item
+        return ENCODE((n, [(path, ENCODE(entry) if entry is not None else None, nbytes, error) for path, entry, nbytes, error in results]))
 
     nbytes = 0
-    for n, results, here in deal(len(items), lambda n: [scan_file(task) for task in items[n]], jobs, ENCODE, DECODE_ITEM):
-        yield from results
+    for n, results, here in deal(len(items), lambda n: [scan_file(task) for task in items[n]], jobs, dump, DECODE_PACKED_ITEM):
+        if here:
+            yield from results
+        else:
+            for path, raw, size, error in results:
+                if raw is not None and packed is not None:
+                    packed[path] = raw
+                yield path, DECODE_ENTRY(raw) if raw is not None else None, size, error
         if here and progress is not None:
             nbytes += sum(sizes.get(task[0], 0) for task in items[n])
             progress(min(total, nbytes * jobs), total)  # the children read about as much meanwhile

@@ -12,51 +12,44 @@ if TYPE_CHECKING:
     from datetime import tzinfo
     from typing import Any, Callable
 
-_DAYS: dict[str, float] = {}
-_MINUTES: dict[str, float | str] = {}  # "YYYY-MM-DDTHH:MM:" → its epoch, or "bad", or "iso" (not this form)
+_convert: Any = None  # msgspec.convert, bound on first use (this module is on the cached-answer path)
+_DATETIME: Any = None
+_UTC: Any = None
+_NOT_RFC3339: Any = None
 
 
 def epoch(value: Any) -> float | None:
     """RFC 3339 / ISO 8601 → seconds since the epoch; a naive time is taken as UTC.
 
-    The common `YYYY-MM-DDTHH:MM:SS.fffZ` form is computed from a per-minute memo (one dict
-    lookup and one float() per call: this runs once per usage line); anything else goes
-    through datetime.
+    RFC 3339 is read by msgspec, as the typed decoders read a time stamp into a datetime, so a
+    line read either way gets the same float to the last bit (`moment`); the other ISO forms
+    (a date alone, no seconds, the basic form) go through datetime.
     """
+    global _convert, _DATETIME, _UTC, _NOT_RFC3339
     if type(value) is not str or len(value) < 10:
         return None
-    if len(value) == 24 and value[23] == "Z" and value[19] == ".":
-        head = value[:17]
-        base = _MINUTES.get(head)
-        if base is None:
-            if len(_MINUTES) > 100_000:
-                _MINUTES.clear()
-            base = _MINUTES[head] = _minute_epoch(head)
-        if type(base) is float:
-            try:
-                sec = float(value[17:23])
-            except ValueError:
-                return None
-            return base + sec if 0 <= sec < 61 else None
-        if base == "bad":
-            return None
-    return _iso_epoch(value)
+    if _convert is None:
+        # start-up: msgspec and datetime load only when a log is read
+        from datetime import datetime, timezone
 
+        import msgspec
 
-def _minute_epoch(head: str) -> float | str:
-    if head[10] != "T" or head[13] != ":" or head[16] != ":":
-        return "iso"
-    day = _DAYS.get(head[:10])
-    if day is None:
-        day = _iso_epoch(head[:10] + "T00:00:00Z")
-        if day is None:
-            return "bad"
-        _DAYS[head[:10]] = day
+        _convert, _DATETIME, _UTC, _NOT_RFC3339 = msgspec.convert, datetime, timezone.utc, msgspec.ValidationError
     try:
-        h, m = int(head[11:13]), int(head[14:16])
-    except ValueError:
-        return "bad"
-    return day + h * 3600 + m * 60 if 0 <= h < 24 and 0 <= m < 60 else "bad"
+        dt = _convert(value, _DATETIME)
+    except _NOT_RFC3339:
+        return _iso_epoch(value)
+    return dt.timestamp() if dt.tzinfo is not None else dt.replace(tzinfo=_UTC).timestamp()
+
+
+def moment(dt: Any) -> float:
+    """A decoded datetime → seconds since the epoch, a naive one taken as UTC (what `epoch` gives for its text)."""
+    if dt.tzinfo is not None:
+        return dt.timestamp()  # type: ignore[no-any-return]
+    # start-up: datetime loads only when a log is read
+    from datetime import timezone
+
+    return dt.replace(tzinfo=timezone.utc).timestamp()  # type: ignore[no-any-return]
 
 
 def _iso_epoch(value: str) -> float | None:
