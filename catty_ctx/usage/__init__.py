@@ -3,7 +3,8 @@
 Reads three kinds of logs as they lie on disk and turns each provider call into one record:
 catty sessions (`usage` events, with `agent` and `incomplete`), Claude Code trees
 (projects/<project>/<session>.jsonl and their subagent files) and Codex trees
-(sessions/YYYY/MM/DD/rollout-*.jsonl). Then it dedupes the records across files, prices them
+(sessions/YYYY/MM/DD/rollout-*.jsonl, and the `.jsonl.zst` Codex compresses them into after a
+week, read through the zstd program: see `..compressed`). Then it dedupes the records across files, prices them
 from a dated table with LiteLLM's field names, and folds them into rows by model, day, week,
 month, session, project or agent.
 
