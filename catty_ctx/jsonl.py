@@ -36,13 +36,13 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Union
-
-import orjson
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Union
 
 from .errors import DataError
+
+if TYPE_CHECKING:
+    import orjson
 
 # A line longer than this is refused without being read whole (SPEC: bad input never costs
 # unbounded memory).
@@ -62,8 +62,7 @@ def stderr_warning(message: str) -> None:
     sys.stderr.write(f"catty-ctx: warning: {message}\n")
 
 
-@dataclass(frozen=True)
-class RawLine:
+class RawLine(NamedTuple):  # (not a dataclass: the usage scan imports this module, and dataclasses costs it ~7 ms)
     lineno: int  # 1-based
     offset: int  # byte offset of the line's start
     data: bytes  # the line without its trailing newline
@@ -113,6 +112,9 @@ def opened(source: Source, display: str | None = None) -> Iterator[IO[bytes]]:
 
 
 def _parses(line: bytes) -> bool:
+    # start-up: orjson only where a line is decoded (usage's scan searches lines with msgspec loaded instead)
+    import orjson
+
     try:
         orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -180,6 +182,9 @@ def records(
 
     `progress`, when given, is called with the bytes read so far every few MiB.
     """
+    # start-up: orjson only where a line is decoded (usage's scan searches lines with msgspec loaded instead)
+    import orjson
+
     name = display or display_of(source)
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # typing and orjson load where used: `usage` prints a cached answer without them
+TYPE_CHECKING = False  # typing and msgspec load where used: `usage` prints a cached answer without them
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -24,21 +24,33 @@ def _out() -> Any:
     return sys.stdout.buffer
 
 
+def _encoder() -> Any:
+    """The one JSON encoder of everything printed: msgspec's (compact, keys in order, int keys as strings).
+
+    Not orjson: `usage` decodes with msgspec, and orjson's import alone (it loads dataclasses,
+    uuid and more) would cost a small incremental run more than its own work.
+    """
+    # start-up: a cached usage answer prints without a JSON library
+    import msgspec
+
+    return msgspec.json.encode
+
+
 def json_bytes(doc: Any, *, pretty: bool = False) -> bytes:
     """One JSON document as printed: indented for a terminal, one line for a pipe."""
-    # start-up: a cached usage answer prints without orjson
-    import orjson
+    data = _encoder()(doc)
+    if pretty:
+        # start-up: a cached usage answer prints without a JSON library
+        import msgspec
 
-    return orjson.dumps(doc, option=(orjson.OPT_INDENT_2 if pretty else 0) | orjson.OPT_NON_STR_KEYS) + _NL
+        data = msgspec.json.format(data, indent=2)
+    return data + _NL
 
 
 def lines_bytes(rows: Iterable[Any]) -> bytes:
     """Rows as JSON Lines, as `write_lines` prints them."""
-    # start-up: a cached usage answer prints without orjson
-    import orjson
-
-    dumps, opt = orjson.dumps, orjson.OPT_NON_STR_KEYS
-    return b"".join(dumps(row, option=opt) + _NL for row in rows)
+    dumps = _encoder()
+    return b"".join(dumps(row) + _NL for row in rows)
 
 
 def write_bytes(data: bytes) -> None:
@@ -55,13 +67,11 @@ def write_json(doc: Any, *, pretty: bool | None = None) -> None:
 
 def write_lines(rows: Iterable[Any]) -> int:
     """JSON Lines, streamed; returns how many were written."""
-    # start-up: a cached usage answer prints without orjson
-    import orjson
-
+    dumps = _encoder()
     out = _out()
     n = 0
     for row in rows:
-        out.write(orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS) + _NL)
+        out.write(dumps(row) + _NL)
         n += 1
     out.flush()
     return n
@@ -69,20 +79,18 @@ def write_lines(rows: Iterable[Any]) -> int:
 
 def write_json_array(key: str, rows: Iterable[Any], extra: dict[str, Any] | None = None) -> int:
     """`{"key": [row, …]}` written row by row, never built whole in memory."""
-    # start-up: a cached usage answer prints without orjson
-    import orjson
-
+    dumps = _encoder()
     out = _out()
     out.write(b'{"' + key.encode() + b'":[')
     n = 0
     for row in rows:
         if n:
             out.write(b",")
-        out.write(orjson.dumps(row, option=orjson.OPT_NON_STR_KEYS))
+        out.write(dumps(row))
         n += 1
     out.write(b"]")
     for k, v in (extra or {}).items():
-        out.write(b"," + orjson.dumps(k) + b":" + orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS))
+        out.write(b"," + dumps(k) + b":" + dumps(v))
     out.write(b"}\n")
     out.flush()
     return n

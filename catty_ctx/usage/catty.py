@@ -11,13 +11,12 @@ import os
 from typing import Annotated, Optional, Union
 
 import msgspec
-import orjson
 from msgspec import UNSET, UnsetType
 
 from ..events import SCHEMA_VERSION, check_event
 from .claude import Int64
 from ..jsonl import marked_lines
-from .lines import json_object, NL, count
+from .lines import json_object, NL, count, whole
 from .records import MAIN_AGENT, Record
 from .times import epoch
 
@@ -67,8 +66,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         nl = mm.find(NL, 0, end)
         if nl > 0:
             try:
-                first = orjson.loads(mm[0:nl])
-            except orjson.JSONDecodeError:
+                first = msgspec.json.decode(mm[0:nl])
+            except msgspec.DecodeError:
                 first = None
             if type(first) is dict and first.get("kind") == "session":
                 fseq = first.get("forked_from_seq")
@@ -102,7 +101,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             continue
         if ev.get("kind") != "usage":
             continue
-        problem = check_event(ev)
+        problem = check_event(ev) or _past_int64(ev)
         ts = epoch(ev.get("ts"))
         if problem or ts is None:
             bad.append((off, problem or "bad 'ts'"))
@@ -113,6 +112,14 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                            _key(ev.get("request_id"), session, ev["seq"], parent, forked_at), False,
                            ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None))
     return state
+
+
+def _past_int64(ev: dict[str, Any]) -> str | None:
+    """What the store's own reader (orjson, which reads such a number as a float) would find wrong."""
+    for name in ("input", "output"):
+        if not whole(ev[name]):
+            return f"usage field '{name}' must be an integer"
+    return None
 
 
 def _key(rid: Any, session: str, seq: int, parent: str, forked_at: str) -> str:

@@ -10,7 +10,7 @@ from typing import Annotated, Optional, Union
 
 import msgspec
 
-from .lines import json_object, count
+from .lines import json_object, count, whole
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -27,20 +27,20 @@ Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 Count = Optional[Int64]
 
 
-class _Usage(msgspec.Struct):
+class _Usage(msgspec.Struct, gc=False):
     input_tokens: Count = None
     output_tokens: Count = None
     cache_creation_input_tokens: Count = None
     cache_read_input_tokens: Count = None
 
 
-class _Message(msgspec.Struct):
+class _Message(msgspec.Struct, gc=False):
     id: Optional[str] = None
     model: Optional[str] = None
     usage: Optional[_Usage] = None
 
 
-class _Line(msgspec.Struct):
+class _Line(msgspec.Struct, gc=False):
     message: Optional[_Message] = None
     timestamp: Optional[str] = None
     sessionId: Optional[str] = None
@@ -51,11 +51,11 @@ class _Line(msgspec.Struct):
     costUSD: Optional[Union[Int64, float]] = None
 
 
-class _Inner(msgspec.Struct):
+class _Inner(msgspec.Struct, gc=False):
     message: Optional[_Message] = None
 
 
-class _Progress(msgspec.Struct):
+class _Progress(msgspec.Struct, gc=False):
     message: Optional[_Inner] = None
 
 
@@ -192,10 +192,10 @@ def record(o: dict[str, Any], default_session: str, project: str, stem: str, int
     inp = u.get("input_tokens")
     out = u.get("output_tokens")
     ts = epoch(get("timestamp"))
-    if type(inp) is not int or type(out) is not int or ts is None:
+    if not whole(inp) or not whole(out) or ts is None:
         return "usage without token counts or timestamp"
     cw = u.get("cache_creation_input_tokens")
-    if type(cw) is not int:
+    if not whole(cw):
         cc = u.get("cache_creation")
         cw = sum(count(v) for v in cc.values()) if type(cc) is dict else 0
     cr = u.get("cache_read_input_tokens")
@@ -218,7 +218,7 @@ def make(ts: float, model: Any, inp: int, out: int, cr: Any, cw: int, session: A
     if type(session) is not str:
         session = str(session)
     agent = str(agent_id or stem) if side else MAIN_AGENT
-    return Record(ts, intern(model, model), inp if inp >= 0 else 0, out if out >= 0 else 0, cr if type(cr) is int and cr >= 0 else 0,
+    return Record(ts, intern(model, model), inp if inp >= 0 else 0, out if out >= 0 else 0, count(cr),
                   cw if cw >= 0 else 0, 0, cost if type(cost) in (int, float) else None, key, side, intern(agent, agent),
                   intern(session, session), project, False, mid if type(mid) is str or mid is None else str(mid),
                   uid if type(uid) is str or uid is None else str(uid))

@@ -6,7 +6,7 @@ the memory map).
 """
 from __future__ import annotations
 
-import orjson
+import msgspec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,10 +16,14 @@ NL = b"\n"
 
 
 def json_object(line: bytes, off: int, bad: list[tuple[int, str]]) -> dict[str, Any] | None:
-    """LINE decoded by the general decoder when it is a JSON object; else None, and why in BAD (at OFF)."""
+    """LINE decoded by the general decoder when it is a JSON object; else None, and why in BAD (at OFF).
+
+    msgspec's untyped decoder, not orjson: the scan loads msgspec anyway, and orjson's import
+    alone (it loads dataclasses, uuid and more) costs more than a small incremental run's work.
+    """
     try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        obj = _decode(line)
+    except msgspec.DecodeError:
         bad.append((off, "not valid JSON"))
         return None
     if type(obj) is not dict:
@@ -28,9 +32,18 @@ def json_object(line: bytes, off: int, bad: list[tuple[int, str]]) -> dict[str, 
     return obj
 
 
+_decode = msgspec.json.decode
+INT64_END = 1 << 63  # counts are int64, as the typed decoders declare them (and MessagePack can carry)
+
+
+def whole(v: Any) -> bool:
+    """Whether V is an integer the ledger can hold (an int64)."""
+    return type(v) is int and -INT64_END <= v < INT64_END
+
+
 def count(v: Any) -> int:
-    """A token count as the ledger takes it: a non-negative int, anything else 0."""
-    return v if type(v) is int and v >= 0 else 0
+    """A token count as the ledger takes it: a non-negative int64, anything else 0."""
+    return v if type(v) is int and 0 <= v < INT64_END else 0
 
 
 def line_number(mm: Any, offset: int) -> int:

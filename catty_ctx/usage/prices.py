@@ -86,16 +86,16 @@ def digest_of(files: list[tuple[str, bytes]]) -> str:
 def load_prices(override: str | os.PathLike[str] | None = None, files: list[tuple[str, bytes]] | None = None) -> Prices:
     """The bundled table, with the entries of OVERRIDE (a LiteLLM-style file) replacing its own."""
     # start-up: prices is on the cached path (its digest); the table is read only for a fold
-    import orjson
+    import msgspec
 
     files = files if files is not None else price_files(override)
-    bundled = orjson.loads(files[0][1])
+    bundled = msgspec.json.decode(files[0][1])
     table = _price_entries(bundled, "prices.json")
     stamp = bundled.get("_meta", {}).get("date")
     for path, data in files[1:]:
         try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
+            doc = msgspec.json.decode(data)
+        except msgspec.DecodeError as exc:
             raise DataError(f"not valid JSON ({exc})", path=path) from None
         table.update(_price_entries(doc, path))
         meta = doc.get("_meta") if type(doc) is dict else None

@@ -135,12 +135,12 @@ def sniff(first_line: bytes) -> str:
     """The kind of log whose first line is FIRST_LINE (any file not catty's or Codex's is Claude Code's)."""
     if b'"seq"' not in first_line and b'"payload"' not in first_line:
         return CLAUDE  # neither of the keys that tell the others: no need to decode the line
-    # start-up: orjson only to tell a catty or Codex first line apart
-    import orjson
+    # start-up: msgspec only to tell a catty or Codex first line apart
+    import msgspec
 
     try:
-        obj = orjson.loads(first_line)
-    except orjson.JSONDecodeError:
+        obj = msgspec.json.decode(first_line)
+    except msgspec.DecodeError:
         return CLAUDE
     if type(obj) is dict:
         if "kind" in obj and "v" in obj and "seq" in obj:

@@ -209,6 +209,33 @@ def test_a_plain_usage_run_never_loads_typer_or_rich(tmp_path: Path) -> None:
         assert proc.stderr.decode().strip() == "0 []" and orjson.loads(proc.stdout)["totals"]["calls"] == 2
 
 
+def test_no_usage_run_loads_orjson_cold_or_after_an_append(tmp_path: Path) -> None:
+    """msgspec decodes, checks and prints everything usage touches: orjson's import alone (it
+    loads dataclasses, uuid and more) costs more than an incremental run's own work."""
+    claude_tree(tmp_path / "claude", seed=3, projects=1, sessions=2)
+    codex = _codex(tmp_path)
+    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    pass\n"
+            "print(sorted(m for m in ('orjson', 'msgspec') if m in sys.modules), file=sys.stderr)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+    def run(*extra: str) -> tuple[str, dict]:
+        proc = subprocess.run([sys.executable, "-c", code, "usage", str(tmp_path / "claude"), str(codex), "--json", *extra],
+                              capture_output=True, cwd=ROOT, env=env, check=True)
+        return proc.stderr.decode().strip().splitlines()[-1], orjson.loads(proc.stdout)
+
+    loaded, cold = run()
+    assert loaded == "['msgspec']" and cold["files_parsed"] == cold["files"] > 1
+    log = max((tmp_path / "claude").rglob("*.jsonl"), key=lambda p: p.stat().st_size)
+    with open(log, "ab") as f:
+        f.write(orjson.dumps({"type": "assistant", "sessionId": "s", "timestamp": "2026-03-01T12:00:00.000Z", "requestId": "req_x",
+                              "message": {"id": "msg_x", "model": "claude-sonnet-4-20250514", "content": [],
+                                          "usage": {"input_tokens": 7, "output_tokens": 1}}}) + b"\n")
+    loaded, grown = run()
+    assert loaded == "['msgspec']" and grown["files_parsed"] == 1 and grown["totals"]["input"] == cold["totals"]["input"] + 7
+    loaded, pretty = run("--by", "day", "--since", "2026-01-01")
+    assert loaded == "['msgspec']" and pretty["rows"]
+
+
 def test_a_cached_answer_loads_no_decoder_and_no_scan(tmp_path: Path) -> None:
     """The cron path: an answer the cache holds is printed without msgspec, orjson or the parsers
     (each costs more start-up than the whole answer)."""
