@@ -8,6 +8,10 @@ a buffer. The messages are the same for both.
 """
 from __future__ import annotations
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
+
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 NOT_INSTALLED = "compressed with zstd, which catty-ctx reads through the zstd program: install it"
 
@@ -20,9 +24,9 @@ def program() -> str | None:
     return shutil.which("zstd")
 
 
-def command(exe: str, path: str) -> list[str]:
-    """The command that writes PATH decompressed to stdout, quietly."""
-    return [exe, "-dcq", "--", path]
+def command(exe: str, path: str | None = None) -> list[str]:
+    """The command that writes PATH (None: stdin) decompressed to stdout, quietly."""
+    return [exe, "-dcq", "--", path] if path is not None else [exe, "-dcq"]
 
 
 def failure(err: bytes | str, code: int) -> str:
@@ -37,8 +41,9 @@ class Unreadable(ValueError):
     """A compressed log that could not be decompressed (no zstd program, or a bad frame)."""
 
 
-def decompress(path: str) -> bytes:
-    """The whole of the compressed file PATH, decompressed; `Unreadable` says why not."""
+def decompress(f: IO[bytes]) -> bytes:
+    """The whole of the open compressed file F (read from where its descriptor stands),
+    decompressed; `Unreadable` says why not."""
     # start-up: only a compressed log needs the program
     import subprocess
 
@@ -46,7 +51,7 @@ def decompress(path: str) -> bytes:
     if exe is None:
         raise Unreadable(NOT_INSTALLED)
     try:
-        proc = subprocess.run(command(exe, path), stdin=subprocess.DEVNULL, capture_output=True, check=False)
+        proc = subprocess.run(command(exe), stdin=f, capture_output=True, check=False)
     except OSError as exc:  # (zstd removed or not executable since it was found)
         raise Unreadable(f"{NOT_INSTALLED} ({exc.strerror or exc})") from None
     if proc.returncode != 0:

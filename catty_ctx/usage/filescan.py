@@ -175,7 +175,8 @@ _ZST = ".zst"
 def _contents(f: Any, size: int, path: str) -> Any:
     """What the parsers search in the open log F: a memory map of it or, for a compressed
     rollout (`.zst`), the whole of it decompressed through the zstd program into bytes (which
-    find and slice as the map does). `compressed.Unreadable` (a ValueError) says why not."""
+    find and slice as the map does; read from F, the file whose key was taken). A
+    `compressed.Unreadable` (a ValueError) says why not."""
     if not path.endswith(_ZST):
         # start-up: only when a log is read
         import mmap
@@ -184,7 +185,7 @@ def _contents(f: Any, size: int, path: str) -> Any:
     # start-up: only a compressed log needs the zstd program
     from ..compressed import decompress
 
-    return decompress(path)
+    return decompress(f)
 
 
 def scan_file_packed(task: Task) -> bytes:
