@@ -58,7 +58,7 @@ def truth(paths: list[Path], by: str = "model") -> dict[str, Any]:
 
 
 @needs_zstd
-def test_a_codex_home_of_compressed_rollouts_counts_as_its_uncompressed_form(tmp_path: Path) -> None:
+def test_a_codex_home_of_compressed_rollouts_counts_as_its_uncompressed_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "codex"
     logs = codex_home(home)
     want = {by: truth([home], by) for by in ("model", "session", "day")}
@@ -71,6 +71,9 @@ def test_a_codex_home_of_compressed_rollouts_counts_as_its_uncompressed_form(tmp
         got, scan = answer([home], by, use_cache=False)
         assert got == rows
         assert scan.files == len(logs)
+    monkeypatch.setattr(filescan, "PARALLEL_MIN_BYTES", 0)  # forked workers decompress too
+    assert answer([home], use_cache=False, jobs=3)[0] == want["model"]
+    monkeypatch.undo()
     # the sessions tree alone, and one compressed rollout named as a file
     assert truth([home / "sessions"])["totals"]["calls"] + truth([home / "archived_sessions"])["totals"]["calls"] == \
         want["model"]["totals"]["calls"]
