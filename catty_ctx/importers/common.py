@@ -20,6 +20,10 @@ from typing import IO, Any, Callable, Iterator, NamedTuple
 
 import orjson
 
+from ..compressed import NOT_INSTALLED, ZSTD_MAGIC
+from ..compressed import command as zstd_command
+from ..compressed import failure as zstd_failure
+from ..compressed import program as zstd_program
 from ..errors import DataError, UsageError
 from ..events import SCHEMA_VERSION, Event, check_event
 from ..fingerprint import blob_handle
@@ -487,29 +491,24 @@ def iter_jsonl(
             yield SourceLine(name, lineno, record)
 
 
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-
-
 @contextmanager
 def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
     """A source file's bytes, as they are or, for a zstd frame, decompressed as they are read.
 
     Codex compresses the rollouts it has not touched for a week (`rollout-*.jsonl.zst`); they
-    are read through the `zstd` program, streamed, so a large one is never held whole.
+    are read through the `zstd` program (see `compressed`), streamed, so a large one is never held whole.
     """
     with open_log(path, display) as f:
         if f.peek(4)[:4] != ZSTD_MAGIC:
             yield f
             return
     # start-up: only a compressed rollout needs zstd
-    import shutil
     import subprocess
 
-    exe = shutil.which("zstd")
+    exe = zstd_program()
     if exe is None:
-        raise UsageError(f"{display}: compressed with zstd, which catty-ctx reads through the zstd program: "
-                         "install it, or run `zstd -d` on the file and import the result")
-    proc = subprocess.Popen([exe, "-dcq", "--", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        raise UsageError(f"{display}: {NOT_INSTALLED}, or run `zstd -d` on the file and import the result")
+    proc = subprocess.Popen(zstd_command(exe, str(path)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     try:
@@ -517,11 +516,11 @@ def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
         at_end = not proc.stdout.read(1)  # a reader that stopped early (a probe) leaves the rest
     finally:
         proc.stdout.close()
-        err = proc.stderr.read().decode("utf-8", "replace").strip()
+        err = proc.stderr.read()
         proc.stderr.close()
         code = proc.wait()
     if at_end and code != 0:
-        raise DataError(f"not a readable zstd file ({err.splitlines()[-1] if err else f'zstd exit {code}'})", path=display)
+        raise DataError(zstd_failure(err, code), path=display)
 
 
 def _is_json_document(path: Path) -> bool:

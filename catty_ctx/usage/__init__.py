@@ -3,7 +3,8 @@
 Reads three kinds of logs as they lie on disk and turns each provider call into one record:
 catty sessions (`usage` events, with `agent` and `incomplete`), Claude Code trees
 (projects/<project>/<session>.jsonl and their subagent files) and Codex trees
-(sessions/YYYY/MM/DD/rollout-*.jsonl). Then it dedupes the records across files, prices them
+(sessions/YYYY/MM/DD/rollout-*.jsonl, and the `.jsonl.zst` Codex compresses them into after a
+week, read through the zstd program: see `..compressed`). Then it dedupes the records across files, prices them
 from a dated table with LiteLLM's field names, and folds them into rows by model, day, week,
 month, session, project or agent.
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from typing import IO, Any, Callable, Sequence
 
     from .filescan import Progress
+    from .walk import Survey
 
     Render = Callable[[Ledger, Scan], Any]
 
@@ -158,6 +160,9 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
         # The workers already collapsed each file's own copies: those count as duplicates too.
         ledger = ledger_of(folded, by=by, prices=table, calls_read=result.calls_read, duplicates=result.calls_read - len(kept))
+        # Compressed logs left unread for want of the zstd program are read once it is installed:
+        # neither this answer nor this fold is kept (they would stand for the unchanged files).
+        use_cache = use_cache and not _zstd_missing(found)
         if use_cache and lo is None:
             # start-up: a cached answer loads none of the scan and the fold
             from .kept import keep
@@ -176,3 +181,13 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
             result.warnings.append(f"usage answer cache not written: {exc}")
     return ledger, result
+
+
+def _zstd_missing(found: Survey) -> bool:
+    """Whether FOUND holds compressed logs (`rollout-*.jsonl.zst`) and no zstd program reads them."""
+    if not any(path.endswith(".zst") for _arg, files in found for path, *_ in files):
+        return False
+    # start-up: only when compressed logs were read
+    from ..compressed import program
+
+    return program() is None

@@ -16,7 +16,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-CACHE_VERSION = 5  # bump when a record's shape or a parser's meaning changes
+CACHE_VERSION = 6  # bump when a record's shape or a parser's meaning changes
 
 
 def cache_base() -> str:

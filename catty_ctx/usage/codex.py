@@ -76,7 +76,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     TYPED False reads every line with the general decoder (what a typed read must equal).
     """
     decode = _decode_line if typed else _general_only
-    prev, model, session, cwd, named = state if state is not None else (None, None, os.path.splitext(os.path.basename(path))[0], "", False)
+    prev, model, session, cwd, named = state if state is not None else (None, None, os.path.splitext(os.path.basename(path).removesuffix(".zst"))[0], "", False)
     if prev is not None:
         prev = tuple(prev)  # (a cache hands back a list)
     for off, line in marked_lines(mm, start, end, PATTERN):

@@ -111,6 +111,8 @@ def scan_file(task: Task) -> Scanned:
     from .records import FileEntry
 
     path, kind, prev, strict = task
+    if path.endswith(_ZST):
+        prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole)
     try:
         f = open(path, "rb") if "://" not in path else _fetched(path)
     except OSError as exc:
@@ -122,12 +124,10 @@ def scan_file(task: Task) -> Scanned:
         if size == 0:
             return path, entry, 0, None
         try:
-            # start-up: only when a log is read
-            import mmap
-
-            mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as exc:  # shrank since fstat, or cannot be mapped
+            mm = _contents(f, size, path)
+        except (OSError, ValueError) as exc:  # shrank since fstat, cannot be mapped, or not decompressed
             return path, None, 0, f"cannot read ({exc})"
+        size = len(mm)
         try:
             start = 0
             if prev is not None and prev.ino == st.st_ino and 0 < prev.off <= size and prev.kind is not None:
@@ -165,7 +165,27 @@ def scan_file(task: Task) -> Scanned:
             entry.tail = _digest(mm, max(0, end - _CHECK_BYTES), end)
             return path, entry, size - start, None
         finally:
-            mm.close()
+            if type(mm) is not bytes:
+                mm.close()
+
+
+_ZST = ".zst"
+
+
+def _contents(f: Any, size: int, path: str) -> Any:
+    """What the parsers search in the open log F: a memory map of it or, for a compressed
+    rollout (`.zst`), the whole of it decompressed through the zstd program into bytes (which
+    find and slice as the map does; read from F, the file whose key was taken). A
+    `compressed.Unreadable` (a ValueError) says why not."""
+    if not path.endswith(_ZST):
+        # start-up: only when a log is read
+        import mmap
+
+        return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+    # start-up: only a compressed log needs the zstd program
+    from ..compressed import decompress
+
+    return decompress(f)
 
 
 def scan_file_packed(task: Task) -> bytes:
@@ -447,7 +467,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             seen += 1
             if k == (size, mtime, ino):
                 continue
-            if k[2] != ino or size < k[0]:
+            if k[2] != ino or size < k[0] or path.endswith(_ZST):  # (a compressed log is never resumed)
                 return None
             tasks.append((path, kind, None, False))  # (its entry is taken from the cache below)
             sizes[path] = size

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 CATTY, CLAUDE, CODEX = "catty", "claude", "codex"  # the kinds of log; None until a file's first line tells
 _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
+COMPRESSED = ".jsonl.zst"  # a rollout Codex compressed (a week untouched): read whole through zstd (`compressed`)
 
 
 def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> list[tuple[str, str | None]]:
@@ -29,12 +30,14 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
 
     PATH is a catty session (directory or log), a ROOT of them, a Claude Code config dir or
     its projects tree, a Codex home or its sessions tree, or one log file of any of these.
+    Codex's compressed rollouts (`rollout-*.jsonl.zst`) are Codex logs wherever they lie.
     LISTINGS, when given, remembers each folder's listing (see `Listings`).
     """
     p = os.fspath(path)
     join = os.path.join
     if os.path.isfile(p):
-        return [(p, CATTY if os.path.basename(p) == LOG_NAME else None)]
+        name = os.path.basename(p)
+        return [(p, CATTY if name == LOG_NAME else CODEX if name.endswith(COMPRESSED) and name.startswith("rollout-") else None)]
     if not os.path.isdir(p):
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):
@@ -62,7 +65,7 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
 
 
 class Listings:
-    """Folder listings (sub-folders to walk, *.jsonl names) remembered by the folder's mtime.
+    """Folder listings (sub-folders to walk, *.jsonl and rollout-*.jsonl.zst names) remembered by the folder's mtime.
 
     A folder's mtime changes whenever an entry is added, removed or renamed in it, so a
     remembered listing whose folder has the same mtime is still true, and a walk over
@@ -100,7 +103,7 @@ class Listings:
                     if real_dir:
                         if not is_staging(e.name):  # a killed fork's or import's leftovers
                             subdirs.append(e.name)
-                    elif not is_dir and e.name.endswith(".jsonl"):
+                    elif not is_dir and (e.name.endswith(".jsonl") or (e.name.endswith(COMPRESSED) and e.name.startswith("rollout-"))):
                         logs.append(e.name)
         except OSError:
             return None
