@@ -29,7 +29,7 @@ sys.path.append(_HERE)
 from _util import ROOT, env_with_project  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from catty_ctx.usage import claude, codex, catty, copies, filescan, ledger, records, walk  # noqa: E402
+from catty_ctx.usage import claude, codex, catty, copies, filecache, filescan, ledger, records, walk  # noqa: E402
 from catty_ctx.jsonl import marked_lines  # noqa: E402
 
 
@@ -91,7 +91,7 @@ def main() -> int:
     parts.append(("fold into rows (--by day)", best(args.repeat, lambda: ledger.fold_calls(kept, by="day"))[0]))
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["XDG_CACHE_HOME"] = tmp
-        parts.append(("write the per-file cache", best(args.repeat, lambda: filescan._save_cache(args.tree, {e[0]: e[1] for e in entries}))[0]))
+        parts.append(("write the per-file cache", best(args.repeat, lambda: filecache.save_cache(args.tree, {e[0]: e[1] for e in entries}))[0]))
     size = sum(len(mm) for *_, mm in maps)
     print(f"{args.tree}: {size / 2**20:.1f} MB in {len(maps)} files; CPU seconds, one process, best of {args.repeat}; "
           f"load average {os.getloadavg()[0]:.1f}")

@@ -531,6 +531,35 @@ def test_the_entries_workers_hand_back_are_cached_as_they_came_and_read_back(tmp
     assert scan.files_parsed == 1 and scan.bytes_parsed < 400 and grown.totals["input"] == one.totals["input"] + 5
 
 
+def test_a_cache_written_behind_the_fold_is_whole_when_usage_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large per-file cache is written by a thread while the calls are deduped and folded;
+    usage returns only once it is written, and a write that fails is a warning, not a result."""
+    import threading
+
+    from catty_ctx.usage import filecache
+
+    claude_tree(tmp_path / "c", seed=9, projects=2, sessions=3)
+    monkeypatch.setattr(filescan, "WRITE_BEHIND_FILES", 0)
+    started: list[str] = []
+
+    class Spy(filecache.Writing):
+        def __init__(self, arg: str, gen: int, files: dict[str, Any]) -> None:
+            started.append(arg)
+            super().__init__(arg, gen, files)
+
+    monkeypatch.setattr(filecache, "Writing", Spy)
+    one, scan = U.usage([str(tmp_path / "c")], by="day")
+    assert started == [str(tmp_path / "c")] and not scan.warnings
+    assert not [t for t in threading.enumerate() if t.name == "catty-ctx-cache"]
+    again, scan = U.usage([str(tmp_path / "c")], by="model")  # a new question: every log from that cache
+    assert scan.files_parsed == 0 and scan.from_cache == scan.files and again.totals == one.totals
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))
+    (tmp_path / "not-a-folder").write_text("a file where the cache folder would be")
+    failed, scan = U.usage([str(tmp_path / "c")], by="day")
+    assert failed.totals == one.totals and any(w.startswith("usage cache not written") for w in scan.warnings)
+    assert len(started) == 2
+
+
 def test_a_worker_that_dies_or_cannot_start_costs_time_not_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     claude_tree(tmp_path / "c", seed=9, projects=2, sessions=3)
     one, _ = U.usage([str(tmp_path / "c")], jobs=1, use_cache=False, by="day")

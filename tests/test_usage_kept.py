@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catty_ctx import usage as U
-from catty_ctx.usage import filescan
+from catty_ctx.usage import filecache, filescan
 from usage_trees import claude_tree
 
 SONNET = "claude-sonnet-4-20250514"
@@ -78,6 +78,34 @@ def test_calls_appended_to_a_log_are_added_to_the_kept_ledger_without_a_full_sca
     with open(logs[2], "ab") as f:
         f.write(line("msg_a4", "req_a4", uuid="ua5", ts="2026-04-01T00:00:00.000Z"))
     same_as_a_full_scan(tmp_path / "c", by, monkeypatch=monkeypatch)
+
+
+def test_a_run_after_an_append_reads_only_the_grown_logs_cache_entries_and_merges_a_large_delta(tmp_path: Path,
+                                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """After an append only the grown log's entry is read from the per-file cache (not the
+    whole file); a delta past DELTA_MAX_BYTES is merged into the base file, which later runs read."""
+    claude_tree(tmp_path / "c", seed=22, projects=2, sessions=3)
+    logs = sorted((tmp_path / "c").rglob("*.jsonl"))
+    same_as_a_full_scan(tmp_path / "c", "day")
+    with open(logs[0], "ab") as f:
+        f.write(line("msg_b1", "req_b1", uuid="ub1"))
+    same_as_a_full_scan(tmp_path / "c", "day")  # the first run that reads a cache keeps the ledger
+    read: list[set[str]] = []
+    real = filecache.entries_of
+    monkeypatch.setattr(filecache, "entries_of", lambda arg, wanted: read.append(set(wanted)) or real(arg, wanted))
+    with open(logs[1], "ab") as f:
+        f.write(line("msg_b2", "req_b2", uuid="ub2"))
+    same_as_a_full_scan(tmp_path / "c", "day", monkeypatch=monkeypatch)
+    assert read == [{str(logs[1])}]
+    base = next(U.cache_dir().glob("usage-v*.bin"))
+    before = base.read_bytes()
+    monkeypatch.setattr(filecache, "DELTA_MAX_BYTES", 0)  # every delta now goes into the base file
+    with open(logs[2], "ab") as f:
+        f.write(line("msg_b3", "req_b3", uuid="ub3", ts="2026-04-01T00:00:00.000Z"))
+    same_as_a_full_scan(tmp_path / "c", "day", monkeypatch=monkeypatch)
+    assert base.read_bytes() != before and not list(U.cache_dir().glob("usage-delta-*.bin"))
+    scan = same_as_a_full_scan(tmp_path / "c", "session")  # a new question: every log from the merged base file
+    assert scan.files_parsed == 0 and scan.from_cache == scan.files
 
 
 @pytest.mark.parametrize("copy", ["larger content-block copy", "replay by uuid", "side question re-log", "reported cost",

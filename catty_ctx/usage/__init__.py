@@ -10,7 +10,7 @@ month, session, project or agent.
 
 One mechanism per module: `walk` (discovery and its remembered listings), `claude`,
 `codex`, `catty` (a parser per format, sharing `lines`), `records` (the typed records),
-`filescan` (the scan, the per-file cache, workers from `..workers`), `prices`, `copies` (the dedupe rules: one record per call), `ledger` (the fold),
+`filescan` (the scan, workers from `..workers`), `filecache` (the per-file cache), `prices`, `copies` (the dedupe rules: one record per call), `ledger` (the fold),
 `kept` (the fold kept between runs, adjusted when logs only grew), `answers` (the answer cache),
 `times`; this module runs them as one call, `usage`.
 
@@ -155,9 +155,12 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
 
         # "Since yesterday": a log last written before that day began holds no call of it.
         result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
-                      modified_since=day_start(lo, tz) if lo else None, engine=engine)
-        kept = dedupe(result.records)
-        folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
+                      modified_since=day_start(lo, tz) if lo else None, engine=engine, write_behind=True)
+        try:
+            kept = dedupe(result.records)
+            folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
+        finally:
+            result.settle()  # (the per-file caches a thread wrote meanwhile)
         # The workers already collapsed each file's own copies: those count as duplicates too.
         ledger = ledger_of(folded, by=by, prices=table, calls_read=result.calls_read, duplicates=result.calls_read - len(kept))
         # Compressed logs left unread for want of the zstd program are read once it is installed:

@@ -10,11 +10,12 @@ import sys
 
 import xxhash
 
-from ..files import replace_file
+from ..files import replace_file, write_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 CACHE_VERSION = 6  # bump when a record's shape or a parser's meaning changes
 
@@ -46,7 +47,26 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
-def write_cache_file(path: str, data: bytes) -> None:
-    """temp + rename, without fsync: a cache lost in a crash is only read as empty next time."""
+def write_cache_file(path: str, data: bytes | list[bytes]) -> None:
+    """temp + rename, without fsync: a cache lost in a crash is only read as empty next time.
+
+    DATA may come in parts, written with writev (no joined copy of megabytes first)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    replace_file(path, data, durable=False)
+    if type(data) is not list:
+        replace_file(path, data, durable=False)
+        return
+
+    def fill(f: Any) -> None:
+        fd = f.fileno()
+        for i in range(0, len(data), _IOV):
+            chunk = data[i : i + _IOV]
+            done = os.writev(fd, chunk)
+            if done < sum(len(b) for b in chunk):  # (short write: the rest the slow way)
+                rest = b"".join(chunk)[done:]
+                while rest:
+                    rest = rest[os.write(fd, rest) :]
+
+    write_file(path, fill, durable=False)
+
+
+_IOV = 512  # parts per writev (within every system's IOV_MAX)

@@ -1,8 +1,8 @@
 """The scan: read every log under the PATHs, unchanged files from the per-file cache, grown ones
 from where they stopped, the rest in full, on several processes when there is enough to read.
 
-The per-file cache (one file per PATH, MessagePack) keeps each log's `FileEntry`; an entry whose
-key (size, mtime, inode) still holds is used without opening the log.
+The per-file cache (`filecache`) keeps each log's `FileEntry`; an entry whose key (size, mtime,
+inode) still holds is used without opening the log.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 
 import xxhash
 
-from .cachefiles import cache_file, read_bytes, write_cache_file
+from . import filecache
 from .walk import CATTY, CLAUDE, CODEX, sniff, survey
 
 TYPE_CHECKING = False
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     Task = tuple[str, str | None, FileEntry | None, bool]  # path, kind, previous entry, strict
 
 BAD_SAMPLES_PER_FILE = 5
+WRITE_BEHIND_FILES = 64  # logs read in full past which the per-file cache is written by a thread (when asked)
 PARALLEL_MIN_BYTES = 8 << 20  # below this a worker pool costs more than it saves
 _CHECK_BYTES = 4096  # bytes hashed at the start and at the end of what was parsed
 _NL = b"\n"
@@ -48,6 +49,17 @@ class Scan:
         self.warnings: list[str] = warnings if warnings is not None else []
         self.generations: list[int] = []  # per PATH: the per-file cache's generation now (0: none)
         self.from_cache = 0  # logs whose cached entry was used (unchanged, or read from where it stopped)
+        self.writing: list[tuple[int, filecache.Writing]] = []  # (index in generations, its cache being written)
+
+    def settle(self) -> None:
+        """Wait for the per-file caches `scan(..., write_behind=True)` is still writing; one that
+        could not be written gets generation 0 and a warning."""
+        for i, job in self.writing:
+            job.thread.join()
+            if job.warning:
+                self.generations[i] = 0
+                self.warnings.append(job.warning)
+        self.writing = []
 
 
 def _parser_module(kind: str) -> Any:
@@ -217,103 +229,6 @@ def _fetched(url: str) -> Any:
     return copy
 
 
-def _pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> bytes:
-    """A per-file cache file: the length of its head, the head (ARG, the generations, the paths
-    and the length of each entry), then each entry's MessagePack one after the other, so that
-    an entry is decoded only when it is used and one not used is written back as it was."""
-    # start-up: msgspec loads only when an entry is decoded or encoded
-    from .records import ENCODE
-
-    parts = [v if type(v) is memoryview or type(v) is bytes else ENCODE(v) for v in files.values()]
-    head = ENCODE((arg, base, gen, list(files), [len(b) for b in parts]))
-    return b"".join([len(head).to_bytes(8, "little"), head, *parts])
-
-
-def _unpack(arg: str, data: bytes | None) -> tuple[int, int, dict[str, memoryview]] | None:
-    """(base generation, generation, {path: entry's MessagePack}) of a file `_pack` wrote for ARG; None when it is not one."""
-    if data is None or len(data) < 8:
-        return None
-    # start-up: msgspec loads only when an entry is decoded or encoded
-    import msgspec
-
-    n = int.from_bytes(data[:8], "little")
-    try:
-        got_arg, base, gen, paths, lengths = msgspec.msgpack.decode(data[8 : 8 + n], type=tuple[str, int, int, list[str], list[int]])
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    if got_arg != arg or len(paths) != len(lengths) or 8 + n + sum(lengths) != len(data):
-        return None
-    view = memoryview(data)
-    files = {}
-    pos = 8 + n
-    for path, length in zip(paths, lengths):
-        files[path] = view[pos : pos + length]
-        pos += length
-    return base, gen, files
-
-
-def _read_cache(arg: str) -> tuple[int, int, dict[str, Any], dict[str, Any]]:
-    """The per-file cache of ARG: (its base file's generation, its generation, {path: entry as
-    undecoded MessagePack}, the entries of its delta file). All zero and empty when missing,
-    unreadable or another PATH's.
-
-    An entry is decoded (`DECODE_ENTRY`) only when it is used. The delta file holds the entries
-    a run after logs only grew rewrote (see `grown`), so that such a run writes those alone; it
-    counts only beside the base file it was made for.
-    """
-    got = _unpack(arg, read_bytes(cache_file("usage", arg)))
-    if got is None:
-        return 0, 0, {}, {}
-    _, gen, files = got
-    delta = _unpack(arg, read_bytes(cache_file("usage-delta", arg)))
-    if delta is not None and delta[0] == gen:
-        files.update(delta[2])
-        return gen, delta[1], files, delta[2]
-    return gen, gen, files, {}
-
-
-def _load_cache(arg: str) -> tuple[int, dict[str, Any]]:
-    """The per-file cache of ARG: its generation and {path: entry as undecoded MessagePack}."""
-    _base, gen, files, _delta = _read_cache(arg)
-    return gen, files
-
-
-def _new_generation() -> int:
-    return int.from_bytes(os.urandom(8), "little") | 1  # (never 0, which means "no cache")
-
-
-def _save_cache(arg: str, files: dict[str, Any]) -> tuple[int, str | None]:
-    """Write the per-file cache under a new generation: (that generation, or 0 and a warning).
-    A failure costs speed next time, never the result."""
-    gen = _new_generation()
-    try:
-        write_cache_file(cache_file("usage", arg), _pack(arg, gen, gen, files))
-    except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
-        return 0, f"usage cache not written: {exc}"
-    try:
-        os.unlink(cache_file("usage-delta", arg))  # (of another base: would be ignored anyway)
-    except OSError:
-        pass
-    return gen, None
-
-
-DELTA_MAX_BYTES = 1 << 20  # a larger delta is merged into the base file instead
-
-
-def _save_delta(arg: str, base: int, delta: dict[str, Any], files: dict[str, Any]) -> tuple[int, str | None]:
-    """Write DELTA (the entries rewritten since the base file of generation BASE) under a new
-    generation; past DELTA_MAX_BYTES, all FILES to the base file instead."""
-    gen = _new_generation()
-    data = _pack(arg, base, gen, delta)
-    if len(data) > DELTA_MAX_BYTES:
-        return _save_cache(arg, files)
-    try:
-        write_cache_file(cache_file("usage-delta", arg), data)
-    except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
-        return 0, f"usage cache not written: {exc}"
-    return gen, None
-
-
 def validate_catty_logs(found: Survey) -> None:
     """--strict: read every line of each catty log as the store does, not only its usage
     lines, so a corrupt session is a DataError naming file:line even where the ledger would
@@ -337,14 +252,16 @@ def validate_catty_logs(found: Survey) -> None:
 
 
 def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
-         max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None, engine: Any = None) -> Scan:
+         max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None, engine: Any = None,
+         write_behind: bool = False) -> Scan:
     """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped.
 
     STRICT checks every line of every log (the per-file cache, which knows only the marked
     lines, is then neither read nor written). A log last modified before MODIFIED_SINCE (epoch
     seconds) cannot hold a newer call: it is neither read nor parsed and adds nothing (its
     cache entry is kept for later questions). ENGINE (`cluster.Engine`) parses the files on a
-    Dask cluster instead of here; the caches stay with this process.
+    Dask cluster instead of here; the caches stay with this process. WRITE_BEHIND returns while
+    a large per-file cache is still being written by a thread: the caller must `settle()` the Scan.
     """
     use_cache = use_cache and not strict
     since_ns = int(modified_since * 1e9) if modified_since is not None else None
@@ -357,7 +274,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
     decode = None
     for arg, listing in found:  # type: ignore[union-attr]
-        gen, old = _load_cache(arg) if use_cache else (0, {})
+        gen, old = filecache.load_cache(arg) if use_cache else (0, {})
         if old and decode is None:
             # start-up: msgspec loads only when an entry is decoded or encoded
             from .records import DECODE_ENTRY as decode
@@ -411,9 +328,13 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
             if entry.torn and len(result.bad_samples) < max_samples:
                 result.bad_samples.append(f"{path}:{entry.torn}: torn final line (no newline)")
         if use_cache and (new.keys() != old.keys() or any(p in done for p in files)):  # (old entries of skipped files kept)
-            gen, warning = _save_cache(arg, new)
-            if warning:
-                result.warnings.append(warning)
+            if write_behind and len(done) > WRITE_BEHIND_FILES:
+                gen = filecache.new_generation()
+                result.writing.append((len(result.generations), filecache.Writing(arg, gen, new)))
+            else:
+                gen, warning = filecache.save_cache(arg, new)
+                if warning:
+                    result.warnings.append(warning)
         result.generations.append(gen if use_cache else 0)
     return result
 
@@ -474,9 +395,10 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
         if seen != len(known) or size_left < 0:
             return None  # a log gone, or too much to read here
         if tasks:
-            base, gen, old, delta = _read_cache(arg)
-            if gen != want:
+            cached = filecache.read_entries(arg, {t[0] for t in tasks})
+            if cached is None or cached[1] != want:
                 return None
+            base, gen, old, delta = cached
             for i, (path, kind, _, _) in enumerate(tasks):
                 if path not in known:
                     continue  # (a new log is read whole: none of its calls were folded)
@@ -509,8 +431,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             out.bytes_parsed += nbytes
             changed[path] = entry
         if tasks:
-            old.update(changed)
-            gen, warning = _save_delta(arg, base, changed, old)
+            gen, warning = filecache.save_delta(arg, base, changed)
             if warning:
                 out.warnings.append(warning)
         out.generations.append(gen)
@@ -568,6 +489,8 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
     nbytes = 0
     for n, results, here in deal(len(items), lambda n: [scan_file(task) for task in items[n]], jobs, dump, DECODE_PACKED_ITEM):
         if here:
+            if jobs > 1 and packed is not None:  # (encoded now, while the workers parse, not after them for the cache)
+                packed.update((path, ENCODE(entry)) for path, entry, _n, _e in results if entry is not None)
             yield from results
         else:
             for path, raw, size, error in results:
