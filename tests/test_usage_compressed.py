@@ -255,3 +255,20 @@ def test_a_url_root_lists_and_reads_compressed_rollouts(tmp_path: Path) -> None:
         compress(log)
     led, scan = U.usage([f"file://{home}/sessions", f"file://{home}/archived_sessions"], timezone_name="UTC")
     assert scan.files == len(logs) and {k: led.totals[k] for k in FIELDS} == want["totals"]
+
+
+@needs_zstd
+def test_compressed_rollouts_are_weighed_as_the_work_they_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .zst is read whole and decompressed: it counts as a larger log when deciding whether
+    workers pay, not by its compressed bytes."""
+    home = tmp_path / "codex"
+    logs = codex_home(home)
+    want = truth([home])
+    zsts = [compress(log) for log in logs]
+    on_disk = sum(z.stat().st_size for z in zsts)
+    monkeypatch.setattr(filescan, "PARALLEL_MIN_BYTES", on_disk * 2)  # more than the bytes, less than the work
+    forks: list[int] = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    got, scan = answer([home], jobs=2, use_cache=False)
+    assert forks and got == want and scan.files_parsed == len(zsts)

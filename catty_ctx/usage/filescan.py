@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 BAD_SAMPLES_PER_FILE = 5
 WRITE_BEHIND_FILES = 64  # logs read in full past which the per-file cache is written by a thread (when asked)
 PARALLEL_MIN_BYTES = 8 << 20  # below this a worker pool costs more than it saves
+ZST_INFLATION = 8  # a compressed rollout is weighed as this many times its size (zstd on JSON Lines: about 5-12x)
 _CHECK_BYTES = 4096  # bytes hashed at the start and at the end of what was parsed
 _NL = b"\n"
 
@@ -294,7 +295,10 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 kept[path] = prev
             else:
                 tasks.append((path, kind, prev, strict))
-                sizes[path] = size - (prev.off if prev is not None and prev.ino == ino and prev.off <= size else 0)
+                if path.endswith(_ZST):  # read whole, and decompressed: its work is that of a larger log
+                    sizes[path] = size * ZST_INFLATION
+                else:
+                    sizes[path] = size - (prev.off if prev is not None and prev.ino == ino and prev.off <= size else 0)
         plans.append((arg, files, old, new, gen))
     result.files = sum(len(files) for _arg, files in found)  # type: ignore[misc]
 
