@@ -10,7 +10,7 @@ import stat
 import time
 
 from ..errors import UsageError
-from ..layout import LOG_NAME, is_staging
+from ..layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
 from ..urls import is_url, url_logs
 
 TYPE_CHECKING = False
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     Survey = list[tuple[str, list[tuple[str, str | None, int, int, int]]]]  # per PATH: (file, kind, size, mtime_ns, inode)
 
 CATTY, CLAUDE, CODEX = "catty", "claude", "codex"  # the kinds of log; None until a file's first line tells
+# Not a log: a catty session's prefire cache, holding the usage events of calls no event records
+# yet (see `prefire`); `survey` adds it beside its session's log when it exists.
+PREFIRE = "prefire"
+_PENDING = os.sep + os.path.join(REQUESTS_DIR, PREFIRE_NAME)
 _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
 COMPRESSED = ".jsonl.zst"  # a rollout Codex compressed (a week untouched): read whole through zstd (`compressed`)
@@ -156,7 +160,10 @@ def _url_kind(url: str) -> str | None:
 
 
 def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = None) -> Survey:
-    """Every log under PATHS with its size, mtime and inode (a file named twice counts once)."""
+    """Every log under PATHS with its size, mtime and inode (a file named twice counts once).
+
+    Beside each catty session's log, its prefire cache when there is one (kind PREFIRE: the
+    spend of a two-pass pass 1 that no event records yet): one more stat per session."""
     out: Survey = []
     seen: set[str] = set()
     for raw in paths:
@@ -177,5 +184,14 @@ def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = 
             if not stat.S_ISREG(st.st_mode):
                 continue  # a FIFO or device would block or never end
             files.append((path, kind, st.st_size, st.st_mtime_ns, st.st_ino))
+            if kind == CATTY and path.endswith(LOG_NAME):
+                pending = path[: -len(LOG_NAME) - 1] + _PENDING
+                try:
+                    st = os.stat(pending)
+                except OSError:
+                    continue  # (no pass 1 waiting: the usual case)
+                if stat.S_ISREG(st.st_mode) and pending not in seen:
+                    seen.add(pending)
+                    files.append((pending, PREFIRE, st.st_size, st.st_mtime_ns, st.st_ino))
         out.append((arg, files))
     return out
