@@ -75,8 +75,9 @@ def main() -> int:
                              check=True).stderr
         return sum(int(line.split("|")[0].split(":")[1]) for line in err.splitlines()[1:]) / 1e6
 
-    ours = "import catty_ctx.usage.claude, catty_ctx.usage.filescan, catty_ctx.usage.ledger, catty_ctx.usage.copies, catty_ctx.usage.kept"
-    parts.append(("imports (msgspec, orjson, the parsers)", min(import_seconds(ours) - import_seconds("pass") for _ in range(args.repeat))))
+    ours = ("import catty_ctx.usage.claude, catty_ctx.usage.filescan, catty_ctx.usage.ledger, catty_ctx.usage.copies, catty_ctx.usage.kept, "
+            "catty_ctx.usage.prices, catty_ctx.workers, catty_ctx.cli.output")
+    parts.append(("imports (msgspec, the parsers, the fold)", min(import_seconds(ours) - import_seconds("pass") for _ in range(args.repeat))))
     parts.append(("walk (list folders, stat logs)", best(args.repeat, lambda: walk.survey([args.tree]))[0]))
     t_find, lines = best(args.repeat, find)
     t_parse, per_file = best(args.repeat, parse)
