@@ -95,7 +95,7 @@ def test_a_prefires_spend_counts_before_its_compaction_and_once_after(tmp_path: 
         assert _rows(_usage(str(s), by="session"), "session")["s-prefire"] == (1900, 200, 2)  # the session's own, as the log says
         assert _rows(_usage(str(s), by="project"), "project")["/work/proj"] == (1900, 200, 2)
         out = orjson.loads(cli("compact", str(s), "--force", "--two-pass", "--summarizer", "openai:m-sum", "--json", check=True).stdout)
-    assert out["two_pass"]["hit"] is True
+    assert out["two_pass"]["hit"] is True and "wasted_tokens" not in out["two_pass"]
     assert not (s / "compaction_requests" / "prefire.json").exists()
     (appended,) = _logged(s, "prefire")
     assert appended["prefire_call"] == pending["prefire_call"] and appended["request_id"] == pending["request_id"]
@@ -147,7 +147,7 @@ def test_a_second_prefire_keeps_the_spend_of_the_note_it_replaces(tmp_path: Path
         assert (s / "updates.jsonl").read_bytes().count(b'"purpose"') == 0  # still no event (SPEC)
         assert _rows(_usage(str(s)))["compaction"] == (1810, 310, 2)
         out = orjson.loads(cli("compact", str(s), "--force", "--two-pass", "--summarizer", "openai:m-sum", "--json", check=True).stdout)
-    assert out["two_pass"]["hit"] is True
+    assert out["two_pass"]["hit"] is True and out["two_pass"]["wasted_tokens"] == 900 + 150  # the replaced note's
     assert [(e["input"], e["prefire_call"]) for e in _logged(s, "prefire")] == [(900, first["prefire_call"]), (910, second["prefire_call"])]
     after = _usage(str(s))
     assert _rows(after)["compaction"] == (2110, 430, 3)
@@ -198,3 +198,24 @@ def test_an_unreadable_cache_is_named_like_a_bad_line(tmp_path: Path) -> None:
     assert doc["bad_lines"] == 1 and doc["totals"]["calls"] == 1
     assert b"prefire.json:1: prefire spend:" in proc.stderr
     assert cli("usage", str(s), "--json", "--strict").returncode == 65
+
+
+def test_a_compaction_that_commits_nothing_records_pass_one_once_and_keeps_the_note(tmp_path: Path, endpoint, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The summariser gives up on pass 2: pass 1's calls are appended with its own, and dropped
+    from the cache, whose note the next compaction still uses without appending them again."""
+    s = _session(tmp_path / "s")
+    shorts = [sse("<summary>too short</summary>", usage={"prompt_tokens": 100, "completion_tokens": 5}) for _ in range(3)]  # (each its own id)
+    with endpoint([sse(SUMMARY, usage=PASS1), *shorts, sse(SUMMARY, usage=PASS2)]) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+        cli("compact", str(s), "--prefire", "--summarizer", "openai:m-sum", check=True)
+        (pending,) = _spend_in_cache(s)
+        assert cli("compact", str(s), "--force", "--two-pass", "--summarizer", "openai:m-sum").returncode == 75
+        assert [e["prefire_call"] for e in _logged(s, "prefire")] == [pending["prefire_call"]]
+        assert _spend_in_cache(s) == []  # recorded: the note stays, its spend does not
+        assert _rows(_usage(str(s)))["compaction"] == (1200, 165, 4)
+        out = orjson.loads(cli("compact", str(s), "--force", "--two-pass", "--summarizer", "openai:m-sum", "--json", check=True).stdout)
+    assert out["two_pass"]["hit"] is True
+    assert len(_logged(s, "prefire")) == 1  # not appended a second time
+    after = _usage(str(s))
+    assert _rows(after)["compaction"] == (1500, 285, 5)
+    assert after == _usage(str(s), cache=False)

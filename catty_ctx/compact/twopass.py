@@ -245,19 +245,22 @@ class Lookup:
     in_flight: bool = False
     timed_out: bool = False
 
+    own: str = ""  # `prefire_call` prefix of the note's own pass (the rest was carried from notes it replaced)
+
     @property
     def wasted_tokens(self) -> int:
-        """Tokens pass 1 spent on a note that cannot be used."""
-        if not self.stale:
-            return 0
-        return sum(int(e.get("input") or 0) + int(e.get("output") or 0) + int(e.get("cache_read") or 0) for e in self.spend)
+        """Tokens pass 1 spent on notes that cannot be used: all of them when stale, else those
+        of the notes this one replaced (carried in its cache)."""
+        return sum(int(e.get("input") or 0) + int(e.get("output") or 0) + int(e.get("cache_read") or 0) for e in self.spend
+                   if self.stale or (self.own and not str(e.get("prefire_call")).startswith(self.own)))
 
     def record(self) -> dict[str, Any]:
         out = {"hit": self.hit, "stale": self.stale, "pass1_latency_ms": self.pass1_latency_ms, "waited_ms": self.waited_ms}
         if self.in_flight:
             out.update(in_flight=True, timed_out=self.timed_out)
-        if self.stale:
-            out["wasted_tokens"] = self.wasted_tokens
+        wasted = self.wasted_tokens
+        if self.stale or wasted:
+            out["wasted_tokens"] = wasted
         return out
 
 
@@ -280,7 +283,9 @@ def lookup(session_dir: Path, items: Sequence[Item], summarizer_id: str) -> Look
         return Lookup(False, True, None, k, latency, "summariser", spend)
     if doc.get("fp") != prefix_fp(items[:k]):
         return Lookup(False, True, None, k, latency, "prefix fingerprint", spend)
-    return Lookup(True, False, note, k, latency, None, spend)
+    art = doc.get("artifact")
+    own = os.path.basename(art)[: -len(".json")] + ":" if isinstance(art, str) and art.endswith(".json") else ""
+    return Lookup(True, False, note, k, latency, None, spend, own=own)
 
 
 def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tokens: int = 0) -> list[Item]:
