@@ -219,3 +219,29 @@ def test_a_compaction_that_commits_nothing_records_pass_one_once_and_keeps_the_n
     after = _usage(str(s))
     assert _rows(after)["compaction"] == (1500, 285, 5)
     assert after == _usage(str(s), cache=False)
+
+
+def test_a_note_replaced_while_pass_two_runs_survives_the_compaction(tmp_path: Path) -> None:
+    """A cron prefire can finish while a two-pass compaction's pass 2 runs (outside the lock):
+    the compaction that used the old note must not delete the new one and its spend with it."""
+    s = _session(tmp_path / "s")
+    cache = s / "compaction_requests" / "prefire.json"
+    old_note, new_note, flag = tmp_path / "old.json", tmp_path / "new.json", tmp_path / "swap"
+    script = tmp_path / "summ.py"
+    # Pass 2 (the flag set) finds the newer note put in place while it runs, as a prefire's rename would.
+    script.write_text(f"import os, sys\nsys.stdin.read()\nif os.path.exists({str(flag)!r}):\n"
+                      f"    os.replace({str(new_note)!r}, {str(cache)!r})\nprint({SUMMARY!r})\n")
+    spec = f"cmd:{sys.executable} {script}"
+    cli("compact", str(s), "--prefire", "--summarizer", spec, check=True)
+    shutil.copy2(cache, old_note)
+    cli("compact", str(s), "--prefire", "--summarizer", spec, check=True)
+    first, second = _spend_in_cache(s)
+    shutil.copy2(cache, new_note)
+    shutil.copy2(old_note, cache)  # the state when the compaction starts: the first note alone
+    flag.touch()
+    out = orjson.loads(cli("compact", str(s), "--force", "--two-pass", "--summarizer", spec, "--json", check=True).stdout)
+    assert out["two_pass"]["hit"] is True
+    assert [e["prefire_call"] for e in _logged(s, "prefire")] == [first["prefire_call"]]
+    assert _spend_in_cache(s) == [second]  # the newer note stays, less what was just appended
+    doc = _usage(str(s))
+    assert _rows(doc)["compaction"][2] == 3 and doc == _usage(str(s), cache=False)  # first, second (waiting), pass 2

@@ -387,7 +387,7 @@ def compact_session(
         # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import discard
 
-        discard(directory)  # consumed, or never to match again: its spend is in the log now
+        discard(directory, hit)  # consumed, or never to match again: its spend is in the log now
     out.artifact = comp["artifact"]
     out.event = written[-1]
     return out

@@ -278,14 +278,18 @@ def lookup(session_dir: Path, items: Sequence[Item], summarizer_id: str) -> Look
     latency = doc.get("pass1_latency_ms")
     spend = spend_of(doc)  # (named as the ledger named them while they waited here)
     if not 0 < k <= len(items):
-        return Lookup(False, True, None, k, latency, "prefix length", spend)
+        return Lookup(False, True, None, k, latency, "prefix length", spend, own=_own(doc))
     if doc.get("summarizer") != summarizer_id:
-        return Lookup(False, True, None, k, latency, "summariser", spend)
+        return Lookup(False, True, None, k, latency, "summariser", spend, own=_own(doc))
     if doc.get("fp") != prefix_fp(items[:k]):
-        return Lookup(False, True, None, k, latency, "prefix fingerprint", spend)
+        return Lookup(False, True, None, k, latency, "prefix fingerprint", spend, own=_own(doc))
+    return Lookup(True, False, note, k, latency, None, spend, own=_own(doc))
+
+
+def _own(doc: dict[str, Any]) -> str:
+    """The `prefire_call` prefix of the events of a cache's own pass ("" when it names no artifact)."""
     art = doc.get("artifact")
-    own = os.path.basename(art)[: -len(".json")] + ":" if isinstance(art, str) and art.endswith(".json") else ""
-    return Lookup(True, False, note, k, latency, None, spend, own=own)
+    return os.path.basename(art)[: -len(".json")] + ":" if isinstance(art, str) and art.endswith(".json") else ""
 
 
 def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tokens: int = 0) -> list[Item]:
@@ -313,9 +317,22 @@ def recorded(session_dir: Path, spend: Sequence[dict[str, Any]]) -> None:
         atomic_write(path, orjson.dumps({**doc, "spend": left}, option=orjson.OPT_INDENT_2) + b"\n")
 
 
-def discard(session_dir: Path) -> None:
-    """A committed compaction consumed the note: the cache can never match again."""
+def discard(session_dir: Path, hit: Lookup | None = None) -> None:
+    """A committed compaction consumed the note HIT read (its spend is in the log now): the
+    cache can never match again. When a prefire replaced it meanwhile (pass 2 ran for a while),
+    the new note stays, less the events of the old one it carried (they were just appended)."""
+    path = cache_path(session_dir)
+    if hit is not None and hit.own:
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            return
+        except (OSError, orjson.JSONDecodeError):
+            doc = None
+        if isinstance(doc, dict) and _own(doc) != hit.own:
+            recorded(session_dir, hit.spend)
+            return
     try:
-        cache_path(session_dir).unlink()
+        path.unlink()
     except FileNotFoundError:
         pass
