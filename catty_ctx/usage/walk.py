@@ -21,9 +21,9 @@ if TYPE_CHECKING:
 
 CATTY, CLAUDE, CODEX = "catty", "claude", "codex"  # the kinds of log; None until a file's first line tells
 # Not a log: a catty session's prefire cache, holding the usage events of calls no event records
-# yet (see `prefire`); `survey` adds it beside its session's log when it exists.
+# yet (see `prefire`), listed after its session's log when the session has a requests folder.
 PREFIRE = "prefire"
-_PENDING = os.sep + os.path.join(REQUESTS_DIR, PREFIRE_NAME)
+_PENDING = os.path.join(REQUESTS_DIR, PREFIRE_NAME)
 _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
 COMPRESSED = ".jsonl.zst"  # a rollout Codex compressed (a week untouched): read whole through zstd (`compressed`)
@@ -41,11 +41,13 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
     join = os.path.join
     if os.path.isfile(p):
         name = os.path.basename(p)
-        return [(p, CATTY if name == LOG_NAME else CODEX if name.endswith(COMPRESSED) and name.startswith("rollout-") else None)]
+        if name == LOG_NAME:
+            return _session(os.path.dirname(p))
+        return [(p, CODEX if name.endswith(COMPRESSED) and name.startswith("rollout-") else None)]
     if not os.path.isdir(p):
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):
-        return [(join(p, LOG_NAME), CATTY)]
+        return _session(p)
     roots = [join(p, "projects")] if _is_home(p, "projects", _CLAUDE_HOME_MARKS, lambda n: n.startswith("-")) else []
     if _is_home(p, "sessions", _CODEX_HOME_MARKS, lambda n: len(n) == 4 and n.isdigit()):
         roots += [r for r in (join(p, "sessions"), join(p, "archived_sessions")) if os.path.isdir(r)]
@@ -62,9 +64,20 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
             prefix = folder if folder.endswith(os.sep) else folder + os.sep  # (join's checks, once per folder)
             if LOG_NAME in logs:  # a catty session: its own folders hold no sessions
                 out.append((prefix + LOG_NAME, CATTY))
+                if REQUESTS_DIR in subdirs:  # (told by the listing: no stat for a session without one)
+                    out.append((prefix + _PENDING, PREFIRE))
                 continue
             out.extend((prefix + name, CODEX if name.startswith("rollout-") else None) for name in logs)
             stack.extend(prefix + d for d in reversed(subdirs))
+    return out
+
+
+def _session(folder: str) -> list[tuple[str, str | None]]:
+    """A catty session named as a PATH: its log, and its prefire cache when it has a requests
+    folder (`survey` drops a cache that is not there)."""
+    out: list[tuple[str, str | None]] = [(os.path.join(folder, LOG_NAME), CATTY)]
+    if os.path.isdir(os.path.join(folder, REQUESTS_DIR)):
+        out.append((os.path.join(folder, _PENDING), PREFIRE))
     return out
 
 
@@ -160,10 +173,9 @@ def _url_kind(url: str) -> str | None:
 
 
 def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = None) -> Survey:
-    """Every log under PATHS with its size, mtime and inode (a file named twice counts once).
-
-    Beside each catty session's log, its prefire cache when there is one (kind PREFIRE: the
-    spend of a two-pass pass 1 that no event records yet): one more stat per session."""
+    """Every log under PATHS with its size, mtime and inode (a file named twice counts once),
+    and each catty session's prefire cache when there is one (kind PREFIRE: the spend of a
+    two-pass pass 1 that no event records yet; one stat, only for a session with a requests folder)."""
     out: Survey = []
     seen: set[str] = set()
     for raw in paths:
@@ -177,6 +189,8 @@ def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = 
             if path in seen:
                 continue
             seen.add(path)
+            if kind == PREFIRE and not os.access(path, os.F_OK):
+                continue  # (no pass 1 waiting, the usual case: told without raising an exception)
             try:
                 st = os.stat(path)
             except OSError:
@@ -184,14 +198,5 @@ def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = 
             if not stat.S_ISREG(st.st_mode):
                 continue  # a FIFO or device would block or never end
             files.append((path, kind, st.st_size, st.st_mtime_ns, st.st_ino))
-            if kind == CATTY and path.endswith(LOG_NAME):
-                pending = path[: -len(LOG_NAME) - 1] + _PENDING
-                try:
-                    st = os.stat(pending)
-                except OSError:
-                    continue  # (no pass 1 waiting: the usual case)
-                if stat.S_ISREG(st.st_mode) and pending not in seen:
-                    seen.add(pending)
-                    files.append((pending, PREFIRE, st.st_size, st.st_mtime_ns, st.st_ino))
         out.append((arg, files))
     return out
