@@ -245,3 +245,13 @@ def test_a_note_replaced_while_pass_two_runs_survives_the_compaction(tmp_path: P
     assert _spend_in_cache(s) == [second]  # the newer note stays, less what was just appended
     doc = _usage(str(s))
     assert _rows(doc)["compaction"][2] == 3 and doc == _usage(str(s), cache=False)  # first, second (waiting), pass 2
+
+
+def test_a_compacted_session_without_a_waiting_prefire_reads_its_log_alone(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    s = _session(root / "s")
+    cli("compact", str(s), "--force", check=True)  # an artifact in compaction_requests/, no prefire cache
+    assert (s / "compaction_requests").is_dir() and not (s / "compaction_requests" / "prefire.json").exists()
+    for target in (s, s / "updates.jsonl", root):
+        doc = _usage(str(target))
+        assert (doc["files"], doc["bad_lines"], doc["totals"]["calls"]) == (1, 0, 1)
