@@ -29,7 +29,7 @@ sys.path.append(_HERE)
 from _util import ROOT, env_with_project  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from catty_ctx.usage import claude, codex, catty, copies, filecache, filescan, ledger, records, walk  # noqa: E402
+from catty_ctx.usage import claude, codex, catty, copies, filecache, ledger, records, walk  # noqa: E402
 from catty_ctx.jsonl import marked_lines  # noqa: E402
 
 

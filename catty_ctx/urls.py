@@ -81,8 +81,8 @@ def url_is_root(url: str) -> bool:
 
 
 def url_logs(url: str) -> list[tuple[str, int, int]]:
-    """(URL, size, mtime in ns or 0) of every *.jsonl log under URL (a file URL: itself), a
-    session's own folders left out as `usage`'s walk leaves them out."""
+    """(URL, size, mtime in ns or 0) of every *.jsonl log (and compressed Codex rollout) under URL
+    (a file URL: itself), a session's own folders left out as `usage`'s walk leaves them out."""
     fs, root = filesystem(url)
     if fs.isfile(root):
         return [(url, int(fs.size(root)), 0)]
@@ -92,8 +92,8 @@ def url_logs(url: str) -> list[tuple[str, int, int]]:
     sessions = {p.rsplit("/", 1)[0] for p in found if p.rsplit("/", 1)[-1] == LOG_NAME}
     out = []
     for path in sorted(found, key=_parts):
-        if not path.endswith(".jsonl"):
-            continue
+        if not path.endswith(".jsonl") and not (path.endswith(".jsonl.zst") and path.rsplit("/", 1)[-1].startswith("rollout-")):
+            continue  # (Codex compresses a rollout untouched for a week: read whole through zstd, as on disk)
         folder = path.rsplit("/", 1)[0]
         if any(folder == s and path.rsplit("/", 1)[-1] != LOG_NAME or folder.startswith(s + "/") for s in sessions):
             continue

@@ -61,8 +61,10 @@ def deal(count: int, work: Callable[[int], Any], jobs: int, dump: Callable[[Any]
     so all end together whatever the items cost. A child writes each result (DUMP) as it
     finishes it to an in-memory file where there is one (a pipe would block once full while
     this process is busy with its own share); this process yields its own results as it makes
-    them, then the children's (LOAD). Whatever a child did not report (it failed, or could
-    not start) is worked here: a worker can cost time, never a result.
+    them and, between them, the children's whole results written so far (LOAD), so that
+    loading them overlaps the children's work; the rest once each child exited. Whatever a
+    child did not report (it failed, or could not start) is worked here: a worker can cost
+    time, never a result.
     """
     children: list[tuple[int, int]] = []
     queue_r = queue_w = -1
@@ -82,12 +84,19 @@ def deal(count: int, work: Callable[[int], Any], jobs: int, dump: Callable[[Any]
             children.append(child)
     os.close(queue_w)
     done: set[int] = set()
+    read = [0] * len(children)  # per child: where its next unread result starts in its file
     with os.fdopen(queue_r, "rb", buffering=0):
         for n in _taken(queue_r):
             yield n, work(n), True
             done.add(n)
-    for child in children:
-        for n, result in _collect(child, load):
+            # The children's results finished so far are loaded between this process's own items,
+            # while they go on working, rather than all after the queue is empty.
+            for i, (_pid, fd) in enumerate(children):
+                for n, result, read[i] in _finished(fd, read[i], load):
+                    done.add(n)
+                    yield n, result, False
+    for i, child in enumerate(children):
+        for n, result in _collect(child, read[i], load):
             done.add(n)
             yield n, result, False
     for n in range(count):
@@ -135,21 +144,31 @@ def _unlinked_temp() -> int:
     return fd
 
 
-def _collect(child: tuple[int, int], load: Callable[[bytes], Any]) -> Iterator[tuple[int, Any]]:
-    """(work item, its result) for each item a child finished; none when it failed (its items are then worked here)."""
-    pid, fd = child
-    _, status = os.waitpid(pid, 0)
-    with os.fdopen(fd, "rb") as f:
-        if status != 0:
-            return
-        f.seek(0)
-        data = memoryview(f.read())
-    pos = 0
-    while pos + 8 <= len(data):
-        end = pos + 8 + int.from_bytes(data[pos : pos + 8], "little")
+def _finished(fd: int, pos: int, load: Callable[[bytes], Any]) -> Iterator[tuple[int, Any, int]]:
+    """(work item, its result, where the next one starts) for each whole result a child has
+    written to FD from POS on so far; stops at one still being written, or one that does not load."""
+    size = os.fstat(fd).st_size
+    while pos + 8 <= size:
+        end = pos + 8 + int.from_bytes(os.pread(fd, 8, pos), "little")
+        if end > size:
+            return  # (still being written)
         try:
-            item = load(data[pos + 8 : end])
+            n, result = load(os.pread(fd, end - pos - 8, pos + 8))
         except Exception:  # noqa: BLE001 - a torn result: the item is worked again here
             return
+        yield n, result, end
         pos = end
-        yield item
+
+
+def _collect(child: tuple[int, int], pos: int, load: Callable[[bytes], Any]) -> Iterator[tuple[int, Any]]:
+    """(work item, its result) for each item a child finished past POS, once it exited; none when
+    it failed (its items not loaded yet are then worked here)."""
+    pid, fd = child
+    _, status = os.waitpid(pid, 0)
+    try:
+        if status != 0:
+            return
+        for n, result, pos in _finished(fd, pos, load):
+            yield n, result
+    finally:
+        os.close(fd)

@@ -1,6 +1,8 @@
 """The README opens with exactly two commands, and CI runs the second one verbatim."""
 from __future__ import annotations
 
+import subprocess
+
 from conftest import ROOT
 
 
@@ -31,11 +33,10 @@ def _block_after(heading: str) -> str:
     return text[text.index("\n", start) + 1 : text.index("```", start + 3)]
 
 
-def _run_shell(script: str, tmp_path) -> "subprocess.CompletedProcess[bytes]":  # type: ignore[name-defined]
+def _run_shell(script: str, tmp_path) -> subprocess.CompletedProcess[bytes]:  # type: ignore[no-untyped-def]
     """Run README lines with a `catty-ctx` on PATH that is this checkout."""
     import os
     import stat
-    import subprocess
     import sys
 
     bin_dir = tmp_path / "bin"

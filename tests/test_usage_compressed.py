@@ -233,3 +233,25 @@ def test_the_walk_lists_compressed_rollouts_as_codex_logs_and_nothing_else_compr
     assert sorted((Path(p).name, k) for p, k in found) == [
         ("rollout-a.jsonl", U.CODEX), ("rollout-b.jsonl.zst", U.CODEX), ("rollout-d.jsonl.zst", U.CODEX)]
     assert U.discover(day / "notes.jsonl.zst") == [(str(day / "notes.jsonl.zst"), None)]  # a file named is read, its kind told by its first line
+
+
+@needs_zstd
+def test_a_compressed_rollout_piped_on_stdin_counts_as_the_file(tmp_path: Path) -> None:
+    logs = codex_home(tmp_path / "codex")
+    zst = compress(max(logs, key=lambda log: truth([log])["totals"]["calls"]))
+    proc = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", "-", "--json", "--timezone", "UTC"], input=zst.read_bytes(),
+                          capture_output=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=True)
+    doc = orjson.loads(proc.stdout)
+    assert {k: doc["totals"][k] for k in FIELDS} == truth([zst])["totals"] and doc["totals"]["calls"] > 0
+
+
+@needs_zstd
+def test_a_url_root_lists_and_reads_compressed_rollouts(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    home = tmp_path / "codex"
+    logs = codex_home(home)
+    want = truth([home])
+    for log in logs[1:]:
+        compress(log)
+    led, scan = U.usage([f"file://{home}/sessions", f"file://{home}/archived_sessions"], timezone_name="UTC")
+    assert scan.files == len(logs) and {k: led.totals[k] for k in FIELDS} == want["totals"]

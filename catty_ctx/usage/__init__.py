@@ -90,10 +90,17 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
     import shutil
     import tempfile
 
+    # start-up: only when a log comes on stdin
+    from ..compressed import ZSTD_MAGIC
+
+    source = stdin if stdin is not None else sys.stdin.buffer
     with tempfile.TemporaryDirectory(prefix="catty-ctx-") as spool:
-        piped = os.path.join(spool, "stdin.jsonl")
+        first = source.read(len(ZSTD_MAGIC))
+        # A compressed rollout piped in (`cat rollout-….jsonl.zst | catty-ctx usage -`) is read as the file would be.
+        piped = os.path.join(spool, "stdin.jsonl.zst" if first == ZSTD_MAGIC else "stdin.jsonl")
         with open(piped, "wb") as out:
-            shutil.copyfileobj(stdin if stdin is not None else sys.stdin.buffer, out, 1 << 20)
+            out.write(first)
+            shutil.copyfileobj(source, out, 1 << 20)
         real = [piped if os.fspath(p) == "-" else p for p in paths]
         ledger, result = _usage(real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
                                 use_cache=False, progress=progress, strict=strict, engine=engine)
