@@ -5,7 +5,8 @@ median walls and their ratios for four cases: cold (no cache), warm (unchanged f
 appending to one file (where catty-ctx must read only that file's new bytes), and cold
 `--since` a day that 90 % of the files were last written before. It also checks that both
 report the same tokens per day, and shows what the command line's start-up alone costs, so
-the ledger's own time can be told apart from the interpreter's.
+the ledger's own time can be told apart from the interpreter's. Cold runs also show their CPU
+seconds (user + system, worker processes included), steadier than walls on a shared machine.
 
     python bench/usage.py [--size-mb 210 | --sessions 80] [--runs 5] [--ccusage PATH] [--tree DIR]
 
@@ -24,6 +25,7 @@ _HERE = sys.path.pop(0)
 
 import argparse  # noqa: E402
 import os  # noqa: E402
+import resource  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -69,10 +71,16 @@ def since_day(root: Path, share_older: float = 0.9) -> str:
     return days[min(len(days) - 1, int(len(days) * share_older))]
 
 
+CPU: list[float] = []  # CPU seconds (user + system, the command and the processes it waited for) of each `timed` run
+
+
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT)  # not bench/: its inspect.py would shadow the stdlib
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
     return wall, proc.stdout
@@ -116,12 +124,15 @@ def main() -> int:
 
         cc_walls, cold, warm, appended, starts = [], [], [], [], []
         agree = True
+        cc_cpu, cold_cpu = [], []
         for _ in range(args.runs):
             wall, out_cc = timed(cc, env_cc)
             cc_walls.append(wall)
+            cc_cpu.append(CPU[-1])
             shutil.rmtree(cache, ignore_errors=True)
             wall, out_us = timed(us, env_us)
             cold.append(wall)
+            cold_cpu.append(CPU[-1])
             agree = agree and days_of_ccusage(out_cc) == days_of_ours(out_us)
             starts.append(timed(start_only, env_us)[0])
         for _ in range(args.runs):
@@ -170,6 +181,7 @@ def main() -> int:
         print(f"same tokens per day as ccusage: {'yes' if agree else 'NO'}")
         print(f"{'':34}{'ccusage':>10}{'catty-ctx':>11}{'ratio':>8}   target")
         print(f"{'cold (no cache)':34}{base:>9.3f}s{med(cold):>10.3f}s{med(cold) / base:>8.3f}   <= 0.50")
+        print(f"{'  cold, CPU seconds (user + system)':34}{med(cc_cpu):>9.3f}s{med(cold_cpu):>10.3f}s{med(cold_cpu) / med(cc_cpu):>8.3f}")
         print(f"{'warm (unchanged files)':34}{base:>9.3f}s{med(warm):>10.3f}s{med(warm) / base:>8.3f}   ~ 30 ms")
         print(f"{'after appending to one file':34}{base:>9.3f}s{med(appended):>10.3f}s{med(appended) / base:>8.3f}   <= 0.10")
         parsed = {(d["files_parsed"], d["bytes_parsed"]) for d in read_back}
