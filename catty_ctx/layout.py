@@ -18,6 +18,10 @@ PART_NAME = LOG_NAME + ".part"
 STAGING_SUFFIX = ".tmp"
 SUMMARY_NAME = "summary.json"
 QUARANTINE_NAME = "quarantine"
+REQUESTS_DIR = "compaction_requests"  # compaction request artifacts, and two-pass's prefire cache
+# Two-pass's pass-1 cache (compact --prefire): its note, and the `usage` events of pass 1's calls
+# until a compaction appends them to the log (the usage ledger reads them there meanwhile).
+PREFIRE_NAME = "prefire.json"
 
 
 def is_staging(name: str) -> bool:

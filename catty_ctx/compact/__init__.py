@@ -344,6 +344,7 @@ def compact_session(
             write_artifact(directory, doc, redact=redact)
             if spend:  # the calls were made: their cost is recorded though nothing is committed
                 session.append(spend, lock_timeout=lock_timeout, warn=None)
+                _recorded(directory, hit)
         code = ExitCode.DATA if result.error_class in ("deterministic", "too_small") else ExitCode.TEMP_FAIL
         where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
         raise SummarizerError(f"{session.display}: {summ.id}: {result.error}{where}", exit_code=code)
@@ -361,6 +362,7 @@ def compact_session(
     except WindowTooSmall as exc:
         if spend:  # the calls were made: their cost is recorded though nothing is committed
             session.append(spend, lock_timeout=lock_timeout, warn=None)
+            _recorded(directory, hit)
         raise WindowTooSmall(f"{session.display}: {exc}") from None
     if dry_run:
         return finish(segment)[1]
@@ -385,10 +387,19 @@ def compact_session(
         # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import discard
 
-        discard(directory)  # consumed, or never to match again: its spend is in the log now
+        discard(directory, hit)  # consumed, or never to match again: its spend is in the log now
     out.artifact = comp["artifact"]
     out.event = written[-1]
     return out
+
+
+def _recorded(directory: Path | None, hit: Any) -> None:
+    """A compaction that commits nothing appended the note's pass-1 events: drop them from the cache."""
+    if directory is not None and hit is not None and (hit.hit or hit.stale) and hit.spend:
+        # start-up: loaded when a compaction needs it (see the module note)
+        from .twopass import recorded
+
+        recorded(directory, hit.spend)
 
 
 def _prefire(

@@ -14,11 +14,12 @@ import orjson
 
 from ..errors import DataError, UsageError
 from ..events import now_ts
+from ..layout import REQUESTS_DIR
 from ..redact import redact, redact_many
 from ..store import atomic_write, session_folder
 from .ladder import INSTRUCTION, SYSTEM_PROMPT, SummaryRequest, SummaryResult
 
-ARTIFACT_DIR = "compaction_requests"
+ARTIFACT_DIR = REQUESTS_DIR
 ARTIFACT_SCHEMA = 1
 
 

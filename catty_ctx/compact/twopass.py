@@ -5,7 +5,11 @@ Pass 1 may still be running when pass 2 comes: `prefire` leaves a marker
 waits for it up to a bound, recording the real wait, or gives up and runs a single pass.
 Pass 1 writes its own request artifact, and the tokens it spent travel in the cache: the
 compaction that consumes the note, or finds it stale (then they are counted as wasted),
-records them in the ledger.
+records them in the ledger. Each of those `usage` events is named by `prefire_call` (its
+pass's artifact id and index), which it keeps when appended: the usage ledger counts it from
+the cache until then, and once either way (`usage.prefire`). A second prefire that replaces a
+note nobody used carries the old note's events forward into the new cache: `--prefire`
+appends no event (SPEC), and the spend must not be lost with the note.
 
 `prefire` summarises the first ~95% of the view (by estimated tokens, snapped so an assistant
 with tool calls and its results stay together) and caches NOTE1 keyed by the prefix length,
@@ -32,13 +36,15 @@ from ..events import now_ts
 from ..files import create_exclusive
 from ..fingerprint import prefix_fp
 from ..head import SUMMARY_PREAMBLE
+from ..layout import PREFIRE_NAME
 from ..redact import redact_text
 from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
+from ..usage.prefire import spend_of
 from .artifacts import ARTIFACT_DIR, artifact_doc, artifact_relpath, write_artifact
 from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult, fit_items
 
-CACHE_NAME = "prefire.json"
+CACHE_NAME = PREFIRE_NAME
 MARKER_NAME = "prefire.running"
 CACHE_SCHEMA = 1
 WAIT_S = 60.0  # how long pass 2 waits for a pass 1 in flight before it runs a single pass
@@ -196,6 +202,11 @@ def _write_cache(
     note = note1(res.raw or res.summary)
     if redact:  # the cache is stored beside the artifacts and shared like them
         note = redact_text(note)[0]
+    path = cache_path(session_dir)
+    session_folder(path.parent)  # never a link out of the session
+    # The events of this pass named now, and those of an earlier note this one replaces, not
+    # yet in the log, kept: the ledger reads them here, a compaction appends them.
+    spend = _unrecorded(path) + spend_of({"artifact": artifact, "spend": spend})
     doc = {
         "schema_version": CACHE_SCHEMA,
         "created_at": now_ts(),
@@ -208,10 +219,17 @@ def _write_cache(
         "artifact": artifact,
         "spend": spend,  # usage events of pass 1's calls, recorded by the compaction that reads this
     }
-    path = cache_path(session_dir)
-    session_folder(path.parent)  # never a link out of the session
     atomic_write(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     return PrefireResult("prefired", k, fp, latency, len(note), result=res, artifact=artifact)
+
+
+def _unrecorded(path: Path) -> list[dict[str, Any]]:
+    """The usage events of the cache at PATH (a note about to be replaced), named; none when
+    there is none or it cannot be read."""
+    try:
+        return spend_of(orjson.loads(path.read_bytes()))
+    except (OSError, orjson.JSONDecodeError):
+        return []
 
 
 @dataclass
@@ -227,19 +245,22 @@ class Lookup:
     in_flight: bool = False
     timed_out: bool = False
 
+    own: str = ""  # `prefire_call` prefix of the note's own pass (the rest was carried from notes it replaced)
+
     @property
     def wasted_tokens(self) -> int:
-        """Tokens pass 1 spent on a note that cannot be used."""
-        if not self.stale:
-            return 0
-        return sum(int(e.get("input") or 0) + int(e.get("output") or 0) + int(e.get("cache_read") or 0) for e in self.spend)
+        """Tokens pass 1 spent on notes that cannot be used: all of them when stale, else those
+        of the notes this one replaced (carried in its cache)."""
+        return sum(int(e.get("input") or 0) + int(e.get("output") or 0) + int(e.get("cache_read") or 0) for e in self.spend
+                   if self.stale or (self.own and not str(e.get("prefire_call")).startswith(self.own)))
 
     def record(self) -> dict[str, Any]:
         out = {"hit": self.hit, "stale": self.stale, "pass1_latency_ms": self.pass1_latency_ms, "waited_ms": self.waited_ms}
         if self.in_flight:
             out.update(in_flight=True, timed_out=self.timed_out)
-        if self.stale:
-            out["wasted_tokens"] = self.wasted_tokens
+        wasted = self.wasted_tokens
+        if self.stale or wasted:
+            out["wasted_tokens"] = wasted
         return out
 
 
@@ -255,14 +276,20 @@ def lookup(session_dir: Path, items: Sequence[Item], summarizer_id: str) -> Look
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return Lookup(False, True, None, 0, None, "unreadable cache")
     latency = doc.get("pass1_latency_ms")
-    spend = [e for e in doc.get("spend") or () if isinstance(e, dict)]
+    spend = spend_of(doc)  # (named as the ledger named them while they waited here)
     if not 0 < k <= len(items):
-        return Lookup(False, True, None, k, latency, "prefix length", spend)
+        return Lookup(False, True, None, k, latency, "prefix length", spend, own=_own(doc))
     if doc.get("summarizer") != summarizer_id:
-        return Lookup(False, True, None, k, latency, "summariser", spend)
+        return Lookup(False, True, None, k, latency, "summariser", spend, own=_own(doc))
     if doc.get("fp") != prefix_fp(items[:k]):
-        return Lookup(False, True, None, k, latency, "prefix fingerprint", spend)
-    return Lookup(True, False, note, k, latency, None, spend)
+        return Lookup(False, True, None, k, latency, "prefix fingerprint", spend, own=_own(doc))
+    return Lookup(True, False, note, k, latency, None, spend, own=_own(doc))
+
+
+def _own(doc: dict[str, Any]) -> str:
+    """The `prefire_call` prefix of the events of a cache's own pass ("" when it names no artifact)."""
+    art = doc.get("artifact")
+    return os.path.basename(art)[: -len(".json")] + ":" if isinstance(art, str) and art.endswith(".json") else ""
 
 
 def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tokens: int = 0) -> list[Item]:
@@ -274,9 +301,38 @@ def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tok
     return lead + [carrier] + fit_items(list(items[hit.prefix_len:]), budget)
 
 
-def discard(session_dir: Path) -> None:
-    """A committed compaction consumed the note: the cache can never match again."""
+def recorded(session_dir: Path, spend: Sequence[dict[str, Any]]) -> None:
+    """SPEND (pass-1 events) was appended by a compaction that committed nothing: the note stays
+    for the next one, without those events, so that it does not append them again."""
+    names = {e.get("prefire_call") for e in spend}
+    path = cache_path(session_dir)
     try:
-        cache_path(session_dir).unlink()
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if not isinstance(doc, dict):
+        return
+    left = [e for e in spend_of(doc) if e.get("prefire_call") not in names]
+    if len(left) != len(doc.get("spend") or ()):
+        atomic_write(path, orjson.dumps({**doc, "spend": left}, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def discard(session_dir: Path, hit: Lookup | None = None) -> None:
+    """A committed compaction consumed the note HIT read (its spend is in the log now): the
+    cache can never match again. When a prefire replaced it meanwhile (pass 2 ran for a while),
+    the new note stays, less the events of the old one it carried (they were just appended)."""
+    path = cache_path(session_dir)
+    if hit is not None and hit.own:
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except FileNotFoundError:
+            return
+        except (OSError, orjson.JSONDecodeError):
+            doc = None
+        if isinstance(doc, dict) and _own(doc) != hit.own:
+            recorded(session_dir, hit.spend)
+            return
+    try:
+        path.unlink()
     except FileNotFoundError:
         pass

@@ -9,7 +9,8 @@ from a dated table with LiteLLM's field names, and folds them into rows by model
 month, session, project or agent.
 
 One mechanism per module: `walk` (discovery and its remembered listings), `claude`,
-`codex`, `catty` (a parser per format, sharing `lines`), `records` (the typed records),
+`codex`, `catty` (a parser per format, sharing `lines`; `prefire` reads a catty session's
+two-pass pass-1 spend that waits in its prefire cache), `records` (the typed records),
 `filescan` (the scan, workers from `..workers`), `filecache` (the per-file cache), `prices`, `copies` (the dedupe rules: one record per call), `ledger` (the fold),
 `kept` (the fold kept between runs, adjusted when logs only grew), `answers` (the answer cache),
 `times`; this module runs them as one call, `usage`.

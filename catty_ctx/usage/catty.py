@@ -46,6 +46,7 @@ class _Event(msgspec.Struct, gc=False):
     request_id: Optional[str] = None
     incomplete: Union[bool, UnsetType] = UNSET
     off_branch: Union[bool, UnsetType] = UNSET
+    prefire_call: Optional[str] = None  # a two-pass pass-1 call: its identity (see `_key`)
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
@@ -63,17 +64,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     TYPED False reads every line with the general decoder (what a typed read must equal).
     """
     if state is None:
-        state = [os.path.basename(os.path.dirname(path)), "", "", ""]  # seq 0 says better, when it is a session event
         nl = mm.find(NL, 0, end)
-        if nl > 0:
-            try:
-                first = msgspec.json.decode(mm[0:nl])
-            except msgspec.DecodeError:
-                first = None
-            if type(first) is dict and first.get("kind") == "session":
-                fseq = first.get("forked_from_seq")
-                state = [str(first.get("session_id") or state[0]), str(first.get("cwd") or ""),
-                         str(first.get("parent_session_id") or ""), str(fseq) if type(fseq) is int else ""]
+        state = session_state(mm[0:nl] if nl > 0 else None, path)
     session, cwd, parent, forked_at = state
     decode = _decode_event if typed else _general_only
     for off, line in marked_lines(mm, start, end, MARK):
@@ -91,7 +83,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                 rid = e.request_id
                 cost = e.cost_usd
                 recs.append(Record(ts, e.model, e.input, e.output, count(e.cache_read), count(e.cache_write), count(e.reasoning),
-                                   float(cost) if cost is not None else None, _key(rid, session, e.seq, parent, forked_at), False,
+                                   float(cost) if cost is not None else None, _key(rid, session, e.seq, parent, forked_at, e.prefire_call), False,
                                    e.agent or MAIN_AGENT, session, cwd, e.incomplete is True, None, None))
                 continue
         ev = json_object(line, off, bad)
@@ -107,8 +99,24 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         cost = ev.get("cost_usd")
         recs.append(Record(ts, ev["model"], ev["input"], ev["output"], count(ev.get("cache_read")), count(ev.get("cache_write")),
                            count(ev.get("reasoning")), float(cost) if cost is not None else None,
-                           _key(ev.get("request_id"), session, ev["seq"], parent, forked_at), False,
+                           _key(ev.get("request_id"), session, ev["seq"], parent, forked_at, ev.get("prefire_call")), False,
                            ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None))
+    return state
+
+
+def session_state(first_line: bytes | None, log_path: str) -> list[str]:
+    """What the session event (seq 0, FIRST_LINE of the log at LOG_PATH) says: [session id, cwd,
+    parent session id, forked_from_seq]; the folder's name for the id when it is not one."""
+    state = [os.path.basename(os.path.dirname(log_path)), "", "", ""]
+    if first_line:
+        try:
+            first = msgspec.json.decode(first_line)
+        except msgspec.DecodeError:
+            first = None
+        if type(first) is dict and first.get("kind") == "session":
+            fseq = first.get("forked_from_seq")
+            state = [str(first.get("session_id") or state[0]), str(first.get("cwd") or ""),
+                     str(first.get("parent_session_id") or ""), str(fseq) if type(fseq) is int else ""]
     return state
 
 
@@ -120,6 +128,15 @@ def _past_int64(ev: dict[str, Any]) -> str | None:
     return None
 
 
-def _key(rid: Any, session: str, seq: int, parent: str, forked_at: str) -> str:
+def _key(rid: Any, session: str, seq: int, parent: str, forked_at: str, call: Any = None) -> str:
     # A fork copies its parent's events keeping their seq: the ledger traces a copy to its origin.
-    return f"r\0{rid}" if rid else f"e\0{session}\0{seq}\0{parent}\0{forked_at}"
+    # A pass-1 call of two-pass compaction is named by `prefire_call` (its pass's artifact id and
+    # its index) from the start: it is counted from the prefire cache before it has a seq here.
+    if rid:
+        return f"r\0{rid}"
+    return f"p\0{call}" if call and type(call) is str else f"e\0{session}\0{seq}\0{parent}\0{forked_at}"
+
+
+def pending_key(rid: Any, call: str) -> str:
+    """The key of a pass-1 call read from the prefire cache: the one its appended event will have."""
+    return _key(rid, "", 0, "", "", call)

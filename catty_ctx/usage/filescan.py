@@ -11,7 +11,7 @@ import os
 import xxhash
 
 from . import filecache
-from .walk import CATTY, CLAUDE, CODEX, sniff, survey
+from .walk import CATTY, CLAUDE, CODEX, PREFIRE, sniff, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,6 +70,9 @@ def _parser_module(kind: str) -> Any:
     elif kind == CODEX:
         # start-up: a parser loads only for its format
         from . import codex as module
+    elif kind == PREFIRE:
+        # start-up: a parser loads only for its format
+        from . import prefire as module
     else:
         # start-up: a parser loads only for its format
         from . import catty as module
@@ -124,8 +127,8 @@ def scan_file(task: Task) -> Scanned:
     from .records import FileEntry
 
     path, kind, prev, strict = task
-    if path.endswith(_ZST):
-        prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole)
+    if path.endswith(_ZST) or kind == PREFIRE:
+        prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole; a prefire cache is one document)
     try:
         f = open(path, "rb") if "://" not in path else _fetched(path)
     except OSError as exc:
@@ -165,7 +168,7 @@ def scan_file(task: Task) -> Scanned:
                 entry.read += len(recs) - len(entry.recs)
                 if len(recs) > len(entry.recs):
                     entry.recs, entry.aliases = collapse_file(recs, entry.aliases)
-                if strict and kind != CATTY:  # (a log named as catty's was read whole before the scan)
+                if strict and kind != CATTY and kind != PREFIRE:  # (a log named as catty's was read whole before the scan; a prefire cache is one document)
                     bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
             entry.bad += len(bad)
             room = BAD_SAMPLES_PER_FILE - len(entry.samples)

@@ -10,7 +10,7 @@ import stat
 import time
 
 from ..errors import UsageError
-from ..layout import LOG_NAME, is_staging
+from ..layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
 from ..urls import is_url, url_logs
 
 TYPE_CHECKING = False
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     Survey = list[tuple[str, list[tuple[str, str | None, int, int, int]]]]  # per PATH: (file, kind, size, mtime_ns, inode)
 
 CATTY, CLAUDE, CODEX = "catty", "claude", "codex"  # the kinds of log; None until a file's first line tells
+# Not a log: a catty session's prefire cache, holding the usage events of calls no event records
+# yet (see `prefire`), listed after its session's log when the session has a requests folder.
+PREFIRE = "prefire"
+_PENDING = os.path.join(REQUESTS_DIR, PREFIRE_NAME)
 _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
 COMPRESSED = ".jsonl.zst"  # a rollout Codex compressed (a week untouched): read whole through zstd (`compressed`)
@@ -37,11 +41,13 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
     join = os.path.join
     if os.path.isfile(p):
         name = os.path.basename(p)
-        return [(p, CATTY if name == LOG_NAME else CODEX if name.endswith(COMPRESSED) and name.startswith("rollout-") else None)]
+        if name == LOG_NAME:
+            return _session(os.path.dirname(p))
+        return [(p, CODEX if name.endswith(COMPRESSED) and name.startswith("rollout-") else None)]
     if not os.path.isdir(p):
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):
-        return [(join(p, LOG_NAME), CATTY)]
+        return _session(p)
     roots = [join(p, "projects")] if _is_home(p, "projects", _CLAUDE_HOME_MARKS, lambda n: n.startswith("-")) else []
     if _is_home(p, "sessions", _CODEX_HOME_MARKS, lambda n: len(n) == 4 and n.isdigit()):
         roots += [r for r in (join(p, "sessions"), join(p, "archived_sessions")) if os.path.isdir(r)]
@@ -58,9 +64,20 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
             prefix = folder if folder.endswith(os.sep) else folder + os.sep  # (join's checks, once per folder)
             if LOG_NAME in logs:  # a catty session: its own folders hold no sessions
                 out.append((prefix + LOG_NAME, CATTY))
+                if REQUESTS_DIR in subdirs:  # (told by the listing: no stat for a session without one)
+                    out.append((prefix + _PENDING, PREFIRE))
                 continue
             out.extend((prefix + name, CODEX if name.startswith("rollout-") else None) for name in logs)
             stack.extend(prefix + d for d in reversed(subdirs))
+    return out
+
+
+def _session(folder: str) -> list[tuple[str, str | None]]:
+    """A catty session named as a PATH: its log, and its prefire cache when it has a requests
+    folder (`survey` drops a cache that is not there)."""
+    out: list[tuple[str, str | None]] = [(os.path.join(folder, LOG_NAME), CATTY)]
+    if os.path.isdir(os.path.join(folder, REQUESTS_DIR)):
+        out.append((os.path.join(folder, _PENDING), PREFIRE))
     return out
 
 
@@ -156,7 +173,9 @@ def _url_kind(url: str) -> str | None:
 
 
 def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = None) -> Survey:
-    """Every log under PATHS with its size, mtime and inode (a file named twice counts once)."""
+    """Every log under PATHS with its size, mtime and inode (a file named twice counts once),
+    and each catty session's prefire cache when there is one (kind PREFIRE: the spend of a
+    two-pass pass 1 that no event records yet; one stat, only for a session with a requests folder)."""
     out: Survey = []
     seen: set[str] = set()
     for raw in paths:
@@ -170,6 +189,8 @@ def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = 
             if path in seen:
                 continue
             seen.add(path)
+            if kind == PREFIRE and not os.access(path, os.F_OK):
+                continue  # (no pass 1 waiting, the usual case: told without raising an exception)
             try:
                 st = os.stat(path)
             except OSError:

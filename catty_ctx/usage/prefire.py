@@ -1,0 +1,98 @@
+"""Usage records of a prefire cache: the spend of two-pass compaction's pass 1 before it reaches the log.
+
+`compact --prefire` makes model calls but appends no event: the `usage` events of its calls wait
+in `compaction_requests/prefire.json` until the compaction that uses the note (or finds it
+stale) appends them to `updates.jsonl` and deletes the cache. Meanwhile the ledger reads them
+here. Each event is named by `prefire_call` (`prefire-<uuid>:<i>`: its pass's artifact id and
+its index there), which it keeps when appended, so the pending record and the appended one
+share a dedupe key (`catty._key`: the provider's request id when there is one, else that name)
+and the call counts once whether it sits in the cache, in the log, or in both (a crash between
+the append and the cache's removal).
+
+The cache is one small JSON document, rewritten whole (temp + rename): the scan reads it whole
+each time it changes (`filescan.scan_file` never resumes this kind). The session and project
+of its calls are those of the session's log (its first line, the `session` event).
+"""
+from __future__ import annotations
+
+import os
+
+from ..events import SCHEMA_VERSION, check_event
+from ..layout import LOG_NAME
+from .catty import pending_key, session_state
+from .lines import count, json_object, whole
+from .records import MAIN_AGENT, Record
+from .times import epoch
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MARK = b'"spend"'  # (what --strict's line check would look for: this kind is never line-checked)
+_FIRST_LINE_MAX = 1 << 20
+
+
+def spend_of(doc: Any) -> list[dict[str, Any]]:
+    """The `usage` events a prefire cache document holds, each named by `prefire_call`.
+
+    An event written before the name existed gets `<its cache's artifact id>:<its index>`, the
+    name a compaction gives it when it appends it (the same function, both sides)."""
+    spend = doc.get("spend") if type(doc) is dict else None
+    if type(spend) is not list:
+        return []
+    art = doc.get("artifact")
+    origin = os.path.basename(art)[: -len(".json")] if type(art) is str and art.endswith(".json") else f"prefire-{doc.get('fp')}"
+    out = []
+    for i, ev in enumerate(spend):
+        if type(ev) is not dict:
+            continue
+        call = ev.get("prefire_call")
+        if type(call) is not str or not call:
+            ev = {**ev, "prefire_call": f"{origin}:{i}"}
+        out.append(ev)
+    return out
+
+
+def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
+    """Append the records of the prefire cache at PATH (read whole: [0, end)) to RECS, what is wrong to BAD."""
+    if end <= 0:
+        return state
+    doc = json_object(mm[0:end], 0, bad)
+    if doc is None:
+        return state
+    if state is None:
+        log = os.path.join(os.path.dirname(os.path.dirname(path)), LOG_NAME)
+        state = session_state(_first_line(log), log)
+    session, cwd = state[0], state[1]
+    for ev in spend_of(doc):
+        problem = check_event({**ev, "v": SCHEMA_VERSION, "seq": 0, "kind": "usage"})
+        if problem is None and not (whole(ev["input"]) and whole(ev["output"])):
+            problem = "usage count past 64 bits"
+        ts = epoch(ev.get("ts"))
+        if problem or ts is None:
+            bad.append((0, f"prefire spend: {problem or 'bad ts'}"))
+            continue
+        cost = ev.get("cost_usd")
+        recs.append(Record(ts, ev["model"], ev["input"], ev["output"], count(ev.get("cache_read")), count(ev.get("cache_write")),
+                           count(ev.get("reasoning")), float(cost) if cost is not None else None,
+                           pending_key(ev.get("request_id"), ev["prefire_call"]), False,
+                           ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None))
+    return state
+
+
+def _first_line(log: str) -> bytes | None:
+    """The session event of LOG (None when it cannot be read)."""
+    head = b""
+    try:
+        with open(log, "rb") as f:
+            while len(head) < _FIRST_LINE_MAX:
+                chunk = f.read(1 << 16)
+                if not chunk:
+                    break
+                head += chunk
+                nl = head.find(b"\n")
+                if nl >= 0:
+                    return head[:nl] or None
+    except OSError:
+        pass
+    return None
