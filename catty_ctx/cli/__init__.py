@@ -1,8 +1,9 @@
 """The `catty-ctx` command line: a thin layer that parses, calls the library and renders.
 
 Each command lives in its own module and imports the library lazily, so `--version` and
-`--help` start fast. The typer application is built on first use of `app`: `usage` parses its
-own argv when it can (see `cli/usage.py`) and answers without loading the CLI framework.
+`--help` start fast. The typer application is built on first use of `app`: `usage` and `inspect`
+parse their own argv when they can (see `cli/fastpath.py`) and answer without loading the CLI
+framework.
 """
 import importlib
 import sys
@@ -142,14 +143,16 @@ def main(argv: "list[str] | None" = None) -> None:
     sys.exit(flush_stdout(code))
 
 
-def _run(args: "list[str]") -> None:
-    if args[:1] == ["usage"]:
-        # start-up: only `usage` loads its module here
-        from . import usage
+# Commands that parse their own plain spellings and start without typer (see `fastpath`).
+FAST_COMMANDS = ("inspect", "usage")
 
-        opts = usage.parse_args(args[1:])
+
+def _run(args: "list[str]") -> None:
+    if args[:1] and args[0] in FAST_COMMANDS:
+        module = importlib.import_module(f"{__name__}.{COMMAND_MODULES[args[0]]}")  # (only that command's module)
+        opts = module.parse_args(args[1:])
         if opts is not None:  # a plain spelling: no need for typer
-            sys.exit(run_guarded(usage.run, **opts))
+            sys.exit(run_guarded(module.run, **opts))
     first = next((a for a in args if not a.startswith("-")), None)
     load_commands([first] if first in COMMAND_MODULES and "--help" not in args[:1] else None)
     get_app()(args=args, prog_name="catty-ctx")

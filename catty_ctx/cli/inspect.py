@@ -1,16 +1,16 @@
-"""`catty-ctx inspect`: what a session, a ROOT of sessions, or a piped stream holds."""
+"""`catty-ctx inspect`: what a session, a ROOT of sessions, or a piped stream holds.
+
+This command starts without the CLI framework (see `fastpath`): `parse_args` reads the plain
+spellings of its options, so an agent or a hook asking about a session after every turn pays
+for the interpreter and the library only. That parser and the typer command `declare`
+registers are made from one table, `PARAMS`.
+"""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any, Optional
-
-import typer
-
-from ..defaults import CONNECT_TIMEOUT
+from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN
 from ..errors import ExitCode, UsageError
-from . import app
-from .errors import handle_errors, warn
-from .options import AllowEmptyOpt, ConnectTimeoutOpt, JsonOpt, SchedulerOpt, TargetArg
+from .errors import warn
+from .fastpath import declare as declare_command, options, parse
 from .output import (
     ByteProgress,
     Column,
@@ -24,32 +24,55 @@ from .output import (
     write_json,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
-@app.command(
-    "inspect",
-    epilog=(
-        "Examples: catty-ctx inspect fixtures/sessions/demo; "
-        "catty-ctx inspect S --items --json | jq '.items[-1].fp'; "
-        "catty-ctx prune S | catty-ctx inspect -"
-    ),
+# The options of `inspect`, declared once (see `fastpath`); the shared ones bring their own help (None here).
+PARAMS = (
+    ("items", ("--items",), None, None, "List the view's items with their tokens and cumulative fingerprint."),
+    ("seq", ("--seq",), int, "N", "Print the event with this seq in full."),
+    ("context", ("--context",), None, None, "The prompt-context snapshot: every part with its source; unknown parts marked."),
+    ("allow_empty", ("--allow-empty",), None, None, None),
+    ("as_json", ("--json",), None, None, None),
+    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
+    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
 )
-@handle_errors
-def inspect_cmd(
-    target: TargetArg,
-    items: Annotated[bool, typer.Option("--items", help="List the view's items with their tokens and cumulative fingerprint.")] = False,
-    seq: Annotated[Optional[int], typer.Option("--seq", metavar="N", min=0, help="Print the event with this seq in full.")] = None,
-    context: Annotated[bool, typer.Option("--context", help="The prompt-context snapshot: every part with its source; unknown parts marked.")] = False,
-    allow_empty: AllowEmptyOpt = False,
-    as_json: JsonOpt = False,
-    scheduler: SchedulerOpt = None,
-    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
-) -> None:
-    """Counts, turns, estimated tokens against the window, largest items, compactions,
+MINIMUMS = {"seq": 0, "connect_timeout": CONNECT_TIMEOUT_MIN}
+OPTIONS = options(PARAMS)
+EPILOG = ("Examples: catty-ctx inspect fixtures/sessions/demo; "
+          "catty-ctx inspect S --items --json | jq '.items[-1].fp'; "
+          "catty-ctx prune S | catty-ctx inspect -")
+INSPECT_DOC = """Counts, turns, estimated tokens against the window, largest items, compactions,
     integrity problems and the prefix fingerprint of a session's view.
 
     `-` reads an event stream, or an item stream (what prune and resume print) and reports
     on that request. A ROOT lists its sessions, a row each (on a Dask cluster with --scheduler).
     """
+
+
+def parse_args(args: "list[str]") -> "dict[str, Any] | None":
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`;
+    exactly one target)."""
+    got = parse(args, PARAMS, MINIMUMS)
+    if got is None or len(got[1]) != 1:
+        return None
+    opts, (target,) = got
+    return {"target": target, **opts}
+
+
+def declare() -> None:
+    """Register `inspect` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when inspect's own parser declines
+    from .options import TargetArg
+
+    declare_command("inspect", run, PARAMS, MINIMUMS, INSPECT_DOC, EPILOG, {"target": TargetArg})
+
+
+def run(target: str, items: bool = False, seq: "int | None" = None, context: bool = False, allow_empty: bool = False,
+        as_json: bool = False, scheduler: "str | None" = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+    """Inspect TARGET and print the report; warnings and errors go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
     from ..store import Session, is_root
@@ -65,6 +88,8 @@ def inspect_cmd(
             warn(str(exc))
 
         # start-up: the library loads when the command runs, not for --help or another command
+        from pathlib import Path as PathType
+
         from ..cluster import engine_for
         from ..store import root_sessions
 
@@ -72,11 +97,11 @@ def inspect_cmd(
         cols = [Column("path", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
                 Column("percent", "num", "%"), Column("compactions", "num"), Column("problems", "num")]
         with engine_for(scheduler, connect_timeout) as engine:
-            rows = inspect_root(Path(target), on_error=on_error, sessions=found, engine=engine,
+            rows = inspect_root(PathType(target), on_error=on_error, sessions=found, engine=engine,
                                 progress=lambda it: progress_iter(it, label="sessions", total=len(found)))
             rows_out(rows, cols, as_json=as_json, key="sessions")
         if errors:
-            raise typer.Exit(ExitCode.DATA)
+            raise SystemExit(int(ExitCode.DATA))
         return
 
     with Session.open(target) as session:

@@ -1,16 +1,17 @@
 """`catty-ctx usage`: the token and cost ledger over catty, Claude Code and Codex sessions.
 
-This command starts without the CLI framework: `parse_args` reads the plain spellings of its
-options and `run` does the work, so a cron job asking again about unchanged files pays for the
-interpreter and the cached answer only. Both that parser and the typer command `declare`
-registers (help, completion, the man page and every other spelling) are made from one table,
-`PARAMS`, so they cannot disagree.
+This command starts without the CLI framework (see `fastpath`): `parse_args` reads the plain
+spellings of its options and `run` does the work, so a cron job asking again about unchanged
+files pays for the interpreter and the cached answer only. Both that parser and the typer
+command `declare` registers are made from one table, `PARAMS`.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
 # Nothing here imports typing at load (milliseconds at start-up).
 import os
 
 from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN
+from .fastpath import declare as declare_command, options, parse
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -38,60 +39,18 @@ PARAMS = (
     ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
 )
 JOBS_MIN = 1
-
-# Option → (parameter, takes a value): what the fast parser knows, from PARAMS.
-OPTIONS = {name: (dest, kind is not None) for dest, names, kind, _metavar, _help in PARAMS for name in names}
-_INTS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is int}
-_FLOATS = {dest for dest, _names, kind, _metavar, _help in PARAMS if kind is float}
-_SHORT = {name for _dest, names, _kind, _metavar, _help in PARAMS for name in names if not name.startswith("--")}
+MINIMUMS = {"jobs": JOBS_MIN, "connect_timeout": CONNECT_TIMEOUT_MIN}
+OPTIONS = options(PARAMS)  # option → (parameter, takes a value): what the fast parser knows
 
 
 def parse_args(args: "list[str]") -> "dict[str, Any] | None":
-    """The keyword arguments of `run` for ARGS, or None when typer should parse them.
-
-    Takes options before, between and after the paths, `--opt=value`, and `--`; anything else
-    (help, an unknown option, a bad number, no path) is left to typer and its messages.
-    """
-    opts: "dict[str, Any]" = {"paths": []}
-    i = 0
-    while i < len(args):
-        a = args[i]
-        i += 1
-        if a == "--":
-            opts["paths"].extend(args[i:])
-            break
-        if a == "-" or not a.startswith("-"):
-            opts["paths"].append(a)
-            continue
-        name, eq, value = a.partition("=")
-        spec = OPTIONS.get(name)
-        if spec is None or (eq and not spec[1]) or (name in _SHORT and eq):
-            return None
-        dest, takes_value = spec
-        if not takes_value:
-            opts[dest] = True
-            continue
-        if not eq:
-            if i >= len(args):
-                return None
-            value = args[i]
-            i += 1
-        opts[dest] = value
-    if not opts["paths"]:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`;
+    at least one path)."""
+    got = parse(args, PARAMS, MINIMUMS)
+    if got is None or not got[1]:
         return None
-    for dest in _INTS & opts.keys():
-        text = opts[dest]
-        if not (text.isascii() and text.isdigit() and int(text) >= JOBS_MIN):
-            return None
-        opts[dest] = int(text)
-    for dest in _FLOATS & opts.keys():
-        try:
-            opts[dest] = float(opts[dest])
-        except ValueError:
-            return None
-        if not opts[dest] >= CONNECT_TIMEOUT_MIN:  # (nan too)
-            return None
-    return opts
+    opts, paths = got
+    return {"paths": paths, **opts}
 
 
 def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until: "str | None" = None, as_json: bool = False,
@@ -145,44 +104,15 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
     # start-up: typer only when usage's own parser declines (a cached answer never loads it)
-    import inspect
-    from typing import Annotated, List, Optional
+    from typing import Annotated, List
 
     import typer
 
-    from . import app
-    from .errors import handle_errors
-    from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
-
-    shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt}
-    if any(c.name == "usage" for c in app.registered_commands):
-        return
-
-    defaults = {name: p.default for name, p in inspect.signature(run).parameters.items()}
-    annotations: "dict[str, Any]" = {"paths": Annotated[List[str], typer.Argument(metavar="PATH...", help=PATHS_HELP)]}
-    for dest, names, kind, metavar, help_text in PARAMS:
-        if help_text is None:
-            annotations[dest] = shared[dest]
-        elif kind is None:
-            annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text)]
-        else:
-            extra = {"min": JOBS_MIN} if kind is int else {}
-            hint = kind if defaults[dest] is not None else Optional[kind]  # type: ignore[valid-type]
-            annotations[dest] = Annotated[hint, typer.Option(*names, metavar=metavar, help=help_text, **extra)]
-
-    def usage_cmd(**kwargs: "Any") -> None:
-        run(**kwargs)
-
-    usage_cmd.__doc__ = USAGE_DOC
-    usage_cmd.__annotations__ = {**annotations, "return": None}
-    usage_cmd.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
-                           default=defaults[name] if name != "paths" else inspect.Parameter.empty)
-         for name, annotation in annotations.items()])
     epilog = ("Examples: catty-ctx usage ~/.claude --by day --since 2026-01-01; "
               "catty-ctx usage ~/.codex --by model --json | jq .totals; "
               "catty-ctx usage sessions/ --by agent")
-    app.command("usage", epilog=epilog)(handle_errors(usage_cmd))
+    declare_command("usage", run, PARAMS, MINIMUMS, USAGE_DOC, epilog,
+                    {"paths": Annotated[List[str], typer.Argument(metavar="PATH...", help=PATHS_HELP)]})
 
 
 USAGE_DOC = """Tokens, calls and cost of catty, Claude Code and Codex sessions, with totals.

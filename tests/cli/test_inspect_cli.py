@@ -1,12 +1,15 @@
 """`catty-ctx inspect`: the report, pipes, ROOTs and the error path."""
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 
-from conftest import FIXTURES, cli, jsonl, msg, session_event, write_log
+from conftest import FIXTURES, ROOT, cli, jsonl, msg, session_event, write_log
 
 
 def test_stdin_stream_equals_the_session(demo: Path) -> None:
@@ -96,3 +99,63 @@ def test_missing_session_is_a_usage_error(tmp_path: Path) -> None:
 def test_version_and_module_entry() -> None:
     proc = cli("--version", check=True)
     assert proc.stdout.decode().startswith("catty-ctx ")
+
+
+# -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
+
+def _via_typer(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The same command line parsed by typer (the path `catty_ctx.cli.main` takes for unusual spellings)."""
+    code = ("import sys; from catty_ctx.cli import main, get_app, load_commands; load_commands(['inspect']); "
+            "get_app()(args=sys.argv[1:], prog_name='catty-ctx')")
+    return subprocess.run([sys.executable, "-c", code, *args], input=stdin, capture_output=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_inspects_option_table_is_the_typer_commands() -> None:
+    import typer
+
+    from catty_ctx.cli import get_app, load_commands
+    from catty_ctx.cli.inspect import OPTIONS
+
+    load_commands(["inspect"])
+    command = typer.main.get_command(get_app()).commands["inspect"]  # type: ignore[attr-defined]
+    declared = {opt: (p.name, not p.is_flag) for p in command.params if p.param_type_name == "option" for opt in p.opts}
+    assert declared == OPTIONS
+
+
+def test_inspects_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.inspect import parse_args
+
+    assert parse_args(["S", "--items", "--json"]) == {"target": "S", "items": True, "as_json": True}
+    assert parse_args(["--seq=3", "-"]) == {"target": "-", "seq": 3}
+    assert parse_args(["--connect-timeout", "2.5", "R", "--allow-empty"]) == {"target": "R", "connect_timeout": 2.5, "allow_empty": True}
+    for typer_says in (["--help"], ["S", "-h"], [], ["S", "T"], ["--items"], ["S", "--seq"], ["S", "--seq", "-1"], ["S", "--seq", "x"],
+                       ["S", "--json=1"], ["S", "--bogus"], ["S", "--connect-timeout", "0"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_inspects_two_parsers_give_the_same_output_and_exit(demo: Path, tmp_path: Path) -> None:
+    (tmp_path / "root" / "a").mkdir(parents=True)
+    shutil.copytree(demo, tmp_path / "root" / "a" / "demo")
+    stream = (demo / "updates.jsonl").read_bytes()
+    cases: list[tuple[list[str], bytes | None]] = [
+        ([str(demo), "--json"], None), ([str(demo)], None), ([str(demo), "--items", "--json"], None), ([str(demo), "--seq", "3"], None),
+        ([str(demo), "--seq=999"], None), ([str(demo), "--context", "--json"], None), (["-", "--json"], stream),
+        ([str(tmp_path / "root"), "--json"], None), ([str(tmp_path / "root"), "--context"], None), ([str(tmp_path / "missing")], None),
+        ([str(tmp_path / "empty-root"), "--allow-empty"], None), ([str(demo), "--scheduler", "local:0"], None),
+    ]
+    (tmp_path / "empty-root").mkdir()
+    for args, stdin in cases:
+        fast = subprocess.run([sys.executable, "-m", "catty_ctx", "inspect", *args], input=stdin, capture_output=True, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        slow = _via_typer("inspect", *args, stdin=stdin)
+        assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
+
+
+def test_a_plain_inspect_never_loads_typer_or_rich(demo: Path) -> None:
+    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
+    for args in (["--json"], [], ["--items", "--json"]):
+        proc = subprocess.run([sys.executable, "-c", code, "inspect", str(demo), *args], capture_output=True, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        assert proc.stderr.decode().strip() == "0 []" and proc.stdout, args

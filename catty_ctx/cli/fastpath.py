@@ -1,0 +1,119 @@
+"""Commands that start without the CLI framework: their options declared once, in a table.
+
+typer (with its copy of click) costs more start-up than a cached `usage` answer or a small
+`inspect` takes in all. A command that lists its options in a PARAMS table — (parameter of
+its `run`, option names, value type (None: a flag), metavar, help) — gets from it both a
+parser of the plain spellings (`parse`), used first, and its typer command (`declare`), which
+takes everything else: help, completion, the man page, unusual spellings and every error
+message. The two cannot disagree about what an option is.
+"""
+# No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
+# Nothing here imports typing at load (milliseconds at start-up).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    # Each entry: (parameter of `run`, option names, value type (None: a flag), metavar, help (None: a shared option)).
+    Params = tuple[tuple[str, tuple[str, ...], Any, "str | None", "str | None"], ...]
+
+
+def options(params: "Params") -> "dict[str, tuple[str, bool]]":
+    """Option name → (parameter, takes a value): what `parse` knows."""
+    return {name: (dest, kind is not None) for dest, names, kind, _metavar, _help in params for name in names}
+
+
+def parse(args: "list[str]", params: "Params", minimums: "dict[str, float]") -> "tuple[dict[str, Any], list[str]] | None":
+    """(options by parameter, positional arguments) of ARGS, or None when typer should parse them.
+
+    Takes options before, between and after the positional arguments, `--opt=value`, and `--`;
+    an int is digits only and a float any number, each at least its MINIMUMS entry (0 when
+    none). Anything else (help, an unknown option, a missing or bad value) is left to typer
+    and its messages.
+    """
+    known = options(params)
+    short = {name for _dest, names, _kind, _metavar, _help in params for name in names if not name.startswith("--")}
+    kinds = {dest: kind for dest, _names, kind, _metavar, _help in params}
+    opts: "dict[str, Any]" = {}
+    positional: "list[str]" = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a == "--":
+            positional.extend(args[i:])
+            break
+        if a == "-" or not a.startswith("-"):
+            positional.append(a)
+            continue
+        name, eq, value = a.partition("=")
+        spec = known.get(name)
+        if spec is None or (eq and not spec[1]) or (name in short and eq):
+            return None
+        dest, takes_value = spec
+        if not takes_value:
+            opts[dest] = True
+            continue
+        if not eq:
+            if i >= len(args):
+                return None
+            value = args[i]
+            i += 1
+        opts[dest] = value
+    for dest, text in list(opts.items()):
+        kind = kinds[dest]
+        if kind is int:
+            if not (text.isascii() and text.isdigit()):
+                return None
+            opts[dest] = int(text)
+        elif kind is float:
+            try:
+                opts[dest] = float(text)
+            except ValueError:
+                return None
+        else:
+            continue
+        if not opts[dest] >= minimums.get(dest, 0):  # (nan too)
+            return None
+    return opts, positional
+
+
+def declare(name: str, run: "Callable[..., None]", params: "Params", minimums: "dict[str, float]", doc: str, epilog: str,
+            positional: "dict[str, Any]") -> None:
+    """Register NAME on the typer application: RUN's parameters, POSITIONAL's annotations
+    first, then the options of PARAMS (an entry without help takes the shared option of
+    that parameter from `options.py`), with RUN's defaults."""
+    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
+    import inspect
+    from typing import Annotated, Optional
+
+    import typer
+
+    from . import app
+    from .errors import handle_errors
+    from .options import AllowEmptyOpt, ConnectTimeoutOpt, JsonOpt, SchedulerOpt
+
+    shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt, "allow_empty": AllowEmptyOpt}
+    if any(c.name == name for c in app.registered_commands):
+        return
+    defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}
+    annotations: "dict[str, Any]" = dict(positional)
+    for dest, names, kind, metavar, help_text in params:
+        if help_text is None:
+            annotations[dest] = shared[dest]
+        elif kind is None:
+            annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text)]
+        else:
+            extra = {"min": minimums[dest]} if dest in minimums else {"min": 0} if kind is int else {}
+            hint = kind if defaults[dest] is not None else Optional[kind]  # type: ignore[valid-type]
+            annotations[dest] = Annotated[hint, typer.Option(*names, metavar=metavar, help=help_text, **extra)]
+
+    def command(**kwargs: "Any") -> None:
+        run(**kwargs)
+
+    command.__doc__ = doc
+    command.__annotations__ = {**annotations, "return": None}
+    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
+                           default=defaults[p] if p not in positional else inspect.Parameter.empty)
+         for p, annotation in annotations.items()])
+    app.command(name, epilog=epilog)(handle_errors(command))
