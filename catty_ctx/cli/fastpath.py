@@ -2,7 +2,8 @@
 
 typer (with its copy of click) costs more start-up than a cached `usage` answer or a small
 `inspect` takes in all. A command that lists its options in a PARAMS table — (parameter of
-its `run`, option names, value type (None: a flag), metavar, help) — gets from it both a
+its `run`, option names, value type (None: a flag), metavar, help, and optionally a dict of
+typer's own option settings: `min`, `rich_help_panel`) — gets from it both a
 parser of the plain spellings (`parse`), used first, and its typer command (`declare`), which
 takes everything else: help, completion, the man page, unusual spellings and every error
 message. The two cannot disagree about what an option is.
@@ -13,26 +14,38 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    # Each entry: (parameter of `run`, option names, value type (None: a flag), metavar, help (None: a shared option)).
-    Params = tuple[tuple[str, tuple[str, ...], Any, "str | None", "str | None"], ...]
+    # Each entry: (parameter of `run`, option names, value type (None: a flag), metavar, help (None: a
+    # shared option)[, typer's option settings]).
+    Params = tuple[tuple[Any, ...], ...]
 
 
 def options(params: "Params") -> "dict[str, tuple[str, bool]]":
     """Option name → (parameter, takes a value): what `parse` knows."""
-    return {name: (dest, kind is not None) for dest, names, kind, _metavar, _help in params for name in names}
+    return {name: (dest, kind is not None) for dest, names, kind, *_rest in params for name in names}
 
 
-def parse(args: "list[str]", params: "Params", minimums: "dict[str, float]") -> "tuple[dict[str, Any], list[str]] | None":
+def _settings(entry: "tuple[Any, ...]") -> "dict[str, Any]":
+    return entry[5] if len(entry) > 5 else {}
+
+
+def minimums(params: "Params", shared: "dict[str, float]") -> "dict[str, float]":
+    """Parameter → the least value taken: the table's `min`, else SHARED's (the shared options' own), else none."""
+    out = dict(shared)
+    out.update((entry[0], _settings(entry)["min"]) for entry in params if "min" in _settings(entry))
+    return out
+
+
+def parse(args: "list[str]", params: "Params", least: "dict[str, float]") -> "tuple[dict[str, Any], list[str]] | None":
     """(options by parameter, positional arguments) of ARGS, or None when typer should parse them.
 
     Takes options before, between and after the positional arguments, `--opt=value`, and `--`;
-    an int is digits only and a float any number, each at least its MINIMUMS entry (0 when
-    none). Anything else (help, an unknown option, a missing or bad value) is left to typer
+    an int is digits only and a float any number, each at least its LEAST entry (see
+    `minimums`; 0 when none). Anything else (help, an unknown option, a missing or bad value) is left to typer
     and its messages.
     """
     known = options(params)
-    short = {name for _dest, names, _kind, _metavar, _help in params for name in names if not name.startswith("--")}
-    kinds = {dest: kind for dest, _names, kind, _metavar, _help in params}
+    short = {name for _dest, names, *_rest in params for name in names if not name.startswith("--")}
+    kinds = {dest: kind for dest, _names, kind, *_rest in params}
     opts: "dict[str, Any]" = {}
     positional: "list[str]" = []
     i = 0
@@ -72,13 +85,21 @@ def parse(args: "list[str]", params: "Params", minimums: "dict[str, float]") -> 
                 return None
         else:
             continue
-        if not opts[dest] >= minimums.get(dest, 0):  # (nan too)
+        if not opts[dest] >= least.get(dest, 0):  # (nan too)
             return None
     return opts, positional
 
 
-def declare(name: str, run: "Callable[..., None]", params: "Params", minimums: "dict[str, float]", doc: str, epilog: str,
-            positional: "dict[str, Any]") -> None:
+def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", positional: str) -> "dict[str, Any] | None":
+    """`parse` for a command of one positional argument: the keyword arguments of its `run`
+    (the argument named POSITIONAL), or None when typer should parse them."""
+    got = parse(args, params, least)
+    if got is None or len(got[1]) != 1:
+        return None
+    return {positional: got[1][0], **got[0]}
+
+
+def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, epilog: str, positional: "dict[str, Any]") -> None:
     """Register NAME on the typer application: RUN's parameters, POSITIONAL's annotations
     first, then the options of PARAMS (an entry without help takes the shared option of
     that parameter from `options.py`), with RUN's defaults."""
@@ -97,13 +118,14 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", minimums: "
         return
     defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}
     annotations: "dict[str, Any]" = dict(positional)
-    for dest, names, kind, metavar, help_text in params:
+    for entry in params:
+        dest, names, kind, metavar, help_text = entry[:5]
+        extra = _settings(entry)
         if help_text is None:
             annotations[dest] = shared[dest]
         elif kind is None:
-            annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text)]
+            annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text, **extra)]
         else:
-            extra = {"min": minimums[dest]} if dest in minimums else {"min": 0} if kind is int else {}
             hint = kind if defaults[dest] is not None else Optional[kind]  # type: ignore[valid-type]
             annotations[dest] = Annotated[hint, typer.Option(*names, metavar=metavar, help=help_text, **extra)]
 

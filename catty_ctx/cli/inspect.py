@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN
 from ..errors import ExitCode, UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, options, parse
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import (
     ByteProgress,
     Column,
@@ -32,14 +32,14 @@ if TYPE_CHECKING:
 # The options of `inspect`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
     ("items", ("--items",), None, None, "List the view's items with their tokens and cumulative fingerprint."),
-    ("seq", ("--seq",), int, "N", "Print the event with this seq in full."),
+    ("seq", ("--seq",), int, "N", "Print the event with this seq in full.", {"min": 0}),
     ("context", ("--context",), None, None, "The prompt-context snapshot: every part with its source; unknown parts marked."),
     ("allow_empty", ("--allow-empty",), None, None, None),
     ("as_json", ("--json",), None, None, None),
     ("scheduler", ("--scheduler",), str, "ADDRESS", None),
     ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
 )
-MINIMUMS = {"seq": 0, "connect_timeout": CONNECT_TIMEOUT_MIN}
+MINIMUMS = minimums(PARAMS, {"connect_timeout": CONNECT_TIMEOUT_MIN})
 OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx inspect fixtures/sessions/demo; "
           "catty-ctx inspect S --items --json | jq '.items[-1].fp'; "
@@ -52,14 +52,9 @@ INSPECT_DOC = """Counts, turns, estimated tokens against the window, largest ite
     """
 
 
-def parse_args(args: "list[str]") -> "dict[str, Any] | None":
-    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`;
-    exactly one target)."""
-    got = parse(args, PARAMS, MINIMUMS)
-    if got is None or len(got[1]) != 1:
-        return None
-    opts, (target,) = got
-    return {"target": target, **opts}
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
+    return parse_one(args, PARAMS, MINIMUMS, "target")
 
 
 def declare() -> None:
@@ -67,7 +62,7 @@ def declare() -> None:
     # start-up: typer only when inspect's own parser declines
     from .options import TargetArg
 
-    declare_command("inspect", run, PARAMS, MINIMUMS, INSPECT_DOC, EPILOG, {"target": TargetArg})
+    declare_command("inspect", run, PARAMS, INSPECT_DOC, EPILOG, {"target": TargetArg})
 
 
 def run(target: str, items: bool = False, seq: "int | None" = None, context: bool = False, allow_empty: bool = False,

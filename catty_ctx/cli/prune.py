@@ -1,59 +1,86 @@
-"""`catty-ctx prune`: the pruned request view on stdout; the log is never touched."""
+"""`catty-ctx prune`: the pruned request view on stdout; the log is never touched.
+
+This command starts without the CLI framework (see `fastpath`): an agent prunes its request
+before every call, and typer's import would be most of that run. Its plain-spelling parser
+and its typer command are made from one table, `PARAMS`.
+"""
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Optional
-
-import typer
 
 from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
 from ..errors import UsageError
-from . import app
-from .errors import handle_errors, warn
-from .options import SessionArg
+from .errors import warn
+from .fastpath import declare as declare_command, minimums, options, parse_one
 
-_T = "Tiers (tiered)"
-_C = "Batches (cache-aware)"
-_A = "clear_tool_uses knobs (both strategies)"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
+_T = {"rich_help_panel": "Tiers (tiered)"}
+_C = {"rich_help_panel": "Batches (cache-aware)"}
+_A = {"rich_help_panel": "clear_tool_uses knobs (both strategies)"}
 
-@app.command(
-    "prune",
-    epilog=(
-        "Examples: catty-ctx prune S --stats > request.jsonl; "
-        "catty-ctx prune S --previous request.jsonl > next.jsonl; "
-        "catty-ctx prune S --strategy tiered --omit-age 8 | catty-ctx inspect -"
-    ),
+# The options of `prune`, declared once (see `fastpath`): (parameter of `run`, option names, value type (None: a flag),
+# metavar, help, typer's option settings).
+PARAMS = (
+    ("window", ("--window",), int, "N", "Context window in tokens (default: the session's, else 200,000).", {"min": 1}),
+    ("strategy", ("--strategy",), str, "cache-aware|tiered",
+     "cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request."),
+    ("min_percent", ("--min-percent",), float, "PCT", "tiered runs only when the request is at least this % of the window.", {"min": 0, **_T}),
+    ("keep_turns", ("--keep-turns",), int, "N",
+     "Never touch results of the N most recent turns (age < N; age = real user messages after the result).", {"min": 0}),
+    ("omit_age", ("--omit-age",), int, "N", "From this age on a result becomes a placeholder.", {"min": 0, **_T}),
+    ("trim_over", ("--trim-over",), int, "CHARS", "Younger results longer than this keep only their head and tail.", {"min": 0, **_T}),
+    ("trim_head", ("--trim-head",), int, "CHARS", "Characters kept from the start of a trimmed result.", {"min": 0, **_T}),
+    ("trim_tail", ("--trim-tail",), int, "CHARS", "Characters kept from the end of a trimmed result.", {"min": 0, **_T}),
+    ("high", ("--high",), float, "PCT", "A batch starts when the request reaches this % of the window.", {"min": 0, **_C}),
+    ("low", ("--low",), float, "PCT", "A batch clears the oldest results until the request is at most this %.", {"min": 0, **_C}),
+    ("image_high", ("--image-high",), float, "MIB", "Remove the oldest user images when the request body reaches this many MiB ...", {"min": 0}),
+    ("image_low", ("--image-low",), float, "MIB", "... until it is at most this many MiB.", {"min": 0}),
+    ("keep", ("--keep",), int, "N", "Never touch the N most recent tool results.", {"min": 0, **_A}),
+    ("clear_at_least", ("--clear-at-least",), int, "TOKENS", "Make no rewrite that clears fewer tokens (a broken cache prefix must be worth it).",
+     {"min": 0, **_A}),
+    ("exclude_tools", ("--exclude-tools",), str, "A,B", "Tools whose results are never touched.", _A),
+    ("clear_inputs", ("--clear-inputs",), None, None, "Also clear the arguments of calls whose results became placeholders.", _A),
+    ("session_ref", ("--session-ref",), str, "TEXT", "How placeholders name the session in their inspect command (default: SESSION as given)."),
+    ("previous", ("--previous",), str, "FILE", "An earlier prune output: report the unchanged prefix (items, tokens) on stderr."),
+    ("stats", ("--stats",), None, None,
+     "Report the request's tokens before/after (with and without the provider overhead), results trimmed and cleared, on stderr (one JSON line)."),
 )
-@handle_errors
-def prune_cmd(
-    session: SessionArg,
-    window: Annotated[Optional[int], typer.Option("--window", metavar="N", min=1, help="Context window in tokens (default: the session's, else 200,000).")] = None,
-    strategy: Annotated[str, typer.Option("--strategy", metavar="cache-aware|tiered", help="cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request.")] = PRUNE_STRATEGY,
-    min_percent: Annotated[float, typer.Option("--min-percent", metavar="PCT", min=0, help="tiered runs only when the request is at least this % of the window.", rich_help_panel=_T)] = PRUNE_MIN_PERCENT,
-    keep_turns: Annotated[int, typer.Option("--keep-turns", metavar="N", min=0, help="Never touch results of the N most recent turns (age < N; age = real user messages after the result).")] = PRUNE_KEEP_TURNS,
-    omit_age: Annotated[int, typer.Option("--omit-age", metavar="N", min=0, help="From this age on a result becomes a placeholder.", rich_help_panel=_T)] = PRUNE_OMIT_AGE,
-    trim_over: Annotated[int, typer.Option("--trim-over", metavar="CHARS", min=0, help="Younger results longer than this keep only their head and tail.", rich_help_panel=_T)] = PRUNE_TRIM_OVER,
-    trim_head: Annotated[int, typer.Option("--trim-head", metavar="CHARS", min=0, help="Characters kept from the start of a trimmed result.", rich_help_panel=_T)] = PRUNE_TRIM_HEAD,
-    trim_tail: Annotated[int, typer.Option("--trim-tail", metavar="CHARS", min=0, help="Characters kept from the end of a trimmed result.", rich_help_panel=_T)] = PRUNE_TRIM_TAIL,
-    high: Annotated[float, typer.Option("--high", metavar="PCT", min=0, help="A batch starts when the request reaches this % of the window.", rich_help_panel=_C)] = PRUNE_HIGH_PERCENT,
-    low: Annotated[float, typer.Option("--low", metavar="PCT", min=0, help="A batch clears the oldest results until the request is at most this %.", rich_help_panel=_C)] = PRUNE_LOW_PERCENT,
-    image_high: Annotated[float, typer.Option("--image-high", metavar="MIB", min=0, help="Remove the oldest user images when the request body reaches this many MiB ...")] = PRUNE_IMAGE_HIGH_MIB,
-    image_low: Annotated[float, typer.Option("--image-low", metavar="MIB", min=0, help="... until it is at most this many MiB.")] = PRUNE_IMAGE_LOW_MIB,
-    keep: Annotated[int, typer.Option("--keep", metavar="N", min=0, help="Never touch the N most recent tool results.", rich_help_panel=_A)] = PRUNE_KEEP,
-    clear_at_least: Annotated[int, typer.Option("--clear-at-least", metavar="TOKENS", min=0, help="Make no rewrite that clears fewer tokens (a broken cache prefix must be worth it).", rich_help_panel=_A)] = PRUNE_CLEAR_AT_LEAST,
-    exclude_tools: Annotated[str, typer.Option("--exclude-tools", metavar="A,B", help="Tools whose results are never touched.", rich_help_panel=_A)] = "",
-    clear_inputs: Annotated[bool, typer.Option("--clear-inputs", help="Also clear the arguments of calls whose results became placeholders.", rich_help_panel=_A)] = False,
-    session_ref: Annotated[Optional[str], typer.Option("--session-ref", metavar="TEXT", help="How placeholders name the session in their inspect command (default: SESSION as given).")] = None,
-    previous: Annotated[Optional[str], typer.Option("--previous", metavar="FILE", help="An earlier prune output: report the unchanged prefix (items, tokens) on stderr.")] = None,
-    stats: Annotated[bool, typer.Option("--stats", help="Report the request's tokens before/after (with and without the provider overhead), results trimmed and cleared, on stderr (one JSON line).")] = False,
-) -> None:
-    """Print the pruned request view, one item a line (SPEC item shape); the log is untouched.
+MINIMUMS = minimums(PARAMS, {})
+OPTIONS = options(PARAMS)
+EPILOG = ("Examples: catty-ctx prune S --stats > request.jsonl; "
+          "catty-ctx prune S --previous request.jsonl > next.jsonl; "
+          "catty-ctx prune S --strategy tiered --omit-age 8 | catty-ctx inspect -")
+PRUNE_DOC = """Print the pruned request view, one item a line (SPEC item shape); the log is untouched.
 
     Old tool results are shortened in the request copy only; every placeholder names the
     original's seq and the inspect command that prints it. `-` reads an event stream (or an
     item stream, as prune itself prints). Details and the age rule: docs/prune.md.
     """
+
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
+    return parse_one(args, PARAMS, MINIMUMS, "session")
+
+
+def declare() -> None:
+    """Register `prune` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when prune's own parser declines
+    from .options import SessionArg
+
+    declare_command("prune", run, PARAMS, PRUNE_DOC, EPILOG, {"session": SessionArg})
+
+
+def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY, min_percent: float = PRUNE_MIN_PERCENT,
+        keep_turns: int = PRUNE_KEEP_TURNS, omit_age: int = PRUNE_OMIT_AGE, trim_over: int = PRUNE_TRIM_OVER,
+        trim_head: int = PRUNE_TRIM_HEAD, trim_tail: int = PRUNE_TRIM_TAIL, high: float = PRUNE_HIGH_PERCENT,
+        low: float = PRUNE_LOW_PERCENT, image_high: float = PRUNE_IMAGE_HIGH_MIB, image_low: float = PRUNE_IMAGE_LOW_MIB,
+        keep: int = PRUNE_KEEP, clear_at_least: int = PRUNE_CLEAR_AT_LEAST, exclude_tools: str = "", clear_inputs: bool = False,
+        session_ref: str | None = None, previous: str | None = None, stats: bool = False) -> None:
+    """Prune SESSION's view and print it, an item a line; the reports go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     import orjson
 

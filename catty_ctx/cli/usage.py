@@ -10,7 +10,7 @@ command `declare` registers are made from one table, `PARAMS`.
 import os
 
 from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN
-from .fastpath import declare as declare_command, options, parse
+from .fastpath import declare as declare_command, minimums, options, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,15 +31,14 @@ PARAMS = (
     ("as_json", ("--json",), None, None, None),
     ("prices", ("--prices",), str, "FILE", "A price table (LiteLLM's field names) whose entries replace the bundled ones."),
     ("no_cache", ("--no-cache",), None, None, "Read every file in full; neither read nor write the caches."),
-    ("jobs", ("--jobs", "-j"), int, "N", "Parse files in N processes (default: one per CPU)."),
+    ("jobs", ("--jobs", "-j"), int, "N", "Parse files in N processes (default: one per CPU).", {"min": 1}),
     ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
      "every line of every log is checked, not only those that can hold usage."),
     ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
     ("scheduler", ("--scheduler",), str, "ADDRESS", None),
     ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
 )
-JOBS_MIN = 1
-MINIMUMS = {"jobs": JOBS_MIN, "connect_timeout": CONNECT_TIMEOUT_MIN}
+MINIMUMS = minimums(PARAMS, {"connect_timeout": CONNECT_TIMEOUT_MIN})
 OPTIONS = options(PARAMS)  # option → (parameter, takes a value): what the fast parser knows
 
 
@@ -111,7 +110,7 @@ def declare() -> None:
     epilog = ("Examples: catty-ctx usage ~/.claude --by day --since 2026-01-01; "
               "catty-ctx usage ~/.codex --by model --json | jq .totals; "
               "catty-ctx usage sessions/ --by agent")
-    declare_command("usage", run, PARAMS, MINIMUMS, USAGE_DOC, epilog,
+    declare_command("usage", run, PARAMS, USAGE_DOC, epilog,
                     {"paths": Annotated[List[str], typer.Argument(metavar="PATH...", help=PATHS_HELP)]})
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import FIXTURES, ROOT, cli, jsonl, msg, session_event, write_log
+from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl, msg, session_event, write_log
 
 
 def test_stdin_stream_equals_the_session(demo: Path) -> None:
@@ -103,14 +103,6 @@ def test_version_and_module_entry() -> None:
 
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
-def _via_typer(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """The same command line parsed by typer (the path `catty_ctx.cli.main` takes for unusual spellings)."""
-    code = ("import sys; from catty_ctx.cli import main, get_app, load_commands; load_commands(['inspect']); "
-            "get_app()(args=sys.argv[1:], prog_name='catty-ctx')")
-    return subprocess.run([sys.executable, "-c", code, *args], input=stdin, capture_output=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-
-
 def test_inspects_option_table_is_the_typer_commands() -> None:
     import typer
 
@@ -146,10 +138,7 @@ def test_inspects_two_parsers_give_the_same_output_and_exit(demo: Path, tmp_path
     ]
     (tmp_path / "empty-root").mkdir()
     for args, stdin in cases:
-        fast = subprocess.run([sys.executable, "-m", "catty_ctx", "inspect", *args], input=stdin, capture_output=True, cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        slow = _via_typer("inspect", *args, stdin=stdin)
-        assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
+        both_parsers("inspect", *args, input=stdin)
 
 
 def test_a_plain_inspect_never_loads_typer_or_rich(demo: Path) -> None:

@@ -1,13 +1,16 @@
 """`catty-ctx prune`: the request on stdout, reports on stderr, the log never touched."""
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from conftest import FIXTURES, call, cli, jsonl, msg, result, session_event, write_log
+from conftest import FIXTURES, ROOT, both_parsers, call, cli, jsonl, msg, result, session_event, write_log
 
 
 def long_session(path: Path, turns: int = 16, size: int = 6000, window: int = 20_000) -> Path:
@@ -154,3 +157,51 @@ def test_stats_item_tokens_agree_with_inspect_of_the_same_request(tmp_path: Path
     assert st["item_tokens_after"] == pruned and st["item_tokens_before"] == unpruned
     assert st["request_tokens_before"] > st["item_tokens_before"]  # the overhead the usage showed
     assert "tokens_before" not in st and "tokens_after" not in st  # no field whose name hides what it counts
+
+
+# -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
+
+def test_prunes_option_table_is_the_typer_commands() -> None:
+    import typer
+
+    from catty_ctx.cli import get_app, load_commands
+    from catty_ctx.cli.prune import MINIMUMS, OPTIONS
+
+    load_commands(["prune"])
+    command = typer.main.get_command(get_app()).commands["prune"]  # type: ignore[attr-defined]
+    options = [p for p in command.params if p.param_type_name == "option"]
+    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == OPTIONS
+    assert {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None} == MINIMUMS
+
+
+def test_prunes_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.prune import parse_args
+
+    assert parse_args(["S", "--stats", "--omit-age", "8", "--high=70.5"]) == {"session": "S", "stats": True, "omit_age": 8, "high": 70.5}
+    for typer_says in (["--help"], [], ["S", "T"], ["S", "--window", "0"], ["S", "--keep", "-1"], ["S", "--low", "x"], ["S", "--stats=1"],
+                       ["S", "--window"], ["S", "--bogus"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_prunes_two_parsers_give_the_same_output_and_exit(tmp_path: Path) -> None:
+    s = long_session(tmp_path / "s")
+    first = cli("prune", str(s), check=True).stdout
+    (tmp_path / "prev.jsonl").write_bytes(first)
+    cases: list[tuple[list[str], bytes | None]] = [
+        ([str(s)], None), ([str(s), "--stats", "--strategy", "tiered", "--omit-age", "2"], None),
+        ([str(s), "--previous", str(tmp_path / "prev.jsonl"), "--keep", "1", "--clear-inputs"], None),
+        ([str(s), "--exclude-tools=read_file", "--window", "5000"], None), (["-", "--stats"], (s / "updates.jsonl").read_bytes()),
+        (["-"], first), ([str(s), "--strategy", "nope"], None), ([str(s), "--low", "90", "--high", "10"], None),
+        ([str(tmp_path / "missing")], None),
+    ]
+    for args, stdin in cases:
+        both_parsers("prune", *args, input=stdin)
+
+
+def test_a_plain_prune_never_loads_typer_or_rich(tmp_path: Path) -> None:
+    s = long_session(tmp_path / "s")
+    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, "prune", str(s), "--stats"], capture_output=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stderr.decode().strip().splitlines()[-1] == "0 []" and proc.stdout

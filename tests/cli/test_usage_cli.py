@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import ROOT, cli, jsonl
+from conftest import ROOT, cli, jsonl, via_typer
 from usage_trees import claude_tree, codex_rollout
 
 ROW_FIELDS = {"input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd", "partial"}
@@ -144,12 +144,6 @@ def test_help_describes_the_command_with_an_example() -> None:
     assert "Example" in out and "--by" in out and "--prices" in out and "--strict" in out and "--timezone" in out
 
 
-def _via_typer(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    """The same command line parsed by typer (the path `catty_ctx.cli.main` takes for unusual spellings)."""
-    code = "import sys; from catty_ctx.cli import get_app, load_commands; load_commands(['usage']); get_app()(args=sys.argv[1:], prog_name='catty-ctx')"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, cwd=ROOT, env=env or dict(os.environ, PYTHONPATH=str(ROOT)))
-
-
 def test_the_fast_option_table_is_the_typer_commands() -> None:
     """`usage` parses its own argv to start without typer; both parsers are made from one table
     (`PARAMS`), and the typer command made from it has exactly the options the fast one knows."""
@@ -195,7 +189,7 @@ def test_both_parsers_give_the_same_output_and_exit(tmp_path: Path) -> None:
         for _ in range(2):  # a cold run, then the cached answer (each parser with a cache of its own)
             fast = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", *args], capture_output=True, cwd=ROOT,
                                   env=dict(env, XDG_CACHE_HOME=str(tmp_path / f"fast{n}")))
-            slow = _via_typer("usage", *args, env=dict(env, XDG_CACHE_HOME=str(tmp_path / f"slow{n}")))
+            slow = via_typer("usage", *args, env=dict(env, XDG_CACHE_HOME=str(tmp_path / f"slow{n}")))
             assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
 
 
