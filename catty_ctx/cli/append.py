@@ -1,38 +1,39 @@
-"""`catty-ctx append`: events from stdin onto a session's log, under its lock."""
+"""`catty-ctx append`: events from stdin onto a session's log, under its lock.
+
+This command starts without the CLI framework (see `fastpath`): an agent appends after every
+step, and typer's import would be most of that run. Its plain-spelling parser and its typer
+command are made from one table, `PARAMS`.
+"""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from ..errors import DataError, UsageError
-from . import app
-from .errors import handle_errors, warn
-from .options import LockTimeoutOpt, MaxToolBytesOpt, MaxUserBytesOpt
+from .errors import warn
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import write_lines
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-@app.command(
-    "append",
-    epilog="Example: echo '{\"kind\":\"message\",\"id\":\"m1\",\"role\":\"user\",\"text\":\"hi\"}' | catty-ctx append --create S",
+# The options of `append`, declared once (see `fastpath`); the shared ones bring their own help (None here).
+PARAMS = (
+    ("create", ("--create",), None, None, "Make the session (summary.json and its session event) if it is missing."),
+    ("window", ("--window",), int, "N", "Context window in tokens, with --create.", {"min": 1}),
+    ("model", ("--model",), str, "M", "Model name, with --create."),
+    ("cwd", ("--cwd",), str, "DIR", "Working directory recorded, with --create."),
+    ("session_id", ("--session-id",), str, "ID", "Session id, with --create (default: a new UUID)."),
+    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
+    ("quiet", ("--quiet", "-q"), None, None, "Do not echo the appended events."),
+    ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
+    ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
 )
-@handle_errors
-def append_cmd(
-    session: Annotated[str, typer.Argument(metavar="SESSION", help="A session directory (or an updates.jsonl file).")],
-    create: Annotated[bool, typer.Option("--create", help="Make the session (summary.json and its session event) if it is missing.")] = False,
-    window: Annotated[Optional[int], typer.Option("--window", min=1, metavar="N", help="Context window in tokens, with --create.")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", metavar="M", help="Model name, with --create.")] = None,
-    cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="DIR", help="Working directory recorded, with --create.")] = None,
-    session_id: Annotated[Optional[str], typer.Option("--session-id", metavar="ID", help="Session id, with --create (default: a new UUID).")] = None,
-    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not echo the appended events.")] = False,
-    max_user_bytes: MaxUserBytesOpt = USER_LIMIT,
-    max_tool_bytes: MaxToolBytesOpt = TOOL_LIMIT,
-) -> None:
-    """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
+MINIMUMS = minimums(PARAMS, {})  # (the shared options' least values are 0, the parser's own floor)
+OPTIONS = options(PARAMS)
+APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 
     Each event gets the next seq (contiguous even with concurrent writers) and a ts unless
     it has one. Every line is checked before anything is written. The appended events are
@@ -41,6 +42,28 @@ def append_cmd(
     preview, the handle and the full size); `catty-ctx blob` prints them whole.
     """
 
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
+    return parse_one(args, PARAMS, MINIMUMS, "session")
+
+
+def declare() -> None:
+    """Register `append` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when append's own parser declines
+    from typing import Annotated
+
+    import typer
+
+    session = Annotated[str, typer.Argument(metavar="SESSION", help="A session directory (or an updates.jsonl file).")]
+    epilog = "Example: echo '{\"kind\":\"message\",\"id\":\"m1\",\"role\":\"user\",\"text\":\"hi\"}' | catty-ctx append --create S"
+    declare_command("append", run, PARAMS, APPEND_DOC, epilog, {"session": session})
+
+
+def run(session: str, create: bool = False, window: int | None = None, model: str | None = None, cwd: str | None = None,
+        session_id: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, quiet: bool = False,
+        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT) -> None:
+    """Check the events on stdin, then append them to SESSION (made with --create); echo them unless QUIET."""
     # start-up: the library loads when the command runs, not for --help or another command
     import orjson
 

@@ -111,9 +111,10 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, e
 
     from . import app
     from .errors import handle_errors
-    from .options import AllowEmptyOpt, ConnectTimeoutOpt, JsonOpt, SchedulerOpt
+    from .options import AllowEmptyOpt, ConnectTimeoutOpt, JsonOpt, LockTimeoutOpt, MaxToolBytesOpt, MaxUserBytesOpt, SchedulerOpt
 
-    shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt, "allow_empty": AllowEmptyOpt}
+    shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt, "allow_empty": AllowEmptyOpt,
+              "lock_timeout": LockTimeoutOpt, "max_user_bytes": MaxUserBytesOpt, "max_tool_bytes": MaxToolBytesOpt}
     if any(c.name == name for c in app.registered_commands):
         return
     defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}

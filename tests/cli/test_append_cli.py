@@ -1,13 +1,14 @@
 """`catty-ctx append`: events from stdin, --create, the lock."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 
-from conftest import ROOT, cli, jsonl
+from conftest import ROOT, cli, jsonl, via_typer
 
 
 def test_create_then_append_from_stdin(tmp_path: Path) -> None:
@@ -53,3 +54,52 @@ def test_appended_stream_is_a_valid_log(demo: Path, tmp_path: Path) -> None:
     """An event stream on stdout is always a valid updates.jsonl: pipe it into inspect."""
     proc = cli("inspect", "-", "--json", input=(demo / "updates.jsonl").read_bytes(), check=True)
     assert orjson.loads(proc.stdout)["events"] == 22
+
+
+# -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
+
+def test_appends_option_table_is_the_typer_commands() -> None:
+    import typer
+
+    from catty_ctx.cli import get_app, load_commands
+    from catty_ctx.cli.append import OPTIONS
+
+    load_commands(["append"])
+    command = typer.main.get_command(get_app()).commands["append"]  # type: ignore[attr-defined]
+    assert {opt: (p.name, not p.is_flag) for p in command.params if p.param_type_name == "option" for opt in p.opts} == OPTIONS
+
+
+def test_appends_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.append import parse_args
+
+    assert parse_args(["S", "-q", "--create", "--window=1000", "--lock-timeout", "2.5"]) == {
+        "session": "S", "quiet": True, "create": True, "window": 1000, "lock_timeout": 2.5}
+    for typer_says in (["--help"], [], ["S", "T"], ["S", "--window", "0"], ["S", "-q=1"], ["S", "--max-user-bytes", "-1"], ["S", "--bogus"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_appends_two_parsers_give_the_same_output_and_exit(tmp_path: Path) -> None:
+    line = b'{"kind":"message","id":"m1","role":"user","text":"hi","ts":"2026-02-01T00:00:00.000Z"}\n'
+    for n, (args, stdin) in enumerate([
+        (["--create", "--session-id", "fixed", "--window", "5000", "--model", "m", "--cwd", "/w"], line),
+        (["-q"], line), ([], b'{"kind": 3}\n'), ([], b"not json\n"), (["--window", "0", "--create"], line),
+    ]):
+        for side in ("fast", "typer"):  # (each on a session of its own: a write is not repeatable)
+            (tmp_path / side).mkdir(exist_ok=True)
+        fast = subprocess.run([sys.executable, "-m", "catty_ctx", "append", str(tmp_path / "fast" / "s"), *args], input=stdin,
+                              capture_output=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+        slow = via_typer("append", str(tmp_path / "typer" / "s"), *args, input=stdin)
+        strip = lambda b: b.replace(str(tmp_path / "fast").encode(), b"X").replace(str(tmp_path / "typer").encode(), b"X")  # noqa: E731
+        assert (fast.returncode, fast.stdout, strip(fast.stderr)) == (slow.returncode, slow.stdout, strip(slow.stderr)), (n, args)
+    fast_log, typer_log = (jsonl((tmp_path / side / "s" / "updates.jsonl").read_bytes()) for side in ("fast", "typer"))
+    assert [{k: v for k, v in ev.items() if k != "ts"} for ev in fast_log] == [{k: v for k, v in ev.items() if k != "ts"} for ev in typer_log]
+    assert len(fast_log) == 3  # the session event and two messages
+
+
+def test_a_plain_append_never_loads_typer_or_rich(tmp_path: Path) -> None:
+    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, "append", "--create", str(tmp_path / "s"), "-q"],
+                          input=b'{"kind":"message","id":"m1","role":"user","text":"hi"}\n', capture_output=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stderr.decode().strip() == "0 []"
