@@ -1,28 +1,49 @@
-"""`catty-ctx blob`: print an externalised payload of a session in full."""
+"""`catty-ctx blob`: print an externalised payload of a session in full.
+
+This command starts without the CLI framework (see `fastpath`): an agent fetches a payload a
+placeholder names, and typer's import would be most of that run.
+"""
 from __future__ import annotations
 
 import shutil
 import sys
-from typing import Annotated
 
-import typer
+from .fastpath import declare as declare_command, parse_one
 
-from . import app
-from .errors import handle_errors
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-
-@app.command("blob", epilog="Example: catty-ctx blob S \"$(catty-ctx inspect S --seq 7 --json | jq -r .blob)\" | less")
-@handle_errors
-def blob_cmd(
-    session: Annotated[str, typer.Argument(metavar="SESSION", help="A session directory (or its updates.jsonl).")],
-    handle: Annotated[str, typer.Argument(metavar="HANDLE", help="The blob's handle: 32 hex digits, as events and previews name it.")],
-) -> None:
-    """Print the payload a large message or tool output was moved to, byte for byte.
+PARAMS = ()  # (no options: two arguments)
+BLOB_DOC = """Print the payload a large message or tool output was moved to, byte for byte.
 
     Only a handle naming a regular file in this session's blobs/ is accepted (no paths,
     no symbolic links); a payload that no longer matches its handle is refused (exit 65).
     """
 
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
+    return parse_one(args, PARAMS, {}, "session", "handle")
+
+
+def declare() -> None:
+    """Register `blob` on the typer application (help, completion, docs)."""
+    # start-up: typer only when blob's own parser declines
+    from typing import Annotated
+
+    import typer
+
+    arguments = {
+        "session": Annotated[str, typer.Argument(metavar="SESSION", help="A session directory (or its updates.jsonl).")],
+        "handle": Annotated[str, typer.Argument(metavar="HANDLE", help="The blob's handle: 32 hex digits, as events and previews name it.")],
+    }
+    declare_command("blob", run, PARAMS, BLOB_DOC, "Example: catty-ctx blob S \"$(catty-ctx inspect S --seq 7 --json | jq -r .blob)\" | less",
+                    arguments)
+
+
+def run(session: str, handle: str) -> None:
+    """Copy the payload HANDLE names in SESSION's blobs/ to stdout."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..blobs import open_blob, session_directory
 

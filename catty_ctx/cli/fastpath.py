@@ -90,13 +90,13 @@ def parse(args: "list[str]", params: "Params", least: "dict[str, float]") -> "tu
     return opts, positional
 
 
-def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", positional: str) -> "dict[str, Any] | None":
-    """`parse` for a command of one positional argument: the keyword arguments of its `run`
-    (the argument named POSITIONAL), or None when typer should parse them."""
+def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", *positional: str) -> "dict[str, Any] | None":
+    """`parse` for a command of fixed positional arguments: the keyword arguments of its `run`
+    (the arguments named POSITIONAL, in order), or None when typer should parse them."""
     got = parse(args, params, least)
-    if got is None or len(got[1]) != 1:
+    if got is None or len(got[1]) != len(positional):
         return None
-    return {positional: got[1][0], **got[0]}
+    return {**dict(zip(positional, got[1])), **got[0]}
 
 
 def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, epilog: str, positional: "dict[str, Any]") -> None:
