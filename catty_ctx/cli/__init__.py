@@ -2,7 +2,7 @@
 
 Each command lives in its own module and imports the library lazily, so `--version` and
 `--help` start fast. The typer application is built on first use of `app`: `append`,
-`blob`, `inspect`, `prune` and `usage` parse their own argv when they can (see `cli/fastpath.py`)
+`blob`, `inspect`, `prune`, `resume` and `usage` parse their own argv when they can (see `cli/fastpath.py`)
 and answer without loading the CLI framework.
 """
 import importlib
@@ -144,7 +144,7 @@ def main(argv: "list[str] | None" = None) -> None:
 
 
 # Commands that parse their own plain spellings and start without typer (see `fastpath`).
-FAST_COMMANDS = ("append", "blob", "inspect", "prune", "usage")
+FAST_COMMANDS = ("append", "blob", "inspect", "prune", "resume", "usage")
 
 
 def _run(args: "list[str]") -> None:

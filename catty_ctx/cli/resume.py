@@ -1,27 +1,26 @@
-"""`catty-ctx resume`: the repaired view, ready to send to a provider."""
+"""`catty-ctx resume`: the repaired view, ready to send to a provider.
+
+This command starts without the CLI framework (see `fastpath`): an agent may build each
+request with it, and typer's import would be most of that run.
+"""
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from ..defaults import RESUME_FORMAT
-from . import app
-from .errors import handle_errors, note
-from .options import SessionArg
+from .errors import note
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import write_json, write_lines
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-@app.command(
-    "resume",
-    epilog="Examples: catty-ctx resume S --format openai | jq '.messages | length'; catty-ctx resume S | catty-ctx inspect -",
+PARAMS = (
+    ("fmt", ("--format", "-f"), str, "items|openai|anthropic",
+     "items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"})."),
 )
-@handle_errors
-def resume_cmd(
-    session: SessionArg,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).")] = RESUME_FORMAT,
-) -> None:
-    """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
+MINIMUMS = minimums(PARAMS, {})
+OPTIONS = options(PARAMS)
+RESUME_DOC = """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
 
     Every repair is applied in memory (the log is not touched) and the result is checked
     against the provider's rules before printing: every call answered exactly once right
@@ -30,6 +29,24 @@ def resume_cmd(
     A session directory is resumable only when it holds summary.json (`catty-ctx repair`
     rebuilds a missing one). What was repaired on the way is said on stderr.
     """
+
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
+    return parse_one(args, PARAMS, MINIMUMS, "session")
+
+
+def declare() -> None:
+    """Register `resume` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when resume's own parser declines
+    from .options import SessionArg
+
+    epilog = "Examples: catty-ctx resume S --format openai | jq '.messages | length'; catty-ctx resume S | catty-ctx inspect -"
+    declare_command("resume", run, PARAMS, RESUME_DOC, epilog, {"session": SessionArg})
+
+
+def run(session: str, fmt: str = RESUME_FORMAT) -> None:
+    """Print SESSION's repaired view in FMT; what was repaired goes to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..fork import resume
     from ..store import Session
