@@ -27,9 +27,13 @@ def test_every_item_comes_back_once_with_its_result() -> None:
 
 
 def test_a_childs_results_are_loaded_before_this_process_runs_out_of_work() -> None:
-    order = [here for _n, _r, here in workers.deal(60, _square, 2, pickle.dumps, pickle.loads)]
-    last_own = max(i for i, here in enumerate(order) if here)
-    assert not all(order[:last_own + 1])  # some child result came in between this process's own items
+    def interleaved() -> bool:
+        order = [here for _n, _r, here in workers.deal(60, _square, 2, pickle.dumps, pickle.loads)]
+        last_own = max(i for i, here in enumerate(order) if here)
+        return not all(order[:last_own + 1])  # some child result came in between this process's own items
+
+    # (three tries: on a loaded machine a child may not be scheduled at all while the parent works)
+    assert interleaved() or interleaved() or interleaved()
 
 
 def test_a_child_that_dies_half_way_costs_time_not_a_result() -> None:
