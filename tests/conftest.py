@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
+from scripted_server import endpoint  # noqa: F401 - the local model endpoint fixture, for every test
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

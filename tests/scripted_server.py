@@ -5,9 +5,10 @@ import os
 import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 import orjson
+import pytest
 
 
 def sse(*deltas: str, usage: dict[str, Any] | None = None) -> tuple[int, dict[str, str], list[bytes]]:
@@ -81,3 +82,15 @@ class ScriptedServer:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture
+def endpoint(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[Any]], ScriptedServer]:
+    """Start a ScriptedServer for a script of replies, with the key and no retry backoff set
+    for the summariser that calls it (conftest makes it every test's fixture)."""
+    def start(script: list[Any]) -> ScriptedServer:
+        srv = ScriptedServer(script)
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        monkeypatch.setenv("CATTY_CTX_RETRY_BACKOFF", "0")
+        return srv
+    return start

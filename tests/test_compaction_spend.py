@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 import orjson
-import pytest
 
 from conftest import cli, jsonl, msg, session_event, write_log
-from scripted_server import ScriptedServer, error, sse
+from scripted_server import error, sse
 
 SUMMARY = "<summary>" + "The user wants a green build; vendor/ is off limits. " * 12 + "</summary>"
 
@@ -21,14 +20,6 @@ def _session(path: Path) -> Path:
     return write_log(path, events)
 
 
-@pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    def start(script: list) -> ScriptedServer:  # type: ignore[type-arg]
-        srv = ScriptedServer(script)
-        monkeypatch.setenv("OPENAI_API_KEY", "k")
-        monkeypatch.setenv("CATTY_CTX_RETRY_BACKOFF", "0")
-        return srv
-    return start
 
 
 def _agent_rows(s: Path) -> dict[str, dict]:  # type: ignore[type-arg]

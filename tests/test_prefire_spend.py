@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from conftest import cli, cli_process, jsonl, msg, session_event, write_log
-from scripted_server import ScriptedServer, sse
+from scripted_server import sse
 
 SUMMARY = "<summary>" + "The user wants a green build; vendor/ is off limits. " * 12 + "</summary>"
 PASS1 = {"prompt_tokens": 900, "completion_tokens": 150}
@@ -47,15 +47,6 @@ def _cmd_summarizer(tmp_path: Path) -> str:
     return f"cmd:{sys.executable} {script}"
 
 
-@pytest.fixture
-def endpoint(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """A real OpenAI-compatible server on 127.0.0.1 answering from a script."""
-    def start(script: list) -> ScriptedServer:  # type: ignore[type-arg]
-        srv = ScriptedServer(script)
-        monkeypatch.setenv("OPENAI_API_KEY", "k")
-        monkeypatch.setenv("CATTY_CTX_RETRY_BACKOFF", "0")
-        return srv
-    return start
 
 
 def _usage(*args: str, by: str = "agent", cache: bool = True) -> dict[str, Any]:
