@@ -1,13 +1,15 @@
 """Names of a session's files and folders on disk (SPEC "The session directory").
 
-Kept apart from the store, with no imports, so a quick reader (the usage ledger's walk) can
-tell sessions from staging folders without loading the store.
+Kept apart from the store, with no imports but os, so a quick reader (the usage ledger's walk)
+can tell sessions from staging folders without loading the store.
 """
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Iterable, Iterator
+    from typing import Any, Iterable, Iterator
 
 LOG_NAME = "updates.jsonl"
 # A new session (fork DEST, import --out) is built in a hidden staging folder named
@@ -22,6 +24,32 @@ REQUESTS_DIR = "compaction_requests"  # compaction request artifacts, and two-pa
 # Two-pass's pass-1 cache (compact --prefire): its note, and the `usage` events of pass 1's calls
 # until a compaction appends them to the log (the usage ledger reads them there meanwhile).
 PREFIRE_NAME = "prefire.json"
+
+
+def prefire_origin(doc: Any) -> str:
+    """The name of a prefire cache's own pass: its request artifact's file name without `.json`
+    ("" when it names none). Its events' `prefire_call` is this name, a colon and their index."""
+    art = doc.get("artifact") if type(doc) is dict else None
+    return os.path.basename(art)[: -len(".json")] if type(art) is str and art.endswith(".json") else ""
+
+
+def prefire_spend(doc: Any) -> list[dict[str, Any]]:
+    """The `usage` events a prefire cache document holds (read by compaction and by the usage
+    ledger alike), each named by `prefire_call`; an event written before the name existed gets
+    `<origin>:<index>`, the name a compaction gives it when it appends it."""
+    spend = doc.get("spend") if type(doc) is dict else None
+    if type(spend) is not list:
+        return []
+    origin = prefire_origin(doc) or f"prefire-{doc.get('fp')}"
+    out = []
+    for i, ev in enumerate(spend):
+        if type(ev) is not dict:
+            continue
+        call = ev.get("prefire_call")
+        if type(call) is not str or not call:
+            ev = {**ev, "prefire_call": f"{origin}:{i}"}
+        out.append(ev)
+    return out
 
 
 def is_staging(name: str) -> bool:

@@ -36,11 +36,10 @@ from ..events import now_ts
 from ..files import create_exclusive
 from ..fingerprint import prefix_fp
 from ..head import SUMMARY_PREAMBLE
-from ..layout import PREFIRE_NAME
+from ..layout import PREFIRE_NAME, prefire_origin, prefire_spend
 from ..redact import redact_text
 from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
-from ..usage.prefire import spend_of
 from .artifacts import ARTIFACT_DIR, artifact_doc, artifact_relpath, write_artifact
 from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult, fit_items
 
@@ -206,7 +205,7 @@ def _write_cache(
     session_folder(path.parent)  # never a link out of the session
     # The events of this pass named now, and those of an earlier note this one replaces, not
     # yet in the log, kept: the ledger reads them here, a compaction appends them.
-    spend = _unrecorded(path) + spend_of({"artifact": artifact, "spend": spend})
+    spend = _unrecorded(path) + prefire_spend({"artifact": artifact, "spend": spend})
     doc = {
         "schema_version": CACHE_SCHEMA,
         "created_at": now_ts(),
@@ -227,7 +226,7 @@ def _unrecorded(path: Path) -> list[dict[str, Any]]:
     """The usage events of the cache at PATH (a note about to be replaced), named; none when
     there is none or it cannot be read."""
     try:
-        return spend_of(orjson.loads(path.read_bytes()))
+        return prefire_spend(orjson.loads(path.read_bytes()))
     except (OSError, orjson.JSONDecodeError):
         return []
 
@@ -276,7 +275,7 @@ def lookup(session_dir: Path, items: Sequence[Item], summarizer_id: str) -> Look
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return Lookup(False, True, None, 0, None, "unreadable cache")
     latency = doc.get("pass1_latency_ms")
-    spend = spend_of(doc)  # (named as the ledger named them while they waited here)
+    spend = prefire_spend(doc)  # (named as the ledger named them while they waited here)
     if not 0 < k <= len(items):
         return Lookup(False, True, None, k, latency, "prefix length", spend, own=_own(doc))
     if doc.get("summarizer") != summarizer_id:
@@ -288,8 +287,8 @@ def lookup(session_dir: Path, items: Sequence[Item], summarizer_id: str) -> Look
 
 def _own(doc: dict[str, Any]) -> str:
     """The `prefire_call` prefix of the events of a cache's own pass ("" when it names no artifact)."""
-    art = doc.get("artifact")
-    return os.path.basename(art)[: -len(".json")] + ":" if isinstance(art, str) and art.endswith(".json") else ""
+    origin = prefire_origin(doc)
+    return origin + ":" if origin else ""
 
 
 def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tokens: int = 0) -> list[Item]:
@@ -312,7 +311,7 @@ def recorded(session_dir: Path, spend: Sequence[dict[str, Any]]) -> None:
         return
     if not isinstance(doc, dict):
         return
-    left = [e for e in spend_of(doc) if e.get("prefire_call") not in names]
+    left = [e for e in prefire_spend(doc) if e.get("prefire_call") not in names]
     if len(left) != len(doc.get("spend") or ()):
         atomic_write(path, orjson.dumps({**doc, "spend": left}, option=orjson.OPT_INDENT_2) + b"\n")
 

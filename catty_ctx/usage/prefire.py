@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from ..events import SCHEMA_VERSION, check_event
-from ..layout import LOG_NAME
+from ..layout import LOG_NAME, prefire_spend
 from .catty import pending_key, session_state
 from .lines import count, json_object, whole
 from .records import MAIN_AGENT, Record
@@ -32,27 +32,6 @@ MARK = b'"spend"'  # (what --strict's line check would look for: this kind is ne
 _FIRST_LINE_MAX = 1 << 20
 
 
-def spend_of(doc: Any) -> list[dict[str, Any]]:
-    """The `usage` events a prefire cache document holds, each named by `prefire_call`.
-
-    An event written before the name existed gets `<its cache's artifact id>:<its index>`, the
-    name a compaction gives it when it appends it (the same function, both sides)."""
-    spend = doc.get("spend") if type(doc) is dict else None
-    if type(spend) is not list:
-        return []
-    art = doc.get("artifact")
-    origin = os.path.basename(art)[: -len(".json")] if type(art) is str and art.endswith(".json") else f"prefire-{doc.get('fp')}"
-    out = []
-    for i, ev in enumerate(spend):
-        if type(ev) is not dict:
-            continue
-        call = ev.get("prefire_call")
-        if type(call) is not str or not call:
-            ev = {**ev, "prefire_call": f"{origin}:{i}"}
-        out.append(ev)
-    return out
-
-
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
     """Append the records of the prefire cache at PATH (read whole: [0, end)) to RECS, what is wrong to BAD."""
     if end <= 0:
@@ -64,7 +43,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         log = os.path.join(os.path.dirname(os.path.dirname(path)), LOG_NAME)
         state = session_state(_first_line(log), log)
     session, cwd = state[0], state[1]
-    for ev in spend_of(doc):
+    for ev in prefire_spend(doc):
         problem = check_event({**ev, "v": SCHEMA_VERSION, "seq": 0, "kind": "usage"})
         if problem is None and not (whole(ev["input"]) and whole(ev["output"])):
             problem = "usage count past 64 bits"
