@@ -85,7 +85,13 @@ def main() -> int:
     t, collapsed = best(args.repeat, lambda: [copies.collapse(r) for r in per_file])
     parts.append(("collapse each file's copies", t))
     entries = [(path, records.FileEntry(0, 0, 0, kind, recs=r), 0, None) for (path, kind, _), r in zip(maps, collapsed)]
-    parts.append(("worker hand-back (MessagePack out and in)", best(args.repeat, lambda: records.DECODE_ITEM(records.ENCODE((0, entries))))[0]))
+
+    def hand_back() -> list[Any]:
+        """As a worker sends its results (each entry its own MessagePack) and this process loads them."""
+        data = records.ENCODE((0, [(p, records.ENCODE(e), n, err) for p, e, n, err in entries]))
+        return [records.DECODE_ENTRY(raw) for _p, raw, _n, _err in records.DECODE_PACKED_ITEM(data)[1]]
+
+    parts.append(("worker hand-back (MessagePack out and in)", best(args.repeat, hand_back)[0]))
     flat = [r for recs in collapsed for r in recs]
     t, kept = best(args.repeat, lambda: copies.dedupe(flat))
     parts.append((f"dedupe across files ({len(flat)} → {len(kept)} calls)", t))

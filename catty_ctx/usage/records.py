@@ -59,7 +59,6 @@ class FileEntry(msgspec.Struct, array_like=True):
 Scanned = tuple[str, Optional[FileEntry], int, Optional[str]]
 ENCODE = msgspec.msgpack.Encoder().encode
 DECODE_ENTRY = msgspec.msgpack.Decoder(FileEntry).decode
-DECODE_ITEM = msgspec.msgpack.Decoder(tuple[int, list[Scanned]]).decode
 # A worker's answer for one file: Scanned with the entry as its own MessagePack, which the
 # per-file cache then stores as it came instead of encoding the entry again.
 Packed = tuple[str, Optional[bytes], int, Optional[str]]
