@@ -5,7 +5,8 @@ median walls and their ratios for four cases: cold (no cache), warm (unchanged f
 appending to one file (where catty-ctx must read only that file's new bytes), and cold
 `--since` a day that 90 % of the files were last written before. It also checks that both
 report the same tokens per day, and shows what the command line's start-up alone costs, so
-the ledger's own time can be told apart from the interpreter's. Cold runs also show their CPU
+the ledger's own time can be told apart from the interpreter's (and the floor under any run
+that parses: the interpreter with the decoder imported). Cold runs also show their CPU
 seconds (user + system, worker processes included), steadier than walls on a shared machine.
 
     python bench/usage.py [--size-mb 210 | --sessions 80] [--runs 5] [--ccusage PATH] [--tree DIR]
@@ -121,8 +122,11 @@ def main() -> int:
         empty = scratch / "empty"
         empty.mkdir()
         start_only = [*catty(), "usage", str(empty), "--json", "--no-cache"]
+        # The floor under every run that parses: the interpreter, and the interpreter with the decoder imported.
+        bare = [sys.executable, "-c", "pass"]
+        with_decoder = [sys.executable, "-c", "import msgspec.json, msgspec.msgpack"]
 
-        cc_walls, cold, warm, appended, starts = [], [], [], [], []
+        cc_walls, cold, warm, appended, starts, bares, decoders = [], [], [], [], [], [], []
         agree = True
         cc_cpu, cold_cpu = [], []
         for _ in range(args.runs):
@@ -135,6 +139,8 @@ def main() -> int:
             cold_cpu.append(CPU[-1])
             agree = agree and days_of_ccusage(out_cc) == days_of_ours(out_us)
             starts.append(timed(start_only, env_us)[0])
+            bares.append(timed(bare, env_us)[0])
+            decoders.append(timed(with_decoder, env_us)[0])
         for _ in range(args.runs):
             warm.append(timed(us, env_us)[0])
         target = sorted(tree.rglob("*.jsonl"), key=lambda p: p.stat().st_size)[-1]
@@ -190,6 +196,8 @@ def main() -> int:
         print(f"{'cold --since ' + day:34}{base_since:>9.3f}s{med(since):>10.3f}s{med(since) / base_since:>8.3f}   <= 0.15")
         print(f"  {older} of {nfiles} files last written before {day}")
         print(f"{'catty-ctx start-up alone (empty dir)':34}{'':>10}{med(starts):>10.3f}s{med(starts) / base:>8.3f}")
+        print(f"{'  the interpreter alone':34}{'':>10}{med(bares):>10.3f}s{med(bares) / base:>8.3f}")
+        print(f"{'  the interpreter + msgspec import':34}{'':>10}{med(decoders):>10.3f}s{med(decoders) / base:>8.3f}")
         print(f"{'library call, warm, new question':34}{'':>10}{med(lib):>10.3f}s{med(lib) / base:>8.3f}")
         print(f"{'library call, warm, same question':34}{'':>10}{lib_answer:>10.3f}s{lib_answer / base:>8.3f}")
         return 0 if agree else 1
