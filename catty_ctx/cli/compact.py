@@ -1,13 +1,16 @@
-"""`catty-ctx compact`: summarise what a session's view holds, commit it as a compaction event."""
+"""`catty-ctx compact`: summarise what a session's view holds, commit it as a compaction event.
+
+This command starts without the CLI framework (see `fastpath`): an agent or a hook runs
+`compact S --check` (or an extractive compaction) after a turn, and typer's import would be
+much of such a run. Its plain-spelling parser and its typer command are made from one table,
+`PARAMS`.
+"""
 from __future__ import annotations
-
-from typing import Annotated, Any, Optional
-
-import typer
 
 from ..defaults import (
     COMPACT_MODE,
     CONNECT_TIMEOUT,
+    CONNECT_TIMEOUT_MIN,
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_THRESHOLD,
     MIN_SUMMARY_CHARS,
@@ -15,54 +18,89 @@ from ..defaults import (
     SUMMARIZER,
 )
 from ..errors import CattyError, ExitCode, UsageError
-from . import app
-from .errors import handle_errors, warn
-from .options import AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, SchedulerOpt
+from .errors import warn
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import Column, emit, progress_iter, record, rows_out, show, write_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _COLUMNS = [Column("path", "path"), Column("status"), Column("tokens_before", "num"), Column("percent", "num", "%"), Column("tokens_after", "num"),
             Column("through_seq", "num"), Column("summarizer", "id"), Column("artifact", "path"), Column("segment", "path"), Column("two_pass", "text")]
 
-
-@app.command(
-    "compact",
-    epilog=(
-        "Examples: catty-ctx compact S --force; catty-ctx compact ROOT --check (exit 1 when one is over); "
-        "catty-ctx compact S --summarizer openai:gpt-4.1-mini; "
-        "catty-ctx compact --replay S/compaction_requests/ID.json --summarizer cmd:./my-model.sh"
-    ),
+# The options of `compact`, declared once (see `fastpath`); the shared ones bring their own help (None here).
+PARAMS = (
+    ("threshold", ("--threshold",), float, "PCT", "Compact when the view's estimated tokens are >= PCT % of the window.", {"min": 0, "max": 100}),
+    ("force", ("--force",), None, None, "Compact even below the threshold (not when nothing happened since the last compaction)."),
+    ("check", ("--check",), None, None, "Only report: exit 1 when a session is over its threshold, 0 otherwise."),
+    ("mode", ("--mode",), str, "MODE",
+     "What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
+     "segments/segment_NNN.md archive of the span (segments)."),
+    ("detail", ("--detail",), str, "LEVEL", "How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose."),
+    ("summarizer", ("--summarizer",), str, "WHO",
+     "Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) "
+     "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY)."),
+    ("min_summary_chars", ("--min-summary-chars",), int, "N", "A model summary shorter than this is degenerate and retried.", {"min": 0}),
+    ("timeout", ("--timeout",), float, "SECONDS", "Per-call timeout of a cmd: or openai: summariser.", {"min": 0.1}),
+    ("two_pass", ("--two-pass",), None, None,
+     "Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass."),
+    ("prefire", ("--prefire",), None, None,
+     "Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points "
+     "of their threshold."),
+    ("prefire_wait", ("--prefire-wait",), float, "SECONDS",
+     "With --two-pass: wait up to this long for a --prefire still running on the session (default 60), then compact in one pass.", {"min": 0}),
+    ("replay", ("--replay",), str, "ARTIFACT",
+     "Run the input saved in a request artifact (a file of a session's compaction_requests/ folder) through --summarizer and print "
+     "the summary and timings; no session is touched."),
+    ("no_redact", ("--no-redact",), None, None,
+     "Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind])."),
+    ("dry_run", ("--dry-run",), None, None, None),
+    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
+    ("allow_empty", ("--allow-empty",), None, None, None),
+    ("as_json", ("--json",), None, None, None),
+    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
+    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
+    ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
 )
-@handle_errors
-def compact_cmd(
-    target: Annotated[Optional[str], typer.Argument(metavar="SESSION|ROOT", help="A session directory, or a ROOT folder holding sessions at any depth (--check also takes a file or -).")] = None,
-    threshold: Annotated[float, typer.Option("--threshold", min=0, max=100, metavar="PCT", help="Compact when the view's estimated tokens are >= PCT % of the window.")] = DEFAULT_THRESHOLD,
-    force: Annotated[bool, typer.Option("--force", help="Compact even below the threshold (not when nothing happened since the last compaction).")] = False,
-    check: Annotated[bool, typer.Option("--check", help="Only report: exit 1 when a session is over its threshold, 0 otherwise.")] = False,
-    mode: Annotated[str, typer.Option("--mode", metavar="MODE", help="What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new segments/segment_NNN.md archive of the span (segments).")] = COMPACT_MODE,
-    detail: Annotated[str, typer.Option("--detail", metavar="LEVEL", help="How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose.")] = SEGMENT_DETAIL,
-    summarizer: Annotated[str, typer.Option("--summarizer", metavar="WHO", help="Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")] = SUMMARIZER,
-    min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried.")] = MIN_SUMMARY_CHARS,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser.")] = None,
-    two_pass: Annotated[bool, typer.Option("--two-pass", help="Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass.")] = False,
-    prefire: Annotated[bool, typer.Option("--prefire", help="Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points of their threshold.")] = False,
-    prefire_wait: Annotated[Optional[float], typer.Option("--prefire-wait", min=0, metavar="SECONDS", help="With --two-pass: wait up to this long for a --prefire still running on the session (default 60), then compact in one pass.")] = None,
-    replay: Annotated[Optional[str], typer.Option("--replay", metavar="ARTIFACT", help="Run the input saved in a request artifact (a file of a session's compaction_requests/ folder) through --summarizer and print the summary and timings; no session is touched.")] = None,
-    no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind]).")] = False,
-    dry_run: DryRunOpt = False,
-    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
-    allow_empty: AllowEmptyOpt = False,
-    as_json: JsonOpt = False,
-    scheduler: SchedulerOpt = None,
-    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
-    allow_remote_writes: AllowRemoteWritesOpt = False,
-) -> None:
-    """Compact a session: summarise its view and append a `compaction` event.
+MINIMUMS = minimums(PARAMS, {"connect_timeout": CONNECT_TIMEOUT_MIN})
+OPTIONS = options(PARAMS)
+EPILOG = ("Examples: catty-ctx compact S --force; catty-ctx compact ROOT --check (exit 1 when one is over); "
+          "catty-ctx compact S --summarizer openai:gpt-4.1-mini; "
+          "catty-ctx compact --replay S/compaction_requests/ID.json --summarizer cmd:./my-model.sh")
+COMPACT_DOC = """Compact a session: summarise its view and append a `compaction` event.
 
     The request artifact (compaction_requests/<id>.json: the exact summariser input, output,
     attempts and timings) is written first and the event last, under the session lock. A ROOT
     compacts every session over its threshold; with --scheduler, on a Dask cluster (--check,
     or with --allow-remote-writes).
     """
+
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`).
+    SESSION|ROOT may be left out (with --replay)."""
+    return parse_one(args, PARAMS, MINIMUMS, "target", required=0)
+
+
+def declare() -> None:
+    """Register `compact` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when compact's own parser declines
+    from typing import Annotated, Optional
+
+    import typer
+
+    target = Annotated[Optional[str], typer.Argument(
+        metavar="SESSION|ROOT", help="A session directory, or a ROOT folder holding sessions at any depth (--check also takes a file or -).")]
+    declare_command("compact", run, PARAMS, COMPACT_DOC, EPILOG, {"target": target})
+
+
+def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: bool = False, check: bool = False, mode: str = COMPACT_MODE,
+        detail: str = SEGMENT_DETAIL, summarizer: str = SUMMARIZER, min_summary_chars: int = MIN_SUMMARY_CHARS, timeout: float | None = None,
+        two_pass: bool = False, prefire: bool = False, prefire_wait: float | None = None, replay: str | None = None, no_redact: bool = False,
+        dry_run: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, allow_empty: bool = False, as_json: bool = False,
+        scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
+    """Compact TARGET (or, with --replay, rerun an artifact); the rows go to stdout, warnings and errors to stderr."""
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
     if timeout is not None:
@@ -126,9 +164,9 @@ def compact_cmd(
     else:
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     if errors:
-        raise typer.Exit(errors[0].exit_code)
+        raise SystemExit(int(errors[0].exit_code))
     if check and any(r.status == "over" for r in results):
-        raise typer.Exit(ExitCode.CHECK_FAILED)
+        raise SystemExit(int(ExitCode.CHECK_FAILED))
 
 
 def _is_root(target: str) -> bool:

@@ -3,7 +3,7 @@
 typer (with its copy of click) costs more start-up than a cached `usage` answer or a small
 `inspect` takes in all. A command that lists its options in a PARAMS table — (parameter of
 its `run`, option names, value type (None: a flag), metavar, help, and optionally a dict of
-typer's own option settings: `min`, `rich_help_panel`) — gets from it both a
+typer's own option settings: `min`, `max`, `rich_help_panel`) — gets from it both a
 parser of the plain spellings (`parse`), used first, and its typer command (`declare`), which
 takes everything else: help, completion, the man page, unusual spellings and every error
 message. The two cannot disagree about what an option is.
@@ -40,12 +40,13 @@ def parse(args: "list[str]", params: "Params", least: "dict[str, float]") -> "tu
 
     Takes options before, between and after the positional arguments, `--opt=value`, and `--`;
     an int is digits only and a float any number, each at least its LEAST entry (see
-    `minimums`; 0 when none). Anything else (help, an unknown option, a missing or bad value) is left to typer
-    and its messages.
+    `minimums`; 0 when none) and at most the table's `max`. Anything else (help, an unknown option, a missing or
+    bad value) is left to typer and its messages.
     """
     known = options(params)
     short = {name for _dest, names, *_rest in params for name in names if not name.startswith("--")}
     kinds = {dest: kind for dest, _names, kind, *_rest in params}
+    most = {entry[0]: _settings(entry)["max"] for entry in params if "max" in _settings(entry)}
     opts: "dict[str, Any]" = {}
     positional: "list[str]" = []
     i = 0
@@ -85,16 +86,18 @@ def parse(args: "list[str]", params: "Params", least: "dict[str, float]") -> "tu
                 return None
         else:
             continue
-        if not opts[dest] >= least.get(dest, 0):  # (nan too)
+        if not least.get(dest, 0) <= opts[dest] <= most.get(dest, opts[dest]):  # (nan too)
             return None
     return opts, positional
 
 
-def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", *positional: str) -> "dict[str, Any] | None":
+def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", *positional: str,
+              required: "int | None" = None) -> "dict[str, Any] | None":
     """`parse` for a command of fixed positional arguments: the keyword arguments of its `run`
-    (the arguments named POSITIONAL, in order), or None when typer should parse them."""
+    (the arguments named POSITIONAL, in order; the first REQUIRED of them (default: all) must be
+    given, the rest take `run`'s defaults), or None when typer should parse them."""
     got = parse(args, params, least)
-    if got is None or len(got[1]) != len(positional):
+    if got is None or not (len(positional) if required is None else required) <= len(got[1]) <= len(positional):
         return None
     return {**dict(zip(positional, got[1])), **got[0]}
 
@@ -102,7 +105,8 @@ def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", *p
 def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, epilog: str, positional: "dict[str, Any]") -> None:
     """Register NAME on the typer application: RUN's parameters, POSITIONAL's annotations
     first, then the options of PARAMS (an entry without help takes the shared option of
-    that parameter from `options.py`), with RUN's defaults."""
+    that parameter from `options.py`), with RUN's defaults (a positional argument without one
+    is required)."""
     # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     import inspect
     from typing import Annotated, Optional
@@ -111,10 +115,12 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, e
 
     from . import app
     from .errors import handle_errors
-    from .options import AllowEmptyOpt, ConnectTimeoutOpt, JsonOpt, LockTimeoutOpt, MaxToolBytesOpt, MaxUserBytesOpt, SchedulerOpt
+    from .options import (AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, MaxToolBytesOpt,
+                          MaxUserBytesOpt, SchedulerOpt)
 
     shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt, "allow_empty": AllowEmptyOpt,
-              "lock_timeout": LockTimeoutOpt, "max_user_bytes": MaxUserBytesOpt, "max_tool_bytes": MaxToolBytesOpt}
+              "lock_timeout": LockTimeoutOpt, "max_user_bytes": MaxUserBytesOpt, "max_tool_bytes": MaxToolBytesOpt,
+              "dry_run": DryRunOpt, "allow_remote_writes": AllowRemoteWritesOpt}
     if any(c.name == name for c in app.registered_commands):
         return
     defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}
@@ -137,6 +143,6 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, e
     command.__annotations__ = {**annotations, "return": None}
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
-                           default=defaults[p] if p not in positional else inspect.Parameter.empty)
+                           default=defaults[p])
          for p, annotation in annotations.items()])
     app.command(name, epilog=epilog)(handle_errors(command))

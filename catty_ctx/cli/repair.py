@@ -1,43 +1,43 @@
-"""`catty-ctx repair`: find and fix what makes a session unloadable or unsendable."""
+"""`catty-ctx repair`: find and fix what makes a session unloadable or unsendable.
+
+This command starts without the CLI framework (see `fastpath`): a hook or a cron job checks or
+repairs sessions one at a time, and typer's import would be most of such a run. Its
+plain-spelling parser and its typer command are made from one table, `PARAMS`.
+"""
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
 
-import typer
-
-from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
+from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN, DEFAULT_LOCK_TIMEOUT
 from ..errors import CattyError, ExitCode
-from . import app
-from .errors import handle_errors, note, warn
-from .options import AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, SchedulerOpt, TargetArg
+from .errors import note, warn
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import Column, emit, progress_iter, rows_out, show_table
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _COLUMNS = [Column("action"), Column("reason", "text"), Column("target_seq", "num"), Column("call_id", "id"),
             *(Column(k, "num") for k in ("line", "offset", "bytes"))]
 
-
-@app.command(
-    "repair",
-    epilog=(
-        "Examples: catty-ctx repair S --check; catty-ctx repair ~/sessions (a ROOT, for cron); "
-        "catty-ctx import claude F | catty-ctx repair - | catty-ctx inspect -"
-    ),
+# The options of `repair`, declared once (see `fastpath`); the shared ones bring their own help (None here).
+PARAMS = (
+    ("check", ("--check",), None, None, "Only report what is wrong; exit 1 when anything is found, 0 when clean."),
+    ("dry_run", ("--dry-run",), None, None, None),
+    ("force", ("--force",), None, None, "Repair even when more than half of the log's lines are invalid (they all go to quarantine)."),
+    ("allow_empty", ("--allow-empty",), None, None, None),
+    ("as_json", ("--json",), None, None, None),
+    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
+    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
+    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
+    ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
 )
-@handle_errors
-def repair_cmd(
-    target: TargetArg,
-    check: Annotated[bool, typer.Option("--check", help="Only report what is wrong; exit 1 when anything is found, 0 when clean.")] = False,
-    dry_run: DryRunOpt = False,
-    force: Annotated[bool, typer.Option("--force", help="Repair even when more than half of the log's lines are invalid (they all go to quarantine).")] = False,
-    allow_empty: AllowEmptyOpt = False,
-    as_json: JsonOpt = False,
-    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
-    scheduler: SchedulerOpt = None,
-    connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
-    allow_remote_writes: AllowRemoteWritesOpt = False,
-) -> None:
-    """Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.
+MINIMUMS = minimums(PARAMS, {"connect_timeout": CONNECT_TIMEOUT_MIN})
+OPTIONS = options(PARAMS)
+EPILOG = ("Examples: catty-ctx repair S --check; catty-ctx repair ~/sessions (a ROOT, for cron); "
+          "catty-ctx import claude F | catty-ctx repair - | catty-ctx inspect -")
+REPAIR_DOC = """Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.
 
     It fixes a torn last line and invalid lines (moved to quarantine/), duplicate results,
     dangling calls, orphan and displaced results, duplicated streaming snapshots, and a
@@ -54,6 +54,25 @@ def repair_cmd(
     With --scheduler, a ROOT's sessions are checked on a Dask cluster; repairing them there
     also needs --allow-remote-writes.
     """
+
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
+    return parse_one(args, PARAMS, MINIMUMS, "target")
+
+
+def declare() -> None:
+    """Register `repair` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when repair's own parser declines
+    from .options import TargetArg
+
+    declare_command("repair", run, PARAMS, REPAIR_DOC, EPILOG, {"target": TargetArg})
+
+
+def run(target: str, check: bool = False, dry_run: bool = False, force: bool = False, allow_empty: bool = False, as_json: bool = False,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT, scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT,
+        allow_remote_writes: bool = False) -> None:
+    """Repair TARGET (with --check or --dry-run, only report what it would do)."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..store import Session, is_root
 
@@ -81,7 +100,7 @@ def repair_cmd(
             plan = repair_session(session, lock_timeout=lock_timeout, force=force)
         _render(session, plan, applied=not (check or dry_run), as_json=as_json)
     if check and plan.found:
-        raise typer.Exit(ExitCode.CHECK_FAILED)
+        raise SystemExit(int(ExitCode.CHECK_FAILED))
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
@@ -135,6 +154,6 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
     with context as engine:
         rows_out(rows(engine), [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")], as_json=as_json, key="sessions")
     if failures:
-        raise typer.Exit(failures[0])
+        raise SystemExit(failures[0])
     if check and found_any:
-        raise typer.Exit(ExitCode.CHECK_FAILED)
+        raise SystemExit(int(ExitCode.CHECK_FAILED))
