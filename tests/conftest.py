@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +75,15 @@ def via_typer(command: str, *args: str, input: bytes | None = None, env: dict[st
                           env=env or dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
 
 
-def both_parsers(command: str, *args: str, input: bytes | None = None) -> None:
-    """The command's own parser (cli/fastpath.py) and typer give the same exit, stdout and stderr."""
+def both_parsers(command: str, *args: str, input: bytes | None = None, setup: Callable[[], Any] | None = None) -> None:
+    """The command's own parser (cli/fastpath.py) and typer give the same exit, stdout and stderr
+    (SETUP, when given, runs before each: a command that writes finds the same files both times)."""
+    if setup is not None:
+        setup()
     fast = subprocess.run([sys.executable, "-m", "catty_ctx", command, *args], input=input, capture_output=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    if setup is not None:
+        setup()
     slow = via_typer(command, *args, input=input)
     assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
 

@@ -35,24 +35,24 @@ PARAMS = (
     ("force", ("--force",), None, None, "Compact even below the threshold (not when nothing happened since the last compaction)."),
     ("check", ("--check",), None, None, "Only report: exit 1 when a session is over its threshold, 0 otherwise."),
     ("mode", ("--mode",), str, "MODE",
-     "What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
-     "segments/segment_NNN.md archive of the span (segments)."),
+     ("What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
+      "segments/segment_NNN.md archive of the span (segments).")),
     ("detail", ("--detail",), str, "LEVEL", "How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose."),
     ("summarizer", ("--summarizer",), str, "WHO",
-     "Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) "
-     "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY)."),
+     ("Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) "
+      "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")),
     ("min_summary_chars", ("--min-summary-chars",), int, "N", "A model summary shorter than this is degenerate and retried.", {"min": 0}),
     ("timeout", ("--timeout",), float, "SECONDS", "Per-call timeout of a cmd: or openai: summariser.", {"min": 0.1}),
     ("two_pass", ("--two-pass",), None, None,
      "Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass."),
     ("prefire", ("--prefire",), None, None,
-     "Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points "
-     "of their threshold."),
+     ("Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points "
+      "of their threshold.")),
     ("prefire_wait", ("--prefire-wait",), float, "SECONDS",
      "With --two-pass: wait up to this long for a --prefire still running on the session (default 60), then compact in one pass.", {"min": 0}),
     ("replay", ("--replay",), str, "ARTIFACT",
-     "Run the input saved in a request artifact (a file of a session's compaction_requests/ folder) through --summarizer and print "
-     "the summary and timings; no session is touched."),
+     ("Run the input saved in a request artifact (a file of a session's compaction_requests/ folder) through --summarizer and print "
+      "the summary and timings; no session is touched.")),
     ("no_redact", ("--no-redact",), None, None,
      "Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind])."),
     ("dry_run", ("--dry-run",), None, None, None),

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 
-from conftest import cli, cli_on_a_terminal, jsonl, msg, session_event, write_log
+from conftest import ROOT, both_parsers, cli, cli_on_a_terminal, fixture_session, jsonl, msg, session_event, write_log
 from scripted_server import ScriptedServer, error, sse
 
 
@@ -182,3 +183,67 @@ def test_a_fork_of_a_segmented_session_reads_its_own_segments(tmp_path: Path) ->
     hits = jsonl(cli("segment", "grep", str(child), "vendor/", check=True).stdout)
     assert hits and all(h["segment"] == 0 for h in hits)
     assert b"vendor/" in cli("segment", "show", str(child), "0", check=True).stdout
+
+
+# -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
+
+def test_compacts_option_table_is_the_typer_commands() -> None:
+    import typer
+
+    from catty_ctx.cli import get_app, load_commands
+    from catty_ctx.cli.compact import MINIMUMS, OPTIONS, PARAMS
+
+    load_commands(["compact"])
+    command = typer.main.get_command(get_app()).commands["compact"]  # type: ignore[attr-defined]
+    options = [p for p in command.params if p.param_type_name == "option"]
+    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == OPTIONS
+    least = {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None}
+    assert least == {name: MINIMUMS.get(name, 0) for name in least} and set(MINIMUMS) <= set(least)  # (the parser's floor is 0)
+    most = {p.name: p.type.max for p in options if getattr(p.type, "max", None) is not None}
+    assert most == {entry[0]: entry[5]["max"] for entry in PARAMS if "max" in (entry[5:] or [{}])[0]} == {"threshold": 100}
+    target = command.params[0]
+    assert target.param_type_name == "argument" and target.name == "target" and not target.required
+
+
+def test_compacts_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.compact import parse_args
+
+    assert parse_args(["S", "--check", "--json", "--threshold", "100"]) == {"target": "S", "check": True, "as_json": True, "threshold": 100.0}
+    assert parse_args(["--force", "S", "--mode=segments", "--detail", "minimal", "--min-summary-chars", "0", "--timeout", "0.1"]) == {
+        "target": "S", "force": True, "mode": "segments", "detail": "minimal", "min_summary_chars": 0, "timeout": 0.1}
+    assert parse_args(["--replay", "A.json", "--summarizer", "cmd:./m.sh"]) == {"replay": "A.json", "summarizer": "cmd:./m.sh"}
+    assert parse_args([]) == {}  # (run says what is missing, as under typer)
+    for typer_says in (["--help"], ["S", "-h"], ["S", "T"], ["S", "--threshold", "101"], ["S", "--threshold", "-1"], ["S", "--threshold", "nan"],
+                       ["S", "--timeout", "0.05"], ["S", "--min-summary-chars", "-1"], ["S", "--prefire-wait", "x"], ["S", "--threshold"],
+                       ["S", "--force=1"], ["S", "--bogus"], ["S", "--connect-timeout", "0"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_compacts_two_parsers_give_the_same_output_and_exit(demo: Path, tmp_path: Path) -> None:
+    torn = fixture_session("torn", tmp_path)
+    bad = _session(tmp_path / "bad")
+    with open(bad / "updates.jsonl", "ab") as f:
+        f.write(b'{"v":1,"seq":"x"}\n')
+    _session(tmp_path / "root" / "a")
+    _session(tmp_path / "root" / "b", window=40)
+    cases: list[tuple[list[str], bytes | None]] = [
+        ([str(demo), "--check"], None), ([str(demo), "--check", "--threshold", "1"], None), ([str(demo), "--check", "--json", "--threshold=100"], None),
+        ([str(torn), "--check", "--json"], None), ([str(bad), "--check"], None), ([str(tmp_path / "missing"), "--check"], None),
+        ([str(demo), "--detail", "balanced"], None), ([str(demo), "--force", "--mode", "poem"], None), ([], None),
+        (["--replay", "A.json", str(demo)], None), (["-", "--check", "--threshold", "1"], (demo / "updates.jsonl").read_bytes()),
+        ([str(tmp_path / "root"), "--check", "--json"], None),
+    ]
+    for args, stdin in cases:
+        both_parsers("compact", *args, input=stdin)
+    assert not (demo / "compaction_requests").exists()  # none of them compacted
+
+
+def test_a_plain_compact_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -> None:
+    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
+    for args, status in (([str(demo), "--check"], 0), ([str(demo), "--check", "--json", "--threshold", "1"], 1),
+                         ([str(demo), "--force", "--json"], 0), ([str(tmp_path / "missing")], 2)):
+        proc = subprocess.run([sys.executable, "-c", code, "compact", *args], capture_output=True, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)), check=False)
+        assert proc.stderr.decode().strip().splitlines()[-1] == f"{status} []", (args, proc.stderr)
+    assert jsonl((demo / "updates.jsonl").read_bytes())[-1]["kind"] == "compaction"  # the plain --force did compact

@@ -1,16 +1,19 @@
 """`catty-ctx repair`: --check, --dry-run, ROOTs, pipes and the error path."""
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from catty_ctx.repair import analyse
 from catty_ctx.store import Session
-from conftest import FIXTURES, cli, jsonl
+from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl
 
 sys.path.append(str(FIXTURES / "bad"))
 from make_bad import CORPUS, build  # noqa: E402  (the data-error corpus)
@@ -149,3 +152,72 @@ def test_resume_refuses_an_invalid_line_naming_it(tmp_path: Path) -> None:
     proc = cli("resume", str(d))
     err = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 65 and len(err) == 1 and "updates.jsonl:4:" in err[0] and proc.stdout == b""
+
+
+# -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
+
+def test_repairs_option_table_is_the_typer_commands() -> None:
+    import typer
+
+    from catty_ctx.cli import get_app, load_commands
+    from catty_ctx.cli.repair import MINIMUMS, OPTIONS
+
+    load_commands(["repair"])
+    command = typer.main.get_command(get_app()).commands["repair"]  # type: ignore[attr-defined]
+    options = [p for p in command.params if p.param_type_name == "option"]
+    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == OPTIONS
+    least = {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None}
+    assert least == {name: MINIMUMS.get(name, 0) for name in least} and set(MINIMUMS) <= set(least)  # (the parser's floor is 0)
+    assert [p.name for p in command.params if p.param_type_name == "argument"] == ["target"] and command.params[0].required
+
+
+def test_repairs_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.repair import parse_args
+
+    assert parse_args(["S", "--check", "--json"]) == {"target": "S", "check": True, "as_json": True}
+    assert parse_args(["--lock-timeout=2.5", "-", "--dry-run", "--force"]) == {"target": "-", "lock_timeout": 2.5, "dry_run": True, "force": True}
+    assert parse_args(["R", "--scheduler", "local:2", "--connect-timeout", "3", "--allow-remote-writes", "--allow-empty"]) == {
+        "target": "R", "scheduler": "local:2", "connect_timeout": 3.0, "allow_remote_writes": True, "allow_empty": True}
+    for typer_says in (["--help"], ["S", "-h"], [], ["S", "T"], ["--check"], ["S", "--lock-timeout"], ["S", "--lock-timeout", "-1"],
+                       ["S", "--lock-timeout", "x"], ["S", "--check=1"], ["S", "--bogus"], ["S", "--connect-timeout", "0"], ["S", "--no-check"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_repairs_two_parsers_give_the_same_output_and_exit(demo: Path, tmp_path: Path) -> None:
+    dangling = _copy("dangling", tmp_path, "sessions")
+    torn = tmp_path / "torn"
+    root = tmp_path / "root"
+    shutil.copytree(demo, root / "a" / "demo")
+    shutil.copytree(dangling, root / "b" / "dangling")
+    (tmp_path / "empty-root").mkdir()
+
+    def fresh(name: str) -> Any:
+        def setup() -> None:  # the command writes: each parser starts from the fixture
+            shutil.rmtree(tmp_path / name, ignore_errors=True)
+            shutil.copytree(FIXTURES / "sessions" / name, tmp_path / name)
+        return setup
+
+    cases: list[tuple[list[str], bytes | None, Any]] = [
+        ([str(demo), "--check"], None, None), ([str(dangling), "--check"], None, None),
+        ([str(dangling), "--check", "--json"], None, None), ([str(dangling), "--dry-run", "--lock-timeout", "1"], None, None),
+        ([str(dangling), "--json"], None, fresh("dangling")), ([str(torn)], None, fresh("torn")),
+        (["-", "--check", "--json"], (FIXTURES / "sessions" / "dangling" / "updates.jsonl").read_bytes(), None),
+        ([str(root), "--check", "--json"], None, None), ([str(tmp_path / "missing"), "--check"], None, None),
+        ([str(tmp_path / "empty-root")], None, None), ([str(tmp_path / "empty-root"), "--allow-empty", "--json"], None, None),
+        ([str(root), "--check", "--scheduler", "local:0"], None, None),
+    ]
+    for args, stdin, setup in cases:
+        both_parsers("repair", *args, input=stdin, setup=setup)
+    assert cli("repair", str(tmp_path / "dangling"), "--check").returncode == 0  # the last run repaired it
+
+
+def test_a_plain_repair_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -> None:
+    dangling = _copy("dangling", tmp_path, "sessions")
+    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
+    for args, status in (([str(demo), "--check"], 0), ([str(dangling), "--check", "--json"], 1), ([str(dangling)], 0),
+                         ([str(tmp_path / "missing")], 2)):
+        proc = subprocess.run([sys.executable, "-c", code, "repair", *args], capture_output=True, cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)), check=False)
+        assert proc.stderr.decode().strip().splitlines()[-1] == f"{status} []", (args, proc.stderr)
+    assert cli("repair", str(dangling), "--check").returncode == 0  # the plain run did repair it
