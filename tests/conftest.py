@@ -88,6 +88,27 @@ def both_parsers(command: str, *args: str, input: bytes | None = None, setup: Ca
     assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
 
 
+def table_is_the_typer_commands(name: str) -> Any:
+    """Check that the option table of command NAME (cli/fastpath.py) is its typer command's: the same
+    options, least values (the parser's own floor is 0) and greatest ones. The command, for more checks."""
+    import importlib
+
+    import typer
+
+    from catty_ctx.cli import COMMAND_MODULES, get_app, load_commands
+
+    module = importlib.import_module(f"catty_ctx.cli.{COMMAND_MODULES[name]}")
+    load_commands([name])
+    command = typer.main.get_command(get_app()).commands[name]  # type: ignore[attr-defined]
+    options = [p for p in command.params if p.param_type_name == "option"]
+    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == module.OPTIONS
+    least = {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None}
+    assert least == {n: module.MINIMUMS.get(n, 0) for n in least} and set(module.MINIMUMS) <= set(least)
+    most = {p.name: p.type.max for p in options if getattr(p.type, "max", None) is not None}
+    assert most == {entry[0]: entry[5]["max"] for entry in module.PARAMS if "max" in (entry[5:] or ({},))[0]}
+    return command
+
+
 class _Stream(io.TextIOWrapper):
     """A standard stream over a byte buffer: not a terminal, no file descriptor (as a pipe
     seen through `isatty()`; the code under test writes bytes to `.buffer` or text to it)."""

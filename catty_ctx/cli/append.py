@@ -31,7 +31,7 @@ PARAMS = (
     ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
     ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
 )
-MINIMUMS = minimums(PARAMS, {})  # (the shared options' least values are 0, the parser's own floor)
+MINIMUMS = minimums(PARAMS)
 OPTIONS = options(PARAMS)
 APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from ..defaults import (
     COMPACT_MODE,
     CONNECT_TIMEOUT,
-    CONNECT_TIMEOUT_MIN,
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_THRESHOLD,
     MIN_SUMMARY_CHARS,
@@ -19,7 +18,7 @@ from ..defaults import (
 )
 from ..errors import CattyError, ExitCode, UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import CLUSTER, declare as declare_command, minimums, options, parse_one
 from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
 TYPE_CHECKING = False
@@ -59,11 +58,10 @@ PARAMS = (
     ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
     ("allow_empty", ("--allow-empty",), None, None, None),
     ("as_json", ("--json",), None, None, None),
-    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
-    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
+    *CLUSTER,
     ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
 )
-MINIMUMS = minimums(PARAMS, {"connect_timeout": CONNECT_TIMEOUT_MIN})
+MINIMUMS = minimums(PARAMS)
 OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx compact S --force; catty-ctx compact ROOT --check (exit 1 when one is over); "
           "catty-ctx compact S --summarizer openai:gpt-4.1-mini; "

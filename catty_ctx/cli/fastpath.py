@@ -10,6 +10,8 @@ message. The two cannot disagree about what an option is.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
 # Nothing here imports typing at load (milliseconds at start-up).
+from ..defaults import CONNECT_TIMEOUT_MIN
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable
@@ -17,6 +19,12 @@ if TYPE_CHECKING:
     # Each entry: (parameter of `run`, option names, value type (None: a flag), metavar, help (None: a
     # shared option)[, typer's option settings]).
     Params = tuple[tuple[Any, ...], ...]
+
+# The shared options' (options.py) least values above 0, the parser's own floor (`minimums` gives
+# them to the table entries that take those options).
+SHARED_MINIMUMS = {"connect_timeout": CONNECT_TIMEOUT_MIN}
+# The entries of a command that can run on a Dask cluster: --scheduler and --connect-timeout (shared options).
+CLUSTER = (("scheduler", ("--scheduler",), str, "ADDRESS", None), ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None))
 
 
 def options(params: "Params") -> "dict[str, tuple[str, bool]]":
@@ -28,9 +36,11 @@ def _settings(entry: "tuple[Any, ...]") -> "dict[str, Any]":
     return entry[5] if len(entry) > 5 else {}
 
 
-def minimums(params: "Params", shared: "dict[str, float]") -> "dict[str, float]":
-    """Parameter → the least value taken: the table's `min`, else SHARED's (the shared options' own), else none."""
-    out = dict(shared)
+def minimums(params: "Params", shared: "dict[str, float] | None" = None) -> "dict[str, float]":
+    """Parameter → the least value taken: the table's `min`, else SHARED's, else the shared option's
+    own (SHARED_MINIMUMS), else none."""
+    out = {entry[0]: SHARED_MINIMUMS[entry[0]] for entry in params if entry[4] is None and entry[0] in SHARED_MINIMUMS}
+    out.update(shared or {})
     out.update((entry[0], _settings(entry)["min"]) for entry in params if "min" in _settings(entry))
     return out
 

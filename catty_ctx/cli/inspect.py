@@ -7,10 +7,10 @@ registers are made from one table, `PARAMS`.
 """
 from __future__ import annotations
 
-from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN
+from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import CLUSTER, declare as declare_command, minimums, options, parse_one
 from .output import (
     ByteProgress,
     Column,
@@ -36,10 +36,9 @@ PARAMS = (
     ("context", ("--context",), None, None, "The prompt-context snapshot: every part with its source; unknown parts marked."),
     ("allow_empty", ("--allow-empty",), None, None, None),
     ("as_json", ("--json",), None, None, None),
-    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
-    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
+    *CLUSTER,
 )
-MINIMUMS = minimums(PARAMS, {"connect_timeout": CONNECT_TIMEOUT_MIN})
+MINIMUMS = minimums(PARAMS)
 OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx inspect fixtures/sessions/demo; "
           "catty-ctx inspect S --items --json | jq '.items[-1].fp'; "

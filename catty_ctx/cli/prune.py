@@ -48,7 +48,7 @@ PARAMS = (
     ("stats", ("--stats",), None, None,
      "Report the request's tokens before/after (with and without the provider overhead), results trimmed and cleared, on stderr (one JSON line)."),
 )
-MINIMUMS = minimums(PARAMS, {})
+MINIMUMS = minimums(PARAMS)
 OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx prune S --stats > request.jsonl; "
           "catty-ctx prune S --previous request.jsonl > next.jsonl; "

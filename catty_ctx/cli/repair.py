@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sys
 
-from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN, DEFAULT_LOCK_TIMEOUT
+from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..errors import CattyError, ExitCode
 from .errors import note, warn
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import CLUSTER, declare as declare_command, minimums, options, parse_one
 from .output import Column, emit, progress_iter, rows_out, show_table
 
 TYPE_CHECKING = False
@@ -29,11 +29,10 @@ PARAMS = (
     ("allow_empty", ("--allow-empty",), None, None, None),
     ("as_json", ("--json",), None, None, None),
     ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
-    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
-    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
+    *CLUSTER,
     ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
 )
-MINIMUMS = minimums(PARAMS, {"connect_timeout": CONNECT_TIMEOUT_MIN})
+MINIMUMS = minimums(PARAMS)
 OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx repair S --check; catty-ctx repair ~/sessions (a ROOT, for cron); "
           "catty-ctx import claude F | catty-ctx repair - | catty-ctx inspect -")

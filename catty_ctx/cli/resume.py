@@ -18,7 +18,7 @@ PARAMS = (
     ("fmt", ("--format", "-f"), str, "items|openai|anthropic",
      "items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"})."),
 )
-MINIMUMS = minimums(PARAMS, {})
+MINIMUMS = minimums(PARAMS)
 OPTIONS = options(PARAMS)
 RESUME_DOC = """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
 

@@ -9,8 +9,8 @@ command `declare` registers are made from one table, `PARAMS`.
 # Nothing here imports typing at load (milliseconds at start-up).
 import os
 
-from ..defaults import CONNECT_TIMEOUT, CONNECT_TIMEOUT_MIN
-from .fastpath import declare as declare_command, minimums, options, parse
+from ..defaults import CONNECT_TIMEOUT
+from .fastpath import CLUSTER, declare as declare_command, minimums, options, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,10 +35,9 @@ PARAMS = (
     ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
      "every line of every log is checked, not only those that can hold usage."),
     ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
-    ("scheduler", ("--scheduler",), str, "ADDRESS", None),
-    ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None),
+    *CLUSTER,
 )
-MINIMUMS = minimums(PARAMS, {"connect_timeout": CONNECT_TIMEOUT_MIN})
+MINIMUMS = minimums(PARAMS)
 OPTIONS = options(PARAMS)  # option → (parameter, takes a value): what the fast parser knows
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import ROOT, both_parsers, cli, cli_on_a_terminal, fixture_session, jsonl, msg, session_event, write_log
+from conftest import ROOT, both_parsers, cli, cli_on_a_terminal, fixture_session, jsonl, msg, session_event, table_is_the_typer_commands, write_log
 from scripted_server import ScriptedServer, error, sse
 
 
@@ -188,19 +188,8 @@ def test_a_fork_of_a_segmented_session_reads_its_own_segments(tmp_path: Path) ->
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_compacts_option_table_is_the_typer_commands() -> None:
-    import typer
-
-    from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.compact import MINIMUMS, OPTIONS, PARAMS
-
-    load_commands(["compact"])
-    command = typer.main.get_command(get_app()).commands["compact"]  # type: ignore[attr-defined]
-    options = [p for p in command.params if p.param_type_name == "option"]
-    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == OPTIONS
-    least = {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None}
-    assert least == {name: MINIMUMS.get(name, 0) for name in least} and set(MINIMUMS) <= set(least)  # (the parser's floor is 0)
-    most = {p.name: p.type.max for p in options if getattr(p.type, "max", None) is not None}
-    assert most == {entry[0]: entry[5]["max"] for entry in PARAMS if "max" in (entry[5:] or [{}])[0]} == {"threshold": 100}
+    command = table_is_the_typer_commands("compact")
+    assert {p.name: p.type.max for p in command.params if getattr(p.type, "max", None) is not None} == {"threshold": 100}
     target = command.params[0]
     assert target.param_type_name == "argument" and target.name == "target" and not target.required
 

@@ -13,7 +13,7 @@ import pytest
 
 from catty_ctx.repair import analyse
 from catty_ctx.store import Session
-from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl
+from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl, table_is_the_typer_commands
 
 sys.path.append(str(FIXTURES / "bad"))
 from make_bad import CORPUS, build  # noqa: E402  (the data-error corpus)
@@ -157,17 +157,7 @@ def test_resume_refuses_an_invalid_line_naming_it(tmp_path: Path) -> None:
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_repairs_option_table_is_the_typer_commands() -> None:
-    import typer
-
-    from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.repair import MINIMUMS, OPTIONS
-
-    load_commands(["repair"])
-    command = typer.main.get_command(get_app()).commands["repair"]  # type: ignore[attr-defined]
-    options = [p for p in command.params if p.param_type_name == "option"]
-    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == OPTIONS
-    least = {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None}
-    assert least == {name: MINIMUMS.get(name, 0) for name in least} and set(MINIMUMS) <= set(least)  # (the parser's floor is 0)
+    command = table_is_the_typer_commands("repair")
     assert [p.name for p in command.params if p.param_type_name == "argument"] == ["target"] and command.params[0].required
 
 
