@@ -1,28 +1,31 @@
-"""`catty-ctx fork`: a new session from turns 1..N of another."""
+"""`catty-ctx fork`: a new session from turns 1..N of another.
+
+This command starts without the CLI framework (see `fastpath`): an agent forks a session to
+retry a turn or branch a task, and typer's import would be much of such a run. Its
+plain-spelling parser and its typer command are made from one table, `PARAMS`.
+"""
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
-import typer
-
-from . import app
-from .errors import handle_errors, note, warn
-from .options import DryRunOpt, JsonOpt
+from .errors import note, warn
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import Column, emit, show_table
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-@app.command("fork", epilog="Example: catty-ctx fork S S-retry --at-turn 3 --model other-model")
-@handle_errors
-def fork_cmd(
-    session: Annotated[str, typer.Argument(metavar="SESSION", help="The parent session directory.")],
-    dest: Annotated[str, typer.Argument(metavar="DEST", help="The new session directory (must not exist, or be empty).")],
-    at_turn: Annotated[Optional[int], typer.Option("--at-turn", metavar="N", min=0, help="Keep turns 1..N (default: all).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", metavar="M", help="The child's model.")] = None,
-    cwd: Annotated[Optional[str], typer.Option("--cwd", metavar="DIR", help="The child's working directory.")] = None,
-    dry_run: DryRunOpt = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Start a new session DEST from turns 1..N of SESSION; the parent is untouched.
+# The options of `fork`, declared once (see `fastpath`); the shared ones bring their own help (None here).
+PARAMS = (
+    ("at_turn", ("--at-turn",), int, "N", "Keep turns 1..N (default: all).", {"min": 0}),
+    ("model", ("--model",), str, "M", "The child's model."),
+    ("cwd", ("--cwd",), str, "DIR", "The child's working directory."),
+    ("dry_run", ("--dry-run",), None, None, None),
+    ("as_json", ("--json",), None, None, None),
+)
+MINIMUMS = minimums(PARAMS)
+OPTIONS = options(PARAMS)
+EPILOG = "Example: catty-ctx fork S S-retry --at-turn 3 --model other-model"
+FORK_DOC = """Start a new session DEST from turns 1..N of SESSION; the parent is untouched.
 
     The events are copied with their seq, with the segments and blobs they need; DEST's own
     session event at seq 0 records the parent (parent_session_id, forked_from_seq), and its
@@ -31,6 +34,28 @@ def fork_cmd(
     DEST is built in a temporary directory beside it and renamed into place, so a crash
     leaves no half DEST. Symbolic links are never followed out of SESSION.
     """
+
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
+    return parse_one(args, PARAMS, MINIMUMS, "session", "dest")
+
+
+def declare() -> None:
+    """Register `fork` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when fork's own parser declines
+    from typing import Annotated
+
+    import typer
+
+    session = Annotated[str, typer.Argument(metavar="SESSION", help="The parent session directory.")]
+    dest = Annotated[str, typer.Argument(metavar="DEST", help="The new session directory (must not exist, or be empty).")]
+    declare_command("fork", run, PARAMS, FORK_DOC, EPILOG, {"session": session, "dest": dest})
+
+
+def run(session: str, dest: str, at_turn: int | None = None, model: str | None = None, cwd: str | None = None,
+        dry_run: bool = False, as_json: bool = False) -> None:
+    """Fork SESSION into DEST (with --dry-run, only say what it would copy); the result goes to stdout."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..fork import fork
 

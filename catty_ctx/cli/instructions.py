@@ -1,30 +1,32 @@
-"""`catty-ctx instructions`: discover AGENTS.md and rule files, optionally record them."""
+"""`catty-ctx instructions`: discover AGENTS.md and rule files, optionally record them.
+
+This command starts without the CLI framework (see `fastpath`): an agent or its hook runs it
+at the start of a session or turn (with --append, to record what changed), and typer's import
+would be much of such a run. Its plain-spelling parser and its typer command are made from one
+table, `PARAMS`.
+"""
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
-import typer
-
 from ..defaults import DEFAULT_LOCK_TIMEOUT
-from . import app
-from .errors import handle_errors, note, warn
-from .options import JsonOpt, LockTimeoutOpt
+from .errors import note, warn
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import Column, emit, show_table
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-@app.command(
-    "instructions",
-    epilog="Examples: catty-ctx instructions; catty-ctx instructions src/app --append S; catty-ctx instructions --json | jq -r '.instructions[].path'",
+# The options of `instructions`, declared once (see `fastpath`); the shared ones bring their own help (None here).
+PARAMS = (
+    ("append", ("--append",), str, "SESSION", "Record them as the session's instructions state (nothing is appended when unchanged)."),
+    ("no_global", ("--no-global",), None, None, "Leave out the user-level files."),
+    ("as_json", ("--json",), None, None, None),
+    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
 )
-@handle_errors
-def instructions_cmd(
-    directory: Annotated[str, typer.Argument(metavar="DIR", help="The working directory the agent runs in (default: here).")] = ".",
-    append: Annotated[Optional[str], typer.Option("--append", metavar="SESSION", help="Record them as the session's instructions state (nothing is appended when unchanged).")] = None,
-    no_global: Annotated[bool, typer.Option("--no-global", help="Leave out the user-level files.")] = False,
-    as_json: JsonOpt = False,
-    lock_timeout: LockTimeoutOpt = DEFAULT_LOCK_TIMEOUT,
-) -> None:
-    """Find instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.
+MINIMUMS = minimums(PARAMS)
+OPTIONS = options(PARAMS)
+EPILOG = "Examples: catty-ctx instructions; catty-ctx instructions src/app --append S; catty-ctx instructions --json | jq -r '.instructions[].path'"
+INSTRUCTIONS_DOC = """Find instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.
 
     Order: global, then the repository root, then each folder down to DIR (deeper files
     later, so they win).
@@ -33,6 +35,28 @@ def instructions_cmd(
     $XDG_CONFIG_HOME/catty-ctx/AGENTS.md (+ rules/). Files git ignores are skipped, a file
     reached twice counts once, rule front matter is stripped.
     """
+
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`).
+    DIR may be left out (here)."""
+    return parse_one(args, PARAMS, MINIMUMS, "directory", required=0)
+
+
+def declare() -> None:
+    """Register `instructions` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when instructions' own parser declines
+    from typing import Annotated
+
+    import typer
+
+    directory = Annotated[str, typer.Argument(metavar="DIR", help="The working directory the agent runs in (default: here).")]
+    declare_command("instructions", run, PARAMS, INSTRUCTIONS_DOC, EPILOG, {"directory": directory})
+
+
+def run(directory: str = ".", append: str | None = None, no_global: bool = False, as_json: bool = False,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
+    """List DIRECTORY's instruction files (with --append, record them in that session); the rows go to stdout."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..instructions import discover_instructions, record_instructions
     from ..store import Session
