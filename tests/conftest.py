@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,17 +76,52 @@ def via_typer(command: str, *args: str, input: bytes | None = None, env: dict[st
                           env=env or dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
 
 
-def both_parsers(command: str, *args: str, input: bytes | None = None, setup: Callable[[], Any] | None = None) -> None:
+def both_parsers(command: str, *args: str, input: bytes | None = None, setup: Callable[[], Any] | None = None,
+                 outcome: Callable[[subprocess.CompletedProcess[bytes]], Any] | None = None) -> None:
     """The command's own parser (cli/fastpath.py) and typer give the same exit, stdout and stderr
-    (SETUP, when given, runs before each: a command that writes finds the same files both times)."""
+    (SETUP, when given, runs before each: a command that writes finds the same files both times).
+    OUTCOME, when given, says what of a run must agree instead, taken right after it: a command
+    that makes a fresh id or time masks it (`unstamped`) and adds the files it wrote."""
+    seen = outcome or (lambda proc: (proc.returncode, proc.stdout, proc.stderr))
     if setup is not None:
         setup()
-    fast = subprocess.run([sys.executable, "-m", "catty_ctx", command, *args], input=input, capture_output=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    fast = seen(subprocess.run([sys.executable, "-m", "catty_ctx", command, *args], input=input, capture_output=True, cwd=ROOT,
+                               env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120))
     if setup is not None:
         setup()
-    slow = via_typer(command, *args, input=input)
-    assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
+    slow = seen(via_typer(command, *args, input=input))
+    assert fast == slow, args
+
+
+_STAMPS = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+def unstamped(data: bytes) -> bytes:
+    """DATA with its random ids (UUIDs) and clock times (ISO 8601, UTC) masked: what two runs that
+    write a new session or event must agree on."""
+    return _STAMPS.sub(b"<stamp>", data)
+
+
+def unstamped_files(folder: Path) -> dict[str, bytes]:
+    """Every file below FOLDER (relative path → its bytes, `unstamped`); a missing FOLDER has none."""
+    return {str(p.relative_to(folder)): unstamped(p.read_bytes()) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def writes_below(folder: Path) -> Callable[[subprocess.CompletedProcess[bytes]], Any]:
+    """An `outcome` for `both_parsers` of a command that writes below FOLDER: exit, stdout, stderr and
+    every file below FOLDER, each `unstamped`."""
+    return lambda proc: (proc.returncode, unstamped(proc.stdout), unstamped(proc.stderr), unstamped_files(folder))
+
+
+def plain_run_loads(command: str, *args: str, heavy: tuple[str, ...] = ("typer", "click", "rich")) -> tuple[Any, list[str]]:
+    """Run COMMAND ARGS through the program's entry point in a fresh interpreter (as the installed
+    script does): its exit code and which of the modules HEAVY it imported on the way."""
+    code = ("import sys\nfrom catty_ctx.cli import main\ncode = None\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+            f"loaded = sorted(m for m in {heavy!r} if m in sys.modules)\nimport json\nprint(json.dumps([code, loaded]), file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code, command, *args], capture_output=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=False)
+    status, loaded = orjson.loads(proc.stderr.strip().splitlines()[-1])
+    return status, loaded
 
 
 def table_is_the_typer_commands(name: str) -> Any:

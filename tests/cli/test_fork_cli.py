@@ -1,11 +1,12 @@
 """`catty-ctx fork`: the child, --dry-run and refusals."""
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import orjson
 
-from conftest import cli
+from conftest import FIXTURES, both_parsers, cli, plain_run_loads, table_is_the_typer_commands, writes_below
 
 
 def test_fork_at_turn_prints_the_child(demo: Path, tmp_path: Path) -> None:
@@ -33,10 +34,6 @@ def test_fork_needs_a_directory(demo: Path, tmp_path: Path) -> None:
 
 
 def test_an_invalid_parent_exits_65_with_one_line_and_no_dest(tmp_path: Path) -> None:
-    import shutil
-
-    from conftest import FIXTURES
-
     shutil.copytree(FIXTURES / "broken" / "invalid", tmp_path / "p")
     proc = cli("fork", str(tmp_path / "p"), str(tmp_path / "c"))
     err = proc.stderr.decode().strip().splitlines()
@@ -98,3 +95,55 @@ def test_a_fork_keeps_the_segments_it_holds_and_counts_segment_files_only(tmp_pa
     assert cli("repair", str(d), "--check").returncode == 0
     whole = orjson.loads(cli("fork", str(s), str(tmp_path / "all"), "--json", check=True).stdout)
     assert whole["segments"] == 2 and whole["segments_left_out"] == 0
+
+
+# -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
+
+def test_forks_option_table_is_the_typer_commands() -> None:
+    command = table_is_the_typer_commands("fork")
+    arguments = [p for p in command.params if p.param_type_name == "argument"]
+    assert [(p.name, p.required) for p in arguments] == [("session", True), ("dest", True)]
+
+
+def test_forks_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.fork import parse_args
+
+    assert parse_args(["S", "D"]) == {"session": "S", "dest": "D"}
+    assert parse_args(["S", "D", "--at-turn", "3", "--json"]) == {"session": "S", "dest": "D", "at_turn": 3, "as_json": True}
+    assert parse_args(["--model=m", "S", "--cwd", "/w", "D", "--dry-run", "--at-turn=0"]) == {
+        "session": "S", "dest": "D", "model": "m", "cwd": "/w", "dry_run": True, "at_turn": 0}
+    assert parse_args(["--", "S", "-D"]) == {"session": "S", "dest": "-D"}
+    for typer_says in (["--help"], ["S", "D", "-h"], [], ["S"], ["S", "D", "E"], ["S", "D", "--at-turn", "-1"], ["S", "D", "--at-turn", "1.5"],
+                       ["S", "D", "--at-turn"], ["S", "D", "--json=1"], ["S", "D", "--bogus"], ["S", "-D"], ["S", "D", "--lock-timeout", "1"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_forks_two_parsers_give_the_same_output_files_and_exit(demo: Path, tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "broken" / "invalid", tmp_path / "invalid")
+    child, full = tmp_path / "child", tmp_path / "full"
+
+    def fresh() -> None:  # the command writes: each parser starts without the child
+        shutil.rmtree(child, ignore_errors=True)
+        full.mkdir(exist_ok=True)
+        (full / "taken").write_text("x")
+
+    cases: list[tuple[list[str], bytes | None]] = [
+        ([str(demo), str(child)], None), ([str(demo), str(child), "--at-turn", "1", "--json"], None),
+        ([str(demo), str(child), "--dry-run", "--at-turn=0"], None), ([str(demo), str(full)], None), ([str(demo), str(demo), "--json"], None),
+        ([str(tmp_path / "missing"), str(child)], None), ([str(tmp_path / "invalid"), str(child)], None),
+        ([str(demo), str(child), "--at-turn", "9"], None), ([str(demo), str(child), "--at-turn", "-1"], None), ([str(demo)], None),
+        (["-", str(child)], (demo / "updates.jsonl").read_bytes()), ([str(demo), str(child), "--model", "m2", "--cwd", "/w", "--json"], None),
+    ]
+    for args, stdin in cases:
+        both_parsers("fork", *args, input=stdin, setup=fresh, outcome=writes_below(tmp_path))
+    summary = orjson.loads((child / "summary.json").read_bytes())  # the last case, run by typer, did fork
+    assert (summary["session_kind"], summary["model"], summary["cwd"]) == ("fork", "m2", "/w")
+
+
+def test_a_plain_fork_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -> None:
+    for args, status in (([str(demo), str(tmp_path / "a")], 0), ([str(demo), str(tmp_path / "b"), "--at-turn", "1", "--json"], 0),
+                         ([str(demo), str(tmp_path / "c"), "--dry-run"], 0), ([str(demo), str(demo)], 73),
+                         ([str(tmp_path / "missing"), str(tmp_path / "d")], 2)):
+        assert plain_run_loads("fork", *args) == (status, []), args
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "demo"]  # the plain runs did fork (not --dry-run)
+    assert orjson.loads(cli("inspect", str(tmp_path / "b"), "--json", check=True).stdout)["turns"] == 1

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
-from conftest import cli, jsonl
+from conftest import both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands, writes_below
 
 
 @pytest.fixture
@@ -82,3 +84,55 @@ def test_concurrent_appends_record_the_state_once(repo: Path, tmp_path: Path) ->
     seqs = [orjson.loads(p.communicate(timeout=60)[0])["appended_seq"] for p in procs]
     assert sorted(seqs, key=lambda x: x is not None) == [None, None, None, 1]
     assert [e["kind"] for e in jsonl((s / "updates.jsonl").read_bytes())] == ["session", "state"]
+
+
+# -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
+
+def test_instructions_option_table_is_the_typer_commands() -> None:
+    command = table_is_the_typer_commands("instructions")
+    assert [(p.name, p.required, p.default) for p in command.params if p.param_type_name == "argument"] == [("directory", False, ".")]
+
+
+def test_instructions_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.instructions import parse_args
+
+    assert parse_args([]) == {}  # (DIR: here, run's default)
+    assert parse_args(["src/app", "--json"]) == {"directory": "src/app", "as_json": True}
+    assert parse_args(["--append", "S", "--no-global", "--lock-timeout=0"]) == {"append": "S", "no_global": True, "lock_timeout": 0.0}
+    assert parse_args(["--append=-", "-"]) == {"append": "-", "directory": "-"}
+    for typer_says in (["--help"], ["-h"], ["a", "b"], ["--append"], ["--lock-timeout", "-1"], ["--lock-timeout", "x"], ["--json=yes"],
+                       ["--no-global=1"], ["--bogus"], ["-x"], ["--global"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_instructions_two_parsers_give_the_same_output_files_and_exit(repo: Path, tmp_path: Path) -> None:
+    blank, recorded, s = tmp_path / "blank", tmp_path / "recorded", tmp_path / "s"
+    cli("append", str(blank), "--create", "-q", check=True)
+    shutil.copytree(blank, recorded)
+    cli("instructions", str(repo / "app"), "--append", str(recorded), check=True)
+
+    def fresh(template: Path) -> Any:
+        def setup() -> None:  # the command may append: each parser starts from the same session
+            shutil.rmtree(s, ignore_errors=True)
+            shutil.copytree(template, s)
+        return setup
+
+    cases: list[tuple[list[str], Any]] = [
+        ([str(repo / "app"), "--json"], None), ([str(repo / "app"), "--no-global"], None), ([str(repo), "--json", "--no-global"], None),
+        (["--json"], None), ([str(tmp_path / "nope")], None), ([str(repo / "app"), "--append", str(s)], fresh(blank)),
+        ([str(repo / "app"), "--append", str(s), "--json", "--lock-timeout", "2"], fresh(blank)),
+        ([str(repo / "app"), "--append", str(s)], fresh(recorded)), ([str(repo), "--append", str(tmp_path / "none")], None),
+        ([str(repo), "--lock-timeout", "-1"], None), ([str(repo), str(repo / "app")], None), ([str(repo), "--append"], None),
+    ]
+    for args, setup in cases:
+        both_parsers("instructions", *args, setup=setup, outcome=writes_below(tmp_path))
+    assert [e["kind"] for e in jsonl((s / "updates.jsonl").read_bytes())] == ["session", "state"]
+
+
+def test_a_plain_instructions_never_loads_typer_or_rich(repo: Path, tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    cli("append", str(s), "--create", "-q", check=True)
+    for args, status in (([str(repo / "app")], 0), ([str(repo), "--json", "--no-global"], 0), ([str(repo / "app"), "--append", str(s)], 0),
+                         ([str(tmp_path / "nope")], 2)):
+        assert plain_run_loads("instructions", *args) == (status, []), args
+    assert [e["kind"] for e in jsonl((s / "updates.jsonl").read_bytes())] == ["session", "state"]  # the plain --append did append
