@@ -110,6 +110,8 @@ class Session:
             data = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
             raise DataError(f"invalid JSON: {exc}", path=str(path)) from None
+        except OSError as exc:
+            raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
         return data if isinstance(data, dict) else None
 
     def allowed_gaps(self) -> frozenset[int]:

@@ -92,3 +92,26 @@ def test_an_unreadable_log_is_a_data_error_naming_it(work: Path, args: list[str]
     proc = run(*args, cwd=work, input=EVENT)
     assert one_error(proc, 65) == "sess/updates.jsonl: cannot read (Permission denied)"
     assert tree(work) == before
+
+
+# -- a summary.json that cannot be read ---------------------------------------------------------
+
+SUMMARY_READERS = [
+    ["inspect", "sess", "--json"],
+    ["inspect", "sess/updates.jsonl"],
+    ["prune", "sess"],
+    ["resume", "sess", "--format", "anthropic"],
+    ["repair", "sess", "--check"],
+    ["repair", "sess"],
+    ["compact", "sess", "--force"],
+    ["report", "sess"],
+]
+
+
+@pytest.mark.parametrize("args", SUMMARY_READERS, ids=" ".join)
+def test_an_unreadable_summary_is_a_data_error_naming_it(work: Path, args: list[str]) -> None:
+    (work / "sess" / "summary.json").chmod(0)
+    before = tree(work)
+    proc = run(*args, cwd=work, input=EVENT)
+    assert one_error(proc, 65) == "sess/summary.json: cannot read (Permission denied)"
+    assert tree(work) == before
