@@ -115,3 +115,96 @@ def test_an_unreadable_summary_is_a_data_error_naming_it(work: Path, args: list[
     proc = run(*args, cwd=work, input=EVENT)
     assert one_error(proc, 65) == "sess/summary.json: cannot read (Permission denied)"
     assert tree(work) == before
+
+
+# -- append: refused before a byte changes ------------------------------------------------------
+
+
+def _summary_corrupt(sess: Path) -> None:
+    (sess / "summary.json").write_bytes(b"{not json")
+
+
+def _summary_unreadable(sess: Path) -> None:
+    (sess / "summary.json").chmod(0)
+
+
+def _summary_a_folder(sess: Path) -> None:
+    (sess / "summary.json").unlink()
+    (sess / "summary.json").mkdir()
+
+
+def _folder_read_only(sess: Path) -> None:
+    sess.chmod(0o555)
+
+
+def _log_read_only(sess: Path) -> None:
+    (sess / "updates.jsonl").chmod(0o444)
+
+
+def _no_newline_anywhere(sess: Path) -> None:
+    # CR line ends only: the whole log is one torn line, and no event can follow it.
+    log = sess / "updates.jsonl"
+    log.write_bytes(log.read_bytes().replace(b"\n", b"\r"))
+
+
+def _last_seq_past_64_bits(sess: Path) -> None:
+    with open(sess / "updates.jsonl", "ab") as f:
+        f.write(b'{"v":1,"seq":99999999999999999999999,"ts":"2026-11-01T09:00:01.000Z","kind":"message","id":"x","role":"user","text":"a"}\n')
+
+
+def _last_seq_a_string(sess: Path) -> None:
+    with open(sess / "updates.jsonl", "ab") as f:
+        f.write(b'{"v":1,"seq":"22","ts":"2026-11-01T09:00:01.000Z","kind":"message","id":"x","role":"user","text":"a"}\n')
+
+
+def _binary_tail(sess: Path) -> None:
+    # Junk holding newlines and ending without one: its last complete line is no event.
+    with open(sess / "updates.jsonl", "ab") as f:
+        f.write(bytes(range(256)) * 4)
+
+
+# case: (damage, exit code, what the line starts with: the file, and for append what is wrong;
+# `instructions --append` reads the whole log first, so it may name the line instead)
+APPEND_REFUSALS = {
+    "summary-corrupt": (_summary_corrupt, 65, "sess/summary.json: invalid JSON"),
+    "summary-unreadable": (_summary_unreadable, 65, "sess/summary.json: cannot read (Permission denied)"),
+    "summary-a-folder": (_summary_a_folder, 73, "sess/summary.json: cannot write (Is a directory)"),
+    "folder-read-only": (_folder_read_only, 73, "sess/summary.json: cannot write (Permission denied)"),
+    "log-read-only": (_log_read_only, 73, "sess/updates.jsonl: cannot append (Permission denied)"),
+    "no-newline-anywhere": (_no_newline_anywhere, 65, "sess/updates.jsonl"),
+    "last-seq-past-64-bits": (_last_seq_past_64_bits, 65, "sess/updates.jsonl"),
+    "last-seq-a-string": (_last_seq_a_string, 65, "sess/updates.jsonl"),
+    "binary-tail": (_binary_tail, 65, "sess/updates.jsonl"),
+}
+APPEND_SAYS = {
+    "no-newline-anywhere": "event 1: the first event of a session must be its session event (use --create)",
+    "last-seq-past-64-bits": "sess/updates.jsonl: last line is not a valid event; run 'catty-ctx repair'",
+    "last-seq-a-string": "sess/updates.jsonl: last line is not a valid event; run 'catty-ctx repair'",
+    "binary-tail": "sess/updates.jsonl: last line is not a valid event; run 'catty-ctx repair'",
+}
+WRITERS = [["append", "sess", "-q"], ["instructions", "out", "--no-global", "--append", "sess"]]
+
+
+@pytest.mark.parametrize("args", WRITERS, ids=lambda a: a[0])
+@pytest.mark.parametrize("case", sorted(APPEND_REFUSALS))
+def test_an_append_that_cannot_finish_writes_nothing(work: Path, case: str, args: list[str]) -> None:
+    damage, code, message = APPEND_REFUSALS[case]
+    (work / "out" / "AGENTS.md").write_text("Run the tests.\n")
+    (work / "sess" / "updates.jsonl.lock").touch()  # as any earlier writer left it
+    damage(work / "sess")
+    before = tree(work)
+    proc = run(*args, cwd=work, input=EVENT)
+    said = one_error(proc, code)
+    if args[0] == "append" and case in APPEND_SAYS:
+        assert said == APPEND_SAYS[case]
+    else:
+        assert said.startswith(message)
+    assert tree(work) == before  # no event appended, no torn tail moved, no quarantine made
+
+
+def test_fork_refuses_a_last_seq_past_64_bits(work: Path) -> None:
+    _last_seq_past_64_bits(work / "sess")
+    before = tree(work)
+    proc = run("fork", "sess", "out/child", cwd=work)
+    assert one_error(proc, 65).startswith("sess/updates.jsonl")
+    assert tree(work) == before
