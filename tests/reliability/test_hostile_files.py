@@ -208,3 +208,25 @@ def test_fork_refuses_a_last_seq_past_64_bits(work: Path) -> None:
     proc = run("fork", "sess", "out/child", cwd=work)
     assert one_error(proc, 65).startswith("sess/updates.jsonl")
     assert tree(work) == before
+
+
+# -- a segment that cannot be read --------------------------------------------------------------
+
+
+@pytest.fixture
+def archived(work: Path) -> Path:
+    """`work` whose session has been compacted into segment 0."""
+    proc = run("compact", "sess", "--force", "--mode", "segments", cwd=work)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (work / "sess" / "segments" / "segment_000.md").is_file()
+    return work
+
+
+@pytest.mark.parametrize("args", [["segment", "show", "sess", "0"], ["segment", "grep", "sess", "tests"]], ids=" ".join)
+def test_an_unreadable_segment_is_a_data_error_naming_it(archived: Path, args: list[str]) -> None:
+    (archived / "sess" / "segments" / "segment_000.md").chmod(0)
+    before = tree(archived)
+    proc = run(*args, cwd=archived)
+    assert one_error(proc, 65) == "sess/segments/segment_000.md: cannot read (Permission denied)"
+    assert proc.stdout == b""
+    assert tree(archived) == before
