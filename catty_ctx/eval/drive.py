@@ -113,7 +113,12 @@ def _copy_blobs(src: Path | None, dest: Path) -> None:
     (dest / "blobs").mkdir(exist_ok=True)
     for p in (src / "blobs").iterdir():
         if p.is_file() and not p.is_symlink():
-            shutil.copy2(p, dest / "blobs" / p.name)
+            try:
+                src_blob = open(p, "rb")
+            except OSError as exc:  # the source's blob: bad input, named, not a bug
+                raise DataError(f"cannot read ({exc.strerror})", path=str(p)) from None
+            with src_blob, open(dest / "blobs" / p.name, "wb") as out:
+                shutil.copyfileobj(src_blob, out)
 
 
 def start_copy(source: Session, dest: Path) -> Session:

@@ -230,3 +230,39 @@ def test_an_unreadable_segment_is_a_data_error_naming_it(archived: Path, args: l
     assert one_error(proc, 65) == "sess/segments/segment_000.md: cannot read (Permission denied)"
     assert proc.stdout == b""
     assert tree(archived) == before
+
+
+# -- blobs/ that cannot be read -------------------------------------------------------------------
+
+
+@pytest.fixture
+def with_blob(work: Path) -> tuple[Path, str]:
+    """`work` whose session holds a tool output moved to blobs/, and that blob's handle."""
+    events = (b'{"kind":"tool_call","call_id":"big","name":"read","args":{}}\n'
+              b'{"kind":"tool_result","call_id":"big","is_error":false,"output":"' + b"x" * 300_000 + b'"}\n')
+    proc = run("append", "sess", "-q", cwd=work, input=events)
+    assert proc.returncode == 0, proc.stderr.decode()
+    (handle,) = [p.name for p in (work / "sess" / "blobs").iterdir()]
+    return work, handle
+
+
+def test_blobs_being_a_file_is_a_data_error_naming_it(with_blob: tuple[Path, str]) -> None:
+    work, handle = with_blob
+    blobs = work / "sess" / "blobs"
+    shutil.rmtree(blobs)
+    blobs.write_text("not a folder\n")
+    before = tree(work)
+    proc = run("blob", "sess", handle, cwd=work)
+    assert one_error(proc, 65) == "sess/blobs is not a directory (a symbolic link is refused)"
+    assert tree(work) == before
+
+
+def test_eval_reports_an_unreadable_blob_as_that_session_s_bad_input(with_blob: tuple[Path, str]) -> None:
+    work, handle = with_blob
+    (work / "sess" / "blobs" / handle).chmod(0)
+    before = tree(work)
+    proc = run("eval", "sess", "--json", "--compactions", "1", cwd=work)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "Traceback" not in err and "internal error" not in err, err
+    assert err.splitlines() == [f"catty-ctx: warning: extractive x segments: sess: sess/blobs/{handle}: cannot read (Permission denied)"]
+    assert tree(work) == before
