@@ -266,3 +266,46 @@ def test_eval_reports_an_unreadable_blob_as_that_session_s_bad_input(with_blob: 
     assert proc.returncode == 1 and "Traceback" not in err and "internal error" not in err, err
     assert err.splitlines() == [f"catty-ctx: warning: extractive x segments: sess: sess/blobs/{handle}: cannot read (Permission denied)"]
     assert tree(work) == before
+
+
+# -- usage over a deeply nested line ---------------------------------------------------------------
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+# A line of each format that can hold usage (it has the marker the scan looks for), nested
+# 100,000 deep: past msgspec's depth limit, which it reports with a RecursionError.
+DEEP_LINES = {
+    "catty/updates.jsonl": b'{"v":1,"seq":0,"ts":"2026-11-01T00:00:00Z","kind":"session","session_id":"s"}\n'
+    b'{"v":1,"seq":1,"ts":"2026-11-01T00:00:00Z","kind":"usage","model":"m","input":1,"output":1,"cache_read":0,'
+    b'"cache_write":0,"reasoning":0,"x":' + DEEP + b"}\n",
+    "codex/sessions/2026/01/01/rollout-2026-01-01T00-00-00-5f0c1c2a-0000-4000-8000-00000000c0de.jsonl":
+    b'{"timestamp":"2026-01-01T00:00:00Z","type":"event_msg","payload":{"type":"token_count","info":' + DEEP + b"}}\n",
+    "claude/projects/p/s.jsonl": b'{"type":"assistant","timestamp":"2026-01-01T00:00:00Z","message":{"model":"m",'
+    b'"usage":{"input_tokens":1,"x":' + DEEP + b"}}}\n",
+}
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
+@pytest.mark.parametrize("name", sorted(DEEP_LINES), ids=lambda n: n.split("/")[0])
+def test_usage_takes_a_line_nested_100000_deep_as_bad_json(tmp_path: Path, name: str, strict: bool) -> None:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True)
+    path.write_bytes(DEEP_LINES[name])
+    top = name.split("/")[0]
+    before = tree(tmp_path)
+    proc = run("usage", top, "--json", "--no-cache", *(["--strict"] if strict else []), cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert "Traceback" not in err and "internal error" not in err, err
+    if strict:
+        lineno = DEEP_LINES[name].count(b"\n")  # the deep line is the last
+        assert one_error(proc, 65).startswith(f"{path}:{lineno}: ")
+    else:
+        assert proc.returncode == 0, err
+        assert b'"calls_read":0' in proc.stdout
+    assert tree(tmp_path) == before
+
+
+def test_usage_on_stdin_takes_a_line_nested_100000_deep_as_bad_json(tmp_path: Path) -> None:
+    deep = b'{"kind":"x","a":' + DEEP + b"}\n"
+    proc = run("usage", "-", "--json", cwd=tmp_path, input=deep)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
+    assert one_error(run("usage", "-", "--json", "--strict", cwd=tmp_path, input=deep), 65).endswith("not valid JSON; --strict refuses to skip them")
