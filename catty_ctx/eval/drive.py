@@ -11,6 +11,7 @@ rest are appended with new seqs.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -114,10 +115,10 @@ def _copy_blobs(src: Path | None, dest: Path) -> None:
     for p in (src / "blobs").iterdir():
         if p.is_file() and not p.is_symlink():
             try:
-                src_blob = open(p, "rb")
+                fd = os.open(p, os.O_RDONLY)
             except OSError as exc:  # the source's blob: bad input, named, not a bug
                 raise DataError(f"cannot read ({exc.strerror})", path=str(p)) from None
-            with src_blob, open(dest / "blobs" / p.name, "wb") as out:
+            with os.fdopen(fd, "rb") as src_blob, open(dest / "blobs" / p.name, "wb") as out:
                 shutil.copyfileobj(src_blob, out)
 
 

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, ROOT
 
 ERROR = "catty-ctx: error: "
@@ -28,14 +27,14 @@ def _unprivileged() -> list[str]:
     if os.geteuid() != 0:
         return []
     prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
-    if shutil.which("setpriv") is None or subprocess.run([*prefix, "true"], capture_output=True).returncode != 0:
+    if shutil.which("setpriv") is None or subprocess.run([*prefix, "true"], capture_output=True, check=False).returncode != 0:
         pytest.skip("running as root, and setpriv cannot drop the override of file modes here")
     return prefix
 
 
 def run(*args: str, cwd: Path, input: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([*_unprivileged(), sys.executable, "-m", "catty_ctx", *args], input=input, capture_output=True,
-                          cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+                          cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=False)
 
 
 def tree(path: Path) -> dict[str, str]:
