@@ -46,6 +46,20 @@ def test_writers_need_the_flag() -> None:
     assert cluster.Unavailable("x").exit_code == ExitCode.UNAVAILABLE == 69
 
 
+@pytest.mark.parametrize("command", [("inspect", "{s}", "--json"), ("repair", "--check", "{s}", "--json"), ("compact", "--check", "{s}", "--json")],
+                         ids=lambda c: " ".join(c[:2]))
+def test_one_session_is_read_here_and_the_scheduler_never_contacted(tmp_path: Path, command: tuple[str, ...]) -> None:
+    # The unit of work is a ROOT's session: one SESSION is read as without --scheduler, even
+    # when nothing listens at the address (contacting it would end the run with exit 69).
+    session = tmp_path / "s"
+    shutil.copytree(FIXTURES / "sessions" / "demo", session)
+    args = [a.format(s=session) for a in command]
+    here = cli(*args)
+    asked = cli(*args, "--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "1")
+    assert asked.returncode == here.returncode != ExitCode.UNAVAILABLE
+    assert (asked.stdout, asked.stderr) == (here.stdout, here.stderr)
+
+
 def _check(item: int, *, limit: int) -> int:
     sys.stderr.write(f"looking at {item}\n")
     if item > limit:
