@@ -150,12 +150,14 @@ def blob_path(session_dir: Path, handle: str) -> Path:
     folder = session_dir / BLOBS_DIR
     path = folder / handle
     try:
-        st = os.lstat(path)
         folder_st = os.lstat(folder)
+        if not stat.S_ISDIR(folder_st.st_mode):  # before its entry: a file there has none
+            raise DataError(f"{folder} is not a directory (a symbolic link is refused)")
+        st = os.lstat(path)
     except FileNotFoundError:
         raise UsageError(f"{session_dir}: no blob {handle}") from None
-    if not stat.S_ISDIR(folder_st.st_mode):
-        raise DataError(f"{folder} is not a directory (a symbolic link is refused)")
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
     if not stat.S_ISREG(st.st_mode):
         raise DataError(f"{path} is not a regular file (a symbolic link is refused)")
     return path

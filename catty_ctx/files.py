@@ -1,11 +1,12 @@
 """Whole-file writes: temp beside the target, fsync, rename, fsync the folder. Every command
 that replaces a file goes through `replace_file` (or `write_file`, which streams).
 
-Kept apart from the store, importing only `os` and `stat`, so a quick path (the usage ledger's caches)
+Kept apart from the store, importing only `errno`, `os` and `stat`, so a quick path (the usage ledger's caches)
 can write files the same way without loading the store and `tempfile`.
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
@@ -81,6 +82,24 @@ def replace_file(path: PathArg, data: bytes, *, durable: bool = True) -> None:
     rename. `durable=False` skips both fsyncs, for caches whose loss in a crash only costs time.
     """
     write_file(path, lambda f: f.write(data), durable=durable)
+
+
+def check_replaceable(path: PathArg) -> None:
+    """Raise the OSError a `replace_file` of PATH would meet (its folder not writable, a
+    folder or other non-file in its place), without changing PATH: for a command that must
+    know before it commits elsewhere that this rewrite will follow."""
+    target = os.fspath(path)
+    try:
+        st = os.stat(target, follow_symlinks=False)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.EINVAL,
+                          "Is a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+    fd, tmp = _temp_beside(target)
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def write_file(path: PathArg, fill: "Callable[[IO[bytes]], object]", *, durable: bool = True) -> None:

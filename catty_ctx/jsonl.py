@@ -94,6 +94,16 @@ def open_log(path: str | os.PathLike[str], display: str) -> IO[bytes]:
         raise DataError(f"cannot read ({exc.strerror})", path=display) from None
 
 
+def open_fd(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of a log, for the scans that read it by offset; what keeps it
+    from being read (permissions, a folder in its place) is a DataError naming it, as with
+    `open_log`."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=os.fspath(path)) from None
+
+
 def display_of(source: Source) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)
@@ -247,7 +257,7 @@ def scan_marked(
 ) -> Iterator[tuple[int, bytes]]:
     """(file offset, line) of the complete lines holding MARKER, in file order, read by chunks
     (a torn tail is left out). `start` and `stop`, line starts, bound the scan."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_fd(path)
     try:
         offset = start
         while True:
@@ -289,7 +299,7 @@ def line_start(path: str | os.PathLike[str], at: int) -> int:
     """Offset of the first line that starts at or after byte `at` (the file's size if none)."""
     if at <= 0:
         return 0
-    fd = os.open(path, os.O_RDONLY)
+    fd = open_fd(path)
     try:
         line = read_line_at(fd, at - 1)  # the rest of the line holding byte at-1
         return at - 1 + len(line)
@@ -303,7 +313,7 @@ def last_newline_end(path: Path) -> int:
         size = path.stat().st_size
     except FileNotFoundError:
         return 0
-    with open(path, "rb") as f:
+    with os.fdopen(open_fd(path), "rb") as f:
         pos = size
         while pos > 0:
             step = min(BUFFER // 16, pos)
@@ -322,7 +332,7 @@ def read_last_line(path: Path) -> bytes | None:
     if end == 0:
         return None
     stop = end - 1  # the final newline
-    with open(path, "rb") as f:
+    with os.fdopen(open_fd(path), "rb") as f:
         pos = stop
         buf = b""
         while pos > 0:

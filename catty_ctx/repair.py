@@ -186,6 +186,8 @@ def _summary_state(session: Session, plan: RepairPlan) -> str | None:
         data = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError:
         return "invalid"
+    except OSError as exc:  # not ours to judge, nor to replace: say what keeps it from being read
+        raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
     if not isinstance(data, dict):
         return "invalid"
     first = plan.facts.get("first") or {}

@@ -23,12 +23,13 @@ import orjson
 from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
-from .files import FILE_MODE, fsync_dir, replace_file  # noqa: F401 - re-exported
+from .files import FILE_MODE, check_replaceable, fsync_dir, replace_file  # noqa: F401 - re-exported
 from .jsonl import Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging, session_dirs  # noqa: F401 - re-exported
 from .urls import is_url, url_is_root, url_sessions
 
 _CHUNK = 1 << 20
+MAX_SEQ = (1 << 63) - 1  # seqs are written as JSON integers of at most 64 bits
 
 
 @dataclass
@@ -110,6 +111,8 @@ class Session:
             data = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
             raise DataError(f"invalid JSON: {exc}", path=str(path)) from None
+        except OSError as exc:
+            raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
         return data if isinstance(data, dict) else None
 
     def allowed_gaps(self) -> frozenset[int]:
@@ -192,11 +195,14 @@ class Session:
 
     def append_locked(self, pending: list[dict[str, Any]], *, warn: Warn | None) -> list[Event]:
         """Append PENDING (envelopes filled in here); the caller already holds `self.lock()`,
-        so it can read, decide and append as one step."""
+        so it can read, decide and append as one step.
+
+        Whatever can refuse the append is met before a byte changes: the log's last complete
+        line, the events, summary.json (read, and replaceable), the log opened for writing.
+        Only then is a torn tail moved to quarantine and the lines written."""
         if not pending:
             return []
-        self.quarantine_torn_tail(warn)
-        next_seq = self.next_seq()
+        next_seq = self.next_seq()  # from the last complete line: a torn tail is not counted
         written: list[Event] = []
         lines: list[bytes] = []
         for i, ev in enumerate(pending):
@@ -208,8 +214,13 @@ class Session:
                 raise DataError(f"event {i + 1}: {problem}")
             written.append(out)
             lines.append(orjson.dumps(out) + b"\n")
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        summary = self._summary_before_append()
         try:
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        except OSError as exc:
+            raise WriteError(f"{self.display}: cannot append ({exc.strerror})") from None
+        try:
+            self.quarantine_torn_tail(warn)
             for line in lines:
                 start = os.lseek(fd, 0, os.SEEK_END)
                 n = os.write(fd, line)  # one write per line: the line is the unit of commit
@@ -221,8 +232,8 @@ class Session:
             raise WriteError(f"{self.display}: cannot append ({exc.strerror})") from None
         finally:
             os.close(fd)
-        if self.directory is not None:
-            self._update_summary(written)
+        if summary is not None:
+            self._update_summary(written, summary)
         return written
 
     def next_seq(self) -> int:
@@ -231,10 +242,14 @@ class Session:
         if last is None:
             return 0
         try:
-            ev = orjson.loads(last)
-            return int(ev["seq"]) + 1
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise DataError("last line is not a valid event; run 'catty-ctx repair'", path=self.display) from None
+            seq = orjson.loads(last)["seq"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            seq = None
+        # Only a seq the log can hold: a string, a float (orjson reads a 20-digit number as
+        # one) or a count past 64 bits would number the new events wrongly or fail to write.
+        if type(seq) is not int or not 0 <= seq < MAX_SEQ:
+            raise DataError("last line is not a valid event; run 'catty-ctx repair'", path=self.display)
+        return seq + 1
 
     def quarantine_torn_tail(self, warn: Warn | None) -> Path | None:
         size = self.log_path.stat().st_size if self.log_path.exists() else 0
@@ -254,8 +269,21 @@ class Session:
             warn(f"{self.display}: torn final line ({size - offset} bytes at offset {offset}) moved to {moved}")
         return moved
 
-    def _update_summary(self, written: list[Event]) -> None:
+    def _summary_before_append(self) -> dict[str, Any] | None:
+        """summary.json as the append will update it (None: a bare log has none), read and
+        checked replaceable first, so a summary that is corrupt or cannot be rewritten refuses
+        the append instead of failing after the event was committed."""
+        if self.directory is None:
+            return None
         summary = self.summary() or {}
+        path = self.directory / SUMMARY_NAME
+        try:
+            check_replaceable(path)
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
+        return summary
+
+    def _update_summary(self, written: list[Event], summary: dict[str, Any]) -> None:
         if not summary:
             # A directory without summary.json gets one rebuilt from its session event.
             first = written[0] if written and written[0]["seq"] == 0 else self.first_event()

@@ -53,10 +53,10 @@ def show_cmd(
     """Print segment N in full."""
 
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact.segments import segment_path
+    from ..compact.segments import open_segment, segment_path
 
     path = segment_path(_session_dir(session), number)
-    with open(path, "rb") as f:
+    with open_segment(path, binary=True) as f:
         for chunk in iter(lambda: f.read(1 << 16), b""):
             sys.stdout.buffer.write(chunk)
     sys.stdout.flush()

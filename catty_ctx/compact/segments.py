@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import IO, Any, Iterator
 
 import orjson
 
@@ -374,6 +374,15 @@ def segment_path(session_dir: Path, name: str | int) -> Path:
     return path
 
 
+def open_segment(path: Path, binary: bool = False) -> IO[Any]:
+    """A segment opened for reading (text with bad bytes replaced, or binary); what keeps it
+    from being read is a DataError naming it."""
+    try:
+        return open(path, "rb") if binary else open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
+
+
 def list_segments(session_dir: Path) -> list[dict[str, Any]]:
     """The index rows; a segment file missing from the index is listed from its own metadata."""
     rows = {r["segment"]: r for r in read_index(session_dir) if isinstance(r.get("segment"), int)}
@@ -408,7 +417,7 @@ def grep_segments(session_dir: Path, pattern: str, *, ignore_case: bool = False,
         path = segment_path(session_dir, row["segment"])
         seq: int | None = None
         role: str | None = None
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open_segment(path) as f:
             for n, line in enumerate(f, 1):
                 line = line.rstrip("\n")
                 header = _HEADER.match(line)

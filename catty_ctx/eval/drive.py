@@ -11,6 +11,7 @@ rest are appended with new seqs.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -113,7 +114,12 @@ def _copy_blobs(src: Path | None, dest: Path) -> None:
     (dest / "blobs").mkdir(exist_ok=True)
     for p in (src / "blobs").iterdir():
         if p.is_file() and not p.is_symlink():
-            shutil.copy2(p, dest / "blobs" / p.name)
+            try:
+                fd = os.open(p, os.O_RDONLY)
+            except OSError as exc:  # the source's blob: bad input, named, not a bug
+                raise DataError(f"cannot read ({exc.strerror})", path=str(p)) from None
+            with os.fdopen(fd, "rb") as src_blob, open(dest / "blobs" / p.name, "wb") as out:
+                shutil.copyfileobj(src_blob, out)
 
 
 def start_copy(source: Session, dest: Path) -> Session:

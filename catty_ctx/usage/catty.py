@@ -17,7 +17,7 @@ from msgspec import UNSET, UnsetType
 from ..events import SCHEMA_VERSION, check_event
 from .claude import Int64
 from ..jsonl import marked_lines
-from .lines import json_object, NL, count, whole
+from .lines import MISMATCH, UNDECODABLE, json_object, NL, count, whole
 from .records import MAIN_AGENT, Record
 from .times import epoch, moment
 
@@ -50,7 +50,7 @@ class _Event(msgspec.Struct, gc=False):
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
-_MISMATCH = (msgspec.DecodeError, msgspec.ValidationError)
+_MISMATCH = MISMATCH
 
 
 def _general_only(line: bytes) -> _Event:
@@ -111,7 +111,7 @@ def session_state(first_line: bytes | None, log_path: str) -> list[str]:
     if first_line:
         try:
             first = msgspec.json.decode(first_line)
-        except msgspec.DecodeError:
+        except UNDECODABLE:
             first = None
         if type(first) is dict and first.get("kind") == "session":
             fseq = first.get("forked_from_seq")

@@ -11,7 +11,7 @@ from typing import Annotated, Optional, Union
 
 import msgspec
 
-from .lines import json_object, count, whole
+from .lines import MISMATCH, json_object, count, whole
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch, moment
 
@@ -69,7 +69,7 @@ class _AnyLine(_Line):
 
 _decode_line = msgspec.json.Decoder(_Line).decode
 _decode_lines = msgspec.json.Decoder(_AnyLine).decode_lines
-_MISMATCH = (msgspec.DecodeError, msgspec.ValidationError)
+_MISMATCH = MISMATCH
 
 
 def _general_only(line: bytes) -> Any:

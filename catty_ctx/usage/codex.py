@@ -14,7 +14,7 @@ import msgspec
 
 from .claude import Count
 from ..jsonl import marked_lines
-from .lines import json_object, count
+from .lines import MISMATCH, json_object, count
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -55,7 +55,7 @@ class _Line(msgspec.Struct, gc=False):
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
-_MISMATCH = (msgspec.DecodeError, msgspec.ValidationError)
+_MISMATCH = MISMATCH
 
 
 def _general_only(line: bytes) -> Any:

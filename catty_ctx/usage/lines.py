@@ -13,6 +13,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 NL = b"\n"
+# A line msgspec cannot decode: bad JSON, or nesting past its depth limit (a RecursionError).
+UNDECODABLE = (msgspec.DecodeError, RecursionError)
+# ... and one the typed decoders cannot read as their shape either.
+MISMATCH = (*UNDECODABLE, msgspec.ValidationError)
 
 
 def json_object(line: bytes, off: int, bad: list[tuple[int, str]]) -> dict[str, Any] | None:
@@ -23,7 +27,7 @@ def json_object(line: bytes, off: int, bad: list[tuple[int, str]]) -> dict[str, 
     """
     try:
         obj = _decode(line)
-    except msgspec.DecodeError:
+    except UNDECODABLE:
         bad.append((off, "not valid JSON"))
         return None
     if type(obj) is not dict:

@@ -157,7 +157,7 @@ def sniff(first_line: bytes) -> str:
 
     try:
         obj = msgspec.json.decode(first_line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # bad JSON, or nested past msgspec's limit
         return CLAUDE
     if type(obj) is dict:
         if "kind" in obj and "v" in obj and "seq" in obj:
