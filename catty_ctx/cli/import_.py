@@ -1,40 +1,41 @@
-"""`catty-ctx import`: another agent's session → an event stream or a new session directory."""
+"""`catty-ctx import`: another agent's session → an event stream or a new session directory.
+
+This command starts without the CLI framework (see `fastpath`): it heads pipes
+(`catty-ctx import claude F | catty-ctx repair - | catty-ctx inspect -`), and typer's import
+would be much of such a run. Its plain-spelling parser and its typer command are made from one
+table, `PARAMS`.
+"""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Optional
-
-import typer
 
 from ..defaults import TOOL_LIMIT, USER_LIMIT
-from . import app
-from .errors import handle_errors, note, warn
-from .options import DryRunOpt, MaxToolBytesOpt, MaxUserBytesOpt
+from .errors import note, warn
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import write_json
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..importers.common import ImportReport
 
-
-@app.command(
-    "import",
-    epilog=(
-        "Examples: catty-ctx import claude ~/.claude/projects/P/ID.jsonl | catty-ctx inspect -; "
-        "catty-ctx import auto rollout.jsonl --out sessions/imported"
-    ),
+# The options of `import`, declared once (see `fastpath`); the shared ones bring their own help (None here).
+PARAMS = (
+    ("out", ("--out",), str, "DIR", "Write a new session directory instead of events on stdout."),
+    ("lenient", ("--lenient",), None, None, "Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65."),
+    ("session", ("--session",), str, "ID", "The session to import when SOURCE holds several."),
+    ("dry_run", ("--dry-run",), None, None, None),
+    ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
+    ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
 )
-@handle_errors
-def import_cmd(
-    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content).")],
-    source: Annotated[str, typer.Argument(metavar="SOURCE", help="A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session).")],
-    out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Write a new session directory instead of events on stdout.")] = None,
-    lenient: Annotated[bool, typer.Option("--lenient", help="Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65.")] = False,
-    session: Annotated[Optional[str], typer.Option("--session", metavar="ID", help="The session to import when SOURCE holds several.")] = None,
-    dry_run: DryRunOpt = False,
-    max_user_bytes: MaxUserBytesOpt = USER_LIMIT,
-    max_tool_bytes: MaxToolBytesOpt = TOOL_LIMIT,
-) -> None:
-    """Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or an OpenAI /
+MINIMUMS = minimums(PARAMS)
+OPTIONS = options(PARAMS)
+EPILOG = (
+    "Examples: catty-ctx import claude ~/.claude/projects/P/ID.jsonl | catty-ctx inspect -; "
+    "catty-ctx import auto rollout.jsonl --out sessions/imported"
+)
+IMPORT_DOC = """Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or an OpenAI /
     Anthropic messages array.
 
     Without --out the events go to stdout as JSON Lines (a valid updates.jsonl, so
@@ -43,6 +44,27 @@ def import_cmd(
     the same bytes. What was skipped is reported on stderr.
     """
 
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
+    return parse_one(args, PARAMS, MINIMUMS, "fmt", "source")
+
+
+def declare() -> None:
+    """Register `import` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when import's own parser declines
+    from typing import Annotated
+
+    import typer
+
+    fmt = Annotated[str, typer.Argument(metavar="FORMAT", help="claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content).")]
+    source = Annotated[str, typer.Argument(metavar="SOURCE", help="A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session).")]
+    declare_command("import", run, PARAMS, IMPORT_DOC, EPILOG, {"fmt": fmt, "source": source})
+
+
+def run(fmt: str, source: str, out: str | None = None, lenient: bool = False, session: str | None = None, dry_run: bool = False,
+        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT) -> None:
+    """Import SOURCE as events on stdout, or (with OUT) as a new session directory; what was skipped goes to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     import orjson
 
@@ -69,7 +91,7 @@ def import_cmd(
     _skip_report(report, source)
 
 
-def _skip_report(report: "ImportReport", source: str) -> None:
+def _skip_report(report: ImportReport, source: str) -> None:
     """What was left out: routine skips in a note, anything else (and invalid lines) in a warning."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..importers.common import is_routine_skip

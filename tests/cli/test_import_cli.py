@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import FIXTURES, ROOT, cli, jsonl
+from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands, writes_below
 
 IMP = FIXTURES / "import"
 CLAUDE = IMP / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl"
@@ -232,3 +233,55 @@ def test_imports_record_the_prompt_context_they_know(tmp_path: Path) -> None:
         for part, value in expected.items():
             assert rep["parts"][part]["value"] == value and rep["parts"][part]["source"].startswith(f"{fmt}: "), (fmt, part)
         assert "environment.os" in rep["unknown"] and "persona" in rep["unknown"]
+
+
+# -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
+
+def test_imports_option_table_is_the_typer_commands() -> None:
+    command = table_is_the_typer_commands("import")
+    arguments = [p for p in command.params if p.param_type_name == "argument"]
+    assert [(p.name, p.required) for p in arguments] == [("fmt", True), ("source", True)]
+
+
+def test_imports_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
+    from catty_ctx.cli.import_ import parse_args
+
+    assert parse_args(["claude", "F"]) == {"fmt": "claude", "source": "F"}
+    assert parse_args(["auto", "F", "--out", "D", "--lenient", "--session=s1"]) == {
+        "fmt": "auto", "source": "F", "out": "D", "lenient": True, "session": "s1"}
+    assert parse_args(["--dry-run", "codex", "--max-user-bytes", "0", "F", "--max-tool-bytes=100"]) == {
+        "fmt": "codex", "source": "F", "dry_run": True, "max_user_bytes": 0, "max_tool_bytes": 100}
+    assert parse_args(["claude", "--", "-F"]) == {"fmt": "claude", "source": "-F"}
+    for typer_says in (["--help"], ["claude", "F", "-h"], [], ["claude"], ["claude", "F", "G"], ["claude", "F", "--max-user-bytes", "-1"],
+                       ["claude", "F", "--max-tool-bytes", "1e3"], ["claude", "F", "--out"], ["claude", "F", "--lenient=1"],
+                       ["claude", "F", "--bogus"], ["claude", "-F"], ["claude", "F", "--json"]):
+        assert parse_args(typer_says) is None, typer_says
+
+
+def test_imports_two_parsers_give_the_same_output_files_and_exit(demo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    big = tmp_path / "big.json"
+    big.write_bytes(orjson.dumps([{"role": "user", "content": "long question " * 200}, {"role": "assistant", "content": "ok"}]))
+
+    def fresh() -> None:  # the command writes: each parser starts without --out's folder
+        shutil.rmtree(out, ignore_errors=True)
+
+    bad = IMP / "codex" / "bad" / "invalid-middle.jsonl"
+    cases = [
+        ["claude", str(CLAUDE)], ["codex", str(SOURCES["codex"]), "--dry-run"], ["claude", str(CLAUDE), "--out", str(out)],
+        ["auto", str(SOURCES["opencode"]), "--session", "ses_001", "--out", str(out), "--dry-run"], ["codex", str(bad)],
+        ["codex", str(bad), "--lenient", "--out", str(out)], ["cursor", str(CLAUDE)], ["claude", str(tmp_path / "missing.jsonl")],
+        ["claude", str(CLAUDE), "--out", str(demo)], ["claude", str(CLAUDE), "--max-user-bytes", "-1"], ["claude"],
+        ["openai", str(big), "--out", str(out), "--max-user-bytes", "100", "--max-tool-bytes=0"],
+    ]
+    for args in cases:
+        both_parsers("import", *args, setup=fresh, outcome=writes_below(tmp_path))
+    assert len(list((out / "blobs").rglob("*"))) >= 1  # the last case, run by typer, did import (its long message to blobs/)
+
+
+def test_a_plain_import_never_loads_typer_or_rich(tmp_path: Path) -> None:
+    for args, status in ((["claude", str(CLAUDE)], 0), (["auto", str(SOURCES["codex"]), "--out", str(tmp_path / "s")], 0),
+                         (["gemini", str(SOURCES["gemini"]), "--dry-run"], 0), (["claude", str(IMP / "claude" / "bad" / "invalid-middle.jsonl")], 65),
+                         (["cursor", str(CLAUDE)], 2)):
+        assert plain_run_loads("import", *args) == (status, []), args
+    assert orjson.loads(cli("inspect", str(tmp_path / "s"), "--json", check=True).stdout)["events"] > 3  # the plain run did import
