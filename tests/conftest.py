@@ -125,23 +125,28 @@ def plain_run_loads(command: str, *args: str, heavy: tuple[str, ...] = ("typer",
 
 
 def table_is_the_typer_commands(name: str) -> Any:
-    """Check that the option table of command NAME (cli/fastpath.py) is its typer command's: the same
-    options, least values (the parser's own floor is 0) and greatest ones. The command, for more checks."""
+    """Check that the option table of command NAME (cli/fastpath.py; "GROUP SUB" for a subcommand, whose
+    module keeps its tables by SUB) is its typer command's: the same options (short ones too), least values
+    (the parser's own floor is 0) and greatest ones. The command, for more checks."""
     import importlib
 
     import typer
 
     from catty_ctx.cli import COMMAND_MODULES, get_app, load_commands
 
-    module = importlib.import_module(f"catty_ctx.cli.{COMMAND_MODULES[name]}")
-    load_commands([name])
-    command = typer.main.get_command(get_app()).commands[name]  # type: ignore[attr-defined]
+    group, _, sub = name.partition(" ")
+    module = importlib.import_module(f"catty_ctx.cli.{COMMAND_MODULES[group]}")
+    load_commands([group])
+    command = typer.main.get_command(get_app()).commands[group]  # type: ignore[attr-defined]
+    table, known, floors = module.PARAMS, module.OPTIONS, module.MINIMUMS
+    if sub:
+        command, table, known, floors = command.commands[sub], table[sub], known[sub], floors[sub]
     options = [p for p in command.params if p.param_type_name == "option"]
-    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == module.OPTIONS
+    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == known
     least = {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None}
-    assert least == {n: module.MINIMUMS.get(n, 0) for n in least} and set(module.MINIMUMS) <= set(least)
+    assert least == {n: floors.get(n, 0) for n in least} and set(floors) <= set(least)
     most = {p.name: p.type.max for p in options if getattr(p.type, "max", None) is not None}
-    assert most == {entry[0]: entry[5]["max"] for entry in module.PARAMS if "max" in (entry[5:] or ({},))[0]}
+    assert most == {entry[0]: entry[5]["max"] for entry in table if "max" in (entry[5:] or ({},))[0]}
     return command
 
 

@@ -112,11 +112,12 @@ def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", *p
     return {**dict(zip(positional, got[1])), **got[0]}
 
 
-def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, epilog: str, positional: "dict[str, Any]") -> None:
-    """Register NAME on the typer application: RUN's parameters, POSITIONAL's annotations
-    first, then the options of PARAMS (an entry without help takes the shared option of
-    that parameter from `options.py`), with RUN's defaults (a positional argument without one
-    is required)."""
+def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, epilog: str, positional: "dict[str, Any]",
+            on: "Any" = None) -> None:
+    """Register NAME on the typer application (or ON, a sub-application of it): RUN's parameters,
+    POSITIONAL's annotations first, then the options of PARAMS (an entry without help takes the
+    shared option of that parameter from `options.py`), with RUN's defaults (a positional
+    argument without one is required)."""
     # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     import inspect
     from typing import Annotated, Optional
@@ -131,7 +132,8 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, e
     shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt, "allow_empty": AllowEmptyOpt,
               "lock_timeout": LockTimeoutOpt, "max_user_bytes": MaxUserBytesOpt, "max_tool_bytes": MaxToolBytesOpt,
               "dry_run": DryRunOpt, "allow_remote_writes": AllowRemoteWritesOpt}
-    if any(c.name == name for c in app.registered_commands):
+    target = app if on is None else on
+    if any(c.name == name for c in target.registered_commands):
         return
     defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}
     annotations: "dict[str, Any]" = dict(positional)
@@ -155,4 +157,4 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, e
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
                            default=defaults[p])
          for p, annotation in annotations.items()])
-    app.command(name, epilog=epilog)(handle_errors(command))
+    target.command(name, epilog=epilog)(handle_errors(command))

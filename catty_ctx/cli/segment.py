@@ -1,28 +1,88 @@
-"""`catty-ctx segment list|show|grep`: read a session's compaction archive."""
+"""`catty-ctx segment list|show|grep`: read a session's compaction archive.
+
+These subcommands start without the CLI framework (see `fastpath`): an agent calls
+`segment grep` as a tool mid-session, and typer's import would be much of such a run. Each
+one's plain-spelling parser and its typer command (on the `segment` sub-application) are made
+from one table, `PARAMS[name]`.
+"""
 from __future__ import annotations
 
 import sys
-from typing import Annotated
-
-import typer
 
 from ..errors import ExitCode
-from . import app
-from .errors import handle_errors
-from .options import JsonOpt
+from .fastpath import declare as declare_command, minimums, options, parse_one
 from .output import Column, rows_out
 
-segment_app = typer.Typer(
-    help="Read the segments archive: the verbatim record of compacted conversation.",
-    epilog=(
-        "Examples: catty-ctx segment list S; catty-ctx segment show S 0 | less; "
-        "catty-ctx segment grep S 'AssertionError' | jq .seq"
-    ),
-    no_args_is_help=True,
-)
-app.add_typer(segment_app, name="segment")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-SegSessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="A session directory.")]
+# The options of each subcommand, declared once (see `fastpath`); the shared ones bring their own help (None here).
+PARAMS = {
+    "list": (("as_json", ("--json",), None, None, None),),
+    "show": (),
+    "grep": (
+        ("ignore_case", ("-i", "--ignore-case"), None, None, "Ignore case."),
+        ("regex", ("-E", "--regex"), None, None, "TEXT is a regular expression."),
+        ("as_json", ("--json",), None, None, None),
+    ),
+}
+# Each subcommand's positional arguments (all required), in order.
+POSITIONAL = {"list": ("session",), "show": ("session", "number"), "grep": ("session", "pattern")}
+MINIMUMS = {name: minimums(params) for name, params in PARAMS.items()}
+OPTIONS = {name: options(params) for name, params in PARAMS.items()}
+SEGMENT_HELP = "Read the segments archive: the verbatim record of compacted conversation."
+SEGMENT_EPILOG = "Examples: catty-ctx segment list S; catty-ctx segment show S 0 | less; catty-ctx segment grep S 'AssertionError' | jq .seq"
+EPILOGS = {
+    "list": "Examples: catty-ctx segment list S; catty-ctx segment list S --json | jq '.segments[].keywords'",
+    "show": "Example: catty-ctx segment show S 0 | less",
+    "grep": "Examples: catty-ctx segment grep S 'AssertionError'; catty-ctx segment grep S -E 'def (parse|load)' -i --json",
+}
+DOCS = {
+    "list": "List the segments with their seq range, turns, size and keywords.",
+    "show": "Print segment N in full.",
+    "grep": """Find TEXT in every segment; each match with its segment, seq, role and line.
+
+    Exits 1 when nothing matches, as grep does.
+    """,
+}
+
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS (the subcommand first), or None when typer should
+    parse them (see `fastpath.parse`)."""
+    name = args[0] if args else None
+    if name not in PARAMS:
+        return None
+    got = parse_one(args[1:], PARAMS[name], MINIMUMS[name], *POSITIONAL[name])
+    return None if got is None else {"subcommand": name, **got}
+
+
+def declare() -> None:
+    """Register the `segment` sub-application and its subcommands on the typer application (help,
+    completion, docs, unusual spellings), from PARAMS."""
+    # start-up: typer only when segment's own parser declines
+    from typing import Annotated
+
+    import typer
+
+    from . import app
+
+    if any(group.name == "segment" for group in app.registered_groups):
+        return
+    segment_app = typer.Typer(help=SEGMENT_HELP, epilog=SEGMENT_EPILOG, no_args_is_help=True)
+    app.add_typer(segment_app, name="segment")
+    session = Annotated[str, typer.Argument(metavar="SESSION", help="A session directory.")]
+    number = Annotated[str, typer.Argument(metavar="N", help="The segment's number (from its file name, counted from 0).")]
+    pattern = Annotated[str, typer.Argument(metavar="TEXT", help="A fixed string to look for (a regular expression with -E).")]
+    arguments = {"session": session, "number": number, "pattern": pattern}
+    for name, params in PARAMS.items():
+        declare_command(name, RUNS[name], params, DOCS[name], EPILOGS[name], {p: arguments[p] for p in POSITIONAL[name]}, on=segment_app)
+
+
+def run(subcommand: str, **kwargs: Any) -> None:
+    """Run SUBCOMMAND (list, show or grep) with its keyword arguments (from `parse_args`)."""
+    RUNS[subcommand](**kwargs)
 
 
 def _session_dir(session: str):  # type: ignore[no-untyped-def]
@@ -32,10 +92,8 @@ def _session_dir(session: str):  # type: ignore[no-untyped-def]
     return Session.open(session).require_directory("segment")
 
 
-@segment_app.command("list", epilog="Examples: catty-ctx segment list S; catty-ctx segment list S --json | jq '.segments[].keywords'")
-@handle_errors
-def list_cmd(session: SegSessionArg, as_json: JsonOpt = False) -> None:
-    """List the segments with their seq range, turns, size and keywords."""
+def list_cmd(session: str, as_json: bool = False) -> None:
+    """List SESSION's segments; the rows go to stdout."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import list_segments
 
@@ -44,14 +102,8 @@ def list_cmd(session: SegSessionArg, as_json: JsonOpt = False) -> None:
     rows_out(iter(rows), cols, as_json=as_json, key="segments")
 
 
-@segment_app.command("show", epilog="Example: catty-ctx segment show S 0 | less")
-@handle_errors
-def show_cmd(
-    session: SegSessionArg,
-    number: Annotated[str, typer.Argument(metavar="N", help="The segment's number (from its file name, counted from 0).")],
-) -> None:
-    """Print segment N in full."""
-
+def show_cmd(session: str, number: str) -> None:
+    """Copy segment NUMBER of SESSION to stdout, byte for byte."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import open_segment, segment_path
 
@@ -62,19 +114,8 @@ def show_cmd(
     sys.stdout.flush()
 
 
-@segment_app.command("grep", epilog="Examples: catty-ctx segment grep S 'AssertionError'; catty-ctx segment grep S -E 'def (parse|load)' -i --json")
-@handle_errors
-def grep_cmd(
-    session: SegSessionArg,
-    pattern: Annotated[str, typer.Argument(metavar="TEXT", help="A fixed string to look for (a regular expression with -E).")],
-    ignore_case: Annotated[bool, typer.Option("-i", "--ignore-case", help="Ignore case.")] = False,
-    regex: Annotated[bool, typer.Option("-E", "--regex", help="TEXT is a regular expression.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Find TEXT in every segment; each match with its segment, seq, role and line.
-
-    Exits 1 when nothing matches, as grep does.
-    """
+def grep_cmd(session: str, pattern: str, ignore_case: bool = False, regex: bool = False, as_json: bool = False) -> None:
+    """Print the matches of PATTERN in SESSION's segments; exit 1 when there is none."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import grep_segments
 
@@ -82,4 +123,7 @@ def grep_cmd(
     cols = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]
     n = rows_out(matches, cols, as_json=as_json, key="matches")
     if n == 0:
-        raise typer.Exit(ExitCode.CHECK_FAILED)
+        raise SystemExit(int(ExitCode.CHECK_FAILED))
+
+
+RUNS = {"list": list_cmd, "show": show_cmd, "grep": grep_cmd}
