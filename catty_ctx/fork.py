@@ -286,7 +286,13 @@ def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq:
     ends at or before the fork point. A segment reaching past it would let `segment grep` on
     the child find text from after the fork: it is left out (its events up to the fork point
     are in the child's log). The index is rebuilt from the segments copied."""
-    # start-up: the compact package only when a fork copies segments (resume never does)
+    src = parent_dir / "segments"
+    if src.is_symlink():
+        result.skipped.append(str(src))
+        return
+    if not src.is_dir():
+        return
+    # start-up: the compact package only when the parent has segments to copy (most forks, and resume, never do)
     from .compact.segments import (
         INDEX_FILES,
         is_segment_name,
@@ -295,12 +301,6 @@ def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq:
         write_index,
     )
 
-    src = parent_dir / "segments"
-    if src.is_symlink():
-        result.skipped.append(str(src))
-        return
-    if not src.is_dir():
-        return
     rows = {r["file"]: r for r in read_index(parent_dir) if isinstance(r.get("file"), str)}
     dst = tmp / "segments"
     dst.mkdir()

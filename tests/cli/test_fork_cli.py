@@ -147,3 +147,15 @@ def test_a_plain_fork_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -> N
         assert plain_run_loads("fork", *args) == (status, []), args
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "demo"]  # the plain runs did fork (not --dry-run)
     assert orjson.loads(cli("inspect", str(tmp_path / "b"), "--json", check=True).stdout)["turns"] == 1
+
+
+def test_a_fork_of_a_session_without_segments_never_loads_the_compact_package(demo: Path, tmp_path: Path) -> None:
+    heavy = ("typer", "click", "rich", "catty_ctx.compact")
+    assert plain_run_loads("fork", str(demo), str(tmp_path / "a"), heavy=heavy) == (0, [])
+    assert (tmp_path / "a" / "summary.json").is_file() and not (tmp_path / "a" / "segments").exists()
+    s = tmp_path / "s"
+    cli("append", "--create", str(s), "-q", check=True)
+    _turn(s, 1, "alpha")
+    _compact_segments(s)
+    assert plain_run_loads("fork", str(s), str(tmp_path / "b"), heavy=heavy) == (0, ["catty_ctx.compact"])  # its segments are copied
+    assert (tmp_path / "b" / "segments" / "segment_000.md").is_file()
