@@ -113,14 +113,25 @@ def writes_below(folder: Path) -> Callable[[subprocess.CompletedProcess[bytes]],
     return lambda proc: (proc.returncode, unstamped(proc.stdout), unstamped(proc.stderr), unstamped_files(folder))
 
 
-def plain_run_loads(command: str, *args: str, heavy: tuple[str, ...] = ("typer", "click", "rich")) -> tuple[Any, list[str]]:
-    """Run COMMAND ARGS through the program's entry point in a fresh interpreter (as the installed
-    script does): its exit code and which of the modules HEAVY it imported on the way."""
+def plain_run(command: str, *args: str, input: bytes | None = None,
+              heavy: tuple[str, ...] = ("typer", "click", "rich")) -> tuple[Any, list[str], subprocess.CompletedProcess[bytes]]:
+    """Run COMMAND ARGS (INPUT on stdin) through the program's entry point in a fresh interpreter (as the
+    installed script does): its exit code, which of the modules HEAVY it imported on the way, and the
+    process (its stdout, and its stderr without the line that said so)."""
     code = ("import sys\nfrom catty_ctx.cli import main\ncode = None\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
             f"loaded = sorted(m for m in {heavy!r} if m in sys.modules)\nimport json\nprint(json.dumps([code, loaded]), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code, command, *args], capture_output=True, cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-c", code, command, *args], input=input, capture_output=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=False)
-    status, loaded = orjson.loads(proc.stderr.strip().splitlines()[-1])
+    head, _, last = proc.stderr.rstrip(b"\n").rpartition(b"\n")
+    status, loaded = orjson.loads(last)
+    proc.stderr = head + b"\n" if head else b""
+    return status, loaded, proc
+
+
+def plain_run_loads(command: str, *args: str, input: bytes | None = None,
+                    heavy: tuple[str, ...] = ("typer", "click", "rich")) -> tuple[Any, list[str]]:
+    """`plain_run`'s exit code and the modules of HEAVY imported, without the process."""
+    status, loaded, _proc = plain_run(command, *args, input=input, heavy=heavy)
     return status, loaded
 
 

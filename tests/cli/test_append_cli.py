@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import ROOT, cli, jsonl, via_typer
+from conftest import ROOT, cli, jsonl, plain_run, via_typer
 
 
 def test_create_then_append_from_stdin(tmp_path: Path) -> None:
@@ -97,9 +97,6 @@ def test_appends_two_parsers_give_the_same_output_and_exit(tmp_path: Path) -> No
 
 
 def test_a_plain_append_never_loads_typer_or_rich(tmp_path: Path) -> None:
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code, "append", "--create", str(tmp_path / "s"), "-q"],
-                          input=b'{"kind":"message","id":"m1","role":"user","text":"hi"}\n', capture_output=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert proc.stderr.decode().strip() == "0 []"
+    status, loaded, proc = plain_run("append", "--create", str(tmp_path / "s"), "-q",
+                                     input=b'{"kind":"message","id":"m1","role":"user","text":"hi"}\n')
+    assert (status, loaded, proc.stderr.strip()) == (0, [], b"")

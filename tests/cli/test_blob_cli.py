@@ -82,11 +82,9 @@ def test_blob_needs_a_session_directory(tmp_path: Path) -> None:
 
 def test_blob_starts_without_typer_and_both_parsers_agree(tmp_path: Path) -> None:
     """`blob` parses its two arguments itself (cli/fastpath.py); anything else goes to typer, with the same answers."""
-    import subprocess
-    import sys
 
     from catty_ctx.cli.blob import parse_args
-    from conftest import ROOT, both_parsers
+    from conftest import both_parsers, plain_run
 
     s = tmp_path / "s"
     ev = _append(s, {"kind": "message", "id": "u1", "role": "user", "text": "x" * 100_000})[0]
@@ -95,8 +93,5 @@ def test_blob_starts_without_typer_and_both_parsers_agree(tmp_path: Path) -> Non
         assert parse_args(typer_says) is None, typer_says
     for args in ([str(s), ev["blob"]], [str(s), "0" * 32], [str(s), "../etc/passwd"], [str(tmp_path / "missing"), ev["blob"]]):
         both_parsers("blob", *args)
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code, "blob", str(s), ev["blob"]], capture_output=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert proc.stderr.decode().strip() == "0 []" and proc.stdout == b"x" * 100_000
+    status, loaded, proc = plain_run("blob", str(s), ev["blob"])
+    assert (status, loaded, proc.stderr.strip()) == (0, [], b"") and proc.stdout == b"x" * 100_000

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 
-from conftest import ROOT, both_parsers, cli, cli_on_a_terminal, fixture_session, jsonl, msg, session_event, table_is_the_typer_commands, write_log
+from conftest import both_parsers, cli, cli_on_a_terminal, fixture_session, jsonl, msg, plain_run_loads, session_event, table_is_the_typer_commands, write_log
 from scripted_server import ScriptedServer, error, sse
 
 
@@ -228,11 +227,7 @@ def test_compacts_two_parsers_give_the_same_output_and_exit(demo: Path, tmp_path
 
 
 def test_a_plain_compact_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -> None:
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
     for args, status in (([str(demo), "--check"], 0), ([str(demo), "--check", "--json", "--threshold", "1"], 1),
                          ([str(demo), "--force", "--json"], 0), ([str(tmp_path / "missing")], 2)):
-        proc = subprocess.run([sys.executable, "-c", code, "compact", *args], capture_output=True, cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)), check=False)
-        assert proc.stderr.decode().strip().splitlines()[-1] == f"{status} []", (args, proc.stderr)
+        assert plain_run_loads("compact", *args) == (status, []), args
     assert jsonl((demo / "updates.jsonl").read_bytes())[-1]["kind"] == "compaction"  # the plain --force did compact

@@ -1,15 +1,12 @@
 """`catty-ctx inspect`: the report, pipes, ROOTs and the error path."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 
-from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl, msg, session_event, write_log
+from conftest import FIXTURES, both_parsers, cli, jsonl, msg, plain_run, session_event, write_log
 
 
 def test_stdin_stream_equals_the_session(demo: Path) -> None:
@@ -142,9 +139,6 @@ def test_inspects_two_parsers_give_the_same_output_and_exit(demo: Path, tmp_path
 
 
 def test_a_plain_inspect_never_loads_typer_or_rich(demo: Path) -> None:
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
     for args in (["--json"], [], ["--items", "--json"]):
-        proc = subprocess.run([sys.executable, "-c", code, "inspect", str(demo), *args], capture_output=True, cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        assert proc.stderr.decode().strip() == "0 []" and proc.stdout, args
+        status, loaded, proc = plain_run("inspect", str(demo), *args)
+        assert (status, loaded, proc.stderr.strip()) == (0, [], b"") and proc.stdout, args

@@ -1,16 +1,13 @@
 """`catty-ctx prune`: the request on stdout, reports on stderr, the log never touched."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from conftest import FIXTURES, ROOT, both_parsers, call, cli, jsonl, msg, result, session_event, write_log
+from conftest import FIXTURES, both_parsers, call, cli, jsonl, msg, plain_run, result, session_event, write_log
 
 
 def long_session(path: Path, turns: int = 16, size: int = 6000, window: int = 20_000) -> Path:
@@ -200,8 +197,5 @@ def test_prunes_two_parsers_give_the_same_output_and_exit(tmp_path: Path) -> Non
 
 def test_a_plain_prune_never_loads_typer_or_rich(tmp_path: Path) -> None:
     s = long_session(tmp_path / "s")
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code, "prune", str(s), "--stats"], capture_output=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert proc.stderr.decode().strip().splitlines()[-1] == "0 []" and proc.stdout
+    status, loaded, proc = plain_run("prune", str(s), "--stats")
+    assert (status, loaded) == (0, []) and proc.stdout

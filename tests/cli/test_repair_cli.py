@@ -1,9 +1,7 @@
 """`catty-ctx repair`: --check, --dry-run, ROOTs, pipes and the error path."""
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ import pytest
 
 from catty_ctx.repair import analyse
 from catty_ctx.store import Session
-from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl, table_is_the_typer_commands
+from conftest import FIXTURES, both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands
 
 sys.path.append(str(FIXTURES / "bad"))
 from make_bad import CORPUS, build  # noqa: E402  (the data-error corpus)
@@ -203,11 +201,7 @@ def test_repairs_two_parsers_give_the_same_output_and_exit(demo: Path, tmp_path:
 
 def test_a_plain_repair_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -> None:
     dangling = _copy("dangling", tmp_path, "sessions")
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
     for args, status in (([str(demo), "--check"], 0), ([str(dangling), "--check", "--json"], 1), ([str(dangling)], 0),
                          ([str(tmp_path / "missing")], 2)):
-        proc = subprocess.run([sys.executable, "-c", code, "repair", *args], capture_output=True, cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)), check=False)
-        assert proc.stderr.decode().strip().splitlines()[-1] == f"{status} []", (args, proc.stderr)
+        assert plain_run_loads("repair", *args) == (status, []), args
     assert cli("repair", str(dangling), "--check").returncode == 0  # the plain run did repair it

@@ -52,15 +52,12 @@ def test_an_unknown_format_is_a_usage_error(demo: Path) -> None:
 
 def test_resume_starts_without_typer_and_both_parsers_agree(demo: Path) -> None:
     """`resume` parses its plain spellings itself (cli/fastpath.py); anything else goes to typer, with the same answers."""
-    import os
-    import subprocess
-    import sys
 
     import typer
 
     from catty_ctx.cli import get_app, load_commands
     from catty_ctx.cli.resume import OPTIONS, parse_args
-    from conftest import ROOT, both_parsers
+    from conftest import both_parsers, plain_run
 
     load_commands(["resume"])
     command = typer.main.get_command(get_app()).commands["resume"]  # type: ignore[attr-defined]
@@ -71,8 +68,5 @@ def test_resume_starts_without_typer_and_both_parsers_agree(demo: Path) -> None:
     for args in ([str(demo)], [str(demo), "--format", "anthropic"], [str(demo), "-f", "openai"], [str(demo), "--format=nope"],
                  [str(demo / "missing")]):
         both_parsers("resume", *args)
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-            "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", code, "resume", str(demo), "-f", "openai"], capture_output=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert proc.stderr.decode().strip().splitlines()[-1] == "0 []" and orjson.loads(proc.stdout)["messages"]
+    status, loaded, proc = plain_run("resume", str(demo), "-f", "openai")
+    assert (status, loaded) == (0, []) and orjson.loads(proc.stdout)["messages"]
