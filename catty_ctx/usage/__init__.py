@@ -180,7 +180,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
             # start-up: a cached answer loads none of the scan and the fold
             from .kept import keep
 
-            warning = keep(answers_file, question, found, result, folded, len(kept))
+            warning = keep(answers_file, question, found, result, folded, kept)
             if warning:
                 result.warnings.append(warning)
     if use_cache:
