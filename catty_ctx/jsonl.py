@@ -104,6 +104,9 @@ def open_fd(path: str | os.PathLike[str]) -> int:
         raise DataError(f"cannot read ({exc.strerror})", path=os.fspath(path)) from None
 
 
+STDIN_NAME = "<stdin>"  # how every command names standard input in its messages (Python's own name for it)
+
+
 def display_of(source: Source) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from .errors import DataError
+from .jsonl import STDIN_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def foreign_format(path: Path) -> str | None:
 
 
 def import_hint(fmt: str, display: str) -> str:
-    return f"catty-ctx import {fmt} {'FILE' if display == '<stdin>' else display} --out DIR"
+    return f"catty-ctx import {fmt} {'FILE' if display == STDIN_NAME else display} --out DIR"
 
 
 def require_ours(session: "Session") -> None:

@@ -24,7 +24,7 @@ from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, check_replaceable, fsync_dir, replace_file  # noqa: F401 - re-exported
-from .jsonl import Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
+from .jsonl import STDIN_NAME, Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging, session_dirs  # noqa: F401 - re-exported
 from .urls import is_url, url_is_root, url_sessions
 
@@ -69,7 +69,7 @@ class Session:
         log = Path(spool.name) / LOG_NAME
         with open(log, "wb") as out:
             shutil.copyfileobj(stream, out, _CHUNK)
-        return cls(log_path=log, directory=None, display="<stdin>", stdin=True, _spool=spool)
+        return cls(log_path=log, directory=None, display=STDIN_NAME, stdin=True, _spool=spool)
 
     def close(self) -> None:
         if self._spool is not None:

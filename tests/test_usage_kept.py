@@ -219,6 +219,49 @@ def test_any_sequence_of_appends_gives_the_full_scans_answer(batches: list[list[
                 with open(log, "ab") as f:
                     f.write(data)
             same_as_a_full_scan(Path(tmp), by, until)
+            # A second question between appends: from the kept calls when they are current, else in full.
+            same_as_a_full_scan(Path(tmp), "project" if by != "project" else "model", until)
+
+
+@pytest.mark.parametrize("first", ["model", "day"])
+def test_a_new_question_about_logs_kept_is_the_fold_of_their_kept_calls(tmp_path: Path, first: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    claude_tree(tmp_path / "c", seed=24, projects=2, sessions=3)
+    same_as_a_full_scan(tmp_path / "c", first)  # cold: nothing kept yet
+    same_as_a_full_scan(tmp_path / "c", "project")  # the first run that reads a cache keeps the calls
+    for by in U.BY_CHOICES:  # every other question comes from them, without the full scan
+        same_as_a_full_scan(tmp_path / "c", by, monkeypatch=monkeypatch)
+    same_as_a_full_scan(tmp_path / "c", "week", until="2026-03-01", monkeypatch=monkeypatch)
+
+
+def test_kept_calls_behind_an_append_are_never_folded_and_are_written_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    claude_tree(tmp_path / "c", seed=25, projects=1, sessions=3)
+    logs = sorted((tmp_path / "c").rglob("*.jsonl"))
+    same_as_a_full_scan(tmp_path / "c", "model")  # cold: nothing kept yet
+    same_as_a_full_scan(tmp_path / "c", "project")  # keeps its fold, the index and the calls
+    with open(logs[0], "ab") as f:
+        f.write(line("msg_k1", "req_k1", uuid="uk1", ts="2026-04-02T00:00:00.000Z"))
+    same_as_a_full_scan(tmp_path / "c", "project", monkeypatch=monkeypatch)  # the kept fold, adjusted
+    # The kept calls lack that call: a new question is the full scan's (which keeps the calls anew) ...
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(filescan, "scan", _refuse)
+        with pytest.raises(AssertionError, match="the full scan ran"):
+            answer(tmp_path / "c", "session")
+    same_as_a_full_scan(tmp_path / "c", "session")
+    # ... and the next new question comes from them again.
+    same_as_a_full_scan(tmp_path / "c", "day", monkeypatch=monkeypatch)
+
+
+def test_damaged_kept_calls_are_ignored(tmp_path: Path) -> None:
+    claude_tree(tmp_path / "c", seed=26, projects=1, sessions=2)
+    same_as_a_full_scan(tmp_path / "c", "model")  # cold: nothing kept yet
+    same_as_a_full_scan(tmp_path / "c", "project")  # keeps the calls
+    (calls,) = U.cache_dir().glob("usage-calls-*.bin")
+    for damage in (calls.read_bytes()[:-7], b"\x92\x90\xc1", b""):
+        calls.write_bytes(damage)
+        same_as_a_full_scan(tmp_path / "c", "agent")
+        for answers in U.cache_dir().glob("usage-answers-*.bin"):
+            answers.unlink()  # (the question again, not its cached answer)
 
 
 def test_folds_are_kept_for_the_last_questions_only(tmp_path: Path) -> None:

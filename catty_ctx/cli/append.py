@@ -68,20 +68,20 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
     import orjson
 
     from ..blobs import externalize
-    from ..jsonl import json_problem, numbered_lines
+    from ..jsonl import STDIN_NAME, json_problem, numbered_lines
     from ..ownership import require_ours
     from ..store import LOG_NAME, Session, create_session
 
     pending = []
-    for lineno, line in numbered_lines(sys.stdin.buffer, "<stdin>", final="kept"):
+    for lineno, line in numbered_lines(sys.stdin.buffer, STDIN_NAME, final="kept"):
         if not line.strip():
             continue
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise DataError(json_problem(exc), path="<stdin>", line=lineno) from None
+            raise DataError(json_problem(exc), path=STDIN_NAME, line=lineno) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-            raise DataError("an event needs to be an object with a 'kind'", path="<stdin>", line=lineno)
+            raise DataError("an event needs to be an object with a 'kind'", path=STDIN_NAME, line=lineno)
         pending.append(obj)
     path = Path(session)
     if session == "-":

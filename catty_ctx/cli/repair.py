@@ -89,9 +89,9 @@ def run(target: str, check: bool = False, dry_run: bool = False, force: bool = F
             plan = repair_stream(session, sys.stdout.buffer)
             sys.stdout.flush()
             if plan.torn is not None:
-                warn(f"<stdin>: torn final line ({plan.torn[1]} bytes) dropped")
+                warn(f"{session.display}: torn final line ({plan.torn[1]} bytes) dropped")
             if plan.events:
-                note("<stdin>: repair events appended: " + ", ".join(plan.notes()))
+                note(f"{session.display}: repair events appended: " + ", ".join(plan.notes()))
             return
         if check or dry_run:
             plan = repair_plan(session, force=force)

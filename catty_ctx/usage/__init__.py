@@ -92,6 +92,7 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
 
     # start-up: only when a log comes on stdin
     from ..compressed import ZSTD_MAGIC
+    from ..jsonl import STDIN_NAME
 
     source = stdin if stdin is not None else sys.stdin.buffer
     with tempfile.TemporaryDirectory(prefix="catty-ctx-") as spool:
@@ -104,7 +105,8 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
         real = [piped if os.fspath(p) == "-" else p for p in paths]
         ledger, result = _usage(real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
                                 use_cache=False, progress=progress, strict=strict, engine=engine)
-    result.bad_samples = [sample.replace(piped, "-") for sample in result.bad_samples]
+    # Named as every command names a stream it reads: `<stdin>:LINE: why`.
+    result.bad_samples = [sample.replace(piped, STDIN_NAME) for sample in result.bad_samples]
     return ledger, result
 
 
@@ -178,7 +180,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
             # start-up: a cached answer loads none of the scan and the fold
             from .kept import keep
 
-            warning = keep(answers_file, question, found, result, folded, len(kept))
+            warning = keep(answers_file, question, found, result, folded, kept)
             if warning:
                 result.warnings.append(warning)
     if use_cache:

@@ -50,7 +50,7 @@ def test_dash_reads_a_log_from_stdin(tmp_path: Path) -> None:
     rows = jsonl(cli("usage", "-", "--by", "session", input=events, check=True).stdout)
     assert [(r["session"], r["input"]) for r in rows] == [("piped", 5)]
     proc = cli("usage", "-", "--strict", input=b'{"type":"turn_context","payload":{}}\n{"type":"turn_context", x\n')
-    assert proc.returncode == 65 and b"-:2: not valid JSON" in proc.stderr
+    assert proc.returncode == 65 and b"<stdin>:2: not valid JSON" in proc.stderr
 
 
 def test_timezone_moves_calls_across_days(tmp_path: Path) -> None:
