@@ -135,10 +135,11 @@ def plain_run_loads(command: str, *args: str, input: bytes | None = None,
     return status, loaded
 
 
-def table_is_the_typer_commands(name: str) -> Any:
+def table_is_the_typer_commands(name: str, arguments: list[str] | None = None) -> Any:
     """Check that the option table of command NAME (cli/fastpath.py; "GROUP SUB" for a subcommand, whose
     module keeps its tables by SUB) is its typer command's: the same options (short ones too), least values
-    (the parser's own floor is 0) and greatest ones. The command, for more checks."""
+    (the parser's own floor is 0) and greatest ones; and, when given, that its positional ARGUMENTS (all
+    required) are these parameters of `run`, in order. The command, for more checks."""
     import importlib
 
     import typer
@@ -158,6 +159,8 @@ def table_is_the_typer_commands(name: str) -> Any:
     assert least == {n: floors.get(n, 0) for n in least} and set(floors) <= set(least)
     most = {p.name: p.type.max for p in options if getattr(p.type, "max", None) is not None}
     assert most == {entry[0]: entry[5]["max"] for entry in table if "max" in (entry[5:] or ({},))[0]}
+    if arguments is not None:
+        assert [(p.name, p.required) for p in command.params if p.param_type_name == "argument"] == [(a, True) for a in arguments]
     return command
 
 

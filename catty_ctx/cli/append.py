@@ -50,14 +50,8 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `append` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when append's own parser declines
-    from typing import Annotated
-
-    import typer
-
-    session = Annotated[str, typer.Argument(metavar="SESSION", help="A session directory (or an updates.jsonl file).")]
     epilog = "Example: echo '{\"kind\":\"message\",\"id\":\"m1\",\"role\":\"user\",\"text\":\"hi\"}' | catty-ctx append --create S"
-    declare_command("append", run, PARAMS, APPEND_DOC, epilog, {"session": session})
+    declare_command("append", run, PARAMS, APPEND_DOC, epilog, {"session": ("SESSION", "A session directory (or an updates.jsonl file).")})
 
 
 def run(session: str, create: bool = False, window: int | None = None, model: str | None = None, cwd: str | None = None,

@@ -29,14 +29,9 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `blob` on the typer application (help, completion, docs)."""
-    # start-up: typer only when blob's own parser declines
-    from typing import Annotated
-
-    import typer
-
     arguments = {
-        "session": Annotated[str, typer.Argument(metavar="SESSION", help="A session directory (or its updates.jsonl).")],
-        "handle": Annotated[str, typer.Argument(metavar="HANDLE", help="The blob's handle: 32 hex digits, as events and previews name it.")],
+        "session": ("SESSION", "A session directory (or its updates.jsonl)."),
+        "handle": ("HANDLE", "The blob's handle: 32 hex digits, as events and previews name it."),
     }
     declare_command("blob", run, PARAMS, BLOB_DOC, "Example: catty-ctx blob S \"$(catty-ctx inspect S --seq 7 --json | jq -r .blob)\" | less",
                     arguments)

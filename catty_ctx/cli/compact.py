@@ -83,13 +83,7 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `compact` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when compact's own parser declines
-    from typing import Annotated, Optional
-
-    import typer
-
-    target = Annotated[Optional[str], typer.Argument(
-        metavar="SESSION|ROOT", help="A session directory, or a ROOT folder holding sessions at any depth (--check also takes a file or -).")]
+    target = ("SESSION|ROOT", "A session directory, or a ROOT folder holding sessions at any depth (--check also takes a file or -).")
     declare_command("compact", run, PARAMS, COMPACT_DOC, EPILOG, {"target": target})
 
 

@@ -115,9 +115,10 @@ def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", *p
 def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, epilog: str, positional: "dict[str, Any]",
             on: "Any" = None) -> None:
     """Register NAME on the typer application (or ON, a sub-application of it): RUN's parameters,
-    POSITIONAL's annotations first, then the options of PARAMS (an entry without help takes the
-    shared option of that parameter from `options.py`), with RUN's defaults (a positional
-    argument without one is required)."""
+    POSITIONAL's arguments first (each its annotation, or (metavar, help) for a text argument), then
+    the options of PARAMS (an entry without help takes the shared option of that parameter from
+    `options.py`), with RUN's defaults (a positional argument without one is required, one whose
+    default is None may be left out)."""
     # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     import inspect
     from typing import Annotated, Optional
@@ -136,7 +137,14 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, e
     if any(c.name == name for c in target.registered_commands):
         return
     defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}
-    annotations: "dict[str, Any]" = dict(positional)
+    annotations: "dict[str, Any]" = {}
+    for dest, given in positional.items():
+        if isinstance(given, tuple):
+            metavar, help_text = given
+            hint = Optional[str] if defaults[dest] is None else str
+            annotations[dest] = Annotated[hint, typer.Argument(metavar=metavar, help=help_text)]
+        else:
+            annotations[dest] = given
     for entry in params:
         dest, names, kind, metavar, help_text = entry[:5]
         extra = _settings(entry)

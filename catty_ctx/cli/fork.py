@@ -43,14 +43,9 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `fork` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when fork's own parser declines
-    from typing import Annotated
-
-    import typer
-
-    session = Annotated[str, typer.Argument(metavar="SESSION", help="The parent session directory.")]
-    dest = Annotated[str, typer.Argument(metavar="DEST", help="The new session directory (must not exist, or be empty).")]
-    declare_command("fork", run, PARAMS, FORK_DOC, EPILOG, {"session": session, "dest": dest})
+    declare_command("fork", run, PARAMS, FORK_DOC, EPILOG, {
+        "session": ("SESSION", "The parent session directory."), "dest": ("DEST", "The new session directory (must not exist, or be empty)."),
+    })
 
 
 def run(session: str, dest: str, at_turn: int | None = None, model: str | None = None, cwd: str | None = None,

@@ -52,14 +52,10 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `import` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when import's own parser declines
-    from typing import Annotated
-
-    import typer
-
-    fmt = Annotated[str, typer.Argument(metavar="FORMAT", help="claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content).")]
-    source = Annotated[str, typer.Argument(metavar="SOURCE", help="A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session).")]
-    declare_command("import", run, PARAMS, IMPORT_DOC, EPILOG, {"fmt": fmt, "source": source})
+    declare_command("import", run, PARAMS, IMPORT_DOC, EPILOG, {
+        "fmt": ("FORMAT", "claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content)."),
+        "source": ("SOURCE", "A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session)."),
+    })
 
 
 def run(fmt: str, source: str, out: str | None = None, lenient: bool = False, session: str | None = None, dry_run: bool = False,

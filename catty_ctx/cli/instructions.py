@@ -45,13 +45,8 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `instructions` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when instructions' own parser declines
-    from typing import Annotated
-
-    import typer
-
-    directory = Annotated[str, typer.Argument(metavar="DIR", help="The working directory the agent runs in (default: here).")]
-    declare_command("instructions", run, PARAMS, INSTRUCTIONS_DOC, EPILOG, {"directory": directory})
+    declare_command("instructions", run, PARAMS, INSTRUCTIONS_DOC, EPILOG,
+                    {"directory": ("DIR", "The working directory the agent runs in (default: here).")})
 
 
 def run(directory: str = ".", append: str | None = None, no_global: bool = False, as_json: bool = False,

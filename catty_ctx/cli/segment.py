@@ -62,8 +62,6 @@ def declare() -> None:
     """Register the `segment` sub-application and its subcommands on the typer application (help,
     completion, docs, unusual spellings), from PARAMS."""
     # start-up: typer only when segment's own parser declines
-    from typing import Annotated
-
     import typer
 
     from . import app
@@ -72,10 +70,8 @@ def declare() -> None:
         return
     segment_app = typer.Typer(help=SEGMENT_HELP, epilog=SEGMENT_EPILOG, no_args_is_help=True)
     app.add_typer(segment_app, name="segment")
-    session = Annotated[str, typer.Argument(metavar="SESSION", help="A session directory.")]
-    number = Annotated[str, typer.Argument(metavar="N", help="The segment's number (from its file name, counted from 0).")]
-    pattern = Annotated[str, typer.Argument(metavar="TEXT", help="A fixed string to look for (a regular expression with -E).")]
-    arguments = {"session": session, "number": number, "pattern": pattern}
+    arguments = {"session": ("SESSION", "A session directory."), "number": ("N", "The segment's number (from its file name, counted from 0)."),
+                 "pattern": ("TEXT", "A fixed string to look for (a regular expression with -E).")}
     for name, params in PARAMS.items():
         declare_command(name, RUNS[name], params, DOCS[name], EPILOGS[name], {p: arguments[p] for p in POSITIONAL[name]}, on=segment_app)
 
