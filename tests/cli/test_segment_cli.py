@@ -8,7 +8,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import both_parsers, cli, plain_run_loads, table_is_the_typer_commands
 
 SUBCOMMANDS = ("list", "show", "grep")
