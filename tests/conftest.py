@@ -145,14 +145,16 @@ def table_is_the_typer_commands(name: str, arguments: list[str] | None = None) -
     import typer
 
     from catty_ctx.cli import COMMAND_MODULES, get_app, load_commands
+    from catty_ctx.cli.fastpath import minimums, options
 
     group, _, sub = name.partition(" ")
     module = importlib.import_module(f"catty_ctx.cli.{COMMAND_MODULES[group]}")
     load_commands([group])
     command = typer.main.get_command(get_app()).commands[group]  # type: ignore[attr-defined]
-    table, known, floors = module.PARAMS, module.OPTIONS, module.MINIMUMS
+    table = module.PARAMS
     if sub:
-        command, table, known, floors = command.commands[sub], table[sub], known[sub], floors[sub]
+        command, table = command.commands[sub], table[sub]
+    known, floors = options(table), minimums(table)
     options = [p for p in command.params if p.param_type_name == "option"]
     assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == known
     least = {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None}

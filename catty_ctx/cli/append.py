@@ -12,7 +12,7 @@ from pathlib import Path
 from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from ..errors import DataError, UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import declare as declare_command, parse_one
 from .output import write_lines
 
 TYPE_CHECKING = False
@@ -31,8 +31,6 @@ PARAMS = (
     ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
     ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 
     Each event gets the next seq (contiguous even with concurrent writers) and a ts unless
@@ -45,7 +43,7 @@ APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or ful
 
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
-    return parse_one(args, PARAMS, MINIMUMS, "session")
+    return parse_one(args, PARAMS, "session")
 
 
 def declare() -> None:

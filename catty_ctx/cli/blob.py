@@ -24,7 +24,7 @@ BLOB_DOC = """Print the payload a large message or tool output was moved to, byt
 
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
-    return parse_one(args, PARAMS, {}, "session", "handle")
+    return parse_one(args, PARAMS, "session", "handle")
 
 
 def declare() -> None:

@@ -18,7 +18,7 @@ from ..defaults import (
 )
 from ..errors import CattyError, ExitCode, UsageError
 from .errors import warn
-from .fastpath import CLUSTER, declare as declare_command, minimums, options, parse_one
+from .fastpath import CLUSTER, declare as declare_command, parse_one
 from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
 TYPE_CHECKING = False
@@ -61,8 +61,6 @@ PARAMS = (
     *CLUSTER,
     ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx compact S --force; catty-ctx compact ROOT --check (exit 1 when one is over); "
           "catty-ctx compact S --summarizer openai:gpt-4.1-mini; "
           "catty-ctx compact --replay S/compaction_requests/ID.json --summarizer cmd:./my-model.sh")
@@ -78,7 +76,7 @@ COMPACT_DOC = """Compact a session: summarise its view and append a `compaction`
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`).
     SESSION|ROOT may be left out (with --replay)."""
-    return parse_one(args, PARAMS, MINIMUMS, "target", required=0)
+    return parse_one(args, PARAMS, "target", required=0)
 
 
 def declare() -> None:

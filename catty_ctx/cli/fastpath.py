@@ -36,24 +36,24 @@ def _settings(entry: "tuple[Any, ...]") -> "dict[str, Any]":
     return entry[5] if len(entry) > 5 else {}
 
 
-def minimums(params: "Params", shared: "dict[str, float] | None" = None) -> "dict[str, float]":
-    """Parameter → the least value taken: the table's `min`, else SHARED's, else the shared option's
-    own (SHARED_MINIMUMS), else none."""
+def minimums(params: "Params") -> "dict[str, float]":
+    """Parameter → the least value taken: the table's `min`, else the shared option's own
+    (SHARED_MINIMUMS), else none."""
     out = {entry[0]: SHARED_MINIMUMS[entry[0]] for entry in params if entry[4] is None and entry[0] in SHARED_MINIMUMS}
-    out.update(shared or {})
     out.update((entry[0], _settings(entry)["min"]) for entry in params if "min" in _settings(entry))
     return out
 
 
-def parse(args: "list[str]", params: "Params", least: "dict[str, float]") -> "tuple[dict[str, Any], list[str]] | None":
+def parse(args: "list[str]", params: "Params") -> "tuple[dict[str, Any], list[str]] | None":
     """(options by parameter, positional arguments) of ARGS, or None when typer should parse them.
 
     Takes options before, between and after the positional arguments, `--opt=value`, and `--`;
-    an int is digits only and a float any number, each at least its LEAST entry (see
-    `minimums`; 0 when none) and at most the table's `max`. Anything else (help, an unknown option, a missing or
+    an int is digits only and a float any number, each at least its least value (`minimums`;
+    0 when none) and at most the table's `max`. Anything else (help, an unknown option, a missing or
     bad value) is left to typer and its messages.
     """
     known = options(params)
+    least = minimums(params)
     short = {name for _dest, names, *_rest in params for name in names if not name.startswith("--")}
     kinds = {dest: kind for dest, _names, kind, *_rest in params}
     most = {entry[0]: _settings(entry)["max"] for entry in params if "max" in _settings(entry)}
@@ -101,12 +101,11 @@ def parse(args: "list[str]", params: "Params", least: "dict[str, float]") -> "tu
     return opts, positional
 
 
-def parse_one(args: "list[str]", params: "Params", least: "dict[str, float]", *positional: str,
-              required: "int | None" = None) -> "dict[str, Any] | None":
+def parse_one(args: "list[str]", params: "Params", *positional: str, required: "int | None" = None) -> "dict[str, Any] | None":
     """`parse` for a command of fixed positional arguments: the keyword arguments of its `run`
     (the arguments named POSITIONAL, in order; the first REQUIRED of them (default: all) must be
     given, the rest take `run`'s defaults), or None when typer should parse them."""
-    got = parse(args, params, least)
+    got = parse(args, params)
     if got is None or not (len(positional) if required is None else required) <= len(got[1]) <= len(positional):
         return None
     return {**dict(zip(positional, got[1])), **got[0]}

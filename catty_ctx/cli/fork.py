@@ -7,7 +7,7 @@ plain-spelling parser and its typer command are made from one table, `PARAMS`.
 from __future__ import annotations
 
 from .errors import note, warn
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import declare as declare_command, parse_one
 from .output import Column, emit, show_table
 
 TYPE_CHECKING = False
@@ -22,8 +22,6 @@ PARAMS = (
     ("dry_run", ("--dry-run",), None, None, None),
     ("as_json", ("--json",), None, None, None),
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 EPILOG = "Example: catty-ctx fork S S-retry --at-turn 3 --model other-model"
 FORK_DOC = """Start a new session DEST from turns 1..N of SESSION; the parent is untouched.
 
@@ -38,7 +36,7 @@ FORK_DOC = """Start a new session DEST from turns 1..N of SESSION; the parent is
 
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
-    return parse_one(args, PARAMS, MINIMUMS, "session", "dest")
+    return parse_one(args, PARAMS, "session", "dest")
 
 
 def declare() -> None:

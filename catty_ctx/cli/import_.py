@@ -11,7 +11,7 @@ import sys
 
 from ..defaults import TOOL_LIMIT, USER_LIMIT
 from .errors import note, warn
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import declare as declare_command, parse_one
 from .output import write_json
 
 TYPE_CHECKING = False
@@ -29,8 +29,6 @@ PARAMS = (
     ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
     ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 EPILOG = (
     "Examples: catty-ctx import claude ~/.claude/projects/P/ID.jsonl | catty-ctx inspect -; "
     "catty-ctx import auto rollout.jsonl --out sessions/imported"
@@ -47,7 +45,7 @@ IMPORT_DOC = """Import a Claude Code, Codex CLI, opencode or Gemini CLI session,
 
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
-    return parse_one(args, PARAMS, MINIMUMS, "fmt", "source")
+    return parse_one(args, PARAMS, "fmt", "source")
 
 
 def declare() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
 from .errors import warn
-from .fastpath import CLUSTER, declare as declare_command, minimums, options, parse_one
+from .fastpath import CLUSTER, declare as declare_command, parse_one
 from .output import (
     ByteProgress,
     Column,
@@ -38,8 +38,6 @@ PARAMS = (
     ("as_json", ("--json",), None, None, None),
     *CLUSTER,
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx inspect fixtures/sessions/demo; "
           "catty-ctx inspect S --items --json | jq '.items[-1].fp'; "
           "catty-ctx prune S | catty-ctx inspect -")
@@ -53,7 +51,7 @@ INSPECT_DOC = """Counts, turns, estimated tokens against the window, largest ite
 
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
-    return parse_one(args, PARAMS, MINIMUMS, "target")
+    return parse_one(args, PARAMS, "target")
 
 
 def declare() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import note, warn
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import declare as declare_command, parse_one
 from .output import Column, emit, show_table
 
 TYPE_CHECKING = False
@@ -23,8 +23,6 @@ PARAMS = (
     ("as_json", ("--json",), None, None, None),
     ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 EPILOG = "Examples: catty-ctx instructions; catty-ctx instructions src/app --append S; catty-ctx instructions --json | jq -r '.instructions[].path'"
 INSTRUCTIONS_DOC = """Find instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.
 
@@ -40,7 +38,7 @@ INSTRUCTIONS_DOC = """Find instruction files (AGENTS.md and rules) for DIR, in p
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`).
     DIR may be left out (here)."""
-    return parse_one(args, PARAMS, MINIMUMS, "directory", required=0)
+    return parse_one(args, PARAMS, "directory", required=0)
 
 
 def declare() -> None:

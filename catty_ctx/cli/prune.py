@@ -11,7 +11,7 @@ import sys
 from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
 from ..errors import UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import declare as declare_command, parse_one
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +48,6 @@ PARAMS = (
     ("stats", ("--stats",), None, None,
      "Report the request's tokens before/after (with and without the provider overhead), results trimmed and cleared, on stderr (one JSON line)."),
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx prune S --stats > request.jsonl; "
           "catty-ctx prune S --previous request.jsonl > next.jsonl; "
           "catty-ctx prune S --strategy tiered --omit-age 8 | catty-ctx inspect -")
@@ -63,7 +61,7 @@ PRUNE_DOC = """Print the pruned request view, one item a line (SPEC item shape);
 
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
-    return parse_one(args, PARAMS, MINIMUMS, "session")
+    return parse_one(args, PARAMS, "session")
 
 
 def declare() -> None:

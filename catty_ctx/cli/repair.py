@@ -11,7 +11,7 @@ import sys
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..errors import CattyError, ExitCode
 from .errors import note, warn
-from .fastpath import CLUSTER, declare as declare_command, minimums, options, parse_one
+from .fastpath import CLUSTER, declare as declare_command, parse_one
 from .output import Column, emit, progress_iter, rows_out, show_table
 
 TYPE_CHECKING = False
@@ -32,8 +32,6 @@ PARAMS = (
     *CLUSTER,
     ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 EPILOG = ("Examples: catty-ctx repair S --check; catty-ctx repair ~/sessions (a ROOT, for cron); "
           "catty-ctx import claude F | catty-ctx repair - | catty-ctx inspect -")
 REPAIR_DOC = """Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.
@@ -57,7 +55,7 @@ REPAIR_DOC = """Find and fix what makes a session unloadable or unsendable; noth
 
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
-    return parse_one(args, PARAMS, MINIMUMS, "target")
+    return parse_one(args, PARAMS, "target")
 
 
 def declare() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..defaults import RESUME_FORMAT
 from .errors import note
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import declare as declare_command, parse_one
 from .output import write_json, write_lines
 
 TYPE_CHECKING = False
@@ -18,8 +18,6 @@ PARAMS = (
     ("fmt", ("--format", "-f"), str, "items|openai|anthropic",
      "items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"})."),
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)
 RESUME_DOC = """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
 
     Every repair is applied in memory (the log is not touched) and the result is checked
@@ -33,7 +31,7 @@ RESUME_DOC = """Print the repaired view, ready to send: items, an OpenAI or an A
 
 def parse_args(args: list[str]) -> dict[str, Any] | None:
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`)."""
-    return parse_one(args, PARAMS, MINIMUMS, "session")
+    return parse_one(args, PARAMS, "session")
 
 
 def declare() -> None:

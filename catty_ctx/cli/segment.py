@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import ExitCode
-from .fastpath import declare as declare_command, minimums, options, parse_one
+from .fastpath import declare as declare_command, parse_one
 from .output import Column, rows_out
 
 TYPE_CHECKING = False
@@ -29,8 +29,6 @@ PARAMS = {
 }
 # Each subcommand's positional arguments (all required), in order.
 POSITIONAL = {"list": ("session",), "show": ("session", "number"), "grep": ("session", "pattern")}
-MINIMUMS = {name: minimums(params) for name, params in PARAMS.items()}
-OPTIONS = {name: options(params) for name, params in PARAMS.items()}
 SEGMENT_HELP = "Read the segments archive: the verbatim record of compacted conversation."
 SEGMENT_EPILOG = "Examples: catty-ctx segment list S; catty-ctx segment show S 0 | less; catty-ctx segment grep S 'AssertionError' | jq .seq"
 EPILOGS = {
@@ -54,7 +52,7 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
     name = args[0] if args else None
     if name not in PARAMS:
         return None
-    got = parse_one(args[1:], PARAMS[name], MINIMUMS[name], *POSITIONAL[name])
+    got = parse_one(args[1:], PARAMS[name], *POSITIONAL[name])
     return None if got is None else {"subcommand": name, **got}
 
 

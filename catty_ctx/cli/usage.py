@@ -10,7 +10,7 @@ command `declare` registers are made from one table, `PARAMS`.
 import os
 
 from ..defaults import CONNECT_TIMEOUT
-from .fastpath import CLUSTER, declare as declare_command, minimums, options, parse
+from .fastpath import CLUSTER, declare as declare_command, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,14 +37,12 @@ PARAMS = (
     ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
     *CLUSTER,
 )
-MINIMUMS = minimums(PARAMS)
-OPTIONS = options(PARAMS)  # option → (parameter, takes a value): what the fast parser knows
 
 
 def parse_args(args: "list[str]") -> "dict[str, Any] | None":
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`;
     at least one path)."""
-    got = parse(args, PARAMS, MINIMUMS)
+    got = parse(args, PARAMS)
     if got is None or not got[1]:
         return None
     opts, paths = got

@@ -62,7 +62,10 @@ def test_appends_option_table_is_the_typer_commands() -> None:
     import typer
 
     from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.append import OPTIONS
+    from catty_ctx.cli.fastpath import options
+    from catty_ctx.cli.append import PARAMS
+
+    OPTIONS = options(PARAMS)
 
     load_commands(["append"])
     command = typer.main.get_command(get_app()).commands["append"]  # type: ignore[attr-defined]

@@ -104,7 +104,10 @@ def test_inspects_option_table_is_the_typer_commands() -> None:
     import typer
 
     from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.inspect import OPTIONS
+    from catty_ctx.cli.fastpath import options
+    from catty_ctx.cli.inspect import PARAMS
+
+    OPTIONS = options(PARAMS)
 
     load_commands(["inspect"])
     command = typer.main.get_command(get_app()).commands["inspect"]  # type: ignore[attr-defined]

@@ -162,7 +162,10 @@ def test_prunes_option_table_is_the_typer_commands() -> None:
     import typer
 
     from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.prune import MINIMUMS, OPTIONS
+    from catty_ctx.cli.fastpath import minimums, options
+    from catty_ctx.cli.prune import PARAMS
+
+    MINIMUMS, OPTIONS = minimums(PARAMS), options(PARAMS)
 
     load_commands(["prune"])
     command = typer.main.get_command(get_app()).commands["prune"]  # type: ignore[attr-defined]

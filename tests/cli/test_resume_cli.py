@@ -56,7 +56,10 @@ def test_resume_starts_without_typer_and_both_parsers_agree(demo: Path) -> None:
     import typer
 
     from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.resume import OPTIONS, parse_args
+    from catty_ctx.cli.fastpath import options
+    from catty_ctx.cli.resume import PARAMS, parse_args
+
+    OPTIONS = options(PARAMS)
     from conftest import both_parsers, plain_run
 
     load_commands(["resume"])

@@ -150,7 +150,10 @@ def test_the_fast_option_table_is_the_typer_commands() -> None:
     import typer
 
     from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.usage import OPTIONS
+    from catty_ctx.cli.fastpath import options
+    from catty_ctx.cli.usage import PARAMS
+
+    OPTIONS = options(PARAMS)
 
     load_commands(["usage"])
     command = typer.main.get_command(get_app()).commands["usage"]  # type: ignore[attr-defined]
