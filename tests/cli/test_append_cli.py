@@ -59,17 +59,9 @@ def test_appended_stream_is_a_valid_log(demo: Path, tmp_path: Path) -> None:
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_appends_option_table_is_the_typer_commands() -> None:
-    import typer
+    from conftest import table_is_the_typer_commands
 
-    from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.fastpath import options
-    from catty_ctx.cli.append import PARAMS
-
-    OPTIONS = options(PARAMS)
-
-    load_commands(["append"])
-    command = typer.main.get_command(get_app()).commands["append"]  # type: ignore[attr-defined]
-    assert {opt: (p.name, not p.is_flag) for p in command.params if p.param_type_name == "option" for opt in p.opts} == OPTIONS
+    table_is_the_typer_commands("append")  # (its options, and their least and greatest values)
 
 
 def test_appends_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:

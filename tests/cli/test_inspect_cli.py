@@ -101,18 +101,9 @@ def test_version_and_module_entry() -> None:
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_inspects_option_table_is_the_typer_commands() -> None:
-    import typer
+    from conftest import table_is_the_typer_commands
 
-    from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.fastpath import options
-    from catty_ctx.cli.inspect import PARAMS
-
-    OPTIONS = options(PARAMS)
-
-    load_commands(["inspect"])
-    command = typer.main.get_command(get_app()).commands["inspect"]  # type: ignore[attr-defined]
-    declared = {opt: (p.name, not p.is_flag) for p in command.params if p.param_type_name == "option" for opt in p.opts}
-    assert declared == OPTIONS
+    table_is_the_typer_commands("inspect")  # (its options, and their least and greatest values)
 
 
 def test_inspects_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:

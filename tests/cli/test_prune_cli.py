@@ -159,19 +159,9 @@ def test_stats_item_tokens_agree_with_inspect_of_the_same_request(tmp_path: Path
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_prunes_option_table_is_the_typer_commands() -> None:
-    import typer
+    from conftest import table_is_the_typer_commands
 
-    from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.fastpath import minimums, options
-    from catty_ctx.cli.prune import PARAMS
-
-    MINIMUMS, OPTIONS = minimums(PARAMS), options(PARAMS)
-
-    load_commands(["prune"])
-    command = typer.main.get_command(get_app()).commands["prune"]  # type: ignore[attr-defined]
-    options = [p for p in command.params if p.param_type_name == "option"]
-    assert {opt: (p.name, not p.is_flag) for p in options for opt in p.opts} == OPTIONS
-    assert {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None} == MINIMUMS
+    table_is_the_typer_commands("prune")  # (its options, and their least and greatest values)
 
 
 def test_prunes_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:

@@ -52,19 +52,10 @@ def test_an_unknown_format_is_a_usage_error(demo: Path) -> None:
 
 def test_resume_starts_without_typer_and_both_parsers_agree(demo: Path) -> None:
     """`resume` parses its plain spellings itself (cli/fastpath.py); anything else goes to typer, with the same answers."""
+    from catty_ctx.cli.resume import parse_args
+    from conftest import both_parsers, plain_run, table_is_the_typer_commands
 
-    import typer
-
-    from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.fastpath import options
-    from catty_ctx.cli.resume import PARAMS, parse_args
-
-    OPTIONS = options(PARAMS)
-    from conftest import both_parsers, plain_run
-
-    load_commands(["resume"])
-    command = typer.main.get_command(get_app()).commands["resume"]  # type: ignore[attr-defined]
-    assert {opt: (p.name, not p.is_flag) for p in command.params if p.param_type_name == "option" for opt in p.opts} == OPTIONS
+    table_is_the_typer_commands("resume")  # (its options, and their least and greatest values)
     assert parse_args([str(demo), "-f", "openai"]) == {"session": str(demo), "fmt": "openai"}
     for typer_says in ([], [str(demo), "-f=openai"], [str(demo), "--format"], ["--help"], [str(demo), "x"]):
         assert parse_args(typer_says) is None, typer_says

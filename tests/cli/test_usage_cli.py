@@ -147,18 +147,9 @@ def test_help_describes_the_command_with_an_example() -> None:
 def test_the_fast_option_table_is_the_typer_commands() -> None:
     """`usage` parses its own argv to start without typer; both parsers are made from one table
     (`PARAMS`), and the typer command made from it has exactly the options the fast one knows."""
-    import typer
+    from conftest import table_is_the_typer_commands
 
-    from catty_ctx.cli import get_app, load_commands
-    from catty_ctx.cli.fastpath import options
-    from catty_ctx.cli.usage import PARAMS
-
-    OPTIONS = options(PARAMS)
-
-    load_commands(["usage"])
-    command = typer.main.get_command(get_app()).commands["usage"]  # type: ignore[attr-defined]
-    declared = {opt: (p.name, not p.is_flag) for p in command.params if p.param_type_name == "option" for opt in p.opts}
-    assert declared == OPTIONS
+    table_is_the_typer_commands("usage")  # (its options, and their least and greatest values)
 
 
 def test_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
