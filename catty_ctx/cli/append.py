@@ -1,8 +1,7 @@
 """`catty-ctx append`: events from stdin onto a session's log, under its lock.
 
 This command starts without the CLI framework (see `fastpath`): an agent appends after every
-step, and typer's import would be most of that run. Its plain-spelling parser and its typer
-command are made from one table, `PARAMS`.
+step, and typer's import would be most of that run.
 """
 from __future__ import annotations
 

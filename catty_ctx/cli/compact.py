@@ -2,8 +2,7 @@
 
 This command starts without the CLI framework (see `fastpath`): an agent or a hook runs
 `compact S --check` (or an extractive compaction) after a turn, and typer's import would be
-much of such a run. Its plain-spelling parser and its typer command are made from one table,
-`PARAMS`.
+much of such a run.
 """
 from __future__ import annotations
 

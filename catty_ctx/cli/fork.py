@@ -1,8 +1,7 @@
 """`catty-ctx fork`: a new session from turns 1..N of another.
 
 This command starts without the CLI framework (see `fastpath`): an agent forks a session to
-retry a turn or branch a task, and typer's import would be much of such a run. Its
-plain-spelling parser and its typer command are made from one table, `PARAMS`.
+retry a turn or branch a task, and typer's import would be much of such a run.
 """
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 This command starts without the CLI framework (see `fastpath`): an agent or its hook runs it
 at the start of a session or turn (with --append, to record what changed), and typer's import
-would be much of such a run. Its plain-spelling parser and its typer command are made from one
-table, `PARAMS`.
+would be much of such a run.
 """
 from __future__ import annotations
 

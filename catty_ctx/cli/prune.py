@@ -1,8 +1,7 @@
 """`catty-ctx prune`: the pruned request view on stdout; the log is never touched.
 
 This command starts without the CLI framework (see `fastpath`): an agent prunes its request
-before every call, and typer's import would be most of that run. Its plain-spelling parser
-and its typer command are made from one table, `PARAMS`.
+before every call, and typer's import would be most of that run.
 """
 from __future__ import annotations
 

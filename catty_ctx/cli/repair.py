@@ -1,8 +1,7 @@
 """`catty-ctx repair`: find and fix what makes a session unloadable or unsendable.
 
 This command starts without the CLI framework (see `fastpath`): a hook or a cron job checks or
-repairs sessions one at a time, and typer's import would be most of such a run. Its
-plain-spelling parser and its typer command are made from one table, `PARAMS`.
+repairs sessions one at a time, and typer's import would be most of such a run.
 """
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 These subcommands start without the CLI framework (see `fastpath`): an agent calls
 `segment grep` as a tool mid-session, and typer's import would be much of such a run. Each
-one's plain-spelling parser and its typer command (on the `segment` sub-application) are made
-from one table, `PARAMS[name]`.
+subcommand has its own table, `PARAMS[name]`; typer's commands go on the `segment` sub-application.
 """
 from __future__ import annotations
 
