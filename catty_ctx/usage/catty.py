@@ -50,7 +50,6 @@ class _Event(msgspec.Struct, gc=False):
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
-_MISMATCH = MISMATCH
 
 
 def _general_only(line: bytes) -> _Event:
@@ -71,7 +70,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     for off, line in marked_lines(mm, start, end, MARK):
         try:
             e = decode(line)
-        except _MISMATCH:
+        except MISMATCH:
             e = None
         if e is not None:
             if e.kind != "usage":

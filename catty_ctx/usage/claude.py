@@ -69,7 +69,6 @@ class _AnyLine(_Line):
 
 _decode_line = msgspec.json.Decoder(_Line).decode
 _decode_lines = msgspec.json.Decoder(_AnyLine).decode_lines
-_MISMATCH = MISMATCH
 
 
 def _general_only(line: bytes) -> Any:
@@ -102,7 +101,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     from ..jsonl import marked_lines  # start-up: a log read whole, the common case, needs no line search
 
     decode = _decode_line if typed else _general_only
-    mismatch = _MISMATCH
+    mismatch = MISMATCH
     append = recs.append
     intern = {}.setdefault  # one string object per model, session and agent: smaller to ship and cache
     for off, line in marked_lines(mm, start, end, MARK):
@@ -147,7 +146,7 @@ def _whole(mm: Any, start: int, end: int, default_session: str, project: str, st
     with memoryview(mm) as view, view[start:end] as part:
         try:
             lines = _decode_lines(part)
-        except _MISMATCH:
+        except MISMATCH:
             return None
     out: list[Record] = []
     append = out.append

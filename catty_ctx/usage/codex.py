@@ -55,7 +55,6 @@ class _Line(msgspec.Struct, gc=False):
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
-_MISMATCH = MISMATCH
 
 
 def _general_only(line: bytes) -> Any:
@@ -92,7 +91,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             total = _counts(info.total_token_usage) if info is not None and info.total_token_usage is not None else None
             last = _counts(info.last_token_usage) if info is not None and info.last_token_usage is not None else None
             has_info = info is not None
-        except _MISMATCH:
+        except MISMATCH:
             d = json_object(line, off, bad)
             if d is None:
                 continue

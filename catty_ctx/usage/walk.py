@@ -155,9 +155,11 @@ def sniff(first_line: bytes) -> str:
     # start-up: msgspec only to tell a catty or Codex first line apart
     import msgspec
 
+    from .lines import UNDECODABLE
+
     try:
         obj = msgspec.json.decode(first_line)
-    except (msgspec.DecodeError, RecursionError):  # bad JSON, or nested past msgspec's limit
+    except UNDECODABLE:
         return CLAUDE
     if type(obj) is dict:
         if "kind" in obj and "v" in obj and "seq" in obj:
