@@ -179,15 +179,13 @@ def rebuild_summary(facts: dict[str, Any], existing: dict[str, Any] | None, log_
 def _summary_state(session: Session, plan: RepairPlan) -> str | None:
     if session.directory is None or session.stdin:
         return None
-    path = session.summary_path
-    if not path.is_file():
+    raw = session.summary_bytes()  # (one that cannot be read is not ours to judge, nor to replace)
+    if raw is None:
         return "missing"
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return "invalid"
-    except OSError as exc:  # not ours to judge, nor to replace: say what keeps it from being read
-        raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
     if not isinstance(data, dict):
         return "invalid"
     first = plan.facts.get("first") or {}

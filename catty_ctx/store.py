@@ -103,17 +103,25 @@ class Session:
         return self.directory
 
     # -- reading -------------------------------------------------------------------------
-    def summary(self) -> dict[str, Any] | None:
+    def summary_bytes(self) -> bytes | None:
+        """summary.json as it lies (None: there is none); one that cannot be read is a DataError naming it."""
         path = self.summary_path
         if path is None or not path.is_file():
             return None
         try:
-            data = orjson.loads(path.read_bytes())
-        except orjson.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON: {exc}", path=str(path)) from None
+            return path.read_bytes()
         except OSError as exc:
             raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
-        return data if isinstance(data, dict) else None
+
+    def summary(self) -> dict[str, Any] | None:
+        data = self.summary_bytes()
+        if data is None:
+            return None
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON: {exc}", path=str(self.summary_path)) from None
+        return doc if isinstance(doc, dict) else None
 
     def allowed_gaps(self) -> frozenset[int]:
         """Seqs of lines that `repair` moved to quarantine: the reader accepts their gap."""
