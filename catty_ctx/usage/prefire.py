@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 
 from ..events import SCHEMA_VERSION, check_event
+from ..jsonl import read_line_at
 from ..layout import LOG_NAME, prefire_spend
 from .catty import pending_key, session_state
 from .lines import count, json_object, whole
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 MARK = b'"spend"'  # (what --strict's line check would look for: this kind is never line-checked)
-_FIRST_LINE_MAX = 1 << 20
 
 
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
@@ -60,18 +60,15 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
 
 
 def _first_line(log: str) -> bytes | None:
-    """The session event of LOG (None when it cannot be read)."""
-    head = b""
+    """The session event of LOG: its first complete line (None when it has none or cannot be read)."""
     try:
-        with open(log, "rb") as f:
-            while len(head) < _FIRST_LINE_MAX:
-                chunk = f.read(1 << 16)
-                if not chunk:
-                    break
-                head += chunk
-                nl = head.find(b"\n")
-                if nl >= 0:
-                    return head[:nl] or None
+        fd = os.open(log, os.O_RDONLY)
     except OSError:
-        pass
-    return None
+        return None
+    try:
+        line = read_line_at(fd, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return (line[:-1] or None) if line.endswith(b"\n") else None
