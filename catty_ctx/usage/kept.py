@@ -66,10 +66,10 @@ def _read_calls(paths_key: str, gens: list[int]) -> list[Record] | None:
     # start-up: msgspec only where calls are written or read
     import msgspec
 
-    from .records import Record
+    from .records import DECODE_CALLS
 
     try:
-        got_gens, calls = msgspec.msgpack.decode(data, type=tuple[list[int], list[Record]])
+        got_gens, calls = DECODE_CALLS(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return calls if got_gens == gens else None

@@ -64,3 +64,5 @@ DECODE_ENTRY = msgspec.msgpack.Decoder(FileEntry).decode
 Packed = tuple[str, Optional[bytes], int, Optional[str]]
 DECODE_PACKED_ITEM = msgspec.msgpack.Decoder(tuple[int, list[Packed]]).decode
 DECODE_SCANNED = msgspec.msgpack.Decoder(Scanned).decode
+# The kept ledger's deduped calls (`kept`): the generations of the caches they came from, and the calls.
+DECODE_CALLS = msgspec.msgpack.Decoder(tuple[list[int], list[Record]]).decode
