@@ -45,3 +45,7 @@ PRUNE_CLEAR_AT_LEAST = 0  # a rewrite must clear at least this many tokens
 
 # Request formats (resume)
 RESUME_FORMAT = "items"
+
+# The agents' hooks (docs/agents.md): the time a hook command takes at most before it gives up
+# (exit 0, one line), so a compaction is never held up by us.
+HOOK_DEADLINE = 10.0

@@ -3,7 +3,7 @@ _catty_ctx() {
     local cur prev path="" w i
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
-    local groups=" segment "
+    local groups=" hook segment "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         [[ "$w" == -* ]] && continue
@@ -17,13 +17,16 @@ _catty_ctx() {
     esac
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion eval fork import inspect instructions prune repair report resume segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion eval fork hook import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
         "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "fork") opts="--at-turn --cwd --dry-run --help --json --model -h" ;;
+        "hook") opts="--help -h install uninstall" ;;
+        "hook install") opts="--command --dry-run --help --mcp --scope --settings --statusline -h" ;;
+        "hook uninstall") opts="--command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
         "inspect") opts="--allow-empty --connect-timeout --context --help --items --json --scheduler --seq -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;

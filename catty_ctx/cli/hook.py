@@ -1,0 +1,164 @@
+"""`catty-ctx hook`: the commands an agent runs at its hook points, and their installer.
+
+`hook claude pre-compact|session-start` (and `hook codex …`) run inside the agent at every
+compaction: they start without the CLI framework (see `fastpath`) and never fail the agent
+(docs/agents.md). `hook install|uninstall claude|codex` edit the agent's settings.
+Each subcommand has its own option table, `PARAMS["install"]`, `PARAMS["claude pre-compact"]`….
+"""
+from __future__ import annotations
+
+import sys
+
+from ..errors import UsageError
+from .errors import note
+from .fastpath import declare as declare_command
+from .fastpath import parse_one
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+AGENTS = ("claude", "codex")
+INSTALLABLE = ("claude",)
+HOOKS = ("pre-compact", "session-start")
+_INSTALL = (
+    ("scope", ("--scope",), str, "SCOPE", ("Claude Code's settings file: user (~/.claude/settings.json), project "
+                                           "(.claude/settings.json) or local (.claude/settings.local.json).")),
+    ("settings", ("--settings",), str, "FILE", "This settings file instead of the scope's (Codex: this hooks.json)."),
+    ("statusline", ("--statusline",), None, None, "Also set Claude Code's statusLine to `catty-ctx statusline`."),
+    ("mcp", ("--mcp",), None, None, ("Also register the recall server (`catty-ctx mcp`): Claude Code's .mcp.json (project "
+                                     "scope) or ~/.claude.json; Codex's config.toml.")),
+    ("command", ("--command",), str, "CMD", "The command line that runs catty-ctx, as the agent should call it (default: catty-ctx)."),
+    ("dry_run", ("--dry-run",), None, None, "Print the change as a diff; write nothing."),
+)
+_HOOK = (
+    ("deadline", ("--deadline",), float, "SECONDS", "Give up (exit 0, one line on stderr) after this long.", {"min": 0.1}),
+    ("mirrors", ("--mirrors",), str, "DIR", "Keep the mirrors here (default: CATTY_CTX_MIRRORS, else $XDG_DATA_HOME/catty-ctx/mirrors)."),
+)
+PARAMS: dict[str, Any] = {"install": _INSTALL, "uninstall": _INSTALL}
+HOOK_DOCS = {
+    "pre-compact": """Bring the session's mirror up to date and archive the span since the last compaction.
+
+    Reads the agent's hook JSON on stdin (session_id, transcript_path, cwd, trigger). Never fails
+    the agent: any error is one stderr line and a line in the mirror's log, exit 0.
+    """,
+    "session-start": """After a compaction (source compact) or a resume: print the hook JSON whose
+    additionalContext is the continuation reminder built from the mirror. Prints nothing for
+    startup and clear. Never fails the agent.
+    """,
+}
+DOCS = {
+    "install": """Add catty-ctx's hooks to the agent's settings (claude or codex).
+
+    Every existing key and hook is kept in order; a second run changes nothing; the previous
+    bytes are kept as NAME.catty-ctx.bak; a file that is not plain JSON is refused.
+    """,
+    "uninstall": "Remove exactly the entries `hook install` adds from the agent's settings.",
+}
+EPILOGS = {
+    "install": "Examples: catty-ctx hook install claude; catty-ctx hook install claude --scope project --mcp --statusline --dry-run",
+    "uninstall": "Example: catty-ctx hook uninstall claude --scope project",
+    "pre-compact": "Run by the agent at PreCompact (see catty-ctx hook install).",
+    "session-start": "Run by the agent at SessionStart (see catty-ctx hook install).",
+}
+HOOK_HELP = "The agents' hook commands (claude, codex) and their installer (install, uninstall)."
+HOOK_EPILOG = "Examples: catty-ctx hook install claude --mcp; catty-ctx hook uninstall claude"
+
+
+def _table(key: str) -> Any:
+    return PARAMS.get(key)
+
+
+def parse_args(args: list[str]) -> dict[str, Any] | None:
+    """The keyword arguments of `run` for ARGS (the subcommand first), or None when typer should
+    parse them (see `fastpath.parse`)."""
+    if args[:1] in (["install"], ["uninstall"]):
+        got = parse_one(args[1:], PARAMS[args[0]], "agent")
+        return None if got is None or got["agent"] not in AGENTS else {"subcommand": args[0], **got}
+    key = " ".join(args[:2])
+    table = _table(key)
+    if table is None:
+        return None
+    got = parse_one(args[2:], table)
+    return None if got is None else {"subcommand": key, **got}
+
+
+def declare() -> None:
+    """Register `hook` and its subcommands on the typer application, from PARAMS."""
+    # start-up: typer only when hook's own parser declines
+    from typing import Annotated
+
+    import typer
+
+    from . import app
+
+    if any(group.name == "hook" for group in app.registered_groups):
+        return
+    hook_app = typer.Typer(help=HOOK_HELP, epilog=HOOK_EPILOG, no_args_is_help=True)
+    app.add_typer(hook_app, name="hook")
+    agent_arg = Annotated[str, typer.Argument(metavar="AGENT", help="claude or codex.")]
+    for name in ("install", "uninstall"):
+        declare_command(name, RUNS[name], PARAMS[name], DOCS[name], EPILOGS[name], {"agent": agent_arg}, on=hook_app)
+    for agent in AGENTS:
+        hooks = [h for h in HOOKS if f"{agent} {h}" in PARAMS]
+        if not hooks:
+            continue
+        agent_app = typer.Typer(help=f"The hook commands {'Claude Code' if agent == 'claude' else 'Codex'} runs.", no_args_is_help=True)
+        hook_app.add_typer(agent_app, name=agent)
+        for hook in hooks:
+            declare_command(hook, RUNS[f"{agent} {hook}"], PARAMS[f"{agent} {hook}"], HOOK_DOCS[hook], EPILOGS[hook], {}, on=agent_app)
+
+
+def run(subcommand: str, **kwargs: Any) -> None:
+    """Run SUBCOMMAND with its keyword arguments (from `parse_args`)."""
+    RUNS[subcommand](**kwargs)
+
+
+def _agent(agent: str) -> str:
+    if agent not in AGENTS:
+        raise UsageError(f"AGENT: one of {', '.join(AGENTS)}, not {agent!r}")
+    return agent
+
+
+def _edit(install: bool, agent: str, scope: str, settings: str | None, statusline: bool, mcp: bool, command: str, dry_run: bool) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
+    from ..agents import settings as agent_settings
+
+    if _agent(agent) not in INSTALLABLE:
+        raise UsageError(f"AGENT: hook install knows {', '.join(INSTALLABLE)}")
+    if agent == "claude":
+        changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp, command=command)
+    else:
+        if scope != "user":
+            raise UsageError("--scope: Codex reads its hooks from CODEX_HOME only (leave out --scope)")
+        if statusline:
+            raise UsageError("--statusline: Codex has no status line command")
+        changes = agent_settings.plan_codex(install, hooks_file=settings, mcp=mcp, command=command)  # type: ignore[attr-defined]
+    verb = "install" if install else "uninstall"
+    if not changes:
+        note(f"{verb} {agent}: nothing to change")
+        return
+    if dry_run:
+        for change in changes:
+            sys.stdout.write(change.diff())
+        return
+    agent_settings.apply(changes)
+    for change in changes:
+        kept = f" (previous bytes in {agent_settings.backup_path(change.path)})" if change.before is not None else ""
+        done = "added" if install else "removed"
+        sys.stdout.write(f"{change.path}: {done} {', '.join(change.what)}{kept}\n")
+
+
+def install(agent: str, scope: str = "user", settings: str | None = None, statusline: bool = False, mcp: bool = False,
+            command: str = "catty-ctx", dry_run: bool = False) -> None:
+    """Add our hooks (and with --mcp the recall server, with --statusline the status line) to AGENT's settings."""
+    _edit(True, agent, scope, settings, statusline, mcp, command, dry_run)
+
+
+def uninstall(agent: str, scope: str = "user", settings: str | None = None, statusline: bool = False, mcp: bool = False,
+              command: str = "catty-ctx", dry_run: bool = False) -> None:
+    """Remove what `install` adds from AGENT's settings."""
+    _edit(False, agent, scope, settings, statusline, mcp, command, dry_run)
+
+
+RUNS: dict[str, Any] = {"install": install, "uninstall": uninstall}
