@@ -1,7 +1,7 @@
 """Exit codes (one enum) and the exceptions that carry them.
 
 The library raises these; the CLI's single error path turns them into one stderr line
-and the documented exit code (SPEC "The command line").
+and the documented exit code (docs/spec.md#the-command-line).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction: the pipeline and its commit protocol (reference 3.6-3.8; SPEC `compact`).
+"""Compaction: the pipeline and its commit protocol (docs/design.md#m6, #m7, #m8; docs/spec.md#commands).
 
 One streaming pass measures the view (tokens, prefix fingerprint, the items to summarise)
 and, on the side, the state the new head will carry. If the session is over its threshold

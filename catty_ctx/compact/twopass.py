@@ -1,4 +1,4 @@
-"""Two-pass compaction: prefire pass 1 early, use it only on an exact prefix match (reference 3.7).
+"""Two-pass compaction: prefire pass 1 early, use it only on an exact prefix match (docs/design.md#m7).
 
 Pass 1 may still be running when pass 2 comes: `prefire` leaves a marker
 (`compaction_requests/prefire.running`: pid, host, start) for as long as it runs, and pass 2
@@ -9,14 +9,14 @@ records them in the ledger. Each of those `usage` events is named by `prefire_ca
 pass's artifact id and index), which it keeps when appended: the usage ledger counts it from
 the cache until then, and once either way (`usage.prefire`). A second prefire that replaces a
 note nobody used carries the old note's events forward into the new cache: `--prefire`
-appends no event (SPEC), and the spend must not be lost with the note.
+appends no event (docs/spec.md#commands), and the spend must not be lost with the note.
 
 `prefire` summarises the first ~95% of the view (by estimated tokens, snapped so an assistant
 with tool calls and its results stay together) and caches NOTE1 keyed by the prefix length,
-the summariser id and the SPEC fingerprint of that prefix. `lookup` hits only when all three
-match the live view. grok-build keys its cache with a text-only hash (weakness #1), so a
+the summariser id and the fingerprint of that prefix (docs/spec.md#fingerprints). `lookup` hits only when all three
+match the live view. grok-build keys its cache with a text-only hash (docs/design.md#w1), so a
 changed tool argument, id or result in the prefix can hit a stale note; here every field of
-every item counts, and the note is used only when the whole live tail fits beside it (weakness #3);
+every item counts, and the note is used only when the whole live tail fits beside it (docs/design.md#w3);
 otherwise one pass runs, the event saying why (`fallback`).
 """
 from __future__ import annotations
