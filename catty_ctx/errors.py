@@ -9,6 +9,8 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
+    """The exit codes every command uses (docs/spec.md#exit-codes)."""
+
     OK = 0
     CHECK_FAILED = 1  # a check found problems (repair --check, compact --check)
     USAGE = 2  # bad arguments, missing paths

@@ -519,6 +519,7 @@ def create_session(
 
 
 def open_session(target: str | os.PathLike[str]) -> Session:
+    """Open TARGET as the command line names a session: a folder, an updates.jsonl or '-'."""
     return Session.open(target)
 
 
