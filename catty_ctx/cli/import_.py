@@ -49,8 +49,10 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `import` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    from ..importers import FORMATS
+
     declare_command("import", run, PARAMS, IMPORT_DOC, EPILOG, {
-        "fmt": ("FORMAT", "claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content)."),
+        "fmt": ("FORMAT", "claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content).", (*FORMATS, "auto")),
         "source": ("SOURCE", "A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session)."),
     })
 
