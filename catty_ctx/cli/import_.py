@@ -49,6 +49,7 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `import` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: the importers load when typer declares the command (help, completion), not on a plain run
     from ..importers import FORMATS
 
     declare_command("import", run, PARAMS, IMPORT_DOC, EPILOG, {
