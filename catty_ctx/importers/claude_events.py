@@ -162,7 +162,9 @@ class Converter:
         if r is None:
             return
         b, agent = self.b, self.agent
-        b.message("assistant", "\n\n".join(t for t in r.texts if t) if len(r.texts) > 1 else (r.texts[0] if r.texts else ""),
+        # A whitespace-only text block is none (the Messages API refuses one): it is not glued to the others.
+        texts = [t for t in r.texts if t.strip()]
+        b.message("assistant", "\n\n".join(texts) if len(texts) > 1 else (texts[0] if texts else ""),
                   id=r.uid, ts=r.ts, agent=agent, images=r.images or None, synthetic="api_error" if r.api_error else None)
         for text, ts in r.thinking:
             b.reasoning(text, ts=ts, agent=agent)
