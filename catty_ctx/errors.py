@@ -1,7 +1,7 @@
 """Exit codes (one enum) and the exceptions that carry them.
 
 The library raises these; the CLI's single error path turns them into one stderr line
-and the documented exit code (SPEC "The command line").
+and the documented exit code (docs/spec.md#the-command-line).
 """
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
+    """The exit codes every command uses (docs/spec.md#exit-codes)."""
+
     OK = 0
     CHECK_FAILED = 1  # a check found problems (repair --check, compact --check)
     USAGE = 2  # bad arguments, missing paths

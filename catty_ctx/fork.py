@@ -1,4 +1,4 @@
-"""Fork and resume (reference 5; weaknesses #7 and #10 of grok-build).
+"""Fork and resume (docs/design.md#m11; docs/design.md#w7, #w10).
 
 `fork` copies turns 1..N of a session into a new one that records its parent: the copied
 events keep their seq, the child's own `session` event takes seq 0, and the segments and

@@ -50,7 +50,7 @@ PARAMS = (
 EPILOG = ("Examples: catty-ctx prune S --stats > request.jsonl; "
           "catty-ctx prune S --previous request.jsonl > next.jsonl; "
           "catty-ctx prune S --strategy tiered --omit-age 8 | catty-ctx inspect -")
-PRUNE_DOC = """Print the pruned request view, one item a line (SPEC item shape); the log is untouched.
+PRUNE_DOC = """Print the pruned request view, one item a line (the items of the view); the log is untouched.
 
     Old tool results are shortened in the request copy only; every placeholder names the
     original's seq and the inspect command that prints it. `-` reads an event stream (or an

@@ -1,4 +1,4 @@
-"""Compaction: the pipeline and its commit protocol (reference 3.6-3.8; SPEC `compact`).
+"""Compaction: the pipeline and its commit protocol (docs/design.md#m6, #m7, #m8; docs/spec.md#commands).
 
 One streaming pass measures the view (tokens, prefix fingerprint, the items to summarise)
 and, on the side, the state the new head will carry. If the session is over its threshold
@@ -286,7 +286,11 @@ def compact_session(
         hit = Lookup(False, False, None, 0, None) if timed_out else lookup(session.directory, m.items, summ.id)
         hit.waited_ms, hit.in_flight, hit.timed_out = waited, flying, timed_out
         if hit.hit:
-            request = SummaryRequest(items=pass2_items(m.items, hit, m.window, schema), state=state, window=m.window, tool_schema_tokens=schema)
+            pass2 = pass2_items(m.items, hit, m.window, schema)
+            if pass2 is None:  # the live tail does not fit beside the note: one pass over the view
+                hit.hit, hit.no_room = False, True
+            else:
+                request = SummaryRequest(items=pass2, state=state, window=m.window, tool_schema_tokens=schema)
     result = summ.summarize(request)
     cid = str(uuid.uuid4())
     trigger = "threshold" if over else "manual"
@@ -336,7 +340,7 @@ def compact_session(
     from .spend import spend_events
 
     spend = [] if dry_run else spend_events(summ, result, purpose="compaction")
-    if hit is not None and (hit.hit or hit.stale) and not dry_run:
+    if hit is not None and hit.settled and not dry_run:
         spend = hit.spend + spend  # pass 1's calls, recorded by the compaction that read its note
     if result.summary is None:
         doc, _ = finish(None)
@@ -383,7 +387,7 @@ def compact_session(
         write_artifact(directory, doc, redact=redact)
         # The spend first, the compaction (the commit point) last, in one append.
         written = session.append_locked([*spend, comp], warn=None)  # the lock is already held
-    if hit is not None and (hit.hit or hit.stale):
+    if hit is not None and hit.settled:
         # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import discard
 
@@ -395,7 +399,7 @@ def compact_session(
 
 def _recorded(directory: Path | None, hit: Any) -> None:
     """A compaction that commits nothing appended the note's pass-1 events: drop them from the cache."""
-    if directory is not None and hit is not None and (hit.hit or hit.stale) and hit.spend:
+    if directory is not None and hit is not None and hit.settled and hit.spend:
         # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import recorded
 

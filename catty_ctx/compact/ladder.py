@@ -1,4 +1,4 @@
-"""The summariser interface and grok-build's retry rules and input ladder (reference 3.6).
+"""The summariser interface and grok-build's retry rules and input ladder (docs/design.md#m6).
 
 The types every summariser speaks (`SummaryRequest`, `SummaryResult`, `Summarizer`), the
 prompt, and `run_ladder`, which the model summarisers of `summarizers.py` share: up to 3

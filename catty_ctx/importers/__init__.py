@@ -1,4 +1,4 @@
-"""Importers: other agents' session files → catty-ctx events (SPEC "import").
+"""Importers: other agents' session files → catty-ctx events (docs/spec.md#import).
 
 One module per format (`claude`, `codex`, `opencode`, `gemini`, `messages` for OpenAI and
 Anthropic arrays) over one normalisation layer (`common`); `detect` names the format of a

@@ -1,4 +1,4 @@
-"""The usage ledger: where the tokens and the money went (grok-build §3.9, and its weakness 9).
+"""The usage ledger: where the tokens and the money went (docs/design.md#m9, #w9).
 
 Reads three kinds of logs as they lie on disk and turns each provider call into one record:
 catty sessions (`usage` events, with `agent` and `incomplete`), Claude Code trees
