@@ -15,13 +15,13 @@ import os
 import re
 import secrets
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..providers import anthropic_input
-from .steps import Step, has_text
+from .steps import Clock, Step, has_text, parse_ts
 
 # The release whose loader and request these records were checked against; a Claude source's
 # own version is written instead when it has one.
@@ -66,39 +66,6 @@ def resume_command(session_id: str) -> str:
 # -- the records ---------------------------------------------------------------------------
 
 
-def _parse_ts(ts: Any) -> datetime | None:
-    if not isinstance(ts, str):
-        return None
-    try:
-        t = datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
-def _fmt_ts(t: datetime) -> str:
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-
-
-class _Clock:
-    """Record times: the source's where they rise, else a millisecond after the previous one
-    (the loader takes the newest leaf as the tip)."""
-
-    def __init__(self, now: datetime) -> None:
-        self.last: datetime | None = None
-        self.now = now
-
-    def __call__(self, ts: Any) -> str:
-        t = _parse_ts(ts)
-        step = timedelta(milliseconds=1)
-        if self.last is not None and (t is None or t < self.last + step):
-            t = self.last + step
-        elif t is None:
-            t = self.now
-        self.last = t
-        return _fmt_ts(t)
-
-
 def _image_block(img: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(img.get("data"), str):
         return None
@@ -127,7 +94,7 @@ def records(steps: list[Step], view: Any, session_id: str, now: datetime) -> lis
     if isinstance(view.agent_version, str) and view.agent_version.startswith("claude-code "):
         version = view.agent_version.split(" ", 1)[1]
     base = {"isSidechain": False, "userType": "external", "cwd": view.cwd, "sessionId": session_id, "version": version}
-    clock = _Clock(now)
+    clock = Clock(now)
     out: list[dict[str, Any]] = []
     used: set[str] = set()
     tool_ids: dict[str, str] = {}
@@ -218,7 +185,7 @@ def check_records(recs: list[dict[str, Any]], session_id: str) -> list[str]:
             problems.append(f"{where}: sessionId {rec['sessionId']} is not the file's {session_id}")
         if rec.get("isSidechain") is not False:
             problems.append(f"{where}: isSidechain must be false on the main chain")
-        t = _parse_ts(rec["timestamp"])
+        t = parse_ts(rec["timestamp"])
         if t is None or (last_t is not None and t <= last_t):
             problems.append(f"{where}: timestamp {rec['timestamp']!r} does not rise")
         last_t = t or last_t

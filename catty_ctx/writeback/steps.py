@@ -9,6 +9,7 @@ text are gone before a writer sees a step: providers refuse them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
 Item = dict[str, Any]
@@ -61,3 +62,36 @@ def to_steps(items: Iterable[Item], origins: dict[int, tuple[str | None, str | N
         else:
             steps.append(Step("instructions", [it], origin_id, ts))
     return steps
+
+
+def parse_ts(ts: Any) -> datetime | None:
+    if not isinstance(ts, str):
+        return None
+    try:
+        t = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def format_ts(t: datetime) -> str:
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+class Clock:
+    """Record times: the source's where they rise, else a millisecond after the previous one
+    (Claude Code takes the newest leaf as the tip; Codex reads its lines in order)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.last: datetime | None = None
+        self.now = now
+
+    def __call__(self, ts: Any) -> str:
+        t = parse_ts(ts)
+        step = timedelta(milliseconds=1)
+        if self.last is not None and (t is None or t < self.last + step):
+            t = self.last + step
+        elif t is None:
+            t = self.now
+        self.last = t
+        return format_ts(t)
