@@ -18,6 +18,8 @@ TOOL_LIMIT = 40_000  # bytes of a tool output kept inline (reference: general to
 
 # Compaction (compact)
 DEFAULT_THRESHOLD = 85.0  # % of the window at which a session is compacted (the seed's auto-compact)
+COMPACT_MODES = ("summary", "transcript", "segments")
+SEGMENT_DETAILS = ("none", "minimal", "balanced", "verbose")
 COMPACT_MODE = "summary"  # what the summary carrier points at: nothing, the log's seq range, a segment
 SEGMENT_DETAIL = "verbose"  # how much of each item a segment keeps
 SUMMARIZER = "extractive"  # who writes the summary: offline extraction
@@ -29,6 +31,7 @@ EVAL_COMPACTIONS = 3  # compactions per session: its turns are split into this m
 EVAL_JOBS = 1  # sessions evaluated at once
 
 # Request-copy pruning (prune): grok-build's values (and Anthropic's clear_tool_uses knobs)
+PRUNE_STRATEGIES = ("cache-aware", "tiered")
 PRUNE_STRATEGY = "cache-aware"
 PRUNE_MIN_PERCENT = 50.0  # tiered runs only when the request is at least this % of the window
 PRUNE_KEEP_TURNS = 3  # results younger than this many turns are never touched
@@ -44,4 +47,8 @@ PRUNE_KEEP = 0  # the most recent tool results never touched (clear_tool_uses `k
 PRUNE_CLEAR_AT_LEAST = 0  # a rewrite must clear at least this many tokens
 
 # Request formats (resume)
+RESUME_FORMATS = ("items", "openai", "anthropic")
 RESUME_FORMAT = "items"
+
+# The usage ledger (usage)
+USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent")  # the row keys of --by

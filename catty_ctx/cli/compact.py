@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from ..defaults import (
     COMPACT_MODE,
+    COMPACT_MODES,
     CONNECT_TIMEOUT,
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_THRESHOLD,
     MIN_SUMMARY_CHARS,
     SEGMENT_DETAIL,
+    SEGMENT_DETAILS,
     SUMMARIZER,
 )
 from ..errors import CattyError, ExitCode, UsageError
 from .errors import warn
-from .fastpath import CLUSTER, declare as declare_command, parse_one
+from .fastpath import CLUSTER, Option, declare as declare_command, parse_one
 from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
 TYPE_CHECKING = False
@@ -32,10 +34,11 @@ PARAMS = (
     ("threshold", ("--threshold",), float, "PCT", "Compact when the view's estimated tokens are >= PCT % of the window.", {"min": 0, "max": 100}),
     ("force", ("--force",), None, None, "Compact even below the threshold (not when nothing happened since the last compaction)."),
     ("check", ("--check",), None, None, "Only report: exit 1 when a session is over its threshold, 0 otherwise."),
-    ("mode", ("--mode",), str, "MODE",
-     ("What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
-      "segments/segment_NNN.md archive of the span (segments).")),
-    ("detail", ("--detail",), str, "LEVEL", "How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose."),
+    Option("mode", ("--mode",), str, "MODE",
+           ("What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
+            "segments/segment_NNN.md archive of the span (segments)."), choices=COMPACT_MODES),
+    Option("detail", ("--detail",), str, "LEVEL", "How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose.",
+           choices=SEGMENT_DETAILS),
     ("summarizer", ("--summarizer",), str, "WHO",
      ("Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) "
       "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")),

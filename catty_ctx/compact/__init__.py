@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..announce import Announcer
-from ..defaults import COMPACT_MODE, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
+from ..defaults import COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..cluster import each
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import DEFAULT_WINDOW, Event
@@ -36,7 +36,7 @@ from ..store import (
 from ..tokens import item_tokens, over_threshold, percent_of
 from ..view import ViewStats, head_items, iter_view, plan_file
 
-MODES = ("summary", "transcript", "segments")
+MODES = COMPACT_MODES
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
 
 
