@@ -4,7 +4,7 @@ _catty_ctx() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     local groups=" segment "
-    local valued=" --append --at-turn --by --clear-at-least --compactions --connect-timeout --cwd --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --lock-timeout --low --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mode --model --omit-age --out --output --prefire-wait --previous --prices --replay --scheduler --seq --session --session-id --session-ref --since --strategy --summarizer --threshold --timeout --timezone --trim-head --trim-over --trim-tail --until --window -f -j -o "
+    local valued=" --append --at-turn --by --clear-at-least --compactions --connect-timeout --cwd --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --lock-timeout --low --max-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mode --model --omit-age --out --output --prefire-wait --previous --prices --prune --replay --scheduler --seq --session --session-id --session-ref --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -o "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         if [[ "$w" == -* ]]; then
@@ -19,6 +19,8 @@ _catty_ctx() {
     case "$path|$prev" in
         "compact|--mode") COMPREPLY=($(compgen -W "summary transcript segments" -- "$cur")); return ;;
         "compact|--detail") COMPREPLY=($(compgen -W "none minimal balanced verbose" -- "$cur")); return ;;
+        "fork|--to") COMPREPLY=($(compgen -W "claude codex" -- "$cur")); return ;;
+        "fork|--prune") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "prune|--strategy") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "resume|--format") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
         "resume|-f") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;

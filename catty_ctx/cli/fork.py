@@ -6,8 +6,9 @@ retry a turn or branch a task, and typer's import would be much of such a run.
 """
 from __future__ import annotations
 
+from ..defaults import PRUNE_STRATEGIES, WRITEBACK_AGENTS
 from .errors import note, warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import Option, declare as declare_command, parse_one
 from .output import Column, emit, show_table
 
 TYPE_CHECKING = False
@@ -19,9 +20,11 @@ PARAMS = (
     ("at_turn", ("--at-turn",), int, "N", "Keep turns 1..N (default: all).", {"min": 0}),
     ("model", ("--model",), str, "M", "The child's model."),
     ("cwd", ("--cwd",), str, "DIR", "The child's working directory."),
-    ("to", ("--to",), str, "claude|codex", "Write a NEW native session of that agent (DEST: a folder, default the agent's own for the cwd)."),
+    Option("to", ("--to",), str, "claude|codex", "Write a NEW native session of that agent (DEST: a folder, default the agent's own for the cwd).",
+           choices=WRITEBACK_AGENTS),
     ("repair", ("--repair",), None, None, "With --to: dangling calls answered, orphans and duplicates dropped (always applied: the default)."),
-    ("prune", ("--prune",), str, "STRATEGY", "With --to: old tool outputs shortened as `prune` does (cache-aware or tiered)."),
+    Option("prune", ("--prune",), str, "STRATEGY", "With --to: old tool outputs shortened as `prune` does (cache-aware or tiered).",
+           choices=PRUNE_STRATEGIES),
     ("compact", ("--compact",), None, None, "With --to: the span before the tail summarised, as `compact --force` does."),
     ("max_bytes", ("--max-bytes",), int, "N", "With --to: tool outputs and images over N bytes moved out (a placeholder names the source).",
      {"min": 1}),

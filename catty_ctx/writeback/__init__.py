@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from ..blobs import inline_images
+from ..defaults import WRITEBACK_AGENTS
 from ..errors import CattyError, DataError, ExitCode, UsageError, WriteError
 from ..events import now_ts
 from ..files import fsync_dir
@@ -35,7 +36,7 @@ from ..repair import repair_plan, repaired_items
 from ..store import Session, prepare_event, session_window
 from .steps import Step, to_steps
 
-AGENTS = ("claude", "codex")
+AGENTS = WRITEBACK_AGENTS
 FILE_MODE = 0o600  # a transcript is private (the agents write theirs so)
 
 
