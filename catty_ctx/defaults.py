@@ -24,6 +24,7 @@ COMPACT_MODE = "summary"  # what the summary carrier points at: nothing, the log
 SEGMENT_DETAIL = "verbose"  # how much of each item a segment keeps
 SUMMARIZER = "extractive"  # who writes the summary: offline extraction
 MIN_SUMMARY_CHARS = 500  # a model summary shorter than this is degenerate and retried
+COMPACT_DEADLINE = 300.0  # seconds a compaction may wait for its summariser (the seed's backstop), then the minimal head
 
 # The continuation eval (eval)
 EVAL_MODE = "segments"  # the compaction mode evaluated
