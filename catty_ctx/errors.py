@@ -31,7 +31,7 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.UNAVAILABLE: "the --scheduler cannot be reached (refused, timed out) or lost the run",
     ExitCode.INTERNAL: "internal error (a bug in catty-ctx)",
     ExitCode.CANT_CREATE: "cannot write output (also a full or closed stdout)",
-    ExitCode.TEMP_FAIL: "the session lock is busy (try again)",
+    ExitCode.TEMP_FAIL: "a temporary failure, worth trying again: the session lock is busy, or the summariser failed after its retries",
     ExitCode.INTERRUPTED: "interrupted",
 }
 

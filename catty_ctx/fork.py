@@ -19,7 +19,7 @@ import orjson
 
 from . import providers
 from .blobs import inline_images, is_handle
-from .defaults import RESUME_FORMAT
+from .defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
 from .ownership import require_ours
@@ -37,7 +37,7 @@ from .store import (
 )
 from .view import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
 
-FORMATS = ("items", "openai", "anthropic")
+FORMATS = RESUME_FORMATS
 _TMP_MARK = ".fork-"
 
 

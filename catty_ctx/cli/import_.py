@@ -49,8 +49,11 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `import` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    # start-up: the importers load when typer declares the command (help, completion), not on a plain run
+    from ..importers import FORMATS
+
     declare_command("import", run, PARAMS, IMPORT_DOC, EPILOG, {
-        "fmt": ("FORMAT", "claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content)."),
+        "fmt": ("FORMAT", "claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content).", (*FORMATS, "auto")),
         "source": ("SOURCE", "A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session)."),
     })
 

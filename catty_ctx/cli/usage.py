@@ -9,8 +9,8 @@ command `declare` registers are made from one table, `PARAMS`.
 # Nothing here imports typing at load (milliseconds at start-up).
 import os
 
-from ..defaults import CONNECT_TIMEOUT
-from .fastpath import CLUSTER, declare as declare_command, parse
+from ..defaults import CONNECT_TIMEOUT, USAGE_BY
+from .fastpath import CLUSTER, Option, declare as declare_command, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ PATHS_HELP = ("A catty session or ROOT, a Claude Code config dir or projects tre
 # The options of `usage`, declared once: (parameter of `run`, option names, value type (None: a flag),
 # metavar, help). The shared options (--json, --scheduler, --connect-timeout) bring their own help (None here).
 PARAMS = (
-    ("by", ("--by",), str, "KEY", BY_HELP),
+    Option("by", ("--by",), str, "KEY", BY_HELP, choices=USAGE_BY),
     ("since", ("--since",), str, "DATE", "Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
     ("until", ("--until",), str, "DATE", "Only calls on or before this day (YYYY-MM-DD)."),
     ("as_json", ("--json",), None, None, None),

@@ -19,12 +19,12 @@ from typing import IO, Any, Iterator
 
 import orjson
 
-from ..defaults import SEGMENT_DETAIL
+from ..defaults import SEGMENT_DETAIL, SEGMENT_DETAILS
 from ..errors import DataError, UsageError
 from ..events import Event, now_ts
 from ..store import atomic_write, session_folder
 
-DETAILS = ("none", "minimal", "balanced", "verbose")
+DETAILS = SEGMENT_DETAILS
 SEGMENT_CAP = 512 * 1024
 BALANCED_TEXT = 2000
 BALANCED_TOOL = 500

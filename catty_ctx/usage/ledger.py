@@ -4,6 +4,7 @@ Imports nothing heavy at load (a cached answer is returned as a `Ledger`).
 """
 from __future__ import annotations
 
+from ..defaults import USAGE_BY
 from ..errors import UsageError
 from .copies import dedupe
 from .prices import TIER_TOKENS, Prices, cost_at, load_prices, rates
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     # The buckets of `fold_calls`: plain containers, so that the kept ledger is written with marshal.
     Folded = dict[str, Any]
 
-BY_CHOICES = ("model", "day", "week", "month", "session", "project", "agent")
+BY_CHOICES = USAGE_BY
 _FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "calls")
 
 
