@@ -50,7 +50,7 @@ _catty_ctx() {
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--help --json -h" ;;
         "segment show") opts="--help -h" ;;
-        "usage") opts="--by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until -h -j" ;;
+        "usage") opts="--allow-empty --by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until --verbose -h -j -v" ;;
     esac
     if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
