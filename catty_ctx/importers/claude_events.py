@@ -165,9 +165,10 @@ class Converter:
         if r is None:
             return
         b, agent = self.b, self.agent
+        # A text block of whitespace alone ("\n\n" before a tool_use, or a whole reply of it)
+        # says nothing, and the provider refuses it in a request: left out.
+        texts = [t for t in r.texts if t and not t.isspace()]
         self.starts.setdefault(r.uid, b.seq)
-        # A whitespace-only text block is none (the Messages API refuses one): it is not glued to the others.
-        texts = [t for t in r.texts if t.strip()]
         b.message("assistant", "\n\n".join(texts) if len(texts) > 1 else (texts[0] if texts else ""),
                   id=r.uid, ts=r.ts, agent=agent, images=r.images or None, synthetic="api_error" if r.api_error else None)
         for text, ts in r.thinking:
