@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 
 import orjson
+from conftest import cli, jsonl
+from test_compact import planted
 
 from catty_ctx.compact import compact_session
 from catty_ctx.compact.artifacts import load_artifact
 from catty_ctx.store import Session
 from catty_ctx.view import view
-from conftest import cli, jsonl
-from test_compact import planted
 
 
 def _silent(folder: Path) -> str:
