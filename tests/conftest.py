@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from scripted_server import endpoint  # noqa: F401 - the local model endpoint fixture, for every test
+from agents.fixtures import agents_setup, claude, codex, fake_anthropic, fake_openai, loopback  # noqa: F401 - the real-agent harness (tests/agents/README.md)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -26,6 +27,10 @@ def pytest_configure(config: pytest.Config) -> None:
         import compileall
 
         compileall.compile_dir(str(ROOT / "catty_ctx"), quiet=2)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    agents_setup(item)
 
 
 @pytest.fixture(autouse=True)
@@ -255,7 +260,7 @@ def result(cid: str, output: str = "ok", is_error: bool = False) -> dict[str, An
     return {"kind": "tool_result", "call_id": cid, "output": output, "is_error": is_error}
 
 
-def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100) -> tuple[int, bytes, bytes]:
+def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cwd: Path | None = None) -> tuple[int, bytes, bytes]:
     """Run the program with STREAM (stderr or stdout) on a pseudo-terminal: (exit code, the
     other stream, what the terminal showed)."""
     import pty
@@ -264,7 +269,7 @@ def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100) ->
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
     tty_out = stream == "stdout"
     proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,
-                            stderr=subprocess.PIPE if tty_out else secondary, env=env)
+                            stderr=subprocess.PIPE if tty_out else secondary, env=env, cwd=cwd)
     os.close(secondary)
     err = b""
     while True:

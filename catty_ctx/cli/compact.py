@@ -7,17 +7,21 @@ much of such a run.
 from __future__ import annotations
 
 from ..defaults import (
+    COMPACT_DEADLINE,
     COMPACT_MODE,
+    COMPACT_MODES,
     CONNECT_TIMEOUT,
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_THRESHOLD,
     MIN_SUMMARY_CHARS,
     SEGMENT_DETAIL,
+    SEGMENT_DETAILS,
     SUMMARIZER,
 )
 from ..errors import CattyError, ExitCode, UsageError
 from .errors import warn
-from .fastpath import CLUSTER, declare as declare_command, parse_one
+from .fastpath import CLUSTER, Option, parse_one
+from .fastpath import declare as declare_command
 from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
 TYPE_CHECKING = False
@@ -32,15 +36,19 @@ PARAMS = (
     ("threshold", ("--threshold",), float, "PCT", "Compact when the view's estimated tokens are >= PCT % of the window.", {"min": 0, "max": 100}),
     ("force", ("--force",), None, None, "Compact even below the threshold (not when nothing happened since the last compaction)."),
     ("check", ("--check",), None, None, "Only report: exit 1 when a session is over its threshold, 0 otherwise."),
-    ("mode", ("--mode",), str, "MODE",
-     ("What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
-      "segments/segment_NNN.md archive of the span (segments).")),
-    ("detail", ("--detail",), str, "LEVEL", "How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose."),
+    Option("mode", ("--mode",), str, "MODE",
+           ("What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
+            "segments/segment_NNN.md archive of the span (segments)."), choices=COMPACT_MODES),
+    Option("detail", ("--detail",), str, "LEVEL", "How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose.",
+           choices=SEGMENT_DETAILS),
     ("summarizer", ("--summarizer",), str, "WHO",
      ("Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) "
       "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")),
     ("min_summary_chars", ("--min-summary-chars",), int, "N", "A model summary shorter than this is degenerate and retried.", {"min": 0}),
     ("timeout", ("--timeout",), float, "SECONDS", "Per-call timeout of a cmd: or openai: summariser.", {"min": 0.1}),
+    Option("deadline", ("--deadline",), float, "SECONDS",
+           ("The whole summariser ladder may take this long (default 300); then the compaction goes on with the offline extractive "
+            "summary and the minimal head (system items and the summary), and the event records it as `deadline`."), {"min": 0.1}),
     ("two_pass", ("--two-pass",), None, None,
      "Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass."),
     ("prefire", ("--prefire",), None, None,
@@ -88,7 +96,8 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         detail: str = SEGMENT_DETAIL, summarizer: str = SUMMARIZER, min_summary_chars: int = MIN_SUMMARY_CHARS, timeout: float | None = None,
         two_pass: bool = False, prefire: bool = False, prefire_wait: float | None = None, replay: str | None = None, no_redact: bool = False,
         dry_run: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, allow_empty: bool = False, as_json: bool = False,
-        scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
+        scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False,
+        deadline: float = COMPACT_DEADLINE) -> None:
     """Compact TARGET (or, with --replay, rerun an artifact); the rows go to stdout, warnings and errors to stderr."""
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
@@ -111,7 +120,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
 
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact import compact_target
+    from ..compact import OVER, compact_target
 
     errors: list[CattyError] = []
 
@@ -144,9 +153,13 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
             compact_target(
                 target, on_error=on_error, sessions=sessions, engine=engine, progress=progress, threshold=threshold, force=force, mode=mode,
                 summarizer=summarizer, detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, prefire_wait=prefire_wait,
-                redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+                redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout, deadline=deadline,
             )
         )
+    for r in results:
+        if r.status in ("compacted", "would_compact") and (r.tokens_after or 0) > (r.tokens_before or 0):
+            warn(f"{r.path}: the view grew ({r.tokens_before:,} → {r.tokens_after:,} tokens): the rebuilt head is larger than "
+                 "what it replaced (a session this small gains nothing from compaction)")
     rows = [r.row() for r in results]
     if as_json and len(rows) == 1 and not errors:
         write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})
@@ -154,7 +167,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     if errors:
         raise SystemExit(int(errors[0].exit_code))
-    if check and any(r.status == "over" for r in results):
+    if check and any(r.status == OVER for r in results):
         raise SystemExit(int(ExitCode.CHECK_FAILED))
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import sys
 
-from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
+from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGIES, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
 from ..errors import UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import Option, declare as declare_command, parse_one
+from .output import console, record, stderr_tty
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,8 +25,8 @@ _A = {"rich_help_panel": "clear_tool_uses knobs (both strategies)"}
 # metavar, help, typer's option settings).
 PARAMS = (
     ("window", ("--window",), int, "N", "Context window in tokens (default: the session's, else 200,000).", {"min": 1}),
-    ("strategy", ("--strategy",), str, "cache-aware|tiered",
-     "cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request."),
+    Option("strategy", ("--strategy",), str, "cache-aware|tiered",
+           "cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request.", choices=PRUNE_STRATEGIES),
     ("min_percent", ("--min-percent",), float, "PCT", "tiered runs only when the request is at least this % of the window.", {"min": 0, **_T}),
     ("keep_turns", ("--keep-turns",), int, "N",
      "Never touch results of the N most recent turns (age < N; age = real user messages after the result).", {"min": 0}),
@@ -50,7 +51,7 @@ PARAMS = (
 EPILOG = ("Examples: catty-ctx prune S --stats > request.jsonl; "
           "catty-ctx prune S --previous request.jsonl > next.jsonl; "
           "catty-ctx prune S --strategy tiered --omit-age 8 | catty-ctx inspect -")
-PRUNE_DOC = """Print the pruned request view, one item a line (SPEC item shape); the log is untouched.
+PRUNE_DOC = """Print the pruned request view, one item a line (the items of the view); the log is untouched.
 
     Old tool results are shortened in the request copy only; every placeholder names the
     original's seq and the inspect command that prints it. `-` reads an event stream (or an
@@ -69,6 +70,17 @@ def declare() -> None:
     from .options import SessionArg
 
     declare_command("prune", run, PARAMS, PRUNE_DOC, EPILOG, {"session": SessionArg})
+
+
+def _report(key: str, doc: dict[str, Any]) -> None:
+    """A figure for the reader on stderr: a small table on a terminal, one JSON line (`{KEY: DOC}`) for a script."""
+    if stderr_tty():
+        console(stderr=True).print(record(key, [(k, ", ".join(map(str, v)) if isinstance(v, list) else v) for k, v in doc.items()]))
+    else:
+        # start-up: orjson loads with the library, when the command runs
+        import orjson
+
+        sys.stderr.write(orjson.dumps({key: doc}).decode() + "\n")
 
 
 def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY, min_percent: float = PRUNE_MIN_PERCENT,
@@ -122,8 +134,8 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
             write(vi.canon + b"\n")
         sys.stdout.flush()
     if prev_lines is not None:
-        sys.stderr.write(orjson.dumps({"previous": reuse.as_dict()}).decode() + "\n")
+        _report("previous", reuse.as_dict())
     if stats:
-        sys.stderr.write(orjson.dumps({"stats": st.as_dict()}).decode() + "\n")
+        _report("stats", st.as_dict())
     if st.over_window:
         warn(f"the pruned request ({st.request_tokens_after:,} tokens) is still over the window ({st.window:,}): compact the session")

@@ -62,8 +62,22 @@ class _ModelSummarizer(Summarizer):
     def call_once(self, prompt: Prompt, timer: StreamTimer) -> str | tuple[str, dict[str, Any] | None]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    timeout: float = 0.0  # a transport's own bound on one call (seconds); each sets its own
+
     def summarize(self, req: SummaryRequest) -> SummaryResult:
-        return run_ladder(self.id, req, self.call_once, attempts=self.attempts, backoff=self.backoff, min_chars=self.min_chars)
+        return run_ladder(self.id, req, self._bounded_call, attempts=self.attempts, backoff=self.backoff, min_chars=self.min_chars)
+
+    def _bounded_call(self, prompt: Prompt, timer: StreamTimer) -> str | tuple[str, dict[str, Any] | None]:
+        """One call whose timeout is at most what is left of the compaction's deadline, whatever
+        the transport (each reads `self.timeout`)."""
+        own = self.timeout
+        if timer.ends is None or not own:
+            return self.call_once(prompt, timer)
+        self.timeout = timer.time_left(own)
+        try:
+            return self.call_once(prompt, timer)
+        finally:
+            self.timeout = own
 
 
 # -- cmd:CMD ---------------------------------------------------------------------------------
@@ -73,6 +87,9 @@ class _ModelSummarizer(Summarizer):
 # status 3, or (with any non-zero status) this line on its stderr.
 CMD_OVERFLOW_STATUS = 3
 CMD_OVERFLOW_LINE = "context_length_exceeded"
+# How it says a failure is worth retrying after a wait (sysexits' EX_TEMPFAIL); any other
+# non-zero status is final: the same input would fail the same way.
+CMD_TEMPFAIL_STATUS = 75
 
 
 class CmdSummarizer(_ModelSummarizer):
@@ -100,6 +117,8 @@ class CmdSummarizer(_ModelSummarizer):
         tail = proc.stderr.decode(errors="replace").strip().splitlines()
         if proc.returncode == CMD_OVERFLOW_STATUS or (proc.returncode != 0 and CMD_OVERFLOW_LINE in (t.strip() for t in tail)):
             raise Overflow(f"{self.argv[0]} reported its input too long (exit {proc.returncode})")
+        if proc.returncode == CMD_TEMPFAIL_STATUS:
+            raise Transient(f"{self.argv[0]} exited {proc.returncode} (a temporary failure)" + (f": {tail[-1]}" if tail else ""))
         if proc.returncode != 0:
             raise Deterministic(f"{self.argv[0]} exited {proc.returncode}" + (f": {tail[-1]}" if tail else ""))
         return proc.stdout.decode(errors="replace")

@@ -1,4 +1,4 @@
-"""Importers: other agents' session files → catty-ctx events (SPEC "import").
+"""Importers: other agents' session files → catty-ctx events (docs/spec.md#import).
 
 One module per format (`claude`, `codex`, `opencode`, `gemini`, `messages` for OpenAI and
 Anthropic arrays) over one normalisation layer (`common`); `detect` names the format of a
@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import orjson
 
+from .. import formats as registry
 from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
 from ..errors import DataError, UsageError, WriteError
 from ..events import Event
@@ -33,10 +34,10 @@ from ..store import (
 from .common import BlobSink, EventBuilder, ImportReport, Warn
 from .detect import detect as detect_format  # `importers.detect` stays the submodule
 
-FORMATS = ("claude", "codex", "opencode", "gemini", "openai", "anthropic")
+FORMATS = registry.NAMES  # the format registry's names (catty_ctx/formats)
 _WRITEBACK_STEP = 8 << 20
 _EXTERNALIZED = ("message", "tool_result")  # the kinds `externalize` may move to blobs/
-_MODULES = {"claude": "claude", "codex": "codex", "opencode": "opencode", "gemini": "gemini", "openai": "messages", "anthropic": "messages"}
+_MODULES = {name: fmt.importer for name, fmt in registry.FORMATS.items()}  # format → importer module
 
 
 class _Start:
@@ -73,10 +74,12 @@ _HOLD_MAX = 10_000  # events held back before the first conversation event (a bo
 
 
 def _converses(ev: Event) -> bool:
-    """Whether EV puts conversation in the view (a system prompt or an empty message is none)."""
+    """Whether EV puts conversation in the view (a system prompt, an empty message or text the
+    harness wrote, such as a rollout's instructions, is none)."""
     kind = ev["kind"]
     if kind == "message":
-        return ev.get("role") != "system" and bool(ev.get("text") or ev.get("images") or ev.get("blob"))
+        return ev.get("role") not in ("system", "developer") and not ev.get("synthetic") \
+            and bool(ev.get("text") or ev.get("images") or ev.get("blob"))
     return kind in ("tool_call", "tool_result", "compaction")
 
 
@@ -113,7 +116,7 @@ def resolve_format(fmt: str, source: Path) -> str:
     if fmt == "auto":
         return detect_format(source)
     if fmt not in FORMATS:
-        raise UsageError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)}, auto)")
+        raise UsageError(f"unknown format '{fmt}' (one of {registry.names_text()}, auto)")
     return fmt
 
 
@@ -144,7 +147,7 @@ def import_events(
     start = _Start(fmt, gate, blob_sink, report, strict)
     module = importlib.import_module(f"{__name__}.{_MODULES[fmt]}")
     kwargs: dict[str, Any] = {"lenient": lenient, "warn": warn, "session_id": session_id}
-    if _MODULES[fmt] == "messages":
+    if _MODULES[fmt] == "messages":  # one module reads both messages dialects
         kwargs["flavour"] = fmt
     # An importer holds many small objects and makes no cycles: the cyclic collector's
     # repeated full passes over them would cost a third of the time for nothing.

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from .. import formats as registry
 from ..errors import DataError
 from ..jsonl import numbered_lines
 from .common import open_source
@@ -77,6 +78,15 @@ def _messages_format(msgs: list[Any], top: dict[str, Any] | None = None) -> str:
     return "openai"
 
 
+def is_opencode_export(doc: Any) -> bool:
+    """`opencode export`'s document: {info: the session, messages: [{info, parts}]}."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict) or not isinstance(doc.get("messages"), list):
+        return False
+    first = doc["messages"][0] if doc["messages"] else {"info": {}, "parts": []}
+    return isinstance(doc["info"].get("id"), str) and isinstance(first, dict) and isinstance(first.get("info"), dict) \
+        and isinstance(first.get("parts"), list)
+
+
 def document_format(doc: Any) -> str | None:
     """The format of a whole JSON document (a messages array, a Gemini or opencode file), or None."""
     if isinstance(doc, list):
@@ -87,6 +97,8 @@ def document_format(doc: Any) -> str | None:
         if "projectHash" in doc and isinstance(doc.get("messages"), list):
             return "gemini"
         if "projectID" in doc and str(doc.get("id", "")).startswith("ses"):
+            return "opencode"
+        if is_opencode_export(doc):
             return "opencode"
         for key in ("messages", "conversation", "history"):
             if isinstance(doc.get(key), list):
@@ -109,7 +121,7 @@ def detect(source: Path) -> str:
             raise DataError(f"{source}: pass the database itself ({source / 'opencode.db'})")
         for candidate in sorted(chain(source.rglob("*.jsonl"), source.rglob("*.jsonl.zst")))[:50]:
             fmt = _jsonl_format(_first_records(candidate))
-            if fmt in ("claude", "codex", "gemini"):
+            if fmt in registry.with_form("jsonl") and fmt in registry.AGENT_NAMES:
                 return fmt
         raise DataError("no session of a known format found in this folder", path=str(source))
     with open(source, "rb") as f:
@@ -127,5 +139,5 @@ def detect(source: Path) -> str:
             return fmt
     fmt = _jsonl_format(_first_records(source))
     if fmt is None:
-        raise DataError("not a session of any known format (claude, codex, opencode, gemini, openai, anthropic)", path=str(source))
+        raise DataError(f"not a session of any known format ({registry.names_text()})", path=str(source))
     return fmt
