@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from ..defaults import HOOK_DEADLINE
 from ..errors import UsageError
 from .errors import note
 from .fastpath import declare as declare_command
@@ -24,10 +25,10 @@ HOOKS = ("pre-compact", "session-start")
 _INSTALL = (
     ("scope", ("--scope",), str, "SCOPE", ("Claude Code's settings file: user (~/.claude/settings.json), project "
                                            "(.claude/settings.json) or local (.claude/settings.local.json).")),
-    ("settings", ("--settings",), str, "FILE", "This settings file instead of the scope's (Codex: this hooks.json)."),
+    ("settings", ("--settings",), str, "FILE", "This settings file instead of the scope's."),
     ("statusline", ("--statusline",), None, None, "Also set Claude Code's statusLine to `catty-ctx statusline`."),
     ("mcp", ("--mcp",), None, None, ("Also register the recall server (`catty-ctx mcp`): Claude Code's .mcp.json (project "
-                                     "scope) or ~/.claude.json; Codex's config.toml.")),
+                                     "scope) or ~/.claude.json.")),
     ("command", ("--command",), str, "CMD", "The command line that runs catty-ctx, as the agent should call it (default: catty-ctx)."),
     ("dry_run", ("--dry-run",), None, None, "Print the change as a diff; write nothing."),
 )
@@ -35,7 +36,7 @@ _HOOK = (
     ("deadline", ("--deadline",), float, "SECONDS", "Give up (exit 0, one line on stderr) after this long.", {"min": 0.1}),
     ("mirrors", ("--mirrors",), str, "DIR", "Keep the mirrors here (default: CATTY_CTX_MIRRORS, else $XDG_DATA_HOME/catty-ctx/mirrors)."),
 )
-PARAMS: dict[str, Any] = {"install": _INSTALL, "uninstall": _INSTALL}
+PARAMS: dict[str, Any] = {"install": _INSTALL, "uninstall": _INSTALL, "claude pre-compact": _HOOK, "claude session-start": _HOOK}
 HOOK_DOCS = {
     "pre-compact": """Bring the session's mirror up to date and archive the span since the last compaction.
 
@@ -126,14 +127,7 @@ def _edit(install: bool, agent: str, scope: str, settings: str | None, statuslin
 
     if _agent(agent) not in INSTALLABLE:
         raise UsageError(f"AGENT: hook install knows {', '.join(INSTALLABLE)}")
-    if agent == "claude":
-        changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp, command=command)
-    else:
-        if scope != "user":
-            raise UsageError("--scope: Codex reads its hooks from CODEX_HOME only (leave out --scope)")
-        if statusline:
-            raise UsageError("--statusline: Codex has no status line command")
-        changes = agent_settings.plan_codex(install, hooks_file=settings, mcp=mcp, command=command)  # type: ignore[attr-defined]
+    changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp, command=command)
     verb = "install" if install else "uninstall"
     if not changes:
         note(f"{verb} {agent}: nothing to change")
@@ -161,4 +155,39 @@ def uninstall(agent: str, scope: str = "user", settings: str | None = None, stat
     _edit(False, agent, scope, settings, statusline, mcp, command, dry_run)
 
 
-RUNS: dict[str, Any] = {"install": install, "uninstall": uninstall}
+def _hook(agent: str, hook: str, deadline: float, mirrors: str | None) -> None:
+    # start-up: the hook's own module only (the importers load when there is a transcript to read)
+    from ..agents import hooks
+
+    root = hooks.mirrors_root(mirrors)
+    fmt = "claude" if agent == "claude" else "codex"
+    if hook == "pre-compact":
+        hooks.fail_open(agent, hook, root, deadline, lambda: hooks.pre_compact(agent, fmt, sys.stdin.buffer, root))
+        return
+    out: list[str] = []
+    hooks.fail_open(agent, hook, root, deadline, lambda: hooks.session_start(agent, fmt, sys.stdin.buffer, _Collect(out), root))
+    sys.stdout.write("".join(out))
+
+
+class _Collect:
+    """Where session-start writes: printed only when the whole reminder was built."""
+
+    def __init__(self, into: list[str]) -> None:
+        self.into = into
+
+    def write(self, text: str) -> None:
+        self.into.append(text)
+
+
+def claude_pre_compact(deadline: float = HOOK_DEADLINE, mirrors: str | None = None) -> None:
+    """Claude Code's PreCompact: bring the mirror up to date."""
+    _hook("claude", "pre-compact", deadline, mirrors)
+
+
+def claude_session_start(deadline: float = HOOK_DEADLINE, mirrors: str | None = None) -> None:
+    """Claude Code's SessionStart: the continuation reminder after a compaction or a resume."""
+    _hook("claude", "session-start", deadline, mirrors)
+
+
+RUNS: dict[str, Any] = {"install": install, "uninstall": uninstall, "claude pre-compact": claude_pre_compact,
+                        "claude session-start": claude_session_start}
