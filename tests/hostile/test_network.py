@@ -44,17 +44,29 @@ def _session(path: Path) -> Path:
                             msg("assistant", "On it.", "a1")])
 
 
+# Runs catty-ctx, then writes the process's peak resident memory (VmHWM, counted from its own
+# start: rusage would count the pages of the forking test worker) to the file argv[1] names.
+PEAK = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def peak():
+    kb = next(l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+    open(out, "w").write(kb)
+atexit.register(peak)
+sys.argv[0] = "catty-ctx"
+runpy.run_module("catty_ctx", run_name="__main__")
+"""
+
+
 def _compact(session: Path, base_url: str, *args: str) -> tuple[int, bytes, bytes, float, int]:
     """compact SESSION with openai:m against BASE_URL in its own process: exit code, stdout,
     stderr, seconds taken and peak resident bytes."""
     env = no_proxy_env(PYTHONPATH=str(ROOT), OPENAI_BASE_URL=base_url, OPENAI_API_KEY=KEY, CATTY_CTX_RETRY_BACKOFF="0")
+    peak = session.parent / "peak"
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", "compact", str(session), "--force", "--json",
-                             "--summarizer", "openai:m", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, out, err, time.monotonic() - start, usage.ru_maxrss * 1024
+    proc = subprocess.run([sys.executable, "-c", PEAK, str(peak), "compact", str(session), "--force", "--json",
+                           "--summarizer", "openai:m", *args], capture_output=True, env=env)
+    return proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start, int(peak.read_text()) * 1024
 
 
 @pytest.mark.parametrize("answer", [drip, drip_headers], ids=["drip-body", "drip-headers"])
