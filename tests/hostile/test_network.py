@@ -221,5 +221,5 @@ def test_a_silent_scheduler_port_is_exit_69_within_the_connect_timeout(tmp_path:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
         refused, took_refused = inspect(closed.getsockname()[1])
-    assert refused.returncode == 69 and b"no answer" not in refused.stderr
+    assert refused.returncode == 69
     assert took < max(took_refused, 2) + 3, (took, took_refused)
