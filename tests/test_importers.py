@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import sqlite3
 from collections import Counter
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -555,6 +557,22 @@ def test_an_opencode_export_document_imports_by_name_and_by_auto() -> None:
         assert report.user_turns == 2
         assert [(e["input"], e["cache_read"]) for e in events if e["kind"] == "usage"] == [(1200, 0), (140, 1200), (30, 1380)]
         assert [e["call_id"] for e in events if e["kind"] == "tool_result"] == ["toolu_oc1"]
+
+
+def test_a_folder_of_several_claude_sessions_is_refused_with_their_ids_dates_and_first_prompts(tmp_path: Path) -> None:
+    from conftest import cli
+
+    src = FIXTURES / "import" / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl"
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    for name in ("first-session", "second-session"):
+        shutil.copy(src, folder / f"{name}.jsonl")
+    proc = cli("import", "claude", str(folder))
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert "holds 2 sessions; name one with --session ID" in lines[0]
+    assert [ln.split()[0] for ln in lines[1:3]] == ["first-session", "second-session"]
+    assert all("The cart total is wrong" in ln and re.search(r"\d{4}-\d\d-\d\d", ln) for ln in lines[1:3])
 
 
 @pytest.mark.parametrize("fmt", ["gemini", "opencode"])
