@@ -6,12 +6,14 @@ inode) still holds is used without opening the log.
 """
 from __future__ import annotations
 
+import importlib
 import os
 
 import xxhash
 
+from .. import formats
 from . import filecache
-from .walk import CATTY, CLAUDE, CODEX, GEMINI, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, sniff, survey
+from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, sniff, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,25 +68,12 @@ class Scan:
 
 
 def _parser_module(kind: str) -> Any:
-    if kind == CLAUDE:
-        # start-up: a parser loads only for its format
-        from . import claude as module
-    elif kind == CODEX:
-        # start-up: a parser loads only for its format
-        from . import codex as module
-    elif kind == PREFIRE:
-        # start-up: a parser loads only for its format
-        from . import prefire as module
-    elif kind == GEMINI:
-        # start-up: a parser loads only for its format
-        from . import gemini as module
-    elif kind == OPENCODE:
-        # start-up: a parser loads only for its format
-        from . import opencode as module
-    else:
-        # start-up: a parser loads only for its format
-        from . import catty as module
-    return module
+    """The parser of a KIND of log: catty-ctx's own, a prefire cache's, or the `usage` module the
+    format registry names for an agent's format."""
+    fmt = formats.FORMATS.get(kind)
+    name = fmt.usage if fmt is not None and fmt.usage else PREFIRE if kind == PREFIRE else CATTY
+    # start-up: a parser loads only for its format
+    return importlib.import_module(f"{__package__}.{name}")
 
 
 def _parser(kind: str) -> Callable[..., Any]:
