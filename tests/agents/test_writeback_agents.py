@@ -101,3 +101,16 @@ def test_codex_resumes_the_copy_and_sends_our_answer_not_its_own(codex, tmp_path
     big = outputs["call_04"]
     assert "not in this copy" in str(big) and len(str(big)) < MAX
     assert codex.server.errors == []
+
+
+@pytest.mark.agents("claude")
+def test_claude_resumes_a_compacted_copy_with_its_summary(claude, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = claude_session(tmp_path / "src", cwd=str(claude.cwd))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude.config_dir))
+    doc = _fork(src, "claude", "--compact")
+    claude.server.push(text("Resumed."))
+    claude.prompt("Anything left?", resume=doc["session_id"])
+    said = [b["text"] for m in claude.server.bodies()[-1]["messages"] if m["role"] == "user" for b in _blocks(m["content"])
+            if b.get("type") == "text"]
+    # The summary (written as a meta user record) reaches the model, with the last real request.
+    assert any("<summary>" in t and USER_TURNS[0] in t for t in said) and any(t.startswith(USER_TURNS[-1]) for t in said)
