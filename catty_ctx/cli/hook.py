@@ -59,8 +59,8 @@ DOCS = {
 EPILOGS = {
     "install": "Examples: catty-ctx hook install claude; catty-ctx hook install claude --scope project --mcp --statusline --dry-run",
     "uninstall": "Example: catty-ctx hook uninstall claude --scope project",
-    "pre-compact": "Run by the agent at PreCompact (see catty-ctx hook install).",
-    "session-start": "Run by the agent at SessionStart (see catty-ctx hook install).",
+    "pre-compact": "Example: catty-ctx hook claude pre-compact < hook.json",
+    "session-start": "Example: catty-ctx hook claude session-start < hook.json",
 }
 HOOK_HELP = "The agents' hook commands (claude, codex) and their installer (install, uninstall)."
 HOOK_EPILOG = "Examples: catty-ctx hook install claude --mcp; catty-ctx hook uninstall claude"
@@ -104,7 +104,8 @@ def declare() -> None:
         hooks = [h for h in HOOKS if f"{agent} {h}" in PARAMS]
         if not hooks:
             continue
-        agent_app = typer.Typer(help=f"The hook commands {'Claude Code' if agent == 'claude' else 'Codex'} runs.", no_args_is_help=True)
+        agent_app = typer.Typer(help=f"The hook commands {'Claude Code' if agent == 'claude' else 'Codex'} runs.", no_args_is_help=True,
+                                epilog=f"Example: echo '{{\"session_id\": \"S\", \"source\": \"compact\"}}' | catty-ctx hook {agent} session-start")
         hook_app.add_typer(agent_app, name=agent)
         for hook in hooks:
             declare_command(hook, RUNS[f"{agent} {hook}"], PARAMS[f"{agent} {hook}"], HOOK_DOCS[hook], EPILOGS[hook], {}, on=agent_app)
