@@ -27,7 +27,7 @@ BACKOFF_S = 3.0
 FITTED_RESERVE = 32_768
 LOSSY_FRACTION = 0.70
 CMD_TIMEOUT_S = 600.0
-HTTP_TIMEOUT_S = 300.0
+HTTP_TIMEOUT_S = 300.0  # the whole of one request: connection, answer, body
 
 SYSTEM_PROMPT = (
     "You summarise a coding agent's conversation so that the agent can continue the work "
