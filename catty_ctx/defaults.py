@@ -24,6 +24,7 @@ COMPACT_MODE = "summary"  # what the summary carrier points at: nothing, the log
 SEGMENT_DETAIL = "verbose"  # how much of each item a segment keeps
 SUMMARIZER = "extractive"  # who writes the summary: offline extraction
 MIN_SUMMARY_CHARS = 500  # a model summary shorter than this is degenerate and retried
+MAX_RESPONSE_BYTES = 32 << 20  # an openai: answer (a streamed one's bytes in all) longer than this is cut
 COMPACT_DEADLINE = 300.0  # seconds a compaction may wait for its summariser (the seed's backstop), then the minimal head
 
 # The continuation eval (eval)
