@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from conftest import cli
+from conftest import FIXTURES, cli
 from writeback_sessions import BIG, USER_TURNS, claude_session, codex_session
 
 from catty_ctx.writeback import claude as claude_writer, codex as codex_writer
@@ -241,3 +241,13 @@ def test_at_turn_prune_and_compact_shape_the_copy(broken: Path, tmp_path: Path) 
     assert any(r.get("isMeta") for r in recs) and compacted["bytes_after"] < 1_000_000  # the summary, as a meta user record
     pruned = _fork(broken, tmp_path / "c", "--prune", "tiered")
     assert claude_writer.check_records(_lines(Path(pruned["path"])), pruned["session_id"]) == []
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_a_catty_session_with_a_dangling_call_becomes_a_native_one(agent: str, tmp_path: Path) -> None:
+    src = FIXTURES / "sessions" / "dangling"
+    before = _digest(src / "updates.jsonl")
+    doc = orjson.loads(cli("fork", str(src), str(tmp_path / "d"), "--to", agent, "--json", check=True).stdout)
+    writer = claude_writer if agent == "claude" else codex_writer
+    assert doc["calls_repaired"] >= 1 and writer.check_records(_lines(Path(doc["path"])), doc["session_id"]) == []
+    assert _digest(src / "updates.jsonl") == before and not any(p.name.endswith(".lock") for p in src.iterdir())
