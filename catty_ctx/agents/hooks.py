@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from ..files import replace_folder
 
 REMINDER_LIMIT = 10_000
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -76,11 +77,7 @@ def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str) -> 
     dest.parent.mkdir(parents=True, exist_ok=True)
     fresh = dest.parent / f".{sid}.new.{os.getpid()}"
     import_to_dir(fmt, transcript, fresh, lenient=True, warn=lambda _m: None, session_id=sid)
-    old = dest.parent / f".{sid}.old.{os.getpid()}"
-    if dest.exists():
-        os.replace(dest, old)
-    os.replace(fresh, dest)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_folder(fresh, dest)
     return dest
 
 
