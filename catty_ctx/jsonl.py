@@ -59,7 +59,9 @@ OnTorn = Callable[[int, int], None]  # (line number, bytes) of a torn final line
 
 
 def stderr_warning(message: str) -> None:
-    sys.stderr.write(f"catty-ctx: warning: {message}\n")
+    from .visible import say  # start-up: only when a warning is written (a path in it may hold controls)
+
+    say(f"catty-ctx: warning: {message}")
 
 
 class RawLine(NamedTuple):  # (not a dataclass: the usage scan imports this module, and dataclasses costs it ~7 ms)

@@ -28,6 +28,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l max-user-bytes 
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l max-tool-bytes -r -F -d 'A tool output longer than N bytes moves to blobs/ with its…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -l raw -d 'Write the bytes as they are on a terminal too (escape…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l threshold -r -F -d 'Compact when the view\'s estimated tokens are >= PCT % of…'

@@ -170,6 +170,7 @@ LINE_READERS = {
     "jsonl.py": "the one reader",
     "ownership.py": "a probe of a few lines within a small byte budget: a cut line is a clue, not an error",
     "importers/claude": "a subagent file's first line, read to match it to its session (a probe)",
+    "compact/transport.py": "an HTTP answer's event-stream lines, each bounded by the answer's byte cap",
 }
 
 
