@@ -31,16 +31,18 @@ _catty_ctx() {
     if [[ "$cur" != -* && "$valued" != *" $prev "* ]]; then
         case "$path|$npos" in
         "completion|0") COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
+        "config|0") COMPREPLY=($(compgen -W "show" -- "$cur")); return ;;
         "import|0") COMPREPLY=($(compgen -W "claude codex opencode gemini openai anthropic auto" -- "$cur")); return ;;
         esac
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion eval export fork import inspect instructions prune repair report resume segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion config eval export fork import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help --raw -h" ;;
         "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
+        "config") opts="--help --json -h" ;;
         "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "export") opts="--format --help --out --redact -f -h -o" ;;
         "fork") opts="--at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
