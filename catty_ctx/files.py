@@ -125,6 +125,43 @@ def write_file(path: PathArg, fill: "Callable[[IO[bytes]], object]", *, durable:
         fsync_dir(os.path.dirname(target) or ".")
 
 
+def stage_file(path: PathArg, data: bytes) -> str:
+    """The first half of `replace_file`: DATA written and fsynced into a temp file beside
+    PATH, whose name is returned for `commit_staged` (or `discard_staged`). A writer that must
+    change two files stages the second before it commits the first, so a full disk refuses
+    the whole change instead of leaving the second stale."""
+    target = os.fspath(path)
+    fd, tmp = _temp_beside(target)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), _mode_for(target))
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        discard_staged(tmp)
+        raise
+    return tmp
+
+
+def commit_staged(tmp: str, path: PathArg) -> None:
+    """Rename a `stage_file` temp over PATH and make the rename durable."""
+    target = os.fspath(path)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        discard_staged(tmp)
+        raise
+    fsync_dir(os.path.dirname(target) or ".")
+
+
+def discard_staged(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
 def create_exclusive(path: PathArg, data: bytes) -> bool:
     """Create PATH holding DATA unless it exists: False when another process got there first.
 

@@ -272,7 +272,7 @@ def scan_marked(
             if end == 0:
                 if len(data) < SCAN_CHUNK:
                     return  # nothing, or only a torn tail, is left
-                data = read_line_at(fd, offset)  # one line longer than a chunk
+                data = read_line_at(fd, offset, os.fspath(path))  # one line longer than a chunk
                 end = len(data)
                 if not data.endswith(b"\n"):
                     return
@@ -283,18 +283,40 @@ def scan_marked(
         os.close(fd)
 
 
-def read_line_at(fd: int, offset: int) -> bytes:
-    """The line (with its newline, if it has one) that starts at OFFSET of an open file."""
+def read_line_at(fd: int, offset: int, display: str | None = None, lineno: int | None = None) -> bytes:
+    """The line (with its newline, if it has one) that starts at OFFSET of an open file.
+
+    A line longer than MAX_LINE_BYTES is refused (DataError naming DISPLAY) as soon as the
+    limit is passed: never more than the limit and one chunk are held."""
     parts: list[bytes] = []
+    held = 0
     while True:
         data = os.pread(fd, SCAN_CHUNK, offset)
         if not data:
             return b"".join(parts)
         nl = data.find(b"\n")
         if nl != -1:
+            if held + nl >= LIMIT:
+                raise DataError(TOO_LONG, path=display or "<log>", line=lineno)
             parts.append(data[: nl + 1])
             return b"".join(parts)
+        held += len(data)
+        if held >= LIMIT:
+            raise DataError(TOO_LONG, path=display or "<log>", line=lineno)
         parts.append(data)
+        offset += len(data)
+
+
+def line_end(fd: int, offset: int) -> int:
+    """Offset just past the newline of the line holding byte OFFSET (the file's size if it
+    has none), found chunk by chunk without holding the line."""
+    while True:
+        data = os.pread(fd, SCAN_CHUNK, offset)
+        if not data:
+            return offset
+        nl = data.find(b"\n")
+        if nl != -1:
+            return offset + nl + 1
         offset += len(data)
 
 
@@ -304,8 +326,7 @@ def line_start(path: str | os.PathLike[str], at: int) -> int:
         return 0
     fd = open_fd(path)
     try:
-        line = read_line_at(fd, at - 1)  # the rest of the line holding byte at-1
-        return at - 1 + len(line)
+        return line_end(fd, at - 1)  # past the end of the line holding byte at-1
     finally:
         os.close(fd)
 
@@ -330,20 +351,36 @@ def last_newline_end(path: Path) -> int:
 
 
 def read_last_line(path: Path) -> bytes | None:
-    """The last complete line (without newline), reading backwards from the end."""
+    """The last complete line (without newline), found by a backward scan: linear in the
+    line's length, and a line longer than MAX_LINE_BYTES is refused (DataError) once the scan
+    has passed the limit, never read whole."""
     end = last_newline_end(path)
     if end == 0:
         return None
     stop = end - 1  # the final newline
-    with os.fdopen(open_fd(path), "rb") as f:
+    fd = open_fd(path)
+    try:
         pos = stop
-        buf = b""
+        parts: list[bytes] = []  # chunks from the end backwards, joined once
+        held = 0
+        step = BUFFER // 16
         while pos > 0:
-            step = min(BUFFER // 16, pos)
-            pos -= step
-            f.seek(pos)
-            buf = f.read(step) + buf
-            nl = buf.rfind(b"\n")  # buf holds bytes [pos, stop)
+            n = min(step, pos)
+            pos -= n
+            chunk = os.pread(fd, n, pos)
+            nl = chunk.rfind(b"\n")
             if nl != -1:
-                return buf[nl + 1 :]
-        return buf
+                parts.append(chunk[nl + 1 :])
+                held += n - nl - 1
+                break
+            parts.append(chunk)
+            held += n
+            if held >= LIMIT:
+                raise DataError(TOO_LONG + " (the last line)", path=os.fspath(path))
+            step = min(step * 2, SCAN_CHUNK)  # a long line takes few reads
+        if held >= LIMIT:
+            raise DataError(TOO_LONG + " (the last line)", path=os.fspath(path))
+        parts.reverse()
+        return b"".join(parts)
+    finally:
+        os.close(fd)

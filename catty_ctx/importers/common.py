@@ -20,7 +20,7 @@ from typing import IO, Any, Callable, Iterator, NamedTuple
 
 import orjson
 
-from ..compressed import NOT_INSTALLED, ZSTD_MAGIC
+from ..compressed import NOT_INSTALLED, ZSTD_MAGIC, BoundedStream, Unreadable, inflated_limit
 from ..compressed import command as zstd_command
 from ..compressed import failure as zstd_failure
 from ..compressed import program as zstd_program
@@ -511,9 +511,13 @@ def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
     proc = subprocess.Popen(zstd_command(exe, str(path)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
+    stream = BoundedStream(proc.stdout, inflated_limit(path.stat().st_size))  # a bomb is stopped at its limit
     try:
-        yield proc.stdout
+        yield stream  # type: ignore[misc]
         at_end = not proc.stdout.read(1)  # a reader that stopped early (a probe) leaves the rest
+    except Unreadable as exc:
+        proc.kill()
+        raise DataError(str(exc), path=display) from None
     finally:
         proc.stdout.close()
         err = proc.stderr.read()

@@ -10,6 +10,8 @@ import os
 
 import xxhash
 
+from ..compressed import BOMB_MARK
+from ..errors import DataError
 from . import filecache
 from .walk import CATTY, CLAUDE, CODEX, PREFIRE, sniff, survey
 
@@ -311,6 +313,8 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     results = _run(tasks, sizes, jobs, total, progress, packed) if engine is None else _run_on(engine, tasks, sizes, total, progress)
     for path, entry, nbytes, error in results:
         if error is not None:
+            if BOMB_MARK in error:  # a decompression bomb is refused, not skipped (docs/reliability.md)
+                raise DataError(error.removeprefix("cannot read (").removesuffix(")"), path=path)
             result.bad_lines += 1
             if len(result.bad_samples) < max_samples:
                 result.bad_samples.append(f"{path}: {error}")
