@@ -19,10 +19,13 @@ ASSISTANT_LIMIT = 40_000  # bytes of an assistant message kept inline (as a tool
 
 # Compaction (compact)
 DEFAULT_THRESHOLD = 85.0  # % of the window at which a session is compacted (the seed's auto-compact)
+COMPACT_MODES = ("summary", "transcript", "segments")
+SEGMENT_DETAILS = ("none", "minimal", "balanced", "verbose")
 COMPACT_MODE = "summary"  # what the summary carrier points at: nothing, the log's seq range, a segment
 SEGMENT_DETAIL = "verbose"  # how much of each item a segment keeps
 SUMMARIZER = "extractive"  # who writes the summary: offline extraction
 MIN_SUMMARY_CHARS = 500  # a model summary shorter than this is degenerate and retried
+COMPACT_DEADLINE = 300.0  # seconds a compaction may wait for its summariser (the seed's backstop), then the minimal head
 
 # The continuation eval (eval)
 EVAL_MODE = "segments"  # the compaction mode evaluated
@@ -30,6 +33,7 @@ EVAL_COMPACTIONS = 3  # compactions per session: its turns are split into this m
 EVAL_JOBS = 1  # sessions evaluated at once
 
 # Request-copy pruning (prune): grok-build's values (and Anthropic's clear_tool_uses knobs)
+PRUNE_STRATEGIES = ("cache-aware", "tiered")
 PRUNE_STRATEGY = "cache-aware"
 PRUNE_MIN_PERCENT = 50.0  # tiered runs only when the request is at least this % of the window
 PRUNE_KEEP_TURNS = 3  # results younger than this many turns are never touched
@@ -45,4 +49,8 @@ PRUNE_KEEP = 0  # the most recent tool results never touched (clear_tool_uses `k
 PRUNE_CLEAR_AT_LEAST = 0  # a rewrite must clear at least this many tokens
 
 # Request formats (resume)
+RESUME_FORMATS = ("items", "openai", "anthropic")
 RESUME_FORMAT = "items"
+
+# The usage ledger (usage)
+USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent")  # the row keys of --by

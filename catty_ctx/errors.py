@@ -1,7 +1,7 @@
 """Exit codes (one enum) and the exceptions that carry them.
 
 The library raises these; the CLI's single error path turns them into one stderr line
-and the documented exit code (SPEC "The command line").
+and the documented exit code (docs/spec.md#the-command-line).
 """
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
+    """The exit codes every command uses (docs/spec.md#exit-codes)."""
+
     OK = 0
     CHECK_FAILED = 1  # a check found problems (repair --check, compact --check)
     USAGE = 2  # bad arguments, missing paths
@@ -29,7 +31,7 @@ EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.UNAVAILABLE: "the --scheduler cannot be reached (refused, timed out) or lost the run",
     ExitCode.INTERNAL: "internal error (a bug in catty-ctx)",
     ExitCode.CANT_CREATE: "cannot write output (also a full or closed stdout)",
-    ExitCode.TEMP_FAIL: "the session lock is busy (try again)",
+    ExitCode.TEMP_FAIL: "a temporary failure, worth trying again: the session lock is busy, or the summariser failed after its retries",
     ExitCode.INTERRUPTED: "interrupted",
 }
 

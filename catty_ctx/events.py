@@ -1,4 +1,4 @@
-"""Event kinds, the envelope and validation (SPEC "Events: updates.jsonl").
+"""Event kinds, the envelope and validation (docs/spec.md#events).
 
 Events stay plain dicts (orjson in, orjson out) so unknown kinds and fields travel through
 every command untouched; `check_event` is the one place that says what a valid event is

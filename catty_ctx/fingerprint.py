@@ -1,6 +1,6 @@
-"""Canonical item form and the xxh3-128 prefix chain (SPEC "Fingerprints").
+"""Canonical item form and the xxh3-128 prefix chain (docs/spec.md#fingerprints).
 
-Unlike grok-build's prefix hash (type + text only, per-process seed: weakness #1), every
+Unlike grok-build's prefix hash (type + text only, per-process seed: docs/design.md#w1), every
 field of an item counts and the digest is stable across processes and languages, so it can
 key persistent caches.
 """

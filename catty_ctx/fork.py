@@ -1,4 +1,4 @@
-"""Fork and resume (reference 5; weaknesses #7 and #10 of grok-build).
+"""Fork and resume (docs/design.md#m11; docs/design.md#w7, #w10).
 
 `fork` copies turns 1..N of a session into a new one that records its parent: the copied
 events keep their seq, the child's own `session` event takes seq 0, and the segments and
@@ -19,7 +19,7 @@ import orjson
 
 from . import providers
 from .blobs import inline_images, is_handle
-from .defaults import RESUME_FORMAT
+from .defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
 from .ownership import require_ours
@@ -37,7 +37,7 @@ from .store import (
 )
 from .view import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
 
-FORMATS = ("items", "openai", "anthropic")
+FORMATS = RESUME_FORMATS
 _TMP_MARK = ".fork-"
 
 

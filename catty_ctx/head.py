@@ -1,4 +1,4 @@
-"""The rebuilt head after a compaction and the continuation state it re-injects (reference 3.8).
+"""The rebuilt head after a compaction and the continuation state it re-injects (docs/design.md#m8).
 
 The view calls `build_head` for the latest compaction: the original system items, the
 instructions, the last real user query, the summary carrier with its mode hint, and a

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import orjson
 
 from .cluster import Engine, each
-from .errors import CattyError, DataError
+from .errors import CattyError, DataError, UsageError
 from .events import DEFAULT_WINDOW, Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
@@ -217,10 +217,13 @@ def view_rows(session: Session) -> Iterator[dict[str, Any]]:
 
 
 def find_event(session: Session, seq: int) -> Event:
+    last = -1
     for ev in session.events():
         if ev["seq"] == seq:
             return ev
-    raise DataError(f"no event with seq {seq}", path=session.display)
+        last = ev["seq"]
+    # The log is whole and reads fine: asking for a seq it does not hold is the caller's slip.
+    raise UsageError(f"{session.display}: no event with seq {seq} (its seqs run 0..{last})" if last >= 0 else f"{session.display}: no event with seq {seq} (it holds none)")
 
 
 def root_row(directory: Path) -> dict[str, Any]:

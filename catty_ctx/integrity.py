@@ -1,4 +1,4 @@
-"""Integrity: the check of what makes a session unsendable (reference 3.5).
+"""Integrity: the check of what makes a session unsendable (docs/design.md#m5).
 
 Providers require every tool call of an assistant item to be answered exactly once in the
 run of tool items right after it. `PairingChecker` finds what breaks that, item by item,

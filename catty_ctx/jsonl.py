@@ -1,4 +1,4 @@
-"""JSON Lines: the one reader of logs and line streams (SPEC "The session directory", "Events").
+"""JSON Lines: the one reader of logs and line streams (docs/spec.md#the-session-directory, docs/spec.md#events).
 
 The rules every reader of a log, an item stream or another agent's JSONL shares:
 
@@ -44,7 +44,7 @@ from .errors import DataError
 if TYPE_CHECKING:
     import orjson
 
-# A line longer than this is refused without being read whole (SPEC: bad input never costs
+# A line longer than this is refused without being read whole (docs/spec.md#the-command-line: bad input never costs
 # unbounded memory).
 MAX_LINE_BYTES = 64 * 1024 * 1024
 LIMIT = MAX_LINE_BYTES + 1  # what one readline asks for: one byte more tells "too long"

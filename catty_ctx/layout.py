@@ -1,4 +1,4 @@
-"""Names of a session's files and folders on disk (SPEC "The session directory").
+"""Names of a session's files and folders on disk (docs/spec.md#the-session-directory).
 
 Kept apart from the store, with no imports but os, so a quick reader (the usage ledger's walk)
 can tell sessions from staging folders without loading the store.

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from .errors import DataError
+from .formats import FORMATS
 from .jsonl import STDIN_NAME
 
 TYPE_CHECKING = False
@@ -31,14 +32,7 @@ PROBE_LINE_BYTES = 1 << 20  # a longer first line is read in part (and so is no 
 DOCUMENT_LIMIT = 64 << 20  # a pretty-printed JSON document larger than this is not parsed
 _SQLITE = b"SQLite format 3\x00"
 
-LABELS = {
-    "claude": "Claude Code transcript",
-    "codex": "Codex rollout",
-    "gemini": "Gemini CLI session",
-    "opencode": "opencode session",
-    "openai": "OpenAI messages document",
-    "anthropic": "Anthropic messages document",
-}
+LABELS = {name: fmt.label for name, fmt in FORMATS.items()}  # the format registry's labels
 
 
 def _ours(record: dict[str, Any]) -> bool:

@@ -1,4 +1,4 @@
-"""Pairing repair in memory, on any request a command emits (reference 3.5, "at every request build").
+"""Pairing repair in memory, on any request a command emits (docs/design.md#m5, "at every request build").
 
 Providers take a request only when every tool call of an assistant is answered exactly once
 in the run of tool results right after it, and when no message is empty. The log keeps what

@@ -3,7 +3,7 @@
 OpenAI chat: assistant `tool_calls` with JSON-string arguments, `tool` messages right after.
 Anthropic messages: the system prompt apart, strict user/assistant alternation, `tool_use`
 blocks answered by `tool_result` blocks at the start of the next user message. Each document
-is checked before it leaves (grok-build's resume did not strip orphans: weakness #7).
+is checked before it leaves (grok-build's resume did not strip orphans: docs/design.md#w7).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Repair: find and fix what makes a session unloadable or unsendable (reference 3.5, `repair`).
+"""Repair: find and fix what makes a session unloadable or unsendable (docs/design.md#m5, `repair`).
 
 The repair planner (`analyse`) goes further than grok-build, which repairs only at fixed
 boundaries: in two streaming passes it finds a torn tail, invalid lines, duplicated calls

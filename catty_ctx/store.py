@@ -1,6 +1,6 @@
 """The session store: open (dir | updates.jsonl | stdin), stream, append under the lock.
 
-One reader and one writer for every command (SPEC "The session directory", "Events").
+One reader and one writer for every command (docs/spec.md#the-session-directory, docs/spec.md#events).
 The reader streams line by line and never holds the log in memory; the writer appends each
 event as a single write under the session lock and keeps summary.json current through
 temp + fsync + rename. The log is the source of truth; summary.json is a cache of it.
@@ -597,11 +597,12 @@ def create_session(
 
 
 def open_session(target: str | os.PathLike[str]) -> Session:
+    """Open TARGET as the command line names a session: a folder, an updates.jsonl or '-'."""
     return Session.open(target)
 
 
 def session_window(session: Session, session_event: Event | None = None) -> int:
-    """summary.json's window, else the session event's, else the default (SPEC)."""
+    """summary.json's window, else the session event's, else the default (docs/spec.md#events)."""
     summary = session.summary()
     if summary and isinstance(summary.get("window"), int) and summary["window"] > 0:
         return summary["window"]

@@ -1,7 +1,7 @@
-"""The token estimator and threshold semantics (SPEC "Token estimates"; reference 3.1).
+"""The token estimator and threshold semantics (docs/spec.md#token-estimates; docs/design.md#m1).
 
 One estimator for every command: bytes of the canonical item / 4 (floor), each image 765.
-Unlike grok-build, images on tool results count too (weakness #5).
+Unlike grok-build, images on tool results count too (docs/design.md#w5).
 """
 from __future__ import annotations
 

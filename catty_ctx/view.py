@@ -1,4 +1,4 @@
-"""The context view: the fold from events to provider items (SPEC "The context view").
+"""The context view: the fold from events to provider items (docs/spec.md#the-context-view).
 
 Two streaming passes, so a log of any size is folded in bounded memory:
 1. `plan_file` parses only the lines a byte search marks (compactions, rewinds, repairs;
@@ -8,7 +8,7 @@ Two streaming passes, so a log of any size is folded in bounded memory:
 2. `iter_view` streams every event once and yields items in order, grouping an
    assistant message with its tool calls and the run of results after it, and keeps the
    fingerprint chain and token total as it goes.
-grok-build rebuilds its view lossily at checkpoints (weakness #4); here the same log always
+grok-build rebuilds its view lossily at checkpoints (docs/design.md#w4); here the same log always
 gives the same items, byte for byte.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ class ViewPlan:
 
 @dataclass
 class ViewStats:
-    """Token accounting while the view streams (SPEC "Token estimates")."""
+    """Token accounting while the view streams (docs/spec.md#token-estimates)."""
 
     events: int = 0  # every event read, before any filtering
     kinds: dict[str, int] = field(default_factory=dict)
@@ -101,7 +101,7 @@ class ViewStats:
 
     @property
     def fp(self) -> str:
-        """Hex fingerprint of the view so far (SPEC "Fingerprints")."""
+        """Hex fingerprint of the view so far (docs/spec.md#fingerprints)."""
         return self.digest.hex()
 
     @property
@@ -362,7 +362,7 @@ def iter_view(
                     out.append((item, seq))
             elif kind == "tool_call":
                 if step is None:
-                    # Calls no assistant message carries get an empty assistant item (SPEC).
+                    # Calls no assistant message carries get an empty assistant item (docs/spec.md#events).
                     step = _Step({"role": "assistant", "text": "", "synthetic": "implicit_assistant"}, seq)
                 step.calls.append(call_entry(ev))
             elif kind == "tool_result":

@@ -1,26 +1,41 @@
 # bash completion for catty-ctx (generated; do not edit)
 _catty_ctx() {
-    local cur prev path="" w i
+    local cur prev path="" npos=0 w i
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     local groups=" segment "
+    local valued=" --append --at-turn --by --clear-at-least --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --lock-timeout --low --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mode --model --omit-age --out --output --prefire-wait --previous --prices --replay --scheduler --seq --session --session-id --session-ref --since --strategy --summarizer --threshold --timeout --timezone --trim-head --trim-over --trim-tail --until --window -f -j -o "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
-        [[ "$w" == -* ]] && continue
+        if [[ "$w" == -* ]]; then
+            [[ "$valued" == *" $w "* ]] && ((i++))
+            continue
+        fi
         if [[ -z "$path" ]]; then path="$w"
-        elif [[ "$groups" == *" $path "* ]]; then path="$path $w"; break
-        else break
+        elif [[ "$groups" == *" $path "* && "$path" != *" "* ]]; then path="$path $w"
+        else ((npos++))
         fi
     done
     case "$path|$prev" in
-
+        "compact|--mode") COMPREPLY=($(compgen -W "summary transcript segments" -- "$cur")); return ;;
+        "compact|--detail") COMPREPLY=($(compgen -W "none minimal balanced verbose" -- "$cur")); return ;;
+        "prune|--strategy") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
+        "resume|--format") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
+        "resume|-f") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
+        "usage|--by") COMPREPLY=($(compgen -W "model day week month session project agent" -- "$cur")); return ;;
     esac
+    if [[ "$cur" != -* && "$valued" != *" $prev "* ]]; then
+        case "$path|$npos" in
+        "completion|0") COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
+        "import|0") COMPREPLY=($(compgen -W "claude codex opencode gemini openai anthropic auto" -- "$cur")); return ;;
+        esac
+    fi
     local opts=""
     case "${path:-__root__}" in
         "__root__") opts="--help --version -h append blob compact completion eval fork import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
-        "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
+        "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "fork") opts="--at-turn --cwd --dry-run --help --json --model -h" ;;
@@ -35,7 +50,7 @@ _catty_ctx() {
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--help --json -h" ;;
         "segment show") opts="--help -h" ;;
-        "usage") opts="--by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until -h -j" ;;
+        "usage") opts="--allow-empty --by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until --verbose -h -j -v" ;;
     esac
     if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from scripted_server import endpoint  # noqa: F401 - the local model endpoint fixture, for every test
+from agents.fixtures import agents_setup, claude, codex, fake_anthropic, fake_openai, loopback  # noqa: F401 - the real-agent harness (tests/agents/README.md)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -27,6 +28,10 @@ def pytest_configure(config: pytest.Config) -> None:
         import compileall
 
         compileall.compile_dir(str(ROOT / "catty_ctx"), quiet=2)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    agents_setup(item)
 
 
 @pytest.fixture(autouse=True)

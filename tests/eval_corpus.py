@@ -24,9 +24,9 @@ FACTS = [
 POOR = "The user and the agent worked on the code together and made progress. "
 
 
-def planted_session(path: Path, *, turns: int = 9, sid: str = "planted", facts: bool = True) -> Path:
+def planted_session(path: Path, *, turns: int = 9, sid: str = "planted", facts: bool = True, window: int = 200_000) -> Path:
     """A coding session: the constraint and the error early, the state set along the way."""
-    evs: list[dict[str, Any]] = [session_event(sid, window=200_000), msg("system", "You are a coding agent.", "sys")]
+    evs: list[dict[str, Any]] = [session_event(sid, window=window), msg("system", "You are a coding agent.", "sys")]
     evs.append(msg("user", f"The parser breaks on nested parentheses; fix it. {CONSTRAINT}", "u1"))
     evs += [msg("assistant", "Running the grammar tests first.", "a1"), call("c1", "run_terminal_cmd", {"command": "pytest tests/test_grammar.py"})]
     evs.append(result("c1", f"tests/test_grammar.py::test_nested FAILED\n{ERROR}\n1 failed, 11 passed", is_error=True))
@@ -51,6 +51,14 @@ def poor_summarizer(folder: Path) -> str:
     """`cmd:` spec of a summariser that answers one fixed sentence, repeated past the degenerate floor."""
     script = folder / "poor.py"
     script.write_text(f"import sys\nsys.stdin.read()\nprint({POOR!r} * 12)\n")
+    return f"cmd:{sys.executable} {script}"
+
+
+def copying_summarizer(folder: Path) -> str:
+    """`cmd:` spec of a summariser that answers its whole input as the summary (its own tags
+    defused): a summary then holds a detail exactly when the summariser was shown it."""
+    script = folder / "copying.py"
+    script.write_text("import sys\nprint('<summary>' + sys.stdin.read().replace('<', '(') + '</summary>')\n")
     return f"cmd:{sys.executable} {script}"
 
 

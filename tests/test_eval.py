@@ -13,8 +13,8 @@ from catty_ctx.eval.drive import cut_points
 from catty_ctx.eval.facts import Fact, derive_facts, error_line, load_facts
 from catty_ctx.importers import import_to_dir
 from catty_ctx.store import Session
-from conftest import FIXTURES
-from eval_corpus import CONSTRAINT, EDITED, ERROR, JOB, TODO, failing_summarizer, planted_session, poor_summarizer, tree_bytes
+from conftest import FIXTURES, call, msg, result
+from eval_corpus import CONSTRAINT, EDITED, ERROR, JOB, TODO, copying_summarizer, failing_summarizer, planted_session, poor_summarizer, tree_bytes
 
 
 @pytest.fixture(autouse=True)
@@ -192,6 +192,21 @@ def test_two_pass_reports_prefire_hits_and_waste(tmp_path: Path) -> None:
     events = [orjson.loads(line) for line in (copy / "updates.jsonl").read_bytes().splitlines()]
     assert [e["two_pass"]["hit"] for e in events if e["kind"] == "compaction"] == [True, True, True]
     assert "prefire_hit_rate" not in _run(tmp_path / "corpus")["runs"][0]["metrics"]
+
+
+@pytest.mark.parametrize("window", [10_000, 200_000])
+def test_two_pass_recovers_as_many_details_as_one_pass_on_a_small_window(tmp_path: Path, window: int) -> None:
+    """At a window of 10,000 tokens pass 2 had no room for the live tail and summarised the note
+    alone, reporting a hit: a detail of the latest turn fell from 1.0 to 0.0 in summary mode."""
+    s = planted_session(tmp_path / "corpus" / "s1", window=window)
+    late = "E   KeyError: 'zq_latest' in resolve_alias"
+    Session.open(s).append([msg("user", "Now run the alias tests.", "u-late"), call("c-late", "run_terminal_cmd", {"command": "pytest tests/test_alias.py"}),
+                            result("c-late", f"FAILED\n{late}\n1 failed", is_error=True), msg("assistant", "resolve_alias fails; reading it next.", "a-late")])
+    (s / "eval.json").write_bytes(orjson.dumps({"facts": [{"kind": "detail", "text": late}]}))
+    opts = {"summarizers": [copying_summarizer(tmp_path)], "modes": ["summary"], "compactions": 1}
+    one, two = (_run(tmp_path / "corpus", two_pass=tp, **opts)["runs"][0]["metrics"] for tp in (False, True))
+    assert two["detail_recovery"] == one["detail_recovery"] == 1.0
+    assert two["prefire_hit_rate"] == (1.0 if window == 200_000 else 0.0)  # no room: one pass, said as a miss
 
 
 def test_cut_points_split_turns_evenly_and_fall_back_to_events() -> None:

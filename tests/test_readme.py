@@ -71,3 +71,12 @@ def test_the_pipes_run_as_written(tmp_path) -> None:  # type: ignore[no-untyped-
     proc = _run_shell(_block_after("## Pipes"), tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     assert '"stream":"items"' in proc.stdout.decode()
+
+
+def test_the_exit_table_lists_every_exit_code() -> None:
+    from catty_ctx.errors import ExitCode
+
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("## Exit status"):].split("\n\n")[1]
+    codes = [int(row.split("|")[1]) for row in table.splitlines()[2:]]
+    assert codes == sorted(int(c) for c in ExitCode)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 import xxhash
 
 from catty_ctx.compact import compact_session, compact_target
@@ -99,7 +100,8 @@ def test_stale_after_rewind_and_replay_with_one_changed_argument(tmp_path: Path)
     Session.open(s).append([{"kind": "rewind", "to_turn": 0}, *replay])
     ev = _two_pass(s)
     # the extractive pass 1 called no model: its stale note wasted no tokens
-    assert ev["two_pass"] == {"hit": False, "stale": True, "pass1_latency_ms": ev["two_pass"]["pass1_latency_ms"], "waited_ms": 0, "wasted_tokens": 0}
+    assert ev["two_pass"] == {"hit": False, "stale": True, "pass1_latency_ms": ev["two_pass"]["pass1_latency_ms"], "waited_ms": 0,
+                              "fallback": "stale", "wasted_tokens": 0}
     assert load_artifact(s / ev["artifact"])["two_pass"]["why_stale"] == "prefix fingerprint"
 
 
@@ -148,17 +150,37 @@ def test_a_changed_tool_argument_is_stale_where_a_text_only_fingerprint_would_hi
     assert miss.hit is False and miss.stale is True and miss.why == "prefix fingerprint"
 
 
-def test_pass2_fits_the_live_tail_to_the_budget(tmp_path: Path) -> None:
+def test_pass2_takes_the_whole_live_tail_or_nothing(tmp_path: Path) -> None:
     s = write_log(tmp_path / "s", _events())
     _prefire(s)
     Session.open(s).append([msg("assistant", f"tail {i} " + "t" * 4000, f"t{i}") for i in range(40)])
     items = view(s)
     hit = lookup(s, items, "extractive")
     assert hit.hit
-    fitted = pass2_items(items, hit, window=40_000)
     tail = items[hit.prefix_len:]
-    assert len(fitted) - 2 < len(tail) and fitted[-1] == items[-1]
-    assert sum(len(orjson.dumps(i)) // 4 for i in fitted) <= 40_000 - 32_768 + 200
+    assert pass2_items(items, hit, window=40_000) is None  # ~40k tokens of tail: no room beside the note
+    whole = pass2_items(items, hit, window=200_000)
+    assert whole is not None and whole[2:] == tail and whole[1]["synthetic"] == "compaction_summary"
+
+
+@pytest.mark.parametrize("window", [8_000, 10_000, 16_000, 40_000, 200_000])
+def test_two_pass_summary_covers_the_latest_turn_at_every_window(tmp_path: Path, window: int) -> None:
+    """Pass 2 at a window under the fitted reserve once summarised the system item and the note
+    alone and called it a hit: the latest turn was missing from the summary."""
+    evs = [session_event(window=window), msg("system", "sys")]
+    for t in range(6):
+        evs += [msg("user", f"turn {t}: continue " + "u" * 300, f"u{t}"), msg("assistant", f"step {t} " + "a" * 300, f"a{t}")]
+    s = write_log(tmp_path / "s", evs)
+    _prefire(s)
+    Session.open(s).append([msg("user", "latest ask: rename LATEST_TOKEN_QX to qx_token", "u-last"),
+                            msg("assistant", "renaming LATEST_TOKEN_QX now", "a-last")])
+    ev = _two_pass(s)
+    assert "LATEST_TOKEN_QX" in ev["summary"]
+    fits = window >= 40_000
+    assert ev["two_pass"]["hit"] is fits
+    if not fits:
+        assert ev["two_pass"]["fallback"] == "no_room" and ev["two_pass"]["wasted_tokens"] >= 0
+        assert not cache_path(s).exists()  # the note can never be used beside a tail that only grows
 
 
 def test_root_prefire_takes_sessions_within_10_points_of_their_threshold(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from ..errors import UsageError
 from . import app
 from .docgen import SHELLS, completion
 from .errors import handle_errors
+from .fastpath import allow
 
 
 @app.command(
@@ -29,3 +30,6 @@ def completion_cmd(
     if shell not in SHELLS:
         raise UsageError(f"unknown shell '{shell}' (choose bash, zsh or fish)")
     sys.stdout.write(completion(shell))
+
+
+allow("completion", "shell", SHELLS)

@@ -19,6 +19,7 @@ import typer
 from .._version import __version__
 from ..errors import EXIT_MEANINGS, ExitCode
 from . import app, load_commands
+from .fastpath import CHOICES
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -55,7 +56,7 @@ class Cmd:
     path: list[str]  # e.g. ["segment", "grep"]
     help: str
     examples: list[str]
-    arguments: list[tuple[str, str]]  # (metavar, help)
+    arguments: list[tuple[str, str, list[str]]]  # (metavar, help, allowed values)
     options: list[Opt]
     subcommands: list["Cmd"] = field(default_factory=list)
 
@@ -77,8 +78,12 @@ def _examples(epilog: str | None) -> list[str]:
     return [p.strip().rstrip(";") for p in parts if p.strip()]
 
 
-def _choices(param: Any) -> list[str]:
-    """Allowed values of an option: a click Choice, an Enum or a Literal annotation."""
+def _choices(param: Any, path: list[str]) -> list[str]:
+    """Allowed values of an option or argument: declared with its command (`fastpath.allow`),
+    a click Choice, an Enum or a Literal annotation."""
+    declared = CHOICES.get((" ".join(path), param.name))
+    if declared:
+        return list(declared)
     t = getattr(param, "type", None)
     if t is not None and getattr(t, "choices", None):
         return [str(c) for c in t.choices]
@@ -91,16 +96,16 @@ def _choices(param: Any) -> list[str]:
 
 
 def _describe(cmd: Any, path: list[str]) -> Cmd:
-    arguments: list[tuple[str, str]] = []
+    arguments: list[tuple[str, str, list[str]]] = []
     options: list[Opt] = []
     for p in cmd.params:
         if getattr(p, "param_type_name", "") == "argument":
-            arguments.append((p.metavar or p.name.upper(), getattr(p, "help", None) or ""))
+            arguments.append((p.metavar or p.name.upper(), getattr(p, "help", None) or "", _choices(p, path)))
         elif getattr(p, "param_type_name", "") == "option":
             if getattr(p, "hidden", False):
                 continue
             metavar = None if p.is_flag else (p.metavar or p.name.upper())
-            options.append(Opt(list(p.opts) + list(p.secondary_opts), p.help or "", metavar, _choices(p)))
+            options.append(Opt(list(p.opts) + list(p.secondary_opts), p.help or "", metavar, _choices(p, path)))
     options.append(Opt(["-h", "--help"], "Show the help and exit.", None))
     c = Cmd(path, (cmd.help or "").strip(), _examples(cmd.epilog), arguments, options)
     for name, sub in sorted(getattr(cmd, "commands", {}).items()):
@@ -142,7 +147,7 @@ def _synopsis(cmd: Cmd) -> str:
     words = ["catty-ctx", *cmd.path]
     if cmd.subcommands:
         return f".B {' '.join(words)}\n.I COMMAND\n[\\fIOPTIONS\\fR]"
-    args = " ".join(f"\\fI{_roff(m)}\\fR" for m, _ in cmd.arguments)
+    args = " ".join(f"\\fI{_roff(m)}\\fR" for m, _, _ in cmd.arguments)
     return f".B {' '.join(words)}\n[\\fIOPTIONS\\fR] {args}".rstrip()
 
 
@@ -160,8 +165,9 @@ def man_page(cmd: Cmd, root: Cmd) -> str:
     ]
     if cmd.arguments:
         out.append(".SH ARGUMENTS")
-        for metavar, help_ in cmd.arguments:
-            out += [".TP", f"\\fI{_roff(metavar)}\\fR", _roff(" ".join(help_.split()))]
+        for metavar, help_, allowed in cmd.arguments:
+            text = " ".join(help_.split()) + (" One of: " + ", ".join(allowed) + "." if allowed else "")
+            out += [".TP", f"\\fI{_roff(metavar)}\\fR", _roff(text)]
     if cmd.subcommands:
         out.append(".SH COMMANDS")
         for sub in cmd.subcommands:
@@ -206,6 +212,15 @@ def _option_words(cmd: Cmd) -> list[str]:
     return [n for o in cmd.options for n in o.names]
 
 
+def _short(text: str, width: int) -> str:
+    """TEXT on one line, at most WIDTH characters, cut between words (an ellipsis says so)."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[: width - 1].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return cut + "…"
+
+
 def bash_completion(root: Cmd) -> str:
     cases = []
     for cmd in _all(root):
@@ -215,29 +230,45 @@ def bash_completion(root: Cmd) -> str:
             words.append("--version")
         cases.append(f'        "{key}") opts="{" ".join(sorted(set(words)))}" ;;')
     choice_cases = []
+    argument_cases = []
+    valued: set[str] = set()
     for cmd in _all(root):
         for opt in cmd.options:
+            if opt.metavar:
+                valued.update(opt.names)
             if opt.choices:
                 for n in opt.names:
                     choice_cases.append(f'        "{" ".join(cmd.path)}|{n}") COMPREPLY=($(compgen -W "{" ".join(opt.choices)}" -- "$cur")); return ;;')
+        for index, (_metavar, _help, allowed) in enumerate(cmd.arguments):
+            if allowed:
+                argument_cases.append(f'        "{" ".join(cmd.path)}|{index}") COMPREPLY=($(compgen -W "{" ".join(allowed)}" -- "$cur")); return ;;')
     groups = " ".join(sorted({" ".join(c.path) for c in _all(root) if c.subcommands and c.path}))
     return f"""# bash completion for catty-ctx (generated; do not edit)
 _catty_ctx() {{
-    local cur prev path="" w i
+    local cur prev path="" npos=0 w i
     cur="${{COMP_WORDS[COMP_CWORD]}}"
     prev="${{COMP_WORDS[COMP_CWORD-1]}}"
     local groups=" {groups} "
+    local valued=" {" ".join(sorted(valued))} "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${{COMP_WORDS[i]}}"
-        [[ "$w" == -* ]] && continue
+        if [[ "$w" == -* ]]; then
+            [[ "$valued" == *" $w "* ]] && ((i++))
+            continue
+        fi
         if [[ -z "$path" ]]; then path="$w"
-        elif [[ "$groups" == *" $path "* ]]; then path="$path $w"; break
-        else break
+        elif [[ "$groups" == *" $path "* && "$path" != *" "* ]]; then path="$path $w"
+        else ((npos++))
         fi
     done
     case "$path|$prev" in
 {chr(10).join(choice_cases)}
     esac
+    if [[ "$cur" != -* && "$valued" != *" $prev "* ]]; then
+        case "$path|$npos" in
+{chr(10).join(argument_cases)}
+        esac
+    fi
     local opts=""
     case "${{path:-__root__}}" in
 {chr(10).join(cases)}
@@ -262,7 +293,7 @@ def zsh_completion(root: Cmd) -> str:
         fname = "_catty_ctx" + "".join("_" + p.replace("-", "_") for p in cmd.path)
         specs = []
         for opt in cmd.options:
-            help_ = _zsh_escape(" ".join(opt.help.split())[:70])
+            help_ = _zsh_escape(_short(opt.help, 70))
             action = ""
             if opt.metavar:
                 action = f":{opt.metavar.lower()}:" + (f"({' '.join(opt.choices)})" if opt.choices else "_files")
@@ -272,7 +303,7 @@ def zsh_completion(root: Cmd) -> str:
             else:
                 specs.append(f"'({' '.join(names)})'{{{','.join(names)}}}'[{help_}]{action}'")
         if cmd.subcommands:
-            subs = " ".join(f"'{s.path[-1]}:{_zsh_escape(' '.join(s.help.split(chr(10) * 2)[0].split())[:60])}'" for s in cmd.subcommands)
+            subs = " ".join(f"'{s.path[-1]}:{_zsh_escape(_short(s.help.split(chr(10) * 2)[0], 60))}'" for s in cmd.subcommands)
             body = f"""    local -a subcmds
     subcmds=({subs})
     _arguments -C \\
@@ -285,9 +316,10 @@ def zsh_completion(root: Cmd) -> str:
         esac ;;
     esac"""
         else:
-            body = f"    _arguments {' '.join(specs)} '*:file:_files'"
+            positional = [f"'{i + 1}:{_zsh_escape(m.lower())}:({' '.join(allowed)})'" for i, (m, _h, allowed) in enumerate(cmd.arguments) if allowed]
+            body = f"    _arguments {' '.join(specs + positional)} '*:file:_files'"
         funcs.append(f"{fname}() {{\n{body}\n}}")
-    return "#compdef catty-ctx\n# zsh completion for catty-ctx (generated; do not edit)\n\n" + "\n\n".join(funcs) + '\n\nif [ "$funcstack[1]" = "_catty_ctx" ]; then\n    _catty_ctx "$@"\nelse\n    compdef _catty_ctx catty-ctx\nfi\n'
+    return "#compdef catty-ctx\n# zsh completion for catty-ctx (generated; do not edit)\n\n" + "\n\n".join(funcs) + '\n\nif [ "$funcstack[1]" = "_catty-ctx" ]; then\n    _catty_ctx "$@"\nelse\n    compdef _catty_ctx catty-ctx\nfi\n'
 
 
 def fish_completion(root: Cmd) -> str:
@@ -295,26 +327,30 @@ def fish_completion(root: Cmd) -> str:
     top = [s.path[-1] for s in root.subcommands]
     lines.append(f"complete -c catty-ctx -n 'not __fish_seen_subcommand_from {' '.join(top)}' -l version -d 'Print the version and exit'")
     for sub in root.subcommands:
-        desc = " ".join(sub.help.split("\n\n")[0].split())[:60].replace("'", "\\'")
+        desc = _short(sub.help.split("\n\n")[0], 60).replace("'", "\\'")
         lines.append(f"complete -c catty-ctx -n 'not __fish_seen_subcommand_from {' '.join(top)}' -a {sub.path[-1]} -d '{desc}'")
     for cmd in _all(root):
         if not cmd.path:
             continue
         cond = " && ".join(f"__fish_seen_subcommand_from {p}" for p in cmd.path)
         for sub in cmd.subcommands:
-            desc = " ".join(sub.help.split("\n\n")[0].split())[:60].replace("'", "\\'")
+            desc = _short(sub.help.split("\n\n")[0], 60).replace("'", "\\'")
             lines.append(f"complete -c catty-ctx -n '{cond}' -a {sub.path[-1]} -d '{desc}'")
         for opt in cmd.options:
             parts = []
             for n in opt.names:
                 parts.append(f"-l {n[2:]}" if n.startswith("--") else f"-s {n[1:]}")
-            desc = " ".join(opt.help.split())[:60].replace("'", "\\'")
+            desc = _short(opt.help, 60).replace("'", "\\'")
             extra = ""
             if opt.metavar:
-                extra = f" -r -a '{' '.join(opt.choices)}'" if opt.choices else " -r -F"
+                extra = f" -x -a '{' '.join(opt.choices)}'" if opt.choices else " -r -F"
             lines.append(f"complete -c catty-ctx -n '{cond}' {' '.join(parts)}{extra} -d '{desc}'")
+        first = cmd.arguments[0][2] if cmd.arguments else []
+        if first:  # its values until one of them is given, files after it
+            lines.append(f"complete -c catty-ctx -n '{cond}; and not __fish_seen_subcommand_from {' '.join(first)}' -a '{' '.join(first)}'")
         if not cmd.subcommands:
-            lines.append(f"complete -c catty-ctx -n '{cond}' -F")
+            after = f"; and __fish_seen_subcommand_from {' '.join(first)}" if first else ""
+            lines.append(f"complete -c catty-ctx -n '{cond}{after}' -F")
     return "\n".join(lines) + "\n"
 
 

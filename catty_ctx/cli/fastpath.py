@@ -1,24 +1,41 @@
 """Commands that start without the CLI framework: their options declared once, in a table.
 
 typer (with its copy of click) costs more start-up than a cached `usage` answer or a small
-`inspect` takes in all. A command that lists its options in a PARAMS table — (parameter of
-its `run`, option names, value type (None: a flag), metavar, help, and optionally a dict of
-typer's own option settings: `min`, `max`, `rich_help_panel`) — gets from it both a
-parser of the plain spellings (`parse`), used first, and its typer command (`declare`), which
-takes everything else: help, completion, the man page, unusual spellings and every error
-message. The two cannot disagree about what an option is.
+`inspect` takes in all. A command that lists its options in a PARAMS table of `Option`
+records gets from it both a parser of the plain spellings (`parse`), used first, and its
+typer command (`declare`), which takes everything else: help, completion, the man page,
+unusual spellings and every error message. The two cannot disagree about what an option is.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
-# Nothing here imports typing at load (milliseconds at start-up).
+from typing import Any, NamedTuple
+
 from ..defaults import CONNECT_TIMEOUT_MIN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Callable
 
-    # Each entry: (parameter of `run`, option names, value type (None: a flag), metavar, help (None: a
-    # shared option)[, typer's option settings]).
-    Params = tuple[tuple[Any, ...], ...]
+
+class Option(NamedTuple):
+    """One option of a command: its parser, typer command, help, man page and completions are
+    all made from this record. A plain tuple of the same fields, in this order, still reads."""
+
+    dest: str  # the parameter of the command's `run`
+    names: "tuple[str, ...]"  # e.g. ("--format", "-f")
+    kind: Any  # int, float or str; None for a flag
+    metavar: "str | None"
+    help: "str | None"  # None: the shared option of `dest` (options.py) brings its own
+    settings: "dict[str, Any]" = {}  # typer's own option settings: min, max, rich_help_panel
+    choices: "tuple[str, ...]" = ()  # the allowed values, offered by the shells' completion
+
+
+# A command's table: Option records (or tuples of their fields).
+Params = "tuple[Option | tuple[Any, ...], ...]"
+
+
+def option(entry: Any) -> Option:
+    """ENTRY as an Option record."""
+    return entry if type(entry) is Option else Option(*entry)
 
 # The shared options' (options.py) least values above 0, the parser's own floor (`minimums` gives
 # them to the table entries that take those options).
@@ -27,24 +44,26 @@ SHARED_MINIMUMS = {"connect_timeout": CONNECT_TIMEOUT_MIN}
 CLUSTER = (("scheduler", ("--scheduler",), str, "ADDRESS", None), ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None))
 
 
-def options(params: "Params") -> "dict[str, tuple[str, bool]]":
+def options(params: Params) -> "dict[str, tuple[str, bool]]":
     """Option name → (parameter, takes a value): what `parse` knows."""
-    return {name: (dest, kind is not None) for dest, names, kind, *_rest in params for name in names}
+    return {name: (o.dest, o.kind is not None) for o in map(option, params) for name in o.names}
 
 
-def _settings(entry: "tuple[Any, ...]") -> "dict[str, Any]":
-    return entry[5] if len(entry) > 5 else {}
-
-
-def minimums(params: "Params") -> "dict[str, float]":
+def minimums(params: Params) -> "dict[str, float]":
     """Parameter → the least value taken: the table's `min`, else the shared option's own
     (SHARED_MINIMUMS), else none."""
-    out = {entry[0]: SHARED_MINIMUMS[entry[0]] for entry in params if entry[4] is None and entry[0] in SHARED_MINIMUMS}
-    out.update((entry[0], _settings(entry)["min"]) for entry in params if "min" in _settings(entry))
+    table = [option(e) for e in params]
+    out = {o.dest: SHARED_MINIMUMS[o.dest] for o in table if o.help is None and o.dest in SHARED_MINIMUMS}
+    out.update((o.dest, o.settings["min"]) for o in table if "min" in o.settings)
     return out
 
 
-def parse(args: "list[str]", params: "Params") -> "tuple[dict[str, Any], list[str]] | None":
+def choices(params: Params) -> "dict[str, tuple[str, ...]]":
+    """Parameter → its allowed values, for the options that have them."""
+    return {o.dest: o.choices for o in map(option, params) if o.choices}
+
+
+def parse(args: "list[str]", params: Params) -> "tuple[dict[str, Any], list[str]] | None":
     """(options by parameter, positional arguments) of ARGS, or None when typer should parse them.
 
     Takes options before, between and after the positional arguments, `--opt=value`, and `--`;
@@ -52,11 +71,12 @@ def parse(args: "list[str]", params: "Params") -> "tuple[dict[str, Any], list[st
     0 when none) and at most the table's `max`. Anything else (help, an unknown option, a missing or
     bad value) is left to typer and its messages.
     """
-    known = options(params)
-    least = minimums(params)
-    short = {name for _dest, names, *_rest in params for name in names if not name.startswith("--")}
-    kinds = {dest: kind for dest, _names, kind, *_rest in params}
-    most = {entry[0]: _settings(entry)["max"] for entry in params if "max" in _settings(entry)}
+    table = [option(e) for e in params]
+    known = options(table)
+    least = minimums(table)
+    short = {name for o in table for name in o.names if not name.startswith("--")}
+    kinds = {o.dest: o.kind for o in table}
+    most = {o.dest: o.settings["max"] for o in table if "max" in o.settings}
     opts: "dict[str, Any]" = {}
     positional: "list[str]" = []
     i = 0
@@ -101,7 +121,7 @@ def parse(args: "list[str]", params: "Params") -> "tuple[dict[str, Any], list[st
     return opts, positional
 
 
-def parse_one(args: "list[str]", params: "Params", *positional: str, required: "int | None" = None) -> "dict[str, Any] | None":
+def parse_one(args: "list[str]", params: Params, *positional: str, required: "int | None" = None) -> "dict[str, Any] | None":
     """`parse` for a command of fixed positional arguments: the keyword arguments of its `run`
     (the arguments named POSITIONAL, in order; the first REQUIRED of them (default: all) must be
     given, the rest take `run`'s defaults), or None when typer should parse them."""
@@ -111,10 +131,10 @@ def parse_one(args: "list[str]", params: "Params", *positional: str, required: "
     return {**dict(zip(positional, got[1])), **got[0]}
 
 
-def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, epilog: str, positional: "dict[str, Any]",
+def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epilog: str, positional: "dict[str, Any]",
             on: "Any" = None) -> None:
     """Register NAME on the typer application (or ON, a sub-application of it): RUN's parameters,
-    POSITIONAL's arguments first (each its annotation, or (metavar, help) for a text argument), then
+    POSITIONAL's arguments first (each its annotation, or (metavar, help[, choices]) for a text argument), then
     the options of PARAMS (an entry without help takes the shared option of that parameter from
     `options.py`), with RUN's defaults (a positional argument without one is required, one whose
     default is None may be left out)."""
@@ -133,27 +153,32 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, e
               "lock_timeout": LockTimeoutOpt, "max_user_bytes": MaxUserBytesOpt, "max_tool_bytes": MaxToolBytesOpt,
               "dry_run": DryRunOpt, "allow_remote_writes": AllowRemoteWritesOpt}
     target = app if on is None else on
+    group = next((g.name for g in app.registered_groups if g.typer_instance is on), None) if on is not None else None
+    path = f"{group} {name}" if group else name
     if any(c.name == name for c in target.registered_commands):
         return
     defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}
     annotations: "dict[str, Any]" = {}
     for dest, given in positional.items():
         if isinstance(given, tuple):
-            metavar, help_text = given
+            metavar, help_text, *allowed = given
             hint = Optional[str] if defaults[dest] is None else str
+            if allowed:
+                allow(path, dest, allowed[0])
             annotations[dest] = Annotated[hint, typer.Argument(metavar=metavar, help=help_text)]
         else:
             annotations[dest] = given
-    for entry in params:
-        dest, names, kind, metavar, help_text = entry[:5]
-        extra = _settings(entry)
-        if help_text is None:
-            annotations[dest] = shared[dest]
-        elif kind is None:
-            annotations[dest] = Annotated[bool, typer.Option(*names, help=help_text, **extra)]
+    for o in map(option, params):
+        extra = o.settings
+        if o.choices:
+            allow(path, o.dest, o.choices)
+        if o.help is None:
+            annotations[o.dest] = shared[o.dest]
+        elif o.kind is None:
+            annotations[o.dest] = Annotated[bool, typer.Option(*o.names, help=o.help, **extra)]
         else:
-            hint = kind if defaults[dest] is not None else Optional[kind]  # type: ignore[valid-type]
-            annotations[dest] = Annotated[hint, typer.Option(*names, metavar=metavar, help=help_text, **extra)]
+            hint = o.kind if defaults[o.dest] is not None else Optional[o.kind]
+            annotations[o.dest] = Annotated[hint, typer.Option(*o.names, metavar=o.metavar, help=o.help, **extra)]
 
     def command(**kwargs: "Any") -> None:
         run(**kwargs)
@@ -165,3 +190,14 @@ def declare(name: str, run: "Callable[..., None]", params: "Params", doc: str, e
                            default=defaults[p])
          for p, annotation in annotations.items()])
     target.command(name, epilog=epilog)(handle_errors(command))
+
+
+# (command path, parameter) → its allowed values, as `declare` (or a plain typer command, through
+# `allow`) gave them: the man pages and the shells' completions read them here, the commands
+# check the values themselves, in their own words, whichever parser read them.
+CHOICES: "dict[tuple[str, str], tuple[str, ...]]" = {}
+
+
+def allow(command: str, dest: str, values: "tuple[str, ...] | list[str]") -> None:
+    """Record the allowed VALUES of parameter DEST of COMMAND ("segment grep" for a subcommand)."""
+    CHOICES[(command, dest)] = tuple(values)

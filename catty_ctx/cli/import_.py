@@ -49,8 +49,10 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `import` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
+    from ..formats import NAMES, names_text  # start-up: read when typer's command is made, not on a plain run
+
     declare_command("import", run, PARAMS, IMPORT_DOC, EPILOG, {
-        "fmt": ("FORMAT", "claude, codex, opencode, gemini, openai, anthropic, or auto (detect from the content)."),
+        "fmt": ("FORMAT", f"{names_text()}, or auto (detect from the content).", (*NAMES, "auto")),
         "source": ("SOURCE", "A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session)."),
     })
 

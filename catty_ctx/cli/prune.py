@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sys
 
-from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
+from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGIES, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
 from ..errors import UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import Option, declare as declare_command, parse_one
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,8 +24,8 @@ _A = {"rich_help_panel": "clear_tool_uses knobs (both strategies)"}
 # metavar, help, typer's option settings).
 PARAMS = (
     ("window", ("--window",), int, "N", "Context window in tokens (default: the session's, else 200,000).", {"min": 1}),
-    ("strategy", ("--strategy",), str, "cache-aware|tiered",
-     "cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request."),
+    Option("strategy", ("--strategy",), str, "cache-aware|tiered",
+           "cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request.", choices=PRUNE_STRATEGIES),
     ("min_percent", ("--min-percent",), float, "PCT", "tiered runs only when the request is at least this % of the window.", {"min": 0, **_T}),
     ("keep_turns", ("--keep-turns",), int, "N",
      "Never touch results of the N most recent turns (age < N; age = real user messages after the result).", {"min": 0}),
@@ -50,7 +50,7 @@ PARAMS = (
 EPILOG = ("Examples: catty-ctx prune S --stats > request.jsonl; "
           "catty-ctx prune S --previous request.jsonl > next.jsonl; "
           "catty-ctx prune S --strategy tiered --omit-age 8 | catty-ctx inspect -")
-PRUNE_DOC = """Print the pruned request view, one item a line (SPEC item shape); the log is untouched.
+PRUNE_DOC = """Print the pruned request view, one item a line (the items of the view); the log is untouched.
 
     Old tool results are shortened in the request copy only; every placeholder names the
     original's seq and the inspect command that prints it. `-` reads an event stream (or an

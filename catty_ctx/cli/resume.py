@@ -5,9 +5,9 @@ request with it, and typer's import would be most of that run.
 """
 from __future__ import annotations
 
-from ..defaults import RESUME_FORMAT
+from ..defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import note
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import Option, declare as declare_command, parse_one
 from .output import write_json, write_lines
 
 TYPE_CHECKING = False
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 PARAMS = (
-    ("fmt", ("--format", "-f"), str, "items|openai|anthropic",
-     "items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"})."),
+    Option("fmt", ("--format", "-f"), str, "items|openai|anthropic",
+           "items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).", choices=RESUME_FORMATS),
 )
 RESUME_DOC = """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
 

@@ -1,4 +1,4 @@
-"""Compaction: the pipeline and its commit protocol (reference 3.6-3.8; SPEC `compact`).
+"""Compaction: the pipeline and its commit protocol (docs/design.md#m6, #m7, #m8; docs/spec.md#commands).
 
 One streaming pass measures the view (tokens, prefix fingerprint, the items to summarise)
 and, on the side, the state the new head will carry. If the session is over its threshold
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..announce import Announcer
-from ..defaults import COMPACT_MODE, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
+from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..cluster import each
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import DEFAULT_WINDOW, Event
@@ -36,7 +36,7 @@ from ..store import (
 from ..tokens import item_tokens, over_threshold, percent_of
 from ..view import ViewStats, head_items, iter_view, plan_file
 
-MODES = ("summary", "transcript", "segments")
+MODES = COMPACT_MODES
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
 
 
@@ -232,8 +232,12 @@ def compact_session(
     prefire_wait: float | None = None,
     redact: bool = True,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    deadline: float | None = COMPACT_DEADLINE,
 ) -> CompactResult:
     """Compact one session if it is over `threshold` % of its window (or `force`).
+
+    A summariser still without an answer after `deadline` seconds is cut off: the summary is
+    then the offline extractive one, the head the minimal safe history, and the event says so.
 
     `prefire` runs two-pass's pass 1 now instead (on a ROOT only for sessions at or above
     `prefire_from` %) and appends nothing; `two_pass` uses a matching pass-1 note, waiting up
@@ -275,7 +279,7 @@ def compact_session(
     summ = get_summarizer(summarizer, **(summarizer_options or {}))
     state = continuation_state(m.head)
     schema = tool_schema_tokens(m.head.facets.get("prompt_context"))
-    request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema)
+    request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema, deadline=deadline)
     hit = None
     if two_pass and session.directory is not None:
         # start-up: loaded when a compaction needs it (see the module note)
@@ -286,8 +290,19 @@ def compact_session(
         hit = Lookup(False, False, None, 0, None) if timed_out else lookup(session.directory, m.items, summ.id)
         hit.waited_ms, hit.in_flight, hit.timed_out = waited, flying, timed_out
         if hit.hit:
-            request = SummaryRequest(items=pass2_items(m.items, hit, m.window, schema), state=state, window=m.window, tool_schema_tokens=schema)
+            pass2 = pass2_items(m.items, hit, m.window, schema)
+            if pass2 is None:  # the live tail does not fit beside the note: one pass over the view
+                hit.hit, hit.no_room = False, True
+            else:
+                request = SummaryRequest(items=pass2, state=state, window=m.window, tool_schema_tokens=schema, deadline=deadline)
     result = summ.summarize(request)
+    cut_off = None
+    if result.error_class == "deadline":
+        # The backstop: an offline summary of the whole view now, kept with the late attempts.
+        cut_off = {"seconds": deadline, "summarizer": summ.id, "stage": result.stage, "fallback": "extractive"}
+        late = result
+        result = get_summarizer("extractive").summarize(SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema))
+        result.attempts = late.attempts + result.attempts
     cid = str(uuid.uuid4())
     trigger = "threshold" if over else "manual"
     comp: Event = {
@@ -296,7 +311,7 @@ def compact_session(
         "mode": mode,
         "through_seq": m.last_seq,
         "summary": result.summary or "",
-        "summarizer": summ.id,
+        "summarizer": summ.id if cut_off is None else result.summarizer,
         "trigger": trigger,
         "tokens_before": m.tokens,
         "tokens_after": 0,
@@ -306,6 +321,8 @@ def compact_session(
         comp["from_seq"] = m.span_from if m.previous is not None else (m.first["seq"] + 1 if m.first else 0)
     if hit is not None:
         comp["two_pass"] = hit.record()
+    if cut_off is not None:
+        comp["deadline"] = cut_off
     # start-up: loaded when a compaction needs it (see the module note)
     from .artifacts import artifact_doc, artifact_relpath, write_artifact
     head_kind = "full"
@@ -336,7 +353,7 @@ def compact_session(
     from .spend import spend_events
 
     spend = [] if dry_run else spend_events(summ, result, purpose="compaction")
-    if hit is not None and (hit.hit or hit.stale) and not dry_run:
+    if hit is not None and hit.settled and not dry_run:
         spend = hit.spend + spend  # pass 1's calls, recorded by the compaction that read its note
     if result.summary is None:
         doc, _ = finish(None)
@@ -359,6 +376,8 @@ def compact_session(
 
     try:
         head_kind = choose_head({**comp, **({"segment": segment} if segment else {})}, m)
+        if cut_off is not None:
+            head_kind = "minimal"  # the backstop's head: system items and the summary, nothing else to go wrong
     except WindowTooSmall as exc:
         if spend:  # the calls were made: their cost is recorded though nothing is committed
             session.append(spend, lock_timeout=lock_timeout, warn=None)
@@ -383,7 +402,7 @@ def compact_session(
         write_artifact(directory, doc, redact=redact)
         # The spend first, the compaction (the commit point) last, in one append.
         written = session.append_locked([*spend, comp], warn=None)  # the lock is already held
-    if hit is not None and (hit.hit or hit.stale):
+    if hit is not None and hit.settled:
         # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import discard
 
@@ -395,7 +414,7 @@ def compact_session(
 
 def _recorded(directory: Path | None, hit: Any) -> None:
     """A compaction that commits nothing appended the note's pass-1 events: drop them from the cache."""
-    if directory is not None and hit is not None and (hit.hit or hit.stale) and hit.spend:
+    if directory is not None and hit is not None and hit.settled and hit.spend:
         # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import recorded
 

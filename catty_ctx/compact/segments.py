@@ -1,10 +1,10 @@
-"""The segments archive: every compacted span kept verbatim and searchable (reference 3.4).
+"""The segments archive: every compacted span kept verbatim and searchable (docs/design.md#m4).
 
 A compaction in segments mode writes `segments/segment_NNN.md` (banner, metadata,
 statistics, the summary, then the span's turns at a detail level) and refreshes
 `segments/index.json` and `segments/INDEX.md`, all before its event is appended and all
 under the session lock, so numbering never races and a crash leaves at worst an
-unreferenced segment (grok-build writes segment and index non-atomically: weakness #8).
+unreferenced segment (grok-build writes segment and index non-atomically: docs/design.md#w8).
 Reading goes through `segment_path`, which refuses any name that is not a segment of
 this session.
 """
@@ -19,12 +19,12 @@ from typing import IO, Any, Iterator
 
 import orjson
 
-from ..defaults import SEGMENT_DETAIL
+from ..defaults import SEGMENT_DETAIL, SEGMENT_DETAILS
 from ..errors import DataError, UsageError
 from ..events import Event, now_ts
 from ..store import atomic_write, session_folder
 
-DETAILS = ("none", "minimal", "balanced", "verbose")
+DETAILS = SEGMENT_DETAILS
 SEGMENT_CAP = 512 * 1024
 BALANCED_TEXT = 2000
 BALANCED_TOOL = 500

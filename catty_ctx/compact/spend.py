@@ -1,4 +1,4 @@
-"""What compaction costs, as `usage` events the ledger reads (grok-build's weakness #9).
+"""What compaction costs, as `usage` events the ledger reads (docs/design.md#w9).
 
 grok-build records no summariser or prefire call, so its ledgers never show what compaction
 cost. Here every answered model call of a summariser (each attempt, pass 1 included) becomes

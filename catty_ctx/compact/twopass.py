@@ -1,4 +1,4 @@
-"""Two-pass compaction: prefire pass 1 early, use it only on an exact prefix match (reference 3.7).
+"""Two-pass compaction: prefire pass 1 early, use it only on an exact prefix match (docs/design.md#m7).
 
 Pass 1 may still be running when pass 2 comes: `prefire` leaves a marker
 (`compaction_requests/prefire.running`: pid, host, start) for as long as it runs, and pass 2
@@ -9,14 +9,15 @@ records them in the ledger. Each of those `usage` events is named by `prefire_ca
 pass's artifact id and index), which it keeps when appended: the usage ledger counts it from
 the cache until then, and once either way (`usage.prefire`). A second prefire that replaces a
 note nobody used carries the old note's events forward into the new cache: `--prefire`
-appends no event (SPEC), and the spend must not be lost with the note.
+appends no event (docs/spec.md#commands), and the spend must not be lost with the note.
 
 `prefire` summarises the first ~95% of the view (by estimated tokens, snapped so an assistant
 with tool calls and its results stay together) and caches NOTE1 keyed by the prefix length,
-the summariser id and the SPEC fingerprint of that prefix. `lookup` hits only when all three
-match the live view. grok-build keys its cache with a text-only hash (weakness #1), so a
+the summariser id and the fingerprint of that prefix (docs/spec.md#fingerprints). `lookup` hits only when all three
+match the live view. grok-build keys its cache with a text-only hash (docs/design.md#w1), so a
 changed tool argument, id or result in the prefix can hit a stale note; here every field of
-every item counts, and the pass-2 tail is fitted to the budget (weakness #3).
+every item counts, and the note is used only when the whole live tail fits beside it (docs/design.md#w3);
+otherwise one pass runs, the event saying why (`fallback`).
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from ..redact import redact_text
 from ..store import atomic_write, session_folder
 from ..tokens import item_tokens
 from .artifacts import ARTIFACT_DIR, artifact_doc, artifact_relpath, write_artifact
-from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult, fit_items
+from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult
 
 CACHE_NAME = PREFIRE_NAME
 MARKER_NAME = "prefire.running"
@@ -243,22 +244,32 @@ class Lookup:
     waited_ms: float = 0.0  # how long pass 2 waited for a pass 1 in flight
     in_flight: bool = False
     timed_out: bool = False
+    no_room: bool = False  # the note matched but the live tail after it does not fit beside it
+
 
     own: str = ""  # `prefire_call` prefix of the note's own pass (the rest was carried from notes it replaced)
+
+    @property
+    def settled(self) -> bool:
+        """The note was read and decided on (used, stale, or no room beside it): its spend goes
+        into the log with this compaction and the cache is dropped."""
+        return self.hit or self.stale or self.no_room
 
     @property
     def wasted_tokens(self) -> int:
         """Tokens pass 1 spent on notes that cannot be used: all of them when stale, else those
         of the notes this one replaced (carried in its cache)."""
         return sum(int(e.get("input") or 0) + int(e.get("output") or 0) + int(e.get("cache_read") or 0) for e in self.spend
-                   if self.stale or (self.own and not str(e.get("prefire_call")).startswith(self.own)))
+                   if self.stale or self.no_room or (self.own and not str(e.get("prefire_call")).startswith(self.own)))
 
     def record(self) -> dict[str, Any]:
         out = {"hit": self.hit, "stale": self.stale, "pass1_latency_ms": self.pass1_latency_ms, "waited_ms": self.waited_ms}
         if self.in_flight:
             out.update(in_flight=True, timed_out=self.timed_out)
+        if self.stale or self.no_room:  # why a note there was not used: one pass instead
+            out["fallback"] = "no_room" if self.no_room else "stale"
         wasted = self.wasted_tokens
-        if self.stale or wasted:
+        if self.stale or self.no_room or wasted:
             out["wasted_tokens"] = wasted
         return out
 
@@ -291,13 +302,20 @@ def _own(doc: dict[str, Any]) -> str:
     return origin + ":" if origin else ""
 
 
-def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tokens: int = 0) -> list[Item]:
-    """Pass 2's input: the leading system item, NOTE1 as a summary carrier, the fitted live tail."""
+def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tokens: int = 0) -> list[Item] | None:
+    """Pass 2's input: the leading system item, NOTE1 as a summary carrier, the whole live tail.
+
+    None when the live tail does not fit beside the note within the fitted budget: a tail cut
+    to fit would summarise the note and an older part of the tail without the latest turn (at a
+    window under the fitted reserve, the note alone), so the caller runs a single pass.
+    """
     lead: list[Item] = [items[0]] if items and items[0].get("role") == "system" else []
     carrier = {"role": "user", "text": f"{SUMMARY_PREAMBLE}\n\n<summary>\n{hit.note}\n</summary>", "synthetic": "compaction_summary"}
-    used = sum(item_tokens(i) for i in lead) + item_tokens(carrier)
-    budget = max(0, window - FITTED_RESERVE - tool_schema_tokens - used)
-    return lead + [carrier] + fit_items(list(items[hit.prefix_len:]), budget)
+    tail = list(items[hit.prefix_len:])
+    used = sum(item_tokens(i) for i in lead) + item_tokens(carrier) + sum(item_tokens(i) for i in tail)
+    if not tail or used > window - FITTED_RESERVE - tool_schema_tokens:
+        return None
+    return lead + [carrier] + tail
 
 
 def recorded(session_dir: Path, spend: Sequence[dict[str, Any]]) -> None:

@@ -36,7 +36,7 @@ from ..view import (
     result_item,
 )
 
-# The threshold line: compaction's default trigger (SPEC `compact --threshold`).
+# The threshold line: compaction's default trigger (docs/spec.md#commands: `compact --threshold`).
 THRESHOLD_PERCENT = DEFAULT_THRESHOLD
 
 

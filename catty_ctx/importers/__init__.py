@@ -1,4 +1,4 @@
-"""Importers: other agents' session files → catty-ctx events (SPEC "import").
+"""Importers: other agents' session files → catty-ctx events (docs/spec.md#import).
 
 One module per format (`claude`, `codex`, `opencode`, `gemini`, `messages` for OpenAI and
 Anthropic arrays) over one normalisation layer (`common`); `detect` names the format of a
@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import orjson
 
+from .. import formats as registry
 from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
 from ..errors import DataError, UsageError, WriteError
 from ..events import Event
@@ -33,10 +34,10 @@ from ..store import (
 from .common import BlobSink, EventBuilder, ImportReport, Warn
 from .detect import detect as detect_format  # `importers.detect` stays the submodule
 
-FORMATS = ("claude", "codex", "opencode", "gemini", "openai", "anthropic")
+FORMATS = registry.NAMES  # the format registry's names (catty_ctx/formats)
 _WRITEBACK_STEP = 8 << 20
 _EXTERNALIZED = ("message", "tool_result")  # the kinds `externalize` may move to blobs/
-_MODULES = {"claude": "claude", "codex": "codex", "opencode": "opencode", "gemini": "gemini", "openai": "messages", "anthropic": "messages"}
+_MODULES = {name: fmt.importer for name, fmt in registry.FORMATS.items()}  # format → importer module
 
 
 class _Start:
@@ -113,7 +114,7 @@ def resolve_format(fmt: str, source: Path) -> str:
     if fmt == "auto":
         return detect_format(source)
     if fmt not in FORMATS:
-        raise UsageError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)}, auto)")
+        raise UsageError(f"unknown format '{fmt}' (one of {registry.names_text()}, auto)")
     return fmt
 
 
@@ -144,7 +145,7 @@ def import_events(
     start = _Start(fmt, gate, blob_sink, report, strict)
     module = importlib.import_module(f"{__name__}.{_MODULES[fmt]}")
     kwargs: dict[str, Any] = {"lenient": lenient, "warn": warn, "session_id": session_id}
-    if _MODULES[fmt] == "messages":
+    if _MODULES[fmt] == "messages":  # one module reads both messages dialects
         kwargs["flavour"] = fmt
     # An importer holds many small objects and makes no cycles: the cyclic collector's
     # repeated full passes over them would cost a third of the time for nothing.

@@ -1,4 +1,4 @@
-"""The normalisation layer every importer shares (SPEC "import", "Events").
+"""The normalisation layer every importer shares (docs/spec.md#import, docs/spec.md#events).
 
 An importer reads its agent's records and calls an `EventBuilder`; the builder owns what
 must be the same for every format: seq from 0 with the `session` event first, ids and
@@ -176,7 +176,7 @@ _TODO_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed":
 
 
 def todos_from(name: str, args: Any) -> list[dict[str, str]] | None:
-    """The SPEC's todos shape ({text, status}) from a todo tool's arguments, or None."""
+    """The contract's todos shape (docs/spec.md#events) ({text, status}) from a todo tool's arguments, or None."""
     if name not in TODO_TOOLS or not isinstance(args, dict):
         return None
     items = args.get("todos") if isinstance(args.get("todos"), list) else args.get("plan")
@@ -300,7 +300,7 @@ class EventBuilder:
 
     def tool_call(self, call_id: str, name: str, args: Any, *, ts: Any = None, agent: str | None = None) -> Event:
         if not self._assistant_open.get(agent):
-            # SPEC: a tool call belongs to the assistant message before it; write one.
+            # docs/spec.md#events: a tool call belongs to the assistant message before it; write one.
             self.report.implicit_assistants += 1
             self.message("assistant", "", id=f"{call_id}:assistant", ts=ts, agent=agent)
         name = name if isinstance(name, str) and name else "unknown"
@@ -381,11 +381,14 @@ class EventBuilder:
         summarizer: str,
         trigger: str | None = None,
         tokens_before: int | None = None,
+        through_seq: int | None = None,
     ) -> Event:
+        """`through_seq`: the last event the summary replaces (default: every event so far;
+        earlier when the agent kept the newest messages verbatim after its summary)."""
         fields: dict[str, Any] = {
             "id": str(id),
             "mode": "summary",
-            "through_seq": self.seq - 1,
+            "through_seq": self.seq - 1 if through_seq is None else through_seq,
             "summary": summary if isinstance(summary, str) else text_of(summary),
             "summarizer": summarizer,
         }

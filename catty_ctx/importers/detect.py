@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from .. import formats as registry
 from ..errors import DataError
 from ..jsonl import numbered_lines
 from .common import open_source
@@ -109,7 +110,7 @@ def detect(source: Path) -> str:
             raise DataError(f"{source}: pass the database itself ({source / 'opencode.db'})")
         for candidate in sorted(chain(source.rglob("*.jsonl"), source.rglob("*.jsonl.zst")))[:50]:
             fmt = _jsonl_format(_first_records(candidate))
-            if fmt in ("claude", "codex", "gemini"):
+            if fmt in registry.with_form("jsonl") and fmt in registry.AGENT_NAMES:
                 return fmt
         raise DataError("no session of a known format found in this folder", path=str(source))
     with open(source, "rb") as f:
@@ -127,5 +128,5 @@ def detect(source: Path) -> str:
             return fmt
     fmt = _jsonl_format(_first_records(source))
     if fmt is None:
-        raise DataError("not a session of any known format (claude, codex, opencode, gemini, openai, anthropic)", path=str(source))
+        raise DataError(f"not a session of any known format ({registry.names_text()})", path=str(source))
     return fmt

@@ -1,4 +1,4 @@
-"""Request-copy pruning (reference 3.3): grok-build's age tiers and a cache-aware strategy.
+"""Request-copy pruning (docs/design.md#m3): grok-build's age tiers and a cache-aware strategy.
 
 Pruning rewrites the *request*, never the log: the output is the view with some tool results
 shortened, and every shortened text names the original's seq and the command that prints it.
@@ -8,7 +8,7 @@ that come after it in the view. Results of the current turn have age 0, those of
 before age 1, and so on. Synthetic user items (the compaction summary carrier, the
 continuation reminder, instructions) never count. grok-build counted every user item and
 then subtracted one, so its "age < 3" protected four turns and a compaction's synthetic
-items aged everything (weakness #6); here `--keep-turns 3` protects exactly the current
+items aged everything (docs/design.md#w6); here `--keep-turns 3` protects exactly the current
 turn and the two before it.
 
 Strategies, both pure functions of the view (the same log always gives the same request):
@@ -34,7 +34,7 @@ body is at most `image_low`. This is also replayed item by item, so the set of r
 images only grows when the high mark is crossed again (hysteresis that holds across
 requests, not only within one).
 
-Request size: the items' estimates (SPEC "Token estimates") plus the provider overhead the
+Request size: the items' estimates (docs/spec.md#token-estimates) plus the provider overhead the
 latest `usage` event shows (see `usage_overhead`): its excess over the unpruned items before
 it, or, when it measured a smaller (pruned) request, its excess over the pruned items as the
 replay had them then. Without usage events it is the sum of the item estimates.

@@ -1,4 +1,4 @@
-"""Usage records of a catty log: its `usage` events (grok-build §3.9's `agent` and `incomplete` kept).
+"""Usage records of a catty log: its `usage` events (docs/design.md#m9: `agent` and `incomplete` kept).
 
 Marked lines are decoded into a msgspec Struct of the envelope and the usage fields; only an
 event that is valid as the store checks it (`events.check_event`) is taken from it. Any other

@@ -13,7 +13,7 @@ import xxhash
 from ..compressed import BOMB_MARK
 from ..errors import DataError
 from . import filecache
-from .walk import CATTY, CLAUDE, CODEX, PREFIRE, sniff, survey
+from .walk import CATTY, CLAUDE, CODEX, GEMINI, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, sniff, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,6 +53,8 @@ class Scan:
         self.generations: list[int] = []  # per PATH: the per-file cache's generation now (0: none)
         self.from_cache = 0  # logs whose cached entry was used (unchanged, or read from where it stopped)
         self.writing: list[tuple[int, filecache.Writing]] = []  # (index in generations, its cache being written)
+        self.logs: list[int] = []  # per PATH: the files that are an agent's log (or were not read: --since)
+        self.not_logs: list[str] = []  # files that are no agent's log
 
     def settle(self) -> None:
         """Wait for the per-file caches `scan(..., write_behind=True)` is still writing; one that
@@ -75,6 +77,12 @@ def _parser_module(kind: str) -> Any:
     elif kind == PREFIRE:
         # start-up: a parser loads only for its format
         from . import prefire as module
+    elif kind == GEMINI:
+        # start-up: a parser loads only for its format
+        from . import gemini as module
+    elif kind == OPENCODE:
+        # start-up: a parser loads only for its format
+        from . import opencode as module
     else:
         # start-up: a parser loads only for its format
         from . import catty as module
@@ -129,8 +137,8 @@ def scan_file(task: Task) -> Scanned:
     from .records import FileEntry
 
     path, kind, prev, strict = task
-    if path.endswith(_ZST) or kind == PREFIRE:
-        prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole; a prefire cache is one document)
+    if path.endswith(_ZST) or kind == PREFIRE or _is_document(path):
+        prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole; a prefire cache, a JSON document is one document)
     try:
         f = open(path, "rb") if "://" not in path else _fetched(path)
     except OSError as exc:
@@ -139,6 +147,18 @@ def scan_file(task: Task) -> Scanned:
         st = os.fstat(f.fileno())
         size = st.st_size
         entry = FileEntry(size, st.st_mtime_ns, st.st_ino, kind)
+        if path.endswith(OPENCODE_DB):  # (read through SQLite, its write-ahead log with it: the key counts both)
+            entry.size, entry.mtime = key_stat(path, st)
+            entry.kind = sniff(f.read(16))
+            if entry.kind == OPENCODE:
+                entry.state = _parser(OPENCODE)(b"", 0, 0, path, None, entry.recs, [])
+                entry.read = len(entry.recs)
+                if entry.recs:
+                    # start-up: only when a log is read
+                    from .copies import collapse_file
+
+                    entry.recs, entry.aliases = collapse_file(entry.recs)
+            return path, entry, entry.size, None
         if size == 0:
             return path, entry, 0, None
         try:
@@ -158,10 +178,13 @@ def scan_file(task: Task) -> Scanned:
             last_nl = mm.rfind(_NL, start, size)
             end = last_nl + 1 if last_nl >= 0 else start
             if entry.kind is None:
-                first_end = mm.find(_NL, 0, min(size, 1 << 20))
-                entry.kind = sniff(mm[0 : first_end if first_end >= 0 else min(size, 1 << 20)])
+                entry.kind = sniff(mm[0 : min(size, 1 << 20)], lambda: mm[0:size])
+            if _is_document(path) or entry.kind == OPENCODE:
+                end = size  # (one JSON document, whole: no line of it is torn)
             bad: list[tuple[int, str]] = []
-            if end > start:
+            if entry.kind == NOT_A_LOG:
+                pass
+            elif end > start:
                 # start-up: only when a log is read
                 from .copies import collapse_file
 
@@ -170,7 +193,8 @@ def scan_file(task: Task) -> Scanned:
                 entry.read += len(recs) - len(entry.recs)
                 if len(recs) > len(entry.recs):
                     entry.recs, entry.aliases = collapse_file(recs, entry.aliases)
-                if strict and kind != CATTY and kind != PREFIRE:  # (a log named as catty's was read whole before the scan; a prefire cache is one document)
+                if strict and kind != CATTY and kind != PREFIRE and not _is_document(path):
+                    # (a log named as catty's was read whole before the scan; a prefire cache, a JSON document is one document)
                     bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
             entry.bad += len(bad)
             room = BAD_SAMPLES_PER_FILE - len(entry.samples)
@@ -188,6 +212,12 @@ def scan_file(task: Task) -> Scanned:
 
 
 _ZST = ".zst"
+_SMALL = 1 << 16  # a log smaller than this is read into memory (one read, not a map: opencode's many small files)
+
+
+def _is_document(path: str) -> bool:
+    """Whether PATH holds one JSON document (a Gemini CLI chat, an opencode file), read whole whenever it changed."""
+    return path.endswith(".json")
 
 
 def _contents(f: Any, size: int, path: str) -> Any:
@@ -195,6 +225,11 @@ def _contents(f: Any, size: int, path: str) -> Any:
     rollout (`.zst`), the whole of it decompressed through the zstd program into bytes (which
     find and slice as the map does; read from F, the file whose key was taken). A
     `compressed.Unreadable` (a ValueError) says why not."""
+    if size < _SMALL and not path.endswith(_ZST):
+        data = f.read()
+        if len(data) != size:
+            raise ValueError("changed while read")
+        return data
     if not path.endswith(_ZST):
         # start-up: only when a log is read
         import mmap
@@ -279,6 +314,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     sizes: dict[str, int] = {}
     kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
     decode = None
+    skipped: dict[str, int] = {}
     for arg, listing in found:  # type: ignore[union-attr]
         gen, old = filecache.load_cache(arg) if use_cache else (0, {})
         if old and decode is None:
@@ -291,6 +327,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
             if since_ns is not None and mtime < since_ns:
                 if raw is not None:
                     new[path] = raw
+                skipped[arg] = skipped.get(arg, 0) + 1
                 continue
             files.append(path)
             prev = decode(raw) if raw is not None else None  # type: ignore[misc]
@@ -311,10 +348,12 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     packed: dict[str, bytes] = {}  # the workers' entries as MessagePack, stored in the cache as they came
     total = sum(sizes.values())
     results = _run(tasks, sizes, jobs, total, progress, packed) if engine is None else _run_on(engine, tasks, sizes, total, progress)
+    errored: set[str] = set()
     for path, entry, nbytes, error in results:
         if error is not None:
             if BOMB_MARK in error:  # a decompression bomb is refused, not skipped (docs/reliability.md)
                 raise DataError(error.removeprefix("cannot read (").removesuffix(")"), path=path)
+            errored.add(path)
             result.bad_lines += 1
             if len(result.bad_samples) < max_samples:
                 result.bad_samples.append(f"{path}: {error}")
@@ -326,10 +365,16 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
 
     for arg, files, old, new, gen in plans:
         new.update((p, packed.get(p) or done[p]) for p in files if p in done)
+        logs = skipped.get(arg, 0)
         for path in files:
             entry = done.get(path) or kept.get(path)
             if entry is None:
+                logs += path in errored  # (a log it could not read, named as a bad line)
                 continue
+            if entry.kind == NOT_A_LOG:
+                result.not_logs.append(path)
+                continue
+            logs += 1
             result.records.extend(entry.recs)
             result.calls_read += entry.read
             result.bad_lines += entry.bad + (1 if entry.torn else 0)
@@ -347,6 +392,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 if warning:
                     result.warnings.append(warning)
         result.generations.append(gen if use_cache else 0)
+        result.logs.append(logs)
     return result
 
 
@@ -399,7 +445,8 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             seen += 1
             if k == (size, mtime, ino):
                 continue
-            if k[2] != ino or size < k[0] or path.endswith(_ZST):  # (a compressed log is never resumed)
+            if k[2] != ino or size < k[0] or path.endswith(_ZST) or _is_document(path) or path.endswith(OPENCODE_DB):
+                # (a compressed log, a document, a database are never resumed)
                 return None
             tasks.append((path, kind, None, False))  # (its entry is taken from the cache below)
             sizes[path] = size

@@ -88,6 +88,12 @@ def test_seq_prints_one_event(demo: Path) -> None:
     assert ev["seq"] == 4 and ev["kind"] == "tool_call"
 
 
+def test_a_seq_the_log_does_not_hold_is_a_usage_error_naming_the_range(demo: Path) -> None:
+    proc = cli("inspect", str(demo), "--seq", "999")
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"no event with seq 999" in proc.stderr and b"0.." in proc.stderr
+
+
 def test_missing_session_is_a_usage_error(tmp_path: Path) -> None:
     proc = cli("inspect", str(tmp_path / "nope"))
     assert proc.returncode == 2 and b"no such session" in proc.stderr
