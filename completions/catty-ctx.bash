@@ -19,6 +19,8 @@ _catty_ctx() {
     case "$path|$prev" in
         "compact|--mode") COMPREPLY=($(compgen -W "summary transcript segments" -- "$cur")); return ;;
         "compact|--detail") COMPREPLY=($(compgen -W "none minimal balanced verbose" -- "$cur")); return ;;
+        "export|--format") COMPREPLY=($(compgen -W "md html txt" -- "$cur")); return ;;
+        "export|-f") COMPREPLY=($(compgen -W "md html txt" -- "$cur")); return ;;
         "prune|--strategy") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "resume|--format") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
         "resume|-f") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
@@ -32,12 +34,13 @@ _catty_ctx() {
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion eval fork import inspect instructions prune repair report resume segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion eval export fork import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--allow-duplicate-ids --create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
         "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
+        "export") opts="--format --help --out --redact -f -h -o" ;;
         "fork") opts="--at-turn --cwd --dry-run --help --json --model -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
         "inspect") opts="--allow-empty --connect-timeout --context --help --items --json --scheduler --seq -h" ;;

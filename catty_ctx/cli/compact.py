@@ -120,7 +120,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
 
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact import compact_target
+    from ..compact import OVER, compact_target
 
     errors: list[CattyError] = []
 
@@ -163,7 +163,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     if errors:
         raise SystemExit(int(errors[0].exit_code))
-    if check and any(r.status == "over" for r in results):
+    if check and any(r.status == OVER for r in results):
         raise SystemExit(int(ExitCode.CHECK_FAILED))
 
 

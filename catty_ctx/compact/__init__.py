@@ -37,6 +37,8 @@ from ..tokens import item_tokens, over_threshold, percent_of
 from ..view import ViewStats, head_items, iter_view, plan_file
 
 MODES = COMPACT_MODES
+# How a session stands against its threshold, in every mode's rows (compact, --check, --prefire).
+OVER, BELOW = "over_threshold", "below_threshold"
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
 
 
@@ -150,7 +152,7 @@ class CompactResult:
 
     path: str
     session_id: str | None
-    status: str  # compacted | would_compact | below_threshold | nothing_to_compact | over | under
+    status: str  # compacted | would_compact | prefired | nothing_to_compact | OVER | BELOW
     tokens_before: int
     window: int
     percent: float
@@ -262,13 +264,13 @@ def compact_session(
     )
     over = over_threshold(m.tokens, m.window, threshold)
     if check:
-        return CompactResult(status="over" if over and not m.nothing_new else "under", **base)  # type: ignore[arg-type]
+        return CompactResult(status=OVER if over and not m.nothing_new else BELOW, **base)  # type: ignore[arg-type]
     if m.nothing_new:
         return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
     if prefire:
         return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run, redact, lock_timeout)
     if not over and not force:
-        return CompactResult(status="below_threshold", **base)  # type: ignore[arg-type]
+        return CompactResult(status=BELOW, **base)  # type: ignore[arg-type]
     if not dry_run:
         directory = session.require_directory("compact")
 
@@ -432,7 +434,7 @@ def _prefire(
 
     directory = session.require_directory("compact --prefire")
     if from_pct is not None and base["percent"] < from_pct:
-        return CompactResult(status="not_near_threshold", **base)
+        return CompactResult(status=BELOW, **base)  # below the point where pass 1 starts
     summ = get_summarizer(summarizer, **(options or {}))
     if dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)

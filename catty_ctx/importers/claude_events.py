@@ -165,8 +165,11 @@ class Converter:
         if r is None:
             return
         b, agent = self.b, self.agent
+        # A text block of whitespace alone ("\n\n" before a tool_use, or a whole reply of it)
+        # says nothing, and the provider refuses it in a request: left out.
+        texts = [t for t in r.texts if t and not t.isspace()]
         self.starts.setdefault(r.uid, b.seq)
-        b.message("assistant", "\n\n".join(t for t in r.texts if t) if len(r.texts) > 1 else (r.texts[0] if r.texts else ""),
+        b.message("assistant", "\n\n".join(texts) if len(texts) > 1 else (texts[0] if texts else ""),
                   id=r.uid, ts=r.ts, agent=agent, images=r.images or None, synthetic="api_error" if r.api_error else None)
         for text, ts in r.thinking:
             b.reasoning(text, ts=ts, agent=agent)

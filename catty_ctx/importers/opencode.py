@@ -94,6 +94,7 @@ def _load_tree(source: Path, session_id: str | None, lenient: bool, warn: Warn |
     return session, messages
 
 
+<<<<<<< HEAD
 _PATH_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")  # opencode's ids (ses_…, msg_…): never '/', never '..' alone
 
 
@@ -103,6 +104,23 @@ def path_id(value: str, where: Path) -> str:
     if not _PATH_ID.fullmatch(value) or value in (".", ".."):
         raise DataError("session id is not a plain name (letters, digits, '_', '-', '.'); it is never made a path", path=str(where))
     return value
+=======
+def _load_export(path: Path) -> Loaded | None:
+    """`opencode export ID`'s document ({info, messages: [{info, parts}]}), or None when PATH
+    is no such document."""
+    # start-up: only a file that is not a database comes here
+    from .detect import is_opencode_export
+
+    if path.suffix != ".json":
+        return None
+    doc = load_json(path)
+    if not is_opencode_export(doc):
+        return None
+    messages = [(m["info"], sorted((p for p in m["parts"] if isinstance(p, dict)), key=_sort_key_part))
+                for m in doc["messages"] if isinstance(m, dict) and isinstance(m.get("info"), dict) and isinstance(m.get("parts"), list)]
+    messages.sort(key=lambda mp: _sort_key(mp[0]))
+    return doc["info"], messages
+>>>>>>> main
 
 
 def _sort_key_part(part: dict[str, Any]) -> str:
@@ -274,7 +292,10 @@ def _convert_message(b: EventBuilder, msg: dict[str, Any], parts: list[dict[str,
 
 
 def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | None = None, session_id: str | None = None) -> EventBuilder:
-    session, messages = _load_db(source, session_id) if source.is_file() and _is_sqlite(source) else _load_tree(source, session_id, lenient, warn, start.report)
+    loaded = None
+    if source.is_file():
+        loaded = _load_db(source, session_id) if _is_sqlite(source) else _load_export(source)
+    session, messages = loaded or _load_tree(source, session_id, lenient, warn, start.report)
     if not messages:
         raise not_recognised(str(source), WHAT)
     path = session.get("path") if isinstance(session.get("path"), dict) else {}

@@ -177,6 +177,8 @@ def scan_file(task: Task) -> Scanned:
                     entry.bad, entry.samples = prev.bad, prev.samples
             last_nl = mm.rfind(_NL, start, size)
             end = last_nl + 1 if last_nl >= 0 else start
+            if end < size and _whole_record(mm[end:size]):
+                end = size  # a live session's last record, its newline not written yet: read, not torn
             if entry.kind is None:
                 entry.kind = sniff(mm[0 : min(size, 1 << 20)], lambda: mm[0:size])
             if _is_document(path) or entry.kind == OPENCODE:
@@ -209,6 +211,17 @@ def scan_file(task: Task) -> Scanned:
         finally:
             if type(mm) is not bytes:
                 mm.close()
+
+
+def _whole_record(tail: bytes) -> bool:
+    """Whether a last line without its newline is a complete JSON object (a torn write never is)."""
+    # start-up: only a log whose last line lacks its newline comes here
+    import orjson
+
+    try:
+        return isinstance(orjson.loads(tail), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 _ZST = ".zst"
