@@ -94,7 +94,6 @@ def _load_tree(source: Path, session_id: str | None, lenient: bool, warn: Warn |
     return session, messages
 
 
-<<<<<<< HEAD
 _PATH_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")  # opencode's ids (ses_…, msg_…): never '/', never '..' alone
 
 
@@ -104,7 +103,8 @@ def path_id(value: str, where: Path) -> str:
     if not _PATH_ID.fullmatch(value) or value in (".", ".."):
         raise DataError("session id is not a plain name (letters, digits, '_', '-', '.'); it is never made a path", path=str(where))
     return value
-=======
+
+
 def _load_export(path: Path) -> Loaded | None:
     """`opencode export ID`'s document ({info, messages: [{info, parts}]}), or None when PATH
     is no such document."""
@@ -120,7 +120,6 @@ def _load_export(path: Path) -> Loaded | None:
                 for m in doc["messages"] if isinstance(m, dict) and isinstance(m.get("info"), dict) and isinstance(m.get("parts"), list)]
     messages.sort(key=lambda mp: _sort_key(mp[0]))
     return doc["info"], messages
->>>>>>> main
 
 
 def _sort_key_part(part: dict[str, Any]) -> str:
