@@ -131,7 +131,9 @@ def test_payloads_at_or_under_the_limit_stay_inline(tmp_path: Path) -> None:
     ev = msg("user", "é" * 12_500)  # exactly 25,000 bytes
     assert externalize(ev, tmp_path) is ev
     assert externalize(result("c", "x" * 40_000), tmp_path)["output"] == "x" * 40_000
-    assert externalize(msg("assistant", "x" * 100_000), tmp_path)["text"] == "x" * 100_000
+    assert externalize(msg("assistant", "x" * 40_000), tmp_path)["text"] == "x" * 40_000
+    assert externalize(msg("assistant", "x" * 100_000), tmp_path, assistant_limit=0)["text"] == "x" * 100_000
+    assert externalize(msg("system", "x" * 100_000), tmp_path)["text"] == "x" * 100_000
     assert externalize(msg("user", "x" * 100_000), tmp_path, user_limit=0)["text"] == "x" * 100_000
     assert externalize(msg("user", "x" * 100_000), None)["text"] == "x" * 100_000
     assert not (tmp_path / "blobs").exists()
