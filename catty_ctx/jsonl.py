@@ -225,6 +225,36 @@ def records(
             yield value
 
 
+_SURROGATE = None
+
+
+def loads_replacing_surrogates(line: bytes) -> tuple[Any, int]:
+    """LINE parsed with its lone surrogate escapes (`\\ud83d` without its pair: what JavaScript
+    writes for a cut emoji) kept as U+FFFD, and how many there were; what still does not
+    parse raises orjson's error. Only for a line orjson refused for that reason."""
+    import re
+
+    import orjson
+
+    global _SURROGATE
+    if _SURROGATE is None:
+        _SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+    count = 0
+
+    def fix(m: Any) -> bytes:
+        nonlocal count
+        at = m.start()
+        slashes = 0
+        while at - slashes - 1 >= 0 and line[at - slashes - 1] == 0x5C:
+            slashes += 1
+        if slashes % 2 or len(m.group(0)) == 12:  # an escaped backslash, or a whole pair: as it is
+            return m.group(0)
+        count += 1
+        return b"\\ufffd"
+
+    return orjson.loads(_SURROGATE.sub(fix, line)), count
+
+
 # -- the byte-marker prefilter -----------------------------------------------------------------
 
 Marker = Union[bytes, Any]  # bytes, or a compiled bytes regex

@@ -27,7 +27,7 @@ from ..compressed import program as zstd_program
 from ..errors import DataError, UsageError
 from ..events import SCHEMA_VERSION, Event, check_event
 from ..fingerprint import blob_handle
-from ..jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log
+from ..jsonl import MAX_LINE_BYTES, json_problem, loads_replacing_surrogates, numbered_lines, open_log
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 # A line longer than this is refused without being read whole, as the store does.
@@ -79,6 +79,7 @@ class ImportReport:
     torn: list[str] = field(default_factory=list)
     implicit_assistants: int = 0
     unlinked: int = 0  # messages no source link reaches, imported by file order
+    surrogates: int = 0  # lone surrogate escapes kept as U+FFFD
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +93,7 @@ class ImportReport:
             "skipped": dict(sorted(self.skipped.items())),
             "invalid": list(self.invalid),
             "torn": list(self.torn),
+            **({"surrogates_replaced": self.surrogates} if self.surrogates else {}),
         }
 
 
@@ -476,6 +478,18 @@ def iter_jsonl(
             try:
                 record = loads(line)
             except orjson.JSONDecodeError as exc:
+                if "surrogate" in str(exc):
+                    try:
+                        record, n = loads_replacing_surrogates(line)
+                    except orjson.JSONDecodeError:
+                        pass
+                    else:
+                        report.surrogates += n
+                        if warn:
+                            warn(f"{name}:{lineno}: {n} lone surrogate escape{'s' if n != 1 else ''} kept as U+FFFD")
+                        if isinstance(record, dict):
+                            yield SourceLine(name, lineno, record)
+                            continue
                 if what and lineno == 1 and _is_json_document(path):
                     raise not_recognised(name, what) from None  # a whole JSON document, not lines
                 if not lenient:

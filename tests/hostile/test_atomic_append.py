@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import orjson
 import pytest
+from conftest import call, cli, jsonl, msg, result
 
 from catty_ctx.blobs import write_blob
 from catty_ctx.event_ids import index_path
 from catty_ctx.fingerprint import blob_handle
 from catty_ctx.store import Session, create_session
-from conftest import call, cli, jsonl, msg, result
 
 
 def _events(n: int, tag: str, size: int = 50) -> bytes:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import cli
 
 from catty_ctx.store import new_summary
-from conftest import cli
 
 TIME = "/usr/bin/time"
 PEAK_LIMIT_KB = 200 * 1024

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import cli, write_log
 
 from catty_ctx.store import new_summary
-from conftest import cli, write_log
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 OPENCODE = FIXTURES / "import" / "opencode" / "storage"
