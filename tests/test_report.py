@@ -191,10 +191,10 @@ def test_docs_show_the_demo_page_as_the_script_draws_it() -> None:
     from conftest import ROOT
 
     doc = (ROOT / "docs" / "report.md").read_text()
-    assert "](report-demo.png)" in doc and "python docs/screenshots.py" in doc
+    assert "](report-demo.png)" in doc and "](report-compacted.png)" in doc and "python docs/screenshots.py" in doc
     script = (ROOT / "docs" / "screenshots.py").read_text()
-    for name, width in (("report-demo.png", 1280), ("report-demo-narrow.png", 390)):
-        assert f'("{name}", {width},' in script
+    for name, width in (("report-demo.png", 1280), ("report-demo-narrow.png", 390), ("report-compacted.png", 1280)):
+        assert f'"{name}", {width},' in script
         png = (ROOT / "docs" / name).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
         assert struct.unpack(">I", png[16:20])[0] == width
