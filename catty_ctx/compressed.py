@@ -13,6 +13,8 @@ having cost at most that much memory and time.
 """
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
@@ -63,7 +65,6 @@ def decompress(f: IO[bytes]) -> bytes:
     """The whole of the open compressed file F (read from where its descriptor stands),
     decompressed; `Unreadable` says why not (a bomb past `inflated_limit` too, stopped there)."""
     # start-up: only a compressed log needs the program
-    import os
     import subprocess
 
     exe = program()

@@ -87,7 +87,7 @@ class KnownIds:
         return covered
 
     def _scan(self, start: int, stop: int) -> None:
-        import orjson
+        import orjson  # start-up: only an append whose cache lags its log parses lines
 
         self.stored = self.stored if start else b""
         fd = os.open(self.log_path, os.O_RDONLY)

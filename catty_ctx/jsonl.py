@@ -232,9 +232,9 @@ def loads_replacing_surrogates(line: bytes) -> tuple[Any, int]:
     """LINE parsed with its lone surrogate escapes (`\\ud83d` without its pair: what JavaScript
     writes for a cut emoji) kept as U+FFFD, and how many there were; what still does not
     parse raises orjson's error. Only for a line orjson refused for that reason."""
-    import re
+    import re  # start-up: only a line refused for a lone surrogate needs these
 
-    import orjson
+    import orjson  # start-up: as above
 
     global _SURROGATE
     if _SURROGATE is None:
@@ -383,7 +383,7 @@ def last_newline_end(path: Path) -> int:
 def read_last_line(path: Path) -> bytes | None:
     """The last complete line (without newline), found by a backward scan: linear in the
     line's length, and a line longer than MAX_LINE_BYTES is refused (DataError) once the scan
-    has passed the limit, never read whole."""
+    has passed the limit, never held."""
     end = last_newline_end(path)
     if end == 0:
         return None
@@ -391,26 +391,20 @@ def read_last_line(path: Path) -> bytes | None:
     fd = open_fd(path)
     try:
         pos = stop
-        parts: list[bytes] = []  # chunks from the end backwards, joined once
-        held = 0
+        start = 0
         step = BUFFER // 16
         while pos > 0:
             n = min(step, pos)
             pos -= n
-            chunk = os.pread(fd, n, pos)
-            nl = chunk.rfind(b"\n")
+            nl = os.pread(fd, n, pos).rfind(b"\n")
             if nl != -1:
-                parts.append(chunk[nl + 1 :])
-                held += n - nl - 1
+                start = pos + nl + 1
                 break
-            parts.append(chunk)
-            held += n
-            if held >= LIMIT:
+            if stop - pos >= LIMIT:
                 raise DataError(TOO_LONG + " (the last line)", path=os.fspath(path))
             step = min(step * 2, SCAN_CHUNK)  # a long line takes few reads
-        if held >= LIMIT:
+        if stop - start >= LIMIT:
             raise DataError(TOO_LONG + " (the last line)", path=os.fspath(path))
-        parts.reverse()
-        return b"".join(parts)
+        return os.pread(fd, stop - start, start)
     finally:
         os.close(fd)

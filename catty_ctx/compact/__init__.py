@@ -367,7 +367,7 @@ def compact_session(
         if not dry_run:
             write_artifact(directory, doc, redact=redact)
             if spend:  # the calls were made: their cost is recorded though nothing is committed
-                session.append(spend, lock_timeout=lock_timeout, warn=None)
+                session.append(spend, lock_timeout=lock_timeout, warn=None, allow_duplicate_ids=True)
                 _recorded(directory, hit)
         code = ExitCode.DATA if result.error_class in ("deterministic", "too_small") else ExitCode.TEMP_FAIL
         where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
@@ -387,7 +387,7 @@ def compact_session(
             head_kind = "minimal"  # the backstop's head: system items and the summary, nothing else to go wrong
     except WindowTooSmall as exc:
         if spend:  # the calls were made: their cost is recorded though nothing is committed
-            session.append(spend, lock_timeout=lock_timeout, warn=None)
+            session.append(spend, lock_timeout=lock_timeout, warn=None, allow_duplicate_ids=True)
             _recorded(directory, hit)
         raise WindowTooSmall(f"{session.display}: {exc}") from None
     if dry_run:

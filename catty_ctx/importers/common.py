@@ -485,8 +485,7 @@ def iter_jsonl(
                         pass
                     else:
                         report.surrogates += n
-                        if warn:
-                            warn(f"{name}:{lineno}: {n} lone surrogate escape{'s' if n != 1 else ''} kept as U+FFFD")
+                        _ = warn and warn(f"{name}:{lineno}: {n} lone surrogate escape{'s' if n != 1 else ''} kept as U+FFFD")
                         if isinstance(record, dict):
                             yield SourceLine(name, lineno, record)
                             continue
