@@ -26,10 +26,30 @@ def main() -> None:
                 exc = ClosedOutput(errno.EBADF, "stdout is closed")
             sys.exit(exit_code_for(exc))
         return
+    _take_config(sys.argv)
     # start-up: `--version` loads nothing else; the CLI and its error path load only when needed
     from .cli import main as cli_main
 
     cli_main()
+
+
+def _take_config(argv: list[str]) -> None:
+    """`--config FILE` (anywhere on the line) names the config file for this run: it must be
+    known before the defaults load, so it travels in CATTY_CTX_CONFIG and leaves ARGV."""
+    # start-up: `--version` answers before this; os is loaded with the interpreter anyway
+    import os
+
+    for i, arg in enumerate(argv[1:], 1):
+        if arg == "--":
+            return
+        if arg == "--config" and i + 1 < len(argv):
+            os.environ["CATTY_CTX_CONFIG"] = argv[i + 1]
+            del argv[i:i + 2]
+            return
+        if arg.startswith("--config="):
+            os.environ["CATTY_CTX_CONFIG"] = arg[len("--config="):]
+            del argv[i]
+            return
 
 
 if __name__ == "__main__":

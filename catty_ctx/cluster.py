@@ -133,7 +133,17 @@ class Engine:
         start = time.monotonic()  # the timeout counts the import too: it is the user's wait that is bounded
         distributed = _import_distributed()
 
+        ends = start + self.connect_timeout
+
         class Client(distributed.Client):  # type: ignore[misc, name-defined]
+            async def _start(self, *args: Any, **kwargs: Any) -> Any:
+                # Dask bounds the TCP connection by its timeout but waits for the scheduler's handshake
+                # for ever: a port that accepts and stays silent would hang the run. The whole start,
+                # handshake included, gets what is left of the connect timeout.
+                import asyncio  # start-up: only with Dask
+
+                return await asyncio.wait_for(super()._start(*args, **kwargs), max(0.1, ends - time.monotonic()))
+
             def __del__(self) -> None:
                 # A client that never connected would wait seconds at exit to close, and print a traceback.
                 if getattr(self, "status", None) == "running":
@@ -151,9 +161,11 @@ class Engine:
         else:
             target = self.spec
         try:
-            return Client(target, timeout=max(0.1, self.connect_timeout - (time.monotonic() - start)), set_as_default=False)
+            return Client(target, timeout=max(0.1, ends - time.monotonic()), set_as_default=False)
         except Exception as exc:  # noqa: BLE001 - refused, timed out, or something else answering: unavailable all the same
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            if isinstance(exc, TimeoutError) and not str(exc):
+                reason = f"no answer within {self.connect_timeout:g} s (--connect-timeout)"
             raise Unavailable(f"scheduler {self.spec} unavailable: {reason}") from None
 
     def workers(self) -> int:

@@ -25,6 +25,7 @@ COMPACT_MODE = "summary"  # what the summary carrier points at: nothing, the log
 SEGMENT_DETAIL = "verbose"  # how much of each item a segment keeps
 SUMMARIZER = "extractive"  # who writes the summary: offline extraction
 MIN_SUMMARY_CHARS = 500  # a model summary shorter than this is degenerate and retried
+MAX_RESPONSE_BYTES = 32 << 20  # an openai: answer (a streamed one's bytes in all) longer than this is cut
 COMPACT_DEADLINE = 300.0  # seconds a compaction may wait for its summariser (the seed's backstop), then the minimal head
 
 # The continuation eval (eval)
@@ -55,3 +56,71 @@ RESUME_FORMAT = "items"
 
 # The usage ledger (usage)
 USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent")  # the row keys of --by
+
+
+# -- calibration -----------------------------------------------------------------------------
+# These are one runtime's choices, to be calibrated on one's own traces (docs/design.md#m2):
+# every tunable constant above can be set in one TOML file, read once when this module loads:
+# `--config FILE` (which sets CATTY_CTX_CONFIG), else $XDG_CONFIG_HOME/catty-ctx/config.toml.
+# Keys are the constants' names in lower case (`default_threshold = 80`). `catty-ctx config
+# show` lists every one with its value and where it came from. A file that cannot be used is
+# not half-applied: nothing of it is, and CONFIG_PROBLEM says why (the command line stops on it).
+import os as _os  # noqa: E402 - the interpreter has loaded os already; nothing else is imported here
+
+# Vocabularies, not tunables: the values a command accepts.
+_FIXED = frozenset({"COMPACT_MODES", "SEGMENT_DETAILS", "PRUNE_STRATEGIES", "RESUME_FORMATS", "USAGE_BY", "WRITEBACK_AGENTS"})
+TUNABLE: tuple[str, ...] = tuple(n for n, v in list(globals().items())
+                                 if n.isupper() and n not in _FIXED and type(v) in (int, float, str))
+SOURCES: dict[str, str] = dict.fromkeys(TUNABLE, "default")
+CONFIG_FILE: str | None = None
+CONFIG_PROBLEM: str | None = None
+
+
+def config_path() -> str:
+    """The config file this run reads (it may not exist)."""
+    named = _os.environ.get("CATTY_CTX_CONFIG")
+    if named:
+        return named
+    base = _os.environ.get("XDG_CONFIG_HOME") or _os.path.join(_os.path.expanduser("~"), ".config")
+    return _os.path.join(base, "catty-ctx", "config.toml")
+
+
+def _load_config() -> None:
+    global CONFIG_FILE, CONFIG_PROBLEM
+    path = config_path()
+    if not _os.path.isfile(path):
+        if _os.environ.get("CATTY_CTX_CONFIG"):
+            CONFIG_PROBLEM = f"{path}: no such config file (--config)"
+        return
+    try:
+        # start-up: the TOML reader loads only when a config file is there
+        import tomllib  # type: ignore[import-not-found,unused-ignore]
+    except ModuleNotFoundError:  # Python 3.10
+        # start-up: the TOML reader loads only when a config file is there
+        import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except (OSError, ValueError) as exc:
+        CONFIG_PROBLEM = f"{path}: not a readable TOML file ({exc})"
+        return
+    values = globals()
+    changes: dict[str, object] = {}
+    for key, value in doc.items():
+        name = str(key).upper()
+        if name not in TUNABLE:
+            CONFIG_PROBLEM = f"{path}: unknown setting {key!r} (catty-ctx config show lists them)"
+            return
+        kind = type(values[name])
+        if kind is float and type(value) is int:
+            value = float(value)
+        if type(value) is not kind:
+            CONFIG_PROBLEM = f"{path}: {key} must be {kind.__name__}, not {type(value).__name__} ({value!r})"
+            return
+        changes[name] = value
+    values.update(changes)
+    SOURCES.update(dict.fromkeys(changes, path))
+    CONFIG_FILE = path
+
+
+_load_config()

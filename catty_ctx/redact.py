@@ -1,7 +1,8 @@
 """Redaction of credentials in stored artifacts (compaction requests keep exact inputs).
 
 Common secret shapes are replaced by a marker naming their kind, so an artifact can be
-shared for offline replay without leaking keys. `--no-redact` keeps them; see docs.
+shared for offline replay without leaking keys. `--no-redact` keeps them; docs/reliability.md
+lists what is caught and what cannot be. `redact_url` is how a URL is shown anywhere.
 """
 from __future__ import annotations
 
@@ -13,22 +14,52 @@ import orjson
 
 MARKER = "[REDACTED:{kind}]"
 
-# (kind, pattern). Ordered: the most specific first, so a key is named by what it is.
+# The names whose value is a secret (`NAME = value`, `"NAME": "value"`, `NAME: value`), as a
+# word of their own or the end of a longer one (`DB_PASSWORD`, `NPM_TOKEN`, `AWS_SECRET_ACCESS_KEY`):
+# `max_tokens` or `tokenizer` are not such names.
+_SECRET_NAMES = (
+    r"(?:[a-z0-9]+[_\-.])*(?:api[_-]?key|apikey|secret[_-]?access[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|"
+    r"(?:encryption|signing|master|service|license)[_-]?key|client[_-]?secret|secret|token|passw(?:or)?d|pass|pwd|"
+    r"credentials?|session[_-]?id|sessionid)"
+)
+# A quote before or after a name or value, maybe escaped (`\"apiKey\": \"…\"` inside a JSON string).
+_Q = r"""(?:\\*["'])?"""
+_SCHEMES = "(?:basic|bearer|token|digest|negotiate|apikey)"
+# Values that are code, not a secret (`password: str`, `token = None`).
+_NOT_VALUES = r"(?!(?:str|bytes|int|none|null|true|false|undefined|string|optional|required|secret|password)\b)"
+
+# (kind, pattern). Ordered: the most specific first, so a key is named by what it is. A pattern
+# with two groups keeps the first (the name) and replaces the second (the value).
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private_key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?-----END [A-Z0-9 ]*PRIVATE KEY-----", re.S)),
+    # A key block, up to its END line, or (cut before it) to the end of its base64 lines.
+    ("private_key", re.compile(
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[rnt])*)", re.S)),
     ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
     ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-[A-Za-z0-9_\-]{20,}")),
+    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
     ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
+    ("webhook_url", re.compile(
+        r"\bhttps?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/|(?:discord(?:app)?\.com|[a-z0-9.\-]*\.office\.com)/"
+        r"(?:api/)?webhooks?/)[A-Za-z0-9_/\-@.]+", re.I)),
     ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
     ("stripe_key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-    ("bearer_token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/\-]{16,}=*")),
+    # The password of a URL (`postgres://user:pw@host`): the user and the host are kept.
+    ("url_password", re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s/:@\"'<>\\]*:)([^\s/@\"'<>\\]+)(?=@)", re.I)),
+    ("bearer_token", re.compile(r"(?i)(?<=\bBearer )(?!\[REDACTED)[A-Za-z0-9._~+/\-]{16,}=*")),
+    # An HTTP authorization (any scheme: Basic, Bearer, token, Digest …), and cookies, to the end of the header.
+    ("authorization", re.compile(
+        r"(?i)(\b(?:proxy-)?authorization" + _Q + r"\s*[:=]\s*" + _Q + r"(?:" + _SCHEMES + r"\s+)?)"
+        r"(?!\[REDACTED)(?!" + _SCHEMES + r"\s)([^\s\"'\\]{6,})")),
+    ("cookie", re.compile(r"(?i)(\b(?:set-)?cookie" + _Q + r"\s*:\s*" + _Q + r"|--cookie[ =]" + _Q + r")(?!\[REDACTED)([^\r\n\"'\\]{3,})")),
     # `name = value` of secret-looking names: the value only is replaced (group 2).
     ("secret_assignment", re.compile(
-        r"(?i)((?:api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|password|passwd|client[_-]?secret)"
-        r"[\"']?\s*[:=]\s*[\"']?)(?!\[REDACTED)([^\s\"',;]{8,})"
+        r"(?i)((?<![A-Za-z0-9_.\-])" + _SECRET_NAMES + _Q + r"\s*[:=]\s*" + _Q + r")(?!\[REDACTED)" + _NOT_VALUES +
+        r"([^\s\"',;\\]{3,})"
     )),
 ]
 
@@ -37,12 +68,23 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 # text holding none of them holds no secret. Keep it in step with PATTERNS
 # (tests/test_artifacts.py checks every shape).
 ANCHORS = (
-    b"-----begin", b"sk-", b"akia", b"asia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_",
-    b"xox", b"aiza", b"_live_", b"_test_", b"eyj", b"bearer ",
-    b"api_key", b"api-key", b"apikey", b"secret_key", b"secret-key", b"secretkey",
-    b"access_token", b"access-token", b"accesstoken", b"auth_token", b"auth-token", b"authtoken",
-    b"passw", b"client_secret", b"client-secret", b"clientsecret",
+    b"-----begin", b"sk-", b"akia", b"asia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"gl", b"hf_",
+    b"xox", b"webhook", b"aiza", b"_live_", b"_test_", b"eyj", b"://", b"authorization", b"bearer ", b"cookie",
+    b"key", b"secret", b"token", b"pass", b"pwd", b"credential", b"session",
 )
+
+
+def redact_url(url: str) -> str:
+    """URL with the password of its `user:password@` replaced by a marker: how a URL is shown."""
+    return PATTERNS_BY_KIND["url_password"].sub(_keep_name("url_password"), url)
+
+
+def _keep_name(kind: str) -> Any:
+    marker = MARKER.format(kind=kind)
+    return lambda m: m.group(1) + marker
+
+
+PATTERNS_BY_KIND = dict(PATTERNS)
 
 
 def redact_many(values: list[Any]) -> tuple[list[Any], int]:
@@ -78,11 +120,7 @@ def redact_text(text: str) -> tuple[str, int]:
     """The text with secrets replaced, and how many were replaced."""
     total = 0
     for kind, pattern in PATTERNS:
-        marker = MARKER.format(kind=kind)
-        if kind == "secret_assignment":
-            text, n = pattern.subn(lambda m: m.group(1) + marker, text)
-        else:
-            text, n = pattern.subn(marker, text)
+        text, n = pattern.subn(_keep_name(kind) if pattern.groups else MARKER.format(kind=kind), text)
         total += n
     return text, total
 

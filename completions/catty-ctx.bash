@@ -4,7 +4,7 @@ _catty_ctx() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     local groups=" segment "
-    local valued=" --append --at-turn --by --clear-at-least --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --lock-timeout --low --max-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mode --model --omit-age --out --output --prefire-wait --previous --prices --prune --replay --scheduler --seq --session --session-id --session-ref --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -o "
+    local valued=" --append --at-turn --by --clear-at-least --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --lock-timeout --low --max-bytes --max-response-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mode --model --omit-age --out --output --prefire-wait --previous --prices --prune --replay --scheduler --seq --session --session-id --session-ref --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -o "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         if [[ "$w" == -* ]]; then
@@ -31,17 +31,19 @@ _catty_ctx() {
     if [[ "$cur" != -* && "$valued" != *" $prev "* ]]; then
         case "$path|$npos" in
         "completion|0") COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
+        "config|0") COMPREPLY=($(compgen -W "show" -- "$cur")); return ;;
         "import|0") COMPREPLY=($(compgen -W "claude codex opencode gemini openai anthropic auto" -- "$cur")); return ;;
         esac
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion eval export fork import inspect instructions prune repair report resume segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion config eval export fork import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--allow-duplicate-ids --create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
-        "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
+        "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
-        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
+        "config") opts="--help --json -h" ;;
+        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "export") opts="--format --help --out --redact -f -h -o" ;;
         "fork") opts="--at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;

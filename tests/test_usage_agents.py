@@ -116,9 +116,9 @@ def test_usage_with_no_path_reads_the_homes_it_names(tmp_path: Path, monkeypatch
         monkeypatch.setenv(k, v)
     for k in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME"):
         monkeypatch.delenv(k, raising=False)
-    named = [home / ".claude", home / ".codex", home / ".gemini", home / ".local" / "share" / "opencode"]
+    named = [home / ".claude", home / ".codex", home / ".local" / "share" / "opencode", home / ".gemini"]  # (the registry's order)
     mine = ledger(None, use_cache=False)
-    assert mine.sources == [{"agent": a, "path": str(p)} for a, p in zip(("claude", "codex", "gemini", "opencode"), named)]
+    assert mine.sources == [{"agent": a, "path": str(p)} for a, p in zip(("claude", "codex", "opencode", "gemini"), named)]
     theirs = ledger(named, use_cache=False)
     assert mine.rows == theirs.rows and mine.totals == theirs.totals
     models = {r["model"] for r in mine.rows}
@@ -151,7 +151,7 @@ def test_the_command_names_the_homes_and_refuses_when_none_exists(tmp_path: Path
                           env={**env, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     doc = orjson.loads(proc.stdout)
-    assert [s["agent"] for s in doc["sources"]] == ["claude", "codex", "gemini", "opencode"]
+    assert [s["agent"] for s in doc["sources"]] == ["claude", "codex", "opencode", "gemini"]
     assert doc["prices"]["library"] == "genai-prices" and doc["prices"]["version"]
     assert f"reading gemini home {home / '.gemini'}".encode() in proc.stderr
     empty = {**env, "HOME": str(tmp_path / "nobody"), "PYTHONPATH": str(ROOT)}
@@ -169,7 +169,7 @@ def test_a_text_file_or_an_empty_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes" / "README.md").write_text("# notes\n")
     (tmp_path / "notes" / "data.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
     proc = cli(str(ROOT / "README.md"), env=env)
-    assert proc.returncode == 65 and b"README.md: not a Claude Code, Codex, Gemini CLI, opencode or catty-ctx log" in proc.stderr
+    assert proc.returncode == 65 and b"README.md: not a " + U.walk.AGENTS.encode() + b" log" in proc.stderr
     assert proc.stderr.count(b"\n") == 1 and proc.stdout == b""
     for folder in ("empty", "notes"):
         proc = cli(str(tmp_path / folder), env=env)

@@ -179,8 +179,10 @@ def claude_tree(
     return truth
 
 
-def codex_rollout(path: Path, steps: list[dict[str, Any]], *, session_id: str = "0199a000-0000-7000-8000-000000000001", cwd: str = "/home/user/work") -> None:
-    """A Codex rollout: session_meta, then per step a turn_context (when the model changes) and token_count events.
+def codex_rollout(path: Path, steps: list[dict[str, Any]], *, session_id: str = "0199a000-0000-7000-8000-000000000001", cwd: str = "/home/user/work",
+                  pad: int = 0) -> None:
+    """A Codex rollout: session_meta, then per step a turn_context (when the model changes) and token_count events
+    (PAD: the length of each step's reply text, as tool output and prompts make a real rollout large).
 
     Each step: {"ts": iso, "model": str, "last": {input_tokens, cached_input_tokens, output_tokens, reasoning_output_tokens},
     "repeat": bool (emit the same token_count twice, as Codex does)}.
@@ -194,7 +196,8 @@ def codex_rollout(path: Path, steps: list[dict[str, Any]], *, session_id: str = 
             model = st["model"]
             lines.append(orjson.dumps({"timestamp": st["ts"], "type": "turn_context", "payload": {"cwd": cwd, "model": model, "effort": "medium"}}))
         lines.append(orjson.dumps({"timestamp": st["ts"], "type": "response_item",
-                                   "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}}))
+                                   "payload": {"type": "message", "role": "assistant",
+                                               "content": [{"type": "output_text", "text": _text(random.Random(len(lines)), pad) if pad else "done"}]}}))
         last = dict(st["last"])
         last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
         for k in total:

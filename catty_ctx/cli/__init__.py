@@ -84,6 +84,7 @@ COMMAND_MODULES = {
     "blob": "blob",
     "compact": "compact",
     "completion": "completion",
+    "config": "config",
     "eval": "eval",
     "export": "export",
     "fork": "fork",
@@ -133,6 +134,7 @@ def main(argv: "list[str] | None" = None) -> None:
     guard_closed_stdout()
     code: "Any" = ExitCode.OK
     try:
+        _config_usable()
         _run(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:
         code = exc.code
@@ -144,8 +146,20 @@ def main(argv: "list[str] | None" = None) -> None:
     sys.exit(flush_stdout(code))
 
 
+def _config_usable() -> None:
+    """A config file that cannot be used stops every command (it would change what they do)."""
+    # start-up: the defaults are read by every command anyway; this asks them first
+    from ..defaults import CONFIG_PROBLEM
+
+    if CONFIG_PROBLEM is not None:
+        # start-up: only a refused config file needs the error class
+        from ..errors import DataError
+
+        raise DataError(CONFIG_PROBLEM)
+
+
 # Commands that parse their own plain spellings and start without typer (see `fastpath`).
-FAST_COMMANDS = ("append", "blob", "compact", "export", "fork", "import", "inspect", "instructions", "prune", "repair", "resume", "segment", "usage")
+FAST_COMMANDS = ("append", "blob", "compact", "config", "export", "fork", "import", "inspect", "instructions", "prune", "repair", "resume", "segment", "usage")
 
 
 def _run(args: "list[str]") -> None:

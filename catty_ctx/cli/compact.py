@@ -13,6 +13,7 @@ from ..defaults import (
     CONNECT_TIMEOUT,
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_THRESHOLD,
+    MAX_RESPONSE_BYTES,
     MIN_SUMMARY_CHARS,
     SEGMENT_DETAIL,
     SEGMENT_DETAILS,
@@ -45,7 +46,11 @@ PARAMS = (
      ("Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) "
       "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")),
     ("min_summary_chars", ("--min-summary-chars",), int, "N", "A model summary shorter than this is degenerate and retried.", {"min": 0}),
-    ("timeout", ("--timeout",), float, "SECONDS", "Per-call timeout of a cmd: or openai: summariser.", {"min": 0.1}),
+    ("timeout", ("--timeout",), float, "SECONDS",
+     ("The whole time one call of a cmd: or openai: summariser may take, connection, answer and body included "
+      "(default 600 for cmd:, 300 for openai:); a call past it is cut and retried."), {"min": 0.1}),
+    ("max_response_bytes", ("--max-response-bytes",), int, "BYTES",
+     "Cut an openai: summariser's answer longer than this (a stream's bytes in all); the attempt fails.", {"min": 1}),
     Option("deadline", ("--deadline",), float, "SECONDS",
            ("The whole summariser ladder may take this long (default 300); then the compaction goes on with the offline extractive "
             "summary and the minimal head (system items and the summary), and the event records it as `deadline`."), {"min": 0.1}),
@@ -94,6 +99,7 @@ def declare() -> None:
 
 def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: bool = False, check: bool = False, mode: str = COMPACT_MODE,
         detail: str = SEGMENT_DETAIL, summarizer: str = SUMMARIZER, min_summary_chars: int = MIN_SUMMARY_CHARS, timeout: float | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
         two_pass: bool = False, prefire: bool = False, prefire_wait: float | None = None, replay: str | None = None, no_redact: bool = False,
         dry_run: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, allow_empty: bool = False, as_json: bool = False,
         scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False,
@@ -103,6 +109,8 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
     if timeout is not None:
         options["timeout"] = timeout
+    if summarizer.startswith("openai:"):
+        options["max_response_bytes"] = max_response_bytes
     if summarizer == "extractive":
         options = {}
     if replay is not None:

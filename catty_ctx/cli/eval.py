@@ -10,6 +10,7 @@ from ..defaults import (
     EVAL_COMPACTIONS,
     EVAL_JOBS,
     EVAL_MODE,
+    MAX_RESPONSE_BYTES,
     MIN_SUMMARY_CHARS,
     SUMMARIZER,
 )
@@ -60,7 +61,8 @@ def eval_cmd(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="J", help="Sessions evaluated in J parallel processes.")] = EVAL_JOBS,
     out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Keep the driven copies in DIR (new or empty) for inspection; default a temporary folder, removed.")] = None,
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried (as compact).")] = MIN_SUMMARY_CHARS,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="Per-call timeout of a cmd: or openai: summariser or judge.")] = None,
+    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="The whole time one call of a cmd: or openai: summariser or judge may take, connection, answer and body included (default 600 for cmd:, 300 for openai:).")] = None,
+    max_response_bytes: Annotated[int, typer.Option("--max-response-bytes", min=1, metavar="BYTES", help="Cut an openai: summariser's or judge's answer longer than this (a stream's bytes in all).")] = MAX_RESPONSE_BYTES,
     as_json: JsonOpt = False,
     scheduler: SchedulerOpt = None,
     connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
@@ -82,6 +84,7 @@ def eval_cmd(
     opts = EvalOptions(
         summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
         two_pass=two_pass, judge=judge, jobs=jobs, out=out, summarizer_options={"min_chars": min_summary_chars}, timeout=timeout,
+        max_response_bytes=max_response_bytes,
     )
     c = open_corpus(corpus)
     try:

@@ -3,7 +3,8 @@
 - `extractive`: offline and deterministic (see `extractive.py`).
 - `cmd:CMD`: the prompt on CMD's stdin, the summary from its stdout; no shell unless CMD
   itself is one (`cmd:sh -c '…'`).
-- `openai:MODEL`: an OpenAI-compatible `/chat/completions` endpoint over stdlib urllib,
+- `openai:MODEL`: an OpenAI-compatible `/chat/completions` endpoint over stdlib http.client
+  (`transport.py`: no redirect to another origin, one deadline, a cap on the answer),
   streamed, with streaming timings kept by an O(1) accumulator.
 
 Both model summarisers run the ladder of `ladder.py`.
@@ -14,10 +15,11 @@ import os
 import shlex
 import subprocess
 import time
-from typing import Any
+from typing import Any, Iterable
 
 import orjson
 
+from ..defaults import MAX_RESPONSE_BYTES
 from ..errors import UsageError
 from .extractive import ExtractiveSummarizer
 from .ladder import (
@@ -87,6 +89,9 @@ class _ModelSummarizer(Summarizer):
 # status 3, or (with any non-zero status) this line on its stderr.
 CMD_OVERFLOW_STATUS = 3
 CMD_OVERFLOW_LINE = "context_length_exceeded"
+# How it says a failure is worth retrying after a wait (sysexits' EX_TEMPFAIL); any other
+# non-zero status is final: the same input would fail the same way.
+CMD_TEMPFAIL_STATUS = 75
 
 
 class CmdSummarizer(_ModelSummarizer):
@@ -114,6 +119,8 @@ class CmdSummarizer(_ModelSummarizer):
         tail = proc.stderr.decode(errors="replace").strip().splitlines()
         if proc.returncode == CMD_OVERFLOW_STATUS or (proc.returncode != 0 and CMD_OVERFLOW_LINE in (t.strip() for t in tail)):
             raise Overflow(f"{self.argv[0]} reported its input too long (exit {proc.returncode})")
+        if proc.returncode == CMD_TEMPFAIL_STATUS:
+            raise Transient(f"{self.argv[0]} exited {proc.returncode} (a temporary failure)" + (f": {tail[-1]}" if tail else ""))
         if proc.returncode != 0:
             raise Deterministic(f"{self.argv[0]} exited {proc.returncode}" + (f": {tail[-1]}" if tail else ""))
         return proc.stdout.decode(errors="replace")
@@ -140,9 +147,10 @@ def is_overflow(status: int, body: str) -> bool:
 
 
 class OpenAISummarizer(_ModelSummarizer):
-    """An OpenAI-compatible /chat/completions endpoint, streamed (urllib: no new dependency)."""
+    """An OpenAI-compatible /chat/completions endpoint, streamed (stdlib http.client: no new dependency)."""
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None, timeout: float = HTTP_TIMEOUT_S, **kw: Any) -> None:
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None, timeout: float = HTTP_TIMEOUT_S,
+                 max_response_bytes: int = MAX_RESPONSE_BYTES, **kw: Any) -> None:
         super().__init__(**kw)
         if not model:
             raise UsageError("--summarizer openai: needs a model (openai:MODEL)")
@@ -152,38 +160,30 @@ class OpenAISummarizer(_ModelSummarizer):
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if self.base_url == DEFAULT_BASE_URL and not self.api_key:
             raise UsageError("openai summariser: set OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint)")
-        self.timeout = timeout
+        self.timeout = timeout  # the whole request: connection, answer and body (transport.py)
+        self.max_response_bytes = max_response_bytes
 
     def call_once(self, prompt: Prompt, timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
-        # start-up: http and sockets only for an openai: summariser
-        import http.client
-        import socket
-        import urllib.error
-        import urllib.request
+        from .transport import error_text, post  # start-up: http and sockets only for an openai: summariser
 
         # include_usage: the stream's last chunk carries the tokens the provider counted.
         body = orjson.dumps({"model": self.model, "messages": prompt.messages(), "stream": True, "stream_options": {"include_usage": True}})
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(f"{self.base_url}/chat/completions", data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as resp:
-                if "text/event-stream" in (resp.headers.get("Content-Type") or ""):
-                    return _read_sse(resp, timer)
-                data = resp.read()
-                timer.delta(time.monotonic())
-                return _message_content(data), _usage_of(data)
-        except urllib.error.HTTPError as exc:
-            text = exc.read().decode(errors="replace")[:2000]
-            if is_overflow(exc.code, text):
-                raise Overflow(f"HTTP {exc.code}: {_error_message(text)}") from None
-            if exc.code >= 500 or exc.code in (408, 409, 429):
-                raise Transient(f"HTTP {exc.code}: {_error_message(text)}") from None
-            raise Deterministic(f"HTTP {exc.code}: {_error_message(text)}") from None
-        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, http.client.HTTPException) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise Transient(f"{self.base_url}: {reason}") from None
+        with post(f"{self.base_url}/chat/completions", body, headers, timeout=self.timeout, max_bytes=self.max_response_bytes) as answer:
+            if answer.status >= 400:
+                text = error_text(answer)
+                if is_overflow(answer.status, text):
+                    raise Overflow(f"HTTP {answer.status}: {_error_message(text)}")
+                if answer.status >= 500 or answer.status in (408, 409, 429):
+                    raise Transient(f"HTTP {answer.status}: {_error_message(text)}")
+                raise Deterministic(f"HTTP {answer.status}: {_error_message(text)}")
+            if "text/event-stream" in answer.header("Content-Type"):
+                return _read_sse(answer.lines(), timer)
+            data = answer.body()
+            timer.delta(time.monotonic())
+            return _message_content(data), _usage_of(data)
 
 
 def _error_message(text: str) -> str:
@@ -233,10 +233,10 @@ def _usage_of(data: bytes) -> dict[str, Any] | None:
     return provider_usage(doc.get("usage"), doc.get("id")) if isinstance(doc, dict) else None
 
 
-def _read_sse(resp: Any, timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
+def _read_sse(lines: Iterable[bytes], timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
     parts: list[str] = []
     usage: dict[str, Any] | None = None
-    for raw in resp:
+    for raw in lines:
         line = raw.strip()
         if not line.startswith(b"data:"):
             continue
@@ -265,11 +265,12 @@ def _read_sse(resp: Any, timer: StreamTimer) -> tuple[str, dict[str, Any] | None
 
 
 def get_summarizer(spec: str, **options: Any) -> Summarizer:
-    """`extractive`, `cmd:CMD` or `openai:MODEL` (options: attempts, backoff, min_chars, timeout)."""
+    """`extractive`, `cmd:CMD` or `openai:MODEL` (options: attempts, backoff, min_chars, timeout; max_response_bytes for openai:)."""
     if spec == "extractive":
         return ExtractiveSummarizer()
     kind, _, rest = spec.partition(":")
     if kind == "cmd" and rest:
+        options.pop("max_response_bytes", None)  # (a command's answer is its stdout)
         return CmdSummarizer(rest, **options)
     if kind == "openai" and rest:
         return OpenAISummarizer(rest, **options)

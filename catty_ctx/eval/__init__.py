@@ -113,6 +113,7 @@ class Task:
     judge: str | None = None
     judge_timeout: float | None = None
     label: str = ""  # the session as the user named it, for messages
+    judge_max_bytes: int | None = None
 
 
 def run_task(task: Task) -> dict[str, Any]:
@@ -126,7 +127,7 @@ def run_task(task: Task) -> dict[str, Any]:
         t = tally(d, task.facts, missed)
         if task.judge is not None:
             t.asked = len(task.facts)
-            t.answered = Judge(task.judge, timeout=task.judge_timeout).check(d.items, task.facts)
+            t.answered = Judge(task.judge, timeout=task.judge_timeout, max_response_bytes=task.judge_max_bytes).check(d.items, task.facts)
     except CattyError as exc:
         # Name the session the user gave, not the copy the library was working on.
         message = str(exc)
@@ -213,6 +214,7 @@ class EvalOptions:
     out: str | None = None
     summarizer_options: dict[str, Any] = field(default_factory=dict)
     timeout: float | None = None
+    max_response_bytes: int | None = None  # of an openai: summariser's or judge's answer
 
     def check(self) -> None:
         """Bad options are usage errors before any session is touched."""
@@ -229,7 +231,7 @@ class EvalOptions:
         for spec in self.summarizers:
             get_summarizer(spec, **self.options_for(spec))
         if self.judge is not None:
-            Judge(self.judge, timeout=self.timeout)
+            Judge(self.judge, timeout=self.timeout, max_response_bytes=self.max_response_bytes)
 
     def options_for(self, spec: str) -> dict[str, Any]:
         if spec == "extractive":
@@ -237,6 +239,8 @@ class EvalOptions:
         opts = dict(self.summarizer_options)
         if self.timeout is not None:
             opts["timeout"] = self.timeout
+        if self.max_response_bytes is not None and spec.startswith("openai:"):
+            opts["max_response_bytes"] = self.max_response_bytes
         return opts
 
 
@@ -275,7 +279,8 @@ def run_eval(
         run_dir = work / f"{r + 1:02d}-{_slug(summ)}-{mode}"
         for i, path in enumerate(corpus.paths):
             name = f"{i + 1:04d}-{_slug(_session_name(path))}"
-            tasks.append(Task(r, i, path, run_dir / name, strategy, facts[i], opts.judge, opts.timeout, corpus.labels[i]))
+            tasks.append(Task(r, i, path, run_dir / name, strategy, facts[i], opts.judge, opts.timeout, corpus.labels[i],
+                                   opts.max_response_bytes))
     try:
         for t in tasks:
             t.dest.parent.mkdir(parents=True, exist_ok=True)

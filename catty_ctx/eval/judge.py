@@ -3,8 +3,9 @@
 Each question shows the first half of a fact (by words, or by characters for one word) and
 asks for it in full, word for word; the answer counts when it contains the fact's exact text.
 The judge is a `cmd:CMD` (question on stdin, answer on stdout) or an `openai:MODEL`
-endpoint, reached through the summarisers' own single-call transport (no retries: a judge
-that fails fails the session, since its figures would mean nothing).
+endpoint, reached through the summarisers' own single-call transport (compact/transport.py:
+no redirect to another origin, one deadline per question, a cap on the answer; no retries: a
+judge that fails fails the session, since its figures would mean nothing).
 """
 from __future__ import annotations
 
@@ -41,11 +42,13 @@ def question(fact: Fact) -> str:
 
 
 class Judge:
-    def __init__(self, spec: str, *, timeout: float | None = None) -> None:
+    def __init__(self, spec: str, *, timeout: float | None = None, max_response_bytes: int | None = None) -> None:
         kind = spec.partition(":")[0]
         if kind not in ("cmd", "openai"):
             raise UsageError(f"unknown judge '{spec}' (use cmd:CMD or openai:MODEL)")
         options: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        if max_response_bytes is not None:
+            options["max_response_bytes"] = max_response_bytes
         self.spec = spec
         self.model = get_summarizer(spec, **options)
 

@@ -105,6 +105,7 @@ GEMINI = Format(
     label="Gemini CLI session",
     importer="gemini",
     forms=("jsonl", "document"),
+    usage="gemini",
     homes=("~/.gemini",),
     session_names=("session-*.json", "session-*.jsonl"),
 )
@@ -114,6 +115,7 @@ OPENCODE = Format(
     label="opencode session",
     importer="opencode",
     forms=("tree", "sqlite", "document"),
+    usage="opencode",
     home_env="XDG_DATA_HOME",
     homes=("$XDG_DATA_HOME/opencode",),
     session_names=("ses_*.json",),

@@ -66,6 +66,92 @@ def _counts(t: _Tokens) -> tuple[int, int, int, int, int]:
             count(t.total_tokens))
 
 
+class _Rollout:
+    """The parser's state while a rollout is read: see `parse`."""
+
+    __slots__ = ("prev", "model", "session", "cwd", "named")
+
+    def __init__(self, state: Any, path: str) -> None:
+        prev, self.model, self.session, self.cwd, self.named = (
+            state if state is not None else (None, None, os.path.splitext(os.path.basename(path).removesuffix(".zst"))[0], "", False))
+        self.prev = tuple(prev) if prev is not None else None  # (a cache hands back a list)
+
+    def state(self) -> list[Any]:
+        return [self.prev, self.model, self.session, self.cwd, self.named]
+
+    def line(self, kind: Any, stamp: Any, ptype: Any, sid: Any, where: Any, model_named: Any, total: Any, last: Any,
+             has_info: bool, recs: list[Record]) -> str | None:
+        """Take one line's fields (its totals and last call: None when absent); why it is bad, or None."""
+        if kind == "session_meta":
+            if not self.named:  # the first is the file's own; later ones are a parent's, copied
+                self.session, self.cwd, self.named = str(sid or self.session), str(where or self.cwd), bool(sid)
+            self.model = model_named or self.model
+        elif kind == "turn_context":
+            self.model = model_named or self.model
+        elif kind == "event_msg" and ptype == "token_count":
+            if not has_info:
+                return None  # rate limits only
+            if total is None:
+                return "token_count without total_token_usage"
+            prev = self.prev
+            if total == prev:
+                return None  # Codex repeats the last count when nothing was called
+            if last is None:  # older logs: the call is what the totals moved by
+                base = prev or (0, 0, 0, 0, 0)
+                last = tuple(max(0, a - b) for a, b in zip(total, base))
+            self.prev = total
+            ts = epoch(stamp)
+            if ts is None:
+                return "token_count without a timestamp"
+            inp = last[0]
+            cached = min(last[1], inp)
+            # A forked rollout copies its parent's history: the copy has the same time and totals.
+            key = f"x\0{stamp}\0" + "\0".join(map(str, total))
+            recs.append(Record(ts, str(self.model or UNKNOWN_MODEL), inp - cached, last[2], cached, 0, last[3],
+                               None, key, False, MAIN_AGENT, self.session, self.cwd, False, None, None))
+        return None
+
+
+def _fields(o: _Line) -> tuple[Any, ...] | None:
+    """A typed line's fields for `_Rollout.line`, None when it holds no payload."""
+    p = o.payload
+    if p is None:
+        return None
+    info = p.info
+    total = _counts(info.total_token_usage) if info is not None and info.total_token_usage is not None else None
+    last = _counts(info.last_token_usage) if info is not None and info.last_token_usage is not None else None
+    return o.type, o.timestamp, p.type, p.id, p.cwd, p.model, total, last, info is not None
+
+
+def _whole(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record]) -> Any:
+    """The state after [start, end) when every line there reads typed and none is bad (the records
+    appended to RECS); else None, and the marked lines are read one by one.
+
+    One C call decodes every line, skipping the parts of a line no field declares (a reply's text,
+    a tool's output) about as fast as a byte search reads them: less than finding the marked
+    lines with a regular expression and decoding those."""
+    with memoryview(mm) as view, view[start:end] as part:
+        try:
+            lines = _decode_lines(part)
+        except MISMATCH:
+            return None
+    rollout = _Rollout(state, path)
+    got: list[Record] = []
+    wanted = _WANTED
+    for o in lines:
+        if o.type not in wanted:
+            continue
+        fields = _fields(o)
+        if fields is not None and rollout.line(*fields, got) is not None:
+            return None
+    recs.extend(got)
+    return rollout.state()
+
+
+_WANTED = frozenset(("session_meta", "turn_context", "event_msg"))
+_decode_lines = msgspec.json.Decoder(_Line).decode_lines
+
+
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
     """Append the records of [start, end) to RECS and the bad lines to BAD; returns the state to resume from.
 
@@ -74,23 +160,15 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     its parent's session_meta: that one names the parent, not this file's session).
     TYPED False reads every line with the general decoder (what a typed read must equal).
     """
+    if typed:
+        done = _whole(mm, start, end, path, state, recs)
+        if done is not None:
+            return done
     decode = _decode_line if typed else _general_only
-    prev, model, session, cwd, named = state if state is not None else (None, None, os.path.splitext(os.path.basename(path).removesuffix(".zst"))[0], "", False)
-    if prev is not None:
-        prev = tuple(prev)  # (a cache hands back a list)
+    rollout = _Rollout(state, path)
     for off, line in marked_lines(mm, start, end, PATTERN):
-        # Each line comes down to: the record's type, time, payload type, session id, cwd, model,
-        # and for a token_count its totals and last call (None: absent), or "skip", or why it is bad.
         try:
-            o = decode(line)
-            p = o.payload
-            if p is None:
-                continue
-            kind, stamp, ptype, sid, where, model_named = o.type, o.timestamp, p.type, p.id, p.cwd, p.model
-            info = p.info
-            total = _counts(info.total_token_usage) if info is not None and info.total_token_usage is not None else None
-            last = _counts(info.last_token_usage) if info is not None and info.last_token_usage is not None else None
-            has_info = info is not None
+            fields = _fields(decode(line))
         except MISMATCH:
             d = json_object(line, off, bad)
             if d is None:
@@ -98,39 +176,16 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             p = d.get("payload")
             if type(p) is not dict:
                 continue
-            kind, stamp, ptype, sid, where, model_named = d.get("type"), d.get("timestamp"), p.get("type"), p.get("id"), p.get("cwd"), p.get("model")
             gi = p.get("info")
             has_info = type(gi) is dict
             gt = gi.get("total_token_usage") if has_info else None
             gl = gi.get("last_token_usage") if has_info else None
-            total = tuple(count(gt.get(k)) for k in _TOTALS) if type(gt) is dict else None  # type: ignore[assignment]
-            last = tuple(count(gl.get(k)) for k in _TOTALS) if type(gl) is dict else None  # type: ignore[assignment]
-        if kind == "session_meta":
-            if not named:  # the first is the file's own; later ones are a parent's, copied
-                session, cwd, named = str(sid or session), str(where or cwd), bool(sid)
-            model = model_named or model
-        elif kind == "turn_context":
-            model = model_named or model
-        elif kind == "event_msg" and ptype == "token_count":
-            if not has_info:
-                continue  # rate limits only
-            if total is None:
-                bad.append((off, "token_count without total_token_usage"))
-                continue
-            if total == prev:
-                continue  # Codex repeats the last count when nothing was called
-            if last is None:  # older logs: the call is what the totals moved by
-                base = prev or (0, 0, 0, 0, 0)
-                last = tuple(max(0, a - b) for a, b in zip(total, base))  # type: ignore[assignment]
-            prev = total
-            ts = epoch(stamp)
-            if ts is None:
-                bad.append((off, "token_count without a timestamp"))
-                continue
-            inp = last[0]  # type: ignore[index]
-            cached = min(last[1], inp)  # type: ignore[index]
-            # A forked rollout copies its parent's history: the copy has the same time and totals.
-            key = f"x\0{stamp}\0" + "\0".join(map(str, total))
-            recs.append(Record(ts, str(model or UNKNOWN_MODEL), inp - cached, last[2], cached, 0, last[3],  # type: ignore[index]
-                               None, key, False, MAIN_AGENT, session, cwd, False, None, None))
-    return [prev, model, session, cwd, named]
+            total = tuple(count(gt.get(k)) for k in _TOTALS) if type(gt) is dict else None
+            last = tuple(count(gl.get(k)) for k in _TOTALS) if type(gl) is dict else None
+            fields = (d.get("type"), d.get("timestamp"), p.get("type"), p.get("id"), p.get("cwd"), p.get("model"), total, last, has_info)
+        if fields is None:
+            continue
+        why = rollout.line(*fields, recs)
+        if why is not None:
+            bad.append((off, why))
+    return rollout.state()

@@ -6,14 +6,16 @@ inode) still holds is used without opening the log.
 """
 from __future__ import annotations
 
+import importlib
 import os
 
 import xxhash
 
+from .. import formats
 from ..compressed import BOMB_MARK
 from ..errors import DataError
 from . import filecache
-from .walk import CATTY, CLAUDE, CODEX, GEMINI, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, sniff, survey
+from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, sniff, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,25 +70,12 @@ class Scan:
 
 
 def _parser_module(kind: str) -> Any:
-    if kind == CLAUDE:
-        # start-up: a parser loads only for its format
-        from . import claude as module
-    elif kind == CODEX:
-        # start-up: a parser loads only for its format
-        from . import codex as module
-    elif kind == PREFIRE:
-        # start-up: a parser loads only for its format
-        from . import prefire as module
-    elif kind == GEMINI:
-        # start-up: a parser loads only for its format
-        from . import gemini as module
-    elif kind == OPENCODE:
-        # start-up: a parser loads only for its format
-        from . import opencode as module
-    else:
-        # start-up: a parser loads only for its format
-        from . import catty as module
-    return module
+    """The parser of a KIND of log: catty-ctx's own, a prefire cache's, or the `usage` module the
+    format registry names for an agent's format."""
+    fmt = formats.FORMATS.get(kind)
+    name = fmt.usage if fmt is not None and fmt.usage else PREFIRE if kind == PREFIRE else CATTY
+    # start-up: a parser loads only for its format
+    return importlib.import_module(f"{__package__}.{name}")
 
 
 def _parser(kind: str) -> Callable[..., Any]:
@@ -137,6 +126,8 @@ def scan_file(task: Task) -> Scanned:
     from .records import FileEntry
 
     path, kind, prev, strict = task
+    if kind == OPENCODE and path.endswith(".json") and "://" not in path:
+        return _scan_storage_file(path)
     if path.endswith(_ZST) or kind == PREFIRE or _is_document(path):
         prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole; a prefire cache, a JSON document is one document)
     try:
@@ -211,6 +202,45 @@ def scan_file(task: Task) -> Scanned:
         finally:
             if type(mm) is not bytes:
                 mm.close()
+
+
+def _scan_storage_file(path: str) -> Scanned:
+    """`scan_file` for one of opencode's storage files: a small JSON document, read whole into
+    memory and never resumed (no offsets or hashes to keep); thousands of them make a tree, so
+    each costs one open, fstat, read and close."""
+    # start-up: only when a log is read
+    from . import opencode
+    from .records import FileEntry
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        return path, None, 0, f"cannot read ({exc.strerror or exc})"
+    try:
+        st = os.fstat(fd)
+        chunks = []
+        while True:
+            chunk = os.read(fd, max(st.st_size, 1 << 12) + 1)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError as exc:
+        return path, None, 0, f"cannot read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    entry = FileEntry(st.st_size, st.st_mtime_ns, st.st_ino, OPENCODE, off=len(data))
+    bad: list[tuple[int, str]] = []
+    recs: list[Record] = []
+    opencode.parse(data, 0, len(data), path, None, recs, bad)
+    if recs and recs[0].ts == 0.0:  # (a step: the time of its file until its message gives its own, see copies.dedupe)
+        # start-up: only when a log is read
+        from msgspec.structs import replace
+
+        recs = [replace(r, ts=st.st_mtime) for r in recs]
+    entry.recs, entry.read, entry.bad = recs, len(recs), len(bad)
+    entry.samples = [(1, why) for _off, why in bad[:BAD_SAMPLES_PER_FILE]]
+    return path, entry, len(data), None
 
 
 def _whole_record(tail: bytes) -> bool:

@@ -33,6 +33,7 @@ class _Message(msgspec.Struct, gc=False):
     timestamp: Any = None
     model: Any = None
     tokens: Any = None
+    sessionId: Any = None  # (the metadata line's)
 
 
 class _Document(msgspec.Struct, gc=False):
@@ -41,6 +42,7 @@ class _Document(msgspec.Struct, gc=False):
 
 
 _decode_document = msgspec.json.Decoder(_Document).decode
+_decode_lines = msgspec.json.Decoder(_Message).decode_lines
 _decode_any = msgspec.json.decode
 
 
@@ -52,20 +54,20 @@ def project_of(path: str) -> str:
 
 def call(m: dict[str, Any], session: str, project: str, intern: Any) -> Record | str | None:
     """The record of one message (a dict), None when it is no call, or why it is bad."""
-    if m.get("type") != "gemini":
+    return reply(m.get("type"), m.get("tokens"), m.get("timestamp"), m.get("model"), m.get("id"), session, project, intern)
+
+
+def reply(kind: Any, tokens: Any, stamp: Any, model: Any, mid: Any, session: str, project: str, intern: Any) -> Record | str | None:
+    """The record of a message's fields, None when it is no call, or why it is bad."""
+    if kind != "gemini" or type(tokens) is not dict:
         return None
-    tokens = m.get("tokens")
-    if type(tokens) is not dict:
-        return None
-    ts = epoch(m.get("timestamp"))
+    ts = epoch(stamp)
     if ts is None:
         return "a reply's tokens without a timestamp"
     cached = count(tokens.get("cached"))
     thoughts = count(tokens.get("thoughts"))
     prompt = count(tokens.get("input"))
-    model = m.get("model")
     model = intern(model, model) if type(model) is str and model else UNKNOWN_MODEL
-    mid = m.get("id")
     mid = str(mid) if mid is not None and mid != "" else None
     return Record(ts, model, max(prompt - cached, 0) + count(tokens.get("tool")), count(tokens.get("output")) + thoughts,
                   min(cached, prompt) if prompt else cached, 0, thoughts, None, f"g\0{mid}" if mid else None, False, MAIN_AGENT,
@@ -104,6 +106,24 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                 elif rec is not None:
                     recs.append(rec)
         return session
+    with memoryview(mm) as view, view[start:end] as part:
+        try:
+            lines = _decode_lines(part)  # (every line at once, in C, the content skipped unbuilt)
+        except (*UNDECODABLE, msgspec.ValidationError):
+            lines = None
+    if lines is not None:
+        got: list[Record] = []
+        for i, m in enumerate(lines):
+            if i == 0 and start == 0 and m.type is None and type(m.sessionId) is str and m.sessionId:
+                session = m.sessionId
+            rec = reply(m.type, m.tokens, m.timestamp, m.model, m.id, session, project, intern)
+            if type(rec) is str:
+                break  # (a bad one: read again line by line, which names it)
+            if rec is not None:
+                got.append(rec)
+        else:
+            recs.extend(got)
+            return session
     if start == 0:
         first_end = mm.find(b"\n", 0, end)
         head = json_object(mm[0 : first_end if first_end >= 0 else end], 0, [])

@@ -87,8 +87,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         recs.extend(db_records(path))
         return state
     name = os.path.basename(path)
-    if name.startswith("prt_") and mm.find(b'"step-finish"') < 0:
-        return state  # (most parts are text and tool calls: no need to decode them)
+    if (name.startswith("prt_") and mm.find(b'"step-finish"') < 0) or (name.startswith("msg_") and mm.find(b'"tokens"') < 0):
+        return state  # (most parts are text and tool calls, half the messages are the user's: no need to decode them)
     try:
         doc = _decode(mm[0:len(mm)])
     except UNDECODABLE:
@@ -113,9 +113,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         return state
     rec = step_record(doc) if "messageID" in doc else message_record(doc)
     if rec is not None:
-        if rec.ts == 0.0 and rec.key.startswith(STEP_KEY):  # type: ignore[union-attr]
-            rec = msgspec.structs.replace(rec, ts=os.stat(path).st_mtime)  # (its message is the better time; this one if it is gone)
-        recs.append(rec)
+        recs.append(rec)  # (a step's time is its message's; the scan gives it its file's meanwhile)
     return state
 
 

@@ -9,6 +9,7 @@ import os
 import stat
 import time
 
+from .. import formats
 from ..errors import UsageError
 from ..layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
 from ..urls import is_url, url_logs
@@ -19,9 +20,13 @@ if TYPE_CHECKING:
 
     Survey = list[tuple[str, list[tuple[str, str | None, int, int, int]]]]  # per PATH: (file, kind, size, mtime_ns, inode)
 
-CATTY, CLAUDE, CODEX, GEMINI, OPENCODE = "catty", "claude", "codex", "gemini", "opencode"  # the kinds of log; None until its content tells
+# The kinds of log (None until its content tells): the agents' formats of the registry that have a
+# usage parser (`formats`: its `usage` module here), and catty-ctx's own.
+CATTY = "catty"
+CLAUDE, CODEX, GEMINI, OPENCODE = (formats.CLAUDE.name, formats.CODEX.name, formats.GEMINI.name, formats.OPENCODE.name)
+USAGE_FORMATS = tuple(f for f in formats.AGENTS if f.usage)
 NOT_A_LOG = "none"  # a file whose content is no agent's log (named as a PATH: refused; met in a walk: passed over)
-AGENTS = "Claude Code, Codex, Gemini CLI, opencode or catty-ctx"
+AGENTS = ", ".join(f.agent for f in USAGE_FORMATS) + " or catty-ctx"
 # Not a log: a catty session's prefire cache, holding the usage events of calls no event records
 # yet (see `prefire`), listed after its session's log when the session has a requests folder.
 PREFIRE = "prefire"
@@ -30,7 +35,7 @@ _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CL
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
 _GEMINI_HOME_MARKS = ("settings.json", "oauth_creds.json", "google_accounts.json", "installation_id", "GEMINI.md", "user_id")
 COMPRESSED = ".jsonl.zst"  # a rollout Codex compressed (a week untouched): read whole through zstd (`compressed`)
-OPENCODE_DB = "opencode.db"
+OPENCODE_DB = formats.OPENCODE.database or "opencode.db"
 # opencode's storage files: messages and parts (its sessions' own files hold no usage)
 _OPENCODE_PREFIXES = ("msg_", "prt_")
 
@@ -302,24 +307,21 @@ def _url_kind(url: str) -> str | None:
 def homes(environ: Any = None) -> tuple[list[tuple[str, str]], list[str]]:
     """The agents' standard homes that exist, as (agent, folder), and every folder looked for.
 
-    Claude Code: each folder of `CLAUDE_CONFIG_DIR` (a comma-separated list), else
-    `~/.config/claude` and `~/.claude`; Codex: `CODEX_HOME`, else `~/.codex`; Gemini CLI:
-    `~/.gemini`; opencode: `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`.
+    From the format registry (`formats.home_folders`): Claude Code's `CLAUDE_CONFIG_DIR` (a
+    comma-separated list), else `~/.config/claude` and `~/.claude`; Codex's `CODEX_HOME`, else
+    `~/.codex`; Gemini CLI's `~/.gemini`; opencode's `$XDG_DATA_HOME/opencode`.
     """
     env = os.environ if environ is None else environ
-    home = env.get("HOME") or os.path.expanduser("~")
-    join = os.path.join
-    claude = [d.strip() for d in (env.get("CLAUDE_CONFIG_DIR") or "").split(",") if d.strip()]
-    wanted = [(CLAUDE, d) for d in claude or [join(home, ".config", "claude"), join(home, ".claude")]]
-    wanted.append((CODEX, env.get("CODEX_HOME") or join(home, ".codex")))
-    wanted.append((GEMINI, join(home, ".gemini")))
-    wanted.append((OPENCODE, join(env.get("XDG_DATA_HOME") or join(home, ".local", "share"), "opencode")))
+    user_home = env.get("HOME") or os.path.expanduser("~")
     found: list[tuple[str, str]] = []
-    for agent, folder in wanted:
-        folder = os.path.abspath(os.path.expanduser(folder))
-        if os.path.isdir(folder) and all(folder != f for _a, f in found):
-            found.append((agent, folder))
-    return found, [os.path.abspath(os.path.expanduser(f)) for _a, f in wanted]
+    looked: list[str] = []
+    for fmt in USAGE_FORMATS:
+        for folder in formats.home_folders(fmt, env, user_home):
+            folder = os.path.abspath(os.path.expanduser(folder))
+            looked.append(folder)
+            if os.path.isdir(folder) and all(folder != f for _a, f in found):
+                found.append((fmt.name, folder))
+    return found, looked
 
 
 def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = None) -> Survey:

@@ -1,7 +1,7 @@
 """`--max-bytes`: large tool outputs and images leave the copy, a placeholder says where they are.
 
-A tool output over the limit keeps a head and a tail (the blob preview's split,
-`blobs.preview`) around a note naming the command that prints it whole from the source; an
+A tool output over the limit starts with a note naming the command that prints it whole from
+the source, then keeps a head and a tail (the blob preview's split, `blobs.preview`); an
 image whose data is over the limit is replaced by such a note (`docs/writeback.md`).
 """
 from __future__ import annotations
@@ -29,9 +29,10 @@ def slim(items: list[Item], max_bytes: int, where: Where) -> tuple[list[Item], i
             data = it["output"].encode("utf-8")
             if len(data) > max_bytes:
                 head, tail, omitted = preview(data, max_bytes, keep_end=False)
-                note = (f"[… {omitted:,} bytes of this output are not in this copy; the whole output "
-                        f"({len(data):,} bytes) is {where(it)} …]")
-                it = {**it, "output": f"{head}\n\n{note}\n\n{tail}"}
+                note = (f"[{omitted:,} bytes of this output are not in this copy; the whole output "
+                        f"({len(data):,} bytes) is {where(it)}]")
+                # The note first: an agent that shortens a long output itself cuts its middle.
+                it = {**it, "output": f"{note}\n\n{head}\n[…]\n{tail}"}
                 moved += 1
         images = it.get("images")
         if images and any(_image_size(img) > max_bytes for img in images):

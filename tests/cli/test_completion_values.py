@@ -4,14 +4,14 @@ fish's `complete -C`."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 import subprocess
+from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from catty_ctx.defaults import RESUME_FORMATS, USAGE_BY
 from catty_ctx.importers import FORMATS
-from conftest import ROOT
 
 COMPLETIONS = ROOT / "completions"
 # (the words before the cursor, what the word at the cursor may be)
