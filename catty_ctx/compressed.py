@@ -48,6 +48,15 @@ def failure(err: bytes | str, code: int) -> str:
     return f"not a readable zstd file: {why or f'zstd exit {code}'}"
 
 
+def refuse_bomb(error: str, path: str) -> None:
+    """Raise the DataError (exit 65) of a file whose reading stopped at the bomb limit (ERROR
+    says so); any other unreadable file is left to its caller."""
+    if BOMB_MARK in error:
+        from .errors import DataError  # start-up: only a refused bomb needs it
+
+        raise DataError(error.removeprefix("cannot read (").removesuffix(")"), path=path)
+
+
 class Unreadable(ValueError):
     """A compressed log that could not be decompressed (no zstd program, or a bad frame)."""
 
@@ -103,17 +112,20 @@ def decompress(f: IO[bytes]) -> bytes:
 
 class BoundedStream:
     """A decompressed stream (a pipe from the zstd program) that refuses to give more than
-    LIMIT bytes: past it, reading raises `Unreadable` (a bomb)."""
+    LIMIT bytes: past it, reading raises a DataError naming DISPLAY (a bomb, exit 65)."""
 
-    def __init__(self, raw: IO[bytes], limit: int) -> None:
+    def __init__(self, raw: IO[bytes], limit: int, display: str) -> None:
         self.raw = raw
         self.limit = limit
+        self.display = display
         self.given = 0
 
     def _count(self, data: bytes) -> bytes:
         self.given += len(data)
         if self.given > self.limit:
-            raise Unreadable(bomb(self.limit))
+            from .errors import DataError  # start-up: only a refused bomb needs it
+
+            raise DataError(bomb(self.limit), path=self.display)
         return data
 
     def read(self, n: int = -1) -> bytes:

@@ -255,6 +255,28 @@ def loads_replacing_surrogates(line: bytes) -> tuple[Any, int]:
     return orjson.loads(_SURROGATE.sub(fix, line)), count
 
 
+def surrogate_tolerant_loads(report: Any, warn: Warn | None, display: str) -> Callable[[bytes], Any]:
+    """orjson.loads, except that a line refused for a lone surrogate escape is read with it as
+    U+FFFD (`loads_replacing_surrogates`), counted in REPORT.surrogates and warned about."""
+    import orjson  # start-up: only an importer's reader needs it
+
+    loads, error = orjson.loads, orjson.JSONDecodeError
+
+    def tolerant(line: bytes) -> Any:
+        try:
+            return loads(line)
+        except error as exc:
+            if "surrogate" not in str(exc):
+                raise
+            value, n = loads_replacing_surrogates(line)
+            report.surrogates += n
+            if warn:
+                warn(f"{display}: {n} lone surrogate escape{'s' if n != 1 else ''} kept as U+FFFD")
+            return value
+
+    return tolerant
+
+
 # -- the byte-marker prefilter -----------------------------------------------------------------
 
 Marker = Union[bytes, Any]  # bytes, or a compiled bytes regex

@@ -20,14 +20,14 @@ from typing import IO, Any, Callable, Iterator, NamedTuple
 
 import orjson
 
-from ..compressed import NOT_INSTALLED, ZSTD_MAGIC, BoundedStream, Unreadable, inflated_limit
+from ..compressed import NOT_INSTALLED, ZSTD_MAGIC, BoundedStream, inflated_limit
 from ..compressed import command as zstd_command
 from ..compressed import failure as zstd_failure
 from ..compressed import program as zstd_program
 from ..errors import DataError, UsageError
 from ..events import SCHEMA_VERSION, Event, check_event
 from ..fingerprint import blob_handle
-from ..jsonl import MAX_LINE_BYTES, json_problem, loads_replacing_surrogates, numbered_lines, open_log
+from ..jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log, surrogate_tolerant_loads
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 # A line longer than this is refused without being read whole, as the store does.
@@ -463,7 +463,7 @@ def iter_jsonl(
     error naming file:line, or with `lenient` a warning and a skip.
     """
     name = display or str(path)
-    loads = orjson.loads
+    loads = surrogate_tolerant_loads(report, warn, name)  # a lone surrogate escape: U+FFFD, counted
 
     def torn(lineno: int, size: int) -> None:
         report.torn.append(f"{name}:{lineno}")
@@ -478,17 +478,6 @@ def iter_jsonl(
             try:
                 record = loads(line)
             except orjson.JSONDecodeError as exc:
-                if "surrogate" in str(exc):
-                    try:
-                        record, n = loads_replacing_surrogates(line)
-                    except orjson.JSONDecodeError:
-                        pass
-                    else:
-                        report.surrogates += n
-                        _ = warn and warn(f"{name}:{lineno}: {n} lone surrogate escape{'s' if n != 1 else ''} kept as U+FFFD")
-                        if isinstance(record, dict):
-                            yield SourceLine(name, lineno, record)
-                            continue
                 if what and lineno == 1 and _is_json_document(path):
                     raise not_recognised(name, what) from None  # a whole JSON document, not lines
                 if not lenient:
@@ -527,13 +516,9 @@ def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
     proc = subprocess.Popen(zstd_command(exe, str(path)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
-    stream = BoundedStream(proc.stdout, inflated_limit(path.stat().st_size))  # a bomb is stopped at its limit
     try:
-        yield stream  # type: ignore[misc]
+        yield BoundedStream(proc.stdout, inflated_limit(path.stat().st_size), display)  # type: ignore[misc]  # a bomb stops at its limit
         at_end = not proc.stdout.read(1)  # a reader that stopped early (a probe) leaves the rest
-    except Unreadable as exc:
-        proc.kill()
-        raise DataError(str(exc), path=display) from None
     finally:
         proc.stdout.close()
         err = proc.stderr.read()
