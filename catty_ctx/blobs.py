@@ -15,7 +15,7 @@ from typing import IO, Any, Callable
 
 import xxhash
 
-from .defaults import TOOL_LIMIT, USER_LIMIT
+from .defaults import ASSISTANT_LIMIT, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError, WriteError
 from .fingerprint import blob_handle
 from .store import Session, replace_file, session_folder
@@ -36,20 +36,38 @@ def write_blob(session_dir: Path, data: bytes) -> str:
     """Store a payload under its content address; identical payloads are stored once.
 
     temp + fsync + rename, then the folder is fsynced: once this returns, an event may name
-    the handle. Raises OSError when it cannot write (WriteError when blobs/ is a link).
+    the handle. A file already under the handle is reused only when its bytes hash to it
+    (read without following a link); any other is replaced. Raises OSError when it cannot
+    write (WriteError when blobs/ is a link).
     """
 
     handle = blob_handle(data)
     folder = session_folder(session_dir / BLOBS_DIR)  # never a link out of the session
     target = folder / handle
-    try:
-        st = os.lstat(target)
-        if stat.S_ISREG(st.st_mode) and st.st_size == len(data):
-            return handle  # content-addressed: same name and size is the same payload
-    except FileNotFoundError:
-        pass
+    if _holds(target, handle, len(data)):
+        return handle
     replace_file(target, data)
     return handle
+
+
+def _holds(path: Path, handle: str, size: int) -> bool:
+    """Whether PATH is a regular file of SIZE bytes whose content hashes to HANDLE."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+            return False
+        h = xxhash.xxh3_128()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest() == handle
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def cut_head(data: bytes, n: int) -> bytes:
@@ -91,20 +109,23 @@ def externalize(
     *,
     user_limit: int = USER_LIMIT,
     tool_limit: int = TOOL_LIMIT,
+    assistant_limit: int = ASSISTANT_LIMIT,
     warn: Warn | None = None,
 ) -> dict[str, Any]:
-    """Move a large user message or tool output into `blobs/` and keep a preview inline.
+    """Move a large user or assistant message or tool output into `blobs/` and keep a preview inline.
 
     Returns the event to append (a new dict; the input is not changed). A limit of 0 turns
     that kind off; an event that already names a blob, or a session without a directory,
-    is returned as it is. When the blob cannot be written the event keeps the preview, says
-    so in its text and in `blob_error`, and carries no handle.
+    is returned as it is. A blob that cannot be written is a WriteError (exit 73): the
+    payload is never dropped for a preview.
     """
     kind = event.get("kind")
     if session_dir is None or "blob" in event:
         return event
     if kind == "message" and event.get("role") == "user" and user_limit > 0:
         field_name, limit, keep_end, what = "text", user_limit, True, "message"
+    elif kind == "message" and event.get("role") == "assistant" and assistant_limit > 0:
+        field_name, limit, keep_end, what = "text", assistant_limit, False, "message"
     elif kind == "tool_result" and tool_limit > 0:
         field_name, limit, keep_end, what = "output", tool_limit, False, "output"
     else:
@@ -122,19 +143,14 @@ def externalize(
         handle = write_blob(session_dir, data)
     except (OSError, WriteError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
-        note = (
-            f"[… {omitted:,} bytes of this {what} ({len(data):,} in all) are not shown: "
-            f"storing the whole {what} failed ({reason}), so only this preview exists …]"
-        )
-        out["blob_error"] = reason
-        if warn:
-            warn(f"cannot store a {len(data):,}-byte {what} in {session_dir / BLOBS_DIR} ({reason}); only a preview is kept")
-    else:
-        note = (
-            f"[… {omitted:,} bytes of this {what} are not shown; the whole {what} "
-            f"({len(data):,} bytes) is blob {handle}: catty-ctx blob SESSION {handle} …]"
-        )
-        out["blob"] = handle
+        raise WriteError(
+            f"{session_dir / BLOBS_DIR}: cannot store a {len(data):,}-byte {what} ({reason}); nothing appended"
+        ) from None
+    note = (
+        f"[… {omitted:,} bytes of this {what} are not shown; the whole {what} "
+        f"({len(data):,} bytes) is blob {handle}: catty-ctx blob SESSION {handle} …]"
+    )
+    out["blob"] = handle
     out[field_name] = f"{head}\n\n{note}\n\n{tail}"
     return out
 

@@ -15,6 +15,7 @@ CONNECT_TIMEOUT_MIN = 0.1  # the least --connect-timeout taken
 # Large payloads (blobs)
 USER_LIMIT = 25_000  # bytes of a user message kept inline (reference: first prompt > 25 KB)
 TOOL_LIMIT = 40_000  # bytes of a tool output kept inline (reference: general tools 40 KB)
+ASSISTANT_LIMIT = 40_000  # bytes of an assistant message kept inline (as a tool output: a long line is a slow log)
 
 # Compaction (compact)
 DEFAULT_THRESHOLD = 85.0  # % of the window at which a session is compacted (the seed's auto-compact)

@@ -20,10 +20,11 @@ _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0
 
 
 def _temp_beside(path: str) -> tuple[int, str]:
-    """A new private file `.NAME.<random>.tmp` beside PATH (a ROOT walk skips such names)."""
+    """A new private file `.NAME.<random>-<pid>.tmp` beside PATH (a ROOT walk skips such names;
+    the pid tells `clear_dead_temps` whether its writer still runs)."""
     folder, name = os.path.split(path)
     while True:
-        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
+        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}-{os.getpid()}.tmp")
         try:
             return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
         except FileExistsError:
@@ -125,6 +126,43 @@ def write_file(path: PathArg, fill: "Callable[[IO[bytes]], object]", *, durable:
         fsync_dir(os.path.dirname(target) or ".")
 
 
+def stage_file(path: PathArg, data: bytes) -> str:
+    """The first half of `replace_file`: DATA written and fsynced into a temp file beside
+    PATH, whose name is returned for `commit_staged` (or `discard_staged`). A writer that must
+    change two files stages the second before it commits the first, so a full disk refuses
+    the whole change instead of leaving the second stale."""
+    target = os.fspath(path)
+    fd, tmp = _temp_beside(target)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), _mode_for(target))
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        discard_staged(tmp)
+        raise
+    return tmp
+
+
+def commit_staged(tmp: str, path: PathArg) -> None:
+    """Rename a `stage_file` temp over PATH and make the rename durable."""
+    target = os.fspath(path)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        discard_staged(tmp)
+        raise
+    fsync_dir(os.path.dirname(target) or ".")
+
+
+def discard_staged(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
 def create_exclusive(path: PathArg, data: bytes) -> bool:
     """Create PATH holding DATA unless it exists: False when another process got there first.
 
@@ -147,6 +185,36 @@ def create_exclusive(path: PathArg, data: bytes) -> bool:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+
+
+def clear_dead_temps(folder: PathArg) -> int:
+    """Remove the temp files (`_temp_beside`) in FOLDER whose writer no longer runs (a process
+    killed between creating and renaming one); a live writer's are left. Returns how many."""
+    import re  # start-up: only a writer that clears a folder needs it
+
+    pattern = re.compile(r"\..+\.[0-9a-f]{12}-(\d+)\.tmp")
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m is None or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # its writer runs (or is another user's): not ours to remove
+        except ProcessLookupError:
+            pass
+        except (OSError, OverflowError):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+            removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 def fsync_dir(path: PathArg) -> None:

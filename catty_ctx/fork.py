@@ -31,6 +31,7 @@ from .store import (
     SUMMARY_NAME,
     Session,
     building,
+    check_dest_name,
     check_new_session_dest,
     place_new_session,
     write_summary,
@@ -178,8 +179,9 @@ def fork(
     if session.log_path.is_symlink():
         raise UsageError(f"{session.log_path}: is a symbolic link; fork never follows links out of the session")
     dest = Path(dest)
+    check_dest_name(dest)
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
-        raise WriteError(f"{dest}: already exists and is not empty; fork needs a new or empty DEST")
+        raise UsageError(f"{dest}: already exists and is not empty; fork needs a new or empty DEST")
     check_new_session_dest(dest)
     cut, turns = _cut_seq(session, at_turn)
     first = session.first_event()

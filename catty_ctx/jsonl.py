@@ -59,7 +59,9 @@ OnTorn = Callable[[int, int], None]  # (line number, bytes) of a torn final line
 
 
 def stderr_warning(message: str) -> None:
-    sys.stderr.write(f"catty-ctx: warning: {message}\n")
+    from .visible import say  # start-up: only when a warning is written (a path in it may hold controls)
+
+    say(f"catty-ctx: warning: {message}")
 
 
 class RawLine(NamedTuple):  # (not a dataclass: the usage scan imports this module, and dataclasses costs it ~7 ms)
@@ -225,6 +227,58 @@ def records(
             yield value
 
 
+_SURROGATE = None
+
+
+def loads_replacing_surrogates(line: bytes) -> tuple[Any, int]:
+    """LINE parsed with its lone surrogate escapes (`\\ud83d` without its pair: what JavaScript
+    writes for a cut emoji) kept as U+FFFD, and how many there were; what still does not
+    parse raises orjson's error. Only for a line orjson refused for that reason."""
+    import re  # start-up: only a line refused for a lone surrogate needs these
+
+    import orjson  # start-up: as above
+
+    global _SURROGATE
+    if _SURROGATE is None:
+        _SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+    count = 0
+
+    def fix(m: Any) -> bytes:
+        nonlocal count
+        at = m.start()
+        slashes = 0
+        while at - slashes - 1 >= 0 and line[at - slashes - 1] == 0x5C:
+            slashes += 1
+        if slashes % 2 or len(m.group(0)) == 12:  # an escaped backslash, or a whole pair: as it is
+            return m.group(0)
+        count += 1
+        return b"\\ufffd"
+
+    return orjson.loads(_SURROGATE.sub(fix, line)), count
+
+
+def surrogate_tolerant_loads(report: Any, warn: Warn | None, display: str) -> Callable[[bytes], Any]:
+    """orjson.loads, except that a line refused for a lone surrogate escape is read with it as
+    U+FFFD (`loads_replacing_surrogates`), counted in REPORT.surrogates and warned about."""
+    import orjson  # start-up: only an importer's reader needs it
+
+    loads, error = orjson.loads, orjson.JSONDecodeError
+
+    def tolerant(line: bytes) -> Any:
+        try:
+            return loads(line)
+        except error as exc:
+            if "surrogate" not in str(exc):
+                raise
+            value, n = loads_replacing_surrogates(line)
+            report.surrogates += n
+            if warn:
+                warn(f"{display}: {n} lone surrogate escape{'s' if n != 1 else ''} kept as U+FFFD")
+            return value
+
+    return tolerant
+
+
 # -- the byte-marker prefilter -----------------------------------------------------------------
 
 Marker = Union[bytes, Any]  # bytes, or a compiled bytes regex
@@ -272,7 +326,7 @@ def scan_marked(
             if end == 0:
                 if len(data) < SCAN_CHUNK:
                     return  # nothing, or only a torn tail, is left
-                data = read_line_at(fd, offset)  # one line longer than a chunk
+                data = read_line_at(fd, offset, os.fspath(path))  # one line longer than a chunk
                 end = len(data)
                 if not data.endswith(b"\n"):
                     return
@@ -283,18 +337,40 @@ def scan_marked(
         os.close(fd)
 
 
-def read_line_at(fd: int, offset: int) -> bytes:
-    """The line (with its newline, if it has one) that starts at OFFSET of an open file."""
+def read_line_at(fd: int, offset: int, display: str | None = None, lineno: int | None = None) -> bytes:
+    """The line (with its newline, if it has one) that starts at OFFSET of an open file.
+
+    A line longer than MAX_LINE_BYTES is refused (DataError naming DISPLAY) as soon as the
+    limit is passed: never more than the limit and one chunk are held."""
     parts: list[bytes] = []
+    held = 0
     while True:
         data = os.pread(fd, SCAN_CHUNK, offset)
         if not data:
             return b"".join(parts)
         nl = data.find(b"\n")
         if nl != -1:
+            if held + nl >= LIMIT:
+                raise DataError(TOO_LONG, path=display or "<log>", line=lineno)
             parts.append(data[: nl + 1])
             return b"".join(parts)
+        held += len(data)
+        if held >= LIMIT:
+            raise DataError(TOO_LONG, path=display or "<log>", line=lineno)
         parts.append(data)
+        offset += len(data)
+
+
+def line_end(fd: int, offset: int) -> int:
+    """Offset just past the newline of the line holding byte OFFSET (the file's size if it
+    has none), found chunk by chunk without holding the line."""
+    while True:
+        data = os.pread(fd, SCAN_CHUNK, offset)
+        if not data:
+            return offset
+        nl = data.find(b"\n")
+        if nl != -1:
+            return offset + nl + 1
         offset += len(data)
 
 
@@ -304,8 +380,7 @@ def line_start(path: str | os.PathLike[str], at: int) -> int:
         return 0
     fd = open_fd(path)
     try:
-        line = read_line_at(fd, at - 1)  # the rest of the line holding byte at-1
-        return at - 1 + len(line)
+        return line_end(fd, at - 1)  # past the end of the line holding byte at-1
     finally:
         os.close(fd)
 
@@ -330,20 +405,30 @@ def last_newline_end(path: Path) -> int:
 
 
 def read_last_line(path: Path) -> bytes | None:
-    """The last complete line (without newline), reading backwards from the end."""
+    """The last complete line (without newline), found by a backward scan: linear in the
+    line's length, and a line longer than MAX_LINE_BYTES is refused (DataError) once the scan
+    has passed the limit, never held."""
     end = last_newline_end(path)
     if end == 0:
         return None
     stop = end - 1  # the final newline
-    with os.fdopen(open_fd(path), "rb") as f:
+    fd = open_fd(path)
+    try:
         pos = stop
-        buf = b""
+        start = 0
+        step = BUFFER // 16
         while pos > 0:
-            step = min(BUFFER // 16, pos)
-            pos -= step
-            f.seek(pos)
-            buf = f.read(step) + buf
-            nl = buf.rfind(b"\n")  # buf holds bytes [pos, stop)
+            n = min(step, pos)
+            pos -= n
+            nl = os.pread(fd, n, pos).rfind(b"\n")
             if nl != -1:
-                return buf[nl + 1 :]
-        return buf
+                start = pos + nl + 1
+                break
+            if stop - pos >= LIMIT:
+                raise DataError(TOO_LONG + " (the last line)", path=os.fspath(path))
+            step = min(step * 2, SCAN_CHUNK)  # a long line takes few reads
+        if stop - start >= LIMIT:
+            raise DataError(TOO_LONG + " (the last line)", path=os.fspath(path))
+        return os.pread(fd, stop - start, start)
+    finally:
+        os.close(fd)

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from .compressed import ZSTD_MAGIC
 from .errors import DataError
 from .formats import FORMATS
 from .jsonl import STDIN_NAME
@@ -60,8 +61,11 @@ def foreign_format(path: Path) -> str | None:
     except OSError:
         return None
     with f:
-        if f.read(len(_SQLITE)) == _SQLITE:
+        head = f.read(len(_SQLITE))
+        if head == _SQLITE:
             return "opencode"
+        if head[:4] == ZSTD_MAGIC:
+            return "codex"  # a compressed rollout: Codex is the agent that writes them (never a catty log)
         f.seek(0)
         first: bytes | None = None
         first_parsed = False

@@ -125,6 +125,44 @@ def redact_text(text: str) -> tuple[str, int]:
     return text, total
 
 
+def secret_pieces(values: list[Any]) -> list[str]:
+    """The secrets in VALUES, and each word of 8 characters or more of them: what a derived
+    text (a summary listing identifiers) may quote out of its context, longest first."""
+    whole = orjson.dumps(values).decode()
+    if not any(anchor.decode() in whole.lower() for anchor in ANCHORS):
+        return []
+    found: set[str] = set()
+    for _kind, pattern in PATTERNS:
+        for m in pattern.finditer(whole):
+            value = m.group(2) if pattern.groups >= 2 else m.group(0)
+            found.update(w for w in re.split(r"(?:\\[nrt]|[^A-Za-z0-9_+=])+", value) if len(w) >= 8)
+    return sorted(found, key=len, reverse=True)
+
+
+def scrub(value: Any, pieces: list[str]) -> tuple[Any, int]:
+    """VALUE with every one of PIECES (from `secret_pieces`) replaced by a marker."""
+    if not pieces:
+        return value, 0
+    pattern = re.compile("|".join(map(re.escape, pieces)))
+    marker = MARKER.format(kind="secret")
+
+    def walk(v: Any) -> tuple[Any, int]:
+        if isinstance(v, str):
+            return pattern.subn(marker, v)
+        if isinstance(v, list):
+            pairs = [walk(x) for x in v]
+            return [p[0] for p in pairs], sum(p[1] for p in pairs)
+        if isinstance(v, dict):
+            total, out = 0, {}
+            for k, x in v.items():
+                out[k], n = walk(x)
+                total += n
+            return out, total
+        return v, 0
+
+    return walk(value)
+
+
 def redact(value: Any) -> tuple[Any, int]:
     """Redact every string inside a JSON-like value (keys are kept)."""
     if isinstance(value, str):

@@ -10,7 +10,9 @@ without losing a byte (quarantine first, then the log); the conversation fixes a
 """
 from __future__ import annotations
 
-import shutil
+import errno
+import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
@@ -19,9 +21,9 @@ import orjson
 from .errors import DataError, WriteError
 from .events import check_event, now_ts
 from .files import write_file
-from .jsonl import json_problem, last_newline_end, raw_lines
+from .jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
 from .ownership import import_hint, require_ours
-from .store import Session, append_quarantine_record, new_summary, prepare_event, quarantine_bytes, session_title, write_summary
+from .store import Session, append_quarantine_record, session_folder, new_summary, prepare_event, quarantine_bytes, session_title, write_summary
 from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
 
 DANGLING_TEXT = (
@@ -489,10 +491,44 @@ def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_ti
 
 
 def quarantine_bytes_file(session: Session, path: Any) -> None:
-    """Keep a copy of an unreadable summary.json in quarantine before it is rebuilt."""
-    qdir = session.quarantine_dir
-    qdir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(path, qdir / f"summary-{int(path.stat().st_mtime)}.json")
+    """Keep a copy of an unreadable summary.json in quarantine before it is rebuilt.
+
+    Neither end follows a link: a summary.json that is a symbolic link is refused (it is not
+    the session's to copy, nor to replace), and the copy is a new file whose name nothing
+    planted can take (exclusive create), with the mode of the file it copies."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WriteError(f"{path}: is a symbolic link; repair never copies or replaces one") from None
+        raise WriteError(f"{path}: cannot read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise WriteError(f"{path}: not a regular file; repair never copies or replaces one")
+        data = f.read(MAX_LINE_BYTES + 1)
+    qdir = session_folder(session.quarantine_dir)  # never a link out of the session
+    base = f"summary-{int(st.st_mtime)}"
+    n = 0
+    while True:
+        target = qdir / (f"{base}.json" if n == 0 else f"{base}.{n}.json")
+        try:
+            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), st.st_mode & 0o777)
+        except FileExistsError:
+            n += 1
+            continue
+        except OSError as exc:
+            raise WriteError(f"{target}: cannot write ({exc.strerror})") from None
+        break
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out, view):]
+        os.fsync(out)
+    except OSError as exc:
+        raise WriteError(f"{target}: cannot write ({exc.strerror})") from None
+    finally:
+        os.close(out)
 
 
 def repair_stream(session: Session, out: Any) -> RepairPlan:

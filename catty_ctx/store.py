@@ -7,13 +7,13 @@ temp + fsync + rename. The log is the source of truth; summary.json is a cache o
 """
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
 import sys
 import tempfile
 import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
@@ -23,12 +23,16 @@ import orjson
 from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import DataError, LockBusy, UsageError, WriteError
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
-from .files import FILE_MODE, check_replaceable, fsync_dir, replace_file  # noqa: F401 - re-exported
+from .event_ids import KnownIds, event_key, split_known
+from .files import FILE_MODE, check_replaceable, commit_staged, discard_staged, fsync_dir, replace_file, stage_file, write_file  # noqa: F401 - re-exported
 from .jsonl import STDIN_NAME, Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging, session_dirs  # noqa: F401 - re-exported
+from .newsession import building, check_dest_name, check_new_session_dest, missing_parents, place_new_session, remove_made  # noqa: F401 - re-exported
 from .urls import is_url, url_is_root, url_sessions
 
 _CHUNK = 1 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 MAX_SEQ = (1 << 63) - 1  # seqs are written as JSON integers of at most 64 bits
 
 
@@ -191,25 +195,38 @@ class Session:
         *,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         warn: Warn | None = stderr_warning,
+        allow_duplicate_ids: bool = False,
     ) -> list[Event]:
         """Append events (kind + fields, or full envelopes) with contiguous seqs.
 
-        Every event is checked before anything is written, so bad input never leaves a
-        partial write. Returns the events as written.
+        Every event is checked before anything is written, and the batch lands whole or not
+        at all, so bad input or a full disk never leaves a partial write. An event whose id is
+        already in the log (see `event_ids`) is skipped, and said so through WARN, unless
+        ALLOW_DUPLICATE_IDS. Returns the events as written.
         """
         pending = [dict(ev) for ev in events]
         with self.lock(lock_timeout):
-            return self.append_locked(pending, warn=warn)
+            return self.append_locked(pending, warn=warn, skip_known_ids=not allow_duplicate_ids)
 
-    def append_locked(self, pending: list[dict[str, Any]], *, warn: Warn | None) -> list[Event]:
+    def append_locked(self, pending: list[dict[str, Any]], *, warn: Warn | None, skip_known_ids: bool = False) -> list[Event]:
         """Append PENDING (envelopes filled in here); the caller already holds `self.lock()`,
         so it can read, decide and append as one step.
 
         Whatever can refuse the append is met before a byte changes: the log's last complete
-        line, the events, summary.json (read, and replaceable), the log opened for writing.
-        Only then is a torn tail moved to quarantine and the lines written."""
+        line, the events, summary.json (read, and its replacement staged on disk), the log
+        opened for writing (never through a link). Only then is a torn tail moved to
+        quarantine and the batch written, as one write; a write the disk cuts short is
+        truncated away, so the log is left as it was. summary.json is renamed in last."""
         if not pending:
             return []
+        known = None
+        if skip_known_ids and any(event_key(ev) is not None for ev in pending):
+            known = KnownIds(self.log_path, last_newline_end(self.log_path))
+            pending, skipped = split_known(pending, known)
+            if skipped and warn:
+                warn(f"{self.display}: {len(skipped)} event(s) already in the log (same id) not appended again")
+            if not pending:
+                return []
         next_seq = self.next_seq()  # from the last complete line: a torn tail is not counted
         written: list[Event] = []
         lines: list[bytes] = []
@@ -222,26 +239,30 @@ class Session:
                 raise DataError(f"event {i + 1}: {problem}")
             written.append(out)
             lines.append(orjson.dumps(out) + b"\n")
+        batch = b"".join(lines)
         summary = self._summary_before_append()
+        fd = open_log_for_append(self.log_path, self.display)
+        staged: str | None = None
         try:
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
-        except OSError as exc:
-            raise WriteError(f"{self.display}: cannot append ({exc.strerror})") from None
-        try:
+            start = last_newline_end(self.log_path)
+            if summary is not None:
+                staged = self._stage_summary(written, summary, start + len(batch))
             self.quarantine_torn_tail(warn)
-            for line in lines:
-                start = os.lseek(fd, 0, os.SEEK_END)
-                n = os.write(fd, line)  # one write per line: the line is the unit of commit
-                if n != len(line):
-                    os.ftruncate(fd, start)
-                    raise WriteError(f"{self.display}: short write ({n} of {len(line)} bytes); disk full?")
-            os.fsync(fd)
-        except OSError as exc:
-            raise WriteError(f"{self.display}: cannot append ({exc.strerror})") from None
+            start = os.lseek(fd, 0, os.SEEK_END)
+            write_batch(fd, batch, start, self.display)
+        except BaseException:
+            if staged is not None:
+                discard_staged(staged)
+            raise
         finally:
             os.close(fd)
-        if summary is not None:
-            self._update_summary(written, summary)
+        if staged is not None:
+            try:
+                commit_staged(staged, self.directory / SUMMARY_NAME)  # type: ignore[operator]
+            except OSError as exc:
+                raise WriteError(f"{self.directory / SUMMARY_NAME}: cannot write ({exc.strerror}); the events are in the log") from None  # type: ignore[operator]
+        if known is not None:
+            known.save(start + len(batch))
         return written
 
     def next_seq(self) -> int:
@@ -283,15 +304,18 @@ class Session:
         the append instead of failing after the event was committed."""
         if self.directory is None:
             return None
-        summary = self.summary() or {}
         path = self.directory / SUMMARY_NAME
+        if path.is_symlink():
+            raise WriteError(f"{path}: is a symbolic link; refusing to write through it")
+        summary = self.summary() or {}
         try:
             check_replaceable(path)
         except OSError as exc:
             raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
         return summary
 
-    def _update_summary(self, written: list[Event], summary: dict[str, Any]) -> None:
+    def _stage_summary(self, written: list[Event], summary: dict[str, Any], log_size: int) -> str:
+        """summary.json as it will be after WRITTEN, staged on disk (see `files.stage_file`)."""
         if not summary:
             # A directory without summary.json gets one rebuilt from its session event.
             first = written[0] if written and written[0]["seq"] == 0 else self.first_event()
@@ -306,8 +330,50 @@ class Session:
         summary["updated_at"] = written[-1]["ts"] if written else now_ts()
         summary["last_seq"] = written[-1]["seq"]
         summary["events"] = written[-1]["seq"] + 1
-        summary["log_size"] = self.log_path.stat().st_size
-        write_summary(self.directory, summary)  # type: ignore[arg-type]
+        summary["log_size"] = log_size
+        path = self.directory / SUMMARY_NAME  # type: ignore[operator]
+        try:
+            return stage_file(path, summary_document(summary))
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
+
+
+def open_log_for_append(path: Path, display: str) -> int:
+    """The log opened to append, never through a symbolic link nor onto anything but a
+    regular file (WriteError, exit 73)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WriteError(f"{display}: is a symbolic link; a log is never written through one") from None
+        raise WriteError(f"{display}: cannot append ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise WriteError(f"{display}: not a regular file; refusing to append")
+    return fd
+
+
+def write_batch(fd: int, batch: bytes, start: int, display: str) -> None:
+    """BATCH at the end of the log (at START) as one write where the system takes it whole,
+    then fsynced. Anything short of that (a full disk, an I/O error) cuts the log back to
+    START and raises WriteError: the batch commits whole or not at all."""
+    view = memoryview(batch)
+    done = 0
+    try:
+        while done < len(batch):
+            n = os.write(fd, view[done:])
+            if n <= 0:
+                raise OSError(errno.ENOSPC, "short write")
+            done += n
+        os.fsync(fd)
+    except OSError as exc:
+        try:
+            os.ftruncate(fd, start)
+            os.fsync(fd)
+        except OSError:
+            pass
+        what = "short write" if done else "cannot append"
+        raise WriteError(f"{display}: {what} ({exc.strerror}); nothing appended") from None
 
 
 class SessionLock:
@@ -358,10 +424,18 @@ def quarantine_bytes(session: Session, start: int, end: int, *, reason: str, seq
     while target.exists():  # two crashes at the same offset must not overwrite each other
         target = qdir / f"offset-{start}.{n}.bin"
         n += 1
-    with open(session.log_path, "rb") as src:
-        src.seek(start)
-        data = src.read(end - start)
-    replace_file(target, data)
+    def fill(out: IO[bytes]) -> None:  # by chunks: a torn tail may be as long as the disk allows
+        with open(session.log_path, "rb") as src:
+            src.seek(start)
+            left = end - start
+            while left > 0 and (chunk := src.read(min(left, _CHUNK))):
+                out.write(chunk)
+                left -= len(chunk)
+
+    try:
+        write_file(target, fill)
+    except OSError as exc:
+        raise WriteError(f"{target}: cannot write ({exc.strerror})") from None
     record: dict[str, Any] = {"file": target.name, "offset": start, "bytes": end - start, "reason": reason, "ts": now_ts()}
     if seq is not None:
         record["seq"] = seq
@@ -400,17 +474,6 @@ def session_folder(path: Path) -> Path:
     return path
 
 
-def check_new_session_dest(dest: Path) -> None:
-    """A new session (fork DEST, import --out) is never written through a symbolic link nor
-    inside another session's folder (where it would change that session, and a ROOT walk,
-    which never looks inside a session, would not find it)."""
-    if dest.is_symlink():
-        raise UsageError(f"{dest}: is a symbolic link; a new session is never written through one")
-    for parent in Path(os.path.realpath(dest)).parents:
-        if (parent / LOG_NAME).is_file():
-            raise UsageError(f"{dest}: lies inside the session {parent}; put the new session beside it")
-
-
 def prepare_event(ev: dict[str, Any], seq: int) -> Event:
     """Give an input event its envelope: v and seq assigned, ts kept or stamped now."""
     out: Event = {"v": SCHEMA_VERSION, "seq": seq, "ts": ev.get("ts") or now_ts(), "kind": ev.get("kind")}
@@ -445,33 +508,6 @@ def session_title(text: str) -> str:
     return line[:80] + ("…" if len(line) > 80 else "")
 
 
-def place_new_session(staging: Path, dest: Path) -> None:
-    """Move a fully built session from its staging folder to DEST (absent or empty), durably:
-    its log part (fsynced by the builder) becomes its log, then the folder is renamed. A crash
-    before the rename leaves only the hidden staging folder, after it a whole session. (A
-    folder cannot go through `replace_file`: this is the one other rename of the package.)"""
-    os.rename(staging / PART_NAME, staging / LOG_NAME)
-    fsync_dir(staging)
-    if dest.is_dir():
-        dest.rmdir()  # empty (callers check): rename cannot replace a folder everywhere
-    os.rename(staging, dest)
-    fsync_dir(dest.parent)
-
-
-@contextmanager
-def building(staging: Path, dest: Path, failure: str) -> Iterator[None]:
-    """Build a new session in its STAGING folder: whatever fails, the folder goes (no half
-    session is left behind), and an OSError becomes `DEST: FAILURE (reason)` (exit 73)."""
-    try:
-        yield
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise WriteError(f"{dest}: {failure} ({exc.strerror})") from None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
 def atomic_write(path: Path, data: bytes) -> None:
     """Whole-file rewrite through temp + fsync + rename; errors become WriteError (exit 73)."""
     try:
@@ -480,8 +516,12 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
 
 
+def summary_document(summary: dict[str, Any]) -> bytes:
+    return orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n"
+
+
 def write_summary(directory: Path, summary: dict[str, Any]) -> None:
-    atomic_write(directory / SUMMARY_NAME, orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    atomic_write(directory / SUMMARY_NAME, summary_document(summary))
 
 
 def create_session(
@@ -513,7 +553,7 @@ def create_session(
         for key, value in (("parent_session_id", parent_session_id), ("cwd", cwd), ("model", model), ("window", window), ("source", source)):
             if value is not None:
                 event[key] = value
-        log.touch()
+        os.close(open_log_for_append(log, session.display))
         session.append_locked([event], warn=None)
     return session
 

@@ -22,7 +22,7 @@ import orjson
 from xxhash import xxh3_128_digest
 
 from .announce import ANNOUNCED_FACETS, Announcer
-from .events import Event
+from .events import Event, check_event
 from .fingerprint import seed
 from .head import HeadState, build_head
 from .jsonl import scan_marked
@@ -128,7 +128,7 @@ def scan_markers(
             ev = loads(line)
         except orjson.JSONDecodeError:
             continue  # pass 2 reports it with its line number
-        if type(ev) is dict and type(ev.get("seq")) is int:
+        if check_event(ev) is None:  # every field the plan reads is valid; pass 2 reports an invalid line with its number
             yield ev
 
 

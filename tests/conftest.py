@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import re
 import shutil
@@ -248,8 +249,12 @@ def session_event(sid: str = "s-1", **kw: Any) -> dict[str, Any]:
     return {"kind": "session", "session_id": sid, **kw}
 
 
-def msg(role: str, text: str, i: str = "m", **kw: Any) -> dict[str, Any]:
-    return {"kind": "message", "id": i, "role": role, "text": text, **kw}
+_message_ids = itertools.count(1)
+
+
+def msg(role: str, text: str, i: str | None = None, **kw: Any) -> dict[str, Any]:
+    """A message event; each gets its own id unless I names one (an append skips an id the log holds)."""
+    return {"kind": "message", "id": i if i is not None else f"m{next(_message_ids)}", "role": role, "text": text, **kw}
 
 
 def call(cid: str, name: str = "t", args: Any = None) -> dict[str, Any]:

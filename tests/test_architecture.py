@@ -145,7 +145,7 @@ def test_no_private_name_is_used_outside_its_module() -> None:
 # files.replace_file / files.write_file (temp, fsync, rename, fsync the folder).
 RENAMERS = {
     "files.py": "the one whole-file writer",
-    "store.py": "place_new_session: a built session folder goes in place by one rename (a folder is no file to rewrite)",
+    "newsession.py": "place_new_session: a built session folder goes in place by one rename (a folder is no file to rewrite)",
 }
 
 
@@ -168,8 +168,10 @@ def test_only_the_whole_file_writer_renames_files() -> None:
 # another agent's JSONL goes through jsonl.py (its limit, torn-tail rule and file:line text).
 LINE_READERS = {
     "jsonl.py": "the one reader",
+    "compressed.py": "the decompression limit counts what a stream gives: it passes readline on to jsonl's reader",
     "ownership.py": "a probe of a few lines within a small byte budget: a cut line is a clue, not an error",
     "importers/claude": "a subagent file's first line, read to match it to its session (a probe)",
+    "compact/transport.py": "an HTTP answer's event-stream lines, each bounded by the answer's byte cap",
 }
 
 

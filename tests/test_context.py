@@ -10,6 +10,7 @@ import pytest
 
 from catty_ctx.announce import DESCRIPTION_LIMIT, Announcer
 from catty_ctx.blobs import externalize, write_blob
+from catty_ctx.errors import WriteError
 from catty_ctx.instructions import discover_instructions, record_instructions, strip_front_matter
 from catty_ctx.snapshot import context_report, snapshot_event
 from catty_ctx.fingerprint import blob_handle
@@ -130,7 +131,9 @@ def test_payloads_at_or_under_the_limit_stay_inline(tmp_path: Path) -> None:
     ev = msg("user", "é" * 12_500)  # exactly 25,000 bytes
     assert externalize(ev, tmp_path) is ev
     assert externalize(result("c", "x" * 40_000), tmp_path)["output"] == "x" * 40_000
-    assert externalize(msg("assistant", "x" * 100_000), tmp_path)["text"] == "x" * 100_000
+    assert externalize(msg("assistant", "x" * 40_000), tmp_path)["text"] == "x" * 40_000
+    assert externalize(msg("assistant", "x" * 100_000), tmp_path, assistant_limit=0)["text"] == "x" * 100_000
+    assert externalize(msg("system", "x" * 100_000), tmp_path)["text"] == "x" * 100_000
     assert externalize(msg("user", "x" * 100_000), tmp_path, user_limit=0)["text"] == "x" * 100_000
     assert externalize(msg("user", "x" * 100_000), None)["text"] == "x" * 100_000
     assert not (tmp_path / "blobs").exists()
@@ -150,13 +153,10 @@ def test_identical_payloads_are_stored_once(tmp_path: Path) -> None:
     assert write_blob(tmp_path, b"same " * 20_000) == a["blob"]
 
 
-def test_a_blob_that_cannot_be_written_is_reported_honestly_without_a_handle(tmp_path: Path) -> None:
+def test_a_blob_that_cannot_be_written_fails_instead_of_dropping_the_payload(tmp_path: Path) -> None:
     (tmp_path / "blobs").write_text("a file where the folder should be")
-    warnings: list[str] = []
-    out = externalize(msg("user", "x" * 50_000 + "final question?"), tmp_path, warn=warnings.append)
-    assert "blob" not in out and out["blob_error"] and out["bytes"] == 50_015
-    assert "failed" in out["text"] and "catty-ctx blob" not in out["text"]
-    assert out["text"].endswith("final question?") and warnings
+    with pytest.raises(WriteError, match="cannot store a 50,015-byte message"):
+        externalize(msg("user", "x" * 50_000 + "final question?"), tmp_path)
 
 
 def test_the_view_shows_the_preview_and_the_handle(tmp_path: Path) -> None:

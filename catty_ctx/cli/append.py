@@ -29,6 +29,8 @@ PARAMS = (
     ("quiet", ("--quiet", "-q"), None, None, "Do not echo the appended events."),
     ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
     ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
+    ("allow_duplicate_ids", ("--allow-duplicate-ids",), None, None,
+     "Append an event even when its id (message id, call id, usage request id) is already in the log."),
 )
 APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 
@@ -36,7 +38,9 @@ APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or ful
     it has one. Every line is checked before anything is written. The appended events are
     echoed on stdout as full envelopes (an event stream), unless --quiet. Large user
     messages and tool outputs are stored in the session's blobs/ first (the event keeps a
-    preview, the handle and the full size); `catty-ctx blob` prints them whole.
+    preview, the handle and the full size); `catty-ctx blob` prints them whole. The batch
+    lands whole or not at all; an event whose id is already in the log is skipped (said on
+    stderr), so a retry after a crash or a full disk never duplicates.
     """
 
 
@@ -53,7 +57,7 @@ def declare() -> None:
 
 def run(session: str, create: bool = False, window: int | None = None, model: str | None = None, cwd: str | None = None,
         session_id: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, quiet: bool = False,
-        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT) -> None:
+        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False) -> None:
     """Check the events on stdin, then append them to SESSION (made with --create); echo them unless QUIET."""
     # start-up: the library loads when the command runs, not for --help or another command
     import orjson
@@ -87,6 +91,6 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
     require_ours(target)  # before its blobs: another agent's file is never written into
     # Blobs first, the events naming them last (the event is the commit point).
     pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in pending]
-    written = target.append(pending, lock_timeout=lock_timeout)
+    written = target.append(pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids)
     if not quiet:
         write_lines(written)

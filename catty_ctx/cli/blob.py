@@ -6,7 +6,6 @@ placeholder names, and typer's import would be most of that run.
 from __future__ import annotations
 
 import shutil
-import sys
 
 from .fastpath import declare as declare_command, parse_one
 
@@ -14,11 +13,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PARAMS = ()  # (no options: two arguments)
+PARAMS = (("raw", ("--raw",), None, None, "Write the bytes as they are on a terminal too (escape sequences and all)."),)
 BLOB_DOC = """Print the payload a large message or tool output was moved to, byte for byte.
 
     Only a handle naming a regular file in this session's blobs/ is accepted (no paths,
     no symbolic links); a payload that no longer matches its handle is refused (exit 65).
+    On a terminal, control characters are shown rather than obeyed unless --raw; in a pipe
+    the bytes are always exact.
     """
 
 
@@ -37,11 +38,13 @@ def declare() -> None:
                     arguments)
 
 
-def run(session: str, handle: str) -> None:
+def run(session: str, handle: str, raw: bool = False) -> None:
     """Copy the payload HANDLE names in SESSION's blobs/ to stdout."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..blobs import open_blob, session_directory
+    from ..visible import end, stdout_binary
 
+    out = stdout_binary(raw=raw)
     with open_blob(session_directory(session), handle) as f:
-        shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
-    sys.stdout.flush()
+        shutil.copyfileobj(f, out, 1 << 20)
+    end(out)

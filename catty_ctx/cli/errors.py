@@ -11,7 +11,7 @@ import os
 import sys
 
 from ..errors import CattyError, ExitCode
-from .output import CONTROLS
+from ..visible import say
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations here are strings
 if TYPE_CHECKING:
@@ -90,8 +90,8 @@ def flush_stdout(code: Any) -> Any:
 
 def _say(line: str) -> None:
     # Messages quote paths, ids and record types from the data: a control character in them
-    # is shown, not sent to the terminal.
-    sys.stderr.write(line.translate(CONTROLS) + "\n")
+    # is shown, not sent to the terminal (nor a newline, which would forge a line).
+    say(line)
 
 
 def warn(message: str) -> None:

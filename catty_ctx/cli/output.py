@@ -23,7 +23,10 @@ def stdout_tty() -> bool:
 
 
 def _out() -> Any:
-    return sys.stdout.buffer
+    # start-up: a leaf module of one dict
+    from ..visible import stdout_binary
+
+    return stdout_binary()
 
 
 def _encoder() -> Any:

@@ -9,6 +9,7 @@ import sys
 
 from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGIES, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
 from ..errors import UsageError
+from ..visible import end, stdout_binary
 from .errors import warn
 from .fastpath import Option, declare as declare_command, parse_one
 from .output import console, record, stderr_tty
@@ -129,10 +130,10 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
         reuse = PrefixReuse()
         if prev_lines is not None:
             out = reuse.track(prev_lines, out)
-        write = sys.stdout.buffer.write
+        stream = stdout_binary()  # on a terminal, controls in the items shown, not obeyed
         for vi in out:
-            write(vi.canon + b"\n")
-        sys.stdout.flush()
+            stream.write(vi.canon + b"\n")
+        end(stream)
     if prev_lines is not None:
         _report("previous", reuse.as_dict())
     if stats:

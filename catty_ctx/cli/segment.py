@@ -6,7 +6,6 @@ subcommand has its own table, `PARAMS[name]`; typer's commands go on the `segmen
 """
 from __future__ import annotations
 
-import sys
 
 from ..errors import ExitCode
 from .fastpath import declare as declare_command, parse_one
@@ -96,15 +95,17 @@ def list_cmd(session: str, as_json: bool = False) -> None:
 
 
 def show_cmd(session: str, number: str) -> None:
-    """Copy segment NUMBER of SESSION to stdout, byte for byte."""
+    """Copy segment NUMBER of SESSION to stdout, byte for byte (on a terminal, controls shown, not obeyed)."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import open_segment, segment_path
+    from ..visible import end, stdout_binary
 
     path = segment_path(_session_dir(session), number)
+    out = stdout_binary()
     with open_segment(path, binary=True) as f:
         for chunk in iter(lambda: f.read(1 << 16), b""):
-            sys.stdout.buffer.write(chunk)
-    sys.stdout.flush()
+            out.write(chunk)
+    end(out)
 
 
 def grep_cmd(session: str, pattern: str, ignore_case: bool = False, regex: bool = False, as_json: bool = False) -> None:

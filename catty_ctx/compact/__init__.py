@@ -23,8 +23,10 @@ from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_TH
 from ..cluster import each
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import DEFAULT_WINDOW, Event
+from ..files import clear_dead_temps
 from ..fingerprint import prefix_fp
 from ..head import HeadState, build_head, continuation_state
+from ..layout import REQUESTS_DIR
 from ..ownership import require_ours
 from ..store import (
     DEFAULT_LOCK_TIMEOUT,
@@ -248,6 +250,9 @@ def compact_session(
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
     require_ours(session)  # before any side file (artifact, prefire note), in every mode
+    if session.directory is not None and not dry_run and not check:
+        for folder in (REQUESTS_DIR, "segments"):  # what a compaction killed mid-write left
+            clear_dead_temps(session.directory / folder)
     # start-up: loaded when a compaction needs it (see the module note)
     from .segments import DETAILS
 
@@ -362,7 +367,7 @@ def compact_session(
         if not dry_run:
             write_artifact(directory, doc, redact=redact)
             if spend:  # the calls were made: their cost is recorded though nothing is committed
-                session.append(spend, lock_timeout=lock_timeout, warn=None)
+                session.append(spend, lock_timeout=lock_timeout, warn=None, allow_duplicate_ids=True)
                 _recorded(directory, hit)
         code = ExitCode.DATA if result.error_class in ("deterministic", "too_small") else ExitCode.TEMP_FAIL
         where = "" if dry_run else f" (request saved in {artifact_relpath(cid)})"
@@ -382,7 +387,7 @@ def compact_session(
             head_kind = "minimal"  # the backstop's head: system items and the summary, nothing else to go wrong
     except WindowTooSmall as exc:
         if spend:  # the calls were made: their cost is recorded though nothing is committed
-            session.append(spend, lock_timeout=lock_timeout, warn=None)
+            session.append(spend, lock_timeout=lock_timeout, warn=None, allow_duplicate_ids=True)
             _recorded(directory, hit)
         raise WindowTooSmall(f"{session.display}: {exc}") from None
     if dry_run:

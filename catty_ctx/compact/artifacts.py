@@ -15,7 +15,7 @@ import orjson
 from ..errors import DataError, UsageError
 from ..events import now_ts
 from ..layout import REQUESTS_DIR
-from ..redact import redact, redact_many
+from ..redact import redact, redact_many, scrub, secret_pieces
 from ..store import atomic_write, session_folder
 from .ladder import INSTRUCTION, SYSTEM_PROMPT, SummaryRequest, SummaryResult
 
@@ -78,8 +78,11 @@ def redacted(doc: dict[str, Any]) -> dict[str, Any]:
 
     items, n_items = redact_many(doc["input"]["items"])
     rest, n_rest = redact({**doc, "input": {**doc["input"], "items": []}})
+    # A summary may quote a secret of the input out of its context (the extractive one lists
+    # identifiers): what was found in the input is removed from the rest too.
+    rest, n_quoted = scrub(rest, secret_pieces(doc["input"]["items"]))
     rest["input"]["items"] = items
-    rest["redacted"] = n_items + n_rest
+    rest["redacted"] = n_items + n_rest + n_quoted
     return rest
 
 

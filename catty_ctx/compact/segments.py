@@ -278,7 +278,38 @@ def read_index(session_dir: Path) -> list[dict[str, Any]]:
     except orjson.JSONDecodeError as exc:
         raise DataError(f"invalid JSON: {exc.msg}", path=str(path)) from None
     rows = doc.get("segments") if isinstance(doc, dict) else None
-    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+    if not isinstance(rows, list):
+        raise DataError("has no list of 'segments'", path=str(path))
+    for n, row in enumerate(rows, 1):
+        problem = row_problem(row)
+        if problem is not None:
+            raise DataError(f"row {n}: {problem}", path=str(path))
+    return rows
+
+
+# What the readers of index.json take from a row, and its type (`int` never a bool).
+_ROW_FIELDS: dict[str, tuple[type, ...]] = {
+    "segment": (int,), "file": (str,), "seq_from": (int,), "seq_to": (int,), "turns": (int,), "bytes": (int,),
+    "keywords": (list,), "tools": (dict,), "files": (list,), "errors": (int,), "roles": (dict,), "detail": (str,),
+    "created_at": (str,), "compaction_id": (str, type(None)), "truncated": (bool,),
+}
+
+
+def row_problem(row: Any) -> str | None:
+    """What is wrong with one row of index.json (None: nothing): it is read before use."""
+    if type(row) is not dict:
+        return "not an object"
+    for name in ("segment", "file"):
+        if name not in row:
+            return f"lacks '{name}'"
+    for name, types in _ROW_FIELDS.items():
+        if name in row and type(row[name]) not in types:
+            return f"'{name}' has the wrong type"
+    if row["segment"] < 0 or not _SEGMENT_NAME.match(row["file"]):
+        return "'segment' or 'file' is not a segment's"
+    if any(type(k) is not str for k in row.get("keywords") or ()):
+        return "'keywords' holds a non-string"
+    return None
 
 
 def next_number(session_dir: Path) -> int:
@@ -315,10 +346,11 @@ def write_segment(session_dir: Path, events: list[Event], summary: str, *, detai
                   compaction_id: str | None = None, created_at: str | None = None) -> SegmentInfo:
     """Write the next segment, then index.json and INDEX.md. The caller holds the session lock."""
     seg_dir = session_folder(segments_dir(session_dir))  # never a link out of the session
+    old_rows = read_index(session_dir)  # a broken index refuses the compaction before the segment is written
     number = next_number(session_dir)
     text, info = render_segment(number, events, summary, detail=detail, created_at=created_at, compaction_id=compaction_id)
     atomic_write(seg_dir / info.file, text.encode())
-    rows = [r for r in read_index(session_dir) if r.get("segment") != number] + [info.as_dict()]
+    rows = [r for r in old_rows if r.get("segment") != number] + [info.as_dict()]
     write_index(seg_dir, rows)
     return info
 

@@ -166,7 +166,7 @@ def without_userinfo(url: str) -> tuple[str, str | None]:
     if parts.username is None:
         return url, None
     netloc = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc)), _basic(parts.username, parts.password or "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)), _basic(parts.username, parts.password or "")
 
 
 def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float, max_bytes: int) -> Answer:

@@ -26,9 +26,12 @@ from ..store import (
     PART_NAME,
     STAGING_SUFFIX,
     building,
+    check_dest_name,
     check_new_session_dest,
+    missing_parents,
     new_summary,
     place_new_session,
+    remove_made,
     write_summary,
 )
 from .common import BlobSink, EventBuilder, ImportReport, Warn
@@ -201,6 +204,7 @@ def import_to_dir(
     tool_limit = TOOL_LIMIT if tool_limit is None else tool_limit
 
     dest = Path(out)
+    check_dest_name(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UsageError(f"{dest}: already exists and is not empty; import writes a new session")
     check_new_session_dest(dest)
@@ -208,13 +212,15 @@ def import_to_dir(
         report, _ = import_events(fmt, source, lambda ev: None, blob_sink=lambda h, d: None, lenient=lenient, warn=warn, session_id=session_id)
         return report
     parent = dest.resolve().parent
+    made = missing_parents(parent)  # the folders this import makes: a failed one removes them again
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.importing-", suffix=STAGING_SUFFIX, dir=parent))
         os.chmod(staging, new_dir_mode())  # mkdtemp makes 0700: the session folder gets the umask's mode, as any other
     except OSError as exc:
+        remove_made(made)
         raise WriteError(f"{dest}: cannot create ({exc.strerror})") from None
-    with building(staging, dest, "cannot write"):
+    with building(staging, dest, "cannot write", made=made):
         def blob_sink(handle: str, data: bytes) -> None:
             write_blob(staging, data)  # content-addressed: the same handle
 

@@ -128,12 +128,19 @@ def _meta_instructions(meta: dict[str, Any]) -> str | None:
     return text if isinstance(text, str) and text.strip() else None
 
 
+def _parts(p: dict[str, Any]) -> list[Any]:
+    """A message item's content parts; content of another shape (a number, in an older file)
+    has none here, and is reported where the item is converted (a data error naming its line)."""
+    content = p.get("content")
+    return content if isinstance(content, list) else []
+
+
 def _opens_a_turn(rec: Record) -> bool:
     ltype, p = rec[0], rec[1]
     if ltype == "event_msg":
         return p.get("type") == "user_message" and not is_harness(str(p.get("message") or ""))
     if ltype == "response_item" and p.get("type") == "message" and p.get("role") == "user":
-        texts = [text_of([c]) for c in p.get("content") or () if isinstance(c, dict)]
+        texts = [text_of([c]) for c in _parts(p) if isinstance(c, dict)]
         return not (texts and all(is_harness(t) for t in texts))
     return False
 
@@ -143,7 +150,7 @@ def _carried_by_message(instructions: str, head: list[Record]) -> bool:
     want = words(instructions)
     for ltype, p, _, _ in head:
         if ltype == "response_item" and p.get("type") == "message" and p.get("role") in ("user", "developer"):
-            text = words("\n".join(text_of([c]) for c in p.get("content") or () if isinstance(c, dict)))
+            text = words("\n".join(text_of([c]) for c in _parts(p) if isinstance(c, dict)))
             if want and want in text:
                 return True
     return False

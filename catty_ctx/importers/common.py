@@ -20,14 +20,14 @@ from typing import IO, Any, Callable, Iterator, NamedTuple
 
 import orjson
 
-from ..compressed import NOT_INSTALLED, ZSTD_MAGIC
+from ..compressed import NOT_INSTALLED, ZSTD_MAGIC, BoundedStream, inflated_limit
 from ..compressed import command as zstd_command
 from ..compressed import failure as zstd_failure
 from ..compressed import program as zstd_program
 from ..errors import DataError, UsageError
 from ..events import SCHEMA_VERSION, Event, check_event
 from ..fingerprint import blob_handle
-from ..jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log
+from ..jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log, surrogate_tolerant_loads
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 # A line longer than this is refused without being read whole, as the store does.
@@ -79,6 +79,7 @@ class ImportReport:
     torn: list[str] = field(default_factory=list)
     implicit_assistants: int = 0
     unlinked: int = 0  # messages no source link reaches, imported by file order
+    surrogates: int = 0  # lone surrogate escapes kept as U+FFFD
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +93,7 @@ class ImportReport:
             "skipped": dict(sorted(self.skipped.items())),
             "invalid": list(self.invalid),
             "torn": list(self.torn),
+            **({"surrogates_replaced": self.surrogates} if self.surrogates else {}),
         }
 
 
@@ -461,7 +463,7 @@ def iter_jsonl(
     error naming file:line, or with `lenient` a warning and a skip.
     """
     name = display or str(path)
-    loads = orjson.loads
+    loads = surrogate_tolerant_loads(report, warn, name)  # a lone surrogate escape: U+FFFD, counted
 
     def torn(lineno: int, size: int) -> None:
         report.torn.append(f"{name}:{lineno}")
@@ -515,7 +517,7 @@ def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
                             stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     try:
-        yield proc.stdout
+        yield BoundedStream(proc.stdout, inflated_limit(path.stat().st_size), display)  # type: ignore[misc]  # a bomb stops at its limit
         at_end = not proc.stdout.read(1)  # a reader that stopped early (a probe) leaves the rest
     finally:
         proc.stdout.close()

@@ -10,6 +10,8 @@ compaction summary.
 """
 from __future__ import annotations
 
+import re
+
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterable
@@ -74,16 +76,33 @@ def _load_tree(source: Path, session_id: str | None, lenient: bool, warn: Warn |
     if not isinstance(session, dict) or not isinstance(session.get("id"), str):
         raise not_recognised(str(session_file), WHAT)
     messages = []
-    for mp in sorted((root / "message" / session["id"]).glob("*.json")):
+    for mp in sorted((root / "message" / path_id(session["id"], session_file)).glob("*.json")):
         msg = _load_obj(mp, lenient, warn, report)
         if not isinstance(msg, dict):
             if msg is not None and not lenient:
                 raise DataError("not a JSON object", path=str(mp))
             continue
-        parts = [_load_obj(pp, lenient, warn, report) for pp in sorted((root / "part" / str(msg.get("id"))).glob("*.json"))]
+        mid = msg.get("id")
+        if not isinstance(mid, str) or not _PATH_ID.fullmatch(mid):
+            if not lenient:
+                raise DataError("message id is not a plain name (letters, digits, '_', '-', '.'); it is never made a path", path=str(mp))
+            report.invalid.append(str(mp))
+            continue
+        parts = [_load_obj(pp, lenient, warn, report) for pp in sorted((root / "part" / mid).glob("*.json"))]
         messages.append((msg, sorted((p for p in parts if isinstance(p, dict)), key=_sort_key_part)))
     messages.sort(key=lambda mp: _sort_key(mp[0]))
     return session, messages
+
+
+_PATH_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")  # opencode's ids (ses_…, msg_…): never '/', never '..' alone
+
+
+def path_id(value: str, where: Path) -> str:
+    """An id from the data that names a folder of the storage, checked to be one plain name
+    (no '/', no '..', not absolute): ids from data are never path components otherwise."""
+    if not _PATH_ID.fullmatch(value) or value in (".", ".."):
+        raise DataError("session id is not a plain name (letters, digits, '_', '-', '.'); it is never made a path", path=str(where))
+    return value
 
 
 def _load_export(path: Path) -> Loaded | None:

@@ -11,7 +11,7 @@ import os
 
 import xxhash
 
-from .. import formats
+from .. import compressed, formats
 from . import filecache
 from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, sniff, survey
 
@@ -392,6 +392,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     errored: set[str] = set()
     for path, entry, nbytes, error in results:
         if error is not None:
+            compressed.refuse_bomb(error, path)  # a decompression bomb is refused, not skipped (docs/reliability.md)
             errored.add(path)
             result.bad_lines += 1
             if len(result.bad_samples) < max_samples:

@@ -77,7 +77,7 @@ def test_appends_two_parsers_give_the_same_output_and_exit(tmp_path: Path) -> No
     line = b'{"kind":"message","id":"m1","role":"user","text":"hi","ts":"2026-02-01T00:00:00.000Z"}\n'
     for n, (args, stdin) in enumerate([
         (["--create", "--session-id", "fixed", "--window", "5000", "--model", "m", "--cwd", "/w"], line),
-        (["-q"], line), ([], b'{"kind": 3}\n'), ([], b"not json\n"), (["--window", "0", "--create"], line),
+        (["-q"], line.replace(b"m1", b"m2")), ([], b'{"kind": 3}\n'), ([], b"not json\n"), (["--window", "0", "--create"], line),
     ]):
         for side in ("fast", "typer"):  # (each on a session of its own: a write is not repeatable)
             (tmp_path / side).mkdir(exist_ok=True)

@@ -48,7 +48,7 @@ def test_limits_are_flags_and_zero_turns_them_off(tmp_path: Path) -> None:
     s = tmp_path / "s"
     evs = _append(s, {"kind": "message", "id": "u", "role": "user", "text": "q" * 30_000}, extra=("--max-user-bytes", "0"))
     assert evs[0]["text"] == "q" * 30_000 and not (s / "blobs").exists()
-    evs = _append(s, {"kind": "message", "id": "u", "role": "user", "text": "q" * 3_000}, extra=("--max-user-bytes", "1000"))
+    evs = _append(s, {"kind": "message", "id": "u2", "role": "user", "text": "q" * 3_000}, extra=("--max-user-bytes", "1000"))
     assert "blob" in evs[0] and len(evs[0]["text"]) < 1_000
 
 

@@ -22,9 +22,9 @@ def test_dry_run_writes_nothing(demo: Path, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo"]
 
 
-def test_a_non_empty_dest_exits_73(demo: Path, tmp_path: Path) -> None:
+def test_a_non_empty_dest_exits_2(demo: Path, tmp_path: Path) -> None:
     proc = cli("fork", str(demo), str(demo))
-    assert proc.returncode == 73 and len(proc.stderr.decode().strip().splitlines()) == 1
+    assert proc.returncode == 2 and len(proc.stderr.decode().strip().splitlines()) == 1
 
 
 def test_fork_needs_a_directory(demo: Path, tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ def test_forks_two_parsers_give_the_same_output_files_and_exit(demo: Path, tmp_p
 
 def test_a_plain_fork_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -> None:
     for args, status in (([str(demo), str(tmp_path / "a")], 0), ([str(demo), str(tmp_path / "b"), "--at-turn", "1", "--json"], 0),
-                         ([str(demo), str(tmp_path / "c"), "--dry-run"], 0), ([str(demo), str(demo)], 73),
+                         ([str(demo), str(tmp_path / "c"), "--dry-run"], 0), ([str(demo), str(demo)], 2),
                          ([str(tmp_path / "missing"), str(tmp_path / "d")], 2)):
         assert plain_run_loads("fork", *args) == (status, []), args
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "demo"]  # the plain runs did fork (not --dry-run)

@@ -135,7 +135,7 @@ ESCAPES: list[tuple[str, Callable[[Place], None] | None, list[str], bytes]] = [
 
 # Escapes the command survives by leaving the link alone: the payload stays an inline preview
 # (the event says the blob could not be stored), or the fork copies no blob through it.
-DONE_WITHOUT_THE_LINK = {"blobs/ symlink: append stores a blob", "blobs/ symlink: fork copies blobs", "compaction_requests/ symlink: report"}
+DONE_WITHOUT_THE_LINK = {"blobs/ symlink: fork copies blobs", "compaction_requests/ symlink: report"}
 
 
 @pytest.fixture
@@ -170,11 +170,12 @@ def test_no_escape_reads_or_writes_outside_the_session(place: Place, name: str, 
         assert not (place.session / "child").exists() and not (place.session / "imported").exists()
 
 
-def test_blob_kept_inline_when_blobs_is_a_link(place: Place) -> None:
+def test_append_refuses_a_payload_whose_blobs_folder_is_a_link(place: Place) -> None:
     _blobs_link(place)
-    cli("append", str(place.session), "-q", input=BIG, check=True)
-    last = orjson.loads((place.session / "updates.jsonl").read_bytes().splitlines()[-1])
-    assert "blob" not in last and "symbolic link" in last["blob_error"] and last["bytes"] == len("payload " * 10_000)
+    log_before = (place.session / "updates.jsonl").read_bytes()
+    proc = cli("append", str(place.session), "-q", input=BIG)
+    assert proc.returncode == 73 and b"symbolic link" in proc.stderr
+    assert (place.session / "updates.jsonl").read_bytes() == log_before  # the payload is not cut to a preview
 
 
 def test_every_kind_of_named_path_is_tried() -> None:

@@ -1,0 +1,111 @@
+"""Nothing from a session, a path or a file drives the terminal: escapes, C1 controls, DEL and
+bidi controls are shown (pictures or \\u escapes), in `segment show`, `blob`, JSON, tables and
+warnings. Commands run under a real pseudo-terminal; in a pipe the bytes stay exact."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tty
+from pathlib import Path
+
+import orjson
+
+from conftest import ROOT, cli, jsonl
+
+# OSC 52 clipboard write, OSC 8 link, title, screen clear, carriage return, BEL, C1 CSI and OSC,
+# NEL, DEL, bidi override and isolate.
+HOSTILE = ("\x1b]52;c;cm0gLXJmIH4=\x07 \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b]0;title\x07 \x1b[2J\r"
+           "\x07 \u009b31m \u009d0;t\u009c \u0085 \x7f \u202egnp.exe \u2066x\u2069")
+RAW = ("\x1b", "\x07", "\r", "\u009b", "\u009d", "\u0085", "\x7f", "\u202e", "\u2066")
+
+
+def on_a_terminal(*args: str, stream: str = "stdout") -> tuple[int, bytes, bytes]:
+    """Run catty-ctx with STREAM on a pseudo-terminal in raw mode (no newline translation):
+    (exit code, what the terminal got, the other stream)."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    tty.setraw(secondary)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120", TERM="xterm")
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, stream: secondary}
+    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], env=env, **pipes)  # type: ignore[call-overload]
+    os.close(secondary)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    out, err = proc.communicate()
+    os.close(primary)
+    return proc.returncode, got, out if stream == "stderr" else err
+
+
+def _clean(shown: bytes) -> None:
+    text = shown.decode()
+    assert not [c for c in RAW if c in text], [hex(ord(c)) for c in RAW if c in text]
+
+
+def _append(session: Path, *events: dict) -> list[dict]:
+    data = b"".join(orjson.dumps(e) + b"\n" for e in events)
+    return jsonl(cli("append", str(session), "--create", input=data, check=True).stdout)
+
+
+def test_blob_on_a_terminal_shows_controls_and_raw_or_a_pipe_gives_the_bytes(tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    payload = (HOSTILE + "\n") * 3000
+    ev = _append(s, {"kind": "message", "id": "u1", "role": "user", "text": payload})[0]
+    code, shown, _ = on_a_terminal("blob", str(s), ev["blob"])
+    assert code == 0 and b"\xe2\x90\x9b]52;c;" in shown and b"\\u009b31m" in shown and b"\\u202egnp.exe" in shown  # U+241B for ESC
+    _clean(shown)
+    code, raw, _ = on_a_terminal("blob", str(s), ev["blob"], "--raw")
+    assert code == 0 and raw == payload.encode()
+    assert cli("blob", str(s), ev["blob"], check=True).stdout == payload.encode()
+
+
+def test_segment_show_on_a_terminal_shows_controls(tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    _append(s, {"kind": "message", "id": "u1", "role": "user", "text": "Do this: " + HOSTILE},
+            {"kind": "message", "id": "a1", "role": "assistant", "text": "Done " + HOSTILE})
+    cli("compact", str(s), "--force", "--mode", "segments", check=True)
+    code, shown, err = on_a_terminal("segment", "show", str(s), "0")
+    assert code == 0, err
+    assert b"\\u202egnp.exe" in shown
+    _clean(shown)
+    assert "\u202egnp.exe".encode() in cli("segment", "show", str(s), "0", check=True).stdout  # a pipe: exact
+
+
+def test_json_on_a_terminal_escapes_c1_del_nel_and_bidi_and_reads_back_the_same(tmp_path: Path) -> None:
+    s = tmp_path / "s"
+    _append(s, {"kind": "message", "id": "u1", "role": "user", "text": HOSTILE})
+    code, shown, err = on_a_terminal("inspect", str(s), "--items", "--json")
+    assert code == 0, err
+    _clean(shown)
+    piped = cli("inspect", str(s), "--items", "--json", check=True).stdout
+    assert orjson.loads(shown) == orjson.loads(piped) and "\u202egnp.exe" in piped.decode()  # a pipe: exact
+
+
+def test_a_table_shows_bidi_controls_and_escapes_of_a_path(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    s = root / "evil\u202egnp.\x1b]0;x\x07"
+    _append(s, {"kind": "message", "id": "u1", "role": "user", "text": "hi"})
+    code, shown, err = on_a_terminal("inspect", str(root))
+    assert code == 0, err
+    assert b"\\u202egnp." in shown
+    _clean(shown)
+
+
+def test_the_torn_line_warning_shows_the_escape_of_its_path(tmp_path: Path) -> None:
+    s = tmp_path / "bad\x1b]0;owned\x07\u202e"
+    _append(s, {"kind": "message", "id": "u1", "role": "user", "text": "hi"})
+    with open(s / "updates.jsonl", "ab") as f:
+        f.write(b'{"kind": "message", "te')  # torn: no newline
+    code, shown, _ = on_a_terminal("inspect", str(s), stream="stderr")
+    assert b"torn" in shown and b"\xe2\x90\x9b]0;owned" in shown  # the path, its ESC as U+241B
+    _clean(shown)
+    piped = cli("inspect", str(s))
+    assert b"torn" in piped.stderr and b"\x1b" not in piped.stderr  # a warning is sanitised in a pipe too
