@@ -96,6 +96,7 @@ COMMAND_MODULES = {
     "repair": "repair",
     "report": "report",
     "resume": "resume",
+    "search": "search",
     "segment": "segment",
     "usage": "usage",
 }
@@ -160,7 +161,7 @@ def _config_usable() -> None:
 
 
 # Commands that parse their own plain spellings and start without typer (see `fastpath`).
-FAST_COMMANDS = ("append", "blob", "compact", "config", "export", "fork", "hook", "import", "inspect", "instructions", "prune", "repair", "resume", "segment", "usage")
+FAST_COMMANDS = ("append", "blob", "compact", "config", "export", "fork", "hook", "import", "inspect", "instructions", "prune", "repair", "resume", "search", "segment", "usage")
 
 
 def _run(args: "list[str]") -> None:
