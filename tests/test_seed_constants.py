@@ -12,7 +12,7 @@ import pytest
 from catty_ctx import announce, blobs, tokens
 from catty_ctx.compact import DEFAULT_THRESHOLD, PREFIRE_LEAD, compact_session, compact_target, measure
 from catty_ctx.compact import ladder, segments, twopass
-from catty_ctx.compact.ladder import SummaryRequest, _stage_items, run_ladder
+from catty_ctx.compact.ladder import SummaryRequest, Transient, _stage_items, run_ladder
 from catty_ctx.fingerprint import canonical
 from catty_ctx.prune import PruneOptions, PruneStats, prune
 from catty_ctx.store import Session
@@ -118,8 +118,15 @@ def test_the_lossy_stage_takes_70_percent_of_the_window() -> None:
 
 def test_three_attempts_3_then_6_seconds_apart_and_500_characters_are_enough() -> None:
     slept: list[float] = []
-    res = run_ladder("t", SummaryRequest(items=[{"role": "user", "text": "hi"}]), lambda p, t: "<summary>" + "s" * 499 + "</summary>", sleep=slept.append)
-    assert res.summary is None and len(res.attempts) == 3 and slept == [3.0, 6.0]
+
+    def busy(p: object, t: object) -> str:
+        raise Transient("HTTP 503")
+
+    res = run_ladder("t", SummaryRequest(items=[{"role": "user", "text": "hi"}]), busy, sleep=slept.append)
+    assert res.summary is None and len(res.attempts) == 3 and slept == [3.0, 6.0]  # a service failure waits 3 s, then 6 s
+    slept.clear()
+    short = run_ladder("t", SummaryRequest(items=[{"role": "user", "text": "hi"}]), lambda p, t: "<summary>" + "s" * 499 + "</summary>", sleep=slept.append)
+    assert short.summary is None and len(short.attempts) == 3 and slept == []  # a short answer is asked again at once
     ok = run_ladder("t", SummaryRequest(items=[{"role": "user", "text": "hi"}]), lambda p, t: "<summary>" + "s" * 500 + "</summary>", sleep=slept.append)
     assert ok.summary == "s" * 500
 
