@@ -80,9 +80,12 @@ def run(subcommand: str, **kwargs: Any) -> None:
 
 def _session_dir(session: str):  # type: ignore[no-untyped-def]
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..store import Session
+    from ..sources import native_segments, open_session
 
-    return Session.open(session).require_directory("segment")
+    opened = open_session(session, warn=None)
+    if opened.origin is not None:  # another agent's session: its own compactions' spans, derived in its spool
+        return native_segments(opened)
+    return opened.require_directory("segment")
 
 
 def list_cmd(session: str, as_json: bool = False) -> None:

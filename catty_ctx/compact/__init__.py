@@ -241,7 +241,8 @@ def compact_session(
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
-    require_ours(session)  # before any side file (artifact, prefire note), in every mode
+    if not (check and session.origin is not None):  # a check of a native session read in memory writes nothing
+        require_ours(session)  # before any side file (artifact, prefire note), in every mode
     # start-up: loaded when a compaction needs it (see the module note)
     from .segments import DETAILS
 
@@ -436,8 +437,17 @@ def _prefire(
 
 def compact_path(path: Path, **options: Any) -> CompactResult:
     """Compact (or check) the session at PATH: one unit of a ROOT, here or on a cluster worker."""
-    with Session.open(path) as s:
+    with _open(path, options) as s:
         return compact_session(s, **options)
+
+
+def _open(target: Any, options: dict[str, Any]) -> Session:
+    """A check reads a native session as its import; a compaction opens the source itself (and
+    refuses another agent's file)."""
+    # start-up: a native session's importers load only when one is read
+    from ..sources import open_session
+
+    return open_session(target, warn=None) if options.get("check") else Session.open(target)
 
 
 def compact_target(
@@ -465,5 +475,5 @@ def compact_target(
                 continue
             yield result
         return
-    with Session.open(target) as s:
+    with _open(target, options) as s:
         yield compact_session(s, **options)
