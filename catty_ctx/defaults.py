@@ -24,6 +24,7 @@ COMPACT_MODE = "summary"  # what the summary carrier points at: nothing, the log
 SEGMENT_DETAIL = "verbose"  # how much of each item a segment keeps
 SUMMARIZER = "extractive"  # who writes the summary: offline extraction
 MIN_SUMMARY_CHARS = 500  # a model summary shorter than this is degenerate and retried
+COMPACT_DEADLINE = 300.0  # seconds a compaction may wait for its summariser (the seed's backstop), then the minimal head
 
 # The continuation eval (eval)
 EVAL_MODE = "segments"  # the compaction mode evaluated
@@ -33,6 +34,7 @@ EVAL_JOBS = 1  # sessions evaluated at once
 # Request-copy pruning (prune): grok-build's values (and Anthropic's clear_tool_uses knobs)
 PRUNE_STRATEGIES = ("cache-aware", "tiered")
 PRUNE_STRATEGY = "cache-aware"
+WRITEBACK_AGENTS = ("claude", "codex")  # the agents `fork --to` writes sessions of
 PRUNE_MIN_PERCENT = 50.0  # tiered runs only when the request is at least this % of the window
 PRUNE_KEEP_TURNS = 3  # results younger than this many turns are never touched
 PRUNE_OMIT_AGE = 10  # tiered: from this age on, a placeholder

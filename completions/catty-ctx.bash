@@ -4,7 +4,7 @@ _catty_ctx() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     local groups=" segment "
-    local valued=" --append --at-turn --by --clear-at-least --compactions --connect-timeout --cwd --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --lock-timeout --low --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mode --model --omit-age --out --output --prefire-wait --previous --prices --replay --scheduler --seq --session --session-id --session-ref --since --strategy --summarizer --threshold --timeout --timezone --trim-head --trim-over --trim-tail --until --window -f -j -o "
+    local valued=" --append --at-turn --by --clear-at-least --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --lock-timeout --low --max-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mode --model --omit-age --out --output --prefire-wait --previous --prices --prune --replay --scheduler --seq --session --session-id --session-ref --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -o "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         if [[ "$w" == -* ]]; then
@@ -19,6 +19,10 @@ _catty_ctx() {
     case "$path|$prev" in
         "compact|--mode") COMPREPLY=($(compgen -W "summary transcript segments" -- "$cur")); return ;;
         "compact|--detail") COMPREPLY=($(compgen -W "none minimal balanced verbose" -- "$cur")); return ;;
+        "export|--format") COMPREPLY=($(compgen -W "md html txt" -- "$cur")); return ;;
+        "export|-f") COMPREPLY=($(compgen -W "md html txt" -- "$cur")); return ;;
+        "fork|--to") COMPREPLY=($(compgen -W "claude codex" -- "$cur")); return ;;
+        "fork|--prune") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "prune|--strategy") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "resume|--format") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
         "resume|-f") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
@@ -32,13 +36,14 @@ _catty_ctx() {
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion eval fork import inspect instructions prune repair report resume segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion eval export fork import inspect instructions prune repair report resume segment usage" ;;
         "append") opts="--create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help -h" ;;
-        "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
+        "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
-        "fork") opts="--at-turn --cwd --dry-run --help --json --model -h" ;;
+        "export") opts="--format --help --out --redact -f -h -o" ;;
+        "fork") opts="--at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
         "inspect") opts="--allow-empty --connect-timeout --context --help --items --json --scheduler --seq -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
@@ -50,7 +55,7 @@ _catty_ctx() {
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--help --json -h" ;;
         "segment show") opts="--help -h" ;;
-        "usage") opts="--by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until -h -j" ;;
+        "usage") opts="--allow-empty --by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until --verbose -h -j -v" ;;
     esac
     if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))

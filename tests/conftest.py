@@ -260,7 +260,7 @@ def result(cid: str, output: str = "ok", is_error: bool = False) -> dict[str, An
     return {"kind": "tool_result", "call_id": cid, "output": output, "is_error": is_error}
 
 
-def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100) -> tuple[int, bytes, bytes]:
+def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cwd: Path | None = None) -> tuple[int, bytes, bytes]:
     """Run the program with STREAM (stderr or stdout) on a pseudo-terminal: (exit code, the
     other stream, what the terminal showed)."""
     import pty
@@ -269,7 +269,7 @@ def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100) ->
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
     tty_out = stream == "stdout"
     proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,
-                            stderr=subprocess.PIPE if tty_out else secondary, env=env)
+                            stderr=subprocess.PIPE if tty_out else secondary, env=env, cwd=cwd)
     os.close(secondary)
     err = b""
     while True:

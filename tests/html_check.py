@@ -18,6 +18,7 @@ class Page(HTMLParser):
         self.texts: list[str] = []
         self.styles: list[str] = []
         self._in: list[str] = []
+        self.raw = text
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:

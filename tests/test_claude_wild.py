@@ -23,6 +23,11 @@ PARALLEL = WILD / "parallel-tools" / "wild-parallel-0006.jsonl"
 CUT = WILD / "cut-file" / "wild-cut-0009.jsonl"
 OLD = WILD / "old-subagents" / "wild-old-0010.jsonl"
 REWOUND = WILD / "rewound-tip" / "wild-tip-0012.jsonl"
+BLANK = WILD / "whitespace-text" / "wild-space-0013.jsonl"
+ALONE = WILD / "subagent-alone" / "agent-a7c41e9.jsonl"
+WORKFLOW = WILD / "workflow-subagents" / "wild-wf-0014.jsonl"
+FOREIGN = WILD / "foreign-session-records" / "wild-own-0015.jsonl"
+LIVE = WILD / "live-no-final-newline" / "wild-live-0016.jsonl"
 PREAMBLE = "This session is being continued from a previous conversation"
 
 
@@ -257,3 +262,63 @@ def test_a_last_prompt_naming_a_record_not_in_the_file_is_ignored_with_one_warni
     assert _texts(events)[-1] == "Done: test_token now freezes the clock." and "off_branch" not in report.skipped
     said = [w for w in warnings if "last-prompt" in w]
     assert len(said) == 1 and "line 12" in said[0] and "gone" in said[0], said  # (another session's marker: not ours)
+
+
+def test_a_text_block_of_whitespace_alone_never_reaches_the_request(tmp_path: Path) -> None:
+    """Claude Code logs "\n\n" text blocks (before a tool_use, or as a whole reply): the
+    provider refuses a blank text block in a request, so resume once sent a request it rejects."""
+    events, _, _ = run(BLANK)
+    assert not [e for e in events if e["kind"] == "message" and e["text"] and not e["text"].strip()]
+    assert tally(events) == {"user_turns": 2, "assistant_calls": 3, "tool_pairs": 1, "usage_events": 3}
+    out = tmp_path / "s"
+    ok("import", "claude", str(BLANK), "--out", str(out))
+    request = orjson.loads(ok("resume", str(out), "--format", "anthropic"))
+    blocks = [b for m in request["messages"] for b in m["content"] if isinstance(m["content"], list)]
+    assert blocks and all(b["text"].strip() for b in blocks if b["type"] == "text")
+    assert [m["role"] for m in request["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_subagent_transcript_alone_imports_as_its_own_conversation(tmp_path: Path) -> None:
+    """Given without its parent's file, every record a sidechain record: once the main view
+    was empty (resume: exit 65 "no conversation") and the file was read twice, as its own
+    subagent too."""
+    events, _, _ = run(ALONE)
+    assert events[0]["session_id"] == "agent-a7c41e9"
+    assert events[0]["parent_session_id"] == "3f1c9a2e-7d4b-4c10-9e55-00000000a016"
+    assert not [e for e in events if e.get("agent")]
+    assert tally(events) == {"user_turns": 1, "assistant_calls": 2, "tool_pairs": 1, "usage_events": 2}
+    context = next(e for e in events if e["kind"] == "state" and e["facet"] == "prompt_context")["value"]
+    assert context["audience"] == "subagent"
+    out = tmp_path / "s"
+    ok("import", "claude", str(ALONE), "--out", str(out))
+    assert b"retry delay" in ok("resume", str(out), "--format", "anthropic")
+
+
+def test_a_workflows_subagents_are_imported_with_their_parent() -> None:
+    """`<id>/subagents/workflows/<run>/agent-*.jsonl` (a `.meta.json` beside each): once left out."""
+    events, _, _ = run(WORKFLOW)
+    agents = sorted({e["agent"] for e in events if e.get("agent")})
+    assert agents == ["wa01", "wa02"]
+    assert [e["request_id"] for e in events if e["kind"] == "usage" and e.get("agent")] == [
+        "req_wa01_1", "req_wa01_2", "req_wa02_1", "req_wa02_2"]
+    assert tally(events) == {"user_turns": 1, "assistant_calls": 2, "tool_pairs": 1, "usage_events": 6}
+
+
+def test_records_stamped_with_no_or_another_session_id_that_continue_the_file_are_its_own() -> None:
+    """No sessionId on two records, an unrelated one on the last four (all linked below the
+    file's own): once the last four were dropped with their usage as "another session"."""
+    events, report, warnings = run(FOREIGN)
+    assert events[0]["session_id"] == "wild-own-0015"
+    assert tally(events) == {"user_turns": 2, "assistant_calls": 4, "tool_pairs": 2, "usage_events": 4}
+    assert _texts(events)[-1] == "Done: the key now follows uv.lock."
+    assert "other_session" not in report.skipped and not any("also holds" in w for w in warnings)
+
+
+def test_a_live_sessions_last_record_without_its_newline_is_read_without_a_warning() -> None:
+    """Claude Code writes the newline of a record with the next one: a complete last line is no torn write."""
+    assert not LIVE.read_bytes().endswith(b"\n")
+    events, report, warnings = run(LIVE)
+    assert report.torn == [] and not any("torn" in w for w in warnings)
+    assert _texts(events)[-1] == "Two TODOs: a retry in a.py and logging in b.py."
+    proc = cli("import", "claude", str(LIVE))
+    assert proc.returncode == 0 and b"torn" not in proc.stderr

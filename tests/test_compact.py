@@ -203,8 +203,8 @@ def test_dry_run_writes_nothing_but_reports(tmp_path: Path) -> None:
 def test_check_reports_over_and_under_without_writing(tmp_path: Path) -> None:
     s = planted(tmp_path / "s", window=200)
     before = _log(s)
-    assert compact_session(Session.open(s), check=True).status == "over"
-    assert compact_session(Session.open(s), check=True, threshold=100).status == "under"
+    assert compact_session(Session.open(s), check=True).status == "over_threshold"
+    assert compact_session(Session.open(s), check=True, threshold=100).status == "below_threshold"
     assert _log(s) == before
 
 
@@ -221,7 +221,7 @@ def test_compact_needs_a_directory(tmp_path: Path) -> None:
     bare.write_bytes(_log(s))
     with pytest.raises(UsageError, match="needs a session directory"):
         compact_session(Session.open(bare), force=True)
-    assert compact_session(Session.open(bare), check=True).status == "under"  # reading is fine
+    assert compact_session(Session.open(bare), check=True).status == "below_threshold"  # reading is fine
 
 
 def test_summariser_failure_keeps_its_artifact_and_appends_no_event(tmp_path: Path) -> None:

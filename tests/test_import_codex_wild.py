@@ -64,7 +64,8 @@ def imported(tmp_path: Path, name: str, fmt: str = "codex") -> Session:
 
 
 def test_every_variant_has_a_fixture() -> None:
-    assert CASES == ["calls-in-sequence-and-parallel", "cut-after-first-lines", "event-and-item-copies", "event-only",
+    assert CASES == ["calls-in-sequence-and-parallel", "chat-completions-document", "cut-after-first-lines",
+                     "developer-between-call-and-output", "event-and-item-copies", "event-only",
                      "first-cli-json-document", "fork-restamped-with-spawn-answer", "legacy-header-and-bare-items",
                      "newer-fields-and-rollback", "remote-compaction", "subagent-inherited-prefix"]
 
@@ -374,3 +375,42 @@ def test_any_mix_of_items_and_event_copies_imports_each_message_once_in_order(tu
     got = [("call", e["call_id"]) if e["kind"] == "tool_call" else (e["role"], e["text"])
            for e in events if e["kind"] == "tool_call" or (e["kind"] == "message" and e["text"])]
     assert got == want
+
+
+def test_a_developer_or_system_message_between_a_call_and_its_output_does_not_part_them(tmp_path: Path) -> None:
+    """Codex records a permissions or model change when it happens, mid-turn: once the message
+    parted each call from its output (a fresh import: dangling calls and displaced results)."""
+    events, _ = run(case("developer-between-call-and-output")[0])
+    order = [(e["kind"], e.get("call_id") or e.get("role")) for e in events if e["kind"] in ("message", "tool_call", "tool_result")]
+    assert order == [("message", "user"), ("message", "assistant"), ("tool_call", "call_d1"), ("tool_result", "call_d1"),
+                     ("message", "developer"), ("message", "assistant"), ("tool_call", "call_d2"), ("tool_call", "call_d3"),
+                     ("tool_result", "call_d2"), ("tool_result", "call_d3"), ("message", "system"), ("message", "assistant")]
+    session = imported(tmp_path, "developer-between-call-and-output")
+    assert pairing_problems(view(session)).counts == {"dangling": 0, "orphan": 0, "duplicate": 0}
+
+
+def test_a_document_of_chat_completions_messages_imports() -> None:
+    """`{session, items}` whose items are `role`/`content`/`tool_calls`/`tool_call_id`
+    messages: once refused as "no conversation"."""
+    source, _ = case("chat-completions-document")
+    assert detect(source) == "codex"
+    events, _ = run(source)
+    calls = [(e["call_id"], e["args"]) for e in events if e["kind"] == "tool_call"]
+    assert calls == [("call_cc1", {"command": ["wc", "-l", "setup.py"]}), ("call_cc2", {"command": ["wc", "-l", "pyproject.toml"]})]
+    texts = [e["text"] for e in messages(events, "assistant") if e["text"]]
+    assert texts == ["setup.py has 57 lines.", "Checking.", "There is no pyproject.toml in this folder."]
+    ids = [e["id"] for e in events if e["kind"] == "message"]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("name", ["instructions-only-header.jsonl", "instructions-only-session-meta.jsonl"])
+def test_a_rollout_holding_only_instructions_is_no_conversation(tmp_path: Path, name: str) -> None:
+    """Once imported with exit 0 as one user message; docs/import.md promises exit 65, nothing written."""
+    from conftest import cli
+
+    source = FIXTURES / "import" / "codex" / "bad" / name
+    out = tmp_path / "s"
+    proc = cli("import", "codex", str(source), "--out", str(out))
+    assert proc.returncode == 65 and b"no conversation" in proc.stderr and not out.exists()
+    proc = cli("import", "auto", str(source))
+    assert proc.returncode == 65 and proc.stdout == b""

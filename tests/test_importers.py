@@ -541,3 +541,15 @@ def test_an_opencode_storage_names_a_missing_session(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="no opencode session ses_x in this storage"):
         run("opencode", OPENCODE, session_id="ses_x")
+
+
+def test_an_opencode_export_document_imports_by_name_and_by_auto() -> None:
+    """`opencode export ID` writes {info, messages: [{info, parts}]}: once refused by both."""
+    source = IMP / "opencode" / "wild" / "export-document" / "session-export.json"
+    assert detect(source) == "opencode"
+    for fmt in ("opencode", "auto"):
+        events, report = run(fmt, source)
+        assert events[0]["session_id"] == "ses_4c1f9a2b7ffeQx3LkZ0wYt19" and events[0]["cwd"] == "/home/dev/notes"
+        assert report.user_turns == 2
+        assert [(e["input"], e["cache_read"]) for e in events if e["kind"] == "usage"] == [(1200, 0), (140, 1200), (30, 1380)]
+        assert [e["call_id"] for e in events if e["kind"] == "tool_result"] == ["toolu_oc1"]

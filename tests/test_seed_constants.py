@@ -75,8 +75,8 @@ def _window_for(path: Path, percent: float, above: bool) -> int:
 def test_85_percent_triggers_and_just_under_does_not(tmp_path: Path) -> None:
     at = _talk(tmp_path / "at", _window_for(tmp_path / "probe", 85, True))
     under = _talk(tmp_path / "under", _window_for(tmp_path / "probe2", 85, False))
-    assert compact_session(Session.open(at), check=True).status == "over"
-    assert compact_session(Session.open(under), check=True).status == "under"
+    assert compact_session(Session.open(at), check=True).status == "over_threshold"
+    assert compact_session(Session.open(under), check=True).status == "below_threshold"
 
 
 def test_a_root_prefires_from_75_percent(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_a_root_prefires_from_75_percent(tmp_path: Path) -> None:
     _talk(tmp_path / "root" / "at75", int(t * 100 / 75.0))
     _talk(tmp_path / "root" / "at74", int(t * 100 / 74.6))
     statuses = {Path(r.path).name: r.status for r in compact_target(str(tmp_path / "root"), prefire=True)}
-    assert statuses == {"at75": "prefired", "at74": "not_near_threshold"}
+    assert statuses == {"at75": "prefired", "at74": "below_threshold"}
 
 
 def test_pass_one_takes_95_of_100_equal_items() -> None:

@@ -189,7 +189,7 @@ def test_root_prefire_takes_sessions_within_10_points_of_their_threshold(tmp_pat
     write_log(tmp_path / "root" / "near", [{**evs[0], "window": int(tokens * 100 / 80)}, *evs[1:]])  # ~80%
     write_log(tmp_path / "root" / "far", [{**evs[0], "window": tokens * 4}, *evs[1:]])  # ~25%
     rows = {Path(r.path).name: r.status for r in compact_target(str(tmp_path / "root"), prefire=True)}
-    assert rows == {"near": "prefired", "far": "not_near_threshold"}
+    assert rows == {"near": "prefired", "far": "below_threshold"}
     assert not any(_last_event(tmp_path / "root" / n)["kind"] == "compaction" for n in rows)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -287,19 +288,21 @@ def test_an_incomplete_usage_withholds_cost_and_marks_rows_partial(tmp_path: Pat
 # -- prices ------------------------------------------------------------------------------------
 
 
-def test_bundled_price_table_is_dated_and_uses_litellm_field_names() -> None:
-    doc = orjson.loads((Path(catty_ctx.__file__).parent / "prices.json").read_bytes())
-    assert datetime.strptime(doc["_meta"]["date"], "%Y-%m-%d")
-    fields = {"input_cost_per_token", "output_cost_per_token", "cache_creation_input_token_cost", "cache_read_input_token_cost"}
-    for name, entry in doc.items():
-        if name != "_meta":
-            assert {"input_cost_per_token", "output_cost_per_token"} <= set(entry)
-            assert set(entry) <= fields | {f + U.TIER_SUFFIX for f in fields}, name
+def test_prices_come_from_the_price_library_named_with_its_version(tmp_path: Path) -> None:
+    import genai_prices
+
+    write_log(tmp_path / "r" / "a", [{"kind": "session", "session_id": "sa"}, _usage_ev(SONNET, 1000, 100)])
+    led = ledger([tmp_path / "r"])
+    assert led.document()["prices"] == {"library": "genai-prices", "version": genai_prices.__version__, "files": []}
+    assert led.totals["cost_usd"] == round(1000 * 3e-6 + 100 * 15e-6, 6) and led.totals["partial"] is False
+
+
+SONNET_45 = "claude-sonnet-4-5-20250929"
 
 
 def test_a_call_above_200k_prompt_tokens_is_priced_wholly_at_the_tier_rates() -> None:
     prices = U.load_prices()
-    base = U.Record(0.0, SONNET, 1_000, 2_000, 150_000, 40_000, 0, None, None, False, "main", "s", "", False, None, None)
+    base = U.Record(1.77e9, SONNET_45, 1_000, 2_000, 150_000, 40_000, 0, None, None, False, "main", "s", "", False, None, None)
     small = U.call_cost(base, prices)
     assert small == pytest.approx(1_000 * 3e-6 + 2_000 * 15e-6 + 150_000 * 0.3e-6 + 40_000 * 3.75e-6)
     big = replace(base, cache_read=160_000)  # prompt 1,000 + 160,000 + 40,000 = 201,000 > 200,000
@@ -308,8 +311,63 @@ def test_a_call_above_200k_prompt_tokens_is_priced_wholly_at_the_tier_rates() ->
     assert U.call_cost(at_limit, prices) == pytest.approx(1_000 * 3e-6 + 2_000 * 15e-6 + 159_000 * 0.3e-6 + 40_000 * 3.75e-6)
 
 
-def test_model_names_match_without_provider_prefix_or_date() -> None:
+@pytest.mark.parametrize("name, provider, model", [
+    ("claude-sonnet-4-6", "anthropic", "claude-sonnet-4-6"),
+    ("claude-opus-4-6", "anthropic", "claude-opus-4-6"),
+    ("gpt-5.3-codex", "openai", "gpt-5.3-codex"),
+    ("gemini-3-pro", "google", "gemini-3-pro-preview"),
+    ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "aws", None),  # Bedrock's own (regional) price
+    ("claude-sonnet-4-5@20250929", "google", "claude-sonnet-4-5"),  # Vertex
+    ("anthropic/claude-sonnet-4.5", "openrouter", "anthropic/claude-sonnet-4.5"),
+    ("claude-sonnet-4-5-20250929", "anthropic", "claude-sonnet-4-5"),
+])
+def test_current_provider_prefixed_and_dated_names_are_priced_by_the_library(name: str, provider: str, model: str | None) -> None:
     prices = U.load_prices()
+    got = prices.priced_by(name)
+    assert got is not None and got["provider"] == provider and (model is None or got["model"] == model)
+    assert prices.rates(name, 20_500, False) is not None
+
+
+def test_prices_apply_at_the_calls_date() -> None:
+    """o3's price fell on 2025-06-10: a call before that day costs the old price, one after it the new."""
+    prices = U.load_prices()
+    before = U.Record(datetime(2025, 6, 9, 12, tzinfo=timezone.utc).timestamp(), "o3", 1_000_000, 0, 0, 0, 0, None, None, False,
+                      "main", "s", "", False, None, None)
+    after = replace(before, ts=datetime(2025, 6, 11, 12, tzinfo=timezone.utc).timestamp())
+    assert U.call_cost(before, prices) == pytest.approx(10.0) and U.call_cost(after, prices) == pytest.approx(2.0)
+
+
+def test_unknown_models_stay_unpriced_and_the_library_never_reaches_the_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    def refuse(*_a: Any, **_k: Any) -> None:
+        raise AssertionError("the price library tried the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "fresh-cache"))
+    prices = U.load_prices()
+    assert prices.rates("no-such-model-xyz", 20_500, False) is None and prices.priced_by("no-such-model-xyz") is None
+    assert prices.rates("claude-opus-4-6", 20_500, False) is not None
+
+
+def test_a_warm_run_never_imports_the_price_library(tmp_path: Path) -> None:
+    """The models a run meets are resolved once and kept in the price index: a later process
+    over new logs of the same models prices them without importing the library."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(Path(catty_ctx.__file__).parent.parent))
+    probe = ("import sys; from catty_ctx.usage import usage; led, _ = usage([sys.argv[1]], use_cache=False, jobs=1); "
+             "print(led.totals['cost_usd'] is not None, 'genai_prices.data' in sys.modules, 'genai_prices.update_prices' in sys.modules)")
+    # (the library's updater, its only code that reaches the network, is never even imported)
+    for i, expect in ((0, "True True False"), (1, "True False False")):
+        write_log(tmp_path / f"r{i}" / "a", [{"kind": "session", "session_id": f"s{i}"}, _usage_ev("claude-opus-4-6", 1000, 100)])
+        out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / f"r{i}")], capture_output=True, env=env, text=True, check=True)
+        assert out.stdout.split() == expect.split()
+
+
+def test_model_names_match_the_users_table_without_provider_prefix_or_date(tmp_path: Path) -> None:
+    table = tmp_path / "prices.json"
+    table.write_bytes(orjson.dumps({SONNET: {"input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6}}))
+    prices = U.load_prices(table)
     assert prices.lookup("anthropic/claude-sonnet-4-20250514") is prices.lookup(SONNET)
     assert prices.lookup("claude-sonnet-4") is prices.lookup(SONNET)
     assert prices.lookup("claude-sonnet-4-5") is not prices.lookup(SONNET)
@@ -327,6 +385,17 @@ def test_prices_file_overrides_bundled_entries_and_unpriced_models_make_rows_par
     led = ledger([tmp_path / "r"], prices_file=str(table))
     assert row(led, "house-model")["cost_usd"] == 1.2 and row(led, "house-model")["partial"] is False
     assert row(led, SONNET)["cost_usd"] == 0.001 and led.totals["partial"] is False
+    assert led.document()["prices"]["files"] == [str(table)]
+
+
+def test_the_configured_price_table_covers_private_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_log(tmp_path / "r" / "a", [{"kind": "session", "session_id": "sa"}, _usage_ev("house-model", 1000, 100)])
+    (tmp_path / "config" / "catty-ctx").mkdir(parents=True)
+    (tmp_path / "config" / "catty-ctx" / "prices.json").write_bytes(
+        orjson.dumps({"house-model": {"input_cost_per_token": 1e-3, "output_cost_per_token": 2e-3}}))
+    assert row(ledger([tmp_path / "r"]), "house-model")["cost_usd"] is None
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert row(ledger([tmp_path / "r"]), "house-model")["cost_usd"] == 1.2  # (a new table is a new question: not the cached answer)
 
 
 # -- bad lines, detection ----------------------------------------------------------------------
@@ -498,6 +567,7 @@ def test_no_cache_neither_reads_nor_writes_the_cache(tmp_path: Path) -> None:
     _, scan = U.usage([str(tmp_path / "c")], use_cache=False)
     _, scan2 = U.usage([str(tmp_path / "c")], use_cache=False)
     assert scan2.files_parsed == scan.files_parsed == scan.files
+    # (only the price index, which stands for the installed price library, not for any log)
     assert not U.cache_dir().exists() or not list(U.cache_dir().glob("usage-*.bin"))
 
 

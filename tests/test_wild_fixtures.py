@@ -9,7 +9,7 @@ in the agent's own code or in files users attach to bug reports). Each one lives
   folder to import, relative to the fixture folder), or
 - a file `NAME.EXT` with `NAME.expected.json` beside it.
 
-`expected.json` holds what the import must give; every key is optional:
+`expected.json` holds what the import must give; every key but `user_turns` is optional:
 `session` (passed as `--session`), `session_id`, `parent_session_id` and `model` (of the
 session event), `user_turns` (real user messages of the main loop), `assistant_messages`
 and `assistant_text_messages` (main loop; the latter with text), `tool_calls` and
@@ -17,10 +17,13 @@ and `assistant_text_messages` (main loop; the latter with text), `tool_calls` an
 `off_branch_usage`, `agent_usage`, `compactions`, `images`, `reasoning`, `dangling` (what
 `inspect` finds), `unlinked` and `other_session` (from the import report), `off_branch`
 (the report's skip count), `usage_calls` (the ledger of the imported session) and
-`source_usage_calls` (the ledger of the source). When `usage_matches_source` is not false
-and the source is read by the ledger, the imported session's token totals equal the
-source's. Unless `auto` is false, `import auto` names the fixture's format (`format`, when
-given, must be the folder's).
+`source_usage_calls` (the ledger of the source), `torn` (lines cut mid-record). The round trip holds on every one: the
+import reports no torn line, `repair --check` exits 0, both provider requests are valid,
+and the ledger of the import equals the ledger of the source (the fixture's folder: a
+session with its subagent files), summed over the import of each session the file holds
+(`other_sessions` names the others) — unless `usage_matches_source` is false, which
+`usage_gap` must explain. Unless `auto` is false, `import auto` names the fixture's format
+(`format`, when given, must be the folder's).
 """
 from __future__ import annotations
 
@@ -88,6 +91,8 @@ def _check_anthropic(doc: dict[str, Any]) -> None:
     for k, m in enumerate(msgs):
         blocks = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
         assert blocks, f"an empty message: {m}"
+        for block in blocks:  # the provider refuses a text block of whitespace alone
+            assert block["type"] != "text" or block["text"].strip(), f"a blank text block: {m}"
         if m["role"] != "assistant":
             continue
         uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
@@ -126,9 +131,14 @@ def test_wild_fixture_imports_and_works_with_every_command(entry: Path, tmp_path
     assert expected.get("format", fmt) == fmt
     if expected and expected.get("auto", True):
         assert detect(source) == fmt
+    assert "user_turns" in expected, "a wild fixture says how many user turns its source holds"
     out = tmp_path / "imported"
     session = ["--session", expected["session"]] if expected.get("session") else []
-    report = orjson.loads(_ok("import", fmt, str(source), "--out", str(out), *session))
+    proc = cli("import", fmt, str(source), "--out", str(out), *session)
+    assert proc.returncode == 0, proc.stderr.decode()
+    report = orjson.loads(proc.stdout)
+    torn = expected.get("torn", 0)  # a line cut mid-record; a complete last line lacking its newline is none
+    assert len(report["torn"]) == torn and (torn or b"torn" not in proc.stderr), proc.stderr.decode()
     events = [orjson.loads(line) for line in (out / "updates.jsonl").read_bytes().splitlines()]
 
     inspected = orjson.loads(_ok("inspect", str(out), "--json"))
@@ -154,8 +164,19 @@ def test_wild_fixture_imports_and_works_with_every_command(entry: Path, tmp_path
             assert report["skipped"].get(key, 0) == expected[key], key
     if "usage_calls" in expected:
         assert ledger["calls"] == expected["usage_calls"]
+    whole = entry if entry.is_dir() else source  # the session with the files beside it (subagents)
+    # (--allow-empty: a source with no usage the ledger reads, such as the first CLI's document, is 0 calls)
+    source_ledger = orjson.loads(_ok("usage", str(whole), "--json", "--allow-empty"))["totals"]
     if "source_usage_calls" in expected:
-        source_ledger = orjson.loads(_ok("usage", str(source), "--json"))["totals"]
         assert source_ledger["calls"] == expected["source_usage_calls"]
-        if expected.get("usage_matches_source", True):
-            assert {k: ledger[k] for k in _TOTALS} == {k: source_ledger[k] for k in _TOTALS}
+    if expected.get("usage_matches_source", True):
+        totals = {k: ledger[k] for k in _TOTALS}
+        for n, other in enumerate(expected.get("other_sessions", ())):
+            more = tmp_path / f"other-{n}"
+            _ok("import", fmt, str(source), "--out", str(more), "--session", other)
+            for k, v in orjson.loads(_ok("usage", str(more), "--json"))["totals"].items():
+                if k in totals:
+                    totals[k] += v
+        assert totals == {k: source_ledger[k] for k in _TOTALS}
+    else:
+        assert expected.get("usage_gap"), "say why the import's usage differs from the source's"

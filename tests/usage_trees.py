@@ -207,3 +207,141 @@ def codex_rollout(path: Path, steps: list[dict[str, Any]], *, session_id: str = 
     lines.append(orjson.dumps({"timestamp": steps[-1]["ts"], "type": "event_msg", "payload": {"type": "token_count", "info": None, "rate_limits": {}}}))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+GEMINI_MODELS = ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-3-pro-preview")
+
+
+def gemini_home(root: Path, *, projects: int = 1, sessions: int = 2, turns: int = 6, seed: int = 1, pad: int = 200,
+                form: str = "jsonl", start: datetime = datetime(2026, 2, 3, 9, 0, tzinfo=timezone.utc)) -> Truth:
+    """Write ROOT/tmp/<project>/chats/session-*.jsonl (FORM "jsonl": a metadata line, records, a
+    rewrite of each reply with the same id, a `$set`) or session-*.json (FORM "json": one document).
+
+    The truth counts each reply once, thinking tokens in output (`Truth.add` gets output + thoughts)."""
+    rng = random.Random(seed)
+    truth = Truth()
+    t = start
+    (root / "settings.json").parent.mkdir(parents=True, exist_ok=True)
+    (root / "settings.json").write_text("{}")
+    for p in range(projects):
+        chats = root / "tmp" / f"{rng.getrandbits(64):016x}" / "chats"
+        chats.mkdir(parents=True, exist_ok=True)
+        for s in range(sessions):
+            sid = f"{seed:08x}-{p:04x}-{s:04x}-8000-{rng.getrandbits(48):012x}"
+            records: list[dict[str, Any]] = []
+            lines: list[bytes] = []
+            for turn in range(turns):
+                t += timedelta(seconds=rng.randint(20, 900))
+                records.append({"id": f"u{s}-{turn}", "timestamp": _ts(t), "type": "user", "content": [{"text": _text(rng, 60)}]})
+                lines.append(orjson.dumps(records[-1]))
+                t += timedelta(seconds=rng.randint(2, 60))
+                model = rng.choice(GEMINI_MODELS)
+                prompt = rng.randint(1_000, 60_000)
+                cached = rng.choice((0, rng.randint(0, prompt)))
+                out, thoughts, tool = rng.randint(1, 3_000), rng.choice((0, rng.randint(1, 2_000))), rng.choice((0, 0, rng.randint(1, 500)))
+                tokens = {"input": prompt, "output": out, "cached": cached, "thoughts": thoughts, "tool": tool,
+                          "total": prompt + out + thoughts + tool}
+                reply = {"id": f"g{seed}-{p}-{s}-{turn}-{rng.getrandbits(32):08x}", "timestamp": _ts(t), "type": "gemini",
+                         "content": _text(rng, pad), "model": model, "thoughts": [{"subject": "Plan", "description": _text(rng, 80)}]}
+                # The reply is written first without its tokens, then again with them (same id).
+                lines.append(orjson.dumps(reply))
+                reply = dict(reply, tokens=tokens)
+                records.append(reply)
+                lines.append(orjson.dumps(reply))
+                truth.add(model, t, {"input_tokens": prompt - cached + tool, "output_tokens": out + thoughts,
+                                     "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0})
+            stamp = start.strftime("%Y-%m-%dT%H-%M")
+            meta = {"sessionId": sid, "projectHash": chats.parent.name, "startTime": _ts(start), "lastUpdated": _ts(t), "kind": "main"}
+            if form == "json":
+                (chats / f"session-{stamp}-{sid[:8]}{s}.json").write_bytes(orjson.dumps({**meta, "messages": records}, option=orjson.OPT_INDENT_2))
+            else:
+                body = [orjson.dumps(meta), *lines, orjson.dumps({"$set": {"lastUpdated": _ts(t)}})]
+                (chats / f"session-{stamp}-{sid[:8]}{s}.jsonl").write_bytes(b"\n".join(body) + b"\n")
+    return truth
+
+
+OPENCODE_MODELS = ("claude-sonnet-4-5", "gpt-5", "claude-opus-4-6")
+
+
+def opencode_sessions(*, sessions: int = 2, turns: int = 5, seed: int = 1, pad: int = 200,
+                      start: datetime = datetime(2026, 2, 4, 9, 0, tzinfo=timezone.utc)) -> tuple[list[dict[str, Any]], Truth]:
+    """opencode sessions as `opencode export` documents ({info, messages: [{info, parts}]}); each
+    assistant message runs 1-3 steps (a step-finish part each: the calls), its own tokens the last step's."""
+    rng = random.Random(seed)
+    truth = Truth()
+    t = start
+    docs = []
+    n = 0
+    for s in range(sessions):
+        sid = f"ses_{seed:04d}{s:04d}{rng.getrandbits(40):010x}"
+        cwd = f"/home/user/work/oc{s}"
+        messages = []
+        for _turn in range(turns):
+            t += timedelta(seconds=rng.randint(20, 900))
+            n += 1
+            uid = f"msg_{seed:04d}{n:08d}u"
+            messages.append({"info": {"id": uid, "sessionID": sid, "role": "user", "time": {"created": int(t.timestamp() * 1000)}},
+                             "parts": [{"id": f"prt_{uid}_0", "sessionID": sid, "messageID": uid, "type": "text", "text": _text(rng, 60)}]})
+            n += 1
+            mid = f"msg_{seed:04d}{n:08d}a"
+            model = rng.choice(OPENCODE_MODELS)
+            t += timedelta(seconds=rng.randint(2, 60))
+            parts: list[dict[str, Any]] = []
+            last: dict[str, Any] = {}
+            for step in range(rng.randint(1, 3)):
+                tokens = {"input": rng.randint(10, 5_000), "output": rng.randint(1, 2_000), "reasoning": rng.choice((0, rng.randint(1, 900))),
+                          "cache": {"read": rng.randint(0, 90_000), "write": rng.choice((0, rng.randint(1, 9_000)))}}
+                parts.append({"id": f"prt_{mid}_{step}s", "sessionID": sid, "messageID": mid, "type": "step-start"})
+                parts.append({"id": f"prt_{mid}_{step}t", "sessionID": sid, "messageID": mid, "type": "tool", "callID": f"call_{mid}{step}",
+                              "tool": "bash", "state": {"status": "completed", "input": {"command": "ls"}, "output": _text(rng, pad)}})
+                parts.append({"id": f"prt_{mid}_{step}z", "sessionID": sid, "messageID": mid, "type": "step-finish", "reason": "tool-calls",
+                              "cost": 0, "tokens": tokens})
+                last = tokens
+                truth.add(model, t, {"input_tokens": tokens["input"], "output_tokens": tokens["output"] + tokens["reasoning"],
+                                     "cache_read_input_tokens": tokens["cache"]["read"], "cache_creation_input_tokens": tokens["cache"]["write"]})
+            info = {"id": mid, "sessionID": sid, "role": "assistant", "time": {"created": int(t.timestamp() * 1000)}, "modelID": model,
+                    "providerID": "anthropic" if model.startswith("claude") else "openai", "cost": 0, "tokens": last,
+                    "path": {"cwd": cwd, "root": cwd}}
+            messages.append({"info": info, "parts": parts})
+        docs.append({"info": {"id": sid, "directory": cwd, "title": f"session {s}", "time": {"created": int(start.timestamp() * 1000)}},
+                     "messages": messages})
+    return docs, truth
+
+
+def opencode_storage(root: Path, docs: list[dict[str, Any]]) -> None:
+    """Write DOCS (see `opencode_sessions`) as opencode's storage tree under ROOT/storage."""
+    for doc in docs:
+        sid = doc["info"]["id"]
+        (root / "storage" / "session" / "prj_1").mkdir(parents=True, exist_ok=True)
+        (root / "storage" / "session" / "prj_1" / f"{sid}.json").write_bytes(orjson.dumps(doc["info"]))
+        for m in doc["messages"]:
+            folder = root / "storage" / "message" / sid
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{m['info']['id']}.json").write_bytes(orjson.dumps(m["info"], option=orjson.OPT_INDENT_2))
+            for p in m["parts"]:
+                pf = root / "storage" / "part" / m["info"]["id"]
+                pf.mkdir(parents=True, exist_ok=True)
+                (pf / f"{p['id']}.json").write_bytes(orjson.dumps(p, option=orjson.OPT_INDENT_2))
+
+
+def opencode_db(path: Path, docs: list[dict[str, Any]]) -> None:
+    """Write DOCS as the tables of an `opencode.db` (a JSON `data` column per row)."""
+    import sqlite3
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(path)
+    con.executescript("CREATE TABLE session (id TEXT PRIMARY KEY, directory TEXT, time_created INTEGER, data TEXT);"
+                      "CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT, time_created INTEGER, data TEXT);"
+                      "CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT, session_id TEXT, time_created INTEGER, data TEXT);")
+    for doc in docs:
+        info = doc["info"]
+        con.execute("INSERT INTO session VALUES (?, ?, ?, ?)", (info["id"], info["directory"], info["time"]["created"], orjson.dumps(info).decode()))
+        for m in doc["messages"]:
+            mi = {k: v for k, v in m["info"].items() if k not in ("id", "sessionID")}
+            con.execute("INSERT INTO message VALUES (?, ?, ?, ?)", (m["info"]["id"], info["id"], m["info"]["time"]["created"], orjson.dumps(mi).decode()))
+            for p in m["parts"]:
+                pd = {k: v for k, v in p.items() if k not in ("id", "sessionID", "messageID")}
+                con.execute("INSERT INTO part VALUES (?, ?, ?, ?, ?)", (p["id"], m["info"]["id"], info["id"], m["info"]["time"]["created"],
+                                                                      orjson.dumps(pd).decode()))
+    con.commit()
+    con.close()

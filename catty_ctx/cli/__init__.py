@@ -2,7 +2,7 @@
 
 Each command lives in its own module and imports the library lazily, so `--version` and
 `--help` start fast. The typer application is built on first use of `app`: `append`,
-`blob`, `compact`, `fork`, `import`, `inspect`, `instructions`, `prune`, `repair`, `resume`, `usage` and
+`blob`, `compact`, `export`, `fork`, `import`, `inspect`, `instructions`, `prune`, `repair`, `resume`, `usage` and
 `segment`'s subcommands parse their own argv when they can (see `cli/fastpath.py`) and answer without loading the CLI framework.
 """
 import importlib
@@ -85,6 +85,7 @@ COMMAND_MODULES = {
     "compact": "compact",
     "completion": "completion",
     "eval": "eval",
+    "export": "export",
     "fork": "fork",
     "import": "import_",
     "inspect": "inspect",
@@ -144,7 +145,7 @@ def main(argv: "list[str] | None" = None) -> None:
 
 
 # Commands that parse their own plain spellings and start without typer (see `fastpath`).
-FAST_COMMANDS = ("append", "blob", "compact", "fork", "import", "inspect", "instructions", "prune", "repair", "resume", "segment", "usage")
+FAST_COMMANDS = ("append", "blob", "compact", "export", "fork", "import", "inspect", "instructions", "prune", "repair", "resume", "segment", "usage")
 
 
 def _run(args: "list[str]") -> None:

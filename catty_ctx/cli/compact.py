@@ -7,6 +7,7 @@ much of such a run.
 from __future__ import annotations
 
 from ..defaults import (
+    COMPACT_DEADLINE,
     COMPACT_MODE,
     COMPACT_MODES,
     CONNECT_TIMEOUT,
@@ -19,7 +20,8 @@ from ..defaults import (
 )
 from ..errors import CattyError, ExitCode, UsageError
 from .errors import warn
-from .fastpath import CLUSTER, Option, declare as declare_command, parse_one
+from .fastpath import CLUSTER, Option, parse_one
+from .fastpath import declare as declare_command
 from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
 TYPE_CHECKING = False
@@ -44,6 +46,9 @@ PARAMS = (
       "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")),
     ("min_summary_chars", ("--min-summary-chars",), int, "N", "A model summary shorter than this is degenerate and retried.", {"min": 0}),
     ("timeout", ("--timeout",), float, "SECONDS", "Per-call timeout of a cmd: or openai: summariser.", {"min": 0.1}),
+    Option("deadline", ("--deadline",), float, "SECONDS",
+           ("The whole summariser ladder may take this long (default 300); then the compaction goes on with the offline extractive "
+            "summary and the minimal head (system items and the summary), and the event records it as `deadline`."), {"min": 0.1}),
     ("two_pass", ("--two-pass",), None, None,
      "Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass."),
     ("prefire", ("--prefire",), None, None,
@@ -91,7 +96,8 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         detail: str = SEGMENT_DETAIL, summarizer: str = SUMMARIZER, min_summary_chars: int = MIN_SUMMARY_CHARS, timeout: float | None = None,
         two_pass: bool = False, prefire: bool = False, prefire_wait: float | None = None, replay: str | None = None, no_redact: bool = False,
         dry_run: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, allow_empty: bool = False, as_json: bool = False,
-        scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
+        scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False,
+        deadline: float = COMPACT_DEADLINE) -> None:
     """Compact TARGET (or, with --replay, rerun an artifact); the rows go to stdout, warnings and errors to stderr."""
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
@@ -114,7 +120,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
 
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact import compact_target
+    from ..compact import OVER, compact_target
 
     errors: list[CattyError] = []
 
@@ -147,7 +153,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
             compact_target(
                 target, on_error=on_error, sessions=sessions, engine=engine, progress=progress, threshold=threshold, force=force, mode=mode,
                 summarizer=summarizer, detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, prefire_wait=prefire_wait,
-                redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout,
+                redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout, deadline=deadline,
             )
         )
     rows = [r.row() for r in results]
@@ -157,7 +163,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     if errors:
         raise SystemExit(int(errors[0].exit_code))
-    if check and any(r.status == "over" for r in results):
+    if check and any(r.status == OVER for r in results):
         raise SystemExit(int(ExitCode.CHECK_FAILED))
 
 

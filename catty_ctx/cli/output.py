@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+from ..visible import CONTROLS
+
 TYPE_CHECKING = False  # typing and msgspec load where used: `usage` prints a cached answer without them
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -108,9 +110,6 @@ def console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
 
 
-# C0 controls (but tab and newline), DEL and C1 controls would drive the terminal rather than
-# show: each becomes a visible stand-in (U+2400's control pictures, U+FFFD for C1).
-CONTROLS = {c: 0x2400 + c for c in range(32) if c not in (9, 10)} | {127: 0x2421} | {c: 0xFFFD for c in range(0x80, 0xA0)}
 
 
 def plain(value: Any) -> str:

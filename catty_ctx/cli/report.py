@@ -32,6 +32,9 @@ def report_cmd(
 ) -> None:
     """A session's context lifecycle as one HTML page that works offline, from a file.
 
+    On a terminal without -o the page is written to <session-id>.html in the current folder
+    (its path is printed); in a pipe it goes to stdout.
+
     Sections: #summary (ids, model, window, tokens now, fingerprint, repair --check
     problems), #timeline (context tokens per provider request with the window, the
     threshold, compactions, prune batches, two-pass prefires and the cached share),
@@ -72,6 +75,10 @@ def report_cmd(
         rep = build_report(session)
     ref = target if target != "-" else "SESSION"
     data = render(rep, ref=ref).encode("utf-8", "surrogateescape")
+    if output is None and sys.stdout.isatty():
+        # A page is no reading for a terminal: it goes to a file of its own, named by the session.
+        output = str(_page_name(rep.session_id))
+        note(f"report written to {output}")
     if output is None or output == "-":
         try:
             sys.stdout.buffer.write(data)
@@ -90,3 +97,17 @@ def report_cmd(
         write_file(dest, data)
     if rep.errors:  # the page says what is wrong; so does one error line, and the exit status
         raise CattyError(rep.errors[0], exit_code=DataError.exit_code)
+
+
+def _page_name(session_id: object) -> Path:
+    """`<session-id>.html` in the current folder (the id's safe characters only; it is data),
+    with -2, -3 … added rather than replacing a file that is there."""
+    # start-up: only a terminal's run names a file
+    import re
+
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", str(session_id or "session")).lstrip(".")[:80] or "session"
+    path, n = Path(f"{stem}.html"), 1
+    while path.exists():
+        n += 1
+        path = Path(f"{stem}-{n}.html")
+    return path

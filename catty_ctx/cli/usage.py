@@ -1,4 +1,4 @@
-"""`catty-ctx usage`: the token and cost ledger over catty, Claude Code and Codex sessions.
+"""`catty-ctx usage`: the token and cost ledger over Claude Code, Codex, Gemini CLI, opencode and catty sessions.
 
 This command starts without the CLI framework (see `fastpath`): `parse_args` reads the plain
 spellings of its options and `run` does the work, so a cron job asking again about unchanged
@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from ..usage import Ledger, Scan
 
 BY_HELP = "Rows by KEY: model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
-PATHS_HELP = ("A catty session or ROOT, a Claude Code config dir or projects tree, a Codex home or sessions tree, one log file, "
-              "or - for a log on stdin; told apart by content.")
+PATHS_HELP = ("A Claude Code config dir or projects tree, a Codex home or sessions tree, a Gemini CLI home or chat, opencode's data "
+              "folder, storage, opencode.db or export, a catty session or ROOT, one log file, or - for a log on stdin; told apart by "
+              "content. None: the agents' standard homes that exist.")
 
 # The options of `usage`, declared once: (parameter of `run`, option names, value type (None: a flag),
 # metavar, help). The shared options (--json, --scheduler, --connect-timeout) bring their own help (None here).
@@ -29,29 +30,33 @@ PARAMS = (
     ("since", ("--since",), str, "DATE", "Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
     ("until", ("--until",), str, "DATE", "Only calls on or before this day (YYYY-MM-DD)."),
     ("as_json", ("--json",), None, None, None),
-    ("prices", ("--prices",), str, "FILE", "A price table (LiteLLM's field names) whose entries replace the bundled ones."),
+    ("prices", ("--prices",), str, "FILE", "A price table (LiteLLM's field names) whose entries win over the price library's "
+     "(private models, other terms)."),
     ("no_cache", ("--no-cache",), None, None, "Read every file in full; neither read nor write the caches."),
     ("jobs", ("--jobs", "-j"), int, "N", "Parse files in N processes (default: one per CPU).", {"min": 1}),
     ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
      "every line of every log is checked, not only those that can hold usage."),
     ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
+    ("allow_empty", ("--allow-empty",), None, None, "A PATH holding no session is an empty ledger (exit 0), not a usage error (exit 2)."),
+    ("verbose", ("--verbose", "-v"), None, None, "Name on stderr the homes read (no PATH) and the price source."),
     *CLUSTER,
 )
 
 
 def parse_args(args: "list[str]") -> "dict[str, Any] | None":
     """The keyword arguments of `run` for ARGS, or None when typer should parse them (see `fastpath.parse`;
-    at least one path)."""
+    no path: the agents' homes)."""
     got = parse(args, PARAMS)
-    if got is None or not got[1]:
+    if got is None:
         return None
     opts, paths = got
     return {"paths": paths, **opts}
 
 
-def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until: "str | None" = None, as_json: bool = False,
+def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None" = None, until: "str | None" = None, as_json: bool = False,
         prices: "str | None" = None, no_cache: bool = False, jobs: "int | None" = None, strict: bool = False,
-        tz: "str | None" = None, scheduler: "str | None" = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+        tz: "str | None" = None, allow_empty: bool = False, verbose: bool = False, scheduler: "str | None" = None,
+        connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
     # start-up: the ledger loads when usage runs, not for --help
     from ..errors import DataError, UsageError
@@ -73,14 +78,21 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
         engine = engine_for(scheduler, connect_timeout)
     bar = _ProgressBar() if stderr_tty() else None
     try:
-        ledger, scan = usage(paths, by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
-                             use_cache=not no_cache, progress=bar, strict=strict, render=render,
+        ledger, scan = usage(paths or (), by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
+                             use_cache=not no_cache, progress=bar, strict=strict, render=render, allow_empty=allow_empty,
                              engine=engine.__enter__() if engine is not None else None)
     finally:
         if bar is not None:
             bar.close()
         if engine is not None:
             engine.__exit__(None, None, None)
+    if verbose:
+        for source in ledger.sources or ():
+            warn(f"reading {source['agent']} home {source['path']}")
+        if ledger.prices_source:
+            p = ledger.prices_source
+            named = f"{p['library']} {p['version']}" if p.get("library") else "no price library"
+            warn(f"prices: {named}" + "".join(f" + {f}" for f in p.get("files") or ()))
     for message in scan.warnings:
         warn(message)
     if scan.bad_lines:
@@ -100,26 +112,26 @@ def run(paths: "list[str]", by: str = "model", since: "str | None" = None, until
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
     # start-up: typer only when usage's own parser declines (a cached answer never loads it)
-    from typing import Annotated, List
+    from typing import Annotated, List, Optional
 
     import typer
 
-    epilog = ("Examples: catty-ctx usage ~/.claude --by day --since 2026-01-01; "
+    epilog = ("Examples: catty-ctx usage --by day --since 2026-01-01 (every agent's home); catty-ctx usage ~/.claude --by day; "
               "catty-ctx usage ~/.codex --by model --json | jq .totals; "
               "catty-ctx usage sessions/ --by agent")
     declare_command("usage", run, PARAMS, USAGE_DOC, epilog,
-                    {"paths": Annotated[List[str], typer.Argument(metavar="PATH...", help=PATHS_HELP)]})
+                    {"paths": Annotated[Optional[List[str]], typer.Argument(metavar="[PATH]...", help=PATHS_HELP)]})
 
 
-USAGE_DOC = """Tokens, calls and cost of catty, Claude Code and Codex sessions, with totals.
+USAGE_DOC = """Tokens, calls and cost of Claude Code, Codex, Gemini CLI, opencode and catty sessions, with totals.
 
     Rows hold input, output, cache reads and writes, reasoning, calls and cost, by model,
     day, week, month, session, project or agent.
 
     Provider calls are counted once: Claude Code's per-content-block copies, resumed and
     forked copies, and side-question replays are collapsed; Codex counts a call only when its
-    cumulative totals moved. Costs come from a dated price table shipped with catty-ctx
-    (--prices overrides). Lines that cannot be read are skipped and counted (the first few
+    cumulative totals moved. With no PATH the agents' standard homes are read. Costs come from
+    the genai-prices library at each call's date, offline (--prices adds or overrides). Lines that cannot be read are skipped and counted (the first few
     named on stderr). Unchanged files are read from a cache, grown ones from where they ended.
     """
 
@@ -154,7 +166,10 @@ def _show(ledger: "Ledger") -> None:
     notes = []
     if any(r["partial"] for r in ledger.rows):
         notes.append("* partial: some calls have no price" + (", or the ledger is incomplete" if ledger.incomplete else ""))
-    notes.append(f"prices of {ledger.prices_date}; {ledger.duplicates:,} duplicate records collapsed")
+    source = ledger.prices_source or {}
+    named = f"{source['library']} {source['version']}" if source.get("library") else "no price library"
+    notes.append(f"prices: {named}{' + ' + ', '.join(source['files']) if source.get('files') else ''}; "
+                 f"{ledger.duplicates:,} duplicate records collapsed")
     show(*parts, "\n".join(notes))
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..announce import Announcer
-from ..defaults import COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
+from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..cluster import each
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import DEFAULT_WINDOW, Event
@@ -37,6 +37,8 @@ from ..tokens import item_tokens, over_threshold, percent_of
 from ..view import ViewStats, head_items, iter_view, plan_file
 
 MODES = COMPACT_MODES
+# How a session stands against its threshold, in every mode's rows (compact, --check, --prefire).
+OVER, BELOW = "over_threshold", "below_threshold"
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
 
 
@@ -150,7 +152,7 @@ class CompactResult:
 
     path: str
     session_id: str | None
-    status: str  # compacted | would_compact | below_threshold | nothing_to_compact | over | under
+    status: str  # compacted | would_compact | prefired | nothing_to_compact | OVER | BELOW
     tokens_before: int
     window: int
     percent: float
@@ -232,8 +234,12 @@ def compact_session(
     prefire_wait: float | None = None,
     redact: bool = True,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    deadline: float | None = COMPACT_DEADLINE,
 ) -> CompactResult:
     """Compact one session if it is over `threshold` % of its window (or `force`).
+
+    A summariser still without an answer after `deadline` seconds is cut off: the summary is
+    then the offline extractive one, the head the minimal safe history, and the event says so.
 
     `prefire` runs two-pass's pass 1 now instead (on a ROOT only for sessions at or above
     `prefire_from` %) and appends nothing; `two_pass` uses a matching pass-1 note, waiting up
@@ -259,13 +265,13 @@ def compact_session(
     )
     over = over_threshold(m.tokens, m.window, threshold)
     if check:
-        return CompactResult(status="over" if over and not m.nothing_new else "under", **base)  # type: ignore[arg-type]
+        return CompactResult(status=OVER if over and not m.nothing_new else BELOW, **base)  # type: ignore[arg-type]
     if m.nothing_new:
         return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
     if prefire:
         return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run, redact, lock_timeout)
     if not over and not force:
-        return CompactResult(status="below_threshold", **base)  # type: ignore[arg-type]
+        return CompactResult(status=BELOW, **base)  # type: ignore[arg-type]
     if not dry_run:
         directory = session.require_directory("compact")
 
@@ -276,7 +282,7 @@ def compact_session(
     summ = get_summarizer(summarizer, **(summarizer_options or {}))
     state = continuation_state(m.head)
     schema = tool_schema_tokens(m.head.facets.get("prompt_context"))
-    request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema)
+    request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema, deadline=deadline)
     hit = None
     if two_pass and session.directory is not None:
         # start-up: loaded when a compaction needs it (see the module note)
@@ -291,8 +297,15 @@ def compact_session(
             if pass2 is None:  # the live tail does not fit beside the note: one pass over the view
                 hit.hit, hit.no_room = False, True
             else:
-                request = SummaryRequest(items=pass2, state=state, window=m.window, tool_schema_tokens=schema)
+                request = SummaryRequest(items=pass2, state=state, window=m.window, tool_schema_tokens=schema, deadline=deadline)
     result = summ.summarize(request)
+    cut_off = None
+    if result.error_class == "deadline":
+        # The backstop: an offline summary of the whole view now, kept with the late attempts.
+        cut_off = {"seconds": deadline, "summarizer": summ.id, "stage": result.stage, "fallback": "extractive"}
+        late = result
+        result = get_summarizer("extractive").summarize(SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema))
+        result.attempts = late.attempts + result.attempts
     cid = str(uuid.uuid4())
     trigger = "threshold" if over else "manual"
     comp: Event = {
@@ -301,7 +314,7 @@ def compact_session(
         "mode": mode,
         "through_seq": m.last_seq,
         "summary": result.summary or "",
-        "summarizer": summ.id,
+        "summarizer": summ.id if cut_off is None else result.summarizer,
         "trigger": trigger,
         "tokens_before": m.tokens,
         "tokens_after": 0,
@@ -311,6 +324,8 @@ def compact_session(
         comp["from_seq"] = m.span_from if m.previous is not None else (m.first["seq"] + 1 if m.first else 0)
     if hit is not None:
         comp["two_pass"] = hit.record()
+    if cut_off is not None:
+        comp["deadline"] = cut_off
     # start-up: loaded when a compaction needs it (see the module note)
     from .artifacts import artifact_doc, artifact_relpath, write_artifact
     head_kind = "full"
@@ -364,6 +379,8 @@ def compact_session(
 
     try:
         head_kind = choose_head({**comp, **({"segment": segment} if segment else {})}, m)
+        if cut_off is not None:
+            head_kind = "minimal"  # the backstop's head: system items and the summary, nothing else to go wrong
     except WindowTooSmall as exc:
         if spend:  # the calls were made: their cost is recorded though nothing is committed
             session.append(spend, lock_timeout=lock_timeout, warn=None)
@@ -418,7 +435,7 @@ def _prefire(
 
     directory = session.require_directory("compact --prefire")
     if from_pct is not None and base["percent"] < from_pct:
-        return CompactResult(status="not_near_threshold", **base)
+        return CompactResult(status=BELOW, **base)  # below the point where pass 1 starts
     summ = get_summarizer(summarizer, **(options or {}))
     if dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)

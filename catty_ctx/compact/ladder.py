@@ -77,14 +77,21 @@ class Overflow(Exception):
 class StreamTimer:
     """Streaming timings in O(1) memory: first and last delta, delta count, largest gap."""
 
-    __slots__ = ("start", "first", "last", "deltas", "max_gap")
+    __slots__ = ("start", "first", "last", "deltas", "max_gap", "ends")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.start = clock()
+        self.ends: float | None = None  # when the compaction's deadline passes (monotonic), if it has one
         self.first: float | None = None
         self.last: float | None = None
         self.deltas = 0
         self.max_gap = 0.0
+
+    def time_left(self, bound: float) -> float:
+        """BOUND (a call's own timeout) or what is left of the deadline, whichever is less."""
+        if self.ends is None:
+            return bound
+        return max(0.05, min(bound, self.ends - time.monotonic()))
 
     def delta(self, now: float) -> None:
         if self.first is None:
@@ -116,6 +123,7 @@ class SummaryRequest:
     state: dict[str, Any] = field(default_factory=dict)
     window: int = 200_000
     tool_schema_tokens: int = 0
+    deadline: float | None = None  # seconds the whole ladder may take (None: no bound)
 
 
 @dataclass
@@ -292,10 +300,21 @@ def run_ladder(
     min_chars: int = MIN_SUMMARY_CHARS,
     sleep: Callable[[float], None] = time.sleep,
 ) -> SummaryResult:
-    """Retry rules and the overflow ladder around one model call."""
+    """Retry rules and the overflow ladder around one model call, within `req.deadline` seconds:
+    no attempt starts after it and no wait outlasts it (the call's own bound is the caller's,
+    see `time_left`)."""
     result = SummaryResult(None, sid)
     last_error = "no attempt made"
     too_small = False
+    ends = None if req.deadline is None else time.monotonic() + req.deadline
+
+    def out_of_time(stage: str) -> bool:
+        if ends is None or time.monotonic() < ends:
+            return False
+        result.error = f"the compaction's deadline ({req.deadline:g} s) passed before the summariser answered ({last_error})"
+        result.error_class, result.stage = "deadline", stage
+        return True
+
     for stage in STAGES:
         items = _stage_items(stage, req)
         too_small = stage != "verbatim" and not holds_conversation(items)
@@ -305,7 +324,10 @@ def run_ladder(
         prompt = build_prompt(items)
         overflow = False
         for n in range(1, attempts + 1):
+            if out_of_time(stage):
+                return result
             timer = StreamTimer()
+            timer.ends = ends
             record: dict[str, Any] = {"stage": stage, "attempt": n, "input_items": len(items)}
             try:
                 answer = call_once(prompt, timer)
@@ -339,7 +361,8 @@ def run_ladder(
             if overflow:
                 break
             if n < attempts:
-                sleep(backoff * (2 ** (n - 1)))
+                wait = backoff * (2 ** (n - 1))
+                sleep(wait if ends is None else max(0.0, min(wait, ends - time.monotonic())))
         if not overflow:
             result.error, result.error_class, result.stage = f"{last_error} after {attempts} attempts", "exhausted", stage
             return result

@@ -62,8 +62,22 @@ class _ModelSummarizer(Summarizer):
     def call_once(self, prompt: Prompt, timer: StreamTimer) -> str | tuple[str, dict[str, Any] | None]:  # pragma: no cover - interface
         raise NotImplementedError
 
+    timeout: float = 0.0  # a transport's own bound on one call (seconds); each sets its own
+
     def summarize(self, req: SummaryRequest) -> SummaryResult:
-        return run_ladder(self.id, req, self.call_once, attempts=self.attempts, backoff=self.backoff, min_chars=self.min_chars)
+        return run_ladder(self.id, req, self._bounded_call, attempts=self.attempts, backoff=self.backoff, min_chars=self.min_chars)
+
+    def _bounded_call(self, prompt: Prompt, timer: StreamTimer) -> str | tuple[str, dict[str, Any] | None]:
+        """One call whose timeout is at most what is left of the compaction's deadline, whatever
+        the transport (each reads `self.timeout`)."""
+        own = self.timeout
+        if timer.ends is None or not own:
+            return self.call_once(prompt, timer)
+        self.timeout = timer.time_left(own)
+        try:
+            return self.call_once(prompt, timer)
+        finally:
+            self.timeout = own
 
 
 # -- cmd:CMD ---------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ svg .grid{stroke:#eef1f4}svg .axis,svg .tick{stroke:#8a96a3}
 svg .ax{font-size:11px;fill:var(--muted)}svg .lbl{font-size:11px;fill:var(--fg)}svg .lbl.thr{fill:var(--warn)}
 svg .window{stroke:var(--fg);stroke-dasharray:6 4}svg .threshold{stroke:var(--warn);stroke-dasharray:3 3}
 svg .area{fill:rgba(11,98,196,.12)}svg .ctx{fill:none;stroke:var(--accent);stroke-width:1.5}
-svg .cache{fill:none;stroke:#2e7d32;stroke-width:1;opacity:.8}
+svg .cache{fill:none;stroke:#2e7d32;stroke-width:1.2}svg .panel{fill:#f6f8f6;stroke:#dfe6df}svg .lbl.off-scale{fill:var(--muted)}
 svg .mk{cursor:help;outline:none}svg .comp line{stroke:var(--err);stroke-width:1.5}svg .comp path{fill:var(--err)}
 svg .prune path{fill:#7b1fa2}svg .prefire path{fill:#ef6c00}svg .prefire.pending path{fill:none;stroke:#ef6c00;stroke-width:1.5}
 svg .mk:focus line,svg .mk:hover line{stroke-width:3}svg .mk:focus path,svg .mk:hover path{stroke:#000}

@@ -16,7 +16,7 @@ import orjson
 from .assets import CSP, CSS, JS
 from .data import Report
 from .fmt import esc, money, num, script_json, text as esc_text
-from .svg import timeline_svg
+from .svg import timeline_svg, y_max
 
 PAGE_BLOCKS = 120  # view blocks (an item, or an assistant with its results) per page
 CLIP_OVER = 1_600  # a text longer than this shows its head and tail ...
@@ -128,7 +128,7 @@ def _timeline(rep: Report) -> Iterator[str]:
     yield f"<p>Context tokens per provider request ({num(len(rep.points))} requests: {what}); turns on the x axis.</p>"
     yield (
         '<p class="legend"><span><i style="background:#0b62c4"></i>context tokens</span>'
-        + ('' if rep.estimated else '<span><i style="background:#2e7d32"></i>cached share of the input (right axis)</span>')
+        + ('' if rep.estimated else '<span><i style="background:#2e7d32"></i>cached share of the input (the panel below, 0-100 %)</span>')
         + f'<span><i style="background:#c62828"></i>compaction ({len(rep.compactions)})</span>'
         f'<span><i style="background:#7b1fa2"></i>prune batch ({len(rep.prunes)})</span>'
         f'<span><i style="background:#ef6c00"></i>two-pass prefire ({len(rep.prefires)})</span></p>'
@@ -141,7 +141,7 @@ def _timeline(rep: Report) -> Iterator[str]:
     index = {m: i for i, m in enumerate(models)}
     data = {
         "window": max(rep.window, 1),
-        "ymax": max([max(rep.window, 1)] + [p.context for p in rep.points]) * 1.06,
+        "ymax": y_max(rep),
         "estimated": rep.estimated,
         "models": models,
         "points": [[p.seq, p.turn, p.context, p.cached, p.prompt, p.output, index[p.model]] for p in rep.points],
@@ -280,17 +280,34 @@ def _usage(rep: Report) -> Iterator[str]:
         body = [[r.get(key), *(_usage_cell(r, c) for c in _USAGE_COLS)] for r in rows]
         body.append(["total", *(_usage_cell(rep.usage_totals, c) for c in _USAGE_COLS)])
         yield _table(cols, body, right=set(_USAGE_COLS), raw={"cost_usd"})
+    rows_all = [*rep.usage_by_model, rep.usage_totals]
+    if any(r.get("cost_usd") is None or r.get("partial") for r in rows_all):
+        unknown = sorted({str(r.get("model")) for r in rep.usage_by_model if r.get("cost_usd") is None or r.get("partial")})
+        yield (f'<p class="note" id="unpriced">* No price is known for {esc(", ".join(unknown)) or "some calls"}: their calls are '
+               "counted in tokens and left out of the cost (a price file, <code>usage --prices FILE</code>, covers private models).</p>")
     yield "</section>"
 
 
 def _usage_cell(row: dict[str, Any], col: str) -> Any:
     if col == "cost_usd":
-        return esc(money(row.get("cost_usd"))) + (" (partial)" if row.get("partial") else "")
+        if row.get("cost_usd") is None:
+            return 'unpriced<a href="#unpriced">*</a>'
+        return esc(money(row.get("cost_usd"))) + ('<a href="#unpriced">*</a> (partial)' if row.get("partial") else "")
     return row.get(col)
 
 
+# Column headers as a reader says them (the JSON keys stay as they are in --json and data-*).
+HEADERS = {"seq": "seq", "through_seq": "through seq", "tokens_before": "tokens before", "tokens_after": "tokens after",
+           "seq_from": "from seq", "seq_to": "to seq", "cache_read": "cache read", "cache_write": "cache write", "cost_usd": "cost (USD)",
+           "target_seq": "target seq"}
+
+
+def header(key: str) -> str:
+    return HEADERS.get(key, key.replace("_", " "))
+
+
 def _table(cols: list[str], rows: Iterable[Iterable[Any]], *, right: set[str] = frozenset(), raw: set[str] = frozenset()) -> str:  # type: ignore[assignment]
-    head = "".join(f'<th class="n">{esc(c)}</th>' if c in right else f"<th>{esc(c)}</th>" for c in cols)
+    head = "".join(f'<th class="n">{esc(header(c))}</th>' if c in right else f"<th>{esc(header(c))}</th>" for c in cols)
     body = []
     for row in rows:
         cells = []

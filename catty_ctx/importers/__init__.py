@@ -74,10 +74,12 @@ _HOLD_MAX = 10_000  # events held back before the first conversation event (a bo
 
 
 def _converses(ev: Event) -> bool:
-    """Whether EV puts conversation in the view (a system prompt or an empty message is none)."""
+    """Whether EV puts conversation in the view (a system prompt, an empty message or text the
+    harness wrote, such as a rollout's instructions, is none)."""
     kind = ev["kind"]
     if kind == "message":
-        return ev.get("role") != "system" and bool(ev.get("text") or ev.get("images") or ev.get("blob"))
+        return ev.get("role") not in ("system", "developer") and not ev.get("synthetic") \
+            and bool(ev.get("text") or ev.get("images") or ev.get("blob"))
     return kind in ("tool_call", "tool_result", "compaction")
 
 

@@ -21,6 +21,7 @@ same dedupe rules.)
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from .claude_tree import (
     WHAT,
     Layout,
     Tree,
+    is_message,
     marked_tip,
     message_id,
     own_session,
@@ -98,7 +100,13 @@ def subagent_files(main: Path, session_id: str) -> list[tuple[str, Path]]:
     if sub.is_dir():
         for p in sorted(sub.glob("*.jsonl")):
             found.append((p.stem.removeprefix("agent-"), p))
+        # A workflow's agents sit one level deeper, a folder per run (beside each transcript
+        # a `.meta.json` and the run's own journal files, which are no transcript).
+        for p in sorted(sub.glob("workflows/*/agent-*.jsonl")):
+            found.append((p.stem.removeprefix("agent-"), p))
     for p in sorted(main.parent.glob("agent-*.jsonl")):
+        if p == main:
+            continue
         try:
             with open(p, "rb") as f:
                 first = orjson.loads(f.readline() or b"{}")
@@ -109,20 +117,30 @@ def subagent_files(main: Path, session_id: str) -> list[tuple[str, Path]]:
     return found
 
 
-def _prompt_context(chain: list[dict[str, Any]], cwd: str | None, model: str | None) -> dict[str, Any]:
+def _alone_subagent(tree: Tree, uids: dict[str, None]) -> str | None:
+    """The parent session of a subagent transcript given on its own (every message of the file
+    a sidechain record, none of a main loop), or None for a main session's file."""
+    records = tree.records
+    if not tree.sidechain or any(is_message(records[u]) for u in uids):
+        return None
+    return next((s for s in (session_of(records[u]) for u in tree.sidechain) if s), None) or ""
+
+
+def _prompt_context(chain: list[dict[str, Any]], cwd: str | None, model: str | None, *, subagent: bool = False) -> dict[str, Any]:
     """What a Claude Code file says of the prompt's context: the rest is marked unknown."""
 
     version = next((r["version"] for r in chain if isinstance(r.get("version"), str) and r["version"]), None)
     branch = next((r["gitBranch"] for r in chain if isinstance(r.get("gitBranch"), str) and r["gitBranch"]), None)
     parts = {
-        "audience": "main",
+        "audience": "subagent" if subagent else "main",
         "model": model,
         "agent_version": f"claude-code {version}" if version else None,
         "environment.cwd": cwd,
         "environment.git_branch": branch,
     }
     sources = {
-        "audience": "claude: the session's main file (subagents live in their own files)",
+        "audience": ("claude: a subagent's own file (its records are sidechain records)" if subagent
+                     else "claude: the session's main file (subagents live in their own files)"),
         "model": "claude: message.model of the first assistant record",
         "agent_version": "claude: `version` of the session's records",
         "environment.cwd": "claude: `cwd` of the session's records",
@@ -218,6 +236,12 @@ def convert(
         raise not_recognised(str(path), WHAT)
     sid = own_session(tree, path, session_id)
     uids, others = select(tree, sid)
+    parent = _alone_subagent(tree, uids) if session_id is None else None
+    if parent is not None:
+        # A subagent's transcript without its parent's file: its conversation is the main
+        # view of a session of its own (named after the file), the parent's id kept.
+        sid, uids, others = path.stem, {u: None for u in tree.sidechain}, Counter()
+        tree.sidechain = []
     if others:
         report.skipped["other_session"] += sum(others.values())
         if warn:
@@ -236,8 +260,9 @@ def convert(
          and isinstance(r["message"].get("model"), str) and r["message"]["model"] != SYNTHETIC_MODEL),
         None,
     )
-    b: EventBuilder = start(session_id=sid, ts=first.get("timestamp"), cwd=cwd, model=model, source_path=path)
-    b.state("prompt_context", _prompt_context(chain, cwd, model), ts=first.get("timestamp"))
+    b: EventBuilder = start(session_id=sid, ts=first.get("timestamp"), cwd=cwd, model=model, source_path=path,
+                            parent_session_id=parent or None)
+    b.state("prompt_context", _prompt_context(chain, cwd, model, subagent=parent is not None), ts=first.get("timestamp"))
     seen_usage: set[tuple[Any, Any]] = set()
     Converter(b, None, seen_usage, path=path, tree=tree, lenient=lenient, warn=warn).run(_with_paid_calls(layout, tree))
     # Old layout: sidechain records inside the main file, one agent per agentId.

@@ -84,6 +84,9 @@ class Converter:
         self.tree = tree
         self.lenient = lenient
         self.warn = warn
+        # seq of the first event each record became: a compaction's preserved segment names
+        # the records it kept by uuid
+        self.starts: dict[str, int] = {}
 
     def run(self, chain: list[dict[str, Any]]) -> None:
         for rec in chain:
@@ -162,7 +165,11 @@ class Converter:
         if r is None:
             return
         b, agent = self.b, self.agent
-        b.message("assistant", "\n\n".join(t for t in r.texts if t) if len(r.texts) > 1 else (r.texts[0] if r.texts else ""),
+        # A text block of whitespace alone ("\n\n" before a tool_use, or a whole reply of it)
+        # says nothing, and the provider refuses it in a request: left out.
+        texts = [t for t in r.texts if t and not t.isspace()]
+        self.starts.setdefault(r.uid, b.seq)
+        b.message("assistant", "\n\n".join(texts) if len(texts) > 1 else (texts[0] if texts else ""),
                   id=r.uid, ts=r.ts, agent=agent, images=r.images or None, synthetic="api_error" if r.api_error else None)
         for text, ts in r.thinking:
             b.reasoning(text, ts=ts, agent=agent)
@@ -197,6 +204,11 @@ class Converter:
             self.flush()
             boundary, self.boundary = self.boundary or {}, None
             meta = boundary.get("compactMetadata") if isinstance(boundary.get("compactMetadata"), dict) else {}
+            # Newer releases keep the last messages verbatim after the summary (the request
+            # after the compaction re-sends them): the summary replaces only what precedes them.
+            kept = meta.get("preservedSegment")
+            head = kept.get("headUuid") if isinstance(kept, dict) else None
+            first_kept = self.starts.get(head) if isinstance(head, str) else None
             self.b.compaction(
                 text_of(content),
                 id=str(boundary.get("uuid") or rec["uuid"]),
@@ -205,6 +217,7 @@ class Converter:
                 summarizer="claude-code",
                 trigger=meta.get("trigger"),
                 tokens_before=meta.get("preTokens"),
+                through_seq=first_kept - 1 if first_kept is not None else None,
             )
             return
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -235,6 +248,8 @@ class Converter:
             self.open.results.extend((blk, ts) for blk in results)  # more lines of this response may follow
             return
         self.flush()
+        if results or texts or images:
+            self.starts.setdefault(rec["uuid"], self.b.seq)
         for blk in results:
             self.result(blk, ts)
         if texts or images:

@@ -111,9 +111,10 @@ def own_session(tree: Tree, path: Path, requested: str | None) -> str:
 
 def select(tree: Tree, own: str) -> tuple[dict[str, None], Counter[str]]:
     """The main-loop records of session `own` (file order): its own records, those without a
-    session id, and the records of another session its records descend from (a resumed
-    session's file starts with a copy of the earlier session's history). The rest is
-    counted by session."""
+    session id, the records of another session its records descend from (a resumed
+    session's file starts with a copy of the earlier session's history), and those of
+    another session that continue its conversation (linked below its records: the file's
+    own, whatever id they were stamped with). The rest is counted by session."""
     everything = tree.records
     side = set(tree.sidechain)
     chosen: set[str] = set()
@@ -121,6 +122,10 @@ def select(tree: Tree, own: str) -> tuple[dict[str, None], Counter[str]]:
         sid = rec.get("sessionId")
         if sid == own or session_of(rec) is None:
             chosen.add(uid)
+        elif uid not in side:
+            p = tree.parent(uid, everything)  # file order: a parent is (almost always) met first
+            if p is not None and p in chosen:
+                chosen.add(uid)
     if len(chosen) == len(everything):  # the common case: one session
         return {u: None for u in everything if u not in side}, Counter()
     for uid in list(chosen):

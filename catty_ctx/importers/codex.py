@@ -197,11 +197,46 @@ def _document_records(path: Path) -> Iterator[Record] | None:
 
     def gen() -> Iterator[Record]:
         yield ("session_meta", session, session.get("timestamp"), 1)
-        for item in items:
+        for n, item in enumerate(items, 1):
             if isinstance(item, dict):
-                yield ("response_item", item, None, 1)
+                for response_item in _chat_items(item, n) if "type" not in item and "role" in item else (item,):
+                    yield ("response_item", response_item, None, 1)
 
     return gen()
+
+
+def _chat_parts(content: Any, kind: str) -> list[dict[str, Any]]:
+    """Chat Completions content (a string, or parts) as response-item content parts."""
+    if isinstance(content, str):
+        return [{"type": kind, "text": content}] if content else []
+    parts: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, str):
+            parts.append({"type": kind, "text": part})
+        elif isinstance(part, dict) and part.get("type") == "image_url":
+            url = part.get("image_url")
+            parts.append({"type": "input_image", "image_url": url.get("url") if isinstance(url, dict) else url})
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            parts.append({"type": kind, "text": part["text"]})
+    return parts
+
+
+def _chat_items(msg: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """The Nth item of an early document, a Chat Completions message (`role`, `content`,
+    `tool_calls`, `tool_call_id`: the CLI's chat provider kept them so), as the response items
+    it stands for."""
+    role = msg.get("role")
+    if role == "tool":
+        return [{"type": "function_call_output", "call_id": msg.get("tool_call_id"), "output": text_of(msg.get("content"))}]
+    out: list[dict[str, Any]] = []
+    parts = _chat_parts(msg.get("content"), "output_text" if role == "assistant" else "input_text")
+    if parts or not msg.get("tool_calls"):
+        out.append({"type": "message", "role": role, "content": parts, "id": f"item-{n}"})
+    for call in msg.get("tool_calls") or ():
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            out.append({"type": "function_call", "call_id": call.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")})
+    return out
 
 
 def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | None = None, session_id: str | None = None) -> EventBuilder:
@@ -270,6 +305,7 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
             dispatch(conv, tracker, ltype, payload, ts, lineno)
         except SHAPE_ERRORS as exc:
             shape_error(exc, path=str(path), line=lineno, report=report, lenient=lenient, warn=warn)
+    conv.settle()
     conv.flush()
     conv.answer_inherited(b.last_ts)
     return b

@@ -134,6 +134,11 @@ class Converter:
         self.inherited = False
         self.inherited_by_time = False
         self.inherited_open: dict[str, str] = {}  # call_id -> name, made in the copy, unanswered
+        # Calls whose output has not come yet, and the developer or system messages Codex
+        # recorded meanwhile (a permissions or model change noted mid-turn): those wait until
+        # the outputs are in, so no message parts a call from its output.
+        self.open_calls: set[str] = set()
+        self.held: list[tuple[dict[str, Any], Any, int]] = []
 
     # -- the inherited prefix --------------------------------------------------------------
     def enter_inherited(self, *, by_time: bool) -> None:
@@ -164,8 +169,17 @@ class Converter:
         elif self.inherited and self.inherited_by_time:
             self.inherited = False  # its open calls are answered at the next message, if no output comes
 
+    def settle(self) -> None:
+        """Write the held messages (the outputs came, or none will: the conversation moved on)."""
+        held, self.held = self.held, []
+        self.open_calls.clear()
+        for p, ts, lineno in held:
+            self.message(p, ts, lineno)
+
     # -- event-only messages ---------------------------------------------------------------
     def flush(self) -> None:
+        if self.pending and self.held:
+            self.settle()
         pending, self.pending = self.pending, []
         for role, text, images, ts, lineno in pending:
             self.emit_message(role, text, id=f"line-{lineno}", ts=ts, image_urls=images)
@@ -219,6 +233,7 @@ class Converter:
             else:
                 name, args = str(p.get("name") or ""), p.get("input" if itype == "custom_tool_call" else "arguments")
             b.tool_call(call_id, name, args, ts=ts)
+            self.open_calls.add(call_id)
             if self.inherited:
                 self.inherited_open[call_id] = name or "unknown"
         elif itype in _OUTPUTS:
@@ -227,7 +242,11 @@ class Converter:
             self.inherited_open.pop(str(p.get("call_id")), None)
             # a call made after this result is a new step, not a parallel call of the last one
             b.end_assistant()
+            self.open_calls.discard(str(p.get("call_id")))
+            if not self.open_calls and self.held:
+                self.settle()
         elif itype == "compaction":
+            self.settle()
             self.flush()
             self.answer_inherited(ts)
             b.compaction("[summary encrypted by the provider]", id=f"line-{lineno}", ts=ts, summarizer="codex-remote")
@@ -239,6 +258,11 @@ class Converter:
         if role not in ("user", "assistant", "developer", "system"):
             self.b.skip(f"message:{role}")
             return
+        if role in ("developer", "system") and self.open_calls:
+            self.held.append((p, ts, lineno))
+            return
+        if self.held:
+            self.settle()
         texts: list[str] = []
         images: list[dict[str, Any]] = []
         for part in p.get("content") or ():
@@ -314,6 +338,7 @@ class Converter:
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
             self.b.skip("event_msg:thread_rolled_back")
             return
+        self.settle()
         self.flush()
         starts = self.b.turn_starts
         keep = max(len(starts) - n, 0)
@@ -361,6 +386,7 @@ def dispatch(conv: Converter, tracker: UsageTracker, ltype: str, payload: dict[s
                 conv.answer_inherited(ts)
             b.skip(f"event_msg:{etype}")  # UI marks and copies of response items
     elif ltype == "compacted":
+        conv.settle()
         conv.flush()
         conv.answer_inherited(ts)
         summary = text_of(payload.get("message"))

@@ -381,11 +381,14 @@ class EventBuilder:
         summarizer: str,
         trigger: str | None = None,
         tokens_before: int | None = None,
+        through_seq: int | None = None,
     ) -> Event:
+        """`through_seq`: the last event the summary replaces (default: every event so far;
+        earlier when the agent kept the newest messages verbatim after its summary)."""
         fields: dict[str, Any] = {
             "id": str(id),
             "mode": "summary",
-            "through_seq": self.seq - 1,
+            "through_seq": self.seq - 1 if through_seq is None else through_seq,
             "summary": summary if isinstance(summary, str) else text_of(summary),
             "summarizer": summarizer,
         }

@@ -78,6 +78,15 @@ def _messages_format(msgs: list[Any], top: dict[str, Any] | None = None) -> str:
     return "openai"
 
 
+def is_opencode_export(doc: Any) -> bool:
+    """`opencode export`'s document: {info: the session, messages: [{info, parts}]}."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("info"), dict) or not isinstance(doc.get("messages"), list):
+        return False
+    first = doc["messages"][0] if doc["messages"] else {"info": {}, "parts": []}
+    return isinstance(doc["info"].get("id"), str) and isinstance(first, dict) and isinstance(first.get("info"), dict) \
+        and isinstance(first.get("parts"), list)
+
+
 def document_format(doc: Any) -> str | None:
     """The format of a whole JSON document (a messages array, a Gemini or opencode file), or None."""
     if isinstance(doc, list):
@@ -88,6 +97,8 @@ def document_format(doc: Any) -> str | None:
         if "projectHash" in doc and isinstance(doc.get("messages"), list):
             return "gemini"
         if "projectID" in doc and str(doc.get("id", "")).startswith("ses"):
+            return "opencode"
+        if is_opencode_export(doc):
             return "opencode"
         for key in ("messages", "conversation", "history"):
             if isinstance(doc.get(key), list):

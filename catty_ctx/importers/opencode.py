@@ -86,6 +86,23 @@ def _load_tree(source: Path, session_id: str | None, lenient: bool, warn: Warn |
     return session, messages
 
 
+def _load_export(path: Path) -> Loaded | None:
+    """`opencode export ID`'s document ({info, messages: [{info, parts}]}), or None when PATH
+    is no such document."""
+    # start-up: only a file that is not a database comes here
+    from .detect import is_opencode_export
+
+    if path.suffix != ".json":
+        return None
+    doc = load_json(path)
+    if not is_opencode_export(doc):
+        return None
+    messages = [(m["info"], sorted((p for p in m["parts"] if isinstance(p, dict)), key=_sort_key_part))
+                for m in doc["messages"] if isinstance(m, dict) and isinstance(m.get("info"), dict) and isinstance(m.get("parts"), list)]
+    messages.sort(key=lambda mp: _sort_key(mp[0]))
+    return doc["info"], messages
+
+
 def _sort_key_part(part: dict[str, Any]) -> str:
     return str(part.get("id"))  # part ids sort in creation order
 
@@ -255,7 +272,10 @@ def _convert_message(b: EventBuilder, msg: dict[str, Any], parts: list[dict[str,
 
 
 def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | None = None, session_id: str | None = None) -> EventBuilder:
-    session, messages = _load_db(source, session_id) if source.is_file() and _is_sqlite(source) else _load_tree(source, session_id, lenient, warn, start.report)
+    loaded = None
+    if source.is_file():
+        loaded = _load_db(source, session_id) if _is_sqlite(source) else _load_export(source)
+    session, messages = loaded or _load_tree(source, session_id, lenient, warn, start.report)
     if not messages:
         raise not_recognised(str(source), WHAT)
     path = session.get("path") if isinstance(session.get("path"), dict) else {}

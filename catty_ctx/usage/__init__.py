@@ -1,17 +1,19 @@
 """The usage ledger: where the tokens and the money went (docs/design.md#m9, #w9).
 
-Reads three kinds of logs as they lie on disk and turns each provider call into one record:
+Reads the logs of five agents as they lie on disk and turns each provider call into one record:
 catty sessions (`usage` events, with `agent` and `incomplete`), Claude Code trees
-(projects/<project>/<session>.jsonl and their subagent files) and Codex trees
+(projects/<project>/<session>.jsonl and their subagent files), Codex trees
 (sessions/YYYY/MM/DD/rollout-*.jsonl, and the `.jsonl.zst` Codex compresses them into after a
-week, read through the zstd program: see `..compressed`). Then it dedupes the records across files, prices them
-from a dated table with LiteLLM's field names, and folds them into rows by model, day, week,
-month, session, project or agent.
+week, read through the zstd program: see `..compressed`), Gemini CLI chats (both forms) and
+opencode's storage tree, database and exports; with no PATH, the agents' standard homes. Then it
+dedupes the records across files, prices them at their dates from the price library (and the
+user's tables), and folds them into rows by model, day, week, month, session, project or agent.
 
 One mechanism per module: `walk` (discovery and its remembered listings), `claude`,
-`codex`, `catty` (a parser per format, sharing `lines`; `prefire` reads a catty session's
+`codex`, `gemini`, `opencode`, `catty` (a parser per format, sharing `lines`; `prefire` reads a catty session's
 two-pass pass-1 spend that waits in its prefire cache), `records` (the typed records),
-`filescan` (the scan, workers from `..workers`), `filecache` (the per-file cache), `prices`, `copies` (the dedupe rules: one record per call), `ledger` (the fold),
+`filescan` (the scan, workers from `..workers`), `filecache` (the per-file cache), `prices` (and `library`, the
+price library resolved once per model), `copies` (the dedupe rules: one record per call), `ledger` (the fold),
 `kept` (the fold kept between runs, adjusted when logs only grew), `answers` (the answer cache),
 `times`; this module runs them as one call, `usage`.
 
@@ -28,10 +30,10 @@ import importlib
 import os
 import sys
 
-from ..errors import UsageError
+from ..errors import CattyError, DataError, UsageError
 from ..urls import is_url
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
-from .walk import Listings, survey
+from .walk import AGENTS, Listings, homes, survey
 from .ledger import BY_CHOICES, Ledger
 from .prices import digest_of, price_files
 from .filescan import Scan
@@ -48,7 +50,8 @@ if TYPE_CHECKING:
 
 # Public names of the submodules, imported when first asked for.
 _LAZY = {
-    "discover": "walk", "survey": "walk", "Listings": "walk", "CATTY": "walk", "CLAUDE": "walk", "CODEX": "walk",
+    "discover": "walk", "survey": "walk", "Listings": "walk", "CATTY": "walk", "CLAUDE": "walk", "CODEX": "walk", "GEMINI": "walk",
+    "OPENCODE": "walk", "homes": "walk",
     "Record": "records", "FileEntry": "records", "MAIN_AGENT": "records", "UNKNOWN_MODEL": "records",
     "scan": "filescan", "scan_file": "filescan", "Scan": "filescan", "validate_catty_logs": "filescan", "BAD_SAMPLES_PER_FILE": "filescan",
     "PARALLEL_MIN_BYTES": "filescan",
@@ -67,15 +70,19 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
-def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: str | None = None, until: str | None = None,
+def usage(paths: Sequence[str | os.PathLike[str]] = (), *, by: str = "model", since: str | None = None, until: str | None = None,
           timezone_name: str | None = None, prices_file: str | os.PathLike[str] | None = None, jobs: int | None = None,
           use_cache: bool = True, progress: Progress | None = None, stdin: IO[bytes] | None = None,
-          strict: bool = False, render: Render | None = None, engine: Any = None) -> tuple[Ledger, Scan]:
+          strict: bool = False, render: Render | None = None, engine: Any = None, allow_empty: bool = False) -> tuple[Ledger, Scan]:
     """The whole pipeline as one call: scan PATHS, dedupe, price, fold by BY.
 
-    A PATH of `-` reads one log from stdin (any of the three kinds; never cached). With the
+    No PATHS: the agents' standard homes that exist (`walk.homes`), named in the ledger's
+    `sources`; a UsageError naming what was looked for when none does. A PATH that holds no
+    session of any agent is a UsageError ("no session under PATH") unless ALLOW_EMPTY; a file
+    that is no agent's log a DataError naming what it is not.
+    A PATH of `-` reads one log from stdin (any of the kinds; never cached). With the
     cache, a question asked before about files that have not changed since is answered from
-    the answer cache without reading the per-file cache, parsing the price table or importing
+    the answer cache without reading the per-file cache, resolving prices or importing
     the parsers. RENDER(ledger, scan) is kept with the answer (the CLI keeps its printed
     forms there) and comes back as `ledger.rendered` when the answer is served from the cache.
     ENGINE (`cluster.Engine`) parses the files the cache does not know on a Dask cluster (the
@@ -83,9 +90,16 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
     When logs only grew since the last run, the kept fold is adjusted (see `kept`) and the Scan
     holds only what was read then: its `records` are empty (`scan` gives every record).
     """
+    sources: list[tuple[str, str]] | None = None
+    if not paths:
+        sources, looked = homes()
+        if not sources:
+            raise UsageError(f"no agent home found (looked for {', '.join(looked)}); name a PATH")
+        paths = [folder for _agent, folder in sources]
     if not any(os.fspath(p) == "-" for p in paths):
         return _usage(paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                      use_cache=use_cache, progress=progress, strict=strict, render=render, engine=engine)
+                      use_cache=use_cache, progress=progress, strict=strict, render=render, engine=engine, allow_empty=allow_empty,
+                      sources=sources)
     # start-up: only when a log comes on stdin
     import shutil
     import tempfile
@@ -103,16 +117,31 @@ def usage(paths: Sequence[str | os.PathLike[str]], *, by: str = "model", since: 
             out.write(first)
             shutil.copyfileobj(source, out, 1 << 20)
         real = [piped if os.fspath(p) == "-" else p for p in paths]
-        ledger, result = _usage(real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
-                                use_cache=False, progress=progress, strict=strict, engine=engine)
+        try:
+            ledger, result = _usage(real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file,
+                                    jobs=jobs, use_cache=False, progress=progress, strict=strict, engine=engine, allow_empty=allow_empty)
+        except CattyError as exc:
+            raise type(exc)(str(exc).replace(piped, STDIN_NAME), exit_code=exc.exit_code) if type(exc) is not DataError else \
+                DataError(str(exc).replace(piped, STDIN_NAME)) from None
     # Named as every command names a stream it reads: `<stdin>:LINE: why`.
     result.bad_samples = [sample.replace(piped, STDIN_NAME) for sample in result.bad_samples]
     return ledger, result
 
 
+def _no_session(arg: str, files: int, not_logs: list[str], allow_empty: bool) -> None:
+    """Refuse a PATH that holds no session of any agent (FILES: the logs found in it)."""
+    if files:
+        return
+    if os.path.isfile(arg) and not_logs:
+        raise DataError(f"not a {AGENTS} log", path=arg)
+    if not allow_empty:
+        raise UsageError(f"no session under {arg} (no {AGENTS} log; --allow-empty reports it as empty)")
+
+
 def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | None, until: str | None, timezone_name: str | None,
            prices_file: str | os.PathLike[str] | None, jobs: int | None, use_cache: bool, progress: Progress | None, strict: bool,
-           render: Render | None = None, engine: Any = None) -> tuple[Ledger, Scan]:
+           render: Render | None = None, engine: Any = None, allow_empty: bool = False,
+           sources: list[tuple[str, str]] | None = None) -> tuple[Ledger, Scan]:
     """`usage` for files on disk; `strict` checks every line of every log, each catty log first and whole
     (see `filescan.validate_catty_logs`), and reads past both caches."""
     if by not in BY_CHOICES:
@@ -129,13 +158,16 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         answers = {}
     listings = Listings(cached.get("dirs"))
     found = survey(paths, listings)
+    for arg, files in found:
+        if not files and sources is None:
+            _no_session(arg, 0, [], allow_empty)
     if strict:
         # start-up: a cached answer loads none of the scan and the fold
         from .filescan import validate_catty_logs
 
         validate_catty_logs(found)
     key = ""
-    question = (by, timezone_name or local_zone_key(), lo, hi, digest_of(prices))
+    question = (by, timezone_name or local_zone_key(), lo, hi, digest_of(prices), allow_empty, sources)
     if use_cache:
         # An answer is stored only after the question was checked in full (time zone, price table), so a hit needs no checks.
         key = query_key(found, question)
@@ -158,6 +190,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         got = adjusted(answers_file, question, found, by=by, tz=tz, until=hi, prices=table)
     if got is not None:
         ledger, result = got
+        ledger.sources = _named(sources)
     else:
         # start-up: a cached answer loads none of the scan and the fold
         from .copies import dedupe
@@ -166,6 +199,13 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         # "Since yesterday": a log last written before that day began holds no call of it.
         result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
                       modified_since=day_start(lo, tz) if lo else None, engine=engine, write_behind=True)
+        if sources is None:
+            try:
+                for (arg, files), logs in zip(found, result.logs):
+                    _no_session(arg, logs, result.not_logs, allow_empty)
+            except CattyError:
+                result.settle()
+                raise
         try:
             kept = dedupe(result.records)
             folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
@@ -173,10 +213,11 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
             result.settle()  # (the per-file caches a thread wrote meanwhile)
         # The workers already collapsed each file's own copies: those count as duplicates too.
         ledger = ledger_of(folded, by=by, prices=table, calls_read=result.calls_read, duplicates=result.calls_read - len(kept))
+        ledger.sources = _named(sources)
         # Compressed logs left unread for want of the zstd program are read once it is installed:
         # neither this answer nor this fold is kept (they would stand for the unchanged files).
         use_cache = use_cache and not _zstd_missing(found)
-        if use_cache and lo is None:
+        if use_cache and lo is None and all(result.logs):  # (an empty PATH is asked again in full: see _no_session)
             # start-up: a cached answer loads none of the scan and the fold
             from .kept import keep
 
@@ -194,6 +235,11 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
             result.warnings.append(f"usage answer cache not written: {exc}")
     return ledger, result
+
+
+def _named(sources: list[tuple[str, str]] | None) -> list[dict[str, str]] | None:
+    """The homes read without a PATH, as the document names them (None: PATHs were named)."""
+    return None if sources is None else [{"agent": agent, "path": folder} for agent, folder in sources]
 
 
 def _zstd_missing(found: Survey) -> bool:

@@ -223,7 +223,7 @@ def _key(mid: Any, uid: Any, session: Any, ts: float) -> str | None:
     if mid:
         # Without a request id: one response's block lines share an Anthropic message id.
         return f"c\0{mid}\0\0{session}" + ("" if str(mid).startswith("msg_") else f"\0{ts}")
-    return f"u\0{uid}" if uid else None
+    return f"u\0{session}\0{uid}" if uid else None  # (a uuid alone never joins two sessions: see copies._replay)
 
 
 def make(ts: float, model: Any, inp: int, out: int, cr: Any, cw: int, session: Any, mid: Any, rid: Any, uid: Any, side: bool,

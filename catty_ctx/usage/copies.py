@@ -20,8 +20,8 @@ def collapse(records: Iterable[Record]) -> list[Record]:
     """Keep one record per dedupe key, in the order keys first appear.
 
     Of the copies the main conversation's wins over a sidechain's, then the largest usage,
-    then the first seen. A record whose uuid was seen is a replay of that record even when its
-    ids were rewritten. Workers collapse each file (a response's content-block lines repeat
+    then the first seen. A record whose uuid was seen in the same session, or with the same
+    message id, is a replay of that record even when its other ids were rewritten (`_replays`). Workers collapse each file (a response's content-block lines repeat
     its usage, see `collapse_file`), the ledger collapses again across files: the rule is the
     same both times.
     """
@@ -31,7 +31,7 @@ def collapse(records: Iterable[Record]) -> list[Record]:
 def collapse_file(records: Iterable[Record], aliases: Iterable[tuple[str, int]] = ()) -> tuple[list[Record], list[tuple[str, int]]]:
     """`collapse` for one log read in parts: (the records, the aliases to resume with).
 
-    The aliases are the keys ("k" + key) and uuids ("u" + uuid) of the copies that were
+    The aliases are the keys ("k" + key) and uuids ("u" + what `_replays` names) of the copies that were
     dropped, with the index of the record they collapsed into: a later part of the log (bytes
     appended since) may hold a replay of a dropped copy, which must meet the same record as
     when the whole log is read at once. RECORDS starts with the records of the earlier parts.
@@ -41,7 +41,15 @@ def collapse_file(records: Iterable[Record], aliases: Iterable[tuple[str, int]] 
     for name, i in aliases:
         (where if name[0] == "k" else by_uuid)[name[1:]] = i
     out = _collapse(records, where, by_uuid)
-    return out, [("k" + k, i) for k, i in where.items() if out[i].key != k] + [("u" + u, i) for u, i in by_uuid.items() if out[i].uuid != u]
+    return out, [("k" + k, i) for k, i in where.items() if out[i].key != k] + [("u" + u, i) for u, i in by_uuid.items() if u not in _replays(out[i])]
+
+
+def _replays(rec: Record) -> tuple[str, ...]:
+    """What makes RECORD the same record as another whose ids were rewritten: its uuid within its
+    session, or its uuid with its message id. A uuid alone is not: two sessions can share record
+    uuids (a copied project, a session forked by another tool) and hold different calls."""
+    uid = rec.uuid
+    return () if uid is None else (f"s{rec.session}\0{uid}", f"m{uid}\0{rec.msg_id}")
 
 
 def _collapse(records: Iterable[Record], where: dict[str, int], by_uuid: dict[str, int]) -> list[Record]:
@@ -53,17 +61,22 @@ def _collapse(records: Iterable[Record], where: dict[str, int], by_uuid: dict[st
             continue
         uid = rec.uuid
         i = where.get(key)
-        if i is None and uid is not None:
-            i = by_uuid.get(uid)
+        if uid is not None:
+            in_session, with_id = f"s{rec.session}\0{uid}", f"m{uid}\0{rec.msg_id}"  # (see _replays)
+            if i is None:
+                i = by_uuid.get(in_session)
+                if i is None:
+                    i = by_uuid.get(with_id)
         if i is None:
             where[key] = len(out)
             if uid is not None:
-                by_uuid[uid] = len(out)
+                by_uuid[in_session] = by_uuid[with_id] = len(out)
             out.append(rec)
             continue
         where.setdefault(key, i)
         if uid is not None:
-            by_uuid.setdefault(uid, i)
+            by_uuid.setdefault(in_session, i)
+            by_uuid.setdefault(with_id, i)
         cur = out[i]
         if cur.sidechain != rec.sidechain:
             if cur.sidechain:
@@ -108,6 +121,28 @@ def _trace_forks(records: Iterable[Record]) -> list[Record]:
     return out
 
 
+def _opencode_steps(records: list[Record]) -> list[Record]:
+    """An opencode message counts by its steps when any of them is known (its own tokens are only
+    the last step's); each step takes its message's model, time and folder (see `opencode`)."""
+    if not any(r.key is not None and r.key[:4] == "o\0p\0" for r in records):
+        return records
+    # start-up: msgspec only where opencode steps are read
+    from msgspec.structs import replace
+
+    messages = {r.msg_id: r for r in records if r.key is not None and r.key[:4] == "o\0m\0"}
+    stepped = set()
+    out = []
+    for r in records:
+        k = r.key
+        if k is not None and k[:4] == "o\0p\0":
+            stepped.add(r.msg_id)
+            m = messages.get(r.msg_id)
+            if m is not None:
+                r = replace(r, ts=m.ts, model=m.model, project=m.project, session=r.session or m.session)
+        out.append(r)
+    return [r for r in out if not (r.key is not None and r.key[:4] == "o\0m\0" and r.msg_id in stepped)]
+
+
 def dedupe(records: Iterable[Record]) -> list[Record]:
     """One record per provider call, sorted by time.
 
@@ -116,7 +151,7 @@ def dedupe(records: Iterable[Record]) -> list[Record]:
     message id the main conversation of the same session already has is a replay (a side
     question re-logging its parent under a new request id) and is dropped.
     """
-    kept = collapse(_trace_forks(records))
+    kept = _opencode_steps(collapse(_trace_forks(records)))
     side_ids = {r.msg_id for r in kept if r.sidechain and r.msg_id is not None}
     if side_ids:  # (few: only the sidechains' ids are looked up among the main conversation's)
         main_ids = {(r.session, r.msg_id) for r in kept if not r.sidechain and r.msg_id in side_ids}

@@ -11,7 +11,7 @@ import os
 import xxhash
 
 from . import filecache
-from .walk import CATTY, CLAUDE, CODEX, PREFIRE, sniff, survey
+from .walk import CATTY, CLAUDE, CODEX, GEMINI, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, sniff, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ class Scan:
         self.generations: list[int] = []  # per PATH: the per-file cache's generation now (0: none)
         self.from_cache = 0  # logs whose cached entry was used (unchanged, or read from where it stopped)
         self.writing: list[tuple[int, filecache.Writing]] = []  # (index in generations, its cache being written)
+        self.logs: list[int] = []  # per PATH: the files that are an agent's log (or were not read: --since)
+        self.not_logs: list[str] = []  # files that are no agent's log
 
     def settle(self) -> None:
         """Wait for the per-file caches `scan(..., write_behind=True)` is still writing; one that
@@ -73,6 +75,12 @@ def _parser_module(kind: str) -> Any:
     elif kind == PREFIRE:
         # start-up: a parser loads only for its format
         from . import prefire as module
+    elif kind == GEMINI:
+        # start-up: a parser loads only for its format
+        from . import gemini as module
+    elif kind == OPENCODE:
+        # start-up: a parser loads only for its format
+        from . import opencode as module
     else:
         # start-up: a parser loads only for its format
         from . import catty as module
@@ -127,8 +135,8 @@ def scan_file(task: Task) -> Scanned:
     from .records import FileEntry
 
     path, kind, prev, strict = task
-    if path.endswith(_ZST) or kind == PREFIRE:
-        prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole; a prefire cache is one document)
+    if path.endswith(_ZST) or kind == PREFIRE or _is_document(path):
+        prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole; a prefire cache, a JSON document is one document)
     try:
         f = open(path, "rb") if "://" not in path else _fetched(path)
     except OSError as exc:
@@ -137,6 +145,18 @@ def scan_file(task: Task) -> Scanned:
         st = os.fstat(f.fileno())
         size = st.st_size
         entry = FileEntry(size, st.st_mtime_ns, st.st_ino, kind)
+        if path.endswith(OPENCODE_DB):  # (read through SQLite, its write-ahead log with it: the key counts both)
+            entry.size, entry.mtime = key_stat(path, st)
+            entry.kind = sniff(f.read(16))
+            if entry.kind == OPENCODE:
+                entry.state = _parser(OPENCODE)(b"", 0, 0, path, None, entry.recs, [])
+                entry.read = len(entry.recs)
+                if entry.recs:
+                    # start-up: only when a log is read
+                    from .copies import collapse_file
+
+                    entry.recs, entry.aliases = collapse_file(entry.recs)
+            return path, entry, entry.size, None
         if size == 0:
             return path, entry, 0, None
         try:
@@ -155,11 +175,16 @@ def scan_file(task: Task) -> Scanned:
                     entry.bad, entry.samples = prev.bad, prev.samples
             last_nl = mm.rfind(_NL, start, size)
             end = last_nl + 1 if last_nl >= 0 else start
+            if end < size and _whole_record(mm[end:size]):
+                end = size  # a live session's last record, its newline not written yet: read, not torn
             if entry.kind is None:
-                first_end = mm.find(_NL, 0, min(size, 1 << 20))
-                entry.kind = sniff(mm[0 : first_end if first_end >= 0 else min(size, 1 << 20)])
+                entry.kind = sniff(mm[0 : min(size, 1 << 20)], lambda: mm[0:size])
+            if _is_document(path) or entry.kind == OPENCODE:
+                end = size  # (one JSON document, whole: no line of it is torn)
             bad: list[tuple[int, str]] = []
-            if end > start:
+            if entry.kind == NOT_A_LOG:
+                pass
+            elif end > start:
                 # start-up: only when a log is read
                 from .copies import collapse_file
 
@@ -168,7 +193,8 @@ def scan_file(task: Task) -> Scanned:
                 entry.read += len(recs) - len(entry.recs)
                 if len(recs) > len(entry.recs):
                     entry.recs, entry.aliases = collapse_file(recs, entry.aliases)
-                if strict and kind != CATTY and kind != PREFIRE:  # (a log named as catty's was read whole before the scan; a prefire cache is one document)
+                if strict and kind != CATTY and kind != PREFIRE and not _is_document(path):
+                    # (a log named as catty's was read whole before the scan; a prefire cache, a JSON document is one document)
                     bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
             entry.bad += len(bad)
             room = BAD_SAMPLES_PER_FILE - len(entry.samples)
@@ -185,7 +211,24 @@ def scan_file(task: Task) -> Scanned:
                 mm.close()
 
 
+def _whole_record(tail: bytes) -> bool:
+    """Whether a last line without its newline is a complete JSON object (a torn write never is)."""
+    # start-up: only a log whose last line lacks its newline comes here
+    import orjson
+
+    try:
+        return isinstance(orjson.loads(tail), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
 _ZST = ".zst"
+_SMALL = 1 << 16  # a log smaller than this is read into memory (one read, not a map: opencode's many small files)
+
+
+def _is_document(path: str) -> bool:
+    """Whether PATH holds one JSON document (a Gemini CLI chat, an opencode file), read whole whenever it changed."""
+    return path.endswith(".json")
 
 
 def _contents(f: Any, size: int, path: str) -> Any:
@@ -193,6 +236,11 @@ def _contents(f: Any, size: int, path: str) -> Any:
     rollout (`.zst`), the whole of it decompressed through the zstd program into bytes (which
     find and slice as the map does; read from F, the file whose key was taken). A
     `compressed.Unreadable` (a ValueError) says why not."""
+    if size < _SMALL and not path.endswith(_ZST):
+        data = f.read()
+        if len(data) != size:
+            raise ValueError("changed while read")
+        return data
     if not path.endswith(_ZST):
         # start-up: only when a log is read
         import mmap
@@ -277,6 +325,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     sizes: dict[str, int] = {}
     kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
     decode = None
+    skipped: dict[str, int] = {}
     for arg, listing in found:  # type: ignore[union-attr]
         gen, old = filecache.load_cache(arg) if use_cache else (0, {})
         if old and decode is None:
@@ -289,6 +338,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
             if since_ns is not None and mtime < since_ns:
                 if raw is not None:
                     new[path] = raw
+                skipped[arg] = skipped.get(arg, 0) + 1
                 continue
             files.append(path)
             prev = decode(raw) if raw is not None else None  # type: ignore[misc]
@@ -309,8 +359,10 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     packed: dict[str, bytes] = {}  # the workers' entries as MessagePack, stored in the cache as they came
     total = sum(sizes.values())
     results = _run(tasks, sizes, jobs, total, progress, packed) if engine is None else _run_on(engine, tasks, sizes, total, progress)
+    errored: set[str] = set()
     for path, entry, nbytes, error in results:
         if error is not None:
+            errored.add(path)
             result.bad_lines += 1
             if len(result.bad_samples) < max_samples:
                 result.bad_samples.append(f"{path}: {error}")
@@ -322,10 +374,16 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
 
     for arg, files, old, new, gen in plans:
         new.update((p, packed.get(p) or done[p]) for p in files if p in done)
+        logs = skipped.get(arg, 0)
         for path in files:
             entry = done.get(path) or kept.get(path)
             if entry is None:
+                logs += path in errored  # (a log it could not read, named as a bad line)
                 continue
+            if entry.kind == NOT_A_LOG:
+                result.not_logs.append(path)
+                continue
+            logs += 1
             result.records.extend(entry.recs)
             result.calls_read += entry.read
             result.bad_lines += entry.bad + (1 if entry.torn else 0)
@@ -343,6 +401,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 if warning:
                     result.warnings.append(warning)
         result.generations.append(gen if use_cache else 0)
+        result.logs.append(logs)
     return result
 
 
@@ -395,7 +454,8 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             seen += 1
             if k == (size, mtime, ino):
                 continue
-            if k[2] != ino or size < k[0] or path.endswith(_ZST):  # (a compressed log is never resumed)
+            if k[2] != ino or size < k[0] or path.endswith(_ZST) or _is_document(path) or path.endswith(OPENCODE_DB):
+                # (a compressed log, a document, a database are never resumed)
                 return None
             tasks.append((path, kind, None, False))  # (its entry is taken from the cache below)
             sizes[path] = size

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..defaults import USAGE_BY
 from ..errors import UsageError
 from .copies import dedupe
-from .prices import TIER_TOKENS, Prices, cost_at, load_prices, rates
+from .prices import DAY, TIER_TOKENS, Prices, cost_at, load_prices
 from .times import day_of, iso_week
 
 TYPE_CHECKING = False
@@ -32,10 +32,11 @@ class Ledger:
     (A plain class, not a dataclass: the dataclasses module is too slow to import for a cached answer.)
     """
 
-    FIELDS = ("by", "rows", "totals", "incomplete", "calls_read", "duplicates", "prices_date")
+    FIELDS = ("by", "rows", "totals", "incomplete", "calls_read", "duplicates", "prices_date", "prices_source", "sources")
 
     def __init__(self, by: str, rows: list[dict[str, Any]], totals: dict[str, Any], incomplete: bool, calls_read: int,
-                 duplicates: int, prices_date: str | None, rendered: Any = None) -> None:
+                 duplicates: int, prices_date: str | None, rendered: Any = None, prices_source: dict[str, Any] | None = None,
+                 sources: list[dict[str, str]] | None = None) -> None:
         self.by = by
         self.rows = rows
         self.totals = totals
@@ -43,11 +44,16 @@ class Ledger:
         self.calls_read = calls_read
         self.duplicates = duplicates
         self.prices_date = prices_date
+        self.prices_source = prices_source  # the price library and its version, and the user's price files
+        self.sources = sources  # the homes read when no PATH was named
         self.rendered = rendered
 
     def document(self, scan: Scan | None = None) -> dict[str, Any]:
         doc: dict[str, Any] = {"by": self.by, "rows": self.rows, "totals": self.totals, "incomplete": self.incomplete,
-                               "calls_read": self.calls_read, "duplicates_dropped": self.duplicates, "prices_date": self.prices_date}
+                               "calls_read": self.calls_read, "duplicates_dropped": self.duplicates, "prices_date": self.prices_date,
+                               "prices": self.prices_source}
+        if self.sources is not None:
+            doc["sources"] = self.sources
         if scan is not None:
             doc.update(files=scan.files, files_parsed=scan.files_parsed, bytes_parsed=scan.bytes_parsed, bad_lines=scan.bad_lines)
         return doc
@@ -72,7 +78,7 @@ def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | N
 
 def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: str | None = None, until: str | None = None,
                into: Folded | None = None) -> Folded:
-    """The deduped calls summed into (row, model, tier, unpriced) buckets, INTO's when given.
+    """The deduped calls summed into (row, model, tier, unpriced, UTC day) buckets, INTO's when given.
 
     What the rows are made of (`ledger_of`), kept between runs so that calls appended to a log
     can be added to it (see `kept`). Reported costs are added in call order.
@@ -94,11 +100,12 @@ def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: 
     else:
         keys = [getattr(r, by) for r in kept]
 
-    buckets: dict[tuple[str, str, bool, bool], list[int]] = folded["buckets"]
+    buckets: dict[tuple[str, str, bool, bool, int], list[int]] = folded["buckets"]
     reported: dict[str, float] = folded["reported"]
     for r, k in zip(kept, keys):
         inp, cr, cw, cost = r.input, r.cache_read, r.cache_write, r.cost
-        bk = (k, r.model, inp + cr + cw > TIER_TOKENS, cost is None)
+        # (the UTC day: prices apply at the call's date; a reported cost needs none)
+        bk = (k, r.model, inp + cr + cw > TIER_TOKENS, cost is None, int(r.ts // DAY) if cost is None else 0)
         b = buckets.get(bk)
         if b is None:
             b = buckets[bk] = [0, 0, 0, 0, 0, 0]
@@ -122,18 +129,19 @@ def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, dupli
     """The priced rows and totals of folded buckets; each unpriced bucket is priced once."""
     buckets, reported = folded["buckets"], folded["reported"]
     acc: dict[str, list[Any]] = {}  # per group: 6 counts, cost, unpriced calls, incomplete
-    for (k, _model, _above, _unpriced), b in buckets.items():
+    for (k, _model, _above, _unpriced, _day), b in buckets.items():
         a = acc.get(k)
         if a is None:
             a = acc[k] = [0, 0, 0, 0, 0, 0, reported.get(k, 0.0), 0, False]
         for i in range(6):
             a[i] += b[i]
-    known: dict[tuple[str, bool], Any] = {}  # (model, tier) → its rates: looked up once
-    for (k, model, above, unpriced), b in buckets.items():
+    prices.prepare(model for (_k, model, _a, unpriced, _d) in buckets if unpriced)  # (each new name resolved once)
+    known: dict[tuple[str, bool, int], Any] = {}  # (model, tier, day) → its rates: looked up once
+    for (k, model, above, unpriced, day), b in buckets.items():
         if unpriced:
-            r = known.get((model, above), known)
+            r = known.get((model, above, day), known)
             if r is known:
-                r = known[model, above] = rates(prices.lookup(model), above)
+                r = known[model, above, day] = prices.rates(model, day, above)
             if r is None:
                 acc[k][7] += b[5]
             else:
@@ -151,4 +159,4 @@ def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, dupli
     rows = [{by: k, **row(a)} for k, a in sorted(acc.items())]
     tot = [sum(a[i] for a in acc.values()) for i in range(8)] + [any(a[8] for a in acc.values())]
     return Ledger(by=by, rows=rows, totals=row(tot), incomplete=bool(folded["incomplete_sessions"]), calls_read=calls_read,
-                  duplicates=duplicates, prices_date=prices.date)
+                  duplicates=duplicates, prices_date=prices.date, prices_source=prices.source)

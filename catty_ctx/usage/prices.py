@@ -1,4 +1,10 @@
-"""Prices: a dated table in USD per token with LiteLLM's field names, and the long-context tier rule."""
+"""Prices: the price library (genai-prices, see `library`) at each call's date, under the user's own tables, and the tier rule.
+
+A user's price table (`--prices FILE`, and `$XDG_CONFIG_HOME/catty-ctx/prices.json` when it
+exists) covers private models or other terms: USD per token with LiteLLM's field names
+(`input_cost_per_token`, …, and each with `_above_200k_tokens`). Its entries win over the
+library for the models they name.
+"""
 from __future__ import annotations
 
 import os
@@ -6,36 +12,52 @@ import os
 import xxhash
 
 from ..errors import DataError, UsageError
+from . import library
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Iterable
 
     from .records import Record
 
-TIER_TOKENS = 200_000  # the long-context tier of the `*_above_200k_tokens` prices
+TIER_TOKENS = library.TIER_TOKENS  # the long-context tier of the `*_above_200k_tokens` prices
 TIER_SUFFIX = "_above_200k_tokens"
-BUNDLED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "prices.json")
+DAY = 86_400
+
+
+def user_table() -> str:
+    """The user's own price table, read when it exists: $XDG_CONFIG_HOME/catty-ctx/prices.json."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "catty-ctx", "prices.json")
 
 
 class Prices:
-    """Per-model prices in USD per token, LiteLLM's field names; `date` says when they were true."""
+    """The user's tables (model → LiteLLM-named prices per token) over the price library's prices at a call's date."""
 
-    def __init__(self, table: dict[str, dict[str, Any]], date: str | None = None, digest: str = "") -> None:
+    def __init__(self, table: dict[str, dict[str, Any]], date: str | None = None, digest: str = "",
+                 files: list[str] | None = None, use_library: bool = True) -> None:
         self.table = table
         self.date = date
-        self.digest = digest  # of the files the table came from: part of the answer cache's key
+        self.digest = digest  # of the files the table came from and the library's version: part of the answer cache's key
+        self.files = files or []
+        self.use_library = use_library and bool(library.version()[0])
+        self.resolved: dict[str, Any] = {}  # model → the library's answer (see `library.resolve`)
         self._memo: dict[str, dict[str, Any] | None] = {}
         self._norm: dict[str, str] | None = None
 
+    @property
+    def source(self) -> dict[str, Any]:
+        """Where the prices came from, as the document names it."""
+        return {"library": library.NAME if self.use_library else None, "version": library.version()[0] or None, "files": self.files}
+
     def lookup(self, model: str) -> dict[str, Any] | None:
-        """The price entry of MODEL: exact name, else without provider prefix and date suffix."""
+        """The user's price entry of MODEL: exact name, else without provider prefix and date suffix."""
         try:
             return self._memo[model]
         except KeyError:
             pass
         entry = self.table.get(model)
-        if entry is None:
+        if entry is None and self.table:
             if self._norm is None:
                 self._norm = {}
                 for name in self.table:
@@ -44,6 +66,33 @@ class Prices:
             entry = self.table.get(name) if name else None
         self._memo[model] = entry
         return entry
+
+    def prepare(self, models: Iterable[str]) -> None:
+        """Resolve MODELS the user's tables do not price through the library (its price index), once."""
+        if not self.use_library:
+            return
+        wanted = [m for m in dict.fromkeys(models) if m not in self.resolved and self.lookup(m) is None]
+        if wanted:
+            self.resolved.update(library.resolve(wanted))
+
+    def rates(self, model: str, day: int, above: bool) -> tuple[float, float, float, float] | None:
+        """MODEL's rates per input, output, cache write and cache read token on DAY (days since 1970, UTC); None: no price."""
+        entry = self.lookup(model)
+        if entry is not None:
+            return rates(entry, above)
+        if not self.use_library:
+            return None
+        if model not in self.resolved:
+            self.prepare([model])
+        return library.rates_on(self.resolved.get(model), day, above)
+
+    def priced_by(self, model: str) -> dict[str, Any] | None:
+        """What prices MODEL: the user's table, or the library's provider and model; None: nothing."""
+        if self.lookup(model) is not None:
+            return {"table": True}
+        self.prepare([model])
+        got = self.resolved.get(model)
+        return None if got is None else {"provider": got[0], "model": got[1]}
 
 
 def _normal_model(name: str) -> str:
@@ -63,9 +112,15 @@ def _price_entries(doc: Any, origin: str) -> dict[str, dict[str, Any]]:
 
 
 def price_files(override: str | os.PathLike[str] | None) -> list[tuple[str, bytes]]:
-    """(name, bytes) of the bundled table and of OVERRIDE: read, not parsed (their digest keys the answer cache)."""
-    with open(BUNDLED, "rb") as f:
-        files = [("prices.json", f.read())]
+    """(name, bytes) of the user's price tables: the configured one when it exists, then OVERRIDE
+    (read, not parsed: their digest keys the answer cache)."""
+    files = []
+    configured = user_table()
+    try:
+        with open(configured, "rb") as f:
+            files.append((configured, f.read()))
+    except OSError:
+        pass
     if override is not None:
         path = os.fspath(override)
         try:
@@ -77,30 +132,30 @@ def price_files(override: str | os.PathLike[str] | None) -> list[tuple[str, byte
 
 
 def digest_of(files: list[tuple[str, bytes]]) -> str:
-    h = xxhash.xxh64()
+    h = xxhash.xxh64(library.version()[1].encode())
     for _name, data in files:
         h.update(data)
     return h.hexdigest()
 
 
-def load_prices(override: str | os.PathLike[str] | None = None, files: list[tuple[str, bytes]] | None = None) -> Prices:
-    """The bundled table, with the entries of OVERRIDE (a LiteLLM-style file) replacing its own."""
-    # start-up: prices is on the cached path (its digest); the table is read only for a fold
+def load_prices(override: str | os.PathLike[str] | None = None, files: list[tuple[str, bytes]] | None = None,
+                use_library: bool = True) -> Prices:
+    """The user's tables (the configured one, then OVERRIDE, whose entries replace its own) over the price library."""
+    # start-up: prices is on the cached path (its digest); a table is read only for a fold
     import msgspec
 
     files = files if files is not None else price_files(override)
-    bundled = msgspec.json.decode(files[0][1])
-    table = _price_entries(bundled, "prices.json")
-    stamp = bundled.get("_meta", {}).get("date")
-    for path, data in files[1:]:
+    table: dict[str, dict[str, Any]] = {}
+    stamp = None
+    for path, data in files:
         try:
             doc = msgspec.json.decode(data)
         except msgspec.DecodeError as exc:
             raise DataError(f"not valid JSON ({exc})", path=path) from None
         table.update(_price_entries(doc, path))
         meta = doc.get("_meta") if type(doc) is dict else None
-        stamp = (meta.get("date") if type(meta) is dict else None) or f"{stamp} + {os.path.basename(path)}"
-    return Prices(table, stamp, digest_of(files))
+        stamp = (meta.get("date") if type(meta) is dict else None) or stamp
+    return Prices(table, stamp, digest_of(files), [path for path, _ in files], use_library=use_library)
 
 
 def rates(p: dict[str, Any] | None, above: bool) -> tuple[float, float, float, float] | None:
@@ -136,8 +191,9 @@ def cost_at(r: tuple[float, float, float, float], inp: int, out: int, cache_read
 
 
 def call_cost(rec: Record, prices: Prices) -> float | None:
-    """One call's cost: the provider's when it reported one, else priced from the table."""
+    """One call's cost: the provider's when it reported one, else priced at its date."""
     if rec.cost is not None:
         return float(rec.cost)
     above = rec.input + rec.cache_read + rec.cache_write > TIER_TOKENS
-    return price_tokens(prices.lookup(rec.model), rec.input, rec.output, rec.cache_read, rec.cache_write, above)
+    r = prices.rates(rec.model, int(rec.ts // DAY), above)
+    return None if r is None else cost_at(r, rec.input, rec.output, rec.cache_read, rec.cache_write)

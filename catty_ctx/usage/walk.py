@@ -1,4 +1,4 @@
-"""Finding the logs: which files under a PATH are catty, Claude Code or Codex logs, and their keys.
+"""Finding the logs: which files under a PATH are catty, Claude Code, Codex, Gemini CLI or opencode logs, and their keys.
 
 The folder listings of a walk are remembered by folder mtime (`Listings`), so a walk over
 unchanged folders is one stat per folder. Imports nothing heavy: a cached answer needs the walk.
@@ -15,26 +15,56 @@ from ..urls import is_url, url_logs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable, Sequence
+    from typing import Any, Callable, Sequence
 
     Survey = list[tuple[str, list[tuple[str, str | None, int, int, int]]]]  # per PATH: (file, kind, size, mtime_ns, inode)
 
-CATTY, CLAUDE, CODEX = "catty", "claude", "codex"  # the kinds of log; None until a file's first line tells
+CATTY, CLAUDE, CODEX, GEMINI, OPENCODE = "catty", "claude", "codex", "gemini", "opencode"  # the kinds of log; None until its content tells
+NOT_A_LOG = "none"  # a file whose content is no agent's log (named as a PATH: refused; met in a walk: passed over)
+AGENTS = "Claude Code, Codex, Gemini CLI, opencode or catty-ctx"
 # Not a log: a catty session's prefire cache, holding the usage events of calls no event records
 # yet (see `prefire`), listed after its session's log when the session has a requests folder.
 PREFIRE = "prefire"
 _PENDING = os.path.join(REQUESTS_DIR, PREFIRE_NAME)
 _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
+_GEMINI_HOME_MARKS = ("settings.json", "oauth_creds.json", "google_accounts.json", "installation_id", "GEMINI.md", "user_id")
 COMPRESSED = ".jsonl.zst"  # a rollout Codex compressed (a week untouched): read whole through zstd (`compressed`)
+OPENCODE_DB = "opencode.db"
+# opencode's storage files: messages and parts (its sessions' own files hold no usage)
+_OPENCODE_PREFIXES = ("msg_", "prt_")
+
+
+def named_kind(name: str, folder: str = "") -> str | None:
+    """The kind of log a file's NAME (in FOLDER) tells, or None (its content tells)."""
+    if name.startswith("rollout-"):
+        return CODEX
+    if name.endswith(".json"):
+        return OPENCODE if name.startswith(_OPENCODE_PREFIXES) else GEMINI if name.startswith("session-") else None
+    if name == OPENCODE_DB:
+        return OPENCODE
+    if name.startswith("session-") and folder.endswith("chats"):
+        return GEMINI
+    return None
+
+
+def _listed(name: str) -> bool:
+    """Whether a walk lists the file NAME: JSON Lines, compressed rollouts, Gemini chats, opencode's files."""
+    if name.endswith(".jsonl"):
+        return True
+    if name.endswith(".json"):
+        return name.startswith(("session-", *_OPENCODE_PREFIXES))
+    return name == OPENCODE_DB or (name.endswith(COMPRESSED) and name.startswith("rollout-"))
 
 
 def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> list[tuple[str, str | None]]:
-    """The log files under PATH with their kind (None: told from the first line when read).
+    """The log files under PATH with their kind (None: told from the content when read).
 
     PATH is a catty session (directory or log), a ROOT of them, a Claude Code config dir or
-    its projects tree, a Codex home or its sessions tree, or one log file of any of these.
-    Codex's compressed rollouts (`rollout-*.jsonl.zst`) are Codex logs wherever they lie.
+    its projects tree, a Codex home or its sessions tree, a Gemini CLI home (`~/.gemini`: its
+    `tmp/<project>/chats/session-*`), opencode's data folder or its `storage` (message and part
+    files, and `opencode.db`), or one log file of any of these. Codex's compressed rollouts
+    (`rollout-*.jsonl.zst`) are Codex logs wherever they lie.
     LISTINGS, when given, remembers each folder's listing (see `Listings`).
     """
     p = os.fspath(path)
@@ -43,7 +73,7 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
         name = os.path.basename(p)
         if name == LOG_NAME:
             return _session(os.path.dirname(p))
-        return [(p, CODEX if name.endswith(COMPRESSED) and name.startswith("rollout-") else None)]
+        return [(p, named_kind(name, os.path.dirname(p)))]
     if not os.path.isdir(p):
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):
@@ -51,7 +81,16 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
     roots = [join(p, "projects")] if _is_home(p, "projects", _CLAUDE_HOME_MARKS, lambda n: n.startswith("-")) else []
     if _is_home(p, "sessions", _CODEX_HOME_MARKS, lambda n: len(n) == 4 and n.isdigit()):
         roots += [r for r in (join(p, "sessions"), join(p, "archived_sessions")) if os.path.isdir(r)]
+    if _is_gemini_home(p):
+        roots.append(join(p, "tmp"))
     out: list[tuple[str, str | None]] = []
+    storage = join(p, "storage") if os.path.isdir(join(p, "storage", "message")) else p
+    if os.path.isdir(join(storage, "message")) and (storage != p or os.path.isdir(join(p, "session"))):
+        roots += [r for r in (join(storage, "message"), join(storage, "part")) if os.path.isdir(r)]  # (opencode's storage)
+    if os.path.isfile(join(p, OPENCODE_DB)):
+        out.append((join(p, OPENCODE_DB), OPENCODE))
+        if not roots:
+            return out  # (opencode's data folder: its database and storage, not its snapshots and logs)
     memo = listings if listings is not None else Listings()
     for root in roots or [p]:
         stack = [root]  # depth first, folders and files in name order
@@ -67,7 +106,7 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
                 if REQUESTS_DIR in subdirs:  # (told by the listing: no stat for a session without one)
                     out.append((prefix + _PENDING, PREFIRE))
                 continue
-            out.extend((prefix + name, CODEX if name.startswith("rollout-") else None) for name in logs)
+            out.extend((prefix + name, named_kind(name, folder)) for name in logs)
             stack.extend(prefix + d for d in reversed(subdirs))
     return out
 
@@ -82,7 +121,7 @@ def _session(folder: str) -> list[tuple[str, str | None]]:
 
 
 class Listings:
-    """Folder listings (sub-folders to walk, *.jsonl and rollout-*.jsonl.zst names) remembered by the folder's mtime.
+    """Folder listings (sub-folders to walk, the names of logs: see `_listed`) remembered by the folder's mtime.
 
     A folder's mtime changes whenever an entry is added, removed or renamed in it, so a
     remembered listing whose folder has the same mtime is still true, and a walk over
@@ -120,7 +159,7 @@ class Listings:
                     if real_dir:
                         if not is_staging(e.name):  # a killed fork's or import's leftovers
                             subdirs.append(e.name)
-                    elif not is_dir and (e.name.endswith(".jsonl") or (e.name.endswith(COMPRESSED) and e.name.startswith("rollout-"))):
+                    elif not is_dir and _listed(e.name):
                         logs.append(e.name)
         except OSError:
             return None
@@ -148,30 +187,139 @@ def _is_home(p: str, sub: str, marks: tuple[str, ...], child_ok: Callable[[str],
     return bool(names) and all(child_ok(n) for n in names)
 
 
-def sniff(first_line: bytes) -> str:
-    """The kind of log whose first line is FIRST_LINE (any file not catty's or Codex's is Claude Code's)."""
-    if b'"seq"' not in first_line and b'"payload"' not in first_line:
-        return CLAUDE  # neither of the keys that tell the others: no need to decode the line
-    # start-up: msgspec only to tell a catty or Codex first line apart
+def key_stat(path: str, st: os.stat_result) -> tuple[int, int]:
+    """(size, mtime) of an SQLite database as its readers see it: its write-ahead log included
+    (new rows sit there until a checkpoint, the database file unchanged)."""
+    try:
+        wal = os.stat(path + "-wal")
+    except OSError:
+        return st.st_size, st.st_mtime_ns
+    return st.st_size + wal.st_size, max(st.st_mtime_ns, wal.st_mtime_ns)
+
+
+def _is_gemini_home(p: str) -> bool:
+    """Is P Gemini CLI's home (read only `tmp/`)? Yes when it has `tmp/` and one of Gemini CLI's own files."""
+    return os.path.isdir(os.path.join(p, "tmp")) and any(os.path.exists(os.path.join(p, m)) for m in _GEMINI_HOME_MARKS)
+
+
+_CLAUDE_KEYS = (b'"sessionId"', b'"parentUuid"', b'"leafUuid"', b'"uuid"')
+_SQLITE = b"SQLite format 3\x00"
+_SNIFF_LINES = 4  # a log whose first lines are all unreadable is no log (a text file, a README)
+
+
+def sniff(head: bytes, whole: Callable[[], bytes] | None = None) -> str:
+    """The kind of log that begins with HEAD (its first bytes), NOT_A_LOG when it is none.
+
+    The first line that is a JSON object tells (of the first few: a torn or damaged first line
+    leaves the next ones to tell); a file of one JSON document (WHOLE gives its bytes) is a Gemini
+    CLI chat or an opencode storage file or export; an SQLite file is opencode's database.
+    """
+    if head.startswith(_SQLITE):
+        return OPENCODE
+    pos = 0
+    decided = False  # (a line decoded: an object of no agent's, not damage)
+    for _ in range(_SNIFF_LINES):
+        end = head.find(b"\n", pos)
+        line = head[pos : end if end >= 0 else len(head)]
+        pos = end + 1
+        if line.strip():
+            kind = _sniff_line(line)
+            if kind is not None and kind != NOT_A_LOG:
+                return kind
+            decided = decided or kind == NOT_A_LOG
+        if end < 0:
+            break
+    if whole is not None and head.lstrip()[:1] == b"{":
+        kind = _sniff_document(whole())
+        if kind != NOT_A_LOG:
+            return kind
+    # No line decoded: JSON Lines whose first lines are damaged are read as Claude Code's (the
+    # commonest, its bad lines then named); anything else (a text file) is no log.
+    return CLAUDE if head.lstrip()[:1] == b"{" and not decided else NOT_A_LOG
+
+
+def _sniff_line(line: bytes) -> str | None:
+    """The kind a JSON Lines file whose line is LINE is, NOT_A_LOG for an object of no agent's, None: not an object."""
+    if b'"seq"' not in line and b'"payload"' not in line and b'"projectHash"' not in line and any(k in line for k in _CLAUDE_KEYS):
+        return CLAUDE  # (told without decoding the line)
+    # start-up: msgspec only to tell a first line apart
     import msgspec
 
     from .lines import UNDECODABLE
 
     try:
-        obj = msgspec.json.decode(first_line)
+        obj = msgspec.json.decode(line)
     except UNDECODABLE:
+        return None
+    if type(obj) is not dict:
+        return None
+    if "kind" in obj and "v" in obj and "seq" in obj:
+        return CATTY
+    if "payload" in obj and obj.get("type") in ("session_meta", "response_item", "event_msg", "turn_context", "compacted"):
+        return CODEX
+    if "projectHash" in obj and "type" not in obj:
+        return GEMINI
+    kind = _document_kind(obj)
+    if kind != NOT_A_LOG:
+        return kind
+    if "type" in obj or "message" in obj or any(k.strip(b'"').decode() in obj for k in _CLAUDE_KEYS):
         return CLAUDE
-    if type(obj) is dict:
-        if "kind" in obj and "v" in obj and "seq" in obj:
-            return CATTY
-        if "payload" in obj and obj.get("type") in ("session_meta", "response_item", "event_msg", "turn_context", "compacted"):
-            return CODEX
-    return CLAUDE
+    return NOT_A_LOG
+
+
+def _sniff_document(data: bytes) -> str:
+    # start-up: msgspec only to tell a document apart
+    import msgspec
+
+    from .lines import UNDECODABLE
+
+    try:
+        obj = msgspec.json.decode(data)
+    except UNDECODABLE:
+        return NOT_A_LOG
+    return _document_kind(obj)
+
+
+def _document_kind(obj: Any) -> str:
+    """The kind of a file holding the one JSON document OBJ: a Gemini CLI chat, an opencode export or storage file, or none."""
+    if type(obj) is not dict:
+        return NOT_A_LOG
+    if type(obj.get("messages")) is list:
+        if type(obj.get("info")) is dict:
+            return OPENCODE  # `opencode export`
+        if "sessionId" in obj or "projectHash" in obj:
+            return GEMINI
+    if ("messageID" in obj and "type" in obj) or ("role" in obj and "sessionID" in obj):
+        return OPENCODE
+    return NOT_A_LOG
 
 
 def _url_kind(url: str) -> str | None:
     name = url.rsplit("/", 1)[-1]
-    return CATTY if name == LOG_NAME else CODEX if name.startswith("rollout-") else None
+    return CATTY if name == LOG_NAME else named_kind(name, url.rsplit("/", 2)[-2] if url.count("/") > 1 else "")
+
+
+def homes(environ: Any = None) -> tuple[list[tuple[str, str]], list[str]]:
+    """The agents' standard homes that exist, as (agent, folder), and every folder looked for.
+
+    Claude Code: each folder of `CLAUDE_CONFIG_DIR` (a comma-separated list), else
+    `~/.config/claude` and `~/.claude`; Codex: `CODEX_HOME`, else `~/.codex`; Gemini CLI:
+    `~/.gemini`; opencode: `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`.
+    """
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or os.path.expanduser("~")
+    join = os.path.join
+    claude = [d.strip() for d in (env.get("CLAUDE_CONFIG_DIR") or "").split(",") if d.strip()]
+    wanted = [(CLAUDE, d) for d in claude or [join(home, ".config", "claude"), join(home, ".claude")]]
+    wanted.append((CODEX, env.get("CODEX_HOME") or join(home, ".codex")))
+    wanted.append((GEMINI, join(home, ".gemini")))
+    wanted.append((OPENCODE, join(env.get("XDG_DATA_HOME") or join(home, ".local", "share"), "opencode")))
+    found: list[tuple[str, str]] = []
+    for agent, folder in wanted:
+        folder = os.path.abspath(os.path.expanduser(folder))
+        if os.path.isdir(folder) and all(folder != f for _a, f in found):
+            found.append((agent, folder))
+    return found, [os.path.abspath(os.path.expanduser(f)) for _a, f in wanted]
 
 
 def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = None) -> Survey:
@@ -199,6 +347,9 @@ def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = 
                 continue  # gone since the walk
             if not stat.S_ISREG(st.st_mode):
                 continue  # a FIFO or device would block or never end
+            if path.endswith(OPENCODE_DB):
+                files.append((path, kind, *key_stat(path, st), st.st_ino))
+                continue
             files.append((path, kind, st.st_size, st.st_mtime_ns, st.st_ino))
         out.append((arg, files))
     return out

@@ -34,12 +34,17 @@ def message(text: str, **usage: Any) -> Turn:
     return Turn([_message_item(text)], usage=usage)
 
 
-def function_call(name: str, arguments: dict[str, Any], *, text: str | None = None, call_id: str | None = None, **usage: Any) -> Turn:
+def function_call(name: str, arguments: dict[str, Any], *, text: str | None = None, call_id: str | None = None,
+                  namespace: str | None = None, **usage: Any) -> Turn:
     """A call the client runs and answers in its next request (`function_call_output` with the
-    same call_id), e.g. function_call("exec_command", {"cmd": "echo hi"})."""
+    same call_id), e.g. function_call("exec_command", {"cmd": "echo hi"}); an MCP tool is
+    called in its server's namespace: function_call("TOOL", {...}, namespace="mcp__SERVER")."""
     items = [_message_item(text)] if text else []
-    items.append({"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:24]}", "call_id": call_id or f"call_{uuid.uuid4().hex[:24]}",
-                  "name": name, "arguments": orjson.dumps(arguments).decode(), "status": "completed"})
+    call = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:24]}", "call_id": call_id or f"call_{uuid.uuid4().hex[:24]}",
+            "name": name, "arguments": orjson.dumps(arguments).decode(), "status": "completed"}
+    if namespace:
+        call["namespace"] = namespace
+    items.append(call)
     return Turn(items, usage=usage)
 
 

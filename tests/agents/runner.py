@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shlex
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,11 +63,19 @@ def base_env(home: Path, **extra: str) -> dict[str, str]:
     """A fresh environment: none of the caller's agent, proxy or API variables leak in."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb",
            "TMPDIR": os.environ.get("TMPDIR", "/tmp"), "NO_COLOR": "1"}
-    for keep in ("PYTHONPATH", "VIRTUAL_ENV", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+    for keep in ("VIRTUAL_ENV", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
         if keep in os.environ:
             env[keep] = os.environ[keep]
+    # a hook or MCP server the agent starts as `catty_ctx_command(...)` runs this checkout
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env.update(extra)
     return env
+
+
+def catty_ctx_command(*args: str) -> str:
+    """The command line (for a hook's `command` or an MCP server entry) that runs this
+    checkout's catty-ctx with ARGS, with the interpreter of the tests."""
+    return shlex.join([sys.executable, "-m", "catty_ctx", *args])
 
 
 @dataclass

@@ -40,7 +40,7 @@ def test_check_exits_1_when_over_and_0_when_under(tmp_path: Path) -> None:
     assert cli("compact", str(s), "--check").returncode == 1
     assert cli("compact", str(tmp_path / "root"), "--check").returncode == 1
     proc = cli("compact", str(_session(tmp_path / "big-window")), "--check")
-    assert proc.returncode == 0 and jsonl(proc.stdout)[0]["status"] == "under"
+    assert proc.returncode == 0 and jsonl(proc.stdout)[0]["status"] == "below_threshold"
     assert cli("compact", "-", "--check", input=(s / "updates.jsonl").read_bytes()).returncode == 1
 
 

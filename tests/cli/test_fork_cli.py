@@ -100,18 +100,21 @@ def test_a_fork_keeps_the_segments_it_holds_and_counts_segment_files_only(tmp_pa
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_forks_option_table_is_the_typer_commands() -> None:
-    table_is_the_typer_commands("fork", arguments=["session", "dest"])
+    command = table_is_the_typer_commands("fork")
+    # DEST may be left out with --to (the agent's own folder); `run` refuses its absence without it.
+    assert [(p.name, p.required) for p in command.params if p.param_type_name == "argument"] == [("session", True), ("dest", False)]
 
 
 def test_forks_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> None:
     from catty_ctx.cli.fork import parse_args
 
     assert parse_args(["S", "D"]) == {"session": "S", "dest": "D"}
+    assert parse_args(["S", "--to", "claude", "--max-bytes", "9"]) == {"session": "S", "to": "claude", "max_bytes": 9}
     assert parse_args(["S", "D", "--at-turn", "3", "--json"]) == {"session": "S", "dest": "D", "at_turn": 3, "as_json": True}
     assert parse_args(["--model=m", "S", "--cwd", "/w", "D", "--dry-run", "--at-turn=0"]) == {
         "session": "S", "dest": "D", "model": "m", "cwd": "/w", "dry_run": True, "at_turn": 0}
     assert parse_args(["--", "S", "-D"]) == {"session": "S", "dest": "-D"}
-    for typer_says in (["--help"], ["S", "D", "-h"], [], ["S"], ["S", "D", "E"], ["S", "D", "--at-turn", "-1"], ["S", "D", "--at-turn", "1.5"],
+    for typer_says in (["--help"], ["S", "D", "-h"], [], ["S", "D", "E"], ["S", "D", "--at-turn", "-1"], ["S", "D", "--at-turn", "1.5"],
                        ["S", "D", "--at-turn"], ["S", "D", "--json=1"], ["S", "D", "--bogus"], ["S", "-D"], ["S", "D", "--lock-timeout", "1"]):
         assert parse_args(typer_says) is None, typer_says
 
@@ -157,3 +160,10 @@ def test_a_fork_of_a_session_without_segments_never_loads_the_compact_package(de
     _compact_segments(s)
     assert plain_run_loads("fork", str(s), str(tmp_path / "b"), heavy=heavy) == (0, ["catty_ctx.compact"])  # its segments are copied
     assert (tmp_path / "b" / "segments" / "segment_000.md").is_file()
+
+
+def test_fork_without_dest_or_to_is_a_usage_error(demo: Path) -> None:
+    proc = cli("fork", str(demo))
+    assert proc.returncode == 2 and b"needs DEST" in proc.stderr
+    proc = cli("fork", str(demo), "D", "--max-bytes", "5")
+    assert proc.returncode == 2 and b"--max-bytes needs --to" in proc.stderr

@@ -158,7 +158,8 @@ def test_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> N
     assert parse_args(["a", "--by=day", "-j", "2", "b", "--json", "--", "--c"]) == {
         "paths": ["a", "b", "--c"], "by": "day", "jobs": 2, "as_json": True}
     assert parse_args(["-", "--timezone", "UTC", "--since", "2026-01-01"]) == {"paths": ["-"], "tz": "UTC", "since": "2026-01-01"}
-    for typer_says in (["--help"], ["a", "-h"], [], ["--json"], ["a", "--by"], ["a", "--jobs", "0"], ["a", "-j2"], ["a", "--json=1"], ["a", "--bogus"]):
+    assert parse_args([]) == {"paths": []} and parse_args(["--json"]) == {"paths": [], "as_json": True}  # (the agents' homes)
+    for typer_says in (["--help"], ["a", "-h"], ["a", "--by"], ["a", "--jobs", "0"], ["a", "-j2"], ["a", "--json=1"], ["a", "--bogus"]):
         assert parse_args(typer_says) is None, typer_says
 
 

@@ -1,0 +1,121 @@
+"""Usage records of a Gemini CLI chat: each `gemini` message carrying `tokens` is one call.
+
+Gemini CLI keeps a chat as one JSON document (`session-*.json`: `sessionId`, `projectHash`,
+`messages`) or, in newer versions, as JSON Lines (`session-*.jsonl`: a metadata line, then
+message records, `$set` and `$rewindTo` lines; a record written again with the same id
+replaces the earlier one). A reply's id identifies the call: its copies collapse by it. A
+rewind does not undo what was billed, so the calls of rewound replies still count.
+
+`tokens` holds the provider's counts: `input` (the prompt, cached part included), `output`,
+`cached`, `thoughts` and `tool` (tool-use prompt tokens). Thinking tokens are billed as output,
+so `output` here is output + thoughts (and `reasoning` the thoughts alone); `input` is the
+uncached prompt plus the tool-use prompt.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+import msgspec
+
+from ..jsonl import marked_lines
+from .lines import UNDECODABLE, count, json_object
+from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
+from .times import epoch
+
+MARK = b'"tokens"'
+DOCUMENT = ".json"  # the older form: one document, read whole every time it changed
+
+
+class _Message(msgspec.Struct, gc=False):
+    id: Any = None
+    type: Any = None
+    timestamp: Any = None
+    model: Any = None
+    tokens: Any = None
+
+
+class _Document(msgspec.Struct, gc=False):
+    sessionId: Any = None
+    messages: Optional[list[_Message]] = None  # (a message's content is skipped unbuilt)
+
+
+_decode_document = msgspec.json.Decoder(_Document).decode
+_decode_any = msgspec.json.decode
+
+
+def project_of(path: str) -> str:
+    """The project folder a chat lies in (`tmp/<project>/chats/session-….json`), else ''."""
+    parts = os.path.normpath(path).split(os.sep)
+    return parts[-3] if len(parts) >= 3 and parts[-2] == "chats" else ""
+
+
+def call(m: dict[str, Any], session: str, project: str, intern: Any) -> Record | str | None:
+    """The record of one message (a dict), None when it is no call, or why it is bad."""
+    if m.get("type") != "gemini":
+        return None
+    tokens = m.get("tokens")
+    if type(tokens) is not dict:
+        return None
+    ts = epoch(m.get("timestamp"))
+    if ts is None:
+        return "a reply's tokens without a timestamp"
+    cached = count(tokens.get("cached"))
+    thoughts = count(tokens.get("thoughts"))
+    prompt = count(tokens.get("input"))
+    model = m.get("model")
+    model = intern(model, model) if type(model) is str and model else UNKNOWN_MODEL
+    mid = m.get("id")
+    mid = str(mid) if mid is not None and mid != "" else None
+    return Record(ts, model, max(prompt - cached, 0) + count(tokens.get("tool")), count(tokens.get("output")) + thoughts,
+                  min(cached, prompt) if prompt else cached, 0, thoughts, None, f"g\0{mid}" if mid else None, False, MAIN_AGENT,
+                  session, project, False, None, None)
+
+
+def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
+    """Append the records of [start, end) to RECS and the bad lines to BAD; the state is the session id."""
+    project = project_of(path)
+    intern: Any = {}.setdefault
+    session = state if type(state) is str else os.path.splitext(os.path.basename(path))[0]
+    if path.endswith(DOCUMENT):
+        with memoryview(mm) as view, view[0:len(mm)] as whole:
+            try:
+                doc = _decode_document(whole)
+                sid, messages = doc.sessionId, [msgspec.structs.asdict(m) for m in doc.messages or ()]
+            except msgspec.ValidationError:  # (another shape somewhere: the general decoder, same rules)
+                try:
+                    got = _decode_any(whole)
+                except UNDECODABLE:
+                    got = None
+                if type(got) is not dict:
+                    bad.append((0, "not a Gemini CLI chat document"))
+                    return session
+                sid, messages = got.get("sessionId"), got.get("messages")
+            except UNDECODABLE:
+                bad.append((0, "not valid JSON"))
+                return session
+        if type(sid) is str and sid:
+            session = sid
+        for m in messages if type(messages) is list else ():
+            if type(m) is dict:
+                rec = call(m, session, project, intern)
+                if type(rec) is str:
+                    bad.append((0, rec))
+                elif rec is not None:
+                    recs.append(rec)
+        return session
+    if start == 0:
+        first_end = mm.find(b"\n", 0, end)
+        head = json_object(mm[0 : first_end if first_end >= 0 else end], 0, [])
+        if head is not None and "type" not in head and type(head.get("sessionId")) is str and head["sessionId"]:
+            session = head["sessionId"]
+    for off, line in marked_lines(mm, start, end, MARK):
+        m = json_object(line, off, bad)
+        if m is None:
+            continue
+        rec = call(m, session, project, intern)
+        if type(rec) is str:
+            bad.append((off, rec))
+        elif rec is not None:
+            recs.append(rec)
+    return session

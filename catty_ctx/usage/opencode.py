@@ -1,0 +1,172 @@
+"""Usage records of opencode: its storage tree's message and part files, `opencode.db`, an `opencode export` document.
+
+opencode keeps each message (`storage/message/<session>/msg_….json`, or a row of the
+`message` table) apart from its parts (`storage/part/<message>/prt_….json`, or `part` rows).
+One assistant message can span several requests: each `step-finish` part holds one request's
+`tokens` and `cost`, and the message's own `tokens` are only the last step's. So a call is a
+step-finish part, and a message counts as one call only when none of its parts is known
+(`copies.dedupe` drops it then, and gives each step its message's model, time and folder). The
+same ids are the keys in the tree, the database and an export, so a session present in more
+than one (a tree migrated into the database) counts once.
+
+`tokens` is `{input, output, reasoning, cache: {read, write}}`: `input` excludes the cached
+tokens and `output` the reasoning ones, which are billed as output, so `output` here is
+output + reasoning. A cost opencode recorded (above zero) is kept; a zero cost (a model it had
+no price for, or a subscription) is priced like any other call.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import msgspec
+
+from .lines import UNDECODABLE, count
+from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
+
+MESSAGE_KEY = "o\0m\0"  # a message's own tokens: counted only without its steps
+STEP_KEY = "o\0p\0"  # a step-finish part: one request
+DB_NAME = "opencode.db"
+_decode = msgspec.json.decode
+
+
+def _ms(v: Any) -> float | None:
+    return v / 1000.0 if type(v) in (int, float) and v > 0 else None
+
+
+def _tokens(t: Any) -> tuple[int, int, int, int, int] | None:
+    """(input, output + reasoning, cache read, cache write, reasoning) of a tokens object."""
+    if type(t) is not dict:
+        return None
+    cache = t.get("cache")
+    cache = cache if type(cache) is dict else {}
+    reasoning = count(t.get("reasoning"))
+    return count(t.get("input")), count(t.get("output")) + reasoning, count(cache.get("read")), count(cache.get("write")), reasoning
+
+
+def _cost(v: Any) -> float | None:
+    return float(v) if type(v) in (int, float) and v > 0 else None
+
+
+def message_record(m: dict[str, Any], session: Any = None) -> Record | None:
+    """The record of an assistant message's own tokens (None: not an assistant message with tokens)."""
+    if m.get("role") != "assistant":
+        return None
+    got = _tokens(m.get("tokens"))
+    mid = m.get("id")
+    if got is None or not any(got) or type(mid) is not str:
+        return None
+    t = m.get("time")
+    ts = _ms(t.get("created")) if type(t) is dict else None
+    where = m.get("path")
+    cwd = where.get("cwd") if type(where) is dict else None
+    model = m.get("modelID")
+    sid = m.get("sessionID") or session
+    return Record(ts or 0.0, model if type(model) is str and model else UNKNOWN_MODEL, got[0], got[1], got[2], got[3], got[4],
+                  _cost(m.get("cost")), MESSAGE_KEY + mid, False, MAIN_AGENT, str(sid or ""), cwd if type(cwd) is str else "",
+                  False, mid, None)
+
+
+def step_record(p: dict[str, Any], message: Any = None, session: Any = None, ts: float | None = None) -> Record | None:
+    """The record of a step-finish part; its model, folder (and time, unless TS) come from its message in `copies.dedupe`."""
+    if p.get("type") != "step-finish":
+        return None
+    got = _tokens(p.get("tokens"))
+    pid = p.get("id")
+    mid = p.get("messageID") or message
+    if got is None or type(pid) is not str or type(mid) is not str:
+        return None
+    sid = p.get("sessionID") or session
+    return Record(ts or 0.0, UNKNOWN_MODEL, got[0], got[1], got[2], got[3], got[4], _cost(p.get("cost")), STEP_KEY + pid, False,
+                  MAIN_AGENT, str(sid or ""), "", False, mid, None)
+
+
+def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
+    """Append the records of one storage file or export document (read whole) to RECS."""
+    if path.endswith(DB_NAME):
+        recs.extend(db_records(path))
+        return state
+    name = os.path.basename(path)
+    if name.startswith("prt_") and mm.find(b'"step-finish"') < 0:
+        return state  # (most parts are text and tool calls: no need to decode them)
+    try:
+        doc = _decode(mm[0:len(mm)])
+    except UNDECODABLE:
+        bad.append((0, "not valid JSON"))
+        return state
+    if type(doc) is not dict:
+        bad.append((0, "not a JSON object"))
+        return state
+    if type(doc.get("messages")) is list and type(doc.get("info")) is dict:  # `opencode export`
+        session = doc["info"].get("id")
+        for item in doc["messages"]:
+            if type(item) is not dict or type(item.get("info")) is not dict:
+                continue
+            m = item["info"]
+            rec = message_record(m, session)
+            if rec is not None:
+                recs.append(rec)
+            for p in item.get("parts") or ():
+                step = step_record(p, m.get("id"), session) if type(p) is dict else None
+                if step is not None:
+                    recs.append(step)
+        return state
+    rec = step_record(doc) if "messageID" in doc else message_record(doc)
+    if rec is not None:
+        if rec.ts == 0.0 and rec.key.startswith(STEP_KEY):  # type: ignore[union-attr]
+            rec = msgspec.structs.replace(rec, ts=os.stat(path).st_mtime)  # (its message is the better time; this one if it is gone)
+        recs.append(rec)
+    return state
+
+
+def db_records(path: str) -> list[Record]:
+    """The calls of an `opencode.db`, opened read-only (its write-ahead log included)."""
+    # start-up: only where an opencode database is read
+    import sqlite3
+
+    out: list[Record] = []
+    try:
+        con = sqlite3.connect(f"file:{_quoted(path)}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return out
+    try:
+        for mid, sid, created, data in con.execute("SELECT id, session_id, time_created, data FROM message WHERE data LIKE '%\"tokens\"%'"):
+            m = _row(data)
+            if m is None:
+                continue
+            m["id"] = mid
+            m.setdefault("sessionID", sid)
+            if type(m.get("time")) is not dict:
+                m["time"] = {"created": created}
+            rec = message_record(m)
+            if rec is not None:
+                out.append(rec)
+        for pid, mid, sid, created, data in con.execute(
+                "SELECT id, message_id, session_id, time_created, data FROM part WHERE data LIKE '%\"step-finish\"%'"):
+            p = _row(data)
+            if p is None:
+                continue
+            p["id"] = pid
+            rec = step_record(p, mid, sid, _ms(created))
+            if rec is not None:
+                out.append(rec)
+    except sqlite3.Error:
+        pass  # (not opencode's tables: no calls; the sniffer names such a file)
+    finally:
+        con.close()
+    return out
+
+
+def _row(data: Any) -> dict[str, Any] | None:
+    try:
+        obj = _decode(data)
+    except (*UNDECODABLE, TypeError):
+        return None
+    return obj if type(obj) is dict else None
+
+
+def _quoted(path: str) -> str:
+    # start-up: only where an opencode database is read
+    from urllib.parse import quote
+
+    return quote(os.path.abspath(path))

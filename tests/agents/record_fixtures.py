@@ -1,0 +1,78 @@
+"""Record the scenarios (scenarios.py) with the pinned CLIs and store sanitised copies of what
+they wrote under fixtures/agents/<cli>-<version>/ — the agents' own files of this release.
+
+    python tests/agents/record_fixtures.py        (root: it makes a loopback namespace)
+
+Sanitising replaces the run's temp folders with /home/user (HOME) and /home/user/project
+(the working directory), in paths and in the project folder's slug; nothing else changes.
+Each folder gets scenario.json: the CLI, the session id, the prompts typed (the tests read it).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agents.anthropic_fake import FakeAnthropic
+from agents.netns import LoopbackNamespace
+from agents.openai_fake import FakeResponses
+from agents.runner import ROOT, Claude, Codex, locate, pinned_version
+from agents.scenarios import Written, claude_session, codex_session
+
+OUT = ROOT / "fixtures" / "agents"
+HOME, PROJECT = "/home/user", "/home/user/project"
+
+
+def slug(path: str) -> str:
+    """Claude Code's project folder name for a working directory."""
+    return re.sub(r"[^A-Za-z0-9]", "-", path)
+
+
+def sanitise(data: bytes, home: Path, project: Path) -> bytes:
+    text = data.decode()
+    for real, fake in ((str(project), PROJECT), (slug(str(project)), slug(PROJECT)), (str(home), HOME)):
+        text = text.replace(real, fake)
+    text = re.sub(r"OS Version: [^\\\n\"]*", "OS Version: Linux", text)
+    return text.encode()
+
+
+def store(written: Written, folder: Path, relative: Path, home: Path, project: Path, cli: str) -> None:
+    dest = folder / relative
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(sanitise(written.path.read_bytes(), home, project))
+    manifest = {"cli": cli, "session_id": written.session_id, "file": str(relative), "prompts": written.prompts}
+    (folder / "scenario.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    print(f"{dest.relative_to(ROOT)}: {dest.stat().st_size} bytes")
+
+
+def main() -> None:
+    with LoopbackNamespace() as ns, tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for agent in ("claude", "codex"):
+            exe, why = locate(agent)
+            if exe is None:
+                sys.exit(why)
+            home, project = tmp / agent / "home", tmp / agent / "project"
+            project.mkdir(parents=True)
+            version = pinned_version(agent)
+            folder = OUT / f"{agent}-{version}" / "tools-resume-compactions"
+            shutil.rmtree(folder, ignore_errors=True)
+            if agent == "claude":
+                with FakeAnthropic(ns.listen()) as server:
+                    w = claude_session(Claude(ns, server, exe, home, project))
+                rel = Path("projects") / slug(PROJECT) / w.path.name
+            else:
+                with FakeResponses(ns.listen()) as server:
+                    w = codex_session(Codex(ns, server, exe, home, project))
+                rel = w.path.relative_to(home / ".codex")
+            store(w, folder, rel, home, project, f"{agent} {version}")
+
+
+if __name__ == "__main__":
+    main()
