@@ -1,5 +1,5 @@
 """Open anything a reading command is given: a catty session, `-`, or an agent's own session
-file or home (docs/architecture.md, "Formats").
+file or home (docs/architecture.md#native-sessions).
 
 A native session is imported in memory, as `catty-ctx import auto FILE | catty-ctx CMD -`
 would: its events go to a private spool (a temporary folder of this process, removed on
@@ -104,28 +104,3 @@ def describe(session: Session) -> dict[str, Any]:
         return dict(session.origin)
     return {"format": "catty", "agent": "catty-ctx", "path": str(session.directory or session.display)}
 
-
-_KEPT: list[Session] = []  # sessions whose spool a segment command reads until the process ends
-
-
-def native_segments(session: Session) -> Path:
-    """The segments a native session's own compactions left out, derived into its private spool
-    (never beside the source): each compaction the agent recorded (Claude Code's
-    `compact_boundary` and summary, Codex's `compacted`) archives the span since the one before
-    it, with the seqs `inspect FILE --seq N` prints. The folder to read them from."""
-    # start-up: the segment archive loads only for `segment` on a native session
-    from .compact import _SPAN_KINDS
-    from .compact.segments import write_segment
-
-    folder = session.log_path.parent
-    span: list[Any] = []
-    for ev in session.events(warn=None):
-        if ev["kind"] == "compaction":
-            through = ev["through_seq"]
-            write_segment(folder, [e for e in span if e["seq"] <= through], ev.get("summary") or "",
-                          compaction_id=ev.get("id"), created_at=ev.get("ts"))
-            span = [e for e in span if e["seq"] > through]
-        elif ev["kind"] in _SPAN_KINDS:
-            span.append(ev)
-    _KEPT.append(session)
-    return folder

@@ -87,7 +87,7 @@ def run(target: str, items: bool = False, seq: "int | None" = None, context: boo
         from ..sources import root_sessions
 
         found = root_sessions(target, allow_empty=allow_empty)
-        cols = [Column("path", "path"), Column("agent", "id"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
+        cols = [Column("path", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
                 Column("percent", "num", "%"), Column("compactions", "num"), Column("problems", "num")]
         with engine_for(scheduler, connect_timeout) as engine:
             rows = inspect_root(PathType(target), on_error=on_error, sessions=found, engine=engine,

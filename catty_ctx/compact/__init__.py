@@ -22,7 +22,7 @@ from ..announce import Announcer
 from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..cluster import each
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
-from ..events import DEFAULT_WINDOW, Event
+from ..events import DEFAULT_WINDOW, SPAN_KINDS, Event
 from ..fingerprint import prefix_fp
 from ..head import HeadState, build_head, continuation_state
 from ..ownership import require_ours
@@ -71,7 +71,6 @@ class Measure:
         return self.last_seq <= 0
 
 
-_SPAN_KINDS = frozenset({"message", "tool_call", "tool_result"})
 
 
 def measure(session: Session, *, keep_items: bool = True, keep_span: bool = False) -> Measure:
@@ -95,7 +94,7 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
                 r_i += 1
             if (r_i >= len(ranges) or seq < ranges[r_i][0]) and ev.get("agent") is None:
                 track(ev)
-                if keep_span and seq >= span_from and ev["kind"] in _SPAN_KINDS:
+                if keep_span and seq >= span_from and ev["kind"] in SPAN_KINDS:
                     span.append(ev)
             yield ev
 

@@ -6,7 +6,7 @@ are (`session_names`) whose first records show that format's marks, each storage
 (`tree_marks`) as its session files, each database (`database`) as its session rows. Folders
 that hold a session's member files (Claude Code's `<id>/subagents/`, workflow subagents under
 it, `tool-results/`) and the older subagent files beside a transcript (`skip_names`) belong to
-their main session, which imports them with it (docs/architecture.md, "Formats").
+their main session, which imports them with it (docs/architecture.md#native-sessions).
 """
 from __future__ import annotations
 
