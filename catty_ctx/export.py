@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from html import escape
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 import orjson
 

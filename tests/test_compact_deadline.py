@@ -7,13 +7,13 @@ import time
 from pathlib import Path
 
 import orjson
+from conftest import cli, jsonl
+from test_compact import planted
 
 from catty_ctx.compact import compact_session
 from catty_ctx.compact.artifacts import load_artifact
 from catty_ctx.store import Session
 from catty_ctx.view import view
-from conftest import cli, jsonl
-from test_compact import planted
 
 
 def _silent(folder: Path) -> str:
@@ -54,3 +54,37 @@ def test_deadline_is_an_option_of_compact(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     row = orjson.loads(proc.stdout)
     assert row["status"] == "compacted" and jsonl((s / "updates.jsonl").read_bytes())[-1]["deadline"]["seconds"] == 1.5
+
+
+def _script(folder: Path, name: str, body: str) -> str:
+    script = folder / name
+    script.write_text("import sys\nsys.stdin.read()\n" + body)
+    return f"cmd:{sys.executable} {script}"
+
+
+def test_a_degenerate_summary_is_asked_again_at_once_not_after_waits(tmp_path: Path) -> None:
+    s = planted(tmp_path / "s")
+    count = tmp_path / "calls"
+    spec = _script(tmp_path, "short.py", f"open({str(count)!r}, 'a').write('x')\nprint('too short')\n")
+    began = time.monotonic()
+    try:
+        compact_session(Session.open(s), force=True, summarizer=spec, summarizer_options={"backoff": 3.0})
+    except Exception as exc:  # the summariser never gave a summary: nothing committed
+        assert "degenerate summary" in str(exc)
+    assert count.read_text() == "xxx" and time.monotonic() - began < 3.0  # 3 attempts, no 3 s + 6 s waits
+
+
+def test_a_command_exiting_75_is_retried_after_a_wait_and_any_other_status_is_final(tmp_path: Path) -> None:
+    s = planted(tmp_path / "s")
+    count = tmp_path / "calls"
+    flaky = _script(tmp_path, "flaky.py", f"import os\nn = len(open({str(count)!r}).read()) if os.path.exists({str(count)!r}) else 0\n"
+                    f"open({str(count)!r}, 'a').write('x')\nsys.exit(75) if n == 0 else print('<summary>' + 'S' * 600 + '</summary>')\n")
+    assert compact_session(Session.open(s), force=True, summarizer=flaky, summarizer_options={"backoff": 0.1}).status == "compacted"
+    assert count.read_text() == "xx"
+    count.unlink()
+    broken = _script(tmp_path, "broken.py", f"open({str(count)!r}, 'a').write('x')\nsys.exit(4)\n")
+    try:
+        compact_session(Session.open(planted(tmp_path / "t")), force=True, summarizer=broken, summarizer_options={"backoff": 0.1})
+    except Exception as exc:
+        assert "exited 4" in str(exc)
+    assert count.read_text() == "x"  # deterministic: one attempt

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import browser
 import orjson
 import pytest
+from conftest import call, cli, msg, result, session_event, write_log
 from markdown_it import MarkdownIt
 
-import browser
 from catty_ctx.export import export
 from catty_ctx.store import Session
-from conftest import call, cli, msg, result, session_event, write_log
 
 SCRIPT = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 FENCE = "```\nnot code any more\n```` and ~~~"

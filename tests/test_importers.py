@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import sqlite3
 from collections import Counter
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -245,8 +247,9 @@ def test_gemini_counts_match_the_source() -> None:
     assert count(events, "tool_call") == 3
     assert count(events, "tool_result") == 2  # run_shell_command-3 was still executing
     usage = [e for e in events if e["kind"] == "usage"]
+    # output as billed: Gemini's output + its thoughts (docs/usage.md), the thoughts also apart
     assert [(u["input"], u["cache_read"], u["output"], u["reasoning"]) for u in usage] == [
-        (800, 1200, 50, 30), (300, 2000, 20, 0), (300, 2100, 15, 5)]
+        (800, 1200, 80, 30), (300, 2000, 20, 0), (300, 2100, 20, 5)]
     assert report.skipped["message:info"] == 1 and report.skipped["compression_checkpoint"] == 1
     g1 = [e for e in events if e["kind"] == "message" and e["id"] == "g1"]
     assert len(g1) == 1 and g1[0]["text"].startswith("README describes")  # the later copy wins
@@ -289,7 +292,8 @@ def test_opencode_sqlite_database(tmp_path: Path) -> None:
     assert events[0]["session_id"] == "ses_db1" and events[0]["parent_session_id"] == "ses_parent"
     assert real_users(events) == 1 and count(events, "tool_call") == 1 and count(events, "tool_result") == 1
     usage = [e for e in events if e["kind"] == "usage"]
-    assert [(u["input"], u["output"], u["reasoning"], u["cost_usd"]) for u in usage] == [(800, 60, 20, 0.003)]
+    # output as billed: opencode's output + its reasoning (docs/usage.md)
+    assert [(u["input"], u["output"], u["reasoning"], u["cost_usd"]) for u in usage] == [(800, 80, 20, 0.003)]
 
 
 def test_opencode_database_is_opened_read_only(tmp_path: Path) -> None:
@@ -545,7 +549,7 @@ def test_an_opencode_storage_names_a_missing_session(tmp_path: Path) -> None:
 
 def test_an_opencode_export_document_imports_by_name_and_by_auto() -> None:
     """`opencode export ID` writes {info, messages: [{info, parts}]}: once refused by both."""
-    source = IMP / "opencode" / "wild" / "export-document" / "session-export.json"
+    source = IMP / "opencode" / "wild" / "export-document" / "notes-export.json"
     assert detect(source) == "opencode"
     for fmt in ("opencode", "auto"):
         events, report = run(fmt, source)
@@ -553,3 +557,31 @@ def test_an_opencode_export_document_imports_by_name_and_by_auto() -> None:
         assert report.user_turns == 2
         assert [(e["input"], e["cache_read"]) for e in events if e["kind"] == "usage"] == [(1200, 0), (140, 1200), (30, 1380)]
         assert [e["call_id"] for e in events if e["kind"] == "tool_result"] == ["toolu_oc1"]
+
+
+def test_a_folder_of_several_claude_sessions_is_refused_with_their_ids_dates_and_first_prompts(tmp_path: Path) -> None:
+    from conftest import cli
+
+    src = FIXTURES / "import" / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl"
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    for name in ("first-session", "second-session"):
+        shutil.copy(src, folder / f"{name}.jsonl")
+    proc = cli("import", "claude", str(folder))
+    lines = proc.stderr.decode().splitlines()
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert "holds 2 sessions; name one with --session ID" in lines[0]
+    assert [ln.split()[0] for ln in lines[1:3]] == ["first-session", "second-session"]
+    assert all("The cart total is wrong" in ln and re.search(r"\d{4}-\d\d-\d\d", ln) for ln in lines[1:3])
+
+
+@pytest.mark.parametrize("fmt", ["gemini", "opencode"])
+def test_usage_of_a_gemini_or_opencode_import_equals_usage_of_the_source(tmp_path: Path, fmt: str) -> None:
+    """Thinking tokens are billed as output: the import once left them out of `output` (the ledger counts them)."""
+    from conftest import cli
+
+    source = {"gemini": GEMINI, "opencode": OPENCODE}[fmt]
+    out = tmp_path / "s"
+    import_to_dir(fmt, source, out)
+    totals = [orjson.loads(cli("usage", str(p), "--json").stdout)["totals"] for p in (source, out)]
+    assert totals[0] == totals[1] and totals[0]["calls"] >= 3

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from catty_ctx.html.svg import BOTTOM, CACHE_BOTTOM, CACHE_TOP, TOP
 from conftest import cli, cli_on_a_terminal, msg, session_event, write_log
 from html_check import Page
 from report_sessions import rich_session
+
+from catty_ctx.html.svg import BOTTOM, CACHE_BOTTOM, CACHE_TOP, TOP
 
 
 def _usage(seq_model: str, context: int, cached: int = 0) -> dict:

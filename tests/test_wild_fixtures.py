@@ -19,8 +19,8 @@ and `assistant_text_messages` (main loop; the latter with text), `tool_calls` an
 (the report's skip count), `usage_calls` (the ledger of the imported session) and
 `source_usage_calls` (the ledger of the source), `torn` (lines cut mid-record). The round trip holds on every one: the
 import reports no torn line, `repair --check` exits 0, both provider requests are valid,
-and the ledger of the import equals the ledger of the source (the fixture's folder: a
-session with its subagent files), summed over the import of each session the file holds
+and the ledger of the import equals the ledger of the source (or of `usage_of`, relative
+to the fixture's folder: `.` for a session with its subagent files), summed over the import of each session the file holds
 (`other_sessions` names the others) — unless `usage_matches_source` is false, which
 `usage_gap` must explain. Unless `auto` is false, `import auto` names the fixture's format
 (`format`, when given, must be the folder's).
@@ -164,7 +164,7 @@ def test_wild_fixture_imports_and_works_with_every_command(entry: Path, tmp_path
             assert report["skipped"].get(key, 0) == expected[key], key
     if "usage_calls" in expected:
         assert ledger["calls"] == expected["usage_calls"]
-    whole = entry if entry.is_dir() else source  # the session with the files beside it (subagents)
+    whole = entry / expected["usage_of"] if "usage_of" in expected else source  # (a folder: the session with its subagent files)
     # (--allow-empty: a source with no usage the ledger reads, such as the first CLI's document, is 0 calls)
     source_ledger = orjson.loads(_ok("usage", str(whole), "--json", "--allow-empty"))["totals"]
     if "source_usage_calls" in expected:

@@ -156,6 +156,10 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
                 redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout, deadline=deadline,
             )
         )
+    for r in results:
+        if r.status in ("compacted", "would_compact") and (r.tokens_after or 0) > (r.tokens_before or 0):
+            warn(f"{r.path}: the view grew ({r.tokens_before:,} → {r.tokens_after:,} tokens): the rebuilt head is larger than "
+                 "what it replaced (a session this small gains nothing from compaction)")
     rows = [r.row() for r in results]
     if as_json and len(rows) == 1 and not errors:
         write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import sys
 
-from .fastpath import Option, declare as declare_command, parse_one
+from .fastpath import Option, parse_one
+from .fastpath import declare as declare_command
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -11,6 +11,7 @@ from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIG
 from ..errors import UsageError
 from .errors import warn
 from .fastpath import Option, declare as declare_command, parse_one
+from .output import console, record, stderr_tty
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,6 +72,17 @@ def declare() -> None:
     declare_command("prune", run, PARAMS, PRUNE_DOC, EPILOG, {"session": SessionArg})
 
 
+def _report(key: str, doc: dict[str, Any]) -> None:
+    """A figure for the reader on stderr: a small table on a terminal, one JSON line (`{KEY: DOC}`) for a script."""
+    if stderr_tty():
+        console(stderr=True).print(record(key, [(k, ", ".join(map(str, v)) if isinstance(v, list) else v) for k, v in doc.items()]))
+    else:
+        # start-up: orjson loads with the library, when the command runs
+        import orjson
+
+        sys.stderr.write(orjson.dumps({key: doc}).decode() + "\n")
+
+
 def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY, min_percent: float = PRUNE_MIN_PERCENT,
         keep_turns: int = PRUNE_KEEP_TURNS, omit_age: int = PRUNE_OMIT_AGE, trim_over: int = PRUNE_TRIM_OVER,
         trim_head: int = PRUNE_TRIM_HEAD, trim_tail: int = PRUNE_TRIM_TAIL, high: float = PRUNE_HIGH_PERCENT,
@@ -122,8 +134,8 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
             write(vi.canon + b"\n")
         sys.stdout.flush()
     if prev_lines is not None:
-        sys.stderr.write(orjson.dumps({"previous": reuse.as_dict()}).decode() + "\n")
+        _report("previous", reuse.as_dict())
     if stats:
-        sys.stderr.write(orjson.dumps({"stats": st.as_dict()}).decode() + "\n")
+        _report("stats", st.as_dict())
     if st.over_window:
         warn(f"the pruned request ({st.request_tokens_after:,} tokens) is still over the window ({st.window:,}): compact the session")

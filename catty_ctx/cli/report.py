@@ -11,7 +11,7 @@ from ..errors import CattyError, DataError, UsageError, WriteError
 from . import app
 from .errors import handle_errors, note, warn
 from .options import TargetArg
-from .output import progress_iter
+from .output import form, progress_iter
 
 
 @app.command(
@@ -75,7 +75,7 @@ def report_cmd(
         rep = build_report(session)
     ref = target if target != "-" else "SESSION"
     data = render(rep, ref=ref).encode("utf-8", "surrogateescape")
-    if output is None and sys.stdout.isatty():
+    if output is None and form(False) == "table":
         # A page is no reading for a terminal: it goes to a file of its own, named by the session.
         output = str(_page_name(rep.session_id))
         note(f"report written to {output}")

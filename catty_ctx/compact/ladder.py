@@ -360,7 +360,9 @@ def run_ladder(
             result.attempts.append(record)
             if overflow:
                 break
-            if n < attempts:
+            if n < attempts and record["outcome"] != "degenerate":
+                # A service that failed may answer after a wait; a short answer is the model's
+                # own doing, asked again at once (waiting 3 s and 6 s bought nothing but time).
                 wait = backoff * (2 ** (n - 1))
                 sleep(wait if ends is None else max(0.0, min(wait, ends - time.monotonic())))
         if not overflow:

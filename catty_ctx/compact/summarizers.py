@@ -87,6 +87,9 @@ class _ModelSummarizer(Summarizer):
 # status 3, or (with any non-zero status) this line on its stderr.
 CMD_OVERFLOW_STATUS = 3
 CMD_OVERFLOW_LINE = "context_length_exceeded"
+# How it says a failure is worth retrying after a wait (sysexits' EX_TEMPFAIL); any other
+# non-zero status is final: the same input would fail the same way.
+CMD_TEMPFAIL_STATUS = 75
 
 
 class CmdSummarizer(_ModelSummarizer):
@@ -114,6 +117,8 @@ class CmdSummarizer(_ModelSummarizer):
         tail = proc.stderr.decode(errors="replace").strip().splitlines()
         if proc.returncode == CMD_OVERFLOW_STATUS or (proc.returncode != 0 and CMD_OVERFLOW_LINE in (t.strip() for t in tail)):
             raise Overflow(f"{self.argv[0]} reported its input too long (exit {proc.returncode})")
+        if proc.returncode == CMD_TEMPFAIL_STATUS:
+            raise Transient(f"{self.argv[0]} exited {proc.returncode} (a temporary failure)" + (f": {tail[-1]}" if tail else ""))
         if proc.returncode != 0:
             raise Deterministic(f"{self.argv[0]} exited {proc.returncode}" + (f": {tail[-1]}" if tail else ""))
         return proc.stdout.decode(errors="replace")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from .claude_tree import (
     select,
     session_of,
 )
-from .common import EventBuilder, ImportReport, Warn, not_recognised
+from .common import EventBuilder, ImportReport, Warn, not_recognised, several_sessions
 
 
 
@@ -76,7 +77,36 @@ def find_session_file(source: Path, session_id: str | None) -> Path:
         return files[0]
     if not files:
         raise not_recognised(str(source), WHAT)
-    raise UsageError(f"{source}: holds {len(files)} sessions; name one with --session ID")
+    raise several_sessions(source, [(p.stem, _day(p), _first_prompt(p)) for p in files])
+
+
+def _day(path: Path) -> str:
+    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%d")
+
+
+def _first_prompt(path: Path, lines: int = 64) -> str:
+    """The first user prompt among a transcript's first LINES records ("" when none is there)."""
+    try:
+        with open(path, "rb") as f:
+            for _ in range(lines):
+                line = f.readline(1 << 20)
+                if not line:
+                    break
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                msg = rec.get("message") if isinstance(rec, dict) and rec.get("type") == "user" else None
+                content = msg.get("content") if isinstance(msg, dict) else None
+                if isinstance(content, str) and content.strip():
+                    return content
+                if isinstance(content, list):
+                    texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+                    if texts:
+                        return " ".join(texts)
+    except OSError:
+        pass
+    return ""
 
 
 def _holds(path: Path, mark: bytes) -> bool:

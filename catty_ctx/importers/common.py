@@ -564,6 +564,20 @@ def load_json(path: Path, display: str | None = None) -> Any:
         raise DataError(f"invalid JSON ({exc.msg})", path=name, line=exc.lineno) from None
 
 
+LISTED = 10  # sessions a "name one with --session" error lists
+
+
+def several_sessions(source: object, sessions: list[tuple[str, str, str]]) -> UsageError:
+    """SOURCE holds several sessions: the error names them, (id, date, first prompt) a line."""
+    lines = [f"{source}: holds {len(sessions)} sessions; name one with --session ID:"]
+    for sid, day, prompt in sessions[:LISTED]:
+        flat = " ".join(prompt.split())
+        lines.append(f"  {sid}  {day}  {flat[:70] + '…' if len(flat) > 70 else flat}".rstrip())
+    if len(sessions) > LISTED:
+        lines.append(f"  … and {len(sessions) - LISTED} more")
+    return UsageError("\n".join(lines))
+
+
 def not_recognised(path: str, what: str) -> DataError:
     return DataError(f"not {what} (no record of that format recognised)", path=path)
 

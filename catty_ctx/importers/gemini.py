@@ -119,10 +119,13 @@ class _Converter:
             v = tokens.get(key)
             return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
 
-        cached = n("cached")
-        # Gemini's prompt count includes the cached part: input is the uncached rest.
-        self.b.usage(model if isinstance(model, str) else None, input=max(n("input") - cached, 0), output=n("output"),
-                     cache_read=cached, reasoning=n("thoughts"), ts=ts)
+        prompt, cached, thoughts = n("input"), n("cached"), n("thoughts")
+        # As the usage ledger counts it (docs/usage.md): Gemini's prompt count includes the cached
+        # part, so input is the uncached rest plus the tool-use prompt tokens (`tool`); thinking
+        # is billed as output, so output is output + thoughts (reasoning: the thoughts alone).
+        self.b.usage(model if isinstance(model, str) else None, input=max(prompt - cached, 0) + n("tool"),
+                     output=n("output") + thoughts, cache_read=min(cached, prompt) if prompt else cached,
+                     reasoning=thoughts, ts=ts)
 
     def rewind(self, target: str, ts: Any) -> None:
         hit = self.seq_of.get(target)

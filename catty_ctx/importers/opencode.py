@@ -180,7 +180,9 @@ def _usage(b: EventBuilder, tokens: Any, model: Any, cost: Any, ts: Any) -> None
         return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else 0
 
     cache = tokens.get("cache")
-    fields = {"input": n(tokens, "input"), "output": n(tokens, "output"), "reasoning": n(tokens, "reasoning"),
+    # opencode's output excludes the reasoning tokens, which are billed as output: output is
+    # output + reasoning, as the usage ledger counts it (docs/usage.md).
+    fields = {"input": n(tokens, "input"), "output": n(tokens, "output") + n(tokens, "reasoning"), "reasoning": n(tokens, "reasoning"),
               "cache_read": n(cache, "read"), "cache_write": n(cache, "write")}
     if not any(fields.values()):
         return

@@ -22,21 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agents.anthropic_fake import FakeAnthropic
 from agents.netns import LoopbackNamespace
 from agents.openai_fake import FakeResponses
-from agents.runner import ROOT, Claude, Codex, locate, pinned_version
+from agents.runner import ROOT, Claude, Codex, locate, pinned_version, project_slug
 from agents.scenarios import Written, claude_session, codex_session
 
 OUT = ROOT / "fixtures" / "agents"
 HOME, PROJECT = "/home/user", "/home/user/project"
 
 
-def slug(path: str) -> str:
-    """Claude Code's project folder name for a working directory."""
-    return re.sub(r"[^A-Za-z0-9]", "-", path)
-
-
 def sanitise(data: bytes, home: Path, project: Path) -> bytes:
     text = data.decode()
-    for real, fake in ((str(project), PROJECT), (slug(str(project)), slug(PROJECT)), (str(home), HOME)):
+    for real, fake in ((str(project), PROJECT), (project_slug(str(project)), project_slug(PROJECT)), (str(home), HOME)):
         text = text.replace(real, fake)
     text = re.sub(r"OS Version: [^\\\n\"]*", "OS Version: Linux", text)
     return text.encode()
@@ -66,7 +61,7 @@ def main() -> None:
             if agent == "claude":
                 with FakeAnthropic(ns.listen()) as server:
                     w = claude_session(Claude(ns, server, exe, home, project))
-                rel = Path("projects") / slug(PROJECT) / w.path.name
+                rel = Path("projects") / project_slug(PROJECT) / w.path.name
             else:
                 with FakeResponses(ns.listen()) as server:
                     w = codex_session(Codex(ns, server, exe, home, project))

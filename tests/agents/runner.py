@@ -111,6 +111,11 @@ def only(found: list[Path], what: str) -> Path:
     return found[0]
 
 
+def project_slug(cwd: str | Path) -> str:
+    """The folder Claude Code keeps a working directory's sessions in (under ~/.claude/projects)."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
@@ -137,6 +142,12 @@ class Claude:
     def environment(self, **extra: str) -> dict[str, str]:
         return base_env(self.home, ANTHROPIC_BASE_URL=self.server.base_url, ANTHROPIC_API_KEY="sk-ant-fake",
                         IS_SANDBOX="1", **self.QUIET, **self.env, **extra)
+
+    @property
+    def project_dir(self) -> Path:
+        """~/.claude/projects/<slug of cwd>: where `--resume ID` looks for ID.jsonl (put a
+        written copy there to have Claude Code resume it)."""
+        return self.config_dir / "projects" / project_slug(self.cwd)
 
     def write_settings(self, settings: dict[str, Any]) -> Path:
         """~/.claude/settings.json (user scope): hooks, permissions, env ..."""
@@ -248,6 +259,12 @@ class Codex:
         if resume:
             argv += ["resume", resume]
         return self.run(*argv, text, **kw)
+
+    def rollout_path(self, session_id: str, when: str = "2026-01-01T00-00-00") -> Path:
+        """Where a rollout of `session_id` goes for `codex exec resume ID` to find it
+        (CODEX_HOME/sessions/YYYY/MM/DD/rollout-<when>-<id>.jsonl)."""
+        y, m, d = when[:10].split("-")
+        return self.codex_home / "sessions" / y / m / d / f"rollout-{when}-{session_id}.jsonl"
 
     def rollouts(self) -> list[Path]:
         """Every rollout under CODEX_HOME/sessions, oldest first."""

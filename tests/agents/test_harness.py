@@ -3,8 +3,10 @@ call, every request is recorded, and the marker's rule holds (skip locally, fail
 from __future__ import annotations
 
 import stat
+import uuid
 from pathlib import Path
 
+import orjson
 import pytest
 
 from agents import fixtures, runner
@@ -68,3 +70,37 @@ def test_a_cli_of_another_version_is_not_taken(monkeypatch: pytest.MonkeyPatch, 
         assert exe is None and "codex-cli 0.1.0" in why and runner.pinned_version("codex") in why
     finally:
         runner.locate.cache_clear()
+
+
+def _stored(agent: str) -> tuple[Path, str]:
+    manifest = min((runner.ROOT / "fixtures" / "agents").glob(f"{agent}-*/*/scenario.json"))
+    doc = orjson.loads(manifest.read_bytes())
+    return manifest.parent / doc["file"], doc["session_id"]
+
+
+@pytest.mark.agents("claude")
+def test_claude_resumes_a_copy_a_test_wrote_under_a_new_id(claude) -> None:
+    source, old = _stored("claude")
+    new = str(uuid.uuid4())
+    claude.project_dir.mkdir(parents=True)
+    (claude.project_dir / f"{new}.jsonl").write_text(source.read_text().replace(old, new).replace("/home/user/project", str(claude.cwd)))
+    claude.server.push(text("resumed"))
+    ran = claude.prompt("go on", resume=new)
+    assert ran.session_id == new
+    sent = orjson.dumps(claude.server.bodies()[-1]["messages"]).decode()
+    assert "All green now." in sent and "go on" in sent  # the copy's history, then the new turn
+
+
+@pytest.mark.agents("codex")
+def test_codex_resumes_a_copy_a_test_wrote_under_a_new_id(codex) -> None:
+    source, old = _stored("codex")
+    new = old[:9] + str(uuid.uuid4())[9:]  # Codex's ids are UUIDv7: keep the time part
+    path = codex.rollout_path(new)
+    path.parent.mkdir(parents=True)
+    path.write_text(source.read_text().replace(old, new).replace("/home/user/.codex", str(codex.codex_home))
+                    .replace("/home/user/project", str(codex.cwd)))
+    codex.server.push(message("resumed"))
+    ran = codex.exec("go on", resume=new)
+    assert ran.session_id == new
+    sent = orjson.dumps(codex.server.bodies()[-1]["input"]).decode()
+    assert "Fixed parse.py." in sent and "go on" in sent

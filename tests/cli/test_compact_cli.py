@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import shutil
 from pathlib import Path
 
 import orjson
@@ -231,3 +232,23 @@ def test_a_plain_compact_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -
                          ([str(demo), "--force", "--json"], 0), ([str(tmp_path / "missing")], 2)):
         assert plain_run_loads("compact", *args) == (status, []), args
     assert jsonl((demo / "updates.jsonl").read_bytes())[-1]["kind"] == "compaction"  # the plain --force did compact
+
+
+def test_a_compaction_that_grows_the_view_says_so(tmp_path: Path) -> None:
+    from conftest import msg, session_event, write_log
+
+    usage = {"kind": "usage", "model": "m", "input": 100, "output": 20, "cache_read": 0, "cache_write": 0, "reasoning": 0}
+    small = write_log(tmp_path / "small", [session_event("small-1"), msg("user", "hi", "u1"), msg("assistant", "hello", "a1"), usage])
+    proc = cli("compact", str(small), "--force")
+    row = jsonl(proc.stdout)[0]
+    assert proc.returncode == 0 and row["status"] == "compacted" and row["tokens_after"] > row["tokens_before"]
+    assert b"the view grew" in proc.stderr
+
+
+def test_a_compaction_that_shrinks_the_view_does_not_warn(tmp_path: Path) -> None:
+    from conftest import FIXTURES
+
+    s = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "sessions" / "demo", s)
+    proc = cli("compact", str(s), "--force")
+    assert proc.returncode == 0 and b"the view grew" not in proc.stderr

@@ -192,3 +192,13 @@ def test_a_plain_prune_never_loads_typer_or_rich(tmp_path: Path) -> None:
     s = long_session(tmp_path / "s")
     status, loaded, proc = plain_run("prune", str(s), "--stats")
     assert (status, loaded) == (0, []) and proc.stdout
+
+
+def test_stats_on_a_terminal_is_a_small_table_and_one_json_line_in_a_pipe(demo: Path) -> None:
+    from conftest import cli_on_a_terminal
+
+    code, _out, shown = cli_on_a_terminal("prune", str(demo), "--stats")
+    assert code == 0 and b'{"stats"' not in shown
+    assert b"request_tokens_after" in shown and b"strategy" in shown and b"cache-aware" in shown
+    piped = cli("prune", str(demo), "--stats")
+    assert orjson.loads(piped.stderr.splitlines()[-1])["stats"]["strategy"] == "cache-aware"
