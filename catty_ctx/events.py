@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 SCHEMA_VERSION = 1
 DEFAULT_WINDOW = 200_000
+SPAN_KINDS = frozenset({"message", "tool_call", "tool_result"})  # the conversation a compaction's segment archives
 
 ROLES = frozenset({"system", "developer", "user", "assistant"})
 

@@ -173,9 +173,15 @@ def fork(
     dry_run: bool = False,
 ) -> ForkResult:
     """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST."""
-    session = Session.open(source)
-    parent_dir = session.require_directory("fork")
-    require_ours(session)
+    # start-up: a native session's importers load only when one is read
+    from .sources import open_session
+
+    session = open_session(source, warn=None)
+    if session.origin is not None:  # another agent's session, imported in memory: the child is a catty session
+        parent_dir = session.log_path.parent
+    else:
+        parent_dir = session.require_directory("fork")
+        require_ours(session)
     if session.log_path.is_symlink():
         raise UsageError(f"{session.log_path}: is a symbolic link; fork never follows links out of the session")
     dest = Path(dest)

@@ -130,6 +130,8 @@ def inspect_session(
     return {
         "path": str(session.directory or session.display),
         "session_id": first.get("session_id") if first.get("kind") == "session" else None,
+        "agent": session.origin["format"] if session.origin else "catty",
+        "source": session.origin,
         "stream": "events",
         "events": stats.events,
         "kinds": dict(sorted(stats.kinds.items())),
@@ -187,6 +189,8 @@ def inspect_items(session: Session, *, warn: Callable[[str], None] | None = None
     return {
         "path": session.display,
         "session_id": None,
+        "agent": "catty",
+        "source": None,
         "stream": "items",
         "events": 0,
         "kinds": {},
@@ -226,12 +230,17 @@ def find_event(session: Session, seq: int) -> Event:
     raise UsageError(f"{session.display}: no event with seq {seq} (its seqs run 0..{last})" if last >= 0 else f"{session.display}: no event with seq {seq} (it holds none)")
 
 
-def root_row(directory: Path) -> dict[str, Any]:
-    """One session's row of `inspect ROOT` (run here or on a cluster worker)."""
-    with Session.open(directory) as s:
+def root_row(directory: Any) -> dict[str, Any]:
+    """One session's row of `inspect ROOT` (a catty session's folder or a native session, run
+    here or on a cluster worker)."""
+    # start-up: a native session's importers load only when one is read
+    from .sources import open_session
+
+    with open_session(directory, warn=None) as s:
         rep = inspect_session(s)
     return {
         "path": str(directory),
+        "agent": rep["agent"],
         "session_id": rep["session_id"],
         "events": rep["events"],
         "turns": rep["turns"],

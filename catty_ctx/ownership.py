@@ -28,6 +28,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .store import Session
 
+
+def native_refusal(origin: dict[str, Any], display: str) -> str:
+    # start-up: the store's wording, loaded with the writer that refuses
+    from .store import native_refusal as refusal
+
+    return refusal(origin, display)
+
 PROBE_LINES = 64  # records looked at before the log is taken to be ours
 PROBE_LINE_BYTES = 1 << 20  # a longer first line is read in part (and so is no record)
 DOCUMENT_LIMIT = 64 << 20  # a pretty-printed JSON document larger than this is not parsed
@@ -109,10 +116,9 @@ def import_hint(fmt: str, display: str) -> str:
 def require_ours(session: "Session") -> None:
     """Raise a DataError (exit 65) when SESSION's log is another agent's session."""
     display = session.display
+    if session.origin is not None:  # imported in memory from another agent's file (`sources`)
+        raise DataError(native_refusal(session.origin, display), path=display)
     fmt = foreign_format(session.log_path)
     if fmt is not None:
-        raise DataError(
-            f"another agent's session ({LABELS.get(fmt, fmt)}), not a catty-ctx log; nothing was changed "
-            f"(import it first: {import_hint(fmt, display)})",
-            path=display,
-        )
+        raise DataError(native_refusal({"format": fmt, "label": LABELS.get(fmt, fmt)}, display if display != STDIN_NAME else "FILE"),
+                        path=display)

@@ -434,8 +434,10 @@ def refuse_mostly_invalid(plan: RepairPlan, *, force: bool) -> None:
 
 def repair_plan(session: Session, *, force: bool = False) -> RepairPlan:
     """What `repair` would do (its --check and --dry-run), refused as `repair` itself refuses:
-    a log in another agent's format, or one mostly invalid unless `force`."""
-    require_ours(session)
+    a log in another agent's format, or one mostly invalid unless `force`. (A native session
+    read in memory, `sources`, is checked as its import: nothing is written.)"""
+    if session.origin is None:
+        require_ours(session)
     plan = analyse(session)
     refuse_mostly_invalid(plan, force=force)
     return plan
@@ -485,7 +487,12 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
 
 def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:
     """One session's row of `repair ROOT` (its plan, applied when WRITE), here or on a cluster worker."""
-    with Session.open(directory) as s:
+    # start-up: a native session's importers load only when one is read
+    from .sources import open_session
+
+    # A writer opens the source itself (another agent's file is refused there); a check reads
+    # a native session as its import.
+    with (Session.open(directory) if write else open_session(directory, warn=None)) as s:
         plan = repair_session(s, lock_timeout=lock_timeout, force=force) if write else repair_plan(s, force=force)
     return {"path": str(directory), "found": plan.found, "applied": write and plan.found > 0, "problems": ", ".join(plan.notes())}
 

@@ -45,6 +45,9 @@ class Session:
     display: str = ""
     stdin: bool = False
     _spool: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
+    # Another agent's session imported in memory (`sources`): its agent, id, path, cwd, title
+    # and model. Such a session is read-only: its log is a private spool, not the source.
+    origin: dict[str, Any] | None = None
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -187,6 +190,8 @@ class Session:
     def lock(self, timeout: float = DEFAULT_LOCK_TIMEOUT) -> "SessionLock":
         if self.stdin:
             raise UsageError("cannot write to a stream read from stdin")
+        if self.origin is not None:
+            raise DataError(native_refusal(self.origin, self.display), path=self.display)
         return SessionLock(self.lock_path, timeout, self.display)
 
     def append(
@@ -407,6 +412,12 @@ class SessionLock:
 
 
 SEQ0_PROBLEM = "seq 0 must be the session event"
+
+
+def native_refusal(origin: dict[str, Any], display: str) -> str:
+    """What a writer says of another agent's session: whose it is, and the import that reads it."""
+    return (f"another agent's session ({origin.get('label') or origin.get('format')}), not a catty-ctx log; nothing was changed "
+            f"(import it first: catty-ctx import {origin.get('format')} {display} --out DIR)")
 
 
 def seq_problem(seq: int, expect: int, gaps: frozenset[int]) -> str | None:

@@ -4,7 +4,7 @@ _catty_ctx() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     local groups=" hook hook claude segment "
-    local valued=" --append --at-turn --by --clear-at-least --command --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --lock-timeout --low --max-bytes --max-response-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mirrors --mode --model --omit-age --out --output --prefire-wait --previous --prices --prune --replay --scheduler --scope --seq --session --session-id --session-ref --settings --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -o "
+    local valued=" --agent --append --at-turn --by --clear-at-least --command --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --limit --lock-timeout --low --max-bytes --max-response-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mirrors --mode --model --omit-age --out --output --prefire-wait --previous --prices --project --prune --replay --scheduler --scope --seq --session --session-id --session-ref --settings --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -n -o "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         if [[ "$w" == -* ]]; then
@@ -26,6 +26,7 @@ _catty_ctx() {
         "prune|--strategy") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "resume|--format") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
         "resume|-f") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
+        "search|--agent") COMPREPLY=($(compgen -W "catty claude codex gemini opencode" -- "$cur")); return ;;
         "usage|--by") COMPREPLY=($(compgen -W "model day week month session project agent" -- "$cur")); return ;;
     esac
     if [[ "$cur" != -* && "$valued" != *" $prev "* ]]; then
@@ -37,7 +38,7 @@ _catty_ctx() {
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import inspect instructions prune repair report resume segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import inspect instructions prune repair report resume search segment usage" ;;
         "append") opts="--allow-duplicate-ids --create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
         "blob") opts="--help --raw -h" ;;
         "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
@@ -59,6 +60,7 @@ _catty_ctx() {
         "repair") opts="--allow-empty --allow-remote-writes --check --connect-timeout --dry-run --force --help --json --lock-timeout --scheduler -h" ;;
         "report") opts="--help --output -h -o" ;;
         "resume") opts="--format --help -f -h" ;;
+        "search") opts="--agent --help --ignore-case --json --limit --project --regexp --since --until -E -h -i -n" ;;
         "segment") opts="--help -h grep list show" ;;
         "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--help --json -h" ;;

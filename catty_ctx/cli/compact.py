@@ -145,7 +145,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
     context: Any = engine_for(None if target == "-" else scheduler, connect_timeout)
     if target != "-" and _is_root(target):
         # start-up: the library loads when the command runs, not for --help or another command
-        from ..store import root_sessions
+        from ..sources import root_sessions
 
         if not (check or dry_run):
             refuse_url_writes(target, "compact")

@@ -67,7 +67,8 @@ def run(target: str, items: bool = False, seq: "int | None" = None, context: boo
     """Inspect TARGET and print the report; warnings and errors go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
-    from ..store import Session, is_root
+    from ..sources import open_session
+    from ..store import is_root
 
     if target != "-" and is_root(target):
         if context:
@@ -83,7 +84,7 @@ def run(target: str, items: bool = False, seq: "int | None" = None, context: boo
         from pathlib import Path as PathType
 
         from ..cluster import engine_for
-        from ..store import root_sessions
+        from ..sources import root_sessions
 
         found = root_sessions(target, allow_empty=allow_empty)
         cols = [Column("path", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
@@ -96,7 +97,7 @@ def run(target: str, items: bool = False, seq: "int | None" = None, context: boo
             raise SystemExit(int(ExitCode.DATA))
         return
 
-    with Session.open(target) as session:
+    with open_session(target, warn=warn) as session:
         if seq is not None:
             write_json(find_event(session, seq))  # an event is one document whatever the output
             return
@@ -149,8 +150,11 @@ def _show_context(rep: dict[str, Any]) -> None:
 
 
 def _show_report(rep: dict[str, Any]) -> None:
+    source = rep.get("source") or {}
     head = [
         ("session", rep["session_id"] or rep["path"]),
+        *([("agent", source["agent"]), ("source", source["path"])] if source else []),
+        *([(k, source[k]) for k in ("cwd", "model", "title") if source.get(k)]),
         ("events", rep["events"]),
         ("turns", rep["turns"]),
         ("view items", rep["items"]),

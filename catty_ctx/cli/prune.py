@@ -97,7 +97,7 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
     from ..events import DEFAULT_WINDOW
     from ..prune import MIB, PruneOptions, PruneStats, item_lines_canon, PrefixReuse, prune, prune_item_stream
     from ..inspect import is_item_stream, iter_item_lines
-    from ..store import Session
+    from ..sources import open_session
 
     opts = PruneOptions(
         strategy=strategy,
@@ -122,7 +122,7 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
         raise UsageError(problem)
     prev_lines = item_lines_canon(previous) if previous is not None else None
     st = PruneStats()
-    with Session.open(session) as s:
+    with open_session(session, warn=warn) as s:
         if s.stdin and is_item_stream(s):
             out = prune_item_stream(iter_item_lines(s, warn=warn), opts, window or DEFAULT_WINDOW, st)
         else:

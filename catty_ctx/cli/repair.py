@@ -79,9 +79,11 @@ def run(target: str, check: bool = False, dry_run: bool = False, force: bool = F
     # start-up: the library loads when the command runs, not for --help or another command
     from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
+    from ..sources import open_session
 
-    with Session.open(target) as session:
-        require_ours(session)
+    # --check and --dry-run only read: a native session is read as its import would be
+    with (open_session(target, warn=warn) if check or dry_run else Session.open(target)) as session:
+        require_ours(session) if not (check or dry_run) else None
         if session.stdin and not (check or dry_run):
             plan = repair_stream(session, sys.stdout.buffer)
             sys.stdout.flush()
@@ -123,7 +125,7 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
     # start-up: the library loads when the command runs, not for --help or another command
     from ..cluster import Engine, each, engine_for, refuse_writes
     from ..repair import repair_root_row
-    from ..store import root_sessions
+    from ..sources import root_sessions
     from ..urls import refuse_writes as refuse_url_writes
 
     write = not (check or dry_run)

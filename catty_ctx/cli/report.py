@@ -54,11 +54,9 @@ def report_cmd(
             raise UsageError(f"{target}: a ROOT needs -o DIR (a page per session and index.html)")
         # start-up: the library loads when the command runs, not for --help or another command
         from ..html import write_root
-        from ..store import find_sessions
+        from ..sources import root_sessions
 
-        found = list(find_sessions(target))
-        if not found:
-            raise UsageError(f"{target}: no session found under this folder")
+        found = root_sessions(target)
         rows = write_root(target, output, sessions=found, progress=lambda it: progress_iter(it, label="pages", total=len(found)))
         bad = [r for r in rows if r["error"]]
         for r in bad:
@@ -71,9 +69,9 @@ def report_cmd(
     # start-up: the library loads when the command runs, not for --help or another command
     from ..html import build_report
     from ..html.page import render
-    from ..store import Session
+    from ..sources import open_session
 
-    with Session.open(target) as session:
+    with open_session(target, warn=None) as session:
         rep = build_report(session)
     ref = target if target != "-" else "SESSION"
     data = render(rep, ref=ref).encode("utf-8", "surrogateescape")

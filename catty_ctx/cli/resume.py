@@ -6,7 +6,7 @@ request with it, and typer's import would be most of that run.
 from __future__ import annotations
 
 from ..defaults import RESUME_FORMAT, RESUME_FORMATS
-from .errors import note
+from .errors import note, warn
 from .fastpath import Option, declare as declare_command, parse_one
 from .output import write_json, write_lines
 
@@ -47,9 +47,9 @@ def run(session: str, fmt: str = RESUME_FORMAT) -> None:
     """Print SESSION's repaired view in FMT; what was repaired goes to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..fork import resume
-    from ..store import Session
+    from ..sources import open_session
 
-    with Session.open(session) as s:
+    with open_session(session, warn=warn) as s:
         out, notes = resume(s, fmt)
     if notes:
         note("repaired for this request (the log is unchanged): " + ", ".join(notes))

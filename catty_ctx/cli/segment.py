@@ -79,9 +79,17 @@ def run(subcommand: str, **kwargs: Any) -> None:
 
 def _session_dir(session: str):  # type: ignore[no-untyped-def]
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..store import Session
+    from ..compact.segments import native_segments
+    from ..sources import open_session
 
-    return Session.open(session).require_directory("segment")
+    opened = open_session(session, warn=None)
+    if opened.origin is not None:  # another agent's session: its own compactions' spans, derived in its spool
+        _OPENED.append(opened)  # its spool stays until the command ends
+        return native_segments(opened)
+    return opened.require_directory("segment")
+
+
+_OPENED: list[Any] = []
 
 
 def list_cmd(session: str, as_json: bool = False) -> None:

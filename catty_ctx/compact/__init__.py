@@ -22,7 +22,7 @@ from ..announce import Announcer
 from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..cluster import each
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
-from ..events import DEFAULT_WINDOW, Event
+from ..events import DEFAULT_WINDOW, SPAN_KINDS, Event
 from ..files import clear_dead_temps
 from ..fingerprint import prefix_fp
 from ..head import HeadState, build_head, continuation_state
@@ -73,7 +73,6 @@ class Measure:
         return self.last_seq <= 0
 
 
-_SPAN_KINDS = frozenset({"message", "tool_call", "tool_result"})
 
 
 def measure(session: Session, *, keep_items: bool = True, keep_span: bool = False) -> Measure:
@@ -97,7 +96,7 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
                 r_i += 1
             if (r_i >= len(ranges) or seq < ranges[r_i][0]) and ev.get("agent") is None:
                 track(ev)
-                if keep_span and seq >= span_from and ev["kind"] in _SPAN_KINDS:
+                if keep_span and seq >= span_from and ev["kind"] in SPAN_KINDS:
                     span.append(ev)
             yield ev
 
@@ -249,7 +248,8 @@ def compact_session(
     """
     if mode not in MODES:
         raise UsageError(f"unknown mode '{mode}' (use {', '.join(MODES)})")
-    require_ours(session)  # before any side file (artifact, prefire note), in every mode
+    if not (check and session.origin is not None):  # a check of a native session read in memory writes nothing
+        require_ours(session)  # before any side file (artifact, prefire note), in every mode
     if session.directory is not None and not dry_run and not check:
         for folder in (REQUESTS_DIR, "segments"):  # what a compaction killed mid-write left
             clear_dead_temps(session.directory / folder)
@@ -458,8 +458,17 @@ def _prefire(
 
 def compact_path(path: Path, **options: Any) -> CompactResult:
     """Compact (or check) the session at PATH: one unit of a ROOT, here or on a cluster worker."""
-    with Session.open(path) as s:
+    with _open(path, options) as s:
         return compact_session(s, **options)
+
+
+def _open(target: Any, options: dict[str, Any]) -> Session:
+    """A check reads a native session as its import; a compaction opens the source itself (and
+    refuses another agent's file)."""
+    # start-up: a native session's importers load only when one is read
+    from ..sources import open_session
+
+    return open_session(target, warn=None) if options.get("check") else Session.open(target)
 
 
 def compact_target(
@@ -487,5 +496,5 @@ def compact_target(
                 continue
             yield result
         return
-    with Session.open(target) as s:
+    with _open(target, options) as s:
         yield compact_session(s, **options)

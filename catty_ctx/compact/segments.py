@@ -21,7 +21,7 @@ import orjson
 
 from ..defaults import SEGMENT_DETAIL, SEGMENT_DETAILS
 from ..errors import DataError, UsageError
-from ..events import Event, now_ts
+from ..events import SPAN_KINDS, Event, now_ts
 from ..store import atomic_write, session_folder
 
 DETAILS = SEGMENT_DETAILS
@@ -457,3 +457,22 @@ def grep_segments(session_dir: Path, pattern: str, *, ignore_case: bool = False,
                     seq, role = int(header.group(1)), header.group(2).rstrip(":")
                 if compiled.search(line):
                     yield Match(row["segment"], seq, role, n, line)
+
+
+def native_segments(session: Any) -> Path:
+    """The segments a native session's own compactions left out (`sources`: another agent's
+    session read in memory), derived into its private spool, never beside the source: each
+    compaction the agent recorded (Claude Code's `compact_boundary` and summary, Codex's
+    `compacted`) archives the span since the one before it, with the seqs `inspect FILE --seq N`
+    prints. The folder to read them from (the spool lives as long as SESSION)."""
+    folder = session.log_path.parent
+    span: list[Event] = []
+    for ev in session.events(warn=None):
+        if ev["kind"] == "compaction":
+            through = ev["through_seq"]
+            write_segment(folder, [e for e in span if e["seq"] <= through], ev.get("summary") or "",
+                          compaction_id=ev.get("id"), created_at=ev.get("ts"))
+            span = [e for e in span if e["seq"] > through]
+        elif ev["kind"] in SPAN_KINDS:
+            span.append(ev)
+    return folder

@@ -21,7 +21,8 @@ from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError, WriteError
 from ..cluster import each
-from ..store import LOG_NAME, Session, find_sessions, is_root
+from ..sources import import_log, native_source, root_sessions
+from ..store import LOG_NAME, Session, is_root
 from ..urls import is_url, on_copy, url_is_root, url_sessions
 from ..view import plan_file
 from ..workers import can_fork
@@ -71,13 +72,36 @@ def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
     if not p.exists():
         raise UsageError(f"{corpus}: no such file or directory")
     if p.is_file():
-        return Corpus([p], [corpus])
+        return _with_native([p], [corpus])
     if not is_root(p):
         return Corpus([p], [corpus])
-    found = list(find_sessions(p))
+    found = root_sessions(p, allow_empty=True)
     if not found:
-        raise UsageError(f"{corpus}: no session found (a session is a folder holding updates.jsonl)")
-    return Corpus(found, [str(f) for f in found])
+        raise UsageError(f"{corpus}: no session found (a session is a folder holding updates.jsonl, or an agent's own session)")
+    return _with_native(found, [str(f) for f in found])
+
+
+def _with_native(found: list[Any], names: list[str]) -> Corpus:
+    """The corpus of FOUND, each native session imported (as `import auto` prints it) into a
+    private spool removed after the run: nothing is written beside the source."""
+    spool: Path | None = None
+    paths: list[Path] = []
+    try:
+        for i, item in enumerate(found):
+            native = native_source(item)
+            if native is None:
+                paths.append(item)
+                continue
+            if spool is None:
+                spool = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-native-"))
+            (spool / str(i)).mkdir()
+            import_log(native, spool / str(i) / LOG_NAME, warn=None)
+            paths.append(spool / str(i) / LOG_NAME)
+    except BaseException:
+        if spool is not None:
+            shutil.rmtree(spool, ignore_errors=True)
+        raise
+    return Corpus(paths, names, spool)
 
 
 def session_facts(path: Path, choice: str | None) -> list[Fact]:

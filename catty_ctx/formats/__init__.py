@@ -1,4 +1,4 @@
-"""The format registry: one record per agent's session format (docs/architecture.md, "Formats").
+"""The format registry: one record per agent's session format (docs/architecture.md#native-sessions).
 
 Everything that must know the formats asks here: `import` (which importer module, the list of
 names in its help and errors), `detect` (which forms to look for), `ownership` (the label a

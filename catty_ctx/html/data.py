@@ -24,6 +24,7 @@ from ..errors import CattyError
 from ..events import Event
 from ..repair import analyse
 from ..prune import Measure, PruneOptions
+from ..sources import open_session
 from ..store import Session, session_window
 from ..tokens import item_tokens, percent_of, usage_context
 from ..usage import build_ledger, scan
@@ -61,6 +62,7 @@ class Report:
     path: str
     session_id: str | None = None
     source: str | None = None
+    origin: dict[str, Any] | None = None  # another agent's session read in memory: its agent, id, path, cwd, title, model
     model: str | None = None
     window: int = 0
     events: int = 0
@@ -214,6 +216,9 @@ class _Fold:
         rep.items = self.items
         rep.session_id = first.get("session_id") if first.get("kind") == "session" else None
         rep.source = first.get("source") if isinstance(first.get("source"), str) else None
+        if session.origin is not None:
+            rep.origin = session.origin
+            rep.source = session.origin["format"]
         rep.window = session_window(session, stats.first)
         rep.events = stats.events
         rep.turns = stats.turns
@@ -333,10 +338,10 @@ def gather(session: Session, *, on_error: Callable[[str], None] | None = None) -
     return rep
 
 
-def gather_path(target: str | Path) -> Report:
+def gather_path(target: Any) -> Report:
     """The report of a session on disk; one that cannot even be opened still gets a report."""
     try:
-        with Session.open(target) as session:
+        with open_session(target, warn=None) as session:
             return gather(session)
     except CattyError as exc:
         return Report(path=str(target), errors=[str(exc)])

@@ -61,11 +61,13 @@ def prepare_dir(out: Path) -> None:
         raise WriteError(f"{out}: cannot write here (permission denied)")
 
 
-def build_one(task: tuple[str, str, str]) -> dict[str, Any]:
-    """Build and write one session's page; return its index row (run in a worker too)."""
+def build_one(task: tuple[str, Any, str]) -> dict[str, Any]:
+    """Build and write one session's page (a catty session's folder or a native session);
+    return its index row (run in a worker too)."""
 
-    root, directory, out = task
-    rep = gather_path(directory)
+    root, session, out = task
+    directory = str(session)
+    rep = gather_path(session)
     name = page_name(Path(root), Path(directory))
     html = render(rep, ref=directory, index_href=INDEX_NAME)
     write_file(Path(out) / name, html.encode("utf-8", "surrogateescape"))
@@ -152,7 +154,7 @@ def write_root(root: Path, out: Path, *, sessions: Iterable[Path] | None = None,
 
     prepare_dir(out)
     found = list(sessions if sessions is not None else find_sessions(root))
-    tasks = [(str(root), str(d), str(out)) for d in found]
+    tasks = [(str(root), d if not isinstance(d, (str, Path)) else str(d), str(out)) for d in found]
     rows_iter: Iterable[dict[str, Any]] = build_all(tasks, jobs=jobs)
     if progress is not None:
         rows_iter = progress(rows_iter)

@@ -91,6 +91,8 @@ def _summary(rep: Report) -> Iterator[str]:
         ("session", esc(rep.session_id or "unknown")),
         ("path", f'<span class="mono">{esc(rep.path)}</span>'),
         ("source agent", esc(rep.source or "catty")),
+        *([("source file", f'<span class="mono">{esc(rep.origin["path"])}</span>'), ("cwd", esc(rep.origin.get("cwd") or "unknown")),
+           ("title", esc(rep.origin.get("title") or ""))] if rep.origin else []),
         ("model", esc(rep.model or "unknown")),
         ("window", f"{num(rep.window)} tokens"),
         ("events", num(rep.events)),

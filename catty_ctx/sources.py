@@ -1,0 +1,106 @@
+"""Open anything a reading command is given: a catty session, `-`, or an agent's own session
+file or home (docs/architecture.md#native-sessions).
+
+A native session is imported in memory, as `catty-ctx import auto FILE | catty-ctx CMD -`
+would: its events go to a private spool (a temporary folder of this process, removed on
+close), never beside the source, and the Session keeps the source's identity (`origin`:
+agent, its session id, path, cwd, title, model) for the commands to show. Such a Session is
+read-only: its lock refuses, so a writer handed one stops before any write. A ROOT lists its
+catty sessions and its native ones in one walk (`formats.roots`).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import UsageError
+from .formats import FORMATS
+from .formats.roots import NativeSource, walk
+from .jsonl import Warn, stderr_warning
+from .layout import LOG_NAME
+from .ownership import foreign_format
+from .store import Session
+from .urls import is_url, url_sessions
+
+Unit = "Path | NativeSource"  # one session of a ROOT
+
+
+def native_source(target: str | os.PathLike[str] | NativeSource) -> NativeSource | None:
+    """TARGET as a native session (None: a catty session, `-`, a URL, or not a file)."""
+    if isinstance(target, NativeSource):
+        return target
+    if str(target) == "-" or is_url(target):
+        return None
+    path = Path(target)
+    if not path.is_file() or path.name == LOG_NAME:
+        return None
+    fmt = foreign_format(path)
+    return NativeSource(fmt, path) if fmt is not None else None
+
+
+def open_session(target: str | os.PathLike[str] | NativeSource, *, stdin: IO[bytes] | None = None,
+                 warn: Warn | None = stderr_warning) -> Session:
+    """Open TARGET for reading: a native session is imported into a private spool."""
+    native = native_source(target)
+    if native is None:
+        return Session.open(target, stdin=stdin)  # type: ignore[arg-type]
+    return import_session(native, warn=warn)
+
+
+def import_session(native: NativeSource, *, warn: Warn | None = stderr_warning) -> Session:
+    """NATIVE's events, imported into a private spool, as a read-only Session naming its source.
+    A source the importer refuses raises its error (exit 65 and its one line), nothing written."""
+    spool = tempfile.TemporaryDirectory(prefix="catty-ctx-native-")
+    log = Path(spool.name) / LOG_NAME
+    try:
+        report, builder = import_log(native, log, warn=warn)
+    except BaseException:
+        spool.cleanup()
+        raise
+    first = builder.session_event or {}
+    fmt = FORMATS[report.format]
+    origin: dict[str, Any] = {
+        "format": fmt.name,
+        "agent": fmt.agent,
+        "label": fmt.label,
+        "path": str(native.path),
+        "session_id": first.get("session_id"),
+        "cwd": first.get("cwd"),
+        "title": builder.title or "",
+        "model": builder.model or first.get("model"),
+    }
+    return Session(log_path=log, directory=None, display=str(native), _spool=spool, origin=origin)
+
+
+def import_log(native: NativeSource, log: Path, *, warn: Warn | None = stderr_warning) -> tuple[Any, Any]:
+    """Write NATIVE's events to LOG (a file of a private spool) as `import auto` prints them;
+    the import's report and builder."""
+    # start-up: the importers load only when a native session is read
+    import orjson
+
+    from .importers import import_events
+
+    with open(log, "wb", buffering=1 << 20) as out:
+        write = out.write
+        dumps = orjson.dumps
+        return import_events(native.format, native.path, lambda ev: write(dumps(ev) + b"\n"), warn=warn, session_id=native.session_id)
+
+
+def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Any]:
+    """The sessions under ROOT, catty ones (their folders) and native ones (NativeSource), in
+    walk order; none is a usage error unless the caller allows an empty ROOT."""
+    found: list[Any] = url_sessions(str(root)) if is_url(root) else list(walk(root))
+    if not found and not allow_empty:
+        raise UsageError(f"no session under {root}, of catty-ctx or of an agent ({', '.join(f.agent for f in FORMATS.values() if f.homes)}) "
+                         "(--allow-empty accepts an empty ROOT)")
+    return found
+
+
+def describe(session: Session) -> dict[str, Any]:
+    """Who wrote SESSION: the agent's origin for a native one, catty-ctx's own otherwise."""
+    if session.origin is not None:
+        return dict(session.origin)
+    return {"format": "catty", "agent": "catty-ctx", "path": str(session.directory or session.display)}
+
