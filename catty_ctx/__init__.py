@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 _API = {
     "Session": ("store", "Session"),
     "create_session": ("store", "create_session"),
-    "open_session": ("store", "open_session"),
+    "open_session": ("sources", "open_session"),
     "view": ("view", "view"),
     "stream_view": ("view", "stream_view"),
     "canonical": ("fingerprint", "canonical"),

@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 
 def native_refusal(origin: dict[str, Any], display: str) -> str:
-    # start-up: the store's wording, loaded with the writer that refuses
-    from .store import native_refusal as refusal
+    """What a writer says of another agent's session: whose it is, and the import that reads it."""
+    return (f"another agent's session ({origin.get('label') or origin.get('format')}), not a catty-ctx log; nothing was changed "
+            f"(import it first: {import_hint(str(origin.get('format')), display)})")
 
-    return refusal(origin, display)
 
 PROBE_LINES = 64  # records looked at before the log is taken to be ours
 PROBE_LINE_BYTES = 1 << 20  # a longer first line is read in part (and so is no record)

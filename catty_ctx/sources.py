@@ -20,7 +20,7 @@ from .formats import FORMATS
 from .formats.roots import NativeSource, walk
 from .jsonl import Warn, stderr_warning
 from .layout import LOG_NAME
-from .ownership import foreign_format
+from .ownership import foreign_format, native_refusal
 from .store import Session
 from .urls import is_url, url_sessions
 
@@ -71,7 +71,8 @@ def import_session(native: NativeSource, *, warn: Warn | None = stderr_warning) 
         "title": builder.title or "",
         "model": builder.model or first.get("model"),
     }
-    return Session(log_path=log, directory=None, display=str(native), _spool=spool, origin=origin)
+    return Session(log_path=log, directory=None, display=str(native), _spool=spool, origin=origin,
+                   refusal=native_refusal(origin, str(native)))
 
 
 def import_log(native: NativeSource, log: Path, *, warn: Warn | None = stderr_warning) -> tuple[Any, Any]:

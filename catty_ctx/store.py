@@ -45,9 +45,8 @@ class Session:
     display: str = ""
     stdin: bool = False
     _spool: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
-    # Another agent's session imported in memory (`sources`): its agent, id, path, cwd, title
-    # and model. Such a session is read-only: its log is a private spool, not the source.
-    origin: dict[str, Any] | None = None
+    origin: dict[str, Any] | None = None  # another agent's session read in memory (`sources`): read-only
+    refusal: str = ""  # ... and what a writer handed it says
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -191,7 +190,7 @@ class Session:
         if self.stdin:
             raise UsageError("cannot write to a stream read from stdin")
         if self.origin is not None:
-            raise DataError(native_refusal(self.origin, self.display), path=self.display)
+            raise DataError(self.refusal or "another agent's session read in memory; nothing was changed", path=self.display)
         return SessionLock(self.lock_path, timeout, self.display)
 
     def append(
@@ -414,12 +413,6 @@ class SessionLock:
 SEQ0_PROBLEM = "seq 0 must be the session event"
 
 
-def native_refusal(origin: dict[str, Any], display: str) -> str:
-    """What a writer says of another agent's session: whose it is, and the import that reads it."""
-    return (f"another agent's session ({origin.get('label') or origin.get('format')}), not a catty-ctx log; nothing was changed "
-            f"(import it first: catty-ctx import {origin.get('format')} {display} --out DIR)")
-
-
 def seq_problem(seq: int, expect: int, gaps: frozenset[int]) -> str | None:
     """Why SEQ cannot come where EXPECT is next (the quarantined seqs in GAPS may be missing); None: it can."""
     while expect in gaps and expect < seq:
@@ -567,11 +560,6 @@ def create_session(
         os.close(open_log_for_append(log, session.display))
         session.append_locked([event], warn=None)
     return session
-
-
-def open_session(target: str | os.PathLike[str]) -> Session:
-    """Open TARGET as the command line names a session: a folder, an updates.jsonl or '-'."""
-    return Session.open(target)
 
 
 def session_window(session: Session, session_event: Event | None = None) -> int:

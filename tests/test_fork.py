@@ -104,7 +104,7 @@ def test_symlinks_are_never_followed_out_of_the_session(tmp_path: Path) -> None:
 def test_refuses_a_non_empty_dest_and_accepts_an_empty_one(demo: Path, tmp_path: Path) -> None:
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("mine")
-    with pytest.raises(WriteError):
+    with pytest.raises(UsageError):  # the docs' exit 2: DEST is the caller's choice, not a write that failed
         fork(demo, tmp_path / "full")
     assert (tmp_path / "full" / "x").read_text() == "mine"
     (tmp_path / "empty").mkdir()

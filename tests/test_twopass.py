@@ -96,7 +96,9 @@ def test_hit_on_an_unchanged_prefix_with_new_items_appended(tmp_path: Path) -> N
 def test_stale_after_rewind_and_replay_with_one_changed_argument(tmp_path: Path) -> None:
     s = write_log(tmp_path / "s", _events(arg="src/a.py"))
     _prefire(s)
-    replay = _events(arg="src/b.py")[2:]  # the same turns again, one argument differs
+    # The same turns again, one argument differs (new ids: a replay is new events, and an id the
+    # log holds is not appended twice).
+    replay = [{**e, **{k: f"{e[k]}-r" for k in ("id", "call_id") if k in e}} for e in _events(arg="src/b.py")[2:]]
     Session.open(s).append([{"kind": "rewind", "to_turn": 0}, *replay])
     ev = _two_pass(s)
     # the extractive pass 1 called no model: its stale note wasted no tokens

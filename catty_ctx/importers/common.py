@@ -570,14 +570,14 @@ LISTED = 10  # sessions a "name one with --session" error lists
 
 
 def several_sessions(source: object, sessions: list[tuple[str, str, str]]) -> UsageError:
-    """SOURCE holds several sessions: the error names them, (id, date, first prompt) a line."""
-    lines = [f"{source}: holds {len(sessions)} sessions; name one with --session ID:"]
+    """SOURCE holds several sessions: the error (one line) names them: id (date, "first prompt")."""
+    shown = []
     for sid, day, prompt in sessions[:LISTED]:
         flat = " ".join(prompt.split())
-        lines.append(f"  {sid}  {day}  {flat[:70] + '…' if len(flat) > 70 else flat}".rstrip())
-    if len(sessions) > LISTED:
-        lines.append(f"  … and {len(sessions) - LISTED} more")
-    return UsageError("\n".join(lines))
+        quoted = f', "{flat[:60] + "…" if len(flat) > 60 else flat}"' if flat else ""
+        shown.append(f"{sid} ({day}{quoted})")
+    more = f"; … and {len(sessions) - LISTED} more" if len(sessions) > LISTED else ""
+    return UsageError(f"{source}: holds {len(sessions)} sessions; name one with --session ID: {'; '.join(shown)}{more}")
 
 
 def not_recognised(path: str, what: str) -> DataError:
