@@ -388,6 +388,20 @@ def test_prices_file_overrides_bundled_entries_and_unpriced_models_make_rows_par
     assert led.document()["prices"]["files"] == [str(table)]
 
 
+def test_a_price_table_that_overflows_gives_no_cost_and_a_partial_row(tmp_path: Path) -> None:
+    """A price of 1e308 a token times 1,000 tokens is infinite: once shown as `$inf` with `partial: false`."""
+    write_log(tmp_path / "r" / "a", [{"kind": "session", "session_id": "sa"}, _usage_ev("house-model", 1000, 100)])
+    table = tmp_path / "prices.json"
+    table.write_bytes(orjson.dumps({"house-model": {"input_cost_per_token": 1e308, "output_cost_per_token": 1e308}}))
+    led = ledger([tmp_path / "r"], prices_file=str(table))
+    assert row(led, "house-model")["cost_usd"] is None and row(led, "house-model")["partial"] is True
+    assert led.totals["cost_usd"] is None and led.totals["partial"] is True
+    from conftest import cli
+
+    proc = cli("usage", str(tmp_path / "r"), "--prices", str(table), "--json")
+    assert proc.returncode == 0 and b"inf" not in proc.stdout.lower() and orjson.loads(proc.stdout)["totals"]["partial"] is True
+
+
 def test_the_configured_price_table_covers_private_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_log(tmp_path / "r" / "a", [{"kind": "session", "session_id": "sa"}, _usage_ev("house-model", 1000, 100)])
     (tmp_path / "config" / "catty-ctx").mkdir(parents=True)

@@ -4,6 +4,8 @@ Imports nothing heavy at load (a cached answer is returned as a `Ledger`).
 """
 from __future__ import annotations
 
+import math
+
 from ..defaults import USAGE_BY
 from ..errors import UsageError
 from .copies import dedupe
@@ -151,9 +153,11 @@ def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, dupli
 
     def row(a: list[Any]) -> dict[str, Any]:
         out = dict(zip(_FIELDS, a[:6]))
-        # Withheld when incomplete; unknown (not zero) when no call of the row has a price.
-        out["cost_usd"] = None if a[8] or (a[7] and a[7] == a[5]) else round(a[6], 6)
-        out["partial"] = bool(a[7]) or a[8]
+        # Withheld when incomplete; unknown (not zero) when no call of the row has a price, or
+        # when the prices given overflow (an infinite cost is no amount to print or add up).
+        overflow = not math.isfinite(a[6])
+        out["cost_usd"] = None if a[8] or overflow or (a[7] and a[7] == a[5]) else round(a[6], 6)
+        out["partial"] = bool(a[7]) or a[8] or overflow
         return out
 
     rows = [{by: k, **row(a)} for k, a in sorted(acc.items())]
