@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +268,8 @@ def test_compressed_rollouts_are_weighed_as_the_work_they_are(tmp_path: Path, mo
     zsts = [compress(log) for log in logs]
     on_disk = sum(z.stat().st_size for z in zsts)
     monkeypatch.setattr(filescan, "PARALLEL_MIN_BYTES", on_disk * 2)  # more than the bytes, less than the work
+    # A thread another test left running in this worker would forbid the fork this test is about.
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     forks: list[int] = []
     real_fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
