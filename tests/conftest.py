@@ -265,12 +265,17 @@ def result(cid: str, output: str = "ok", is_error: bool = False) -> dict[str, An
     return {"kind": "tool_result", "call_id": cid, "output": output, "is_error": is_error}
 
 
-def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cwd: Path | None = None) -> tuple[int, bytes, bytes]:
+def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cwd: Path | None = None,
+                      raw: bool = False) -> tuple[int, bytes, bytes]:
     """Run the program with STREAM (stderr or stdout) on a pseudo-terminal: (exit code, the
-    other stream, what the terminal showed)."""
+    other stream, what the terminal showed). RAW: the terminal translates no newline, so what
+    it shows is byte for byte what the program wrote."""
     import pty
+    import tty
 
     primary, secondary = pty.openpty()
+    if raw:
+        tty.setraw(secondary)
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
     tty_out = stream == "stdout"
     proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,

@@ -3,15 +3,10 @@ bidi controls are shown (pictures or \\u escapes), in `segment show`, `blob`, JS
 warnings. Commands run under a real pseudo-terminal; in a pipe the bytes stay exact."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import tty
 from pathlib import Path
 
 import orjson
-
-from conftest import ROOT, cli, jsonl
+from conftest import cli, cli_on_a_terminal, jsonl
 
 # OSC 52 clipboard write, OSC 8 link, title, screen clear, carriage return, BEL, C1 CSI and OSC,
 # NEL, DEL, bidi override and isolate.
@@ -23,26 +18,8 @@ RAW = ("\x1b", "\x07", "\r", "\u009b", "\u009d", "\u0085", "\x7f", "\u202e", "\u
 def on_a_terminal(*args: str, stream: str = "stdout") -> tuple[int, bytes, bytes]:
     """Run catty-ctx with STREAM on a pseudo-terminal in raw mode (no newline translation):
     (exit code, what the terminal got, the other stream)."""
-    import pty
-
-    primary, secondary = pty.openpty()
-    tty.setraw(secondary)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120", TERM="xterm")
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, stream: secondary}
-    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], env=env, **pipes)  # type: ignore[call-overload]
-    os.close(secondary)
-    got = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        got += chunk
-    out, err = proc.communicate()
-    os.close(primary)
-    return proc.returncode, got, out if stream == "stderr" else err
+    code, other, shown = cli_on_a_terminal(*args, stream=stream, columns=120, raw=True)
+    return code, shown, other
 
 
 def _clean(shown: bytes) -> None:
