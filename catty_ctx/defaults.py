@@ -53,6 +53,7 @@ PRUNE_CLEAR_AT_LEAST = 0  # a rewrite must clear at least this many tokens
 # Request formats (resume)
 RESUME_FORMATS = ("items", "openai", "anthropic")
 RESUME_FORMAT = "items"
+EXPORT_FORMATS = ("md", "html", "txt")  # export's transcript forms
 
 # The usage ledger (usage)
 USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent")  # the row keys of --by
@@ -71,7 +72,7 @@ HOOK_DEADLINE = 10.0
 import os as _os  # noqa: E402 - the interpreter has loaded os already; nothing else is imported here
 
 # Vocabularies, not tunables: the values a command accepts.
-_FIXED = frozenset({"COMPACT_MODES", "SEGMENT_DETAILS", "PRUNE_STRATEGIES", "RESUME_FORMATS", "USAGE_BY", "WRITEBACK_AGENTS"})
+_FIXED = frozenset({"COMPACT_MODES", "SEGMENT_DETAILS", "PRUNE_STRATEGIES", "RESUME_FORMATS", "USAGE_BY", "WRITEBACK_AGENTS", "EXPORT_FORMATS"})
 TUNABLE: tuple[str, ...] = tuple(n for n, v in list(globals().items())
                                  if n.isupper() and n not in _FIXED and type(v) in (int, float, str))
 SOURCES: dict[str, str] = dict.fromkeys(TUNABLE, "default")

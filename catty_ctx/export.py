@@ -19,13 +19,14 @@ from typing import Iterable, Iterator
 
 import orjson
 
+from .defaults import EXPORT_FORMATS
 from .errors import UsageError
 from .events import Event
 from .redact import redact_text
 from .store import Session
 from .visible import visible
 
-FORMATS = ("md", "html", "txt")
+FORMATS = EXPORT_FORMATS
 HEAD_LINES = 40  # a long result keeps its first lines ...
 TAIL_LINES = 10  # ... and its last ones
 CUT_CHARS = 6_000  # a result longer than this (or than the lines above) is cut

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 
+from ..defaults import EXPORT_FORMATS
 from .fastpath import Option, parse_one
 from .fastpath import declare as declare_command
 
@@ -10,10 +11,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-FORMATS = ("md", "html", "txt")  # the library's export.FORMATS, here so --help needs no library
 PARAMS = (
     Option("fmt", ("--format", "-f"), str, "md|html|txt",
-           "md (Markdown, every text in a code fence), html (one page that runs no script) or txt (plain text).", choices=FORMATS),
+           "md (Markdown, every text in a code fence), html (one page that runs no script) or txt (plain text).", choices=EXPORT_FORMATS),
     Option("out", ("--out", "-o"), str, "FILE", "Write the transcript to FILE (replaced whole, never half-written) instead of stdout."),
     Option("redact", ("--redact",), None, None, "Replace keys, tokens and passwords with [REDACTED:kind], as compaction artifacts do."),
 )
