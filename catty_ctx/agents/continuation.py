@@ -235,7 +235,9 @@ class Continuation:
 
 
 def render(state: dict[str, Any]) -> str:
-    """The continuation state as a system reminder, most needed first (a cut keeps the top)."""
+    """The continuation state as plain lines, most needed first (a cut keeps the top). No
+    markup of its own: the agent wraps a hook's context itself (Claude Code as a system
+    reminder, escaping `<`)."""
     lines: list[str] = []
     lo, hi = state.get("seq") or (None, None)
     span = f" (events {lo}..{hi} of its mirror)" if lo is not None else ""
@@ -269,4 +271,4 @@ def render(state: dict[str, Any]) -> str:
         lines.extend(f"- {_clip(m, ITEM_LIMIT)}" for m in state["memory"])
     if state["plan"]:
         lines.append(f"Plan: {state['plan']}")
-    return "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>"
+    return "\n".join(lines) + "\n"

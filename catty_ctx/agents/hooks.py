@@ -97,8 +97,6 @@ def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str, *, 
         raise
     if made and not (dest / "updates.jsonl").exists():
         _remove_empty(dest)
-    for note in report.notes:
-        log_line(root, f"hook {agent} {sid}: {note}")
     if report.warning:
         warn(root, f"hook {agent}: {report.warning}")
     return dest
@@ -123,7 +121,7 @@ def reminder(mirror: Path, agent: str) -> str:
     from .mirror import load_state
 
     body = render(load_state(mirror))
-    tail = (f"\nTo recover an exact detail of the earlier conversation (an error message, a command's output, "
+    tail = (f"To recover an exact detail of the earlier conversation (an error message, a command's output, "
             f"a file's content), call the tool {RECALL_TOOL} with a pattern, or run:\n"
             f"catty-ctx segment grep {shlex.quote(str(mirror))} 'PATTERN'")
     room = REMINDER_LIMIT - len(tail)

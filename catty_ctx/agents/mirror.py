@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,6 @@ class SyncReport:
     appended: int = 0
     segment: int | None = None
     warning: str | None = None  # one line for stderr (the mirror kept everything)
-    notes: list[str] = field(default_factory=list)  # lines for the hooks log only
 
 
 def _fingerprint(data: bytes) -> list[Any]:
@@ -131,7 +130,7 @@ def _unchanged(cursor: dict[str, Any], reader: _Reader, st: os.stat_result, tran
     return same, head, tail
 
 
-def _import_chunk(fmt: str, chunk: Path, mirror: Path, sid: str, report: SyncReport) -> list[Event]:
+def _import_chunk(fmt: str, chunk: Path, mirror: Path, sid: str) -> list[Event]:
     # start-up: the importers load only when there are appended bytes to read
     from ..importers import import_events
 
@@ -145,8 +144,7 @@ def _import_chunk(fmt: str, chunk: Path, mirror: Path, sid: str, report: SyncRep
     try:
         import_events(fmt, chunk, sink, blob_sink=lambda _h, data: _blob(mirror, data), lenient=True,
                       warn=lambda m: None, session_id=sid)
-    except (DataError, UsageError) as exc:  # bytes with no conversation in them (yet)
-        report.notes.append(f"appended bytes not imported: {' '.join(str(exc).split())}")
+    except (DataError, UsageError):  # bytes with no conversation in them (the agent's bookkeeping records)
         return []
     return events
 
@@ -306,7 +304,7 @@ def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt
         try:
             first_line = reader.first_line() if fmt in NEEDS_FIRST_LINE and start > 0 else b""
             end = reader.copy(start, st.st_size, chunk, first_line)
-            events = _import_chunk(fmt, chunk, mirror, sid, report) if end > start else []
+            events = _import_chunk(fmt, chunk, mirror, sid) if end > start else []
             with open(chunk, "rb") as f:  # the new windows: the old ones and the bytes just copied
                 f.seek(len(first_line))
                 copied_head = f.read(min(WINDOW, end - start))
