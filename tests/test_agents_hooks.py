@@ -268,3 +268,26 @@ def test_every_error_is_one_line_a_log_line_and_exit_0(mirrors: Path, payload: o
         assert code == 0 and out == b"" and err.count(b"\n") == 1 and err.startswith(b"catty-ctx: warning: hook claude ")
     assert len((mirrors / "hooks.log").read_text().splitlines()) == 2
     assert not (mirrors / "claude").exists() or list((mirrors / "claude").iterdir()) == []
+
+
+def test_a_long_transcript_is_read_in_steps_each_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = Transcript(tmp_path / "t.jsonl")
+    planted(t)
+    whole = tmp_path / "whole"
+    sync(whole, str(t.path), "claude", SID)
+    monkeypatch.setattr(mirror_mod, "STEP", 1500)
+    stepped = tmp_path / "stepped"
+    runs = [sync(stepped, str(t.path), "claude", SID, budget=0) for _ in range(40)]
+    assert runs[0].warning and "within the time budget" in runs[0].warning and runs[0].bytes_read < t.path.stat().st_size
+    assert runs[-1].mode == "unchanged"
+    # the same events as one whole read (a response cut between steps may be two messages: ids of the whole read kept)
+    assert set(_ids(whole)) <= set(_ids(stepped))
+    # a rewrite read in steps adds nothing the mirror holds
+    before = _ids(stepped)
+    copy = t.path.with_suffix(".new")
+    copy.write_bytes(t.path.read_bytes())
+    copy.replace(t.path)
+    again = [sync(stepped, str(t.path), "claude", SID, budget=0) for _ in range(40)]
+    assert again[0].mode == "rewritten" and _ids(stepped) == before
+    state = json.loads((stepped / "continuation.json").read_text())
+    assert [x["text"] for x in state["todos"]] == TODOS and "/home/dev/proj/never_touched.py" in state["failed_edits"]

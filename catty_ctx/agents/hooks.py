@@ -31,6 +31,7 @@ REMINDER_LIMIT = 10_000
 RECALL_TOOL = f"mcp__{RECALL_SERVER}__recall_search"  # how Claude Code names the recall server's search tool
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _LOCK_SHARE = 0.5  # of the deadline, at most, spent waiting for another hook's lock on the mirror
+_READ_SHARE = 0.6  # of the deadline, past which no new step of reading the transcript starts
 
 
 class HookFailure(Exception):
@@ -75,7 +76,7 @@ def _text(payload: dict[str, Any], key: str) -> str | None:
 
 
 def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str, *, archive: bool = False,
-                  lock_timeout: float = 5.0) -> Path:
+                  lock_timeout: float = 5.0, budget: float | None = None) -> Path:
     """Bring the mirror of the session the hook names up to date (with ARCHIVE, also archive the
     span since the previous compaction as a segment). Warnings go to stderr and the log."""
     # start-up: the mirror (and the importers it loads) only when a hook has a transcript to read
@@ -90,7 +91,7 @@ def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str, *, 
     made = not dest.exists()
     try:
         report = sync(dest, transcript, fmt, sid, archive=archive, trigger=_text(payload, "trigger"), cwd=_text(payload, "cwd"),
-                      lock_timeout=lock_timeout)
+                      lock_timeout=lock_timeout, budget=budget)
     except BaseException:
         if made:
             _remove_empty(dest)
@@ -168,7 +169,7 @@ def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable
 
 def pre_compact(agent: str, fmt: str, stdin: Any, root: Path, deadline: float = 10.0) -> None:
     payload = read_payload(stdin)
-    update_mirror(payload, root, agent, fmt, archive=True, lock_timeout=deadline * _LOCK_SHARE)
+    update_mirror(payload, root, agent, fmt, archive=True, lock_timeout=deadline * _LOCK_SHARE, budget=deadline * _READ_SHARE)
 
 
 def session_start(agent: str, fmt: str, stdin: Any, stdout: Any, root: Path, deadline: float = 10.0) -> None:
@@ -178,7 +179,7 @@ def session_start(agent: str, fmt: str, stdin: Any, stdout: Any, root: Path, dea
     sid = session_id_of(payload)
     mirror = mirror_dir(root, agent, sid)
     try:  # the compaction's own records (or a resumed session's), read before the reminder
-        update_mirror(payload, root, agent, fmt, lock_timeout=deadline * _LOCK_SHARE)
+        update_mirror(payload, root, agent, fmt, lock_timeout=deadline * _LOCK_SHARE, budget=deadline * _READ_SHARE)
     except Exception as exc:
         if not (mirror / "updates.jsonl").exists():
             raise

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ CHUNK_NAME = ".appended.jsonl"  # the appended bytes, imported as a file of thei
 CURSOR_VERSION = 1
 WINDOW = 1024  # bytes of each fingerprint window
 BLOCK = 1 << 20
+STEP = 32 << 20  # bytes of the transcript imported and appended at a time (bounds memory, keeps progress)
 _SEQ_FIELDS = ("through_seq", "target_seq")
 _EXTERNALIZED = ("message", "tool_result")
 # Formats whose records only make sense after the file's first line (Codex: its session_meta).
@@ -58,6 +60,7 @@ class SyncReport:
     appended: int = 0
     segment: int | None = None
     warning: str | None = None  # one line for stderr (the mirror kept everything)
+    more: bool = False  # a step stopped before the transcript's end
 
 
 def _fingerprint(data: bytes) -> list[Any]:
@@ -87,20 +90,23 @@ class _Reader:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.read = 0
+        self.cut = False  # the last copy stopped at its limit, before the end
 
     def at(self, start: int, length: int) -> bytes:
         data = os.pread(self.fd, max(length, 0), start) if length > 0 else b""
         self.read += len(data)
         return data
 
-    def copy(self, start: int, size: int, out: Path, first_line: bytes = b"") -> int:
-        """Copy [START, SIZE) to OUT, cut after its last newline; the end of that line."""
+    def copy(self, start: int, size: int, out: Path, first_line: bytes = b"", limit: int = STEP) -> int:
+        """Copy [START, SIZE) to OUT, cut after its last newline, stopping past LIMIT bytes
+        once a line has ended; the end of that line."""
         end = start
         pos = start
         with open(out, "wb") as f:
             f.write(first_line)
-            while pos < size:
-                block = self.at(pos, min(BLOCK, size - pos))
+            while pos < size and (pos - start < limit or end == start):
+                room = limit - (pos - start)
+                block = self.at(pos, min(BLOCK, size - pos, room) if room > 0 else min(BLOCK, size - pos))
                 if not block:
                     break
                 f.write(block)
@@ -109,6 +115,7 @@ class _Reader:
                     end = pos + newline + 1
                 pos += len(block)
             f.truncate(len(first_line) + end - start)
+        self.cut = pos < size
         return end
 
     def first_line(self, limit: int = 4 << 20) -> bytes:
@@ -242,14 +249,19 @@ def _instructions(tracker: Continuation, cwd: str | None) -> None:
 
 
 def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, archive: bool = False,
-         trigger: str | None = None, cwd: str | None = None, lock_timeout: float = 5.0) -> SyncReport:
+         trigger: str | None = None, cwd: str | None = None, lock_timeout: float = 5.0, budget: float | None = None) -> SyncReport:
     """Bring MIRROR up to date with TRANSCRIPT (FMT, the agent's session SESSION_ID): read the
     bytes appended since the last run, append what is new; with ARCHIVE, archive the span since
     the previous archive as a segment; record the continuation state. The mirror keeps
-    everything it held whatever became of the transcript (a rewrite, a cut, a deletion)."""
+    everything it held whatever became of the transcript (a rewrite, a cut, a deletion).
+
+    The bytes are read in steps of STEP, each one appended and recorded before the next, so a
+    long transcript read for the first time makes progress within any deadline: past BUDGET
+    seconds no step starts, and the next run goes on from there."""
     report = SyncReport()
     session_folder(mirror)  # never a link out of the mirrors folder
     session = _session(mirror)
+    stop_at = time.monotonic() + budget if budget is not None else None
     with session.lock(lock_timeout):
         cursor = read_cursor(mirror) or {}
         had_log = session.log_path.exists() and last_newline_end(session.log_path) > 0
@@ -259,20 +271,39 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
             if had_log:  # a mirror from before the cursor: its state from its own events
                 for ev in session.events(warn=None):
                     tracker.track(ev)
-        written = _read_transcript(mirror, session, transcript, fmt, session_id, cursor, report, had_log)
-        for ev in written:
-            tracker.track(ev)
-        report.appended = len(written)
-        if not session.log_path.exists():
-            return report  # nothing mirrored yet, nothing to keep
         _instructions(tracker, cwd)
+        for step in range(1 << 30):
+            done = SyncReport()
+            written = _read_transcript(mirror, session, transcript, fmt, session_id, cursor, done, had_log)
+            for ev in written:
+                tracker.track(ev)
+            report.appended += len(written)
+            report.bytes_read += done.bytes_read
+            if step == 0:
+                report.mode, report.warning = done.mode, done.warning
+            if not session.log_path.exists():
+                return report  # nothing mirrored yet, nothing to keep
+            had_log = True
+            _record(mirror, cursor, tracker)
+            if not done.more:
+                break
+            if stop_at is not None and time.monotonic() > stop_at:
+                report.warning = (f"{transcript}: {cursor['offset']} of its bytes mirrored within the time budget; "
+                                  "the next hook goes on from there")
+                break
         if archive:
             report.segment = _archive(mirror, session, cursor, tracker, trigger)
-        cursor["version"] = CURSOR_VERSION
-        cursor["continuation"] = tracker.as_json()
-        _write_json(mirror / STATE_NAME, tracker.state())
-        _write_json(mirror / CURSOR_NAME, cursor)
+            _record(mirror, cursor, tracker)
     return report
+
+
+def _record(mirror: Path, cursor: dict[str, Any], tracker: Continuation) -> None:
+    """The cursor and the continuation state, as they stand (the state first: the cursor names
+    what the mirror holds)."""
+    cursor["version"] = CURSOR_VERSION
+    cursor["continuation"] = tracker.as_json()
+    _write_json(mirror / STATE_NAME, tracker.state())
+    _write_json(mirror / CURSOR_NAME, cursor)
 
 
 def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt: str, sid: str, cursor: dict[str, Any],
@@ -297,13 +328,16 @@ def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt
         if not same:
             head = tail = b""
         start = cursor["offset"] if same else 0
+        if not same:
+            cursor["filter_until"] = st.st_size  # up to here, the file may hold what the mirror holds
+        filtering = had_log and start < cursor.get("filter_until", 0)
         if had_log and not same:
             report.warning = (f"{path}: rewritten or cut back since the last run; the mirror keeps what it holds "
                               "and takes what is new")
         chunk = mirror / CHUNK_NAME
         try:
             first_line = reader.first_line() if fmt in NEEDS_FIRST_LINE and start > 0 else b""
-            end = reader.copy(start, st.st_size, chunk, first_line)
+            end = reader.copy(start, st.st_size, chunk, first_line, STEP)
             events = _import_chunk(fmt, chunk, mirror, sid) if end > start else []
             with open(chunk, "rb") as f:  # the new windows: the old ones and the bytes just copied
                 f.seek(len(first_line))
@@ -318,7 +352,8 @@ def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt
             except FileNotFoundError:
                 pass
         report.bytes_read = reader.read
-        written = _append(session, _new_events(events, session, first=not had_log, appended=same))
+        written = _append(session, _new_events(events, session, first=not had_log, appended=not filtering))
+        report.more = reader.cut and end > start
         report.mode = "first" if not had_log else "rewritten" if not same else "append" if written else "unchanged"
         cursor.update({"transcript": path, "inode": st.st_ino, "offset": end, "head": _fingerprint(new_head),
                        "tail": _fingerprint(new_tail)})
