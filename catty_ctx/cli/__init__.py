@@ -92,6 +92,7 @@ COMMAND_MODULES = {
     "import": "import_",
     "inspect": "inspect",
     "instructions": "instructions",
+    "mcp": "mcp",
     "prune": "prune",
     "repair": "repair",
     "report": "report",
@@ -161,7 +162,7 @@ def _config_usable() -> None:
 
 
 # Commands that parse their own plain spellings and start without typer (see `fastpath`).
-FAST_COMMANDS = ("append", "blob", "compact", "config", "export", "fork", "hook", "import", "inspect", "instructions", "prune", "repair", "resume", "search", "segment", "usage")
+FAST_COMMANDS = ("append", "blob", "compact", "config", "export", "fork", "hook", "import", "inspect", "instructions", "mcp", "prune", "repair", "resume", "search", "segment", "usage")
 
 
 def _run(args: "list[str]") -> None:
