@@ -161,6 +161,7 @@ def test_bad_arguments_are_errors_and_the_server_answers_after_them(tmp_path: Pa
         ("recall_search", {"pattern": 7}),
         ("recall_search", {"pattern": "x", "regex": "yes"}),
         ("recall_search", {"pattern": "x", "colour": "red"}),
+        ("recall_search", {"pattern": "x" * 5000}),
         ("recall_show", {}),
         ("recall_show", {"seq": "three"}),
         ("recall_show", {"seq": -1}),
@@ -182,7 +183,8 @@ def test_bad_arguments_are_errors_and_the_server_answers_after_them(tmp_path: Pa
     answers, unknown, after = anyio.run(run)
     for (tool, args), (error, words) in zip(bad, answers):
         assert error and isinstance(words, str) and "\n" not in words, (tool, args, words)
-    assert "no event with seq 10000000" in answers[11][1] and "(its seqs run 0.." in answers[11][1]
+    beyond = answers[bad.index(("recall_show", {"seq": 10_000_000}))][1]
+    assert "no event with seq 10000000" in beyond and "(its seqs run 0.." in beyond
     assert "recall_everything" in unknown.message
     assert after[0] is False and after[1]["events"][0]["seq"] == 0
 

@@ -39,6 +39,7 @@ RECALL_SHOW_TOOL = MODEL_TOOL_PREFIX + "recall_show"
 
 SEARCH_LIMIT = 20  # matches per answer unless asked for fewer or more
 SEARCH_LIMIT_MAX = 50
+PATTERN_MAX = 1000
 CONTEXT_LINES = 2  # lines shown before and after a matching line
 LINE_CHARS = 240  # a matching line is cut around the match to this many characters
 CONTEXT_CHARS = 160  # ... and each line around it to this many
@@ -203,6 +204,8 @@ def newest_claude_transcript(cwd: Path) -> Path:
 def compile_pattern(pattern: str, regex: bool, ignore_case: bool) -> re.Pattern[str]:
     if not pattern:
         raise RecallError("pattern is empty")
+    if len(pattern) > PATTERN_MAX:
+        raise RecallError(f"pattern is longer than {PATTERN_MAX} characters")
     try:
         return re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
