@@ -96,12 +96,11 @@ def _load_config() -> None:
         if _os.environ.get("CATTY_CTX_CONFIG"):
             CONFIG_PROBLEM = f"{path}: no such config file (--config)"
         return
-    import sys  # start-up: (loaded by the interpreter already)
+    import sys
 
-    # start-up: the TOML reader loads only when a config file is there
-    if sys.version_info >= (3, 11):
+    if sys.version_info >= (3, 11):  # the TOML reader loads only when a config file is there
         import tomllib
-    else:  # start-up: (the same, on Python 3.10)
+    else:
         import tomli as tomllib
     try:
         with open(path, "rb") as f:
