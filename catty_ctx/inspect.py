@@ -7,19 +7,20 @@ the view in memory.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .cluster import Engine, each
+from .defaults import DEFAULT_THRESHOLD
 from .errors import CattyError, DataError, UsageError
 from .events import DEFAULT_WINDOW, Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
 from .jsonl import json_problem, raw_lines
 from .store import Session, find_sessions, session_window
-from .defaults import DEFAULT_THRESHOLD
 from .tokens import item_tokens, percent_of, threshold_status
 from .view import ViewItem, ViewStats, iter_view, plan_file
 

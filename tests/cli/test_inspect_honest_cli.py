@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import orjson
-
 from conftest import FIXTURES, cli, cli_on_a_terminal, msg, session_event, write_log
 
 
