@@ -12,8 +12,9 @@ answered while a large session is read.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -58,8 +59,10 @@ class Arg:
                 raise RecallError(f"{self.name} must be an integer, not {_shown(value)}")
         elif self.kind is not int and type(value) is not self.kind:
             raise RecallError(f"{self.name} must be a {self.schema()['type']}, not {_shown(value)}")
-        if self.least is not None and value < self.least or self.most is not None and value > self.most:
-            raise RecallError(f"{self.name} must be {self.least}..{self.most}, not {value}")
+        if self.least is not None and value < self.least:
+            raise RecallError(f"{self.name} must be at least {self.least}" + (f" and at most {self.most}" if self.most is not None else "") + f", not {value}")
+        if self.most is not None and value > self.most:
+            raise RecallError(f"{self.name} must be at most {self.most}, not {value}")
         return value
 
 
