@@ -25,7 +25,7 @@ from catty_ctx.agents.recall import RECALL_SEARCH_TOOL, SHOW_CHARS_MAX, TOOLS
 
 CLAUDE_FIXTURE = FIXTURES / "agents" / "claude-2.1.332" / "tools-resume-compactions"
 CLAUDE_ID = "18b212c6-55ba-4028-a00e-3b23502d22b7"
-CLAUDE_ERROR = "FAIL test_parse: expected 3, got 4"  # what the recorded session's compacted span alone holds
+PLANTED_ERROR = "FAIL test_parse: expected 3, got 4"  # what the recorded sessions' compacted spans alone hold
 PLANTED = "warning: --legacy-ssl is deprecated, ci/deploy.sh:41 (removed in 5.0)"  # a line in the middle of a long output
 
 
@@ -126,7 +126,7 @@ def test_recall_in_a_claude_code_transcript_gives_the_pre_compaction_error_and_t
 
     async def run() -> tuple[Any, ...]:
         async with recall_server("--session", str(transcript)) as s:
-            _, found = await ask(s, "recall_search", {"pattern": CLAUDE_ERROR})
+            _, found = await ask(s, "recall_search", {"pattern": PLANTED_ERROR})
             seq = next(m["seq"] for m in found["matches"] if m["role"].startswith("tool_result"))
             _, shown = await ask(s, "recall_show", {"seq": seq})
             _, span = await ask(s, "recall_show", {"from_seq": 0, "to_seq": 9_999, "max_chars": SHOW_CHARS_MAX})
@@ -136,8 +136,8 @@ def test_recall_in_a_claude_code_transcript_gives_the_pre_compaction_error_and_t
 
     found, seq, shown, span, status, usage = anyio.run(run)
     hit = next(m for m in found["matches"] if m["seq"] == seq)
-    assert hit["line"] == CLAUDE_ERROR and hit["role"] == "tool_result Bash"
-    assert event_at(transcript, seq)["output"].rstrip("\n") == CLAUDE_ERROR
+    assert hit["line"] == PLANTED_ERROR and hit["role"] == "tool_result Bash"
+    assert event_at(transcript, seq)["output"].rstrip("\n") == PLANTED_ERROR
     assert shown["events"] == [{**shown["events"][0], "seq": seq, "kind": "tool_result", "text": event_at(transcript, seq)["output"]}]
     assert found["session"]["session_id"] == CLAUDE_ID and found["compactions"] == 2
     assert all(m["seq"] <= found["compacted_through_seq"] for m in found["matches"])
@@ -149,6 +149,22 @@ def test_recall_in_a_claude_code_transcript_gives_the_pre_compaction_error_and_t
     assert status["tokens_to_threshold"] == status["threshold_tokens"] - report["tokens"] > 0
     ledger = orjson.loads(cli("usage", str(transcript), "--json", check=True).stdout)
     assert usage["totals"] == ledger["totals"] and usage["totals"]["calls"] > 0
+
+
+def test_recall_in_a_codex_rollout_gives_the_error_its_automatic_compaction_dropped(tmp_path: Path) -> None:
+    rollout = tmp_path / "rollout.jsonl"
+    shutil.copyfile(next((FIXTURES / "agents" / "codex-0.171.0" / "tools-resume-compactions").rglob("rollout-*.jsonl")), rollout)
+
+    async def run() -> tuple[Any, Any]:
+        async with recall_server("--session", str(rollout)) as s:
+            _, found = await ask(s, "recall_search", {"pattern": PLANTED_ERROR})
+            seq = next(m["seq"] for m in found["matches"] if m["role"].startswith("tool_result"))
+            return found, await ask(s, "recall_show", {"seq": seq})
+
+    found, (error, shown) = anyio.run(run)
+    hit = next(m for m in found["matches"] if m["role"] == "tool_result exec_command")
+    assert hit["line"] == PLANTED_ERROR and found["session"]["agent"] == "codex" and found["compactions"] == 1
+    assert not error and shown["events"][0]["text"] == event_at(rollout, hit["seq"])["output"]
 
 
 def test_bad_arguments_are_errors_and_the_server_answers_after_them(tmp_path: Path) -> None:
@@ -223,7 +239,7 @@ def test_without_session_the_newest_transcript_of_the_working_folders_project_is
             first = await ask(s, "context_status")
             time.sleep(0.05)  # a later modification time
             (folder / f"{second_id}.jsonl").write_bytes(original.replace(first_id.encode(), second_id.encode()))
-            second = await ask(s, "recall_search", {"pattern": CLAUDE_ERROR})
+            second = await ask(s, "recall_search", {"pattern": PLANTED_ERROR})
             return none, first, second
 
     none, first, second = anyio.run(run)
