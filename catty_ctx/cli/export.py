@@ -4,18 +4,17 @@ from __future__ import annotations
 import sys
 
 from ..defaults import EXPORT_FORMATS
-from .fastpath import Option, parse_one
 from .fastpath import declare as declare_command
+from .fastpath import flag, parse_one, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 PARAMS = (
-    Option("fmt", ("--format", "-f"), str, "md|html|txt",
-           "md (Markdown, every text in a code fence), html (one page that runs no script) or txt (plain text).", choices=EXPORT_FORMATS),
-    Option("out", ("--out", "-o"), str, "FILE", "Write the transcript to FILE (replaced whole, never half-written) instead of stdout."),
-    Option("redact", ("--redact",), None, None, "Replace keys, tokens and passwords with [REDACTED:kind], as compaction artifacts do."),
+    value("fmt", "--format", "-f", metavar="md|html|txt", help="md (Markdown, every text in a code fence), html (one page that runs no script) or txt (plain text).", choices=EXPORT_FORMATS),
+    value("out", "--out", "-o", metavar="FILE", help="Write the transcript to FILE (replaced whole, never half-written) instead of stdout."),
+    flag("redact", "--redact", help="Replace keys, tokens and passwords with [REDACTED:kind], as compaction artifacts do."),
 )
 EXPORT_DOC = """Print SESSION as a transcript to read or share: messages, tool calls with their
     arguments, results with their size (long ones cut to a head and a tail, naming the seq that

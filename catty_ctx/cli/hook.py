@@ -13,7 +13,7 @@ from ..defaults import HOOK_DEADLINE
 from ..errors import UsageError
 from .errors import note
 from .fastpath import declare as declare_command
-from .fastpath import parse_one
+from .fastpath import flag, parse_one, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,18 +23,18 @@ AGENTS = ("claude", "codex")
 INSTALLABLE = ("claude",)
 HOOKS = ("pre-compact", "session-start")
 _INSTALL = (
-    ("scope", ("--scope",), str, "SCOPE", ("Claude Code's settings file: user (~/.claude/settings.json), project "
-                                           "(.claude/settings.json) or local (.claude/settings.local.json).")),
-    ("settings", ("--settings",), str, "FILE", "This settings file instead of the scope's."),
-    ("statusline", ("--statusline",), None, None, "Also set Claude Code's statusLine to `catty-ctx statusline`."),
-    ("mcp", ("--mcp",), None, None, ("Also register the recall server (`catty-ctx mcp`): Claude Code's .mcp.json (project "
-                                     "scope) or ~/.claude.json.")),
-    ("command", ("--command",), str, "CMD", "The command line that runs catty-ctx, as the agent should call it (default: catty-ctx)."),
-    ("dry_run", ("--dry-run",), None, None, "Print the change as a diff; write nothing."),
+    value("scope", "--scope", metavar="SCOPE", help="Claude Code's settings file: user (~/.claude/settings.json), project "
+                                           "(.claude/settings.json) or local (.claude/settings.local.json)."),
+    value("settings", "--settings", metavar="FILE", help="This settings file instead of the scope's."),
+    flag("statusline", "--statusline", help="Also set Claude Code's statusLine to `catty-ctx statusline`."),
+    flag("mcp", "--mcp", help="Also register the recall server (`catty-ctx mcp`): Claude Code's .mcp.json (project "
+                                     "scope) or ~/.claude.json."),
+    value("command", "--command", metavar="CMD", help="The command line that runs catty-ctx, as the agent should call it (default: catty-ctx)."),
+    flag("dry_run", "--dry-run", help="Print the change as a diff; write nothing."),
 )
 _HOOK = (
-    ("deadline", ("--deadline",), float, "SECONDS", "Give up (exit 0, one line on stderr) after this long.", {"min": 0.1}),
-    ("mirrors", ("--mirrors",), str, "DIR", "Keep the mirrors here (default: CATTY_CTX_MIRRORS, else $XDG_DATA_HOME/catty-ctx/mirrors)."),
+    value("deadline", "--deadline", kind=float, metavar="SECONDS", help="Give up (exit 0, one line on stderr) after this long.", min=0.1),
+    value("mirrors", "--mirrors", metavar="DIR", help="Keep the mirrors here (default: CATTY_CTX_MIRRORS, else $XDG_DATA_HOME/catty-ctx/mirrors)."),
 )
 PARAMS: dict[str, Any] = {"install": _INSTALL, "uninstall": _INSTALL, "claude pre-compact": _HOOK, "claude session-start": _HOOK}
 HOOK_DOCS = {

@@ -11,7 +11,7 @@ import sys
 from ..defaults import TOOL_LIMIT, USER_LIMIT
 from .errors import note, warn
 from .fastpath import declare as declare_command
-from .fastpath import parse_one
+from .fastpath import flag, parse_one, shared, value
 from .output import write_json
 
 TYPE_CHECKING = False
@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
 # The options of `import`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("out", ("--out",), str, "DIR", "Write a new session directory instead of events on stdout."),
-    ("lenient", ("--lenient",), None, None, "Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65."),
-    ("session", ("--session",), str, "ID", "The session to import when SOURCE holds several."),
-    ("dry_run", ("--dry-run",), None, None, None),
-    ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
-    ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
+    value("out", "--out", metavar="DIR", help="Write a new session directory instead of events on stdout."),
+    flag("lenient", "--lenient", help="Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65."),
+    value("session", "--session", metavar="ID", help="The session to import when SOURCE holds several."),
+    shared("dry_run"),
+    shared("max_user_bytes"),
+    shared("max_tool_bytes"),
 )
 EPILOG = (
     "Examples: catty-ctx import claude ~/.claude/projects/P/ID.jsonl | catty-ctx inspect -; "

@@ -10,7 +10,7 @@ import sys
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..errors import CattyError, ExitCode
 from .errors import note, warn
-from .fastpath import CLUSTER, parse_one
+from .fastpath import CLUSTER, flag, parse_one, shared
 from .fastpath import declare as declare_command
 from .output import Column, emit, progress_iter, rows_out, show_table
 
@@ -23,14 +23,14 @@ _COLUMNS = [Column("action"), Column("reason", "text"), Column("target_seq", "nu
 
 # The options of `repair`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("check", ("--check",), None, None, "Only report what is wrong; exit 1 when anything is found, 0 when clean."),
-    ("dry_run", ("--dry-run",), None, None, None),
-    ("force", ("--force",), None, None, "Repair even when more than half of the log's lines are invalid (they all go to quarantine)."),
-    ("allow_empty", ("--allow-empty",), None, None, None),
-    ("as_json", ("--json",), None, None, None),
-    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
+    flag("check", "--check", help="Only report what is wrong; exit 1 when anything is found, 0 when clean."),
+    shared("dry_run"),
+    flag("force", "--force", help="Repair even when more than half of the log's lines are invalid (they all go to quarantine)."),
+    shared("allow_empty"),
+    shared("as_json"),
+    shared("lock_timeout"),
     *CLUSTER,
-    ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
+    shared("allow_remote_writes"),
 )
 EPILOG = ("Examples: catty-ctx repair S --check; catty-ctx repair ~/sessions (a ROOT, for cron); "
           "catty-ctx import claude F | catty-ctx repair - | catty-ctx inspect -")
