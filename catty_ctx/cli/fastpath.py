@@ -175,7 +175,6 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
 
     from . import app
     from .errors import handle_errors
-    from .options import typer_option
     target = app if on is None else on
     group = next((g.name for g in app.registered_groups if g.typer_instance is on), None) if on is not None else None
     path = f"{group} {name}" if group else name
@@ -207,6 +206,18 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
                            default=defaults[p])
          for p, annotation in annotations.items()])
     target.command(name, epilog=epilog)(handle_errors(command))
+
+
+def typer_option(o: Option, optional: bool = False) -> Any:
+    """The typer annotation of option O (a None default when OPTIONAL)."""
+    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
+    from typing import Annotated
+
+    import typer
+
+    if o.kind is None:
+        return Annotated[bool, typer.Option(*o.names, help=o.help, **o.settings)]
+    return Annotated[o.kind | None if optional else o.kind, typer.Option(*o.names, metavar=o.metavar, help=o.help, **o.settings)]
 
 
 # (command path, parameter) → its allowed values, as `declare` (or a plain typer command, through

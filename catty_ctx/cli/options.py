@@ -1,11 +1,11 @@
 """The typer forms of the options and arguments several commands share (their records: `fastpath.SHARED`)."""
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from .fastpath import SHARED, Option
+from .fastpath import SHARED, typer_option
 
 SessionArg = Annotated[
     str,
@@ -15,13 +15,6 @@ TargetArg = Annotated[
     str,
     typer.Argument(metavar="SESSION|ROOT", help="A session directory, an updates.jsonl file, - for stdin, or a ROOT folder holding sessions at any depth."),
 ]
-
-
-def typer_option(o: Option, optional: bool = False) -> Any:
-    """The typer annotation of option O (a None default when OPTIONAL)."""
-    if o.kind is None:
-        return Annotated[bool, typer.Option(*o.names, help=o.help, **o.settings)]
-    return Annotated[o.kind | None if optional else o.kind, typer.Option(*o.names, metavar=o.metavar, help=o.help, **o.settings)]
 
 
 # The shared options (fastpath.SHARED) for the commands typer parses alone.
