@@ -5,6 +5,7 @@ edit that failed, the user's constraint), then an automatic compaction: our PreC
 builds the mirror from the rollout, our SessionStart(compact) answer reaches the next request."""
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import uuid
@@ -103,3 +104,18 @@ def test_without_the_trust_entries_codex_skips_our_hooks_silently(codex: Any, tm
     assert not mirrors.exists()
     assert all("Files edited in this session" not in request_text(b) and "updates.jsonl" not in request_text(b)
                for b in codex.server.bodies())
+
+
+@pytest.mark.agents("codex")
+def test_a_linked_codex_home_is_trusted_under_the_path_codex_resolves(codex: Any, tmp_path: Path) -> None:
+    # Codex resolves CODEX_HOME's links before it names hooks.json in its trust keys
+    real = Path(os.path.realpath(tmp_path)) / "real-codex-home"
+    real.mkdir()
+    codex.home.mkdir(parents=True, exist_ok=True)
+    codex.codex_home.symlink_to(real)
+    mirrors = installed(codex, tmp_path)
+    assert f'"{real / "hooks.json"}:pre_compact:0:0"' in codex.extra_toml
+    codex.server.push(exec_command(f"echo '{ERROR}'", input_tokens=CODEX_COMPACT_LIMIT + 10_000),
+                      message("SUMMARY: tests were run."), message("Done."))
+    sid = codex.exec("Run the tests.").session_id
+    assert ERROR in (mirrors / "codex" / str(sid) / "updates.jsonl").read_text()
