@@ -266,10 +266,10 @@ def result(cid: str, output: str = "ok", is_error: bool = False) -> dict[str, An
 
 
 def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cwd: Path | None = None,
-                      raw: bool = False) -> tuple[int, bytes, bytes]:
+                      raw: bool = False, stdin: Path | None = None) -> tuple[int, bytes, bytes]:
     """Run the program with STREAM (stderr or stdout) on a pseudo-terminal: (exit code, the
     other stream, what the terminal showed). RAW: the terminal translates no newline, so what
-    it shows is byte for byte what the program wrote."""
+    it shows is byte for byte what the program wrote. STDIN: a file read as standard input."""
     import pty
     import tty
 
@@ -278,8 +278,9 @@ def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cw
         tty.setraw(secondary)
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
     tty_out = stream == "stdout"
-    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,
-                            stderr=subprocess.PIPE if tty_out else secondary, env=env, cwd=cwd)
+    with open(stdin if stdin is not None else os.devnull, "rb") as given:
+        proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,
+                                stderr=subprocess.PIPE if tty_out else secondary, stdin=given, env=env, cwd=cwd)
     os.close(secondary)
     err = b""
     while True:

@@ -39,16 +39,16 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 def declare() -> None:
     """Register `export` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
     declare_command("export", run, PARAMS, EXPORT_DOC, EPILOG,
-                    {"session": ("SESSION", "A session directory, an updates.jsonl, or - for an event stream on stdin.")})
+                    {"session": ("SESSION", "A session directory, an updates.jsonl, an agent's session file (Claude Code, Codex, Gemini CLI, opencode), or - for an event stream on stdin.")})
 
 
 def run(session: str, fmt: str = "md", out: str | None = None, redact: bool = False) -> None:
     """Write SESSION's transcript in FMT to stdout, or to OUT."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..export import export
-    from ..store import Session
+    from ..sources import open_session
 
-    with Session.open(session, stdin=sys.stdin.buffer) as s:
+    with open_session(session, stdin=sys.stdin.buffer) as s:
         pieces = export(s, fmt, redact=redact)
         if out is None:
             stdout = sys.stdout.buffer  # (flushed once at exit: a full disk is exit 73 there)
