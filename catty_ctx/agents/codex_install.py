@@ -31,24 +31,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import DataError
+from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, command_words, hook_command, is_our_hook, json_text, read_json_object, remove_hooks
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # the same parser, before it joined the standard library (a dependency on 3.10)
     import tomli as tomllib
-
-from ..errors import DataError
-from .settings import (
-    DEFAULT_COMMAND,
-    RECALL_SERVER,
-    Change,
-    add_hooks,
-    command_words,
-    hook_command,
-    is_our_hook,
-    json_text,
-    read_json_object,
-    remove_hooks,
-)
 
 # The same hook points as Claude Code's (settings.CLAUDE_HOOKS): SessionStart's matcher is
 # matched against its `source`, so startup and clear never start our command.
