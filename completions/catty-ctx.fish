@@ -103,6 +103,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l json -d 'Print on
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook' -a claude -d 'The hook commands Claude Code runs.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook' -a codex -d 'The hook commands Codex runs.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook' -a install -d 'Add catty-ctx\'s hooks to the agent\'s settings (claude or…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook' -a uninstall -d 'Remove exactly the entries `hook install` adds from the…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook' -s h -l help -d 'Show the help and exit.'
@@ -117,10 +118,22 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcom
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from session-start' -l mirrors -r -F -d 'Keep the mirrors here (default: CATTY_CTX_MIRRORS, else…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from session-start' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from session-start' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex' -a pre-compact -d 'Bring the session\'s mirror up to date and archive the span…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex' -a session-start -d 'After a compaction (source compact) or a resume: print the…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -l deadline -r -F -d 'Give up (exit 0, one line on stderr) after this long.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -l mirrors -r -F -d 'Keep the mirrors here (default: CATTY_CTX_MIRRORS, else…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -l deadline -r -F -d 'Give up (exit 0, one line on stderr) after this long.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -l mirrors -r -F -d 'Keep the mirrors here (default: CATTY_CTX_MIRRORS, else…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -s h -l help -d 'Show the help and exit.'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -l scope -r -F -d 'Claude Code\'s settings file: user…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -l settings -r -F -d 'This settings file instead of the scope\'s.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -l statusline -d 'Also set Claude Code\'s statusLine to `catty-ctx statusline`.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -l mcp -d 'Also register the recall server (`catty-ctx mcp`): Claude…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -l codex-home -r -F -d 'Codex\'s home, holding hooks.json and config.toml (default…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -l command -r -F -d 'The command line that runs catty-ctx, as the agent should…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -l dry-run -d 'Print the change as a diff; write nothing.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -s h -l help -d 'Show the help and exit.'
@@ -129,6 +142,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcom
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from uninstall' -l settings -r -F -d 'This settings file instead of the scope\'s.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from uninstall' -l statusline -d 'Also set Claude Code\'s statusLine to `catty-ctx statusline`.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from uninstall' -l mcp -d 'Also register the recall server (`catty-ctx mcp`): Claude…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from uninstall' -l codex-home -r -F -d 'Codex\'s home, holding hooks.json and config.toml (default…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from uninstall' -l command -r -F -d 'The command line that runs catty-ctx, as the agent should…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from uninstall' -l dry-run -d 'Print the change as a diff; write nothing.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from uninstall' -s h -l help -d 'Show the help and exit.'
