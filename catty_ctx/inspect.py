@@ -80,7 +80,7 @@ def _tokens_origin(stats: ViewStats) -> dict[str, Any]:
 
 def _compaction_row(ev: Event) -> dict[str, Any]:
     keys = ("seq", "id", "mode", "through_seq", "trigger", "tokens_before", "tokens_after", "agent")
-    return {k: ev[k] for k in keys if k in ev}
+    return {k: ev.get(k) for k in keys}  # every key, null where the event has none (docs/json.md)
 
 
 def is_item_stream(session: Session) -> bool:

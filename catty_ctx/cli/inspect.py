@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
 from .errors import warn
-from .fastpath import CLUSTER, parse_one
+from .fastpath import CLUSTER, flag, parse_one, shared, value
 from .fastpath import declare as declare_command
 from .output import ByteProgress, Column, emit, progress_iter, record, rows_out, show, show_table, table, text, write_json
 
@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 # The options of `inspect`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("items", ("--items",), None, None, "List the view's items with their tokens and cumulative fingerprint."),
-    ("seq", ("--seq",), int, "N", "Print the event with this seq in full.", {"min": 0}),
-    ("context", ("--context",), None, None, "The prompt-context snapshot: every part with its source; unknown parts marked."),
-    ("allow_empty", ("--allow-empty",), None, None, None),
-    ("as_json", ("--json",), None, None, None),
+    flag("items", "--items", help="List the view's items with their tokens and cumulative fingerprint."),
+    value("seq", "--seq", kind=int, metavar="N", help="Print the event with this seq in full.", min=0),
+    flag("context", "--context", help="The prompt-context snapshot: every part with its source; unknown parts marked."),
+    shared("allow_empty"),
+    shared("as_json"),
     *CLUSTER,
 )
 EPILOG = ("Examples: catty-ctx inspect fixtures/sessions/demo; "
