@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
-from ..errors import CattyError, UsageError, WriteError
+from ..errors import CattyError, UsageError
 from ..cluster import each
 from ..sources import import_log, native_source, root_sessions
 from ..store import LOG_NAME, Session, is_root
@@ -29,6 +29,7 @@ from ..workers import can_fork
 from . import drive as driving  # the submodule: `eval.drive` stays the module, not its function
 from .drive import Strategy
 from .facts import FACTS_NAME, Fact, derive_facts, load_facts
+from .folders import work_folder
 from .judge import Judge
 from .metrics import RECALLS, Tally, missed_facts, tally
 
@@ -212,20 +213,6 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:60] or "run"
 
 
-def _work_folder(out: str | None) -> tuple[Path, bool]:
-    """Where the copies go: OUT (kept; must be new or empty) or a temporary folder (removed)."""
-    if out is None:
-        return Path(tempfile.mkdtemp(prefix="catty-ctx-eval-")), True
-    p = Path(out)
-    if p.exists() and (not p.is_dir() or any(p.iterdir())):
-        raise UsageError(f"{out}: already exists and is not empty; eval writes its copies into a new folder")
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WriteError(f"{out}: cannot create ({exc.strerror})") from None
-    return p, False
-
-
 @dataclass
 class EvalOptions:
     summarizers: list[str] = field(default_factory=lambda: [SUMMARIZER])
@@ -295,7 +282,7 @@ def run_eval(
     opts = opts or EvalOptions()
     opts.check()
     facts = derive_all(corpus, opts.facts)  # a bad eval.json stops the eval before any run
-    work, temporary = _work_folder(opts.out)
+    work, temporary = work_folder(opts.out)
     runs = list(itertools.product(opts.summarizers, opts.modes))
     tasks = []
     for r, (summ, mode) in enumerate(runs):

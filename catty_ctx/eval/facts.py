@@ -109,11 +109,12 @@ def _first_rule(text: str) -> str | None:
     return None
 
 
-def derive_facts(events: Iterable[dict[str, Any]], plan: Any = None) -> list[Fact]:
+def derive_facts(events: Iterable[dict[str, Any]], plan: Any = None, *, since: int = 0) -> list[Fact]:
     """The facts of a session's main loop, by kind, each kind in a fixed order (deterministic).
 
     With the view's `plan`, what a rewind took off the live branch or a repair dropped is no
-    fact: the successor was never meant to see it."""
+    fact: the successor was never meant to see it. With SINCE (a seq), the facts of a span: the
+    user's constraints and the errors from SINCE on, the state as the whole log leaves it."""
 
     head = HeadState()
     seen: set[Fact] = set()
@@ -134,6 +135,8 @@ def derive_facts(events: Iterable[dict[str, Any]], plan: Any = None) -> list[Fac
             continue
         head.track(ev)
         kind = ev.get("kind")
+        if ev["seq"] < since:
+            continue
         if kind == "message" and is_real_user(ev) and isinstance(ev.get("text"), str):
             said.extend(constraints(ev["text"]))
         elif kind == "tool_result" and ev.get("is_error") and isinstance(ev.get("output"), str):
