@@ -77,6 +77,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l min-recall -r -F 
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l jobs -s j -r -F -d 'Sessions evaluated in J parallel processes.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l out -r -F -d 'Keep the driven copies in DIR (new or empty) for…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l min-summary-chars -r -F -d 'A model summary shorter than this is degenerate and…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l retries -r -F -d 'Ask a cmd: or openai: summariser again up to N times per…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l timeout -r -F -d 'The whole time one call of a cmd: or openai: summariser or…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l max-response-bytes -r -F -d 'Cut an openai: summariser\'s or judge\'s answer longer than…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l native -d 'CORPUS is a ROOT of agents\' own sessions (Claude Code…'

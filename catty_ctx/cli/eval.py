@@ -62,6 +62,7 @@ def eval_cmd(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="J", help="Sessions evaluated in J parallel processes.")] = EVAL_JOBS,
     out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Keep the driven copies in DIR (new or empty) for inspection; default a temporary folder, removed.")] = None,
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried (as compact).")] = MIN_SUMMARY_CHARS,
+    retries: Annotated[Optional[int], typer.Option("--retries", min=0, metavar="N", help="Ask a cmd: or openai: summariser again up to N times per stage after a temporary failure (exit 75, HTTP 5xx or 429, a timeout) or a degenerate summary (default 2). A deterministic failure (any other exit status, an HTTP 4xx) is never asked again.")] = None,
     timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="The whole time one call of a cmd: or openai: summariser or judge may take, connection, answer and body included (default 600 for cmd:, 300 for openai:).")] = None,
     max_response_bytes: Annotated[int, typer.Option("--max-response-bytes", min=1, metavar="BYTES", help="Cut an openai: summariser's or judge's answer longer than this (a stream's bytes in all).")] = MAX_RESPONSE_BYTES,
     native: Annotated[bool, typer.Option("--native", help="CORPUS is a ROOT of agents' own sessions (Claude Code, Codex): score each compaction the agent recorded, its summary alone and with our reminder.")] = False,
@@ -83,7 +84,8 @@ def eval_cmd(
     if native:
         given = [name for name, value in (("--summarizer", summarizer), ("--mode", mode), ("--two-pass", two_pass), ("--judge", judge),
                                           ("--facts", facts), ("--facts-only", facts_only), ("--scheduler", scheduler),
-                                          ("--jobs", jobs != EVAL_JOBS), ("--compactions", compactions != EVAL_COMPACTIONS)) if value]
+                                          ("--jobs", jobs != EVAL_JOBS), ("--compactions", compactions != EVAL_COMPACTIONS),
+                                          ("--retries", retries is not None)) if value]
         if given:
             raise UsageError(f"--native scores the agents' own compactions: {', '.join(given)} does not apply")
         _native(corpus, out, as_json, min_recall)
@@ -94,7 +96,7 @@ def eval_cmd(
     opts = EvalOptions(
         summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
         two_pass=two_pass, judge=judge, jobs=jobs, out=out, summarizer_options={"min_chars": min_summary_chars}, timeout=timeout,
-        max_response_bytes=max_response_bytes,
+        max_response_bytes=max_response_bytes, retries=retries,
     )
     c = open_corpus(corpus)
     try:
