@@ -13,14 +13,15 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
+from ..cluster import each
 from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError
-from ..cluster import each
 from ..sources import import_log, native_source, root_sessions
 from ..store import LOG_NAME, Session, is_root
 from ..urls import is_url, on_copy, url_is_root, url_sessions
@@ -60,7 +61,7 @@ def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
         urls = url_sessions(corpus)
         if not urls:
             raise UsageError(f"{corpus}: no session found (a session is a folder holding updates.jsonl)")
-        return Corpus(urls, list(urls))  # type: ignore[arg-type] - a URL's sessions are read from local copies
+        return Corpus(urls, list(urls))  # type: ignore[arg-type]  # a URL's sessions stay URLs, read from local copies
     if corpus == "-":
         spool = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-stdin-"))
         src = stdin if stdin is not None else sys.stdin.buffer
@@ -110,7 +111,7 @@ def session_facts(path: Path, choice: str | None) -> list[Fact]:
     """FACTS `file` (the session's eval.json), `auto` (derived), or None: the file when there is one."""
 
     if is_url(path):
-        return on_copy(lambda local: session_facts(Path(local), choice), str(path))  # type: ignore[no-any-return]
+        return on_copy(lambda local: session_facts(Path(local), choice), str(path))
     folder = path if path.is_dir() else path.parent
     file = folder / FACTS_NAME
     if choice == "file" or (choice is None and file.is_file()):
@@ -148,7 +149,7 @@ def run_task(task: Task, on_step: Callable[[], None] | None = None) -> dict[str,
     ON_STEP is told each compaction (in a worker process: the pool's queue)."""
 
     if is_url(task.source):
-        return on_copy(lambda local: run_task(replace(task, source=Path(local)), on_step), str(task.source))  # type: ignore[no-any-return]
+        return on_copy(lambda local: run_task(replace(task, source=Path(local)), on_step), str(task.source))
     try:
         d = driving.drive(task.source, task.dest, task.strategy, on_step=on_step or worker_step())
         missed = missed_facts(task.facts, d.items, task.dest)
@@ -302,7 +303,7 @@ def derive_all(corpus: Corpus, choice: str | None) -> list[list[Fact]]:
 
 
 def run_eval(
-    corpus: "Corpus | str",
+    corpus: Corpus | str,
     opts: EvalOptions | None = None,
     *,
     progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None,
@@ -353,9 +354,9 @@ def run_eval(
                 error = error or o["error"]
                 entry.update(metrics=None, missed=[], error=o["error"])
             else:
-                t = Tally.from_dict(o["tally"])
-                total.add(t)
-                entry.update(metrics=t.metrics(two_pass=opts.two_pass, judge=opts.judge is not None), missed=o["missed"])
+                got = Tally.from_dict(o["tally"])
+                total.add(got)
+                entry.update(metrics=got.metrics(two_pass=opts.two_pass, judge=opts.judge is not None), missed=o["missed"])
             per_session.append(entry)
         row: dict[str, Any] = {
             "summarizer": summ,
