@@ -47,6 +47,7 @@ TODOS = [
     "Run the full suite on the CI image",
 ]
 FAILED_EDIT = "String to replace not found in file."
+FAILED_PATH = "docs/never-saved.md"  # an edit that failed: no file edited
 
 
 @dataclass
@@ -181,7 +182,7 @@ def _span(w: Any, agent: str, rng: random.Random, k: int, task: tuple[str, ...],
     if agent == "claude":
         for path in edited:
             w.call("Edit", {"file_path": path, "old_string": "old()", "new_string": "new()"}, f"The file {path} has been updated.")
-        w.call("Edit", {"file_path": "docs/never-saved.md", "old_string": "x", "new_string": "y"},
+        w.call("Edit", {"file_path": FAILED_PATH, "old_string": "x", "new_string": "y"},
                f"<tool_use_error>{FAILED_EDIT}</tool_use_error>", error=True)
         w.call("Bash", {"command": f"pytest -q {test}"}, f"F.\n{error}\nFAILED {test}", error=True)
         w.assistant([{"type": "text", "text": "The fix is half done; the test still fails."}])

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import cli, cli_on_a_terminal
-from native_corpus import Session, write_corpus
+from native_corpus import FAILED_PATH, Session, write_corpus
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,7 @@ def test_our_reminder_recalls_what_the_summaries_dropped(corpus: tuple[Path, lis
             missed_summary = {(f["kind"], f["text"]) for f in e["missed"]["summary"]}
             missed_reminder = {(f["kind"], f["text"]) for f in e["missed"]["reminder"]}
             assert e["facts"] == sum(v["facts"] for v in e["by_kind"].values())
+            assert ("state", FAILED_PATH) not in {(f["kind"], f["text"]) for f in e["derived"]}
             for p in planted:
                 # every planted fact is derived, and the summary column follows what the summary kept
                 assert ((p.kind, p.text) in missed_summary) is (not p.in_summary), (s.path, p)
@@ -78,6 +79,7 @@ def test_a_span_holds_its_own_constraints_and_errors_and_the_state_so_far(corpus
         for planted, e in zip(s.compactions, (first, second)):
             derived = {(f["kind"], f["text"]) for f in e["derived"]}
             assert {(p.kind, p.text) for p in planted} <= derived
+            assert ("state", FAILED_PATH) not in derived  # only a failed edit touched it, though the agent's list names it
             assert len(derived) == e["facts"]
         span2 = {(p.kind, p.text) for p in s.compactions[1]}
         derived2 = {(f["kind"], f["text"]) for f in second["derived"]}
@@ -101,11 +103,12 @@ def test_out_keeps_the_cut_transcript_and_the_mirror(corpus: tuple[Path, list[Se
         data = source.read_bytes()
         kept = cut.read_bytes()
         assert data.startswith(kept) and kept.endswith(b"\n") and len(kept) < len(data)
-        # the cut ends right before the line that records this compaction
-        nxt = orjson.loads(data[len(kept):].split(b"\n", 1)[0])
-        assert nxt.get("type") == "compacted" or nxt.get("subtype") == "compact_boundary"
-        lineno = kept.count(b"\n") + 1
-        assert e["id"] in (nxt.get("uuid"), f"line-{lineno}")
+        records = [orjson.loads(line) for line in kept.splitlines()]
+        # the transcript as the agent left it at its SessionStart hook: this compaction's records last
+        assert records[-1].get("type") == "compacted" or records[-1].get("isCompactSummary") is True
+        marks = [i for i, r in enumerate(records, 1) if r.get("type") == "compacted" or r.get("subtype") == "compact_boundary"]
+        assert len(marks) == e["compaction"]
+        assert e["id"] in (records[marks[-1] - 1].get("uuid"), f"line-{marks[-1]}")
         mirrors = folder / "mirrors" / e["agent"]
         assert [p.name for p in mirrors.iterdir() if p.is_dir()] and any(mirrors.rglob("updates.jsonl"))
     assert cli("eval", "--native", str(root), "--out", str(out)).returncode == 2  # not empty: refused

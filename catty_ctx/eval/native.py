@@ -7,8 +7,9 @@ span, the state as it stood: pending todos, files edited and not failed, running
 looked for in (a) the agent's summary alone and (b) that summary plus the continuation
 reminder our hooks inject after it. The reminder is the hooks' own (`agents.hooks`): the
 transcript is cut back to the line that records the compaction, as it stood when the agent's
-PreCompact hook ran, `pre_compact` builds the mirror from it and `session_start` (source
-`compact`) prints the reminder. With (b), a `detail` fact also counts when the mirror the
+PreCompact hook ran, `pre_compact` builds the mirror from it; then the agent's records of the
+compaction are appended, as the agent appends them, and `session_start` (source `compact`)
+prints the reminder. With (b), a `detail` fact also counts when the mirror the
 reminder names holds it (the same rule as the eval's `detail_recovery`: an exact detail is
 recovered on demand, not carried). The sources are only read; cuts and mirrors go to a
 temporary folder, or to `--out`.
@@ -51,6 +52,7 @@ class Case:
     number: int  # 1-based among the session's compactions
     compaction_id: str
     offset: int  # byte offset of the line that records the compaction
+    end: int  # ... and the end of its summary's line
     seq_from: int
     through_seq: int
     summary: str
@@ -76,26 +78,34 @@ class Outcome:
         return out
 
 
-def _offsets(source: Path, wanted: list[Event], agent: str) -> dict[str, int]:
-    """The byte offset of the line that records each compaction of WANTED (by its id: Codex's
-    `line-N`, Claude Code's boundary or summary uuid)."""
+def _offsets(source: Path, wanted: list[Event], agent: str) -> dict[str, tuple[int, int]]:
+    """Where each compaction of WANTED is recorded (by its id: Codex's `line-N`, Claude Code's
+    boundary or summary uuid): the byte offset of its first line, and the end of the line that
+    holds its summary (Claude Code writes the boundary, then the summary)."""
     ids = {str(ev["id"]) for ev in wanted}
     lines = {int(i[5:]) for i in ids if agent == "codex" and i.startswith("line-") and i[5:].isdigit()}
     needles = [i.encode() for i in ids]
-    out: dict[str, int] = {}
+    out: dict[str, tuple[int, int]] = {}
+    open_boundary: str | None = None  # a boundary whose summary line is still to come
     with _opened(source) as f:
         for raw in raw_lines(f, str(source), warn=None):
+            end = raw.offset + len(raw.data) + 1
             if agent == "codex":
                 if raw.lineno in lines:
-                    out[f"line-{raw.lineno}"] = raw.offset
+                    out[f"line-{raw.lineno}"] = (raw.offset, end)
                 continue
+            if open_boundary is not None and b"isCompactSummary" in raw.data:
+                out[open_boundary] = (out[open_boundary][0], end)
+                open_boundary = None
             if any(n in raw.data for n in needles):
                 try:
-                    uid = json.loads(raw.data).get("uuid")
-                except (ValueError, AttributeError):
+                    rec = json.loads(raw.data)
+                except ValueError:
                     continue
+                uid = rec.get("uuid") if isinstance(rec, dict) else None
                 if uid in ids and uid not in out:
-                    out[uid] = raw.offset
+                    out[uid] = (raw.offset, end)
+                    open_boundary = uid if rec.get("subtype") == "compact_boundary" else None
     return out
 
 
@@ -130,9 +140,9 @@ def session_cases(native: Any, label: str) -> list[Case]:
         through = comp["through_seq"]
         span = [ev for ev in events if ev["seq"] <= through and ev["kind"] != "compaction"]
         facts = derive_facts(span, plan, since=since)
-        offset = offsets.get(str(comp["id"]))
-        if offset is not None:
-            cases.append(Case(label, native.path, agent, sid, n, str(comp["id"]), offset, since, through,
+        where = offsets.get(str(comp["id"]))
+        if where is not None:
+            cases.append(Case(label, native.path, agent, sid, n, str(comp["id"]), where[0], where[1], since, through,
                               comp.get("summary") or "", facts, origin.get("cwd")))
         since = through + 1
     return cases
@@ -163,13 +173,24 @@ def _cut(case: Case, folder: Path) -> Path:
     return dest
 
 
+def _append_compaction(case: Case, transcript: Path) -> None:
+    """The agent's own records of the compaction (boundary, summary), appended as the agent
+    appends them before its SessionStart hook runs."""
+    with _opened(case.source) as src, open(transcript, "ab") as out:
+        src.seek(case.offset)
+        out.write(src.read(case.end - case.offset))
+
+
 def our_reminder(case: Case, folder: Path) -> tuple[str, Path]:
-    """The reminder our SessionStart hook gives after this compaction, and the mirror it names."""
+    """The reminder our SessionStart hook gives after this compaction, and the mirror it names:
+    PreCompact on the transcript cut before the compaction, SessionStart (source `compact`)
+    once the agent's records of it follow."""
     transcript = _cut(case, folder)
     root = folder / "mirrors"
     pre = {"session_id": case.session_id, "transcript_path": str(transcript), "cwd": case.cwd or str(folder),
            "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""}
     pre_compact(case.agent, case.agent, io.BytesIO(json.dumps(pre).encode()), root)
+    _append_compaction(case, transcript)
     start = {"session_id": case.session_id, "transcript_path": str(transcript), "cwd": case.cwd or str(folder),
              "hook_event_name": "SessionStart", "source": "compact"}
     out = io.StringIO()
