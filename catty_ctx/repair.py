@@ -87,7 +87,17 @@ class RepairPlan:
 
     def notes(self) -> list[str]:
         """One short phrase per kind of fix, for a stderr line."""
-        return [f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}" for kind, n in sorted(self.counts.items()) if n]
+        return problem_notes(self.counts)
+
+    def document(self, path: str, *, applied: bool) -> dict[str, Any]:
+        """The `repair S --json` document (also each session's of `repair ROOT --json`)."""
+        return {"path": path, "found": self.found, "problems": self.counts, "applied": applied and self.found > 0,
+                "actions": self.actions()}
+
+
+def problem_notes(counts: dict[str, int]) -> list[str]:
+    """COUNTS of problems by kind as short phrases ("1 dangling call")."""
+    return [f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}" for kind, n in sorted(counts.items()) if n]
 
 
 def _line_problem(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -487,7 +497,8 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
 
 
 def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:
-    """One session's row of `repair ROOT` (its plan, applied when WRITE), here or on a cluster worker."""
+    """One session's document of `repair ROOT` (its plan, applied when WRITE: what `repair S --json`
+    prints), here or on a cluster worker."""
     # start-up: a native session's importers load only when one is read
     from .sources import open_session
 
@@ -495,7 +506,7 @@ def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_ti
     # a native session as its import.
     with (Session.open(directory) if write else open_session(directory, warn=None)) as s:
         plan = repair_session(s, lock_timeout=lock_timeout, force=force) if write else repair_plan(s, force=force)
-    return {"path": str(directory), "found": plan.found, "applied": write and plan.found > 0, "problems": ", ".join(plan.notes())}
+    return plan.document(str(directory), applied=write)
 
 
 def quarantine_bytes_file(session: Session, path: Any) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
 from .errors import warn
-from .fastpath import CLUSTER, parse_one
+from .fastpath import CLUSTER, flag, parse_one, shared, value
 from .fastpath import declare as declare_command
-from .output import ByteProgress, Column, emit, progress_iter, record, rows_out, show, table, text, write_json
+from .output import ByteProgress, Column, emit, progress_iter, record, rows_out, show, show_table, table, text, write_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 # The options of `inspect`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("items", ("--items",), None, None, "List the view's items with their tokens and cumulative fingerprint."),
-    ("seq", ("--seq",), int, "N", "Print the event with this seq in full.", {"min": 0}),
-    ("context", ("--context",), None, None, "The prompt-context snapshot: every part with its source; unknown parts marked."),
-    ("allow_empty", ("--allow-empty",), None, None, None),
-    ("as_json", ("--json",), None, None, None),
+    flag("items", "--items", help="List the view's items with their tokens and cumulative fingerprint."),
+    value("seq", "--seq", kind=int, metavar="N", help="Print the event with this seq in full.", min=0),
+    flag("context", "--context", help="The prompt-context snapshot: every part with its source; unknown parts marked."),
+    shared("allow_empty"),
+    shared("as_json"),
     *CLUSTER,
 )
 EPILOG = ("Examples: catty-ctx inspect fixtures/sessions/demo; "
@@ -82,7 +82,7 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
         with engine_for(scheduler, connect_timeout) as engine:
             rows = inspect_root(PathType(target), on_error=on_error, sessions=found, engine=engine,
                                 progress=lambda it: progress_iter(it, label="sessions", total=len(found)))
-            rows_out(rows, cols, as_json=as_json, key="sessions")
+            rows_out(rows, cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
         if errors:
             raise SystemExit(int(ExitCode.DATA))
         return
@@ -139,16 +139,30 @@ def _show_context(rep: dict[str, Any]) -> None:
     show(table(f"prompt context of {rep['session_id'] or rep['path']}", cols, rows))
 
 
+def _root_cells(rep: dict[str, Any]) -> dict[str, Any]:
+    """A session's row of the ROOT table: its report with compactions and problems counted."""
+    return {**rep, "compactions": len(rep["compactions"]), "problems": sum(rep["problems"].values())}
+
+
+def tokens_line(rep: dict[str, Any]) -> str:
+    """`tokens` of a report, saying where the figure comes from."""
+    figure = f"{rep['tokens']:,} of {rep['window']:,} ({rep['percent']}%)"
+    if rep["tokens_from"] == "provider_usage":
+        return f"{figure}: provider usage at seq {rep['usage_seq']} + {rep['pending_tokens']:,} estimated after it"
+    return f"{figure}: estimated from the items"
+
+
 def _show_report(rep: dict[str, Any]) -> None:
     source = rep.get("source") or {}
     head = [
         ("session", rep["session_id"] or rep["path"]),
         *([("agent", source["agent"]), ("source", source["path"])] if source else []),
         *([(k, source[k]) for k in ("cwd", "model", "title") if source.get(k)]),
-        ("events", rep["events"]),
+        *([("stream", "a request read as items: the counts are of items, not events")] if rep["stream"] == "items" else [("events", rep["events"])]),
         ("turns", rep["turns"]),
         ("view items", rep["items"]),
-        ("tokens", f"{rep['tokens']:,} of {rep['window']:,} ({rep['percent']}%)"),
+        ("tokens", tokens_line(rep)),
+        ("threshold", f"{rep['status']} ({rep['threshold']:g}% of the window)"),
         ("fingerprint", rep["fp"]),
     ]
     parts = [record(None, head)]

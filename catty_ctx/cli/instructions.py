@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import note, warn
 from .fastpath import declare as declare_command
-from .fastpath import parse_one
+from .fastpath import flag, parse_one, shared, value
 from .output import Column, emit, show_table
 
 TYPE_CHECKING = False
@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
 # The options of `instructions`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("append", ("--append",), str, "SESSION", "Record them as the session's instructions state (nothing is appended when unchanged)."),
-    ("no_global", ("--no-global",), None, None, "Leave out the user-level files."),
-    ("as_json", ("--json",), None, None, None),
-    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
+    value("append", "--append", metavar="SESSION", help="Record them as the session's instructions state (nothing is appended when unchanged)."),
+    flag("no_global", "--no-global", help="Leave out the user-level files."),
+    shared("as_json"),
+    shared("lock_timeout"),
 )
 EPILOG = "Examples: catty-ctx instructions; catty-ctx instructions src/app --append S; catty-ctx instructions --json | jq -r '.instructions[].path'"
 INSTRUCTIONS_DOC = """Find instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.

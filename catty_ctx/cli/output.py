@@ -269,8 +269,15 @@ def table(title: str | None, columns: Sequence[str | Column], rows: Iterable[Seq
     # start-up: rich loads only when a terminal shows something
     from rich.text import Text
 
-    return _Table(None if title is None else plain(title), _columns(columns, right),
-                  [[v if isinstance(v, Text) else text(v) for v in row] for row in rows])
+    cols = _columns(columns, right)
+    return _Table(None if title is None else plain(title), cols,
+                  [[v if isinstance(v, Text) else text(grouped(v) if c.kind == "num" else v) for v, c in zip(row, cols)]
+                   for row in rows])
+
+
+def grouped(value: Any) -> Any:
+    """A whole number with its thousands grouped (`2,454`), as every table shows them; JSON stays raw."""
+    return f"{value:,}" if type(value) is int else value
 
 
 def show(*renderables: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import ExitCode
 from .fastpath import declare as declare_command
-from .fastpath import parse_one
+from .fastpath import flag, parse_one, shared
 from .output import Column, rows_out
 
 TYPE_CHECKING = False
@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 
 # The options of each subcommand, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = {
-    "list": (("as_json", ("--json",), None, None, None),),
+    "list": (shared("as_json"),),
     "show": (),
     "grep": (
-        ("ignore_case", ("-i", "--ignore-case"), None, None, "Ignore case."),
-        ("regex", ("-E", "--regex"), None, None, "TEXT is a regular expression."),
-        ("as_json", ("--json",), None, None, None),
+        flag("ignore_case", "-i", "--ignore-case", help="Ignore case."),
+        flag("regex", "-E", "--regex", help="TEXT is a regular expression."),
+        shared("as_json"),
     ),
 }
 # Each subcommand's positional arguments (all required), in order.

@@ -10,7 +10,7 @@ command `declare` registers are made from one table, `PARAMS`.
 import os
 
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
-from .fastpath import CLUSTER, Option, parse
+from .fastpath import CLUSTER, flag, parse, shared, value
 from .fastpath import declare as declare_command
 
 TYPE_CHECKING = False
@@ -27,19 +27,19 @@ PATHS_HELP = ("A Claude Code config dir or projects tree, a Codex home or sessio
 # The options of `usage`, declared once: (parameter of `run`, option names, value type (None: a flag),
 # metavar, help). The shared options (--json, --scheduler, --connect-timeout) bring their own help (None here).
 PARAMS = (
-    Option("by", ("--by",), str, "KEY", BY_HELP, choices=USAGE_BY),
-    ("since", ("--since",), str, "DATE", "Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
-    ("until", ("--until",), str, "DATE", "Only calls on or before this day (YYYY-MM-DD)."),
-    ("as_json", ("--json",), None, None, None),
-    ("prices", ("--prices",), str, "FILE", "A price table (LiteLLM's field names) whose entries win over the price library's "
+    value("by", "--by", metavar="KEY", help=BY_HELP, choices=USAGE_BY),
+    value("since", "--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
+    value("until", "--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD)."),
+    shared("as_json"),
+    value("prices", "--prices", metavar="FILE", help="A price table (LiteLLM's field names) whose entries win over the price library's "
      "(private models, other terms)."),
-    ("no_cache", ("--no-cache",), None, None, "Read every file in full; neither read nor write the caches."),
-    ("jobs", ("--jobs", "-j"), int, "N", "Parse files in N processes (default: one per CPU).", {"min": 1}),
-    ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
+    flag("no_cache", "--no-cache", help="Read every file in full; neither read nor write the caches."),
+    value("jobs", "--jobs", "-j", kind=int, metavar="N", help="Parse files in N processes (default: one per CPU).", min=1),
+    flag("strict", "--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted; "
      "every line of every log is checked, not only those that can hold usage."),
-    ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
-    ("allow_empty", ("--allow-empty",), None, None, "A PATH holding no session is an empty ledger (exit 0), not a usage error (exit 2)."),
-    ("verbose", ("--verbose", "-v"), None, None, "Name on stderr the homes read (no PATH) and the price source."),
+    value("tz", "--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one)."),
+    flag("allow_empty", "--allow-empty", help="A PATH holding no session is an empty ledger (exit 0), not a usage error (exit 2)."),
+    flag("verbose", "--verbose", "-v", help="Name on stderr the homes read (no PATH) and the price source."),
     *CLUSTER,
 )
 

@@ -30,12 +30,11 @@ from ..head import HeadState, build_head, continuation_state
 from ..layout import REQUESTS_DIR
 from ..ownership import require_ours
 from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root, session_window
-from ..tokens import item_tokens, over_threshold, percent_of
+from ..tokens import BELOW, OVER, item_tokens, over_threshold, percent_of
 from ..view import ViewStats, head_items, iter_view, plan_file
 
 MODES = COMPACT_MODES
 # How a session stands against its threshold, in every mode's rows (compact, --check, --prefire).
-OVER, BELOW = "over_threshold", "below_threshold"
 PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
 
 
