@@ -59,7 +59,7 @@ def test_pre_compact_mirrors_the_rollout_and_session_start_prints_the_reminder(t
     out = json.loads(proc.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert "Files edited in this session: parse.py" in context and str(log) in context and len(context) <= 10_000
+    assert "Files edited in this session: parse.py" in context and str(log.parent) in context and len(context) <= 10_000
     # the rollout gone: the mirror still answers
     Path(_payload(tmp_path, "x")["transcript_path"]).unlink()
     again = _hook("session-start", {"session_id": SID, "source": "resume", "transcript_path": "/nonexistent"}, mirrors)

@@ -87,7 +87,7 @@ def test_codex_runs_our_trusted_hooks_through_an_automatic_compaction(codex: Any
     bodies = [request_text(b) for b in s.bodies()]
     after = next(i for i, b in enumerate(bodies) if "SUMMARY: tests were run" in b)
     assert all("Files edited in this session" not in b for b in bodies[:after])
-    assert "Files edited in this session: parse.py" in bodies[after] and str(log) in bodies[after]
+    assert "Files edited in this session: parse.py" in bodies[after] and str(mirror) in bodies[after]  # where the details are
     assert CONSTRAINT in bodies[after]  # the user's prompt, which Codex itself carries over
 
 
