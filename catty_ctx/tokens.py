@@ -19,10 +19,15 @@ def item_tokens(item: dict[str, Any], canon: bytes | None = None) -> int:
     if images:
         # Image payloads are priced per image, not by their (base64) bytes.
         rest = {k: v for k, v in item.items() if k != "images"}
-        return len(canonical(rest)) // BYTES_PER_TOKEN + IMAGE_TOKENS * len(images)
+        return size_tokens(len(canonical(rest))) + IMAGE_TOKENS * len(images)
     if canon is None:
         canon = canonical(item)
-    return len(canon) // BYTES_PER_TOKEN
+    return size_tokens(len(canon))
+
+
+def size_tokens(size: int) -> int:
+    """The estimate of SIZE bytes (or characters) of text: a quarter, rounded down."""
+    return size // BYTES_PER_TOKEN
 
 
 def usage_context(ev: dict[str, Any]) -> int:
@@ -33,6 +38,16 @@ def usage_context(ev: dict[str, Any]) -> int:
         + int(ev.get("cache_write") or 0)
         + int(ev.get("output") or 0)
     )
+
+
+# How close a context is to its compaction threshold: one pair of names for `compact`,
+# `compact --check`, `--prefire` and `inspect`.
+OVER, BELOW = "over_threshold", "below_threshold"
+
+
+def threshold_status(used: int, window: int, percent: float) -> str:
+    """OVER when USED reaches PERCENT of WINDOW, else BELOW."""
+    return OVER if over_threshold(used, window, percent) else BELOW
 
 
 def over_threshold(used: int, window: int, percent: float) -> bool:

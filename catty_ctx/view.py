@@ -14,9 +14,10 @@ gives the same items, byte for byte.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 from xxhash import xxh3_128_digest
@@ -76,6 +77,21 @@ class ViewPlan:
         return any(a <= seq < b for a, b in self.excluded)
 
 
+def exclusion(ranges: list[tuple[int, int]]) -> Callable[[int], bool]:
+    """seq → whether the view leaves its event out: it falls in one of RANGES (a plan's merged
+    [start, end) ranges of rewound turns). Asked in ascending seq order, as a log is read."""
+    at = 0
+    count = len(ranges)
+
+    def excluded(seq: int) -> bool:
+        nonlocal at
+        while at < count and seq >= ranges[at][1]:
+            at += 1
+        return at < count and seq >= ranges[at][0]
+
+    return excluded
+
+
 @dataclass
 class ViewStats:
     """Token accounting while the view streams (docs/spec.md#token-estimates)."""
@@ -116,7 +132,7 @@ class ViewStats:
 
 
 def scan_markers(
-    path: Path, pattern: "re.Pattern[bytes]" = SHAPE_MARKERS, *, start: int = 0, stop: int | None = None
+    path: Path, pattern: re.Pattern[bytes] = SHAPE_MARKERS, *, start: int = 0, stop: int | None = None
 ) -> Iterator[Event]:
     """Parse only the complete lines the pattern hits, in file order (a torn tail is left out).
 
@@ -132,7 +148,7 @@ def scan_markers(
             yield ev
 
 
-def plan_file(path: Path, *, agent: str | None = None) -> "ViewPlan":
+def plan_file(path: Path, *, agent: str | None = None) -> ViewPlan:
     """Pass 1 over a log file; the turn scan runs only when the log holds a rewind."""
     markers = list(scan_markers(path))
     if any(ev.get("kind") == "rewind" for ev in markers):
@@ -253,7 +269,7 @@ def answer_item(repair: Event) -> Item:
 class _Step:
     """An assistant message with its tool calls and the run of results after it."""
 
-    __slots__ = ("assistant", "pos", "calls", "results", "after")
+    __slots__ = ("after", "assistant", "calls", "pos", "results")
 
     def __init__(self, assistant: Item, pos: int) -> None:
         self.assistant = assistant
@@ -303,8 +319,7 @@ def iter_view(
     comp_seq = comp["seq"] if comp else -1
     head = HeadState() if comp and not detached else None
     head_done = comp is None or detached
-    ranges = plan.excluded
-    r_i = 0
+    excluded = exclusion(plan.excluded) if plan.excluded else None
     drops = plan.drops
     answers = plan.answers
     step: _Step | None = None
@@ -317,7 +332,7 @@ def iter_view(
     at_end = object()
 
     def rebuilt_head() -> list[tuple[Item, int]]:
-        return [(item, through) for item in head_items(comp, head, announcer)]  # type: ignore[arg-type]
+        return [(item, through) for item in head_items(comp, head, announcer)]  # type: ignore[arg-type]  # rebuilt after a compaction only
 
     for ev in _with_end(events, at_end):
         if type(ev) is dict:
@@ -333,9 +348,7 @@ def iter_view(
                 st.first = ev
                 if type(ev.get("window")) is int and ev["window"] > 0:
                     announcer.window = ev["window"]  # the listing's budget is a share of it
-            while r_i < len(ranges) and seq >= ranges[r_i][1]:
-                r_i += 1
-            if r_i < len(ranges) and seq >= ranges[r_i][0]:
+            if excluded is not None and excluded(seq):
                 continue
             if ev.get("agent") != agent:
                 continue
@@ -344,7 +357,7 @@ def iter_view(
             if seq <= through:
                 if detached:
                     raise NeedsState("an event the compaction folded")
-                head.track(ev)  # type: ignore[union-attr]
+                head.track(ev)  # type: ignore[union-attr]  # `through` is past -1 once a compaction made a head
                 continue
             if not head_done:
                 head_done = True
@@ -391,7 +404,7 @@ def iter_view(
                 step = None
         for item, pos in out:
             canon = dumps(item, option=sort_keys)
-            tokens = len(canon) >> 2 if "images" not in item else item_tokens(item, canon)
+            tokens = item_tokens(item, canon)
             st.items += 1
             st.sum_tokens += tokens
             if st.usage_seen and pos > st.usage_seq:
@@ -401,7 +414,7 @@ def iter_view(
             yield ViewItem(item, canon, tokens)
         out.clear()
         if type(ev) is Join:
-            yield ev  # type: ignore[misc]
+            yield ev  # type: ignore[misc]  # the marker passes on to the consumer that asked for joins
 
 
 def head_items(comp: Event, head: Any, announcer: Any) -> list[Item]:
@@ -409,7 +422,7 @@ def head_items(comp: Event, head: Any, announcer: Any) -> list[Item]:
     the view and for the compactor measuring the head it is about to commit."""
     items = build_head(comp, head)
     listing = announcer.head(head.facets)
-    return items + [listing] if listing is not None else items
+    return [*items, listing] if listing is not None else items
 
 
 def _with_end(events: Iterable[Event], end: Any) -> Iterator[Any]:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import orjson
 
 from ..defaults import MIN_SUMMARY_CHARS
 from ..errors import CattyError, ExitCode
-from ..tokens import BYTES_PER_TOKEN, item_tokens
+from ..tokens import item_tokens, size_tokens
 
 Item = dict[str, Any]
 
@@ -77,7 +78,7 @@ class Overflow(Exception):
 class StreamTimer:
     """Streaming timings in O(1) memory: first and last delta, delta count, largest gap."""
 
-    __slots__ = ("start", "first", "last", "deltas", "max_gap", "ends")
+    __slots__ = ("deltas", "ends", "first", "last", "max_gap", "start")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.start = clock()
@@ -286,8 +287,7 @@ def call_usage(prompt: Prompt, text: str, reported: dict[str, Any] | None) -> di
     the estimator's rule, bytes / 4, of what went in and what came out."""
     if reported:
         return dict(reported)
-    per = BYTES_PER_TOKEN
-    return {"input": len(prompt.text().encode()) // per, "output": len(text.encode()) // per, "estimated": True}
+    return {"input": size_tokens(len(prompt.text().encode())), "output": size_tokens(len(text.encode())), "estimated": True}
 
 
 def run_ladder(

@@ -1,12 +1,11 @@
 """The rewritten forms of pruned items, and what each item weighs (pass 1)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from typing import Callable
-
 from ..fingerprint import canonical
-from ..tokens import item_tokens
+from ..tokens import item_tokens, size_tokens
 from ..view import Item, ViewItem
 from .options import PruneOptions
 
@@ -87,7 +86,7 @@ def image_bytes(img: Any, blob_size: BlobSize | None) -> int:
 class Meta:
     """The few facts about one item that the strategies decide on (the item itself is not kept)."""
 
-    __slots__ = ("tokens", "real_user", "result", "tool", "chars", "omit_saves", "trim_saves", "call_ids", "args_saves", "body", "images")
+    __slots__ = ("args_saves", "body", "call_ids", "chars", "images", "omit_saves", "real_user", "result", "tokens", "tool", "trim_saves")
 
     def __init__(self) -> None:
         self.tokens = 0
@@ -142,6 +141,6 @@ def describe(vi: ViewItem, opts: PruneOptions, names: dict[str, str], call_seqs:
             if opts.clear_inputs:
                 before = len(canonical(c.get("args")))
                 after = len(canonical(cleared_args(call_seqs.get(cid, item.get("seq")), ref)))
-                m.args_saves[cid] = (before - after) // 4
+                m.args_saves[cid] = size_tokens(before - after)
         m.call_ids = tuple(ids)
     return m
