@@ -44,7 +44,7 @@ CHUNK_NAME = ".appended.jsonl"  # the appended bytes, imported as a file of thei
 CURSOR_VERSION = 1
 WINDOW = 1024  # bytes of each fingerprint window
 BLOCK = 1 << 20
-STEP = 32 << 20  # bytes of the transcript imported and appended at a time (bounds memory, keeps progress)
+STEP = 4 << 20  # bytes of the transcript imported and appended at a time (bounds memory, keeps progress)
 _SEQ_FIELDS = ("through_seq", "target_seq")
 _EXTERNALIZED = ("message", "tool_result")
 # Formats whose records only make sense after the file's first line (Codex: its session_meta).
