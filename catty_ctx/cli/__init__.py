@@ -2,7 +2,7 @@
 
 Each command lives in its own module and imports the library lazily, so `--version` and
 `--help` start fast. The typer application is built on first use of `app`: `append`,
-`blob`, `compact`, `export`, `fork`, `hook`, `import`, `inspect`, `instructions`, `prune`, `repair`, `resume`, `usage` and
+`blob`, `compact`, `export`, `fork`, `hook`, `import`, `inspect`, `instructions`, `prune`, `repair`, `resume`, `statusline`, `usage` and
 `segment`'s subcommands parse their own argv when they can (see `cli/fastpath.py`) and answer without loading the CLI framework.
 """
 import importlib
@@ -98,6 +98,7 @@ COMMAND_MODULES = {
     "resume": "resume",
     "search": "search",
     "segment": "segment",
+    "statusline": "statusline",
     "usage": "usage",
 }
 
@@ -161,7 +162,7 @@ def _config_usable() -> None:
 
 
 # Commands that parse their own plain spellings and start without typer (see `fastpath`).
-FAST_COMMANDS = ("append", "blob", "compact", "config", "export", "fork", "hook", "import", "inspect", "instructions", "prune", "repair", "resume", "search", "segment", "usage")
+FAST_COMMANDS = ("append", "blob", "compact", "config", "export", "fork", "hook", "import", "inspect", "instructions", "prune", "repair", "resume", "search", "segment", "statusline", "usage")
 
 
 def _run(args: "list[str]") -> None:
