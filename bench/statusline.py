@@ -8,8 +8,9 @@ and a compaction every 200 turns), then times, interleaved with `python -c pass`
 load hits both alike): the cold run (no state: the whole transcript read once), warm runs on
 the unchanged transcript, warm runs each after one more turn was appended (only those bytes
 are read), and a run whose kept day cost has expired (the usage ledger asked again, as happens
-once a minute). Prints the medians and each one's ratio to the bare start-up; the target for
-the warm runs is a few interpreter start-ups.
+once a minute). Prints the medians, wall and CPU (user + system: steadier on a shared machine),
+and each one's ratio to the bare start-up; the target for the warm runs is a few interpreter
+start-ups.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ _HERE = sys.path.pop(0)
 import argparse
 import json
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -69,10 +71,14 @@ def build(home: Path, mb: float) -> Path:
     return path
 
 
-def wall(cmd: list[str], env: dict[str, str], stdin: bytes | None = None) -> float:
+def wall(cmd: list[str], env: dict[str, str], stdin: bytes | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
-    return time.perf_counter() - t0
+    took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return took, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def main() -> None:
@@ -94,7 +100,7 @@ def main() -> None:
 
     shutil.rmtree(cache, ignore_errors=True)
     cold = wall(line, env, payload)
-    times: dict[str, list[float]] = {"bare start-up (python -c pass)": [], "warm, transcript unchanged": [],
+    times: dict[str, list[tuple[float, float]]] = {"bare start-up (python -c pass)": [], "warm, transcript unchanged": [],
                                      "warm, one turn appended": [], "day cost asked again (once a minute)": []}
     for _ in range(args.runs):
         times["bare start-up (python -c pass)"].append(wall(bare, env))
@@ -108,12 +114,12 @@ def main() -> None:
             kept.unlink()
         times["day cost asked again (once a minute)"].append(wall(line, env, payload))
     out = subprocess.run(line, input=payload, capture_output=True, env=env, check=True).stdout.decode().strip()
-    base = statistics.median(times["bare start-up (python -c pass)"])
+    base = [statistics.median(run[k] for run in times["bare start-up (python -c pass)"]) for k in (0, 1)]
     print(f"transcript: {transcript.stat().st_size / 1e6:.1f} MB; line: {out}")
-    print(f"{'cold (first run: the whole transcript)':<42} {cold * 1000:8.1f} ms  {cold / base:6.1f}x")
-    for name, walls in times.items():
-        m = statistics.median(walls)
-        print(f"{name:<42} {m * 1000:8.1f} ms  {m / base:6.1f}x")
+    print(f"{'median of ' + str(args.runs) + ' runs':<42} {'wall':>9} {'ratio':>7} {'cpu':>10} {'ratio':>7}")
+    for name, runs in {"cold (first run: the whole transcript)": [cold], **times}.items():
+        m = [statistics.median(run[k] for run in runs) for k in (0, 1)]
+        print(f"{name:<42} {m[0] * 1000:6.1f} ms {m[0] / base[0]:6.1f}x {m[1] * 1000:7.1f} ms {m[1] / base[1]:6.1f}x")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from conftest import both_parsers, cli, plain_run_loads, table_is_the_typer_comm
 from catty_ctx.agents.statusline import (
     AUTOCOMPACT_BUFFER,
     FIELDS,
+    OPEN_CALLS,
     OUTPUT_RESERVE,
     compact_point,
     read_payload,
@@ -80,6 +81,13 @@ def payload(path: Path | None, **more: Any) -> dict[str, Any]:
     return doc
 
 
+def kept_state() -> dict[str, Any]:
+    """The one transcript's state the status line keeps (not the day's cost beside it)."""
+    folder = Path(os.environ["XDG_CACHE_HOME"]) / "catty-ctx" / "statusline"
+    (state,) = [p for p in folder.glob("*.json") if not p.name.startswith("today-")]
+    return json.loads(state.read_text())
+
+
 def run_line(doc: Any, *args: str) -> tuple[int, str, str]:
     proc = cli("statusline", *args, input=doc if isinstance(doc, bytes) else json.dumps(doc).encode())
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
@@ -114,12 +122,28 @@ def test_session_cost_counts_each_call_once_as_the_usage_ledger_does(tmp_path: P
     expected = ledger.totals["cost_usd"]
     assert expected and ledger.totals["calls"] == 3
     got = fields(payload(path, cost={"total_cost_usd": 99.0}))
-    assert got["session_cost"] == pytest.approx(expected)
+    assert got["session_cost"] == pytest.approx(expected, abs=1e-6)
     # and after more calls are appended (one a copy of a call already counted)
     write(path, call(4, 5, 80_000, 100, 10) + call(3, 10, 70_000, 0, 1_000, blocks=1), "a")
     ledger, _scan = usage([path])
     assert ledger.totals["calls"] == 4
-    assert fields(payload(path))["session_cost"] == pytest.approx(ledger.totals["cost_usd"])
+    assert fields(payload(path))["session_cost"] == pytest.approx(ledger.totals["cost_usd"], abs=1e-6)
+
+
+def test_a_late_copy_of_an_early_call_is_still_counted_once(tmp_path: Path) -> None:
+    path = transcript(tmp_path)
+    write(path, [line for n in range(OPEN_CALLS + 20) for line in call(n, n, 1_000 + n, 10, 5)])
+    fields(payload(path))
+    for n in range(OPEN_CALLS + 20, OPEN_CALLS + 40):  # run by run, as Claude Code appends
+        write(path, call(n, n, 1_000 + n, 10, 5), "a")
+        fields(payload(path))
+    write(path, call(0, 0, 1_000, 10, 5, blocks=1) + call(OPEN_CALLS + 30, 1, 1, 1, 1, blocks=1), "a")  # copies
+    got = fields(payload(path))
+    ledger, _scan = usage([path])
+    assert ledger.totals["calls"] == OPEN_CALLS + 40
+    assert got["session_cost"] == pytest.approx(ledger.totals["cost_usd"], abs=1e-6)
+    state = kept_state()
+    assert state["calls"] == OPEN_CALLS + 40 and state["sealed_calls"] == 40
 
 
 def test_only_the_appended_bytes_are_read(tmp_path: Path) -> None:
@@ -136,10 +160,10 @@ def test_only_the_appended_bytes_are_read(tmp_path: Path) -> None:
     write(path, call(4, 4, 44_000, 0, 4), "a")
     got = fields(payload(path))
     assert got["tokens"] == 4 + 44_000
-    state = json.loads(next((Path(os.environ["XDG_CACHE_HOME"]) / "catty-ctx" / "statusline").glob("*[0-9a-f].json")).read_text())
+    state = kept_state()
     assert state["offset"] == path.stat().st_size and state["calls"] == 4
     ledger, _scan = usage([path])
-    assert got["session_cost"] != pytest.approx(ledger.totals["cost_usd"])  # the edited middle was not read again
+    assert got["session_cost"] != pytest.approx(ledger.totals["cost_usd"], abs=1e-6)  # the edited middle was not read again
     assert got["session_cost"] > before
 
 
@@ -152,7 +176,7 @@ def test_a_rewritten_or_truncated_transcript_is_read_again(tmp_path: Path) -> No
     got = fields(payload(path))
     assert got["compactions"] == 0 and got["tokens"] == 10_001
     ledger, _scan = usage([path])
-    assert got["session_cost"] == pytest.approx(ledger.totals["cost_usd"])
+    assert got["session_cost"] == pytest.approx(ledger.totals["cost_usd"], abs=1e-6)
     # rewritten in place, the same size: the last line's usage changed
     data = path.read_bytes()
     path.write_bytes(data.replace(b'"cache_read_input_tokens": 10000', b'"cache_read_input_tokens": 10009'))
@@ -244,7 +268,7 @@ def test_todays_cost_is_the_ledgers_for_today_counted_once(tmp_path: Path) -> No
     ledger, _scan = usage([transcript(tmp_path).parent.parent], since=day, until=day)
     assert ledger.totals["calls"] == 2
     got = fields(payload(path))
-    assert got["today_cost"] == pytest.approx(ledger.totals["cost_usd"]) and 0 < got["today_cost"] < got["session_cost"] + 1
+    assert got["today_cost"] == pytest.approx(ledger.totals["cost_usd"], abs=1e-6) and 0 < got["today_cost"] < got["session_cost"] + 1
 
 
 def test_compaction_point_follows_claude_codes_settings() -> None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 FINGERPRINT_BYTES = 64 * 1024  # of the transcript's start, and of the bytes just before the offset
 DEFAULT_WINDOW = 200_000  # Claude Code's window when the status JSON names none ("[1m]" models: LONG_WINDOW)
 LONG_WINDOW = 1_000_000
@@ -39,6 +39,7 @@ LONG_WINDOW = 1_000_000
 # CLAUDE_AUTOCOMPACT_PCT_OVERRIDE, that share of the window-less-reply when it is lower.
 OUTPUT_RESERVE = 20_000
 AUTOCOMPACT_BUFFER = 13_000
+OPEN_CALLS = 64  # the last calls kept whole for the dedupe (see `_price_calls`)
 TODAY_EVERY = 60.0  # seconds a day's cost is kept before the ledger is asked again
 # A line is worth parsing only when it holds one of these (a usage, or a compaction's boundary).
 _MARK = rb'"usage"|"compact_boundary"'
@@ -187,7 +188,8 @@ def _save(path: str, data: bytes) -> None:
 
 def _fresh(transcript: str, ino: int) -> dict[str, Any]:
     return {"v": STATE_VERSION, "path": transcript, "ino": ino, "offset": 0, "fp": [0, 0], "last": None, "model": None,
-            "compactions": 0, "calls": 0, "cost": 0.0, "unpriced": 0, "rates": {}}
+            "compactions": 0, "calls": 0, "cost": 0.0, "unpriced": 0, "sealed_calls": 0, "sealed_cost": 0.0, "sealed_unpriced": 0,
+            "rates": {}}
 
 
 def read_transcript(transcript: str, folder: str) -> dict[str, Any] | None:
@@ -283,7 +285,11 @@ class _Rates:
 def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_path: str, offset: int) -> None:
     """Add the calls of DATA[:end] (the bytes of F from OFFSET) to the session's: the usage
     ledger's records, collapsed with the ones kept (one per call, whatever copies the transcript
-    holds), their cost summed. Kept calls that are lost or do not match are read again from F."""
+    holds), their cost summed. Kept calls that are lost or do not match are read again from F.
+
+    Only the last OPEN_CALLS calls are kept whole, where a copy still finds the call it repeats
+    (Claude Code writes a response's copies one after the other); older ones are sealed: their
+    cost is summed, and a later copy of one (its dedupe key kept as a hash) is dropped."""
     # start-up: the usage ledger's parser and dedupe only when there are calls to count
     import msgspec
 
@@ -295,31 +301,58 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
     transcript = state["path"]
     kept: list[Any] = []
     aliases: list[Any] = []
-    before: dict[int, Any] = {}
+    costs: list[Any] = []
+    sealed: set[int] = set()
     if offset:
         try:
             with open(calls_path, "rb") as kept_file:
-                kept, aliases, costs = msgspec.msgpack.decode(
-                    kept_file.read(), type=tuple[list[Record], list[tuple[str, int]], list[float | None]])
+                kept, aliases, costs, hashes = msgspec.msgpack.decode(
+                    kept_file.read(), type=tuple[list[Record], list[tuple[str, int]], list[float | None], list[int]])
+            sealed = set(hashes)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-            kept, costs = [], []
-        if len(kept) == state.get("calls") and len(costs) == len(kept):
-            before = {id(r): c for r, c in zip(kept, costs)}
-        else:  # lost, or not this transcript's: the calls before OFFSET are read again
+            kept = []
+        if len(kept) + state["sealed_calls"] != state["calls"] or len(costs) != len(kept):
+            # lost, or not this transcript's: the calls before OFFSET are read again
             f.seek(0)
             prefix = f.read(offset)
-            kept = []
+            kept, sealed = [], set()
             parse(prefix, 0, len(prefix), transcript, None, kept, [])
             kept, aliases = collapse_file(kept)
+            state.update(sealed_calls=0, sealed_cost=0.0, sealed_unpriced=0)
+            priced = False
+        else:
+            priced = True
+    else:
+        priced = True
     new: list[Any] = []
     parse(data, 0, end, transcript, None, new, [])
+    if sealed:
+        new = [r for r in new if r.key is None or _hash("k" + r.key) not in sealed]
+    before = {id(r): c for r, c in zip(kept, costs)} if priced else {}
     out, aliases = collapse_file(kept + new, aliases)
     rates = _Rates(state.setdefault("rates", {}))
     costs = [before[id(r)] if id(r) in before else call_cost(r, rates) for r in out]  # type: ignore[arg-type]
-    state["calls"] = len(out)
-    state["cost"] = sum(c for c in costs if c is not None)
-    state["unpriced"] = sum(1 for c in costs if c is None)
-    _save(calls_path, msgspec.msgpack.encode((out, aliases, costs)))
+    cut = max(0, len(out) - OPEN_CALLS)
+    if cut:
+        done = costs[:cut]
+        state["sealed_calls"] += cut
+        state["sealed_cost"] += sum(c for c in done if c is not None)
+        state["sealed_unpriced"] += sum(1 for c in done if c is None)
+        sealed.update(_hash("k" + r.key) for r in out[:cut] if r.key is not None)
+        sealed.update(_hash(name) for name, i in aliases if i < cut and name[0] == "k")
+        out, costs = out[cut:], costs[cut:]
+        aliases = [(name, i - cut) for name, i in aliases if i >= cut]
+    state["calls"] = state["sealed_calls"] + len(out)
+    state["cost"] = state["sealed_cost"] + sum(c for c in costs if c is not None)
+    state["unpriced"] = state["sealed_unpriced"] + sum(1 for c in costs if c is None)
+    _save(calls_path, msgspec.msgpack.encode((out, aliases, costs, sorted(sealed))))
+
+
+def _hash(name: str) -> int:
+    # start-up: xxhash is loaded already (the state's name)
+    import xxhash
+
+    return xxhash.xxh3_64_intdigest(name.encode("utf-8", "surrogateescape"))
 
 
 # -- the fields ------------------------------------------------------------------------------
