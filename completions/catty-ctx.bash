@@ -3,8 +3,8 @@ _catty_ctx() {
     local cur prev path="" npos=0 w i
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
-    local groups=" hook hook claude segment "
-    local valued=" --agent --append --at-turn --by --clear-at-least --command --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --limit --lock-timeout --low --max-bytes --max-response-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mirrors --mode --model --omit-age --out --output --prefire-wait --previous --prices --project --prune --replay --scheduler --scope --seq --session --session-id --session-ref --settings --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -n -o "
+    local groups=" hook hook claude hook codex segment "
+    local valued=" --agent --append --at-turn --by --clear-at-least --codex-home --command --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --limit --lock-timeout --low --max-bytes --max-response-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mirrors --mode --model --omit-age --out --output --prefire-wait --previous --prices --project --prune --replay --scheduler --scope --seq --session --session-id --session-ref --settings --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -n -o "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         if [[ "$w" == -* ]]; then
@@ -47,12 +47,15 @@ _catty_ctx() {
         "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "export") opts="--format --help --out --redact -f -h -o" ;;
         "fork") opts="--at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
-        "hook") opts="--help -h claude install uninstall" ;;
+        "hook") opts="--help -h claude codex install uninstall" ;;
         "hook claude") opts="--help -h pre-compact session-start" ;;
         "hook claude pre-compact") opts="--deadline --help --mirrors -h" ;;
         "hook claude session-start") opts="--deadline --help --mirrors -h" ;;
-        "hook install") opts="--command --dry-run --help --mcp --scope --settings --statusline -h" ;;
-        "hook uninstall") opts="--command --dry-run --help --mcp --scope --settings --statusline -h" ;;
+        "hook codex") opts="--help -h pre-compact session-start" ;;
+        "hook codex pre-compact") opts="--deadline --help --mirrors -h" ;;
+        "hook codex session-start") opts="--deadline --help --mirrors -h" ;;
+        "hook install") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
+        "hook uninstall") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
         "inspect") opts="--allow-empty --connect-timeout --context --help --items --json --scheduler --seq -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;

@@ -19,16 +19,16 @@ from ..agents.statusline import (
 )
 from ..errors import UsageError
 from .fastpath import declare as declare_command
-from .fastpath import parse_one
+from .fastpath import parse_one, shared, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 PARAMS = (
-    ("fmt", ("--format", "-f"), str, "TEMPLATE", "The line, with {field} for each field shown (see the fields below); {{ and }} are braces."),
-    ("as_json", ("--json",), None, None, None),
-    ("mirrors", ("--mirrors",), str, "DIR", "The hook mirrors' folder, for the archived segments (default: as `hook claude` keeps them)."),
+    value("fmt", "--format", "-f", metavar="TEMPLATE", help="The line, with {field} for each field shown (see the fields below); {{ and }} are braces."),
+    shared("as_json"),
+    value("mirrors", "--mirrors", metavar="DIR", help="The hook mirrors' folder, for the archived segments (default: as `hook claude` keeps them)."),
 )
 DOC = """Print Claude Code's status line: model, context used, costs, cache share, compactions.
 
