@@ -4,7 +4,7 @@ _catty_ctx() {
     cur="${COMP_WORDS[COMP_CWORD]}"
     prev="${COMP_WORDS[COMP_CWORD-1]}"
     local groups=" hook hook claude hook codex segment "
-    local valued=" --agent --append --at-turn --by --clear-at-least --codex-home --command --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --limit --lock-timeout --low --max-bytes --max-response-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mirrors --mode --model --omit-age --out --output --prefire-wait --previous --prices --project --prune --replay --scheduler --scope --seq --session --session-id --session-ref --settings --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -n -o "
+    local valued=" --agent --append --at-turn --by --clear-at-least --codex-home --command --compactions --connect-timeout --cwd --deadline --detail --exclude-tools --facts --format --high --image-high --image-low --jobs --judge --keep --keep-turns --limit --lock-timeout --low --max-bytes --max-response-bytes --max-tool-bytes --max-user-bytes --min-percent --min-recall --min-summary-chars --mirrors --mode --model --omit-age --out --output --prefire-wait --previous --prices --project --prune --replay --retries --scheduler --scope --seq --session --session-id --session-ref --settings --since --strategy --summarizer --threshold --timeout --timezone --to --trim-head --trim-over --trim-tail --until --window -f -j -n -o "
     for ((i = 1; i < COMP_CWORD; i++)); do
         w="${COMP_WORDS[i]}"
         if [[ "$w" == -* ]]; then
@@ -44,7 +44,7 @@ _catty_ctx() {
         "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "config") opts="--help --json -h" ;;
-        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --out --scheduler --summarizer --timeout --two-pass -h -j" ;;
+        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --native --out --retries --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "export") opts="--format --help --out --redact -f -h -o" ;;
         "fork") opts="--at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
         "hook") opts="--help -h claude codex install uninstall" ;;
