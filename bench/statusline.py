@@ -19,19 +19,19 @@ import sys
 # This file's folder comes first on sys.path, and bench/inspect.py would shadow the stdlib's inspect.
 _HERE = sys.path.pop(0)
 
-import argparse
-import json
-import random
-import resource
-import shutil
-import statistics
-import subprocess
-import time
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+import argparse  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from datetime import datetime, timedelta, timezone  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 sys.path.append(_HERE)
-from _util import OUT, catty, env_with_project
+from _util import OUT, catty, env_with_project  # noqa: E402
 
 SESSION = "5e551011-0000-4000-8000-00000000be4c"
 

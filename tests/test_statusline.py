@@ -12,16 +12,7 @@ from typing import Any
 import pytest
 from conftest import both_parsers, cli, plain_run_loads, table_is_the_typer_commands
 
-from catty_ctx.agents.statusline import (
-    AUTOCOMPACT_BUFFER,
-    FIELDS,
-    OPEN_CALLS,
-    OUTPUT_RESERVE,
-    compact_point,
-    read_payload,
-    render,
-    status,
-)
+from catty_ctx.agents.statusline import AUTOCOMPACT_BUFFER, FIELDS, OPEN_CALLS, OUTPUT_RESERVE, compact_point, read_payload, render, status
 from catty_ctx.usage import usage
 
 SID = "0a1b2c3d-0000-4000-8000-000000000001"

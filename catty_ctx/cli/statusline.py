@@ -9,14 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..agents.statusline import (
-    DEFAULT_FORMAT,
-    FIELDS,
-    check_format,
-    read_payload,
-    render,
-    status,
-)
+from ..agents.statusline import DEFAULT_FORMAT, FIELDS, check_format, read_payload, render, status
 from ..errors import UsageError
 from .fastpath import declare as declare_command
 from .fastpath import parse_one, shared, value
@@ -65,7 +58,7 @@ def run(fmt: str | None = None, as_json: bool = False, mirrors: str | None = Non
     if problem is None:
         try:
             fields = status(payload, mirrors=mirrors)
-        except Exception as exc:  # noqa: BLE001 - a status line never fails Claude Code: the line says so instead
+        except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
     if as_json:
         sys.stdout.write(json.dumps({**fields, "problem": problem}) + "\n")
