@@ -13,17 +13,21 @@ from pathlib import Path
 import orjson
 
 from ..errors import DataError
-
-META_LIMIT = 4 * 1024 * 1024  # bytes of a rollout's first line read at most (it carries the base instructions)
+from ..jsonl import read_line_at
 
 
 def rollout_cwd(path: str) -> str | None:
     """The `cwd` of a rollout's `session_meta` record (its first line), or None."""
     try:
-        with open(path, "rb") as f:
-            first = f.readline(META_LIMIT)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        first = read_line_at(fd, 0, path)  # bounded by the reader's line limit
+    except (OSError, DataError):
+        return None
+    finally:
+        os.close(fd)
     if b'"session_meta"' not in first:
         return None
     try:

@@ -32,12 +32,14 @@ COMMANDS: tuple[Command, ...] = (
     Command("import", "import_", "Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or a messages array.", fast=True),
     Command("inspect", "inspect", "Counts, turns, tokens against the window, largest items, compactions and integrity of a session.", fast=True),
     Command("instructions", "instructions", "Find the instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.", fast=True),
+    Command("mcp", "mcp", "A stdio MCP server for the agent to recall its own session: search and show what compactions dropped.", fast=True),
     Command("prune", "prune", "Print the pruned request view, one item a line; the log is untouched.", fast=True),
     Command("repair", "repair", "Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.", fast=True),
     Command("report", "report", "A session's context lifecycle as one HTML page that works offline."),
     Command("resume", "resume", "Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.", fast=True),
     Command("search", "search", "Find PATTERN in every session under the ROOTs: catty sessions and the agents' own files.", fast=True),
     Command("segment", "segment", "Read the segments archive: the verbatim record of compacted conversation.", fast=True),
+    Command("statusline", "statusline", "Print Claude Code's status line: model, context used, costs, cache share, compactions.", fast=True),
     Command("usage", "usage", "Tokens, calls and cost of Claude Code, Codex, Gemini CLI, opencode and catty sessions.", fast=True),
 )
 

@@ -14,7 +14,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -255,8 +255,10 @@ def _step(copy: Session, result: Any) -> Step:
     )
 
 
-def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float = DEFAULT_THRESHOLD) -> Drive:
-    """Drive a copy of the session at SOURCE_PATH (only read) at DEST through the strategy."""
+def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float = DEFAULT_THRESHOLD,
+          on_step: Callable[[], None] | None = None) -> Drive:
+    """Drive a copy of the session at SOURCE_PATH (only read) at DEST through the strategy;
+    ON_STEP is told after each compaction (the command's progress)."""
 
     out = Drive()
     requests = _Requests()
@@ -285,6 +287,8 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
             if not ends_part:
                 continue
             res = compact_session(copy, two_pass=strategy.two_pass, **options)
+            if on_step is not None:
+                on_step()
             if res.status != "compacted":
                 continue
             step = _step(copy, res)
