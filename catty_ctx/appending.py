@@ -8,13 +8,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 from .blobs import externalize
 from .defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError
 from .events import Event
-from .jsonl import STDIN_NAME, json_problem, numbered_lines
+from .jsonl import STDIN_NAME, json_lines
 from .layout import LOG_NAME
 from .ownership import require_ours
 from .store import Session, create_session
@@ -24,13 +22,7 @@ def read_events(stream: IO[bytes], display: str = STDIN_NAME) -> list[dict[str, 
     """The events of a JSON Lines STREAM (blank lines skipped), each an object with a `kind`;
     the first that is not is a DataError naming DISPLAY:line."""
     pending = []
-    for lineno, line in numbered_lines(stream, display, final="kept"):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise DataError(json_problem(exc), path=display, line=lineno) from None
+    for lineno, obj in json_lines(stream, display):
         if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
             raise DataError("an event needs to be an object with a 'kind'", path=display, line=lineno)
         pending.append(obj)
