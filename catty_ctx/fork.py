@@ -19,6 +19,7 @@ import orjson
 
 from . import providers
 from .blobs import inline_images, is_handle
+from .boundary import repair_count, repair_new_head
 from .defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
@@ -98,6 +99,7 @@ class ForkResult:
     segments: int = 0  # segment files copied (the index files are rebuilt, not counted)
     segments_left_out: int = 0  # segments reaching past the fork point
     skipped: list[str] = field(default_factory=list)  # symlinks not followed
+    repairs: int = 0  # calls and results the child's first repair event fixed
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -207,6 +209,10 @@ def fork(
         if dry_run:
             return result
         place_new_session(tmp, dest)
+    # The child's first boundary: what its view needs to be sent is written in its log (a
+    # turn the parent had not closed keeps its running calls as they are).
+    with Session.open(dest) as child:
+        result.repairs = repair_count(repair_new_head(child, "fork", closed_only=cut is None))
     return result
 
 

@@ -71,6 +71,7 @@ class ViewPlan:
     compactions: list[Event] = field(default_factory=list)  # all on the live branch, oldest first
     drops: frozenset[int] = frozenset()
     answers: dict[str, list[Event]] = field(default_factory=dict)
+    repairs: dict[str, int] = field(default_factory=dict)  # reason -> calls and results fixed (or lines kept aside)
 
     def is_excluded(self, seq: int) -> bool:
         return any(a <= seq < b for a, b in self.excluded)
@@ -176,11 +177,18 @@ def plan_view(markers: Iterable[Event], *, agent: str | None = None) -> ViewPlan
     for r in repairs:
         if not kept(r):
             continue
+        reason = r.get("reason")
+        if isinstance(reason, str):
+            n = r.get("count")
+            plan.repairs[reason] = plan.repairs.get(reason, 0) + (n if type(n) is int and n >= 0 else 1)
         action = r.get("action")
         if action == "drop" and type(r.get("target_seq")) is int:
             drops.add(r["target_seq"])
-        elif action == "answer" and isinstance(r.get("call_id"), str):
-            answers.setdefault(r["call_id"], []).append(r)
+        elif action == "answer":
+            ids = r.get("call_ids")  # a boundary's repair answers several calls (`boundary`)
+            for cid in (ids if isinstance(ids, list) else [r.get("call_id")]):
+                if isinstance(cid, str):
+                    answers.setdefault(cid, []).append(r)
     plan.drops = frozenset(drops)
     plan.answers = answers
     return plan
@@ -240,10 +248,10 @@ def result_item(ev: Event) -> Item:
     return item
 
 
-def answer_item(repair: Event) -> Item:
+def answer_item(repair: Event, call_id: str) -> Item:
     return {
         "role": "tool",
-        "call_id": repair["call_id"],
+        "call_id": call_id,
         "output": repair.get("text") or "This tool call was not executed: the session stopped before its result was recorded.",
         "is_error": True,
         "synthetic": repair.get("reason") or "dangling_call",
@@ -278,7 +286,7 @@ def _step_items(s: _Step, answers: dict[str, list[Event]], out: list[tuple[Item,
     if answers:
         for call in s.calls:
             for rep in answers.get(call["call_id"], ()):
-                out.append((answer_item(rep), last))
+                out.append((answer_item(rep, call["call_id"]), last))
     out.extend(s.after)
 
 

@@ -30,6 +30,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l quiet -s q -d '
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l max-user-bytes -r -F -d 'A user message longer than N bytes moves to blobs/ with…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l max-tool-bytes -r -F -d 'A tool output longer than N bytes moves to blobs/ with its…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l allow-duplicate-ids -d 'Append an event even when its id (message id, call id…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l no-repair -d 'Do not answer the calls a new user turn or a cancellation…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -l raw -d 'Write the bytes as they are on a terminal too (escape…'

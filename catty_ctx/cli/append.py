@@ -31,6 +31,8 @@ PARAMS = (
     ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
     ("allow_duplicate_ids", ("--allow-duplicate-ids",), None, None,
      "Append an event even when its id (message id, call id, usage request id) is already in the log."),
+    ("no_repair", ("--no-repair",), None, None,
+     "Do not answer the calls a new user turn or a cancellation leaves dangling (for a runtime that repairs itself)."),
 )
 APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 
@@ -40,7 +42,11 @@ APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or ful
     messages and tool outputs are stored in the session's blobs/ first (the event keeps a
     preview, the handle and the full size); `catty-ctx blob` prints them whole. The batch
     lands whole or not at all; an event whose id is already in the log is skipped (said on
-    stderr), so a retry after a crash or a full disk never duplicates.
+    stderr), so a retry after a crash or a full disk never duplicates. A user message that
+    opens a new turn (or a cancellation: synthetic "interrupted") after calls left without a
+    result first appends a `repair` event answering them (reason new_turn or cancelled),
+    under the same lock; calls of a turn still running are never touched. --no-repair
+    leaves that to the runtime.
     """
 
 
@@ -57,12 +63,13 @@ def declare() -> None:
 
 def run(session: str, create: bool = False, window: int | None = None, model: str | None = None, cwd: str | None = None,
         session_id: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, quiet: bool = False,
-        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False) -> None:
+        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False, no_repair: bool = False) -> None:
     """Check the events on stdin, then append them to SESSION (made with --create); echo them unless QUIET."""
     # start-up: the library loads when the command runs, not for --help or another command
     import orjson
 
     from ..blobs import externalize
+    from ..boundary import append_with_repairs
     from ..jsonl import STDIN_NAME, json_problem, numbered_lines
     from ..ownership import require_ours
     from ..store import LOG_NAME, Session, create_session
@@ -91,6 +98,7 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
     require_ours(target)  # before its blobs: another agent's file is never written into
     # Blobs first, the events naming them last (the event is the commit point).
     pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in pending]
-    written = target.append(pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids)
+    written = append_with_repairs(target, pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids,
+                                  repair=not no_repair)
     if not quiet:
         write_lines(written)

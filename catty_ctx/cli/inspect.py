@@ -171,5 +171,7 @@ def _show_report(rep: dict[str, Any]) -> None:
     if rep["compactions"]:
         cols = [Column("seq", "num"), Column("id", "id"), "mode", Column("through_seq", "num")]
         parts.append(table("compactions", cols, ([c.get("seq"), c.get("id"), c.get("mode"), c.get("through_seq")] for c in rep["compactions"])))
+    if rep.get("repairs", {}).get("count"):
+        parts.append(table("repairs written", ["reason", "count"], rep["repairs"]["reasons"].items(), right=["count"]))
     parts.append(table("problems", ["problem", "count"], rep["problems"].items(), right=["count"]))
     show(*parts)

@@ -409,6 +409,12 @@ def compact_session(
         write_artifact(directory, doc, redact=redact)
         # The spend first, the compaction (the commit point) last, in one append.
         written = session.append_locked([*spend, comp], warn=None)  # the lock is already held
+    # The replacement is a boundary: a result that came in for a call the summary folded is
+    # an orphan now, written as such (docs/design.md#m5b); calls still running are left alone.
+    # start-up: loaded when a compaction needs it (see the module note)
+    from ..boundary import repair_new_head
+
+    repair_new_head(session, "compaction", closed_only=True, lock_timeout=lock_timeout)
     if hit is not None and hit.settled:
         # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import discard
