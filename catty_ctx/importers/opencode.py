@@ -157,6 +157,7 @@ def _load_db(path: Path, session_id: str | None) -> Loaded:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise DataError(f"cannot open database ({exc})", path=str(path)) from None
+    con.text_factory = decoded_text
     try:
         try:
             sessions = _rows(con, "SELECT * FROM session ORDER BY id")
@@ -171,12 +172,17 @@ def _load_db(path: Path, session_id: str | None) -> Loaded:
         parts_by_msg: dict[str, list[dict[str, Any]]] = {}
         for r in _rows(con, "SELECT * FROM part WHERE session_id = ? ORDER BY id", [session["id"]]):
             parts_by_msg.setdefault(str(r.get("message_id")), []).append(_with_data(r, str(path)))
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # (a corrupt schema's names are decoded by sqlite3 itself)
         raise DataError(f"cannot read database ({exc})", path=str(path)) from None
     finally:
         con.close()
     msgs.sort(key=_sort_key)
     return session, [(m, parts_by_msg.get(str(m["id"]), [])) for m in msgs]
+
+
+def decoded_text(raw: bytes) -> str:
+    """A text cell as str: a corrupt database can hold bytes that are not UTF-8 (kept as U+FFFD)."""
+    return raw.decode("utf-8", "replace")
 
 
 def _is_sqlite(path: Path) -> bool:

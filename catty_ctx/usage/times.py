@@ -110,17 +110,22 @@ def day_start(day: str, tz: tzinfo | None) -> float:
 def day_of(tz: tzinfo | None) -> Callable[[float], str]:
     """ts → its day in TZ (None: local), remembering the last day's bounds (calls come sorted)."""
     # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
-    from datetime import date, datetime
+    from datetime import date, datetime, timezone
 
     bounds = [1.0, 0.0, ""]  # start, end, day: empty until the first call
 
     def day(ts: float) -> str:
         if bounds[0] <= ts < bounds[1]:
             return bounds[2]  # type: ignore[return-value]
-        d = datetime.fromtimestamp(ts, tz).date()
-        start = datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
-        nxt = date.fromordinal(d.toordinal() + 1)
-        end = datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz).timestamp()
+        try:
+            d = datetime.fromtimestamp(ts, tz).date()
+            start = datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
+            nxt = date.fromordinal(d.toordinal() + 1)
+            end = datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz).timestamp()
+        except (OverflowError, ValueError, OSError):
+            # a stamp at the calendar's edge (year 1 or 9999) whose day in TZ falls outside it:
+            # its UTC day, which exists (the stamp was parsed), and nothing remembered
+            return datetime.fromtimestamp(ts, timezone.utc).date().isoformat()
         if not start <= ts < end:  # a day that starts at a gap in the clock: do not remember it
             return d.isoformat()
         bounds[:] = [start, end, d.isoformat()]
