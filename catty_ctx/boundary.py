@@ -16,7 +16,8 @@ applied) that decides what is really dangling.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import orjson
 
@@ -165,8 +166,7 @@ def with_boundary_repairs(session: Session, pending: list[dict[str, Any]]) -> li
         return pending
     out: list[dict[str, Any]] = []
     for i, ev in enumerate(pending):
-        for rep in inserts.get(i, ()):
-            out.append(rep)
+        out.extend(inserts.get(i, ()))
         out.append(ev)
     return out
 

@@ -93,6 +93,7 @@ class ViewStats:
     usage_context: int = 0
     usage_seq: int = -1
     since_usage: int = 0
+    schema_tokens: int | None = None  # the tool definitions the last state event declares (None: none did)
 
     def on_usage(self, ev: Event) -> None:
         self.usage_seen = True
@@ -107,10 +108,34 @@ class ViewStats:
 
     @property
     def tokens(self) -> int:
-        """The last usage's context size + the items after it, else the sum of estimates."""
+        """The last usage's context size + the items after it, else the sum of estimates and
+        the tool definitions a request carries beside the items (a usage counted them)."""
         if self.usage_seen:
             return self.usage_context + self.since_usage
-        return self.sum_tokens
+        return self.sum_tokens + (self.schema_tokens or 0)
+
+
+TOOL_FACETS = ("prompt_context", "tools")  # the state facets that declare the request's tools
+
+
+def tool_schema_tokens(prompt_context: Any) -> int:
+    """Tokens of the tool definitions a request carries (the `prompt_context` facet's `tools`):
+    they share the window with the input, so the view's total and the ladder's budgets count them."""
+    tools = prompt_context.get("tools") if isinstance(prompt_context, dict) else None
+    if not isinstance(tools, list):
+        return 0
+    return sum(item_tokens(t) for t in tools if isinstance(t, dict))
+
+
+def state_schema_tokens(ev: Event) -> int | None:
+    """The tool schemas' tokens a state event declares (`prompt_context.tools`, or a `tools`
+    facet's list), None when it declares none."""
+    value = ev.get("value")
+    if ev.get("facet") == "tools":
+        value = {"tools": value}
+    if not isinstance(value, dict) or not isinstance(value.get("tools"), list):
+        return None
+    return tool_schema_tokens(value)
 
 
 # -- pass 1 ------------------------------------------------------------------------------
@@ -349,6 +374,10 @@ def iter_view(
                 continue
             if kind == "message" and ev["role"] == "user" and not ev.get("synthetic"):
                 st.turns += 1
+            elif kind == "state" and ev.get("facet") in TOOL_FACETS:
+                schema = state_schema_tokens(ev)
+                if schema is not None:
+                    st.schema_tokens = schema
             if seq <= through:
                 if detached:
                     raise NeedsState("an event the compaction folded")

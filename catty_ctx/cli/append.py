@@ -68,7 +68,7 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
     # start-up: the library loads when the command runs, not for --help or another command
     import orjson
 
-    from ..blobs import externalize
+    from ..blobs import externalize, shell_results
     from ..boundary import append_with_repairs
     from ..jsonl import STDIN_NAME, json_problem, numbered_lines
     from ..ownership import require_ours
@@ -97,7 +97,11 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
         target = Session.open(path)
     require_ours(target)  # before its blobs: another agent's file is never written into
     # Blobs first, the events naming them last (the event is the commit point).
-    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in pending]
+    # A terminal's output has its own cap (in characters): its call is in the batch or the log.
+    shells = shell_results(target.log_path, pending) if target.directory is not None else set()
+    where = str(target.directory.resolve()) if target.directory is not None else None
+    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn, shell=i in shells, display=where)
+               for i, ev in enumerate(pending)]
     written = append_with_repairs(target, pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids,
                                   repair=not no_repair)
     if not quiet:
