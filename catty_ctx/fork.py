@@ -48,7 +48,7 @@ _TMP_MARK = ".fork-"
 
 def require_resumable(session: Session) -> None:
     """A session directory is resumable only when it holds summary.json (as grok-build rules)."""
-    if session.directory is not None and not (session.directory / SUMMARY_NAME).is_file():
+    if session.directory is not None and session.origin is None and not (session.directory / SUMMARY_NAME).is_file():
         raise UsageError(
             f"{session.directory}: not resumable (no {SUMMARY_NAME}); "
             f"'catty-ctx repair {session.directory}' rebuilds it from the log"
@@ -173,13 +173,17 @@ def fork(
     cwd: str | None = None,
     session_id: str | None = None,
     dry_run: bool = False,
+    agent: str | None = None,
 ) -> ForkResult:
-    """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST."""
-    # start-up: a native session's importers load only when one is read
-    from .sources import open_session
+    """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST; with AGENT,
+    of that subagent's own conversation (`subagents`): the child's parent is SOURCE's session."""
+    # start-up: a subagent's view loads only for --agent
+    from .subagents import open_agent
 
-    session = open_session(source, warn=None)
-    if session.origin is not None:  # another agent's session, imported in memory: the child is a catty session
+    session = open_agent(source, agent, warn=None)
+    if session.origin is not None and session.origin.get("directory"):  # a subagent: its blobs and segments are its parent's
+        parent_dir = Path(session.origin["directory"])
+    elif session.origin is not None:  # another agent's session, imported in memory: the child is a catty session
         parent_dir = session.log_path.parent
     else:
         parent_dir = session.require_directory("fork")
@@ -231,7 +235,9 @@ def _build(
 
     child_event = {k: v for k, v in first.items()}
     child_event["session_id"] = result.session_id
-    child_event["parent_session_id"] = first.get("session_id")
+    sub = session.origin if session.origin is not None and session.origin.get("format") == "subagent" else None
+    parent_id = sub["parent_session_id"] if sub is not None else first.get("session_id")
+    child_event["parent_session_id"] = parent_id
     child_event["ts"] = now_ts()
     if model is not None:
         child_event["model"] = model
@@ -240,8 +246,10 @@ def _build(
     # The fork point: the last parent seq the child holds (fixed first, so a concurrent
     # append to the parent is not half taken, and the session event can be written first).
     last_seq = (cut if cut is not None else session.next_seq()) - 1
-    child_event["forked_from_seq"] = last_seq
-    result.forked_from_seq = last_seq
+    # A subagent's fork point is the parent's seq of its last event copied.
+    child_event["forked_from_seq"] = sub["seqs"][last_seq - 1] if sub is not None and last_seq > 0 else last_seq
+    result.forked_from_seq = child_event["forked_from_seq"]
+    result.parent_session_id = parent_id
     blobs: set[str] = set()
     segments_named: set[str] = set()  # by the compactions the child holds
     facts: dict[str, Any] = {"title": "", "model": None}
@@ -277,7 +285,8 @@ def _build(
     finally:
         if out is not None:
             out.close()
-    _copy_segments(parent_dir, tmp, result, last_seq=last_seq, named=segments_named)
+    # (A subagent's segments are the ones its compactions name: the parent's spans are the main loop's.)
+    _copy_segments(parent_dir, tmp, result, last_seq=-1 if sub is not None else last_seq, named=segments_named)
     result.blobs = _copy_blobs(parent_dir, tmp, blobs, result.skipped)
     if (parent_dir / "quarantine").is_dir():  # its index lists the seq gaps the copied events may have
         _copy_tree_no_links(parent_dir / "quarantine", tmp / "quarantine", result.skipped)
@@ -289,7 +298,9 @@ def _build(
     if model is None and parent_summary.get("model") and not facts["model"]:
         summary["model"] = parent_summary["model"]
     summary["window"] = parent_summary.get("window") or summary["window"]
-    summary.update(session_kind="fork", forked_at=child_event["ts"], forked_from_seq=last_seq, parent_session_id=first.get("session_id"))
+    summary.update(session_kind="fork", forked_at=child_event["ts"], forked_from_seq=child_event["forked_from_seq"], parent_session_id=parent_id)
+    if sub is not None:
+        summary["parent_agent"] = sub["agent"]
     if model is not None:
         summary["model"] = model
     write_summary(tmp, summary)

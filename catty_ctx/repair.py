@@ -179,7 +179,7 @@ def rebuild_summary(facts: dict[str, Any], existing: dict[str, Any] | None, log_
 
 
 def _summary_state(session: Session, plan: RepairPlan) -> str | None:
-    if session.directory is None or session.stdin:
+    if session.directory is None or session.stdin or session.origin is not None:  # (a subagent's view has its parent's)
         return None
     raw = session.summary_bytes()  # (one that cannot be read is not ours to judge, nor to replace)
     if raw is None:

@@ -1,4 +1,4 @@
-"""Budgets (docs/context.md "Budgets"): a terminal's output has its own inline cap, in
+"""Budgets (docs/context.md "Externalised payloads"): a terminal's output has its own inline cap, in
 characters, beside the general byte cap; the full output is a blob."""
 from __future__ import annotations
 

@@ -41,6 +41,8 @@ def option(entry: Any) -> Option:
 # them to the table entries that take those options).
 SHARED_MINIMUMS = {"connect_timeout": CONNECT_TIMEOUT_MIN}
 # The entries of a command that can run on a Dask cluster: --scheduler and --connect-timeout (shared options).
+# The entry of a command that reads a subagent's own view (--agent, a shared option).
+AGENT = ("agent", ("--agent",), str, "ID", None)
 CLUSTER = (("scheduler", ("--scheduler",), str, "ADDRESS", None), ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None))
 
 
@@ -146,12 +148,12 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
 
     from . import app
     from .errors import handle_errors
-    from .options import (AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, MaxToolBytesOpt,
-                          MaxUserBytesOpt, SchedulerOpt)
+    from .options import (AgentOpt, AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt,
+                          MaxToolBytesOpt, MaxUserBytesOpt, SchedulerOpt)
 
     shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt, "allow_empty": AllowEmptyOpt,
               "lock_timeout": LockTimeoutOpt, "max_user_bytes": MaxUserBytesOpt, "max_tool_bytes": MaxToolBytesOpt,
-              "dry_run": DryRunOpt, "allow_remote_writes": AllowRemoteWritesOpt}
+              "dry_run": DryRunOpt, "allow_remote_writes": AllowRemoteWritesOpt, "agent": AgentOpt}
     target = app if on is None else on
     group = next((g.name for g in app.registered_groups if g.typer_instance is on), None) if on is not None else None
     path = f"{group} {name}" if group else name

@@ -28,6 +28,10 @@ MaxToolBytesOpt = Annotated[
     int,
     typer.Option("--max-tool-bytes", min=0, metavar="N", help="A tool output longer than N bytes moves to blobs/ with its head and tail kept inline (0: never)."),
 ]
+AgentOpt = Annotated[Optional[str], typer.Option(
+    "--agent", metavar="ID",
+    help="The subagent ID's own conversation (its prompt, its calls, its usage and model) instead of the main loop's; "
+         "'inspect --agents' lists them.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]
 AllowEmptyOpt = Annotated[
     bool,
