@@ -193,7 +193,7 @@ def externalize(
     if session_dir is None or "blob" in event:
         return event
     where = display if display is not None else str(session_dir)
-    if shell and kind == "tool_result" and _over(event, shell_limit):
+    if shell and tool_limit > 0 and kind == "tool_result" and _over(event, shell_limit):  # (a limit of 0: outputs stay whole)
         return _shell_blob(event, session_dir, shell_limit, where)
     if kind == "message" and event.get("role") == "user" and user_limit > 0:
         field_name, limit, keep_end, what = "text", user_limit, True, "message"
@@ -209,7 +209,15 @@ def externalize(
     data = payload.encode("utf-8")
     if len(data) <= limit:
         return event
+    def note_for(omitted: int) -> str:
+        return (f"[… {omitted:,} bytes of this {what} are not shown; the whole {what} "
+                f"({len(data):,} bytes) is blob {handle}: {blob_command(where, handle)} …]")
+
+    handle = blob_handle(data)
     head, tail, omitted = preview(data, limit, keep_end=keep_end)
+    over = len(head.encode()) + len(tail.encode()) + len(note_for(omitted).encode()) + 4 - limit
+    if over > 0:  # a long session path in the note: the preview gives way, the whole stays within the limit
+        head, tail, omitted = preview(data, max(2, limit - int(over / PREVIEW_SHARE) - 1), keep_end=keep_end)
     out = dict(event)
     out["bytes"] = len(data)
     try:
@@ -219,10 +227,7 @@ def externalize(
         raise WriteError(
             f"{session_dir / BLOBS_DIR}: cannot store a {len(data):,}-byte {what} ({reason}); nothing appended"
         ) from None
-    note = (
-        f"[… {omitted:,} bytes of this {what} are not shown; the whole {what} "
-        f"({len(data):,} bytes) is blob {handle}: {blob_command(where, handle)} …]"
-    )
+    note = note_for(omitted)
     out["blob"] = handle
     out[field_name] = f"{head}\n\n{note}\n\n{tail}"
     return out

@@ -23,18 +23,15 @@ import orjson
 
 from .defaults import DEFAULT_LOCK_TIMEOUT
 from .event_ids import KnownIds, event_key, split_known
+from .integrity import NOT_EXECUTED, PairingChecker
 from .jsonl import Warn, last_newline_end, scan_marked
 from .store import Session, prepare_event
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .integrity import PairingChecker
-
 BOUNDARY_TEXT = {
-    "new_turn": "This tool call was not executed: the turn ended before its result was recorded (answer added by catty-ctx at the next turn).",
+    "new_turn": NOT_EXECUTED,
     "cancelled": "This tool call was cancelled before its result was recorded (answer added by catty-ctx).",
-    "compaction": "This tool call was not executed: the session was compacted before its result was recorded (answer added by catty-ctx).",
-    "fork": "This tool call was not executed in this fork: its result was not recorded (answer added by catty-ctx).",
+    "compaction": NOT_EXECUTED,
+    "fork": NOT_EXECUTED,
 }
 # A user message whose `synthetic` says the turn was stopped (the importers' word, and the runtimes').
 CANCEL_MARKS = frozenset({"interrupted", "cancelled", "canceled"})
@@ -92,7 +89,6 @@ def _answered(ev: dict[str, Any]) -> list[str]:
 def view_problems(events: Iterable[dict[str, Any]], markers: list[dict[str, Any]], *, agent: str | None) -> tuple[PairingChecker, int]:
     """The pairing problems of AGENT's view of EVENTS, and the seq of its last real user message."""
     # start-up: the view loads only for a log with a call or result left over (an append's common case never does)
-    from .integrity import PairingChecker
     from .view import iter_view, plan_view
 
     plan = plan_view(markers, agent=agent)

@@ -11,6 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 
+# The answer a dangling call gets (by `repair` and at the write boundaries alike, so a copy of
+# a session made through a fork reads as its source does).
+NOT_EXECUTED = (
+    "This tool call was not executed: the session stopped before its result was recorded "
+    "(answer added by catty-ctx repair)."
+)
+
+
 @dataclass
 class Problem:
     kind: str  # dangling | orphan | duplicate

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 import orjson
 
 from .errors import DataError, WriteError
+from .integrity import NOT_EXECUTED
 from .events import check_event, now_ts
 from .files import write_file
 from .jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
@@ -26,10 +27,7 @@ from .ownership import import_hint, require_ours
 from .store import Session, append_quarantine_record, session_folder, new_summary, prepare_event, quarantine_bytes, session_title, write_summary
 from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
 
-DANGLING_TEXT = (
-    "This tool call was not executed: the session stopped before its result was recorded "
-    "(answer added by catty-ctx repair)."
-)
+DANGLING_TEXT = NOT_EXECUTED
 # A seq jump larger than this is a corrupt seq, not lost lines: the line is quarantined.
 MAX_GAP = 10_000
 

@@ -9,8 +9,9 @@ compactions, each with the share over the constant that applies to it today.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from . import defaults
 from .blobs import ShellCalls

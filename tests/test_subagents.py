@@ -140,3 +140,25 @@ def test_native_claude_subagent_files_are_subagents_too() -> None:
     assert rows[0]["tokens"] == u["input"] + u["output"] + u["cache_read"] + u["cache_write"] and rows[0]["cost_usd"] == u["cost_usd"]
     doc = orjson.loads(cli("resume", str(main), "--agent", "explore1", "--format", "openai").stdout)
     assert doc["messages"][0] == {"role": "user", "content": "List the docs pages that mention coupons."}
+
+
+def test_compact_check_of_a_subagent_measures_its_view(tmp_path: Path) -> None:
+    s = two_subagents(tmp_path)
+    r = cli("compact", str(s), "--agent", "aaa", "--check", "--json", "--threshold", "1")
+    assert r.returncode == 1 and orjson.loads(r.stdout)["tokens_before"] == 6_200  # its own context, over 1 % of 200,000
+    assert cli("compact", str(s), "--agent", "bbb", "--check", "--json").returncode == 0
+    refused = cli("compact", str(s), "--agent", "aaa", "--force")
+    assert refused.returncode == 2 and b"fork" in refused.stderr
+
+
+def test_segment_list_of_a_subagent_lists_its_own_compactions(tmp_path: Path) -> None:
+    s = two_subagents(tmp_path)
+    with (s / "updates.jsonl").open("ab") as f:
+        f.write(orjson.dumps({"v": 1, "seq": 19, "ts": "2026-11-01T00:01:00Z", "kind": "compaction", "agent": "aaa", "id": "ka", "mode": "summary",
+                              "through_seq": 9, "summary": "A was searched and found"}) + b"\n")
+    rows = jsonl(cli("segment", "list", str(s), "--agent", "aaa").stdout)
+    assert len(rows) == 1 and rows[0]["seq_to"] == 5  # the subagent's own numbering
+    hits = jsonl(cli("segment", "grep", str(s), "A found in x.py", "--agent", "aaa").stdout)
+    assert hits and all(h["segment"] == 0 for h in hits)
+    items = jsonl(cli("resume", str(s), "--agent", "aaa").stdout)
+    assert any(i.get("synthetic") == "compaction_summary" for i in items)  # its compaction, in its view
