@@ -11,8 +11,9 @@ import os
 import re
 import shlex
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 import xxhash
 

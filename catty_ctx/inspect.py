@@ -7,19 +7,21 @@ the view in memory.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .cluster import Engine, each
+from .defaults import DEFAULT_THRESHOLD
 from .errors import CattyError, DataError, UsageError
 from .events import DEFAULT_WINDOW, Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
 from .jsonl import json_problem, raw_lines
 from .store import Session, find_sessions, session_window
-from .tokens import item_tokens, percent_of
+from .tokens import item_tokens, percent_of, threshold_status
 from .view import ViewItem, ViewStats, iter_view, plan_file
 
 if TYPE_CHECKING:
@@ -62,9 +64,23 @@ class Tally:
         self.index += 1
 
 
+# Where a report's `tokens` comes from: the context size the provider reported for the last
+# request (plus the estimates of the items after it), or the sum of the items' estimates.
+PROVIDER_USAGE, ESTIMATE = "provider_usage", "estimate"
+
+
+def _tokens_origin(stats: ViewStats) -> dict[str, Any]:
+    return {
+        "tokens_from": PROVIDER_USAGE if stats.usage_seen else ESTIMATE,
+        "usage_seq": stats.usage_seq if stats.usage_seen else None,
+        "pending_tokens": stats.since_usage if stats.usage_seen else 0,
+        "estimated_tokens": stats.sum_tokens,
+    }
+
+
 def _compaction_row(ev: Event) -> dict[str, Any]:
     keys = ("seq", "id", "mode", "through_seq", "trigger", "tokens_before", "tokens_after", "agent")
-    return {k: ev[k] for k in keys if k in ev}
+    return {k: ev.get(k) for k in keys}  # every key, null where the event has none (docs/json.md)
 
 
 def is_item_stream(session: Session) -> bool:
@@ -139,8 +155,11 @@ def inspect_session(
         "turns": stats.turns,
         "items": stats.items,
         "tokens": tokens,
+        **_tokens_origin(stats),
         "window": window,
         "percent": percent_of(tokens, window),
+        "threshold": DEFAULT_THRESHOLD,
+        "status": threshold_status(tokens, window, DEFAULT_THRESHOLD),
         "fp": stats.fp,
         "largest": top.rows(),
         "compactions": [_compaction_row(c) for c in plan.compactions],
@@ -199,8 +218,14 @@ def inspect_items(session: Session, *, warn: Callable[[str], None] | None = None
         "turns": turns,
         "items": index,
         "tokens": total,
+        "tokens_from": ESTIMATE,
+        "usage_seq": None,
+        "pending_tokens": 0,
+        "estimated_tokens": total,
         "window": DEFAULT_WINDOW,
         "percent": percent_of(total, DEFAULT_WINDOW),
+        "threshold": DEFAULT_THRESHOLD,
+        "status": threshold_status(total, DEFAULT_WINDOW, DEFAULT_THRESHOLD),
         "fp": chain.hex,
         "largest": top.rows(),
         "compactions": [],
@@ -233,25 +258,15 @@ def find_event(session: Session, seq: int) -> Event:
 
 
 def root_row(directory: Any) -> dict[str, Any]:
-    """One session's row of `inspect ROOT` (a catty session's folder or a native session, run
-    here or on a cluster worker)."""
+    """One session's object of `inspect ROOT`: its `inspect S` report, with PATH as given (a catty
+    session's folder or a native session, run here or on a cluster worker)."""
     # start-up: a native session's importers load only when one is read
     from .sources import open_session
 
     with open_session(directory, warn=None) as s:
         rep = inspect_session(s)
-    return {
-        "path": str(directory),
-        "agent": rep["agent"],
-        "session_id": rep["session_id"],
-        "events": rep["events"],
-        "turns": rep["turns"],
-        "tokens": rep["tokens"],
-        "window": rep["window"],
-        "percent": rep["percent"],
-        "compactions": len(rep["compactions"]),
-        "problems": sum(v for v in rep["problems"].values()),
-    }
+    rep["path"] = str(directory)
+    return rep
 
 
 def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None], sessions: Iterable[Path] | None = None,

@@ -13,8 +13,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import orjson
 
@@ -24,7 +25,7 @@ from .events import check_event, now_ts
 from .files import write_file
 from .jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
 from .ownership import import_hint, require_ours
-from .store import Session, append_quarantine_record, session_folder, new_summary, prepare_event, quarantine_bytes, session_title, write_summary
+from .store import Session, append_quarantine_record, new_summary, prepare_event, quarantine_bytes, session_folder, session_title, write_summary
 from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
 
 DANGLING_TEXT = NOT_EXECUTED
@@ -84,7 +85,17 @@ class RepairPlan:
 
     def notes(self) -> list[str]:
         """One short phrase per kind of fix, for a stderr line."""
-        return [f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}" for kind, n in sorted(self.counts.items()) if n]
+        return problem_notes(self.counts)
+
+    def document(self, path: str, *, applied: bool) -> dict[str, Any]:
+        """The `repair S --json` document (also each session's of `repair ROOT --json`)."""
+        return {"path": path, "found": self.found, "problems": self.counts, "applied": applied and self.found > 0,
+                "actions": self.actions()}
+
+
+def problem_notes(counts: dict[str, int]) -> list[str]:
+    """COUNTS of problems by kind as short phrases ("1 dangling call")."""
+    return [f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}" for kind, n in sorted(counts.items()) if n]
 
 
 def _line_problem(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -314,7 +325,7 @@ def analyse(
     *,
     keep: list[Any] | None = None,
     stats: Any = None,
-    watch: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]] | None = None,
+    watch: Callable[[Iterator[dict[str, Any]]], Iterable[dict[str, Any]]] | None = None,
 ) -> RepairPlan:
     """Find every problem of a session and the fixes for it, reading only.
 
@@ -454,9 +465,9 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
         existing = None
         if plan.summary in ("stale",):
             existing = session.summary()
-        elif plan.summary == "invalid":
-            quarantine_bytes_file(session, session.summary_path)
-            session.summary_path.unlink()  # kept in quarantine; the append below must not trip over it
+        elif plan.summary == "invalid" and (summary_path := session.summary_path) is not None:
+            quarantine_bytes_file(session, summary_path)
+            summary_path.unlink()  # kept in quarantine; the append below must not trip over it
         info: list[dict[str, Any]] = []
         if plan.torn is not None:
             offset, length = plan.torn
@@ -484,7 +495,8 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
 
 
 def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:
-    """One session's row of `repair ROOT` (its plan, applied when WRITE), here or on a cluster worker."""
+    """One session's document of `repair ROOT` (its plan, applied when WRITE: what `repair S --json`
+    prints), here or on a cluster worker."""
     # start-up: a native session's importers load only when one is read
     from .sources import open_session
 
@@ -492,7 +504,7 @@ def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_ti
     # a native session as its import.
     with (Session.open(directory) if write else open_session(directory, warn=None)) as s:
         plan = repair_session(s, lock_timeout=lock_timeout, force=force) if write else repair_plan(s, force=force)
-    return {"path": str(directory), "found": plan.found, "applied": write and plan.found > 0, "problems": ", ".join(plan.notes())}
+    return plan.document(str(directory), applied=write)
 
 
 def quarantine_bytes_file(session: Session, path: Any) -> None:

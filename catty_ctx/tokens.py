@@ -35,6 +35,16 @@ def usage_context(ev: dict[str, Any]) -> int:
     )
 
 
+# How close a context is to its compaction threshold: one pair of names for `compact`,
+# `compact --check`, `--prefire` and `inspect`.
+OVER, BELOW = "over_threshold", "below_threshold"
+
+
+def threshold_status(used: int, window: int, percent: float) -> str:
+    """OVER when USED reaches PERCENT of WINDOW, else BELOW."""
+    return OVER if over_threshold(used, window, percent) else BELOW
+
+
 def over_threshold(used: int, window: int, percent: float) -> bool:
     """used*100 >= window*percent; never true for an empty window."""
     if window <= 0:

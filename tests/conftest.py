@@ -87,16 +87,34 @@ def both_parsers(command: str, *args: str, input: bytes | None = None, setup: Ca
     """The command's own parser (cli/fastpath.py) and typer give the same exit, stdout and stderr
     (SETUP, when given, runs before each: a command that writes finds the same files both times).
     OUTCOME, when given, says what of a run must agree instead, taken right after it: a command
-    that makes a fresh id or time masks it (`unstamped`) and adds the files it wrote."""
+    that makes a fresh id or time masks it (`unstamped`) and adds the files it wrote.
+
+    Both run in this process (`cli`), the second with the command's own parser declining every
+    spelling, so many cases cost no interpreter each."""
     seen = outcome or (lambda proc: (proc.returncode, proc.stdout, proc.stderr))
     if setup is not None:
         setup()
-    fast = seen(subprocess.run([sys.executable, "-m", "catty_ctx", command, *args], input=input, capture_output=True, cwd=ROOT,
-                               env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120))
+    fast = seen(cli(command, *args, input=input))
     if setup is not None:
         setup()
-    slow = seen(via_typer(command, *args, input=input))
+    slow = seen(typer_cli(command, *args, input=input))
     assert fast == slow, args
+
+
+def typer_cli(command: str, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """`cli` with COMMAND's own parser declining (as it does for a spelling it leaves to typer), so
+    typer parses ARGS: the path `both_parsers` holds to the fast one's answers."""
+    import importlib
+
+    from catty_ctx.cli.registry import BY_NAME
+
+    module = importlib.import_module(f"catty_ctx.cli.{BY_NAME[command].module}")
+    own = module.parse_args
+    module.parse_args = lambda _args: None
+    try:
+        return cli(command, *args, input=input)
+    finally:
+        module.parse_args = own
 
 
 _STAMPS = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -166,7 +184,7 @@ def table_is_the_typer_commands(name: str, arguments: list[str] | None = None) -
     least = {p.name: p.type.min for p in options if getattr(p.type, "min", None) is not None}
     assert least == {n: floors.get(n, 0) for n in least} and set(floors) <= set(least)
     most = {p.name: p.type.max for p in options if getattr(p.type, "max", None) is not None}
-    assert most == {entry[0]: entry[5]["max"] for entry in table if "max" in (entry[5:] or ({},))[0]}
+    assert most == {o.dest: o.settings["max"] for o in table if "max" in o.settings}
     if arguments is not None:
         assert [(p.name, p.required) for p in command.params if p.param_type_name == "argument"] == [(a, True) for a in arguments]
     return command
@@ -266,10 +284,10 @@ def result(cid: str, output: str = "ok", is_error: bool = False) -> dict[str, An
 
 
 def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cwd: Path | None = None,
-                      raw: bool = False) -> tuple[int, bytes, bytes]:
+                      raw: bool = False, stdin: Path | None = None) -> tuple[int, bytes, bytes]:
     """Run the program with STREAM (stderr or stdout) on a pseudo-terminal: (exit code, the
     other stream, what the terminal showed). RAW: the terminal translates no newline, so what
-    it shows is byte for byte what the program wrote."""
+    it shows is byte for byte what the program wrote. STDIN: a file read as standard input."""
     import pty
     import tty
 
@@ -278,8 +296,9 @@ def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cw
         tty.setraw(secondary)
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
     tty_out = stream == "stdout"
-    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,
-                            stderr=subprocess.PIPE if tty_out else secondary, env=env, cwd=cwd)
+    with open(stdin if stdin is not None else os.devnull, "rb") as given:
+        proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,
+                                stderr=subprocess.PIPE if tty_out else secondary, stdin=given, env=env, cwd=cwd)
     os.close(secondary)
     err = b""
     while True:

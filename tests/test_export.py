@@ -103,3 +103,17 @@ def test_a_plain_export_starts_without_the_cli_framework(tmp_path: Path) -> None
 
     status, loaded = plain_run_loads("export", str(_session(tmp_path)), "--format", "txt")
     assert status == 0 and loaded == []
+
+
+AGENT_FILES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "agents").glob("*/*/**/*.jsonl"))
+
+
+@pytest.mark.parametrize("native", AGENT_FILES, ids=lambda p: p.parts[-5] if "sessions" in p.parts else p.parts[-4])
+def test_export_reads_an_agents_own_session_file_as_its_import_does(native: Path) -> None:
+    # (what users export most: a Claude Code or Codex file where it lies; never "lacks field 'v'")
+    direct = cli("export", str(native))
+    assert direct.returncode == 0, direct.stderr
+    imported = cli("import", "auto", str(native))
+    piped = cli("export", "-", input=imported.stdout)
+    assert piped.returncode == 0 and direct.stdout == piped.stdout
+    assert b"agent: claude" in direct.stdout or b"agent: codex" in direct.stdout

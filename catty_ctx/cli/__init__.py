@@ -1,9 +1,10 @@
 """The `catty-ctx` command line: a thin layer that parses, calls the library and renders.
 
-Each command lives in its own module and imports the library lazily, so `--version` and
-`--help` start fast. The typer application is built on first use of `app`: `append`,
-`blob`, `compact`, `export`, `fork`, `hook`, `import`, `inspect`, `instructions`, `prune`, `repair`, `resume`, `usage` and
-`segment`'s subcommands parse their own argv when they can (see `cli/fastpath.py`) and answer without loading the CLI framework.
+Each command lives in its own module, named by its record in `registry`, and imports the
+library when it runs, so `--version` and `--help` start fast (the top-level help is made from
+the registry alone). The typer application is built on first use of `app`; the commands marked
+`fast` parse their own argv when they can (`cli/fastpath.py`) and answer without loading the
+CLI framework.
 """
 import importlib
 import sys
@@ -11,6 +12,7 @@ import sys
 from .._version import __version__
 from ..errors import EXIT_MEANINGS, ExitCode
 from .errors import exit_code_for, flush_stdout, guard_closed_stdout, run_guarded
+from .registry import BY_NAME, COMMANDS
 
 TYPE_CHECKING = False  # typing costs milliseconds to import: only typer's path needs it
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ def _help() -> str:
 
 def _build_app() -> "Any":
     # start-up: typer loads only when it parses the command line
-    from typing import Annotated, Optional
+    from typing import Annotated
 
     import typer
 
@@ -52,7 +54,7 @@ def _build_app() -> "Any":
     @built.callback()
     def _root(
         version: Annotated[
-            Optional[bool],
+            bool | None,
             typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
         ] = None,
     ) -> None:
@@ -77,36 +79,17 @@ def __getattr__(name: str) -> "Any":
 
 # Each command lives in its own module, which registers it on `app` when imported (or, for a
 # module that starts without typer, when its `declare()` is called). Only the module of the
-# command being run is imported (typer then inspects one signature, not all); help,
-# completion and docs load them all.
-COMMAND_MODULES = {
-    "append": "append",
-    "blob": "blob",
-    "compact": "compact",
-    "completion": "completion",
-    "config": "config",
-    "eval": "eval",
-    "export": "export",
-    "fork": "fork",
-    "hook": "hook",
-    "import": "import_",
-    "inspect": "inspect",
-    "instructions": "instructions",
-    "prune": "prune",
-    "repair": "repair",
-    "report": "report",
-    "resume": "resume",
-    "search": "search",
-    "segment": "segment",
-    "usage": "usage",
-}
+# command being run is imported (typer then inspects one signature, not all); the top-level
+# help lists the registry's summaries without importing any; completion and docs load them all.
+COMMAND_MODULES = {c.name: c.module for c in COMMANDS}
+FAST_COMMANDS = tuple(c.name for c in COMMANDS if c.fast)  # they parse their plain spellings (`fastpath`)
 
 
 def load_commands(names: "list[str] | None" = None) -> None:
     """Register the given commands (all when None) on `app`."""
 
     for name in COMMAND_MODULES if names is None else names:
-        module = importlib.import_module(f"{__name__}.{COMMAND_MODULES[name]}")
+        module = importlib.import_module(f"{__name__}.{BY_NAME[name].module}")
         declare = getattr(module, "declare", None)
         if declare is not None:
             declare()
@@ -134,13 +117,13 @@ def reflow(doc: str) -> str:
 
 def main(argv: "list[str] | None" = None) -> None:
     guard_closed_stdout()
-    code: "Any" = ExitCode.OK
+    code: Any = ExitCode.OK
     try:
         _config_usable()
         _run(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:
         code = exc.code
-    except BaseException as exc:  # noqa: BLE001 - help and usage errors print outside the commands' guard
+    except BaseException as exc:
         code = exit_code_for(exc)
         if code is None:
             raise
@@ -160,16 +143,29 @@ def _config_usable() -> None:
         raise DataError(CONFIG_PROBLEM)
 
 
-# Commands that parse their own plain spellings and start without typer (see `fastpath`).
-FAST_COMMANDS = ("append", "blob", "compact", "config", "export", "fork", "hook", "import", "inspect", "instructions", "prune", "repair", "resume", "search", "segment", "usage")
+def list_commands() -> None:
+    """Put every command of the registry on `app` by its summary alone, for the top-level help
+    (and typer's "no such command"), without importing any command module."""
+    built = get_app()
+    for c in COMMANDS:
+        if not any(info.name == c.name for info in built.registered_commands):
+            built.command(c.name, help=c.summary, short_help=c.summary, add_help_option=False)(_listed_only)
+
+
+def _listed_only() -> None:
+    raise AssertionError("a command listed for the help ran in place of its module")  # (never: _run loads a named command's module)
 
 
 def _run(args: "list[str]") -> None:
-    if args[:1] and args[0] in FAST_COMMANDS:
-        module = importlib.import_module(f"{__name__}.{COMMAND_MODULES[args[0]]}")  # (only that command's module)
+    command = BY_NAME.get(args[0]) if args else None
+    if command is not None and command.fast:
+        module = importlib.import_module(f"{__name__}.{command.module}")  # (only that command's module)
         opts = module.parse_args(args[1:])
         if opts is not None:  # a plain spelling: no need for typer
             sys.exit(run_guarded(module.run, **opts))
     first = next((a for a in args if not a.startswith("-")), None)
-    load_commands([first] if first in COMMAND_MODULES and "--help" not in args[:1] else None)
+    if first in BY_NAME and "--help" not in args[:1]:
+        load_commands([first])
+    else:
+        list_commands()
     get_app()(args=args, prog_name="catty-ctx")

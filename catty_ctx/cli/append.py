@@ -11,7 +11,8 @@ from pathlib import Path
 from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from ..errors import DataError, UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import flag, parse_one, shared, value
 from .output import write_lines
 
 TYPE_CHECKING = False
@@ -20,19 +21,18 @@ if TYPE_CHECKING:
 
 # The options of `append`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("create", ("--create",), None, None, "Make the session (summary.json and its session event) if it is missing."),
-    ("window", ("--window",), int, "N", "Context window in tokens, with --create.", {"min": 1}),
-    ("model", ("--model",), str, "M", "Model name, with --create."),
-    ("cwd", ("--cwd",), str, "DIR", "Working directory recorded, with --create."),
-    ("session_id", ("--session-id",), str, "ID", "Session id, with --create (default: a new UUID)."),
-    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
-    ("quiet", ("--quiet", "-q"), None, None, "Do not echo the appended events."),
-    ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
-    ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
-    ("allow_duplicate_ids", ("--allow-duplicate-ids",), None, None,
-     "Append an event even when its id (message id, call id, usage request id) is already in the log."),
-    ("no_repair", ("--no-repair",), None, None,
-     "Do not answer the calls a new user turn or a cancellation leaves dangling (for a runtime that repairs itself)."),
+    flag("create", "--create", help="Make the session (summary.json and its session event) if it is missing."),
+    value("window", "--window", kind=int, metavar="N", help="Context window in tokens, with --create.", min=1),
+    value("model", "--model", metavar="M", help="Model name, with --create."),
+    value("cwd", "--cwd", metavar="DIR", help="Working directory recorded, with --create."),
+    value("session_id", "--session-id", metavar="ID", help="Session id, with --create (default: a new UUID)."),
+    shared("lock_timeout"),
+    flag("quiet", "--quiet", "-q", help="Do not echo the appended events."),
+    shared("max_user_bytes"),
+    shared("max_tool_bytes"),
+    flag("allow_duplicate_ids", "--allow-duplicate-ids", help="Append an event even when its id (message id, call id, usage request id) is already in the log."),
+    flag("no_repair", "--no-repair",
+         help="Do not answer the calls a new user turn or a cancellation leaves dangling (for a runtime that repairs itself)."),
 )
 APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import shutil
 
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import flag, parse_one
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PARAMS = (("raw", ("--raw",), None, None, "Write the bytes as they are on a terminal too (escape sequences and all)."),)
+PARAMS = (flag("raw", "--raw", help="Write the bytes as they are on a terminal too (escape sequences and all)."),)
 BLOB_DOC = """Print the payload a large message or tool output was moved to, byte for byte.
 
     Only a handle naming a regular file in this session's blobs/ is accepted (no paths,

@@ -21,7 +21,7 @@ from ..defaults import (
 )
 from ..errors import CattyError, ExitCode, UsageError
 from .errors import warn
-from .fastpath import AGENT, CLUSTER, Option, parse_one
+from .fastpath import CLUSTER, flag, parse_one, shared, value
 from .fastpath import declare as declare_command
 from .output import Column, emit, progress_iter, record, rows_out, show, write_json
 
@@ -34,45 +34,34 @@ _COLUMNS = [Column("path", "path"), Column("status"), Column("tokens_before", "n
 
 # The options of `compact`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("threshold", ("--threshold",), float, "PCT", "Compact when the view's estimated tokens are >= PCT % of the window.", {"min": 0, "max": 100}),
-    ("force", ("--force",), None, None, "Compact even below the threshold (not when nothing happened since the last compaction)."),
-    ("check", ("--check",), None, None, "Only report: exit 1 when a session is over its threshold, 0 otherwise."),
-    Option("mode", ("--mode",), str, "MODE",
-           ("What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
-            "segments/segment_NNN.md archive of the span (segments)."), choices=COMPACT_MODES),
-    Option("detail", ("--detail",), str, "LEVEL", "How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose.",
-           choices=SEGMENT_DETAILS),
-    ("summarizer", ("--summarizer",), str, "WHO",
-     ("Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) "
-      "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY).")),
-    ("min_summary_chars", ("--min-summary-chars",), int, "N", "A model summary shorter than this is degenerate and retried.", {"min": 0}),
-    ("timeout", ("--timeout",), float, "SECONDS",
-     ("The whole time one call of a cmd: or openai: summariser may take, connection, answer and body included "
-      "(default 600 for cmd:, 300 for openai:); a call past it is cut and retried."), {"min": 0.1}),
-    ("max_response_bytes", ("--max-response-bytes",), int, "BYTES",
-     "Cut an openai: summariser's answer longer than this (a stream's bytes in all); the attempt fails.", {"min": 1}),
-    Option("deadline", ("--deadline",), float, "SECONDS",
-           ("The whole summariser ladder may take this long (default 300); then the compaction goes on with the offline extractive "
-            "summary and the minimal head (system items and the summary), and the event records it as `deadline`."), {"min": 0.1}),
-    ("two_pass", ("--two-pass",), None, None,
-     "Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass."),
-    ("prefire", ("--prefire",), None, None,
-     ("Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points "
-      "of their threshold.")),
-    ("prefire_wait", ("--prefire-wait",), float, "SECONDS",
-     "With --two-pass: wait up to this long for a --prefire still running on the session (default 60), then compact in one pass.", {"min": 0}),
-    ("replay", ("--replay",), str, "ARTIFACT",
-     ("Run the input saved in a request artifact (a file of a session's compaction_requests/ folder) through --summarizer and print "
-      "the summary and timings; no session is touched.")),
-    ("no_redact", ("--no-redact",), None, None,
-     "Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind])."),
-    ("dry_run", ("--dry-run",), None, None, None),
-    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
-    ("allow_empty", ("--allow-empty",), None, None, None),
-    ("as_json", ("--json",), None, None, None),
+    value("threshold", "--threshold", kind=float, metavar="PCT", help="Compact when the view's estimated tokens are >= PCT % of the window.", min=0, max=100),
+    flag("force", "--force", help="Compact even below the threshold (not when nothing happened since the last compaction)."),
+    flag("check", "--check", help="Only report: exit 1 when a session is over its threshold, 0 otherwise."),
+    value("mode", "--mode", metavar="MODE", help="What the summary carrier points at: nothing (summary), the seq range of updates.jsonl (transcript), or a new "
+            "segments/segment_NNN.md archive of the span (segments).", choices=COMPACT_MODES),
+    value("detail", "--detail", metavar="LEVEL", help="How much of each item a segment keeps (segments mode): none, minimal, balanced or verbose.", choices=SEGMENT_DETAILS),
+    value("summarizer", "--summarizer", metavar="WHO", help="Who writes the summary: extractive (offline extraction), cmd:CMD (a command: prompt on stdin, summary on stdout; no shell) "
+      "or openai:MODEL (an OpenAI-compatible endpoint: OPENAI_BASE_URL, OPENAI_API_KEY)."),
+    value("min_summary_chars", "--min-summary-chars", kind=int, metavar="N", help="A model summary shorter than this is degenerate and retried.", min=0),
+    value("timeout", "--timeout", kind=float, metavar="SECONDS", help="The whole time one call of a cmd: or openai: summariser may take, connection, answer and body included "
+      "(default 600 for cmd:, 300 for openai:); a call past it is cut and retried.", min=0.1),
+    value("max_response_bytes", "--max-response-bytes", kind=int, metavar="BYTES", help="Cut an openai: summariser's answer longer than this (a stream's bytes in all); the attempt fails.", min=1),
+    value("deadline", "--deadline", kind=float, metavar="SECONDS", help="The whole summariser ladder may take this long (default 300); then the compaction goes on with the offline extractive "
+            "summary and the minimal head (system items and the summary), and the event records it as `deadline`.", min=0.1),
+    flag("two_pass", "--two-pass", help="Use the note of an earlier --prefire when its prefix length, summariser and prefix fingerprint all match the live view; else one pass."),
+    flag("prefire", "--prefire", help="Run pass 1 of two-pass now on ~95% of the view and cache its note; append no event. A ROOT prefires sessions within 10 points "
+      "of their threshold."),
+    value("prefire_wait", "--prefire-wait", kind=float, metavar="SECONDS", help="With --two-pass: wait up to this long for a --prefire still running on the session (default 60), then compact in one pass.", min=0),
+    value("replay", "--replay", metavar="ARTIFACT", help="Run the input saved in a request artifact (a file of a session's compaction_requests/ folder) through --summarizer and print "
+      "the summary and timings; no session is touched."),
+    flag("no_redact", "--no-redact", help="Keep credentials in the request artifact (by default keys, tokens and passwords become [REDACTED:kind])."),
+    shared("dry_run"),
+    shared("lock_timeout"),
+    shared("allow_empty"),
+    shared("as_json"),
     *CLUSTER,
-    ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
-    AGENT,
+    shared("allow_remote_writes"),
+    shared("agent"),
 )
 EPILOG = ("Examples: catty-ctx compact S --force; catty-ctx compact ROOT --check (exit 1 when one is over); "
           "catty-ctx compact S --summarizer openai:gpt-4.1-mini; "
@@ -172,9 +161,9 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         with context as engine:
             results = list(
                 compact_target(
-                    target, on_error=on_error, sessions=sessions, engine=engine, progress=progress, threshold=threshold, force=force, mode=mode,
-                    summarizer=summarizer, detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, prefire_wait=prefire_wait,
-                    redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout, deadline=deadline,
+                    target, on_error=on_error, sessions=sessions, engine=engine, progress=progress, threshold=threshold, force=force,
+                    mode=mode, summarizer=summarizer, detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire,
+                    prefire_wait=prefire_wait, redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout, deadline=deadline,
                 )
             )
     for r in results:
@@ -201,6 +190,6 @@ def _is_root(target: str) -> bool:
 
 def _show_replay(out: dict[str, Any]) -> None:
     timings = out.get("timings") or {}
-    show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
+    show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"])), *sorted(timings.items())]))
     if out.get("summary"):
         show(out["summary"])

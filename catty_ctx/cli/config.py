@@ -1,14 +1,15 @@
 """`catty-ctx config show`: every tunable constant, its value, and where it came from."""
 from __future__ import annotations
 
-from .fastpath import Option, declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import parse_one, shared
 from .output import Column, rows_out
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-PARAMS = (Option("as_json", ("--json",), None, None, None),)
+PARAMS = (shared("as_json"),)
 CONFIG_DOC = """Show every tunable constant (thresholds, caps, budgets, pruning's knobs), its value
     and where it came from: `default`, or the config file that set it.
 

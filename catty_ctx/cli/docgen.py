@@ -20,6 +20,7 @@ from .._version import __version__
 from ..errors import EXIT_MEANINGS, ExitCode
 from . import app, load_commands
 from .fastpath import CHOICES
+from .registry import BY_NAME
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -58,7 +59,13 @@ class Cmd:
     examples: list[str]
     arguments: list[tuple[str, str, list[str]]]  # (metavar, help, allowed values)
     options: list[Opt]
-    subcommands: list["Cmd"] = field(default_factory=list)
+    subcommands: list[Cmd] = field(default_factory=list)
+    summary: str = ""  # a command's line in the registry (top-level commands only)
+
+    @property
+    def brief(self) -> str:
+        """What the lists of commands show: the registry's summary, else the help's first paragraph."""
+        return self.summary or self.help.split("\n\n")[0]
 
     @property
     def name(self) -> str:
@@ -115,9 +122,15 @@ def _describe(cmd: Any, path: list[str]) -> Cmd:
 
 
 def command_tree() -> Cmd:
+    """The program's commands as typer declares them, the top level exactly the registry's."""
     load_commands()
-    root = typer.main.get_command(app)
-    return _describe(root, [])
+    root = _describe(typer.main.get_command(app), [])
+    declared = [c.path[0] for c in root.subcommands]
+    if sorted(declared) != sorted(BY_NAME):
+        raise RuntimeError(f"the commands declared ({', '.join(declared)}) are not the registry's ({', '.join(BY_NAME)})")
+    for c in root.subcommands:
+        c.summary = BY_NAME[c.path[0]].summary
+    return root
 
 
 def _all(cmd: Cmd) -> list[Cmd]:
@@ -171,7 +184,7 @@ def man_page(cmd: Cmd, root: Cmd) -> str:
     if cmd.subcommands:
         out.append(".SH COMMANDS")
         for sub in cmd.subcommands:
-            out += [".TP", f"\\fB{_roff(sub.path[-1])}\\fR", _roff(" ".join(sub.help.split("\n\n")[0].split())) + f" See \\fB{sub.page}\\fR(1)."]
+            out += [".TP", f"\\fB{_roff(sub.path[-1])}\\fR", _roff(" ".join(sub.brief.split())) + f" See \\fB{sub.page}\\fR(1)."]
     out.append(".SH OPTIONS")
     for opt in cmd.options:
         names = ", ".join(f"\\fB{_roff(n)}\\fR" for n in opt.names)
@@ -303,7 +316,7 @@ def zsh_completion(root: Cmd) -> str:
             else:
                 specs.append(f"'({' '.join(names)})'{{{','.join(names)}}}'[{help_}]{action}'")
         if cmd.subcommands:
-            subs = " ".join(f"'{s.path[-1]}:{_zsh_escape(_short(s.help.split(chr(10) * 2)[0], 60))}'" for s in cmd.subcommands)
+            subs = " ".join(f"'{s.path[-1]}:{_zsh_escape(_short(s.brief, 60))}'" for s in cmd.subcommands)
             body = f"""    local -a subcmds
     subcmds=({subs})
     _arguments -C \\
@@ -327,14 +340,14 @@ def fish_completion(root: Cmd) -> str:
     top = [s.path[-1] for s in root.subcommands]
     lines.append(f"complete -c catty-ctx -n 'not __fish_seen_subcommand_from {' '.join(top)}' -l version -d 'Print the version and exit'")
     for sub in root.subcommands:
-        desc = _short(sub.help.split("\n\n")[0], 60).replace("'", "\\'")
+        desc = _short(sub.brief, 60).replace("'", "\\'")
         lines.append(f"complete -c catty-ctx -n 'not __fish_seen_subcommand_from {' '.join(top)}' -a {sub.path[-1]} -d '{desc}'")
     for cmd in _all(root):
         if not cmd.path:
             continue
         cond = " && ".join(f"__fish_seen_subcommand_from {p}" for p in cmd.path)
         for sub in cmd.subcommands:
-            desc = _short(sub.help.split("\n\n")[0], 60).replace("'", "\\'")
+            desc = _short(sub.brief, 60).replace("'", "\\'")
             lines.append(f"complete -c catty-ctx -n '{cond}' -a {sub.path[-1]} -d '{desc}'")
         for opt in cmd.options:
             parts = []

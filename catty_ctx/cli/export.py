@@ -4,18 +4,17 @@ from __future__ import annotations
 import sys
 
 from ..defaults import EXPORT_FORMATS
-from .fastpath import Option, parse_one
 from .fastpath import declare as declare_command
+from .fastpath import flag, parse_one, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 PARAMS = (
-    Option("fmt", ("--format", "-f"), str, "md|html|txt",
-           "md (Markdown, every text in a code fence), html (one page that runs no script) or txt (plain text).", choices=EXPORT_FORMATS),
-    Option("out", ("--out", "-o"), str, "FILE", "Write the transcript to FILE (replaced whole, never half-written) instead of stdout."),
-    Option("redact", ("--redact",), None, None, "Replace keys, tokens and passwords with [REDACTED:kind], as compaction artifacts do."),
+    value("fmt", "--format", "-f", metavar="md|html|txt", help="md (Markdown, every text in a code fence), html (one page that runs no script) or txt (plain text).", choices=EXPORT_FORMATS),
+    value("out", "--out", "-o", metavar="FILE", help="Write the transcript to FILE (replaced whole, never half-written) instead of stdout."),
+    flag("redact", "--redact", help="Replace keys, tokens and passwords with [REDACTED:kind], as compaction artifacts do."),
 )
 EXPORT_DOC = """Print SESSION as a transcript to read or share: messages, tool calls with their
     arguments, results with their size (long ones cut to a head and a tail, naming the seq that
@@ -39,16 +38,16 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 def declare() -> None:
     """Register `export` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
     declare_command("export", run, PARAMS, EXPORT_DOC, EPILOG,
-                    {"session": ("SESSION", "A session directory, an updates.jsonl, or - for an event stream on stdin.")})
+                    {"session": ("SESSION", "A session directory, an updates.jsonl, an agent's session file (Claude Code, Codex, Gemini CLI, opencode), or - for an event stream on stdin.")})
 
 
 def run(session: str, fmt: str = "md", out: str | None = None, redact: bool = False) -> None:
     """Write SESSION's transcript in FMT to stdout, or to OUT."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..export import export
-    from ..store import Session
+    from ..sources import open_session
 
-    with Session.open(session, stdin=sys.stdin.buffer) as s:
+    with open_session(session, stdin=sys.stdin.buffer) as s:
         pieces = export(s, fmt, redact=redact)
         if out is None:
             stdout = sys.stdout.buffer  # (flushed once at exit: a full disk is exit 73 there)

@@ -7,62 +7,92 @@ typer command (`declare`), which takes everything else: help, completion, the ma
 unusual spellings and every error message. The two cannot disagree about what an option is.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
-from typing import Any, NamedTuple
+from types import MappingProxyType
+from typing import Any, NamedTuple, TypeAlias
 
 from ..defaults import CONNECT_TIMEOUT_MIN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
 
 class Option(NamedTuple):
     """One option of a command: its parser, typer command, help, man page and completions are
-    all made from this record. A plain tuple of the same fields, in this order, still reads."""
+    all made from this record. Made by `flag`, `value` or `shared`, which name every field."""
 
     dest: str  # the parameter of the command's `run`
     names: "tuple[str, ...]"  # e.g. ("--format", "-f")
     kind: Any  # int, float or str; None for a flag
     metavar: "str | None"
-    help: "str | None"  # None: the shared option of `dest` (options.py) brings its own
-    settings: "dict[str, Any]" = {}  # typer's own option settings: min, max, rich_help_panel
+    help: str
+    settings: "Mapping[str, Any]" = MappingProxyType({})  # typer's own option settings: min, max, rich_help_panel
     choices: "tuple[str, ...]" = ()  # the allowed values, offered by the shells' completion
 
 
-# A command's table: Option records (or tuples of their fields).
-Params = "tuple[Option | tuple[Any, ...], ...]"
+# A command's table: its options, in the order its help lists them.
+Params: TypeAlias = "Sequence[Option]"
 
 
-def option(entry: Any) -> Option:
-    """ENTRY as an Option record."""
-    return entry if type(entry) is Option else Option(*entry)
+def flag(dest: str, *names: str, help: str, panel: "str | None" = None) -> Option:
+    """An option without a value: DEST is True when it is given."""
+    return Option(dest, names, None, None, help, MappingProxyType({"rich_help_panel": panel} if panel else {}))
 
-# The shared options' (options.py) least values above 0, the parser's own floor (`minimums` gives
-# them to the table entries that take those options).
-SHARED_MINIMUMS = {"connect_timeout": CONNECT_TIMEOUT_MIN}
-# The entries of a command that can run on a Dask cluster: --scheduler and --connect-timeout (shared options).
-# The entry of a command that reads a subagent's own view (--agent, a shared option).
-AGENT = ("agent", ("--agent",), str, "ID", None)
-CLUSTER = (("scheduler", ("--scheduler",), str, "ADDRESS", None), ("connect_timeout", ("--connect-timeout",), float, "SECONDS", None))
+
+def value(dest: str, *names: str, kind: Any = str, metavar: str, help: str, choices: "tuple[str, ...]" = (),
+          panel: "str | None" = None, **limits: float) -> Option:
+    """An option with a value of KIND (int, float or str), at least `min` and at most `max` when
+    given (LIMITS); CHOICES its allowed values, when they are few."""
+    settings = {**limits, **({"rich_help_panel": panel} if panel else {})}
+    return Option(dest, names, kind, metavar, help, MappingProxyType(settings), tuple(choices))
+
+
+# The options several commands share, declared once: each command's table names them (`shared`),
+# and the plain typer commands take them from options.py, which makes them from here.
+SHARED: "dict[str, Option]" = {o.dest: o for o in (
+    flag("as_json", "--json", help="Print one JSON document (a terminal gets tables, a pipe JSON Lines)."),
+    value("lock_timeout", "--lock-timeout", kind=float, metavar="SECONDS", min=0, help="Wait this long for the session lock, then exit 75."),
+    value("max_user_bytes", "--max-user-bytes", kind=int, metavar="N", min=0,
+          help="A user message longer than N bytes moves to blobs/ with its head and tail kept inline (0: never)."),
+    value("max_tool_bytes", "--max-tool-bytes", kind=int, metavar="N", min=0,
+          help="A tool output longer than N bytes moves to blobs/ with its head and tail kept inline (0: never)."),
+    flag("dry_run", "--dry-run", help="Show what would be done; write nothing."),
+    flag("allow_empty", "--allow-empty", help="A ROOT holding no session is fine (exit 0); by default it is a usage error (exit 2)."),
+    value("scheduler", "--scheduler", metavar="ADDRESS",
+          help="Run the per-session work on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or local[:N] for a local cluster "
+               "of N processes (default: CATTY_CTX_SCHEDULER; needs the extra catty-ctx[dask])."),
+    value("connect_timeout", "--connect-timeout", kind=float, metavar="SECONDS", min=CONNECT_TIMEOUT_MIN,
+          help="Give up on an unreachable --scheduler (or one with no worker) after this long: exit 69."),
+    flag("allow_remote_writes", "--allow-remote-writes",
+         help="Let a writer run on a --scheduler cluster (the session lock is flock: a shared filesystem must honour it)."),
+    value("agent", "--agent", metavar="ID",
+          help="The subagent ID's own conversation (its prompt, its calls, its usage and model) instead of the main loop's; "
+               "'inspect --agents' lists them."),
+)}
+
+
+def shared(dest: str) -> Option:
+    """The shared option of parameter DEST (SHARED)."""
+    return SHARED[dest]
+
+
+# The options of a command that can run on a Dask cluster.
+CLUSTER = (shared("scheduler"), shared("connect_timeout"))
 
 
 def options(params: Params) -> "dict[str, tuple[str, bool]]":
     """Option name → (parameter, takes a value): what `parse` knows."""
-    return {name: (o.dest, o.kind is not None) for o in map(option, params) for name in o.names}
+    return {name: (o.dest, o.kind is not None) for o in params for name in o.names}
 
 
 def minimums(params: Params) -> "dict[str, float]":
-    """Parameter → the least value taken: the table's `min`, else the shared option's own
-    (SHARED_MINIMUMS), else none."""
-    table = [option(e) for e in params]
-    out = {o.dest: SHARED_MINIMUMS[o.dest] for o in table if o.help is None and o.dest in SHARED_MINIMUMS}
-    out.update((o.dest, o.settings["min"]) for o in table if "min" in o.settings)
-    return out
+    """Parameter → the least value taken, for the options that have one."""
+    return {o.dest: o.settings["min"] for o in params if "min" in o.settings}
 
 
 def choices(params: Params) -> "dict[str, tuple[str, ...]]":
     """Parameter → its allowed values, for the options that have them."""
-    return {o.dest: o.choices for o in map(option, params) if o.choices}
+    return {o.dest: o.choices for o in params if o.choices}
 
 
 def parse(args: "list[str]", params: Params) -> "tuple[dict[str, Any], list[str]] | None":
@@ -73,14 +103,14 @@ def parse(args: "list[str]", params: Params) -> "tuple[dict[str, Any], list[str]
     0 when none) and at most the table's `max`. Anything else (help, an unknown option, a missing or
     bad value) is left to typer and its messages.
     """
-    table = [option(e) for e in params]
+    table = params
     known = options(table)
     least = minimums(table)
     short = {name for o in table for name in o.names if not name.startswith("--")}
     kinds = {o.dest: o.kind for o in table}
     most = {o.dest: o.settings["max"] for o in table if "max" in o.settings}
-    opts: "dict[str, Any]" = {}
-    positional: "list[str]" = []
+    opts: dict[str, Any] = {}
+    positional: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]
@@ -142,56 +172,55 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
     default is None may be left out)."""
     # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     import inspect
-    from typing import Annotated, Optional
+    from typing import Annotated
 
     import typer
 
     from . import app
     from .errors import handle_errors
-    from .options import (AgentOpt, AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt,
-                          MaxToolBytesOpt, MaxUserBytesOpt, SchedulerOpt)
-
-    shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt, "allow_empty": AllowEmptyOpt,
-              "lock_timeout": LockTimeoutOpt, "max_user_bytes": MaxUserBytesOpt, "max_tool_bytes": MaxToolBytesOpt,
-              "dry_run": DryRunOpt, "allow_remote_writes": AllowRemoteWritesOpt, "agent": AgentOpt}
     target = app if on is None else on
     group = next((g.name for g in app.registered_groups if g.typer_instance is on), None) if on is not None else None
     path = f"{group} {name}" if group else name
     if any(c.name == name for c in target.registered_commands):
         return
     defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}
-    annotations: "dict[str, Any]" = {}
+    annotations: dict[str, Any] = {}
     for dest, given in positional.items():
         if isinstance(given, tuple):
             metavar, help_text, *allowed = given
-            hint = Optional[str] if defaults[dest] is None else str
+            hint = str | None if defaults[dest] is None else str
             if allowed:
                 allow(path, dest, allowed[0])
             annotations[dest] = Annotated[hint, typer.Argument(metavar=metavar, help=help_text)]
         else:
             annotations[dest] = given
-    for o in map(option, params):
-        extra = o.settings
+    for o in params:
         if o.choices:
             allow(path, o.dest, o.choices)
-        if o.help is None:
-            annotations[o.dest] = shared[o.dest]
-        elif o.kind is None:
-            annotations[o.dest] = Annotated[bool, typer.Option(*o.names, help=o.help, **extra)]
-        else:
-            hint = o.kind if defaults[o.dest] is not None else Optional[o.kind]
-            annotations[o.dest] = Annotated[hint, typer.Option(*o.names, metavar=o.metavar, help=o.help, **extra)]
+        annotations[o.dest] = typer_option(o, optional=defaults[o.dest] is None)
 
     def command(**kwargs: "Any") -> None:
         run(**kwargs)
 
     command.__doc__ = doc
     command.__annotations__ = {**annotations, "return": None}
-    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # typer reads a function's __signature__
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
                            default=defaults[p])
          for p, annotation in annotations.items()])
     target.command(name, epilog=epilog)(handle_errors(command))
+
+
+def typer_option(o: Option, optional: bool = False) -> Any:
+    """The typer annotation of option O (a None default when OPTIONAL)."""
+    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
+    from typing import Annotated
+
+    import typer
+
+    if o.kind is None:
+        return Annotated[bool, typer.Option(*o.names, help=o.help, **o.settings)]
+    return Annotated[o.kind | None if optional else o.kind, typer.Option(*o.names, metavar=o.metavar, help=o.help, **o.settings)]
 
 
 # (command path, parameter) → its allowed values, as `declare` (or a plain typer command, through

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..defaults import PRUNE_STRATEGIES, WRITEBACK_AGENTS
 from .errors import note, warn
-from .fastpath import AGENT, Option, declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import flag, parse_one, shared, value
 from .output import Column, emit, show_table
 
 TYPE_CHECKING = False
@@ -17,21 +18,18 @@ if TYPE_CHECKING:
 
 # The options of `fork`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("at_turn", ("--at-turn",), int, "N", "Keep turns 1..N (default: all).", {"min": 0}),
-    ("model", ("--model",), str, "M", "The child's model."),
-    ("cwd", ("--cwd",), str, "DIR", "The child's working directory."),
-    Option("to", ("--to",), str, "claude|codex", "Write a NEW native session of that agent (DEST: a folder, default the agent's own for the cwd).",
-           choices=WRITEBACK_AGENTS),
-    ("repair", ("--repair",), None, None, "With --to: dangling calls answered, orphans and duplicates dropped (always applied: the default)."),
-    Option("prune", ("--prune",), str, "STRATEGY", "With --to: old tool outputs shortened as `prune` does (cache-aware or tiered).",
-           choices=PRUNE_STRATEGIES),
-    ("compact", ("--compact",), None, None, "With --to: the span before the tail summarised, as `compact --force` does."),
-    ("max_bytes", ("--max-bytes",), int, "N", "With --to: tool outputs and images over N bytes moved out (a placeholder names the source).",
-     {"min": 1}),
-    ("session_id", ("--session-id",), str, "UUID", "With --to: the new session's id (default: a new one)."),
-    ("dry_run", ("--dry-run",), None, None, None),
-    ("as_json", ("--json",), None, None, None),
-    AGENT,
+    value("at_turn", "--at-turn", kind=int, metavar="N", help="Keep turns 1..N (default: all).", min=0),
+    value("model", "--model", metavar="M", help="The child's model."),
+    value("cwd", "--cwd", metavar="DIR", help="The child's working directory."),
+    value("to", "--to", metavar="claude|codex", help="Write a NEW native session of that agent (DEST: a folder, default the agent's own for the cwd).", choices=WRITEBACK_AGENTS),
+    flag("repair", "--repair", help="With --to: dangling calls answered, orphans and duplicates dropped (always applied: the default)."),
+    value("prune", "--prune", metavar="STRATEGY", help="With --to: old tool outputs shortened as `prune` does (cache-aware or tiered).", choices=PRUNE_STRATEGIES),
+    flag("compact", "--compact", help="With --to: the span before the tail summarised, as `compact --force` does."),
+    value("max_bytes", "--max-bytes", kind=int, metavar="N", help="With --to: tool outputs and images over N bytes moved out (a placeholder names the source).", min=1),
+    value("session_id", "--session-id", metavar="UUID", help="With --to: the new session's id (default: a new one)."),
+    shared("dry_run"),
+    shared("as_json"),
+    shared("agent"),
 )
 EPILOG = ("Examples: catty-ctx fork S S-retry --at-turn 3 --model other-model; "
           "catty-ctx fork ~/.claude/projects/P/ID.jsonl --to claude --max-bytes 200000")

@@ -13,30 +13,32 @@ from ..defaults import HOOK_DEADLINE
 from ..errors import UsageError
 from .errors import note
 from .fastpath import declare as declare_command
-from .fastpath import parse_one
+from .fastpath import flag, parse_one, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 AGENTS = ("claude", "codex")
-INSTALLABLE = ("claude",)
+INSTALLABLE = AGENTS
 HOOKS = ("pre-compact", "session-start")
 _INSTALL = (
-    ("scope", ("--scope",), str, "SCOPE", ("Claude Code's settings file: user (~/.claude/settings.json), project "
-                                           "(.claude/settings.json) or local (.claude/settings.local.json).")),
-    ("settings", ("--settings",), str, "FILE", "This settings file instead of the scope's."),
-    ("statusline", ("--statusline",), None, None, "Also set Claude Code's statusLine to `catty-ctx statusline`."),
-    ("mcp", ("--mcp",), None, None, ("Also register the recall server (`catty-ctx mcp`): Claude Code's .mcp.json (project "
-                                     "scope) or ~/.claude.json.")),
-    ("command", ("--command",), str, "CMD", "The command line that runs catty-ctx, as the agent should call it (default: catty-ctx)."),
-    ("dry_run", ("--dry-run",), None, None, "Print the change as a diff; write nothing."),
+    value("scope", "--scope", metavar="SCOPE", help="Claude Code's settings file: user (~/.claude/settings.json), project "
+                                           "(.claude/settings.json) or local (.claude/settings.local.json)."),
+    value("settings", "--settings", metavar="FILE", help="This settings file instead of the scope's."),
+    flag("statusline", "--statusline", help="Also set Claude Code's statusLine to `catty-ctx statusline`."),
+    flag("mcp", "--mcp", help="Also register the recall server (`catty-ctx mcp`): Claude Code's .mcp.json (project "
+                                     "scope) or ~/.claude.json; Codex's config.toml ([mcp_servers.catty-recall])."),
+    value("codex_home", "--codex-home", metavar="DIR", help="Codex's home, holding hooks.json and config.toml (default: CODEX_HOME, else ~/.codex)."),
+    value("command", "--command", metavar="CMD", help="The command line that runs catty-ctx, as the agent should call it (default: catty-ctx)."),
+    flag("dry_run", "--dry-run", help="Print the change as a diff; write nothing."),
 )
 _HOOK = (
-    ("deadline", ("--deadline",), float, "SECONDS", "Give up (exit 0, one line on stderr) after this long.", {"min": 0.1}),
-    ("mirrors", ("--mirrors",), str, "DIR", "Keep the mirrors here (default: CATTY_CTX_MIRRORS, else $XDG_DATA_HOME/catty-ctx/mirrors)."),
+    value("deadline", "--deadline", kind=float, metavar="SECONDS", help="Give up (exit 0, one line on stderr) after this long.", min=0.1),
+    value("mirrors", "--mirrors", metavar="DIR", help="Keep the mirrors here (default: CATTY_CTX_MIRRORS, else $XDG_DATA_HOME/catty-ctx/mirrors)."),
 )
-PARAMS: dict[str, Any] = {"install": _INSTALL, "uninstall": _INSTALL, "claude pre-compact": _HOOK, "claude session-start": _HOOK}
+PARAMS: dict[str, Any] = {"install": _INSTALL, "uninstall": _INSTALL, "claude pre-compact": _HOOK, "claude session-start": _HOOK,
+                          "codex pre-compact": _HOOK, "codex session-start": _HOOK}
 HOOK_DOCS = {
     "pre-compact": """Bring the session's mirror up to date and archive the span since the last compaction.
 
@@ -52,13 +54,16 @@ DOCS = {
     "install": """Add catty-ctx's hooks to the agent's settings (claude or codex).
 
     Every existing key and hook is kept in order; a second run changes nothing; the previous
-    bytes are kept as NAME.catty-ctx.bak; a file that is not plain JSON is refused.
+    bytes are kept as NAME.catty-ctx.bak; a file that is not plain JSON is refused. For codex:
+    CODEX_HOME/hooks.json, and in config.toml (edited as text, its bytes kept) the trust
+    entries Codex needs to run them.
     """,
     "uninstall": "Remove exactly the entries `hook install` adds from the agent's settings.",
 }
 EPILOGS = {
-    "install": "Examples: catty-ctx hook install claude; catty-ctx hook install claude --scope project --mcp --statusline --dry-run",
-    "uninstall": "Example: catty-ctx hook uninstall claude --scope project",
+    "install": ("Examples: catty-ctx hook install claude; catty-ctx hook install claude --scope project --mcp --statusline --dry-run; "
+                "catty-ctx hook install codex --mcp"),
+    "uninstall": "Examples: catty-ctx hook uninstall claude --scope project; catty-ctx hook uninstall codex",
     "pre-compact": "Example: catty-ctx hook claude pre-compact < hook.json",
     "session-start": "Example: catty-ctx hook claude session-start < hook.json",
 }
@@ -122,13 +127,25 @@ def _agent(agent: str) -> str:
     return agent
 
 
-def _edit(install: bool, agent: str, scope: str, settings: str | None, statusline: bool, mcp: bool, command: str, dry_run: bool) -> None:
+def _edit(install: bool, agent: str, scope: str, settings: str | None, statusline: bool, mcp: bool, command: str, dry_run: bool,
+          codex_home: str | None) -> None:
     # start-up: the library loads when the command runs, not for --help or another command
     from ..agents import settings as agent_settings
 
     if _agent(agent) not in INSTALLABLE:
         raise UsageError(f"AGENT: hook install knows {', '.join(INSTALLABLE)}")
-    changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp, command=command)
+    if agent == "codex":
+        # start-up: as above
+        from ..agents import codex_install
+
+        for flag, given in (("--statusline", statusline), ("--settings", settings is not None), ("--scope", scope != "user")):
+            if given:
+                raise UsageError(f"{flag}: not for codex (its hooks live in CODEX_HOME; see --codex-home)")
+        changes = codex_install.plan_codex(install, home=codex_home, mcp=mcp, command=command)
+    else:
+        if codex_home is not None:
+            raise UsageError("--codex-home: only for codex")
+        changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp, command=command)
     verb = "install" if install else "uninstall"
     if not changes:
         note(f"{verb} {agent}: nothing to change")
@@ -145,15 +162,15 @@ def _edit(install: bool, agent: str, scope: str, settings: str | None, statuslin
 
 
 def install(agent: str, scope: str = "user", settings: str | None = None, statusline: bool = False, mcp: bool = False,
-            command: str = "catty-ctx", dry_run: bool = False) -> None:
+            command: str = "catty-ctx", dry_run: bool = False, codex_home: str | None = None) -> None:
     """Add our hooks (and with --mcp the recall server, with --statusline the status line) to AGENT's settings."""
-    _edit(True, agent, scope, settings, statusline, mcp, command, dry_run)
+    _edit(True, agent, scope, settings, statusline, mcp, command, dry_run, codex_home)
 
 
 def uninstall(agent: str, scope: str = "user", settings: str | None = None, statusline: bool = False, mcp: bool = False,
-              command: str = "catty-ctx", dry_run: bool = False) -> None:
+              command: str = "catty-ctx", dry_run: bool = False, codex_home: str | None = None) -> None:
     """Remove what `install` adds from AGENT's settings."""
-    _edit(False, agent, scope, settings, statusline, mcp, command, dry_run)
+    _edit(False, agent, scope, settings, statusline, mcp, command, dry_run, codex_home)
 
 
 def _hook(agent: str, hook: str, deadline: float, mirrors: str | None) -> None:
@@ -190,5 +207,16 @@ def claude_session_start(deadline: float = HOOK_DEADLINE, mirrors: str | None = 
     _hook("claude", "session-start", deadline, mirrors)
 
 
+def codex_pre_compact(deadline: float = HOOK_DEADLINE, mirrors: str | None = None) -> None:
+    """Codex's PreCompact: bring the mirror of the rollout up to date."""
+    _hook("codex", "pre-compact", deadline, mirrors)
+
+
+def codex_session_start(deadline: float = HOOK_DEADLINE, mirrors: str | None = None) -> None:
+    """Codex's SessionStart: the continuation reminder after a compaction or a resume."""
+    _hook("codex", "session-start", deadline, mirrors)
+
+
 RUNS: dict[str, Any] = {"install": install, "uninstall": uninstall, "claude pre-compact": claude_pre_compact,
-                        "claude session-start": claude_session_start}
+                        "claude session-start": claude_session_start, "codex pre-compact": codex_pre_compact,
+                        "codex session-start": codex_session_start}

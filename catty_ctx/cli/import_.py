@@ -6,11 +6,10 @@ would be much of such a run.
 """
 from __future__ import annotations
 
-import sys
-
 from ..defaults import TOOL_LIMIT, USER_LIMIT
 from .errors import note, warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import flag, parse_one, shared, value
 from .output import write_json
 
 TYPE_CHECKING = False
@@ -21,12 +20,12 @@ if TYPE_CHECKING:
 
 # The options of `import`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("out", ("--out",), str, "DIR", "Write a new session directory instead of events on stdout."),
-    ("lenient", ("--lenient",), None, None, "Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65."),
-    ("session", ("--session",), str, "ID", "The session to import when SOURCE holds several."),
-    ("dry_run", ("--dry-run",), None, None, None),
-    ("max_user_bytes", ("--max-user-bytes",), int, "N", None),
-    ("max_tool_bytes", ("--max-tool-bytes",), int, "N", None),
+    value("out", "--out", metavar="DIR", help="Write a new session directory instead of events on stdout."),
+    flag("lenient", "--lenient", help="Skip source lines or records that cannot be read (each is reported) instead of stopping with exit 65."),
+    value("session", "--session", metavar="ID", help="The session to import when SOURCE holds several."),
+    shared("dry_run"),
+    shared("max_user_bytes"),
+    shared("max_tool_bytes"),
 )
 EPILOG = (
     "Examples: catty-ctx import claude ~/.claude/projects/P/ID.jsonl | catty-ctx inspect -; "
@@ -74,7 +73,10 @@ def run(fmt: str, source: str, out: str | None = None, lenient: bool = False, se
         doc["dry_run"] = dry_run
         write_json(doc)
     else:
-        stream = sys.stdout.buffer
+        # (a terminal sees session text with its controls made visible; a pipe gets the bytes)
+        from ..visible import end, stdout_binary
+
+        stream = stdout_binary()
         dumps = orjson.dumps
         if dry_run:  # nothing to stream: the report is the output
             report, _ = import_events(fmt, source, lambda ev: None, lenient=lenient, warn=warn, session_id=session)
@@ -82,7 +84,7 @@ def run(fmt: str, source: str, out: str | None = None, lenient: bool = False, se
             write_json({**report.as_dict(), "dry_run": True})
         else:
             report, _ = import_events(fmt, source, lambda ev: stream.write(dumps(ev) + b"\n"), lenient=lenient, warn=warn, session_id=session)
-        stream.flush()
+        end(stream)
     _skip_report(report, source)
 
 

@@ -10,19 +10,9 @@ from __future__ import annotations
 from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
 from .errors import warn
-from .fastpath import AGENT, CLUSTER, declare as declare_command, parse_one
-from .output import (
-    ByteProgress,
-    Column,
-    emit,
-    progress_iter,
-    record,
-    rows_out,
-    show,
-    table,
-    text,
-    write_json,
-)
+from .fastpath import CLUSTER, flag, parse_one, shared, value
+from .fastpath import declare as declare_command
+from .output import ByteProgress, Column, emit, progress_iter, record, rows_out, show, show_table, table, text, write_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,20 +21,22 @@ if TYPE_CHECKING:
 
 AGENT_COLUMNS = [Column("agent", "id"), "status", "type", Column("turns", "num"), Column("calls", "num"), "model", Column("tokens", "num"),
                  Column("cost_usd", "num"), Column("parent_call", "id"), Column("description", "text")]
+STATS_COLUMNS = [Column("metric", "text"), "unit", *(Column(k, "num") for k in ("count", "min", "p50", "p90", "p95", "p99", "max", "mean")),
+                 Column("constant", "text"), Column("value", "num"), Column("over", "num")]
 
 # The options of `inspect`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("items", ("--items",), None, None, "List the view's items with their tokens and cumulative fingerprint."),
-    ("seq", ("--seq",), int, "N", "Print the event with this seq in full.", {"min": 0}),
-    ("context", ("--context",), None, None, "The prompt-context snapshot: every part with its source; unknown parts marked."),
-    ("agents", ("--agents",), None, None,
-     "List the session's subagents: status, type, turns, tokens and cost (as 'usage --by agent' counts them), the parent's call."),
-    AGENT,
-    ("stats", ("--stats",), None, None,
-     "The distributions the constants should be calibrated on: tool output and turn sizes, the context at each compaction, "
-     "the time between compactions (of a ROOT's sessions, or one session)."),
-    ("allow_empty", ("--allow-empty",), None, None, None),
-    ("as_json", ("--json",), None, None, None),
+    flag("items", "--items", help="List the view's items with their tokens and cumulative fingerprint."),
+    value("seq", "--seq", kind=int, metavar="N", help="Print the event with this seq in full.", min=0),
+    flag("context", "--context", help="The prompt-context snapshot: every part with its source; unknown parts marked."),
+    flag("agents", "--agents",
+         help="List the session's subagents: status, type, turns, tokens and cost (as 'usage --by agent' counts them), the parent's call."),
+    shared("agent"),
+    flag("stats", "--stats",
+         help="The distributions the constants should be calibrated on: tool output and turn sizes, the context at each compaction, "
+              "the time between compactions (of a ROOT's sessions, or one session)."),
+    shared("allow_empty"),
+    shared("as_json"),
     *CLUSTER,
 )
 EPILOG = ("Examples: catty-ctx inspect fixtures/sessions/demo; "
@@ -71,8 +63,9 @@ def declare() -> None:
     declare_command("inspect", run, PARAMS, INSPECT_DOC, EPILOG, {"target": TargetArg})
 
 
-def run(target: str, items: bool = False, seq: "int | None" = None, context: bool = False, agents: bool = False, agent: "str | None" = None,
-        stats: bool = False, allow_empty: bool = False, as_json: bool = False, scheduler: "str | None" = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+def run(target: str, items: bool = False, seq: int | None = None, context: bool = False, agents: bool = False, agent: str | None = None,
+        stats: bool = False, allow_empty: bool = False, as_json: bool = False, scheduler: str | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Inspect TARGET and print the report; warnings and errors go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
@@ -83,9 +76,9 @@ def run(target: str, items: bool = False, seq: "int | None" = None, context: boo
         _stats(target, allow_empty=allow_empty, as_json=as_json)
         return
     if target != "-" and is_root(target):
-        for flag, given in (("--context", context), ("--agents", agents), ("--agent", agent is not None)):
+        for flag_name, given in (("--context", context), ("--agents", agents), ("--agent", agent is not None)):
             if given:
-                raise UsageError(f"{target}: {flag} needs one session, not a ROOT")
+                raise UsageError(f"{target}: {flag_name} needs one session, not a ROOT")
 
         errors: list[str] = []
 
@@ -105,7 +98,7 @@ def run(target: str, items: bool = False, seq: "int | None" = None, context: boo
         with engine_for(scheduler, connect_timeout) as engine:
             rows = inspect_root(PathType(target), on_error=on_error, sessions=found, engine=engine,
                                 progress=lambda it: progress_iter(it, label="sessions", total=len(found)))
-            rows_out(rows, cols, as_json=as_json, key="sessions")
+            rows_out(rows, cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
         if errors:
             raise SystemExit(int(ExitCode.DATA))
         return
@@ -136,10 +129,6 @@ def run(target: str, items: bool = False, seq: "int | None" = None, context: boo
         with ByteProgress(session.log_path.stat().st_size, "reading") as bar:
             report = inspect_session(session, warn=warn, progress=bar.callback)
     emit(report, as_json=as_json, show=_show_report)
-
-
-STATS_COLUMNS = [Column("metric", "text"), "unit", *(Column(k, "num") for k in ("count", "min", "p50", "p90", "p95", "p99", "max", "mean")),
-                 Column("constant", "text"), Column("value", "num"), Column("over", "num")]
 
 
 def _stats(target: str, *, allow_empty: bool, as_json: bool) -> None:
@@ -182,7 +171,7 @@ def _preview(item: dict[str, Any], width: int = 60) -> Any:
 
 def _show_items(rows: Any) -> None:
     body = ((r["index"], r["item"].get("seq"), r["item"]["role"], r["tokens"], r["fp"][:12], _preview(r["item"])) for r in rows)
-    cols = [Column("index", "num"), Column("seq", "num"), "role", Column("tokens", "num"), "fp", Column("text", "text")]
+    cols: list[str | Column] = [Column("index", "num"), Column("seq", "num"), "role", Column("tokens", "num"), "fp", Column("text", "text")]
     show(table(None, cols, body))
 
 
@@ -195,8 +184,21 @@ def _show_context(rep: dict[str, Any]) -> None:
         return value if len(value) <= 70 else value[:69] + "…"
 
     rows = ([name, short(p["value"]) if p["known"] else "unknown", p["source"], p["seq"]] for name, p in rep["parts"].items())
-    cols = ["part", Column("value", "text"), Column("source", "text"), Column("seq", "num")]
+    cols: list[str | Column] = ["part", Column("value", "text"), Column("source", "text"), Column("seq", "num")]
     show(table(f"prompt context of {rep['session_id'] or rep['path']}", cols, rows))
+
+
+def _root_cells(rep: dict[str, Any]) -> dict[str, Any]:
+    """A session's row of the ROOT table: its report with compactions and problems counted."""
+    return {**rep, "compactions": len(rep["compactions"]), "problems": sum(rep["problems"].values())}
+
+
+def tokens_line(rep: dict[str, Any]) -> str:
+    """`tokens` of a report, saying where the figure comes from."""
+    figure = f"{rep['tokens']:,} of {rep['window']:,} ({rep['percent']}%)"
+    if rep["tokens_from"] == "provider_usage":
+        return f"{figure}: provider usage at seq {rep['usage_seq']} + {rep['pending_tokens']:,} estimated after it"
+    return f"{figure}: estimated from the items"
 
 
 def _show_report(rep: dict[str, Any]) -> None:
@@ -205,10 +207,11 @@ def _show_report(rep: dict[str, Any]) -> None:
         ("session", rep["session_id"] or rep["path"]),
         *([("agent", source["agent"]), ("source", source["path"])] if source else []),
         *([(k, source[k]) for k in ("cwd", "model", "title") if source.get(k)]),
-        ("events", rep["events"]),
+        *([("stream", "a request read as items: the counts are of items, not events")] if rep["stream"] == "items" else [("events", rep["events"])]),
         ("turns", rep["turns"]),
         ("view items", rep["items"]),
-        ("tokens", f"{rep['tokens']:,} of {rep['window']:,} ({rep['percent']}%)"),
+        ("tokens", tokens_line(rep)),
+        ("threshold", f"{rep['status']} ({rep['threshold']:g}% of the window)"),
         ("fingerprint", rep["fp"]),
     ]
     parts = [record(None, head)]
@@ -219,9 +222,7 @@ def _show_report(rep: dict[str, Any]) -> None:
     if rep["largest"]:
         parts.append(table("largest items", ["index", "seq", "role", "tokens"], ([r["index"], r["seq"], r["role"], r["tokens"]] for r in rep["largest"]), right=["index", "seq", "tokens"]))
     if rep["compactions"]:
-        cols = [Column("seq", "num"), Column("id", "id"), "mode", Column("through_seq", "num")]
+        cols: list[str | Column] = [Column("seq", "num"), Column("id", "id"), "mode", Column("through_seq", "num")]
         parts.append(table("compactions", cols, ([c.get("seq"), c.get("id"), c.get("mode"), c.get("through_seq")] for c in rep["compactions"])))
-    if rep.get("repairs", {}).get("count"):
-        parts.append(table("repairs written", ["reason", "count"], rep["repairs"]["reasons"].items(), right=["count"]))
     parts.append(table("problems", ["problem", "count"], rep["problems"].items(), right=["count"]))
     show(*parts)

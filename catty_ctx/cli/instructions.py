@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import note, warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import flag, parse_one, shared, value
 from .output import Column, emit, show_table
 
 TYPE_CHECKING = False
@@ -17,10 +18,10 @@ if TYPE_CHECKING:
 
 # The options of `instructions`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("append", ("--append",), str, "SESSION", "Record them as the session's instructions state (nothing is appended when unchanged)."),
-    ("no_global", ("--no-global",), None, None, "Leave out the user-level files."),
-    ("as_json", ("--json",), None, None, None),
-    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
+    value("append", "--append", metavar="SESSION", help="Record them as the session's instructions state (nothing is appended when unchanged)."),
+    flag("no_global", "--no-global", help="Leave out the user-level files."),
+    shared("as_json"),
+    shared("lock_timeout"),
 )
 EPILOG = "Examples: catty-ctx instructions; catty-ctx instructions src/app --append S; catty-ctx instructions --json | jq -r '.instructions[].path'"
 INSTRUCTIONS_DOC = """Find instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.
@@ -65,6 +66,6 @@ def run(directory: str = ".", append: str | None = None, no_global: bool = False
         if not as_json:
             note(f"instructions state appended at seq {appended}" if ev else "instructions unchanged: nothing appended")
     rows = [{"order": p.order, "scope": p.scope, "path": p.path, "bytes": p.bytes, "text": p.text} for p in found.parts]
-    cols = [Column("order", "num"), "scope", Column("path", "path"), Column("bytes", "num")]
+    cols: list[str | Column] = [Column("order", "num"), "scope", Column("path", "path"), Column("bytes", "num")]
     doc = {"directory": found.directory, "root": found.root, "instructions": rows, "skipped": found.skipped, "appended_seq": appended}
     emit(doc, as_json=as_json, lines=rows, show=lambda d: show_table(d["instructions"], cols))

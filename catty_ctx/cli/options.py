@@ -1,11 +1,11 @@
-"""Options shared by several commands, declared once (one source of truth for help and docs)."""
+"""The typer forms of the options and arguments several commands share (their records: `fastpath.SHARED`)."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ..defaults import CONNECT_TIMEOUT_MIN
+from .fastpath import SHARED, typer_option
 
 SessionArg = Annotated[
     str,
@@ -15,37 +15,16 @@ TargetArg = Annotated[
     str,
     typer.Argument(metavar="SESSION|ROOT", help="A session directory, an updates.jsonl file, - for stdin, or a ROOT folder holding sessions at any depth."),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document (a terminal gets tables, a pipe JSON Lines).")]
-LockTimeoutOpt = Annotated[
-    float,
-    typer.Option("--lock-timeout", metavar="SECONDS", min=0, help="Wait this long for the session lock, then exit 75."),
-]
-MaxUserBytesOpt = Annotated[
-    int,
-    typer.Option("--max-user-bytes", min=0, metavar="N", help="A user message longer than N bytes moves to blobs/ with its head and tail kept inline (0: never)."),
-]
-MaxToolBytesOpt = Annotated[
-    int,
-    typer.Option("--max-tool-bytes", min=0, metavar="N", help="A tool output longer than N bytes moves to blobs/ with its head and tail kept inline (0: never)."),
-]
-AgentOpt = Annotated[Optional[str], typer.Option(
-    "--agent", metavar="ID",
-    help="The subagent ID's own conversation (its prompt, its calls, its usage and model) instead of the main loop's; "
-         "'inspect --agents' lists them.")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; write nothing.")]
-AllowEmptyOpt = Annotated[
-    bool,
-    typer.Option("--allow-empty", help="A ROOT holding no session is fine (exit 0); by default it is a usage error (exit 2)."),
-]
-# --scheduler and its companions (usage's typer-free table names them too, and takes their help from here).
-SchedulerOpt = Annotated[Optional[str], typer.Option(
-    "--scheduler", metavar="ADDRESS",
-    help="Run the per-session work on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or local[:N] for a local cluster "
-         "of N processes (default: CATTY_CTX_SCHEDULER; needs the extra catty-ctx[dask]).")]
-ConnectTimeoutOpt = Annotated[float, typer.Option(
-    "--connect-timeout", min=CONNECT_TIMEOUT_MIN, metavar="SECONDS",
-    help="Give up on an unreachable --scheduler (or one with no worker) after this long: exit 69.")]
-AllowRemoteWritesOpt = Annotated[
-    bool,
-    typer.Option("--allow-remote-writes", help="Let a writer run on a --scheduler cluster (the session lock is flock: a shared filesystem must honour it)."),
-]
+
+
+# The shared options (fastpath.SHARED) for the commands typer parses alone.
+JsonOpt = typer_option(SHARED["as_json"])
+LockTimeoutOpt = typer_option(SHARED["lock_timeout"])
+MaxUserBytesOpt = typer_option(SHARED["max_user_bytes"])
+MaxToolBytesOpt = typer_option(SHARED["max_tool_bytes"])
+DryRunOpt = typer_option(SHARED["dry_run"])
+AllowEmptyOpt = typer_option(SHARED["allow_empty"])
+SchedulerOpt = typer_option(SHARED["scheduler"], optional=True)
+ConnectTimeoutOpt = typer_option(SHARED["connect_timeout"])
+AllowRemoteWritesOpt = typer_option(SHARED["allow_remote_writes"])
+AgentOpt = typer_option(SHARED["agent"], optional=True)

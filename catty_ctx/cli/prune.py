@@ -7,48 +7,63 @@ from __future__ import annotations
 
 import sys
 
-from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGIES, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
+from ..defaults import (
+    PRUNE_CLEAR_AT_LEAST,
+    PRUNE_HIGH_PERCENT,
+    PRUNE_IMAGE_HIGH_MIB,
+    PRUNE_IMAGE_LOW_MIB,
+    PRUNE_KEEP,
+    PRUNE_KEEP_TURNS,
+    PRUNE_LOW_PERCENT,
+    PRUNE_MIN_PERCENT,
+    PRUNE_OMIT_AGE,
+    PRUNE_STRATEGIES,
+    PRUNE_STRATEGY,
+    PRUNE_TRIM_HEAD,
+    PRUNE_TRIM_OVER,
+    PRUNE_TRIM_TAIL,
+)
 from ..errors import UsageError
 from ..visible import end, stdout_binary
 from .errors import warn
-from .fastpath import AGENT, Option, declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import flag, parse_one, shared, value
 from .output import console, record, stderr_tty
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
-_T = {"rich_help_panel": "Tiers (tiered)"}
-_C = {"rich_help_panel": "Batches (cache-aware)"}
-_A = {"rich_help_panel": "clear_tool_uses knobs (both strategies)"}
+    from ..view import ViewItem
 
-# The options of `prune`, declared once (see `fastpath`): (parameter of `run`, option names, value type (None: a flag),
-# metavar, help, typer's option settings).
+# The help's panels of the strategies' own options.
+TIERS = "Tiers (tiered)"
+BATCHES = "Batches (cache-aware)"
+KNOBS = "clear_tool_uses knobs (both strategies)"
+
+# The options of `prune`, declared once (see `fastpath`).
 PARAMS = (
-    ("window", ("--window",), int, "N", "Context window in tokens (default: the session's, else 200,000).", {"min": 1}),
-    Option("strategy", ("--strategy",), str, "cache-aware|tiered",
-           "cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request.", choices=PRUNE_STRATEGIES),
-    ("min_percent", ("--min-percent",), float, "PCT", "tiered runs only when the request is at least this % of the window.", {"min": 0, **_T}),
-    ("keep_turns", ("--keep-turns",), int, "N",
-     "Never touch results of the N most recent turns (age < N; age = real user messages after the result).", {"min": 0}),
-    ("omit_age", ("--omit-age",), int, "N", "From this age on a result becomes a placeholder.", {"min": 0, **_T}),
-    ("trim_over", ("--trim-over",), int, "CHARS", "Younger results longer than this keep only their head and tail.", {"min": 0, **_T}),
-    ("trim_head", ("--trim-head",), int, "CHARS", "Characters kept from the start of a trimmed result.", {"min": 0, **_T}),
-    ("trim_tail", ("--trim-tail",), int, "CHARS", "Characters kept from the end of a trimmed result.", {"min": 0, **_T}),
-    ("high", ("--high",), float, "PCT", "A batch starts when the request reaches this % of the window.", {"min": 0, **_C}),
-    ("low", ("--low",), float, "PCT", "A batch clears the oldest results until the request is at most this %.", {"min": 0, **_C}),
-    ("image_high", ("--image-high",), float, "MIB", "Remove the oldest user images when the request body reaches this many MiB ...", {"min": 0}),
-    ("image_low", ("--image-low",), float, "MIB", "... until it is at most this many MiB.", {"min": 0}),
-    ("keep", ("--keep",), int, "N", "Never touch the N most recent tool results.", {"min": 0, **_A}),
-    ("clear_at_least", ("--clear-at-least",), int, "TOKENS", "Make no rewrite that clears fewer tokens (a broken cache prefix must be worth it).",
-     {"min": 0, **_A}),
-    ("exclude_tools", ("--exclude-tools",), str, "A,B", "Tools whose results are never touched.", _A),
-    ("clear_inputs", ("--clear-inputs",), None, None, "Also clear the arguments of calls whose results became placeholders.", _A),
-    ("session_ref", ("--session-ref",), str, "TEXT", "How placeholders name the session in their inspect command (default: SESSION as given)."),
-    ("previous", ("--previous",), str, "FILE", "An earlier prune output: report the unchanged prefix (items, tokens) on stderr."),
-    ("stats", ("--stats",), None, None,
-     "Report the request's tokens before/after (with and without the provider overhead), results trimmed and cleared, on stderr (one JSON line)."),
-    AGENT,
+    value("window", "--window", kind=int, metavar="N", help="Context window in tokens (default: the session's, else 200,000).", min=1),
+    value("strategy", "--strategy", metavar="cache-aware|tiered", help="cache-aware: rewrite the prefix in rare batches; tiered: grok-build's age tiers on every request.", choices=PRUNE_STRATEGIES),
+    value("min_percent", "--min-percent", kind=float, metavar="PCT", help="tiered runs only when the request is at least this % of the window.", min=0, panel=TIERS),
+    value("keep_turns", "--keep-turns", kind=int, metavar="N", help="Never touch results of the N most recent turns (age < N; age = real user messages after the result).", min=0),
+    value("omit_age", "--omit-age", kind=int, metavar="N", help="From this age on a result becomes a placeholder.", min=0, panel=TIERS),
+    value("trim_over", "--trim-over", kind=int, metavar="CHARS", help="Younger results longer than this keep only their head and tail.", min=0, panel=TIERS),
+    value("trim_head", "--trim-head", kind=int, metavar="CHARS", help="Characters kept from the start of a trimmed result.", min=0, panel=TIERS),
+    value("trim_tail", "--trim-tail", kind=int, metavar="CHARS", help="Characters kept from the end of a trimmed result.", min=0, panel=TIERS),
+    value("high", "--high", kind=float, metavar="PCT", help="A batch starts when the request reaches this % of the window.", min=0, panel=BATCHES),
+    value("low", "--low", kind=float, metavar="PCT", help="A batch clears the oldest results until the request is at most this %.", min=0, panel=BATCHES),
+    value("image_high", "--image-high", kind=float, metavar="MIB", help="Remove the oldest user images when the request body reaches this many MiB ...", min=0),
+    value("image_low", "--image-low", kind=float, metavar="MIB", help="... until it is at most this many MiB.", min=0),
+    value("keep", "--keep", kind=int, metavar="N", help="Never touch the N most recent tool results.", min=0, panel=KNOBS),
+    value("clear_at_least", "--clear-at-least", kind=int, metavar="TOKENS", help="Make no rewrite that clears fewer tokens (a broken cache prefix must be worth it).", min=0, panel=KNOBS),
+    value("exclude_tools", "--exclude-tools", metavar="A,B", help="Tools whose results are never touched.", panel=KNOBS),
+    flag("clear_inputs", "--clear-inputs", help="Also clear the arguments of calls whose results became placeholders.", panel=KNOBS),
+    value("session_ref", "--session-ref", metavar="TEXT", help="How placeholders name the session in their inspect command (default: SESSION as given)."),
+    value("previous", "--previous", metavar="FILE", help="An earlier prune output: report the unchanged prefix (items, tokens) on stderr."),
+    flag("stats", "--stats", help="Report the request's tokens before/after (with and without the provider overhead), results trimmed and cleared, on stderr (one JSON line)."),
+    shared("agent"),
 )
 EPILOG = ("Examples: catty-ctx prune S --stats > request.jsonl; "
           "catty-ctx prune S --previous request.jsonl > next.jsonl; "
@@ -93,11 +108,10 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
         session_ref: str | None = None, previous: str | None = None, stats: bool = False, agent: str | None = None) -> None:
     """Prune SESSION's view and print it, an item a line; the reports go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
-    import orjson
 
     from ..events import DEFAULT_WINDOW
-    from ..prune import MIB, PruneOptions, PruneStats, item_lines_canon, PrefixReuse, prune, prune_item_stream
     from ..inspect import is_item_stream, iter_item_lines
+    from ..prune import MIB, PrefixReuse, PruneOptions, PruneStats, item_lines_canon, prune, prune_item_stream
     from ..subagents import open_agent
 
     opts = PruneOptions(
@@ -123,6 +137,7 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
         raise UsageError(problem)
     prev_lines = item_lines_canon(previous) if previous is not None else None
     st = PruneStats()
+    out: Iterable[ViewItem]
     with open_agent(session, agent, warn=warn) as s:
         if s.stdin and is_item_stream(s):
             out = prune_item_stream(iter_item_lines(s, warn=warn), opts, window or DEFAULT_WINDOW, st)

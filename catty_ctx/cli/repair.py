@@ -10,7 +10,8 @@ import sys
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..errors import CattyError, ExitCode
 from .errors import note, warn
-from .fastpath import CLUSTER, declare as declare_command, parse_one
+from .fastpath import CLUSTER, flag, parse_one, shared
+from .fastpath import declare as declare_command
 from .output import Column, emit, progress_iter, rows_out, show_table
 
 TYPE_CHECKING = False
@@ -22,14 +23,14 @@ _COLUMNS = [Column("action"), Column("reason", "text"), Column("target_seq", "nu
 
 # The options of `repair`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
-    ("check", ("--check",), None, None, "Only report what is wrong; exit 1 when anything is found, 0 when clean."),
-    ("dry_run", ("--dry-run",), None, None, None),
-    ("force", ("--force",), None, None, "Repair even when more than half of the log's lines are invalid (they all go to quarantine)."),
-    ("allow_empty", ("--allow-empty",), None, None, None),
-    ("as_json", ("--json",), None, None, None),
-    ("lock_timeout", ("--lock-timeout",), float, "SECONDS", None),
+    flag("check", "--check", help="Only report what is wrong; exit 1 when anything is found, 0 when clean."),
+    shared("dry_run"),
+    flag("force", "--force", help="Repair even when more than half of the log's lines are invalid (they all go to quarantine)."),
+    shared("allow_empty"),
+    shared("as_json"),
+    shared("lock_timeout"),
     *CLUSTER,
-    ("allow_remote_writes", ("--allow-remote-writes",), None, None, None),
+    shared("allow_remote_writes"),
 )
 EPILOG = ("Examples: catty-ctx repair S --check; catty-ctx repair ~/sessions (a ROOT, for cron); "
           "catty-ctx import claude F | catty-ctx repair - | catty-ctx inspect -")
@@ -77,8 +78,8 @@ def run(target: str, check: bool = False, dry_run: bool = False, force: bool = F
                      scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
+    from ..repair import repair_plan, repair_session, repair_stream
     from ..sources import open_session
 
     # --check and --dry-run only read: a native session is read as its import would be
@@ -102,13 +103,7 @@ def run(target: str, check: bool = False, dry_run: bool = False, force: bool = F
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
-    doc = {
-        "path": str(session.directory or session.display),
-        "found": plan.found,
-        "problems": plan.counts,
-        "applied": applied and plan.found > 0,
-        "actions": plan.actions(),
-    }
+    doc = plan.document(str(session.directory or session.display), applied=applied)
     if not as_json:
         verb = "repaired" if applied else "would repair"
         note(f"{doc['path']}: {verb}: " + ", ".join(plan.notes()) if plan.found else f"{doc['path']}: nothing to repair")
@@ -118,6 +113,14 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
             show_table(d["actions"], _COLUMNS)
 
     emit(doc, as_json=as_json, show=actions_table, lines=doc["actions"])
+
+
+def _root_cells(doc: dict[str, Any]) -> dict[str, Any]:
+    """A session's row of the ROOT table: its problems as phrases."""
+    # start-up: the library loads when the command runs, not for --help or another command
+    from ..repair import problem_notes
+
+    return {**doc, "problems": ", ".join(problem_notes(doc["problems"]))}
 
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float,
@@ -150,7 +153,8 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
             yield row
 
     with context as engine:
-        rows_out(rows(engine), [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")], as_json=as_json, key="sessions")
+        cols: list[str | Column] = [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")]
+        rows_out(rows(engine), cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
     if failures:
         raise SystemExit(failures[0])
     if check and found_any:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import note, warn
-from .fastpath import AGENT, Option, declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import parse_one, shared, value
 from .output import write_json, write_lines
 
 TYPE_CHECKING = False
@@ -15,9 +16,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 PARAMS = (
-    Option("fmt", ("--format", "-f"), str, "items|openai|anthropic",
-           "items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).", choices=RESUME_FORMATS),
-    AGENT,
+    value("fmt", "--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).", choices=RESUME_FORMATS),
+    shared("agent"),
 )
 RESUME_DOC = """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
 

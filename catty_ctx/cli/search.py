@@ -1,8 +1,8 @@
 """`catty-ctx search`: a pattern across every session under some ROOTs, catty and native."""
 from __future__ import annotations
 
-from .fastpath import Option, parse
 from .fastpath import declare as declare_command
+from .fastpath import flag, parse, shared, value
 from .output import Column, rows_out
 
 TYPE_CHECKING = False
@@ -10,15 +10,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 PARAMS = (
-    Option("regex", ("--regexp", "-E"), None, None, "PATTERN is a regular expression (Python's syntax), not a fixed string."),
-    Option("ignore_case", ("--ignore-case", "-i"), None, None, "Match regardless of case."),
-    Option("since", ("--since",), str, "DATE", "Only what was said on or after this day (YYYY-MM-DD, UTC); older sessions are not read."),
-    Option("until", ("--until",), str, "DATE", "Only what was said on or before this day (YYYY-MM-DD, UTC)."),
-    Option("project", ("--project",), str, "TEXT", "Only sessions whose working folder holds TEXT."),
-    Option("agent", ("--agent",), str, "NAME", "Only sessions of this agent: catty, claude, codex, gemini or opencode.",
-           choices=("catty", "claude", "codex", "gemini", "opencode")),
-    Option("limit", ("--limit", "-n"), int, "N", "Stop after N matches.", {"min": 1}),
-    Option("as_json", ("--json",), None, None, None),
+    flag("regex", "--regexp", "-E", help="PATTERN is a regular expression (Python's syntax), not a fixed string."),
+    flag("ignore_case", "--ignore-case", "-i", help="Match regardless of case."),
+    value("since", "--since", metavar="DATE", help="Only what was said on or after this day (YYYY-MM-DD, UTC); older sessions are not read."),
+    value("until", "--until", metavar="DATE", help="Only what was said on or before this day (YYYY-MM-DD, UTC)."),
+    value("project", "--project", metavar="TEXT", help="Only sessions whose working folder holds TEXT."),
+    value("agent", "--agent", metavar="NAME", help="Only sessions of this agent: catty, claude, codex, gemini or opencode.", choices=("catty", "claude", "codex", "gemini", "opencode")),
+    value("limit", "--limit", "-n", kind=int, metavar="N", help="Stop after N matches.", min=1),
+    shared("as_json"),
 )
 SEARCH_DOC = """Find PATTERN in every session under the ROOTs: catty sessions with their segments
     archives, and the agents' own files (Claude Code, Codex, Gemini CLI, opencode) as they lie.

@@ -10,7 +10,8 @@ command `declare` registers are made from one table, `PARAMS`.
 import os
 
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
-from .fastpath import CLUSTER, Option, declare as declare_command, parse
+from .fastpath import CLUSTER, flag, parse, shared, value
+from .fastpath import declare as declare_command
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,19 +27,19 @@ PATHS_HELP = ("A Claude Code config dir or projects tree, a Codex home or sessio
 # The options of `usage`, declared once: (parameter of `run`, option names, value type (None: a flag),
 # metavar, help). The shared options (--json, --scheduler, --connect-timeout) bring their own help (None here).
 PARAMS = (
-    Option("by", ("--by",), str, "KEY", BY_HELP, choices=USAGE_BY),
-    ("since", ("--since",), str, "DATE", "Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
-    ("until", ("--until",), str, "DATE", "Only calls on or before this day (YYYY-MM-DD)."),
-    ("as_json", ("--json",), None, None, None),
-    ("prices", ("--prices",), str, "FILE", "A price table (LiteLLM's field names) whose entries win over the price library's "
+    value("by", "--by", metavar="KEY", help=BY_HELP, choices=USAGE_BY),
+    value("since", "--since", metavar="DATE", help="Only calls on or after this day (YYYY-MM-DD), in the report's time zone."),
+    value("until", "--until", metavar="DATE", help="Only calls on or before this day (YYYY-MM-DD)."),
+    shared("as_json"),
+    value("prices", "--prices", metavar="FILE", help="A price table (LiteLLM's field names) whose entries win over the price library's "
      "(private models, other terms)."),
-    ("no_cache", ("--no-cache",), None, None, "Read every file in full; neither read nor write the caches."),
-    ("jobs", ("--jobs", "-j"), int, "N", "Parse files in N processes (default: one per CPU).", {"min": 1}),
-    ("strict", ("--strict",), None, None, "Unreadable lines are an error (exit 65) instead of being skipped and counted; "
+    flag("no_cache", "--no-cache", help="Read every file in full; neither read nor write the caches."),
+    value("jobs", "--jobs", "-j", kind=int, metavar="N", help="Parse files in N processes (default: one per CPU).", min=1),
+    flag("strict", "--strict", help="Unreadable lines are an error (exit 65) instead of being skipped and counted; "
      "every line of every log is checked, not only those that can hold usage."),
-    ("tz", ("--timezone",), str, "TZ", "IANA time zone for days, weeks and months (default: the local one)."),
-    ("allow_empty", ("--allow-empty",), None, None, "A PATH holding no session is an empty ledger (exit 0), not a usage error (exit 2)."),
-    ("verbose", ("--verbose", "-v"), None, None, "Name on stderr the homes read (no PATH) and the price source."),
+    value("tz", "--timezone", metavar="TZ", help="IANA time zone for days, weeks and months (default: the local one)."),
+    flag("allow_empty", "--allow-empty", help="A PATH holding no session is an empty ledger (exit 0), not a usage error (exit 2)."),
+    flag("verbose", "--verbose", "-v", help="Name on stderr the homes read (no PATH) and the price source."),
     *CLUSTER,
 )
 
@@ -112,7 +113,7 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
     # start-up: typer only when usage's own parser declines (a cached answer never loads it)
-    from typing import Annotated, List, Optional
+    from typing import Annotated
 
     import typer
 
@@ -120,7 +121,7 @@ def declare() -> None:
               "catty-ctx usage ~/.codex --by model --json | jq .totals; "
               "catty-ctx usage sessions/ --by agent")
     declare_command("usage", run, PARAMS, USAGE_DOC, epilog,
-                    {"paths": Annotated[Optional[List[str]], typer.Argument(metavar="[PATH]...", help=PATHS_HELP)]})
+                    {"paths": Annotated[list[str] | None, typer.Argument(metavar="[PATH]...", help=PATHS_HELP)]})
 
 
 USAGE_DOC = """Tokens, calls and cost of Claude Code, Codex, Gemini CLI, opencode and catty sessions, with totals.
@@ -177,8 +178,8 @@ class _ProgressBar:
     """The shared bytes bar, opened once the scan knows how much it has to read."""
 
     def __init__(self) -> None:
-        self._bar: "Any" = None
-        self._update: "Any" = None
+        self._bar: Any = None
+        self._update: Any = None
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:

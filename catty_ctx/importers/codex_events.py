@@ -3,7 +3,9 @@ shown only by the UI (and the UI's copies of response items), calls and their ou
 fork's inherited prefix, rollbacks and compactions. See `codex` for the format."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+import re
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
@@ -12,6 +14,10 @@ from .common import EventBuilder, split_data_url, text_of, to_ts
 
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
+# How Codex says a tool failed in the output text itself: a patch it could not apply, or a
+# header line (before "Output:") with a non-zero exit code (exec_command, apply_patch).
+_PATCH_FAILED = "apply_patch verification failed"
+_EXIT_LINE = re.compile(r"^(?:Exit code:|Process exited with code) (-?\d+)\r?$", re.MULTILINE)
 # User-role text that the harness injects: context for the model, not a user turn.
 _HARNESS_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>",
                      "<user_shell_command>", "<turn_aborted>", "<permissions instructions>")
@@ -111,7 +117,7 @@ def _copies(event_text: str, item_text: str) -> bool:
     if event_text == item_text:
         return True
     e, i = words(event_text), words(item_text)
-    return e == i or bool(e) and (i.startswith(e) or i.endswith(e))
+    return e == i or (bool(e) and (i.startswith(e) or i.endswith(e)))
 
 
 class Converter:
@@ -324,6 +330,7 @@ class Converter:
             text = "\n".join(texts)
         else:
             text = text_of(out)
+            is_error = is_error or failed_output(text)
             if text.startswith("{") and '"exit_code"' in text:
                 try:
                     meta = orjson.loads(text).get("metadata") or {}
@@ -401,3 +408,12 @@ def dispatch(conv: Converter, tracker: UsageTracker, ltype: str, payload: dict[s
             b.compaction(summary, id=f"line-{lineno}", ts=ts, summarizer="codex-remote")
         else:
             b.compaction(summary, id=f"line-{lineno}", ts=ts, summarizer="codex")
+
+
+def failed_output(text: str) -> bool:
+    """Whether Codex's output text of a tool call says that the call failed."""
+    if text.startswith(_PATCH_FAILED):
+        return True
+    header, sep, _ = text.partition("\nOutput:\n")
+    found = _EXIT_LINE.search(header) if sep else None
+    return found is not None and found.group(1) != "0"

@@ -11,10 +11,10 @@ compaction summary.
 from __future__ import annotations
 
 import re
-
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -207,7 +207,7 @@ def _usage(b: EventBuilder, tokens: Any, model: Any, cost: Any, ts: Any) -> None
     cache = tokens.get("cache")
     # opencode's output excludes the reasoning tokens, which are billed as output: output is
     # output + reasoning, as the usage ledger counts it (docs/usage.md).
-    fields = {"input": n(tokens, "input"), "output": n(tokens, "output") + n(tokens, "reasoning"), "reasoning": n(tokens, "reasoning"),
+    fields: dict[str, Any] = {"input": n(tokens, "input"), "output": n(tokens, "output") + n(tokens, "reasoning"), "reasoning": n(tokens, "reasoning"),
               "cache_read": n(cache, "read"), "cache_write": n(cache, "write")}
     if not any(fields.values()):
         return
@@ -271,8 +271,8 @@ def _convert_message(b: EventBuilder, msg: dict[str, Any], parts: list[dict[str,
             if not opened:
                 b.message("assistant", "", id=mid, ts=ts)
                 opened = True
-            state = p.get("state") if isinstance(p.get("state"), dict) else {}
-            st = state.get("time") if isinstance(state.get("time"), dict) else {}
+            state = p["state"] if isinstance(p.get("state"), dict) else {}
+            st = state["time"] if isinstance(state.get("time"), dict) else {}
             call_id = str(p.get("callID") or p.get("id"))
             b.tool_call(call_id, str(p.get("tool") or ""), state.get("input") or {}, ts=st.get("start") or ts)
             status = state.get("status")
@@ -305,7 +305,7 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
     session, messages = loaded or _load_tree(source, session_id, lenient, warn, start.report)
     if not messages:
         raise not_recognised(str(source), WHAT)
-    path = session.get("path") if isinstance(session.get("path"), dict) else {}
+    path = session["path"] if isinstance(session.get("path"), dict) else {}
     cwd = session.get("directory") or path.get("cwd")
     model = next((m.get("modelID") for m, _ in messages if isinstance(m.get("modelID"), str)), None)
     parent = session.get("parentID")

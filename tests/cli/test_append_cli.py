@@ -1,14 +1,13 @@
 """`catty-ctx append`: events from stdin, --create, the lock."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 
-from conftest import ROOT, cli, jsonl, plain_run, via_typer
+from conftest import ROOT, cli, jsonl, plain_run, typer_cli
 
 
 def test_create_then_append_from_stdin(tmp_path: Path) -> None:
@@ -81,9 +80,8 @@ def test_appends_two_parsers_give_the_same_output_and_exit(tmp_path: Path) -> No
     ]):
         for side in ("fast", "typer"):  # (each on a session of its own: a write is not repeatable)
             (tmp_path / side).mkdir(exist_ok=True)
-        fast = subprocess.run([sys.executable, "-m", "catty_ctx", "append", str(tmp_path / "fast" / "s"), *args], input=stdin,
-                              capture_output=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-        slow = via_typer("append", str(tmp_path / "typer" / "s"), *args, input=stdin)
+        fast = cli("append", str(tmp_path / "fast" / "s"), *args, input=stdin)
+        slow = typer_cli("append", str(tmp_path / "typer" / "s"), *args, input=stdin)
         strip = lambda b: b.replace(str(tmp_path / "fast").encode(), b"X").replace(str(tmp_path / "typer").encode(), b"X")  # noqa: E731
         assert (fast.returncode, fast.stdout, strip(fast.stderr)) == (slow.returncode, slow.stdout, strip(slow.stderr)), (n, args)
     fast_log, typer_log = (jsonl((tmp_path / side / "s" / "updates.jsonl").read_bytes()) for side in ("fast", "typer"))

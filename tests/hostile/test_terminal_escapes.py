@@ -86,3 +86,18 @@ def test_the_torn_line_warning_shows_the_escape_of_its_path(tmp_path: Path) -> N
     _clean(shown)
     piped = cli("inspect", str(s))
     assert b"torn" in piped.stderr and b"\x1b" not in piped.stderr  # a warning is sanitised in a pipe too
+
+
+def test_imported_events_on_a_terminal_show_controls_and_a_pipe_gets_them_exact(tmp_path: Path) -> None:
+    transcript = tmp_path / "claude.jsonl"
+    records = [{"type": "user", "sessionId": "s1", "uuid": "u1", "timestamp": "2026-03-01T10:00:00Z",
+                "message": {"role": "user", "content": HOSTILE}},
+               {"type": "assistant", "sessionId": "s1", "uuid": "u2", "parentUuid": "u1", "timestamp": "2026-03-01T10:00:01Z",
+                "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "ok"}]}}]
+    transcript.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    code, shown, err = on_a_terminal("import", "claude", str(transcript))
+    assert code == 0, err
+    _clean(shown)
+    piped = cli("import", "claude", str(transcript), check=True).stdout
+    assert [orjson.loads(line) for line in shown.splitlines()] == jsonl(piped)  # the same events, escaped
+    assert "\u202egnp.exe" in piped.decode()
