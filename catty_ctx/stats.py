@@ -67,7 +67,7 @@ class _Collect:
         if ev.get("agent") is not None:
             return  # the main loop's turns; a subagent's are its own (inspect --agent)
         if kind == "message":
-            text = ev.get("text") if isinstance(ev.get("text"), str) else ""
+            text: str = ev["text"] if isinstance(ev.get("text"), str) else ""
             size = ev["bytes"] if type(ev.get("bytes")) is int else len(text.encode("utf-8", "surrogatepass"))
             if is_real_user(ev):
                 self._close_turn()
@@ -79,7 +79,7 @@ class _Collect:
             args = ev.get("args")
             self.turn_tokens += (len(args) if isinstance(args, str) else len(str(args))) // 4
         elif kind == "tool_result":
-            output = ev.get("output") if isinstance(ev.get("output"), str) else ""
+            output: str = ev["output"] if isinstance(ev.get("output"), str) else ""
             size = ev["bytes"] if type(ev.get("bytes")) is int else len(output.encode("utf-8", "surrogatepass"))
             self.turn_tokens += size // 4
             if shell:

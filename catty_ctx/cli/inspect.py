@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-AGENT_COLUMNS = [Column("agent", "id"), "status", "type", Column("turns", "num"), Column("calls", "num"), "model", Column("tokens", "num"),
+AGENT_COLUMNS: list[str | Column] = [Column("agent", "id"), "status", "type", Column("turns", "num"), Column("calls", "num"), "model", Column("tokens", "num"),
                  Column("cost_usd", "num"), Column("parent_call", "id"), Column("description", "text")]
-STATS_COLUMNS = [Column("metric", "text"), "unit", *(Column(k, "num") for k in ("count", "min", "p50", "p90", "p95", "p99", "max", "mean")),
+STATS_COLUMNS: list[str | Column] = [Column("metric", "text"), "unit", *(Column(k, "num") for k in ("count", "min", "p50", "p90", "p95", "p99", "max", "mean")),
                  Column("constant", "text"), Column("value", "num"), Column("over", "num")]
 
 # The options of `inspect`, declared once (see `fastpath`); the shared ones bring their own help (None here).
