@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import typer
 
 from ..defaults import CONNECT_TIMEOUT, EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MAX_RESPONSE_BYTES, MIN_SUMMARY_CHARS, SUMMARIZER
-from ..errors import ExitCode
+from ..errors import ExitCode, UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
@@ -36,7 +36,8 @@ _COLUMNS = [
         "Examples: catty-ctx eval ~/sessions; "
         "catty-ctx eval ~/sessions --summarizer extractive --summarizer cmd:./my-model.sh --mode summary --mode segments --json; "
         "catty-ctx eval S --facts-only > S/eval.json; "
-        "catty-ctx eval ~/sessions --summarizer cmd:./my-model.sh --min-recall 0.9 (exit 1 below it)"
+        "catty-ctx eval ~/sessions --summarizer cmd:./my-model.sh --min-recall 0.9 (exit 1 below it); "
+        "catty-ctx eval --native ~/.claude/projects (each compaction Claude Code made: its summary alone, and with our reminder)"
     ),
 )
 @handle_errors
@@ -53,8 +54,10 @@ def eval_cmd(
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="J", help="Sessions evaluated in J parallel processes.")] = EVAL_JOBS,
     out: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Keep the driven copies in DIR (new or empty) for inspection; default a temporary folder, removed.")] = None,
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried (as compact).")] = MIN_SUMMARY_CHARS,
+    retries: Annotated[int | None, typer.Option("--retries", min=0, metavar="N", help="Ask a cmd: or openai: summariser again up to N times per stage after a temporary failure (exit 75, HTTP 5xx or 429, a timeout) or a degenerate summary (default 2). A deterministic failure (any other exit status, an HTTP 4xx) is never asked again.")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="The whole time one call of a cmd: or openai: summariser or judge may take, connection, answer and body included (default 600 for cmd:, 300 for openai:).")] = None,
     max_response_bytes: Annotated[int, typer.Option("--max-response-bytes", min=1, metavar="BYTES", help="Cut an openai: summariser's or judge's answer longer than this (a stream's bytes in all).")] = MAX_RESPONSE_BYTES,
+    native: Annotated[bool, typer.Option("--native", help="CORPUS is a ROOT of agents' own sessions (Claude Code, Codex): score each compaction the agent recorded, its summary alone and with our reminder.")] = False,
     as_json: JsonOpt = False,
     scheduler: SchedulerOpt = None,
     connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
@@ -70,13 +73,22 @@ def eval_cmd(
     Exit 0 when every run completed, whatever the scores. With --scheduler the sessions run on a
     Dask cluster whose workers see the corpus (and --out) by the same paths.
     """
+    if native:
+        given = [name for name, value in (("--summarizer", summarizer), ("--mode", mode), ("--two-pass", two_pass), ("--judge", judge),
+                                          ("--facts", facts), ("--facts-only", facts_only), ("--scheduler", scheduler),
+                                          ("--jobs", jobs != EVAL_JOBS), ("--compactions", compactions != EVAL_COMPACTIONS),
+                                          ("--retries", retries is not None)) if value]
+        if given:
+            raise UsageError(f"--native scores the agents' own compactions: {', '.join(given)} does not apply")
+        _native(corpus, out, as_json, min_recall)
+        return
     # start-up: the library loads when the command runs, not for --help or another command
     from ..eval import EvalOptions, below, open_corpus, run_eval
 
     opts = EvalOptions(
         summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
         two_pass=two_pass, judge=judge, jobs=jobs, out=out, summarizer_options={"min_chars": min_summary_chars}, timeout=timeout,
-        max_response_bytes=max_response_bytes,
+        max_response_bytes=max_response_bytes, retries=retries,
     )
     c = open_corpus(corpus)
     try:
@@ -159,4 +171,45 @@ def _show(report: dict[str, Any]) -> None:
                 missed = "; ".join(f"{f['kind']}: {f['text'][:60]}" for f in e["missed"][:3])
                 line = f"  {e['path']}: lowest recall {lowest_recall(e['metrics']):.2f}, missed {len(e['missed'])} ({missed})"
             parts.append(text(line))  # session text is data: never read as markup
+    show(*parts)
+
+
+def _native(root: str, out: str | None, as_json: bool, min_recall: float | None) -> None:
+    # start-up: the library loads when the command runs, not for --help or another command
+    from ..eval.native import native_below, run_native
+
+    report = run_native(root, out=out, progress=lambda it, n: progress_iter(it, label="eval --native", total=n))
+    doc = report["native"]
+    emit(report, as_json=as_json, show=_show_native, lines=[*doc["compactions"], {"total": doc["total"]}])
+    for entry in doc["compactions"]:
+        if entry.get("error"):
+            warn(entry["error"] + (f" (kept in {entry['folder']})" if entry.get("folder") else ""))
+    low = native_below(report, min_recall) if min_recall is not None else []
+    for line in low:
+        if "compaction" not in line or not any(line == e.get("error") for e in doc["compactions"]):
+            warn(f"below --min-recall: {line}")
+    if low or doc["total"]["failed"]:
+        raise typer.Exit(ExitCode.CHECK_FAILED)
+
+
+def _show_native(report: dict[str, Any]) -> None:
+    doc = report["native"]
+    columns = [Column("session", "path"), Column("agent"), Column("#", "num"), Column("facts", "num"),
+               Column("summary", "num"), Column("+reminder", "num")]
+    rows = []
+    for e in doc["compactions"]:
+        if e.get("error"):
+            rows.append([e["session"], e["agent"], e["compaction"], e["facts"], "failed", ""])
+        else:
+            rows.append([e["session"], e["agent"], e["compaction"], e["facts"], _cell(e["summary_recall"]), _cell(e["reminder_recall"])])
+    t = doc["total"]
+    rows.append([f"total ({t['sessions']} sessions)", "", t["compactions"], t["facts"], _cell(t["summary_recall"]), _cell(t["reminder_recall"])])
+    parts = [table(None, columns, rows)]
+    kinds = "; ".join(f"{k} {v['summary']}/{v['facts']} -> {v['reminder']}/{v['facts']}" for k, v in t["by_kind"].items() if v["facts"])
+    parts.append(text(f"by kind (summary -> +reminder): {kinds}; details found through the mirror: {t['recovered']}"))
+    for e in doc["compactions"]:
+        lost = (e.get("missed") or {}).get("reminder") or []
+        if lost:
+            shown = "; ".join(f"{f['kind']}: {f['text'][:60]}" for f in lost[:3])
+            parts.append(text(f"  {e['session']} #{e['compaction']}: missed with the reminder {len(lost)} ({shown})"))
     show(*parts)

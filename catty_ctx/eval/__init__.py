@@ -21,7 +21,7 @@ from typing import Any
 from ..cluster import each
 from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
-from ..errors import CattyError, UsageError, WriteError
+from ..errors import CattyError, UsageError
 from ..sources import import_log, native_source, root_sessions
 from ..store import LOG_NAME, Session, is_root
 from ..urls import is_url, on_copy, url_is_root, url_sessions
@@ -30,8 +30,10 @@ from ..workers import can_fork
 from . import drive as driving  # the submodule: `eval.drive` stays the module, not its function
 from .drive import Strategy
 from .facts import FACTS_NAME, Fact, derive_facts, load_facts
+from .folders import work_folder
 from .judge import Judge
 from .metrics import RECALLS, Tally, missed_facts, tally
+from .ticks import Ticker, init_worker, worker_step
 
 EVAL_MODES = ("summary", "segments")
 FACTS_CHOICES = ("auto", "file")
@@ -139,15 +141,17 @@ class Task:
     judge_timeout: float | None = None
     label: str = ""  # the session as the user named it, for messages
     judge_max_bytes: int | None = None
+    kept: bool = False  # DEST stays after the run (--out): a failure's request can be named there
 
 
-def run_task(task: Task) -> dict[str, Any]:
-    """Drive, score and (optionally) judge one session; a library error is that session's error."""
+def run_task(task: Task, on_step: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Drive, score and (optionally) judge one session; a library error is that session's error.
+    ON_STEP is told each compaction (in a worker process: the pool's queue)."""
 
     if is_url(task.source):
-        return on_copy(lambda local: run_task(replace(task, source=Path(local))), str(task.source))
+        return on_copy(lambda local: run_task(replace(task, source=Path(local)), on_step), str(task.source))
     try:
-        d = driving.drive(task.source, task.dest, task.strategy)
+        d = driving.drive(task.source, task.dest, task.strategy, on_step=on_step or worker_step())
         missed = missed_facts(task.facts, d.items, task.dest)
         t = tally(d, task.facts, missed)
         if task.judge is not None:
@@ -160,8 +164,21 @@ def run_task(task: Task) -> dict[str, Any]:
             if message.startswith(copy + ": "):
                 message = message[len(copy) + 2:]
                 break
-        return {"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {message}"}
+        return {"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {_request_kept(message, task)}"}
     return {"run": task.run, "index": task.index, "tally": t.as_dict(), "missed": [f.as_dict() for f in missed]}
+
+
+_SAVED = re.compile(r" \(request saved in ([^()]+)\)")
+
+
+def _request_kept(message: str, task: Task) -> str:
+    """A failed compaction's request, named where it stays: under --out (the copy is kept there),
+    or nowhere (a temporary copy is removed: --out keeps it)."""
+    m = _SAVED.search(message)
+    if m is None:
+        return message
+    where = f" (request saved in {task.dest / m.group(1)})" if task.kept else " (--out DIR keeps the failed compaction's request)"
+    return message[: m.start()] + where + message[m.end():]
 
 
 def run_task_scratch(task: Task) -> dict[str, Any]:
@@ -175,24 +192,44 @@ def run_task_scratch(task: Task) -> dict[str, Any]:
 
 def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None,
              engine: Any = None, scratch: bool = False) -> list[dict[str, Any]]:
-    """Every task's outcome, in task order (workers finish in any order); on ENGINE's cluster when given."""
-    outcomes: Iterator[dict[str, Any]]
-    if engine is not None:
-        outcomes = (outcome for _task, outcome in each_task(run_task_scratch if scratch else run_task, tasks, engine))
-        done = list(progress(outcomes, len(tasks)) if progress else outcomes)
-    elif jobs <= 1 or len(tasks) <= 1:
-        outcomes = map(run_task, tasks)
-        done = list(progress(outcomes, len(tasks)) if progress else outcomes)
-    else:
-        # start-up: a process pool only for --jobs > 1
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        context = multiprocessing.get_context("fork" if can_fork() else "spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
-            outcomes = pool.map(run_task, tasks)
-            done = list(progress(outcomes, len(tasks)) if progress else outcomes)
+    """Every task's outcome, in task order (workers finish in any order); on ENGINE's cluster when
+    given. The progress moves per compaction (each task is its strategy's compactions)."""
+    ticker = Ticker(progress, sum(t.strategy.compactions for t in tasks))
+    try:
+        if engine is not None:
+            done = []
+            for task, outcome in each_task(run_task_scratch if scratch else run_task, tasks, engine):
+                done.append(outcome)
+                ticker.tick(task.strategy.compactions)
+        elif jobs <= 1 or len(tasks) <= 1:
+            done = []
+            for task in tasks:
+                before = ticker.done
+                done.append(run_task(task, ticker.tick))
+                ticker.tick(task.strategy.compactions - (ticker.done - before))  # a short or failed session: the rest
+        else:
+            done = _pool(tasks, jobs, ticker)
+    finally:
+        ticker.close()
     return done
+
+
+def _pool(tasks: list[Task], jobs: int, ticker: Ticker) -> list[dict[str, Any]]:
+    # start-up: a process pool only for --jobs > 1
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    context = multiprocessing.get_context("fork" if can_fork() else "spawn")
+    steps = context.Queue()
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context, initializer=init_worker, initargs=(steps,)) as pool:
+        futures = [pool.submit(run_task, t) for t in tasks]
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            ticker.drain(steps)
+        outcomes = [f.result() for f in futures]
+    ticker.drain(steps)
+    return outcomes
 
 
 def each_task(fn: Callable[[Task], dict[str, Any]], tasks: list[Task], engine: Any) -> Iterator[tuple[Task, dict[str, Any]]]:
@@ -214,20 +251,6 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:60] or "run"
 
 
-def _work_folder(out: str | None) -> tuple[Path, bool]:
-    """Where the copies go: OUT (kept; must be new or empty) or a temporary folder (removed)."""
-    if out is None:
-        return Path(tempfile.mkdtemp(prefix="catty-ctx-eval-")), True
-    p = Path(out)
-    if p.exists() and (not p.is_dir() or any(p.iterdir())):
-        raise UsageError(f"{out}: already exists and is not empty; eval writes its copies into a new folder")
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WriteError(f"{out}: cannot create ({exc.strerror})") from None
-    return p, False
-
-
 @dataclass
 class EvalOptions:
     summarizers: list[str] = field(default_factory=lambda: [SUMMARIZER])
@@ -241,6 +264,7 @@ class EvalOptions:
     summarizer_options: dict[str, Any] = field(default_factory=dict)
     timeout: float | None = None
     max_response_bytes: int | None = None  # of an openai: summariser's or judge's answer
+    retries: int | None = None  # a model summariser's attempts per stage after the first (default: the ladder's)
 
     def check(self) -> None:
         """Bad options are usage errors before any session is touched."""
@@ -249,6 +273,8 @@ class EvalOptions:
             raise UsageError("--compactions must be at least 1")
         if self.jobs < 1:
             raise UsageError("--jobs must be at least 1")
+        if self.retries is not None and self.retries < 0:
+            raise UsageError("--retries must be 0 or more")
         if self.facts not in (None, *FACTS_CHOICES):
             raise UsageError(f"--facts {self.facts}: use auto or file")
         for mode in self.modes:
@@ -263,6 +289,8 @@ class EvalOptions:
         if spec == "extractive":
             return {}
         opts = dict(self.summarizer_options)
+        if self.retries is not None:
+            opts["attempts"] = self.retries + 1
         if self.timeout is not None:
             opts["timeout"] = self.timeout
         if self.max_response_bytes is not None and spec.startswith("openai:"):
@@ -297,7 +325,7 @@ def run_eval(
     opts = opts or EvalOptions()
     opts.check()
     facts = derive_all(corpus, opts.facts)  # a bad eval.json stops the eval before any run
-    work, temporary = _work_folder(opts.out)
+    work, temporary = work_folder(opts.out)
     runs = list(itertools.product(opts.summarizers, opts.modes))
     tasks = []
     for r, (summ, mode) in enumerate(runs):
@@ -306,7 +334,7 @@ def run_eval(
         for i, path in enumerate(corpus.paths):
             name = f"{i + 1:04d}-{_slug(_session_name(path))}"
             tasks.append(Task(r, i, path, run_dir / name, strategy, facts[i], opts.judge, opts.timeout, corpus.labels[i],
-                                   opts.max_response_bytes))
+                              opts.max_response_bytes, kept=not temporary))
     try:
         for t in tasks:
             t.dest.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from ..fork import resume
 from ..providers import FORMATS, sendable
 from ..prune import prefix_reuse
 from ..store import Session, create_session, session_window
-from ..tokens import BYTES_PER_TOKEN, item_tokens
+from ..tokens import item_tokens, size_tokens
 from ..view import stream_view, view
 
 APPEND_BATCH = 1_000  # events per append: one lock and one fsync for many lines
@@ -229,7 +229,7 @@ class _Requests:
 
 
 def _tokens(text: str) -> int:
-    return len(text.encode()) // BYTES_PER_TOKEN
+    return size_tokens(len(text.encode()))
 
 
 def _step(copy: Session, result: Any) -> Step:
@@ -249,14 +249,16 @@ def _step(copy: Session, result: Any) -> Step:
         summarizer_seconds=seconds,
         # Each attempt sends the prompt again; a model answer is what each attempt printed.
         input_tokens=prompt * max(1, len(attempts)),
-        output_tokens=sum((a.get("summary_chars") or 0) for a in attempts) // 4,
+        output_tokens=size_tokens(sum((a.get("summary_chars") or 0) for a in attempts)),
         violations=provider_violations(view(copy)),
         two_pass=result.two_pass,
     )
 
 
-def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float = DEFAULT_THRESHOLD) -> Drive:
-    """Drive a copy of the session at SOURCE_PATH (only read) at DEST through the strategy."""
+def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float = DEFAULT_THRESHOLD,
+          on_step: Callable[[], None] | None = None) -> Drive:
+    """Drive a copy of the session at SOURCE_PATH (only read) at DEST through the strategy;
+    ON_STEP is told after each compaction (the command's progress)."""
 
     out = Drive()
     requests = _Requests()
@@ -281,10 +283,12 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
                 pre = compact_session(copy, prefire=True, **options)
                 if pre.status == "prefired":
                     out.prefires += 1
-                    note = {"tokens": (pre.two_pass or {}).get("note_chars", 0) // 4, "seconds": time.monotonic() - t0}
+                    note = {"tokens": size_tokens((pre.two_pass or {}).get("note_chars", 0)), "seconds": time.monotonic() - t0}
             if not ends_part:
                 continue
             res = compact_session(copy, two_pass=strategy.two_pass, **options)
+            if on_step is not None:
+                on_step()
             if res.status != "compacted":
                 continue
             step = _step(copy, res)

@@ -47,7 +47,7 @@ def _blob_texts(items: list[dict[str, Any]], text: str, session_dir: Path) -> It
             continue
 
 
-def _in_segments(session_dir: Path, fact: str) -> bool:
+def in_segments(session_dir: Path, fact: str) -> bool:
     """`segment grep` with a fixed string, line by line (every line of the fact must match)."""
 
     lines = [ln.strip() for ln in fact.splitlines() if ln.strip()]
@@ -63,7 +63,7 @@ def missed_facts(facts: list[Fact], items: list[dict[str, Any]], session_dir: Pa
         if f.text in text:
             continue
         if f.kind == "detail":
-            if _in_segments(session_dir, f.text):
+            if in_segments(session_dir, f.text):
                 continue
             if blobs is None:
                 blobs = list(_blob_texts(items, text, session_dir))
