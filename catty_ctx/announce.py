@@ -8,7 +8,6 @@ from typing import Any
 from .blobs import cut_head
 from .events import DEFAULT_WINDOW, Event
 
-
 DESCRIPTION_LIMIT = 400  # bytes per description (reference: skill listing)
 ANNOUNCE_SHARE = 0.01  # the whole listing: this share of the window (tokens × 4 bytes)
 ANNOUNCED_FACETS = ("skills", "tools", "mcp")

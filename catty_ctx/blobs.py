@@ -10,8 +10,9 @@ import base64
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 import xxhash
 

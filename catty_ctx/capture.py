@@ -45,7 +45,8 @@ class capture_stderr:
             sys.stderr = _Captured(sys.stderr)
         self.local = sys.stderr.local
         self.outer = getattr(self.local, "buffer", None)
-        self.local.buffer = written = []
+        written: list[str] = []
+        self.local.buffer = written
         return written
 
     def __exit__(self, *exc: object) -> None:

@@ -22,7 +22,8 @@ from .workers import usable_cpus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from typing import Any
 
 SCHEDULER_ENV = "CATTY_CTX_SCHEDULER"
 EXTRA = "catty-ctx[dask]"
@@ -91,7 +92,7 @@ def _run_batch(fn: Callable[..., Any], items: Sequence[Any], kwargs: dict[str, A
                 done: tuple[int, Any] = (0, fn(item, **kwargs))
             except CattyError as exc:
                 done = (1, (str(exc), int(exc.exit_code)))
-            except Exception as exc:  # noqa: BLE001 - a bug: one line on the client, never a remote traceback
+            except Exception as exc:
                 done = (2, f"{type(exc).__name__}: {exc}")
         out.append((*done, "".join(written)))
     return out
@@ -135,7 +136,7 @@ class Engine:
 
         ends = start + self.connect_timeout
 
-        class Client(distributed.Client):  # type: ignore[misc, name-defined]
+        class Client(distributed.Client):  # type: ignore[name-defined]  # distributed is imported above, at run time
             async def _start(self, *args: Any, **kwargs: Any) -> Any:
                 # Dask bounds the TCP connection by its timeout but waits for the scheduler's handshake
                 # for ever: a port that accepts and stays silent would hang the run. The whole start,
@@ -155,14 +156,14 @@ class Engine:
                     warnings.simplefilter("ignore")  # (a busy default port: the one-run cluster takes another, and says so)
                     self._cluster = distributed.LocalCluster(n_workers=self.local_workers, threads_per_worker=1, processes=True,
                                                              host="127.0.0.1", dashboard_address=":0", silence_logs=50)
-            except Exception as exc:  # noqa: BLE001 - whatever stopped it, one line
+            except Exception as exc:
                 raise Unavailable(f"--scheduler {self.spec}: cannot start a local cluster ({type(exc).__name__}: {exc})") from None
             target: Any = self._cluster
         else:
             target = self.spec
         try:
             return Client(target, timeout=max(0.1, ends - time.monotonic()), set_as_default=False)
-        except Exception as exc:  # noqa: BLE001 - refused, timed out, or something else answering: unavailable all the same
+        except Exception as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if isinstance(exc, TimeoutError) and not str(exc):
                 reason = f"no answer within {self.connect_timeout:g} s (--connect-timeout)"
@@ -175,7 +176,7 @@ class Engine:
         if count == 0:
             try:
                 client.wait_for_workers(1, timeout=self.connect_timeout)
-            except Exception:  # noqa: BLE001 - a timeout, or the scheduler gone meanwhile
+            except Exception:
                 raise Unavailable(f"scheduler {self.spec} has no worker (none joined within {self.connect_timeout:g} s)") from None
             count = len(client.scheduler_info().get("workers", {}))
         return max(1, count)
@@ -205,7 +206,7 @@ class Engine:
                     nxt += 1
         except (CattyError, RemoteBug):
             raise
-        except Exception as exc:  # noqa: BLE001 - the cluster failed the task (workers lost, scheduler gone)
+        except Exception as exc:
             raise Unavailable(f"scheduler {self.spec}: the run was lost ({type(exc).__name__}: {exc})") from None
         finally:
             client.cancel(futures)
@@ -216,12 +217,12 @@ class Engine:
         if client is not None:
             try:
                 client.close(timeout=self.connect_timeout)
-            except Exception:  # noqa: BLE001 - closing a connection that is already gone
+            except Exception:
                 pass
         if cluster is not None:
             try:
                 cluster.close(timeout=self.connect_timeout)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
 
 

@@ -135,9 +135,9 @@ class BoundedStream:
         return self._count(self.raw.readline(limit))
 
     def peek(self, n: int = 0) -> bytes:
-        return self.raw.peek(n)  # type: ignore[attr-defined]
+        return self.raw.peek(n)  # type: ignore[attr-defined]  # raw is a buffered reader
 
-    def __iter__(self) -> "BoundedStream":
+    def __iter__(self) -> BoundedStream:
         return self
 
     def __next__(self) -> bytes:

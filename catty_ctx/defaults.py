@@ -96,12 +96,12 @@ def _load_config() -> None:
         if _os.environ.get("CATTY_CTX_CONFIG"):
             CONFIG_PROBLEM = f"{path}: no such config file (--config)"
         return
-    try:
-        # start-up: the TOML reader loads only when a config file is there
-        import tomllib  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError:  # Python 3.10
-        # start-up: the TOML reader loads only when a config file is there
-        import tomli as tomllib  # type: ignore[import-not-found,no-redef,unused-ignore]
+    import sys
+
+    if sys.version_info >= (3, 11):  # the TOML reader loads only when a config file is there
+        import tomllib
+    else:
+        import tomli as tomllib
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)

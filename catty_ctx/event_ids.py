@@ -13,8 +13,9 @@ could only skip an event; `--allow-duplicate-ids` turns the check off.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import xxhash
 

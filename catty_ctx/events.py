@@ -6,8 +6,9 @@ every command untouched; `check_event` is the one place that says what a valid e
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 SCHEMA_VERSION = 1
 DEFAULT_WINDOW = 200_000
@@ -144,15 +145,14 @@ def check_fields(obj: dict[str, Any]) -> str | None:
         if type(value) not in types:
             if value is None and nullable:
                 continue
-            return f"{kind} field '{name}' must be {_type_name(KIND_RULES[kind][name][0])}"
+            return f"{kind} field '{name}' must be {_type_name(KIND_RULES[str(kind)][name][0])}"
         if non_negative and value < 0:
             return f"{kind} field '{name}' must not be negative"
     if kind == "message":
         if obj["role"] not in ROLES:
             return f"message role '{obj['role']}' is not one of system, developer, user, assistant"
-    elif kind == "tool_result":
-        if "output" not in obj and "blob" not in obj:
-            return "tool_result needs 'output' or 'blob'"
+    elif kind == "tool_result" and "output" not in obj and "blob" not in obj:
+        return "tool_result needs 'output' or 'blob'"
     return None
 
 

@@ -13,9 +13,9 @@ and the page forbids scripts outright (a Content-Security-Policy of `default-src
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from html import escape
-from typing import Iterable, Iterator
 
 import orjson
 

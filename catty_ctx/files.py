@@ -12,9 +12,10 @@ import stat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO, Callable, Union
+    from collections.abc import Callable
+    from typing import IO
 
-    PathArg = Union[str, "os.PathLike[str]"]
+    PathArg = str | os.PathLike[str]
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
@@ -103,7 +104,7 @@ def check_replaceable(path: PathArg) -> None:
     os.unlink(tmp)
 
 
-def write_file(path: PathArg, fill: "Callable[[IO[bytes]], object]", *, durable: bool = True) -> None:
+def write_file(path: PathArg, fill: Callable[[IO[bytes]], object], *, durable: bool = True) -> None:
     """`replace_file` for content too large to hold: FILL writes it into the temp file, which
     then replaces PATH (a rewrite keeps PATH's mode). Nothing is left behind when FILL raises."""
     target = os.fspath(path)

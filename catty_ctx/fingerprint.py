@@ -6,7 +6,8 @@ key persistent caches.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import orjson
 import xxhash

@@ -25,17 +25,7 @@ from .events import is_real_user, now_ts
 from .ownership import require_ours
 from .pairing import repair_items
 from .repair import rebuild_summary, repaired_items
-from .store import (
-    PART_NAME,
-    STAGING_SUFFIX,
-    SUMMARY_NAME,
-    Session,
-    building,
-    check_dest_name,
-    check_new_session_dest,
-    place_new_session,
-    write_summary,
-)
+from .store import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, building, check_dest_name, check_new_session_dest, place_new_session, write_summary
 from .view import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
 
 FORMATS = RESUME_FORMATS
@@ -223,7 +213,7 @@ def _build(
     dry_run: bool,
 ) -> None:
 
-    child_event = {k: v for k, v in first.items()}
+    child_event = dict(first.items())
     child_event["session_id"] = result.session_id
     child_event["parent_session_id"] = first.get("session_id")
     child_event["ts"] = now_ts()
@@ -301,13 +291,7 @@ def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq:
     if not src.is_dir():
         return
     # start-up: the compact package only when the parent has segments to copy (most forks, and resume, never do)
-    from .compact.segments import (
-        INDEX_FILES,
-        is_segment_name,
-        read_index,
-        segment_span,
-        write_index,
-    )
+    from .compact.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
 
     rows = {r["file"]: r for r in read_index(parent_dir) if isinstance(r.get("file"), str)}
     dst = tmp / "segments"

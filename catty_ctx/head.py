@@ -48,7 +48,7 @@ def is_edit_tool(name: str) -> bool:
 class HeadState:
     """What the head needs from the events a compaction folded away (small, streamed)."""
 
-    __slots__ = ("system_items", "seen_user", "last_user", "facets", "edits", "_pending_edits", "previous")
+    __slots__ = ("_pending_edits", "edits", "facets", "last_user", "previous", "seen_user", "system_items")
 
     def __init__(self) -> None:
         self.system_items: list[dict[str, Any]] = []
@@ -78,7 +78,7 @@ class HeadState:
                 self._pending_edits[ev["call_id"]] = path
                 self.edits.setdefault(path, False)
         elif kind == "tool_result":
-            path = self._pending_edits.pop(ev.get("call_id"), None)  # type: ignore[arg-type]
+            path = self._pending_edits.pop(ev.get("call_id"), None)  # type: ignore[arg-type]  # no call_id: nothing found
             if path is not None and not ev.get("is_error"):
                 self.edits[path] = True
         elif kind == "state" and isinstance(ev.get("facet"), str):
@@ -160,7 +160,8 @@ def render_state(cs: dict[str, Any]) -> str:
 def mode_hint(comp: Event) -> str:
     mode = comp.get("mode")
     if mode == "transcript":
-        lo = comp.get("from_seq") if type(comp.get("from_seq")) is int else 0
+        from_seq = comp.get("from_seq")
+        lo = from_seq if type(from_seq) is int else 0
         earlier = " (the events before it, summarised earlier, are in the same file)" if lo > 1 else ""
         return f"\n\nThe full transcript of the summarised part is in updates.jsonl, seq {lo}..{comp['through_seq']}{earlier}."
     if mode == "segments" and comp.get("segment") is not None:

@@ -7,8 +7,9 @@ the view in memory.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import orjson
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import UsageError
@@ -181,7 +182,7 @@ def latest_facet(events: Iterable[Event], facet: str, *, agent: str | None = Non
     return latest
 
 
-def record_instructions(session: "Session", discovery: Discovery, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Event | None:
+def record_instructions(session: Session, discovery: Discovery, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Event | None:
     """Append the `instructions` state unless the latest one already equals it (idempotent).
 
     Read and append happen under the session lock, so two runs at once append it once.

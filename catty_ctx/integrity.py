@@ -7,8 +7,9 @@ is in `repair` (the log) and `pairing` (a request on its way out).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 
 @dataclass
@@ -59,7 +60,7 @@ class PairingChecker:
                 if isinstance(call, dict) and isinstance(call.get("call_id"), str):
                     self._open.setdefault(call["call_id"], False)
 
-    def finish(self) -> "PairingChecker":
+    def finish(self) -> PairingChecker:
         self._close_run()
         return self
 

@@ -34,10 +34,10 @@ The ways in:
 from __future__ import annotations
 
 import os
-import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Union
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Union
 
 from .errors import DataError
 
@@ -218,7 +218,7 @@ def records(
                 unterminated(line, name, lineno, warn_torn(name, warn))
                 return
             if next_report >= 0 and f.tell() >= next_report:
-                progress(f.tell())  # type: ignore[misc]
+                progress(f.tell())  # type: ignore[misc]  # next_report >= 0 only with a progress
                 next_report = f.tell() + PROGRESS_STEP
             try:
                 value = loads(line)  # the newline is JSON whitespace
@@ -281,7 +281,7 @@ def surrogate_tolerant_loads(report: Any, warn: Warn | None, display: str) -> Ca
 
 # -- the byte-marker prefilter -----------------------------------------------------------------
 
-Marker = Union[bytes, Any]  # bytes, or a compiled bytes regex
+Marker = bytes | Any  # bytes, or a compiled bytes regex
 
 
 def marked_lines(buf: Any, start: int, end: int, marker: Marker) -> Iterator[tuple[int, bytes]]:

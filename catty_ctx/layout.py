@@ -9,7 +9,8 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Iterator
+    from collections.abc import Iterable, Iterator
+    from typing import Any
 
 LOG_NAME = "updates.jsonl"
 # A new session (fork DEST, import --out) is built in a hidden staging folder named

@@ -113,7 +113,7 @@ def import_hint(fmt: str, display: str) -> str:
     return f"catty-ctx import {fmt} {'FILE' if display == STDIN_NAME else display} --out DIR"
 
 
-def require_ours(session: "Session") -> None:
+def require_ours(session: Session) -> None:
     """Raise a DataError (exit 65) when SESSION's log is another agent's session."""
     display = session.display
     if session.origin is not None:  # imported in memory from another agent's file (`sources`)

@@ -19,7 +19,8 @@ same repaired stream both times, and a valid stream passes through unchanged.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, TypeVar
 
 from .fingerprint import canonical
 from .providers import is_empty
@@ -85,7 +86,11 @@ class PairRepair(Generic[T]):
                 ids = [c.get("call_id") for c in tcs]
                 if len(set(ids)) != len(ids):
                     seen: set[Any] = set()
-                    kept = [c for c in tcs if not (c.get("call_id") in seen or seen.add(c.get("call_id")))]  # type: ignore[func-returns-value]
+                    kept = []
+                    for c in tcs:
+                        if c.get("call_id") not in seen:
+                            seen.add(c.get("call_id"))
+                            kept.append(c)
                     self.fixed["repeated_call"] += len(tcs) - len(kept)
                     x = self.make({**item, "tool_calls": kept})
                     ids = [c.get("call_id") for c in kept]
@@ -100,7 +105,7 @@ def item_repair() -> PairRepair[Item]:
     return PairRepair(lambda it: it, lambda it: it)
 
 
-def view_item_repair() -> "PairRepair[Any]":
+def view_item_repair() -> PairRepair[Any]:
     """A repairer of ViewItems (prune's stream): new items get their canonical form and estimate."""
 
     def make(item: Item) -> Any:

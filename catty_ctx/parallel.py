@@ -28,8 +28,9 @@ import signal
 import struct
 import threading
 from array import array
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import orjson
 from xxhash import xxh3_128_digest
@@ -159,7 +160,7 @@ class ChunkReader:
             self.torn = (at, size)
 
         try:
-            for lineno, line in numbered_lines(self.f, self.display, on_torn=torn, first_line=lineno + 1):
+            for lineno, line in numbered_lines(self.f, self.display, on_torn=torn, first_line=self.lineno + 1):
                 try:
                     ev = loads(line)
                 except orjson.JSONDecodeError as exc:
@@ -213,7 +214,7 @@ def _work(
     plan = ViewPlan(**got[0])
     # A sending thread lets the fold run ahead while the parent is busy with its own chunk
     # (the write blocks without the GIL); OUTBOX chunks at most wait in memory.
-    outbox: "queue.Queue[tuple[dict[str, Any], bytes] | None]" = queue.Queue(maxsize=OUTBOX)
+    outbox: queue.Queue[tuple[dict[str, Any], bytes] | None] = queue.Queue(maxsize=OUTBOX)
 
     def ship() -> None:
         try:
@@ -254,7 +255,7 @@ def _fold_chunks(
                 if not stats.usage_seen:
                     before_usage += vi.tokens
                 canons.append(vi.canon)
-                tally.add(vi)  # type: ignore[arg-type]
+                tally.add(vi)
         except NeedsState:
             yield dict(meta, status="state"), b""
             continue

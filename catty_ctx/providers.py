@@ -7,7 +7,8 @@ is checked before it leaves (grok-build's resume did not strip orphans: docs/des
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import orjson
 
@@ -23,7 +24,7 @@ from .events import check_event, now_ts
 from .files import write_file
 from .jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
 from .ownership import import_hint, require_ours
-from .store import Session, append_quarantine_record, session_folder, new_summary, prepare_event, quarantine_bytes, session_title, write_summary
+from .store import Session, append_quarantine_record, new_summary, prepare_event, quarantine_bytes, session_folder, session_title, write_summary
 from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
 
 DANGLING_TEXT = (
@@ -316,7 +317,7 @@ def analyse(
     *,
     keep: list[Any] | None = None,
     stats: Any = None,
-    watch: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]] | None = None,
+    watch: Callable[[Iterator[dict[str, Any]]], Iterable[dict[str, Any]]] | None = None,
 ) -> RepairPlan:
     """Find every problem of a session and the fixes for it, reading only.
 
@@ -456,9 +457,9 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
         existing = None
         if plan.summary in ("stale",):
             existing = session.summary()
-        elif plan.summary == "invalid":
-            quarantine_bytes_file(session, session.summary_path)
-            session.summary_path.unlink()  # kept in quarantine; the append below must not trip over it
+        elif plan.summary == "invalid" and (summary_path := session.summary_path) is not None:
+            quarantine_bytes_file(session, summary_path)
+            summary_path.unlink()  # kept in quarantine; the append below must not trip over it
         info: list[dict[str, Any]] = []
         if plan.torn is not None:
             offset, length = plan.torn

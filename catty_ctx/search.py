@@ -12,10 +12,11 @@ from __future__ import annotations
 import mmap
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import orjson
 
@@ -102,7 +103,7 @@ def _holds(files: list[Path], needle: bytes | None, lower: bool) -> bool:
                 if os.fstat(fh.fileno()).st_size == 0:
                     continue
                 with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    if (folded.search(data) is not None) if folded is not None else data.find(needle) >= 0:  # type: ignore[arg-type]
+                    if (folded.search(data) is not None) if folded is not None else data.find(needle) >= 0:
                         return True
         except (OSError, ValueError):
             return True  # the reader will say what is wrong

@@ -3,7 +3,8 @@ a prompt, from where, with the parts nobody recorded marked unknown (the seed's 
 a prompt must be a data structure that can be dumped and explained)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from .events import Event
 
@@ -82,7 +83,7 @@ def _source_of(name: str, sources: dict[str, Any]) -> str | None:
     return None
 
 
-def context_report(session: "Session", *, agent: str | None = None) -> dict[str, Any]:
+def context_report(session: Session, *, agent: str | None = None) -> dict[str, Any]:
     """`inspect --context`: the prompt-context snapshot, every part with its provenance.
 
     The latest `prompt_context` state gives the parts it records; parts it lacks are filled
@@ -110,12 +111,14 @@ def context_report(session: "Session", *, agent: str | None = None) -> dict[str,
     schema = None
     if isinstance(snap_value, dict):
         schema = snap_value.get("schema")
-        sources = snap_value.get("sources") if isinstance(snap_value.get("sources"), dict) else {}
+        sources = snap_value.get("sources")
+        if not isinstance(sources, dict):
+            sources = {}
         for name, v in _flatten(snap_value):
             if v is None:
                 continue
             src = _source_of(name, sources) or "recorded without a source"
-            parts[name] = {"value": v, "known": True, "source": src, "seq": snap["seq"]}  # type: ignore[index]
+            parts[name] = {"value": v, "known": True, "source": src, "seq": snap["seq"] if snap else None}
 
     def fill(name: str, value: Any, source: str, seq: int) -> None:
         if name not in parts and value not in (None, "", []):

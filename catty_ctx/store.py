@@ -14,16 +14,17 @@ import stat
 import sys
 import tempfile
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator
+from typing import IO, Any
 
 import orjson
 
 from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import DataError, LockBusy, UsageError, WriteError
-from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .event_ids import KnownIds, event_key, split_known
+from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, check_replaceable, commit_staged, discard_staged, fsync_dir, replace_file, stage_file, write_file  # noqa: F401 - re-exported
 from .jsonl import STDIN_NAME, Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging, session_dirs  # noqa: F401 - re-exported
@@ -50,7 +51,7 @@ class Session:
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
-    def open(cls, target: str | os.PathLike[str], *, stdin: IO[bytes] | None = None) -> "Session":
+    def open(cls, target: str | os.PathLike[str], *, stdin: IO[bytes] | None = None) -> Session:
         """Open SESSION as the CLI names it: a directory, an updates.jsonl file, or '-'."""
         if str(target) == "-":
             return cls.from_stream(stdin if stdin is not None else sys.stdin.buffer)
@@ -69,7 +70,7 @@ class Session:
         raise UsageError(f"{path}: no such session")
 
     @classmethod
-    def from_stream(cls, stream: IO[bytes]) -> "Session":
+    def from_stream(cls, stream: IO[bytes]) -> Session:
         """Spool a stream to a private temp file so it can be read more than once."""
         spool = tempfile.TemporaryDirectory(prefix="catty-ctx-")
         log = Path(spool.name) / LOG_NAME
@@ -82,7 +83,7 @@ class Session:
             self._spool.cleanup()
             self._spool = None
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -186,7 +187,7 @@ class Session:
         return None
 
     # -- writing -------------------------------------------------------------------------
-    def lock(self, timeout: float = DEFAULT_LOCK_TIMEOUT) -> "SessionLock":
+    def lock(self, timeout: float = DEFAULT_LOCK_TIMEOUT) -> SessionLock:
         if self.stdin:
             raise UsageError("cannot write to a stream read from stdin")
         if self.origin is not None:
@@ -262,9 +263,9 @@ class Session:
             os.close(fd)
         if staged is not None:
             try:
-                commit_staged(staged, self.directory / SUMMARY_NAME)  # type: ignore[operator]
+                commit_staged(staged, self.directory / SUMMARY_NAME)  # type: ignore[operator]  # staged only with a directory
             except OSError as exc:
-                raise WriteError(f"{self.directory / SUMMARY_NAME}: cannot write ({exc.strerror}); the events are in the log") from None  # type: ignore[operator]
+                raise WriteError(f"{self.directory / SUMMARY_NAME}: cannot write ({exc.strerror}); the events are in the log") from None  # type: ignore[operator]  # (as above)
         if known is not None:
             known.save(start + len(batch))
         return written
@@ -335,7 +336,7 @@ class Session:
         summary["last_seq"] = written[-1]["seq"]
         summary["events"] = written[-1]["seq"] + 1
         summary["log_size"] = log_size
-        path = self.directory / SUMMARY_NAME  # type: ignore[operator]
+        path = self.directory / SUMMARY_NAME  # type: ignore[operator]  # a session that writes has a directory
         try:
             return stage_file(path, summary_document(summary))
         except OSError as exc:
@@ -389,7 +390,7 @@ class SessionLock:
         self.display = display
         self._lock: Any = None
 
-    def __enter__(self) -> "SessionLock":
+    def __enter__(self) -> SessionLock:
         import filelock  # start-up: only writers take the lock; readers never load it
 
         self._lock = filelock.FileLock(str(self.path), timeout=self.timeout)

@@ -16,7 +16,8 @@ from .layout import LOG_NAME, session_dirs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 
 def is_url(target: object) -> bool:
@@ -37,7 +38,7 @@ def filesystem(url: str) -> tuple[Any, str]:
     except ImportError:
         raise UsageError(f"{url}: URLs need the package fsspec (it comes with the extra catty-ctx[dask])") from None
     try:
-        return fsspec.core.url_to_fs(url)  # type: ignore[no-any-return]
+        return fsspec.core.url_to_fs(url)
     except ImportError:
         known = known_implementations.get(scheme, {})
         package = str(known.get("class", scheme)).split(".")[0]
@@ -95,7 +96,7 @@ def url_logs(url: str) -> list[tuple[str, int, int]]:
         if not path.endswith(".jsonl") and not (path.endswith(".jsonl.zst") and path.rsplit("/", 1)[-1].startswith("rollout-")):
             continue  # (Codex compresses a rollout untouched for a week: read whole through zstd, as on disk)
         folder = path.rsplit("/", 1)[0]
-        if any(folder == s and path.rsplit("/", 1)[-1] != LOG_NAME or folder.startswith(s + "/") for s in sessions):
+        if any((folder == s and path.rsplit("/", 1)[-1] != LOG_NAME) or folder.startswith(s + "/") for s in sessions):
             continue
         info = found[path]
         mtime = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created") or 0

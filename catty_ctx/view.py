@@ -14,9 +14,10 @@ gives the same items, byte for byte.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 from xxhash import xxh3_128_digest
@@ -116,7 +117,7 @@ class ViewStats:
 
 
 def scan_markers(
-    path: Path, pattern: "re.Pattern[bytes]" = SHAPE_MARKERS, *, start: int = 0, stop: int | None = None
+    path: Path, pattern: re.Pattern[bytes] = SHAPE_MARKERS, *, start: int = 0, stop: int | None = None
 ) -> Iterator[Event]:
     """Parse only the complete lines the pattern hits, in file order (a torn tail is left out).
 
@@ -132,7 +133,7 @@ def scan_markers(
             yield ev
 
 
-def plan_file(path: Path, *, agent: str | None = None) -> "ViewPlan":
+def plan_file(path: Path, *, agent: str | None = None) -> ViewPlan:
     """Pass 1 over a log file; the turn scan runs only when the log holds a rewind."""
     markers = list(scan_markers(path))
     if any(ev.get("kind") == "rewind" for ev in markers):
@@ -253,7 +254,7 @@ def answer_item(repair: Event) -> Item:
 class _Step:
     """An assistant message with its tool calls and the run of results after it."""
 
-    __slots__ = ("assistant", "pos", "calls", "results", "after")
+    __slots__ = ("after", "assistant", "calls", "pos", "results")
 
     def __init__(self, assistant: Item, pos: int) -> None:
         self.assistant = assistant
@@ -317,7 +318,7 @@ def iter_view(
     at_end = object()
 
     def rebuilt_head() -> list[tuple[Item, int]]:
-        return [(item, through) for item in head_items(comp, head, announcer)]  # type: ignore[arg-type]
+        return [(item, through) for item in head_items(comp, head, announcer)]  # type: ignore[arg-type]  # rebuilt after a compaction only
 
     for ev in _with_end(events, at_end):
         if type(ev) is dict:
@@ -344,7 +345,7 @@ def iter_view(
             if seq <= through:
                 if detached:
                     raise NeedsState("an event the compaction folded")
-                head.track(ev)  # type: ignore[union-attr]
+                head.track(ev)  # type: ignore[union-attr]  # `through` is past -1 once a compaction made a head
                 continue
             if not head_done:
                 head_done = True
@@ -401,7 +402,7 @@ def iter_view(
             yield ViewItem(item, canon, tokens)
         out.clear()
         if type(ev) is Join:
-            yield ev  # type: ignore[misc]
+            yield ev  # type: ignore[misc]  # the marker passes on to the consumer that asked for joins
 
 
 def head_items(comp: Event, head: Any, announcer: Any) -> list[Item]:
@@ -409,7 +410,7 @@ def head_items(comp: Event, head: Any, announcer: Any) -> list[Item]:
     the view and for the compactor measuring the head it is about to commit."""
     items = build_head(comp, head)
     listing = announcer.head(head.facets)
-    return items + [listing] if listing is not None else items
+    return [*items, listing] if listing is not None else items
 
 
 def _with_end(events: Iterable[Event], end: Any) -> Iterator[Any]:

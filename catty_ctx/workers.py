@@ -13,7 +13,8 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from collections.abc import Callable, Iterator
+    from typing import Any
 
 QUEUE_ITEMS = 1024  # work items in the queue pipe: 4 KiB, within any pipe's buffer, so filling it never blocks
 
@@ -45,7 +46,7 @@ def start(body: Callable[[], Any]) -> int:
         try:
             body()
             code = 0
-        except BaseException:  # noqa: BLE001 - whatever the child failed at, the parent does it
+        except BaseException:
             pass
         finally:
             os._exit(code)
@@ -92,9 +93,10 @@ def deal(count: int, work: Callable[[int], Any], jobs: int, dump: Callable[[Any]
             # The children's results finished so far are loaded between this process's own items,
             # while they go on working, rather than all after the queue is empty.
             for i, (_pid, fd) in enumerate(children):
-                for n, result, read[i] in _finished(fd, read[i], load):
-                    done.add(n)
-                    yield n, result, False
+                for m, result, end in _finished(fd, read[i], load):
+                    read[i] = end
+                    done.add(m)
+                    yield m, result, False
     for i, child in enumerate(children):
         for n, result in _collect(child, read[i], load):
             done.add(n)
@@ -154,7 +156,7 @@ def _finished(fd: int, pos: int, load: Callable[[bytes], Any]) -> Iterator[tuple
             return  # (still being written)
         try:
             n, result = load(os.pread(fd, end - pos - 8, pos + 8))
-        except Exception:  # noqa: BLE001 - a torn result: the item is worked again here
+        except Exception:
             return
         yield n, result, end
         pos = end
@@ -168,7 +170,7 @@ def _collect(child: tuple[int, int], pos: int, load: Callable[[bytes], Any]) -> 
     try:
         if status != 0:
             return
-        for n, result, pos in _finished(fd, pos, load):
+        for n, result, _end in _finished(fd, pos, load):
             yield n, result
     finally:
         os.close(fd)

@@ -121,7 +121,7 @@ def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable
     signal.setitimer(signal.ITIMER_REAL, deadline)
     try:
         work()
-    except BaseException as exc:  # noqa: BLE001 - fail-open: nothing a hook meets may fail the agent
+    except BaseException as exc:
         message = str(exc) if isinstance(exc, HookFailure) else f"{type(exc).__name__}: {exc}"
         line = f"hook {agent} {hook}: {' '.join(message.split())}"
         sys.stderr.write(f"catty-ctx: warning: {line}\n")

@@ -29,7 +29,7 @@ def _help() -> str:
 
 def _build_app() -> "Any":
     # start-up: typer loads only when it parses the command line
-    from typing import Annotated, Optional
+    from typing import Annotated
 
     import typer
 
@@ -52,7 +52,7 @@ def _build_app() -> "Any":
     @built.callback()
     def _root(
         version: Annotated[
-            Optional[bool],
+            bool | None,
             typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
         ] = None,
     ) -> None:
@@ -134,13 +134,13 @@ def reflow(doc: str) -> str:
 
 def main(argv: "list[str] | None" = None) -> None:
     guard_closed_stdout()
-    code: "Any" = ExitCode.OK
+    code: Any = ExitCode.OK
     try:
         _config_usable()
         _run(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:
         code = exc.code
-    except BaseException as exc:  # noqa: BLE001 - help and usage errors print outside the commands' guard
+    except BaseException as exc:
         code = exit_code_for(exc)
         if code is None:
             raise

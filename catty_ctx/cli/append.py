@@ -11,7 +11,8 @@ from pathlib import Path
 from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from ..errors import DataError, UsageError
 from .errors import warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import parse_one
 from .output import write_lines
 
 TYPE_CHECKING = False

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import shutil
 
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import parse_one
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

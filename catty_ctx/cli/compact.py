@@ -188,6 +188,6 @@ def _is_root(target: str) -> bool:
 
 def _show_replay(out: dict[str, Any]) -> None:
     timings = out.get("timings") or {}
-    show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"]))] + sorted(timings.items())))
+    show(record(None, [("summarizer", out["summarizer"]), ("stage", out["stage"]), ("attempts", len(out["attempts"])), *sorted(timings.items())]))
     if out.get("summary"):
         show(out["summary"])

@@ -1,7 +1,8 @@
 """`catty-ctx config show`: every tunable constant, its value, and where it came from."""
 from __future__ import annotations
 
-from .fastpath import Option, declare as declare_command, parse_one
+from .fastpath import Option, parse_one
+from .fastpath import declare as declare_command
 from .output import Column, rows_out
 
 TYPE_CHECKING = False

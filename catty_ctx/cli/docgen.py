@@ -58,7 +58,7 @@ class Cmd:
     examples: list[str]
     arguments: list[tuple[str, str, list[str]]]  # (metavar, help, allowed values)
     options: list[Opt]
-    subcommands: list["Cmd"] = field(default_factory=list)
+    subcommands: list[Cmd] = field(default_factory=list)
 
     @property
     def name(self) -> str:

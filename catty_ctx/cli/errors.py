@@ -15,7 +15,8 @@ from ..visible import say
 
 TYPE_CHECKING = False  # typing costs milliseconds at start-up; annotations here are strings
 if TYPE_CHECKING:
-    from typing import Any, Callable, TypeVar
+    from collections.abc import Callable
+    from typing import Any, TypeVar
 
     F = TypeVar("F", bound=Callable[..., Any])
 # Errors that mean "the output cannot be written" (stdout on a full disk, `> /dev/full`).
@@ -44,7 +45,7 @@ class _ClosedStdout:
         return False
 
     @property
-    def buffer(self) -> "_ClosedStdout":
+    def buffer(self) -> _ClosedStdout:
         return self
 
 
@@ -61,7 +62,7 @@ def guard_closed_stdout() -> None:
             os.close(fd)
     except OSError:
         pass
-    sys.stdout = _ClosedStdout()  # type: ignore[assignment]
+    sys.stdout = _ClosedStdout()
 
 
 def _stdout_to_devnull() -> None:
@@ -80,7 +81,7 @@ def flush_stdout(code: Any) -> Any:
     try:
         if sys.stdout is not None:
             sys.stdout.flush()
-    except BaseException as exc:  # noqa: BLE001 - exit_code_for says which ones are ours
+    except BaseException as exc:
         failed = exit_code_for(exc)
         if failed is None:
             raise
@@ -129,7 +130,7 @@ def run_guarded(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     """Call FN outside typer; its exit status (0 when it returns)."""
     try:
         fn(*args, **kwargs)
-    except BaseException as exc:  # noqa: BLE001 - exit_code_for says which ones are ours
+    except BaseException as exc:
         code = exit_code_for(exc)
         if code is None:
             raise
@@ -149,10 +150,10 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
-        except BaseException as exc:  # noqa: BLE001 - exit_code_for says which ones are ours
+        except BaseException as exc:
             code = exit_code_for(exc)
             if code is None:
                 raise
             raise typer.Exit(code) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # functools.wraps keeps the wrapped signature

@@ -1,19 +1,11 @@
 """`catty-ctx eval`: measure what a compaction strategy keeps, on copies of a corpus."""
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
-from ..defaults import (
-    CONNECT_TIMEOUT,
-    EVAL_COMPACTIONS,
-    EVAL_JOBS,
-    EVAL_MODE,
-    MAX_RESPONSE_BYTES,
-    MIN_SUMMARY_CHARS,
-    SUMMARIZER,
-)
+from ..defaults import CONNECT_TIMEOUT, EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MAX_RESPONSE_BYTES, MIN_SUMMARY_CHARS, SUMMARIZER
 from ..errors import ExitCode
 from . import app
 from .errors import handle_errors, warn
@@ -50,18 +42,18 @@ _COLUMNS = [
 @handle_errors
 def eval_cmd(
     corpus: Annotated[str, typer.Argument(metavar="CORPUS", help="A session, a folder of sessions at any depth, or - for an event stream on stdin. Only read: eval works on copies.")],
-    summarizer: Annotated[Optional[list[str]], typer.Option("--summarizer", metavar="SPEC", help="A summariser to evaluate: extractive, cmd:CMD or openai:MODEL (repeat for several; default extractive).")] = None,
-    mode: Annotated[Optional[list[str]], typer.Option("--mode", metavar="summary|segments", help="A compaction mode to evaluate (repeat for several; default segments). Every summariser runs in every mode.")] = None,
+    summarizer: Annotated[list[str] | None, typer.Option("--summarizer", metavar="SPEC", help="A summariser to evaluate: extractive, cmd:CMD or openai:MODEL (repeat for several; default extractive).")] = None,
+    mode: Annotated[list[str] | None, typer.Option("--mode", metavar="summary|segments", help="A compaction mode to evaluate (repeat for several; default segments). Every summariser runs in every mode.")] = None,
     compactions: Annotated[int, typer.Option("--compactions", min=1, metavar="N", help="Compactions per session: its turns are split into N parts, each appended then compacted.")] = EVAL_COMPACTIONS,
-    facts: Annotated[Optional[str], typer.Option("--facts", metavar="auto|file", help="Where the facts come from: the session's eval.json (file), or derived from the log (auto). Default: eval.json where a session has one.")] = None,
+    facts: Annotated[str | None, typer.Option("--facts", metavar="auto|file", help="Where the facts come from: the session's eval.json (file), or derived from the log (auto). Default: eval.json where a session has one.")] = None,
     facts_only: Annotated[bool, typer.Option("--facts-only", help="Print the facts (as an eval.json document) and run nothing.")] = False,
     two_pass: Annotated[bool, typer.Option("--two-pass", help="Prefire pass 1 before each part's last turn and compact with --two-pass; adds prefire_hit_rate and wasted_tokens.")] = False,
-    judge: Annotated[Optional[str], typer.Option("--judge", metavar="cmd:CMD|openai:MODEL", help="Successor check: ask this model each fact from the resumed request alone; adds successor_recall.")] = None,
-    min_recall: Annotated[Optional[float], typer.Option("--min-recall", min=0, max=1, metavar="X", help="Exit 1 when a run fails or any recall figure of a run is below X.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", metavar="cmd:CMD|openai:MODEL", help="Successor check: ask this model each fact from the resumed request alone; adds successor_recall.")] = None,
+    min_recall: Annotated[float | None, typer.Option("--min-recall", min=0, max=1, metavar="X", help="Exit 1 when a run fails or any recall figure of a run is below X.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="J", help="Sessions evaluated in J parallel processes.")] = EVAL_JOBS,
-    out: Annotated[Optional[str], typer.Option("--out", metavar="DIR", help="Keep the driven copies in DIR (new or empty) for inspection; default a temporary folder, removed.")] = None,
+    out: Annotated[str | None, typer.Option("--out", metavar="DIR", help="Keep the driven copies in DIR (new or empty) for inspection; default a temporary folder, removed.")] = None,
     min_summary_chars: Annotated[int, typer.Option("--min-summary-chars", min=0, metavar="N", help="A model summary shorter than this is degenerate and retried (as compact).")] = MIN_SUMMARY_CHARS,
-    timeout: Annotated[Optional[float], typer.Option("--timeout", min=0.1, metavar="SECONDS", help="The whole time one call of a cmd: or openai: summariser or judge may take, connection, answer and body included (default 600 for cmd:, 300 for openai:).")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="The whole time one call of a cmd: or openai: summariser or judge may take, connection, answer and body included (default 600 for cmd:, 300 for openai:).")] = None,
     max_response_bytes: Annotated[int, typer.Option("--max-response-bytes", min=1, metavar="BYTES", help="Cut an openai: summariser's or judge's answer longer than this (a stream's bytes in all).")] = MAX_RESPONSE_BYTES,
     as_json: JsonOpt = False,
     scheduler: SchedulerOpt = None,

@@ -7,13 +7,14 @@ typer command (`declare`), which takes everything else: help, completion, the ma
 unusual spellings and every error message. The two cannot disagree about what an option is.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
-from typing import Any, NamedTuple
+from types import MappingProxyType
+from typing import Any, NamedTuple, TypeAlias
 
 from ..defaults import CONNECT_TIMEOUT_MIN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
 
 class Option(NamedTuple):
@@ -25,12 +26,12 @@ class Option(NamedTuple):
     kind: Any  # int, float or str; None for a flag
     metavar: "str | None"
     help: "str | None"  # None: the shared option of `dest` (options.py) brings its own
-    settings: "dict[str, Any]" = {}  # typer's own option settings: min, max, rich_help_panel
+    settings: "Mapping[str, Any]" = MappingProxyType({})  # typer's own option settings: min, max, rich_help_panel
     choices: "tuple[str, ...]" = ()  # the allowed values, offered by the shells' completion
 
 
 # A command's table: Option records (or tuples of their fields).
-Params = "tuple[Option | tuple[Any, ...], ...]"
+Params: TypeAlias = "Sequence[Option | tuple[Any, ...]]"
 
 
 def option(entry: Any) -> Option:
@@ -77,8 +78,8 @@ def parse(args: "list[str]", params: Params) -> "tuple[dict[str, Any], list[str]
     short = {name for o in table for name in o.names if not name.startswith("--")}
     kinds = {o.dest: o.kind for o in table}
     most = {o.dest: o.settings["max"] for o in table if "max" in o.settings}
-    opts: "dict[str, Any]" = {}
-    positional: "list[str]" = []
+    opts: dict[str, Any] = {}
+    positional: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]
@@ -140,14 +141,13 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
     default is None may be left out)."""
     # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     import inspect
-    from typing import Annotated, Optional
+    from typing import Annotated
 
     import typer
 
     from . import app
     from .errors import handle_errors
-    from .options import (AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, MaxToolBytesOpt,
-                          MaxUserBytesOpt, SchedulerOpt)
+    from .options import AllowEmptyOpt, AllowRemoteWritesOpt, ConnectTimeoutOpt, DryRunOpt, JsonOpt, LockTimeoutOpt, MaxToolBytesOpt, MaxUserBytesOpt, SchedulerOpt
 
     shared = {"as_json": JsonOpt, "scheduler": SchedulerOpt, "connect_timeout": ConnectTimeoutOpt, "allow_empty": AllowEmptyOpt,
               "lock_timeout": LockTimeoutOpt, "max_user_bytes": MaxUserBytesOpt, "max_tool_bytes": MaxToolBytesOpt,
@@ -158,11 +158,11 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
     if any(c.name == name for c in target.registered_commands):
         return
     defaults = {p: v.default for p, v in inspect.signature(run).parameters.items()}
-    annotations: "dict[str, Any]" = {}
+    annotations: dict[str, Any] = {}
     for dest, given in positional.items():
         if isinstance(given, tuple):
             metavar, help_text, *allowed = given
-            hint = Optional[str] if defaults[dest] is None else str
+            hint = str | None if defaults[dest] is None else str
             if allowed:
                 allow(path, dest, allowed[0])
             annotations[dest] = Annotated[hint, typer.Argument(metavar=metavar, help=help_text)]
@@ -177,7 +177,7 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
         elif o.kind is None:
             annotations[o.dest] = Annotated[bool, typer.Option(*o.names, help=o.help, **extra)]
         else:
-            hint = o.kind if defaults[o.dest] is not None else Optional[o.kind]
+            hint = o.kind if defaults[o.dest] is not None else o.kind | None
             annotations[o.dest] = Annotated[hint, typer.Option(*o.names, metavar=o.metavar, help=o.help, **extra)]
 
     def command(**kwargs: "Any") -> None:
@@ -185,7 +185,7 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
 
     command.__doc__ = doc
     command.__annotations__ = {**annotations, "return": None}
-    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # typer reads a function's __signature__
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
                            default=defaults[p])
          for p, annotation in annotations.items()])

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..defaults import PRUNE_STRATEGIES, WRITEBACK_AGENTS
 from .errors import note, warn
-from .fastpath import Option, declare as declare_command, parse_one
+from .fastpath import Option, parse_one
+from .fastpath import declare as declare_command
 from .output import Column, emit, show_table
 
 TYPE_CHECKING = False

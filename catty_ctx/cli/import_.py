@@ -10,7 +10,8 @@ import sys
 
 from ..defaults import TOOL_LIMIT, USER_LIMIT
 from .errors import note, warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import parse_one
 from .output import write_json
 
 TYPE_CHECKING = False

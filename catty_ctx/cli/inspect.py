@@ -10,19 +10,9 @@ from __future__ import annotations
 from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
 from .errors import warn
-from .fastpath import CLUSTER, declare as declare_command, parse_one
-from .output import (
-    ByteProgress,
-    Column,
-    emit,
-    progress_iter,
-    record,
-    rows_out,
-    show,
-    table,
-    text,
-    write_json,
-)
+from .fastpath import CLUSTER, parse_one
+from .fastpath import declare as declare_command
+from .output import ByteProgress, Column, emit, progress_iter, record, rows_out, show, table, text, write_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,8 +52,8 @@ def declare() -> None:
     declare_command("inspect", run, PARAMS, INSPECT_DOC, EPILOG, {"target": TargetArg})
 
 
-def run(target: str, items: bool = False, seq: "int | None" = None, context: bool = False, allow_empty: bool = False,
-        as_json: bool = False, scheduler: "str | None" = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+def run(target: str, items: bool = False, seq: int | None = None, context: bool = False, allow_empty: bool = False,
+        as_json: bool = False, scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Inspect TARGET and print the report; warnings and errors go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
@@ -132,7 +122,7 @@ def _preview(item: dict[str, Any], width: int = 60) -> Any:
 
 def _show_items(rows: Any) -> None:
     body = ((r["index"], r["item"].get("seq"), r["item"]["role"], r["tokens"], r["fp"][:12], _preview(r["item"])) for r in rows)
-    cols = [Column("index", "num"), Column("seq", "num"), "role", Column("tokens", "num"), "fp", Column("text", "text")]
+    cols: list[str | Column] = [Column("index", "num"), Column("seq", "num"), "role", Column("tokens", "num"), "fp", Column("text", "text")]
     show(table(None, cols, body))
 
 
@@ -145,7 +135,7 @@ def _show_context(rep: dict[str, Any]) -> None:
         return value if len(value) <= 70 else value[:69] + "…"
 
     rows = ([name, short(p["value"]) if p["known"] else "unknown", p["source"], p["seq"]] for name, p in rep["parts"].items())
-    cols = ["part", Column("value", "text"), Column("source", "text"), Column("seq", "num")]
+    cols: list[str | Column] = ["part", Column("value", "text"), Column("source", "text"), Column("seq", "num")]
     show(table(f"prompt context of {rep['session_id'] or rep['path']}", cols, rows))
 
 
@@ -169,7 +159,7 @@ def _show_report(rep: dict[str, Any]) -> None:
     if rep["largest"]:
         parts.append(table("largest items", ["index", "seq", "role", "tokens"], ([r["index"], r["seq"], r["role"], r["tokens"]] for r in rep["largest"]), right=["index", "seq", "tokens"]))
     if rep["compactions"]:
-        cols = [Column("seq", "num"), Column("id", "id"), "mode", Column("through_seq", "num")]
+        cols: list[str | Column] = [Column("seq", "num"), Column("id", "id"), "mode", Column("through_seq", "num")]
         parts.append(table("compactions", cols, ([c.get("seq"), c.get("id"), c.get("mode"), c.get("through_seq")] for c in rep["compactions"])))
     parts.append(table("problems", ["problem", "count"], rep["problems"].items(), right=["count"]))
     show(*parts)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import note, warn
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import parse_one
 from .output import Column, emit, show_table
 
 TYPE_CHECKING = False
@@ -65,6 +66,6 @@ def run(directory: str = ".", append: str | None = None, no_global: bool = False
         if not as_json:
             note(f"instructions state appended at seq {appended}" if ev else "instructions unchanged: nothing appended")
     rows = [{"order": p.order, "scope": p.scope, "path": p.path, "bytes": p.bytes, "text": p.text} for p in found.parts]
-    cols = [Column("order", "num"), "scope", Column("path", "path"), Column("bytes", "num")]
+    cols: list[str | Column] = [Column("order", "num"), "scope", Column("path", "path"), Column("bytes", "num")]
     doc = {"directory": found.directory, "root": found.root, "instructions": rows, "skipped": found.skipped, "appended_seq": appended}
     emit(doc, as_json=as_json, lines=rows, show=lambda d: show_table(d["instructions"], cols))

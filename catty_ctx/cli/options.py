@@ -1,7 +1,7 @@
 """Options shared by several commands, declared once (one source of truth for help and docs)."""
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -34,7 +34,7 @@ AllowEmptyOpt = Annotated[
     typer.Option("--allow-empty", help="A ROOT holding no session is fine (exit 0); by default it is a usage error (exit 2)."),
 ]
 # --scheduler and its companions (usage's typer-free table names them too, and takes their help from here).
-SchedulerOpt = Annotated[Optional[str], typer.Option(
+SchedulerOpt = Annotated[str | None, typer.Option(
     "--scheduler", metavar="ADDRESS",
     help="Run the per-session work on a Dask cluster: a scheduler ADDRESS (tcp://host:8786), or local[:N] for a local cluster "
          "of N processes (default: CATTY_CTX_SCHEDULER; needs the extra catty-ctx[dask]).")]

@@ -10,7 +10,8 @@ from ..visible import CONTROLS
 
 TYPE_CHECKING = False  # typing and msgspec load where used: `usage` prints a cached answer without them
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from typing import Any
 
 _NL = b"\n"
 
@@ -149,7 +150,7 @@ class Column:
     underscores, so a narrow column wraps it between words, never inside one.
     """
 
-    __slots__ = ("key", "kind", "header")
+    __slots__ = ("header", "key", "kind")
 
     def __init__(self, key: str, kind: str = "word", header: str | None = None) -> None:
         self.key = key
@@ -219,7 +220,7 @@ class _Table:
         if sum(lo) > avail:  # too wide: long words are cut (with …)
             cols = [Column(c.key, "id", c.header) if c.kind == "word" and lo[i] > _FLOOR else c for i, c in enumerate(cols)]
             lo = [min(lo[i], max(word[i], _FLOOR)) if c.kind == "id" else lo[i] for i, c in enumerate(cols)]
-        if any(c.header for c in cols) and (sum(lo) > avail or len(rows) == 1 and sum(hi) > avail):
+        if any(c.header for c in cols) and (sum(lo) > avail or (len(rows) == 1 and sum(hi) > avail)):
             # Still too wide (or one row that would be cut): each row as field/value lines.
             for n, row in enumerate(rows):
                 if n:
@@ -366,7 +367,7 @@ class ByteProgress:
         self._bar: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> "ByteProgress":
+    def __enter__(self) -> ByteProgress:
         if stderr_tty() and self.total >= self.MIN_BYTES:
             # start-up: rich loads only when a terminal shows something
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn

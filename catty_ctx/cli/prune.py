@@ -7,16 +7,35 @@ from __future__ import annotations
 
 import sys
 
-from ..defaults import PRUNE_CLEAR_AT_LEAST, PRUNE_HIGH_PERCENT, PRUNE_IMAGE_HIGH_MIB, PRUNE_IMAGE_LOW_MIB, PRUNE_KEEP, PRUNE_KEEP_TURNS, PRUNE_LOW_PERCENT, PRUNE_MIN_PERCENT, PRUNE_OMIT_AGE, PRUNE_STRATEGIES, PRUNE_STRATEGY, PRUNE_TRIM_HEAD, PRUNE_TRIM_OVER, PRUNE_TRIM_TAIL
+from ..defaults import (
+    PRUNE_CLEAR_AT_LEAST,
+    PRUNE_HIGH_PERCENT,
+    PRUNE_IMAGE_HIGH_MIB,
+    PRUNE_IMAGE_LOW_MIB,
+    PRUNE_KEEP,
+    PRUNE_KEEP_TURNS,
+    PRUNE_LOW_PERCENT,
+    PRUNE_MIN_PERCENT,
+    PRUNE_OMIT_AGE,
+    PRUNE_STRATEGIES,
+    PRUNE_STRATEGY,
+    PRUNE_TRIM_HEAD,
+    PRUNE_TRIM_OVER,
+    PRUNE_TRIM_TAIL,
+)
 from ..errors import UsageError
 from ..visible import end, stdout_binary
 from .errors import warn
-from .fastpath import Option, declare as declare_command, parse_one
+from .fastpath import Option, parse_one
+from .fastpath import declare as declare_command
 from .output import console, record, stderr_tty
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
+
+    from ..view import ViewItem
 
 _T = {"rich_help_panel": "Tiers (tiered)"}
 _C = {"rich_help_panel": "Batches (cache-aware)"}
@@ -92,11 +111,10 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
         session_ref: str | None = None, previous: str | None = None, stats: bool = False) -> None:
     """Prune SESSION's view and print it, an item a line; the reports go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
-    import orjson
 
     from ..events import DEFAULT_WINDOW
-    from ..prune import MIB, PruneOptions, PruneStats, item_lines_canon, PrefixReuse, prune, prune_item_stream
     from ..inspect import is_item_stream, iter_item_lines
+    from ..prune import MIB, PrefixReuse, PruneOptions, PruneStats, item_lines_canon, prune, prune_item_stream
     from ..sources import open_session
 
     opts = PruneOptions(
@@ -122,6 +140,7 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
         raise UsageError(problem)
     prev_lines = item_lines_canon(previous) if previous is not None else None
     st = PruneStats()
+    out: Iterable[ViewItem]
     with open_session(session, warn=warn) as s:
         if s.stdin and is_item_stream(s):
             out = prune_item_stream(iter_item_lines(s, warn=warn), opts, window or DEFAULT_WINDOW, st)

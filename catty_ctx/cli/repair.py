@@ -10,7 +10,8 @@ import sys
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..errors import CattyError, ExitCode
 from .errors import note, warn
-from .fastpath import CLUSTER, declare as declare_command, parse_one
+from .fastpath import CLUSTER, parse_one
+from .fastpath import declare as declare_command
 from .output import Column, emit, progress_iter, rows_out, show_table
 
 TYPE_CHECKING = False
@@ -77,8 +78,8 @@ def run(target: str, check: bool = False, dry_run: bool = False, force: bool = F
                      scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..repair import repair_plan, repair_session, repair_stream
     from ..ownership import require_ours
+    from ..repair import repair_plan, repair_session, repair_stream
     from ..sources import open_session
 
     # --check and --dry-run only read: a native session is read as its import would be

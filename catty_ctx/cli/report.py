@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -26,7 +26,7 @@ from .output import form, progress_iter
 def report_cmd(
     target: TargetArg,
     output: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("-o", "--output", metavar="FILE|DIR", help="Write the page to FILE (default: stdout); for a ROOT, the folder DIR that gets a page per session and index.html."),
     ] = None,
 ) -> None:

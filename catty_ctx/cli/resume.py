@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import note, warn
-from .fastpath import Option, declare as declare_command, parse_one
+from .fastpath import Option, parse_one
+from .fastpath import declare as declare_command
 from .output import write_json, write_lines
 
 TYPE_CHECKING = False

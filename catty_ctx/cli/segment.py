@@ -6,13 +6,15 @@ subcommand has its own table, `PARAMS[name]`; typer's commands go on the `segmen
 """
 from __future__ import annotations
 
-
 from ..errors import ExitCode
-from .fastpath import declare as declare_command, parse_one
+from .fastpath import declare as declare_command
+from .fastpath import parse_one
 from .output import Column, rows_out
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
 # The options of each subcommand, declared once (see `fastpath`); the shared ones bring their own help (None here).
@@ -77,7 +79,7 @@ def run(subcommand: str, **kwargs: Any) -> None:
     RUNS[subcommand](**kwargs)
 
 
-def _session_dir(session: str):  # type: ignore[no-untyped-def]
+def _session_dir(session: str) -> Path:
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import native_segments
     from ..sources import open_session
@@ -122,10 +124,10 @@ def grep_cmd(session: str, pattern: str, ignore_case: bool = False, regex: bool 
     from ..compact.segments import grep_segments
 
     matches = (m.as_dict() for m in grep_segments(_session_dir(session), pattern, ignore_case=ignore_case, regex=regex))
-    cols = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]
+    cols: list[str | Column] = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]
     n = rows_out(matches, cols, as_json=as_json, key="matches")
     if n == 0:
         raise SystemExit(int(ExitCode.CHECK_FAILED))
 
 
-RUNS = {"list": list_cmd, "show": show_cmd, "grep": grep_cmd}
+RUNS: dict[str, Callable[..., None]] = {"list": list_cmd, "show": show_cmd, "grep": grep_cmd}

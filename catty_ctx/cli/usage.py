@@ -10,7 +10,8 @@ command `declare` registers are made from one table, `PARAMS`.
 import os
 
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
-from .fastpath import CLUSTER, Option, declare as declare_command, parse
+from .fastpath import CLUSTER, Option, parse
+from .fastpath import declare as declare_command
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
     # start-up: typer only when usage's own parser declines (a cached answer never loads it)
-    from typing import Annotated, List, Optional
+    from typing import Annotated
 
     import typer
 
@@ -120,7 +121,7 @@ def declare() -> None:
               "catty-ctx usage ~/.codex --by model --json | jq .totals; "
               "catty-ctx usage sessions/ --by agent")
     declare_command("usage", run, PARAMS, USAGE_DOC, epilog,
-                    {"paths": Annotated[Optional[List[str]], typer.Argument(metavar="[PATH]...", help=PATHS_HELP)]})
+                    {"paths": Annotated[list[str] | None, typer.Argument(metavar="[PATH]...", help=PATHS_HELP)]})
 
 
 USAGE_DOC = """Tokens, calls and cost of Claude Code, Codex, Gemini CLI, opencode and catty sessions, with totals.
@@ -177,8 +178,8 @@ class _ProgressBar:
     """The shared bytes bar, opened once the scan knows how much it has to read."""
 
     def __init__(self) -> None:
-        self._bar: "Any" = None
-        self._update: "Any" = None
+        self._bar: Any = None
+        self._update: Any = None
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:

@@ -14,13 +14,14 @@ load where a compaction uses them.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from ..announce import Announcer
-from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..cluster import each
+from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import DEFAULT_WINDOW, SPAN_KINDS, Event
 from ..files import clear_dead_temps
@@ -28,13 +29,7 @@ from ..fingerprint import prefix_fp
 from ..head import HeadState, build_head, continuation_state
 from ..layout import REQUESTS_DIR
 from ..ownership import require_ours
-from ..store import (
-    DEFAULT_LOCK_TIMEOUT,
-    Session,
-    find_sessions,
-    is_root,
-    session_window,
-)
+from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root, session_window
 from ..tokens import item_tokens, over_threshold, percent_of
 from ..view import ViewStats, head_items, iter_view, plan_file
 
@@ -259,23 +254,23 @@ def compact_session(
     if detail not in DETAILS:
         raise UsageError(f"unknown detail '{detail}' (use {', '.join(DETAILS)})")
     m = measure(session, keep_items=not check, keep_span=mode == "segments" and not check)
-    base = dict(
-        path=str(session.directory or session.display),
-        session_id=m.session_id,
-        tokens_before=m.tokens,
-        window=m.window,
-        percent=percent_of(m.tokens, m.window),
-        threshold=threshold,
-    )
+    base: dict[str, Any] = {
+        "path": str(session.directory or session.display),
+        "session_id": m.session_id,
+        "tokens_before": m.tokens,
+        "window": m.window,
+        "percent": percent_of(m.tokens, m.window),
+        "threshold": threshold,
+    }
     over = over_threshold(m.tokens, m.window, threshold)
     if check:
-        return CompactResult(status=OVER if over and not m.nothing_new else BELOW, **base)  # type: ignore[arg-type]
+        return CompactResult(status=OVER if over and not m.nothing_new else BELOW, **base)
     if m.nothing_new:
-        return CompactResult(status="nothing_to_compact", **base)  # type: ignore[arg-type]
+        return CompactResult(status="nothing_to_compact", **base)
     if prefire:
         return _prefire(session, m, base, summarizer, summarizer_options, prefire_from, dry_run, redact, lock_timeout)
     if not over and not force:
-        return CompactResult(status=BELOW, **base)  # type: ignore[arg-type]
+        return CompactResult(status=BELOW, **base)
     if not dry_run:
         directory = session.require_directory("compact")
 
@@ -349,7 +344,7 @@ def compact_session(
         row = CompactResult(
             status="would_compact" if dry_run else "compacted", id=cid, through_seq=m.last_seq,
             tokens_after=comp["tokens_after"], summarizer=summ.id, summary_chars=len(result.summary or ""),
-            head=head_kind, summary=result.summary, segment=segment, two_pass=comp.get("two_pass"), **base,  # type: ignore[arg-type]
+            head=head_kind, summary=result.summary, segment=segment, two_pass=comp.get("two_pass"), **base,
         )
         if hit is not None:
             doc["two_pass"] = {**hit.record(), "prefix_len": hit.prefix_len, "why_stale": hit.why}

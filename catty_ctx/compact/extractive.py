@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
 from ..head import call_path, is_edit_tool
-from .ladder import SummaryRequest, SummaryResult, Summarizer
+from .ladder import Summarizer, SummaryRequest, SummaryResult
 
 Item = dict[str, Any]
 
@@ -70,7 +71,7 @@ def fit_user_messages(bullets: list[str], budget: int) -> list[str]:
         tail.append(b)
     tail.reverse()
     omitted = len(short) - len(head) - len(tail)
-    return head + [f"- ({omitted} earlier user messages omitted for length; they are in updates.jsonl)"] + tail
+    return [*head, f"- ({omitted} earlier user messages omitted for length; they are in updates.jsonl)", *tail]
 
 
 @lru_cache(maxsize=1024)
@@ -238,13 +239,13 @@ class _Digest:
         if path is not None:
             self._file(path, _verb(name))
         if isinstance(args, dict) and isinstance(args.get("command") or args.get("cmd"), str):
-            self.steps.append(f"- ran `{_first_line(args.get('command') or args.get('cmd'), 160)}`")
+            self.steps.append(f"- ran `{_first_line(str(args.get('command') or args.get('cmd')), 160)}`")
 
     def _result(self, it: Item) -> None:
         name, args = self.calls.pop(str(it.get("call_id")), ("?", None))
         if it.get("is_error"):
             first = _error_line(str(it.get("output", "")))
-            err = [f"- [seq {it.get('seq', '?')}] {name}({_args_brief(args)}) failed: {first}", name, False]
+            err: list[Any] = [f"- [seq {it.get('seq', '?')}] {name}({_args_brief(args)}) failed: {first}", name, False]
             self.errors.append(err)
             self.open_errors.setdefault((name, _target(args)), []).append(err)
             return

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import orjson
 
@@ -77,7 +78,7 @@ class Overflow(Exception):
 class StreamTimer:
     """Streaming timings in O(1) memory: first and last delta, delta count, largest gap."""
 
-    __slots__ = ("start", "first", "last", "deltas", "max_gap", "ends")
+    __slots__ = ("deltas", "ends", "first", "last", "max_gap", "start")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.start = clock()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 import orjson
 
@@ -36,11 +37,7 @@ _SPAN = re.compile(r"^- seq: (\d+)\.\.(\d+)$")
 INDEX_FILES = ("index.json", "INDEX.md")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]{2,}")
 _STOPWORDS = frozenset(
-    """the and for with that this from into then than were was are have has had not but you your
-    its our out all any can will would should could been being what when where which while who
-    how why also just only some more most such very each other about after before over under
-    again once here there these those them they their then now current work working task tasks
-    file files code user users assistant tool tools result results summary session""".split()
+    ["the", "and", "for", "with", "that", "this", "from", "into", "then", "than", "were", "was", "are", "have", "has", "had", "not", "but", "you", "your", "its", "our", "out", "all", "any", "can", "will", "would", "should", "could", "been", "being", "what", "when", "where", "which", "while", "who", "how", "why", "also", "just", "only", "some", "more", "most", "such", "very", "each", "other", "about", "after", "before", "over", "under", "again", "once", "here", "there", "these", "those", "them", "they", "their", "then", "now", "current", "work", "working", "task", "tasks", "file", "files", "code", "user", "users", "assistant", "tool", "tools", "result", "results", "summary", "session"]
 )
 
 

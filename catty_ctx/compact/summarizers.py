@@ -15,7 +15,8 @@ import os
 import shlex
 import subprocess
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
@@ -38,6 +39,7 @@ from .ladder import (
     Transient,
     run_ladder,
 )
+
 
 def _env_backoff() -> float:
     """CATTY_CTX_RETRY_BACKOFF (seconds before the second attempt), else grok-build's 3 s."""

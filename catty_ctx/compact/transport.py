@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..redact import redact_url
 from .ladder import Deterministic, Transient

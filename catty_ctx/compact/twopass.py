@@ -26,9 +26,10 @@ import re
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import orjson
 
@@ -199,7 +200,7 @@ def _write_cache(
     session_dir: Path, k: int, fp: str, res: SummaryResult, summarizer: Summarizer, latency: float, redact: bool,
     artifact: str, spend: list[dict[str, Any]],
 ) -> PrefireResult:
-    note = note1(res.raw or res.summary)
+    note = note1(res.raw or res.summary or "")
     if redact:  # the cache is stored beside the artifacts and shared like them
         note = redact_text(note)[0]
     path = cache_path(session_dir)
@@ -263,7 +264,7 @@ class Lookup:
                    if self.stale or self.no_room or (self.own and not str(e.get("prefire_call")).startswith(self.own)))
 
     def record(self) -> dict[str, Any]:
-        out = {"hit": self.hit, "stale": self.stale, "pass1_latency_ms": self.pass1_latency_ms, "waited_ms": self.waited_ms}
+        out: dict[str, Any] = {"hit": self.hit, "stale": self.stale, "pass1_latency_ms": self.pass1_latency_ms, "waited_ms": self.waited_ms}
         if self.in_flight:
             out.update(in_flight=True, timed_out=self.timed_out)
         if self.stale or self.no_room:  # why a note there was not used: one pass instead
@@ -315,7 +316,7 @@ def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tok
     used = sum(item_tokens(i) for i in lead) + item_tokens(carrier) + sum(item_tokens(i) for i in tail)
     if not tail or used > window - FITTED_RESERVE - tool_schema_tokens:
         return None
-    return lead + [carrier] + tail
+    return [*lead, carrier, *tail]
 
 
 def recorded(session_dir: Path, spend: Sequence[dict[str, Any]]) -> None:

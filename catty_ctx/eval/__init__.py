@@ -13,14 +13,15 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
+from ..cluster import each
 from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError, WriteError
-from ..cluster import each
 from ..sources import import_log, native_source, root_sessions
 from ..store import LOG_NAME, Session, is_root
 from ..urls import is_url, on_copy, url_is_root, url_sessions
@@ -58,7 +59,7 @@ def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
         urls = url_sessions(corpus)
         if not urls:
             raise UsageError(f"{corpus}: no session found (a session is a folder holding updates.jsonl)")
-        return Corpus(urls, list(urls))  # type: ignore[arg-type] - a URL's sessions are read from local copies
+        return Corpus(urls, list(urls))  # type: ignore[arg-type]  # a URL's sessions stay URLs, read from local copies
     if corpus == "-":
         spool = Path(tempfile.mkdtemp(prefix="catty-ctx-eval-stdin-"))
         src = stdin if stdin is not None else sys.stdin.buffer
@@ -108,7 +109,7 @@ def session_facts(path: Path, choice: str | None) -> list[Fact]:
     """FACTS `file` (the session's eval.json), `auto` (derived), or None: the file when there is one."""
 
     if is_url(path):
-        return on_copy(lambda local: session_facts(Path(local), choice), str(path))  # type: ignore[no-any-return]
+        return on_copy(lambda local: session_facts(Path(local), choice), str(path))
     folder = path if path.is_dir() else path.parent
     file = folder / FACTS_NAME
     if choice == "file" or (choice is None and file.is_file()):
@@ -144,7 +145,7 @@ def run_task(task: Task) -> dict[str, Any]:
     """Drive, score and (optionally) judge one session; a library error is that session's error."""
 
     if is_url(task.source):
-        return on_copy(lambda local: run_task(replace(task, source=Path(local))), str(task.source))  # type: ignore[no-any-return]
+        return on_copy(lambda local: run_task(replace(task, source=Path(local))), str(task.source))
     try:
         d = driving.drive(task.source, task.dest, task.strategy)
         missed = missed_facts(task.facts, d.items, task.dest)
@@ -175,6 +176,7 @@ def run_task_scratch(task: Task) -> dict[str, Any]:
 def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None,
              engine: Any = None, scratch: bool = False) -> list[dict[str, Any]]:
     """Every task's outcome, in task order (workers finish in any order); on ENGINE's cluster when given."""
+    outcomes: Iterator[dict[str, Any]]
     if engine is not None:
         outcomes = (outcome for _task, outcome in each_task(run_task_scratch if scratch else run_task, tasks, engine))
         done = list(progress(outcomes, len(tasks)) if progress else outcomes)
@@ -273,7 +275,7 @@ def derive_all(corpus: Corpus, choice: str | None) -> list[list[Fact]]:
 
 
 def run_eval(
-    corpus: "Corpus | str",
+    corpus: Corpus | str,
     opts: EvalOptions | None = None,
     *,
     progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None,
@@ -324,9 +326,9 @@ def run_eval(
                 error = error or o["error"]
                 entry.update(metrics=None, missed=[], error=o["error"])
             else:
-                t = Tally.from_dict(o["tally"])
-                total.add(t)
-                entry.update(metrics=t.metrics(two_pass=opts.two_pass, judge=opts.judge is not None), missed=o["missed"])
+                got = Tally.from_dict(o["tally"])
+                total.add(got)
+                entry.update(metrics=got.metrics(two_pass=opts.two_pass, judge=opts.judge is not None), missed=o["missed"])
             per_session.append(entry)
         row: dict[str, Any] = {
             "summarizer": summ,

@@ -14,9 +14,10 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -259,10 +260,10 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
 
     out = Drive()
     requests = _Requests()
-    options: dict[str, Any] = dict(
-        force=True, threshold=threshold, mode=strategy.mode, summarizer=strategy.summarizer,
-        summarizer_options=strategy.summarizer_options,
-    )
+    options: dict[str, Any] = {
+        "force": True, "threshold": threshold, "mode": strategy.mode, "summarizer": strategy.summarizer,
+        "summarizer_options": strategy.summarizer_options,
+    }
     note: dict[str, Any] | None = None  # the pass-1 note waiting for its compaction
     remap: dict[int, int] = {}
     with Session.open(source_path) as source:

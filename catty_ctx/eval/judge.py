@@ -30,10 +30,8 @@ class JudgeError(CattyError):
 def question(fact: Fact) -> str:
     """Ask for the fact in full from its first half."""
     words = list(re.finditer(r"\S+", fact.text))
-    if len(words) >= 2:
-        shown = fact.text[: words[len(words) // 2 - 1].end()]  # exactly as written, spaces and all
-    else:
-        shown = fact.text[: max(1, len(fact.text) // 2)]
+    # Exactly as written, spaces and all.
+    shown = fact.text[: words[len(words) // 2 - 1].end()] if len(words) >= 2 else fact.text[: max(1, len(fact.text) // 2)]
     what = {"state": "work still in progress", "instruction": "instruction", "detail": "detail"}[fact.kind]
     return (
         f"A {what} in the conversation above begins with «{shown}». "
@@ -55,8 +53,8 @@ class Judge:
     def ask(self, context: str, fact: Fact) -> str:
         prompt = Prompt(SYSTEM, f"<conversation>\n{context}\n</conversation>\n\n{question(fact)}")
         try:
-            answer = self.model.call_once(prompt, StreamTimer())  # type: ignore[attr-defined]
-        except Exception as exc:  # noqa: BLE001 - the transport's own error classes, one message
+            answer = self.model.call_once(prompt, StreamTimer())  # type: ignore[attr-defined]  # every model summarizer has call_once
+        except Exception as exc:
             raise JudgeError(f"judge {self.spec}: {exc}") from None
         # A model summariser may hand back (text, the provider's usage): the judge wants the text.
         return answer[0] if isinstance(answer, tuple) else answer

@@ -8,9 +8,10 @@ fraction is taken (pooled), so a session with many facts weighs what it holds.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -42,7 +43,7 @@ def _blob_texts(items: list[dict[str, Any]], text: str, session_dir: Path) -> It
     for h in sorted(handles):
         try:
             yield blob_path(session_dir, h).read_bytes().decode("utf-8", "replace")
-        except Exception:  # noqa: BLE001 - a handle-shaped word that names no blob here
+        except Exception:
             continue
 
 
@@ -92,7 +93,7 @@ class Tally:
     asked: int = 0  # successor check: questions put to the judge
     answered: int = 0  # and answers holding the fact
 
-    def add(self, other: "Tally") -> None:
+    def add(self, other: Tally) -> None:
         for k in KINDS:
             self.facts[k] += other.facts[k]
             self.kept[k] += other.kept[k]
@@ -104,7 +105,7 @@ class Tally:
         return dict(self.__dict__)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Tally":
+    def from_dict(cls, d: dict[str, Any]) -> Tally:
         return cls(**d)
 
     def metrics(self, *, two_pass: bool = False, judge: bool = False) -> dict[str, Any]:

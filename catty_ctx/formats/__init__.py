@@ -15,14 +15,29 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Iterator, Mapping
+    from collections.abc import Iterator, Mapping
 
 
 class Format:
     """One agent format: what it is called, where it lives and how its sessions are laid out."""
 
-    __slots__ = ("name", "agent", "label", "importer", "forms", "usage", "home_env", "home_env_list", "homes",
-                 "session_names", "skip_names", "member_dirs", "member_globs", "tree_marks", "database")
+    __slots__ = (
+        "agent",
+        "database",
+        "forms",
+        "home_env",
+        "home_env_list",
+        "homes",
+        "importer",
+        "label",
+        "member_dirs",
+        "member_globs",
+        "name",
+        "session_names",
+        "skip_names",
+        "tree_marks",
+        "usage",
+    )
 
     def __init__(
         self,
@@ -152,7 +167,7 @@ def with_form(form: str) -> tuple[str, ...]:
     return tuple(f.name for f in FORMATS.values() if form in f.forms)
 
 
-def home_folders(fmt: Format, environ: "Mapping[str, str]", user_home: str) -> list[str]:
+def home_folders(fmt: Format, environ: Mapping[str, str], user_home: str) -> list[str]:
     """Where FMT keeps its sessions for a user (existing or not), in the order they are read:
     the folders its variable names, else its defaults."""
     value = environ.get(fmt.home_env or "") if fmt.home_env else None
@@ -162,7 +177,7 @@ def home_folders(fmt: Format, environ: "Mapping[str, str]", user_home: str) -> l
     return [_expand(h, environ, user_home) for h in fmt.homes]
 
 
-def homes(environ: "Mapping[str, str] | None" = None, user_home: str | None = None) -> "Iterator[tuple[Format, str]]":
+def homes(environ: Mapping[str, str] | None = None, user_home: str | None = None) -> Iterator[tuple[Format, str]]:
     """(format, folder) of every agent home that exists for the user, in registry order."""
     env = os.environ if environ is None else environ
     base = user_home if user_home is not None else os.path.expanduser("~")
@@ -172,7 +187,7 @@ def homes(environ: "Mapping[str, str] | None" = None, user_home: str | None = No
                 yield fmt, folder
 
 
-def _expand(spec: str, environ: "Mapping[str, str]", user_home: str) -> str:
+def _expand(spec: str, environ: Mapping[str, str], user_home: str) -> str:
     if spec.startswith("$XDG_DATA_HOME"):
         data = environ.get("XDG_DATA_HOME") or user_home.rstrip("/") + "/.local/share"
         return data + spec[len("$XDG_DATA_HOME"):]

@@ -11,10 +11,10 @@ their main session, which imports them with it (docs/architecture.md#native-sess
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Iterator
 
 from ..layout import LOG_NAME, is_staging
 from . import FORMATS

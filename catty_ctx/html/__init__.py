@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .data import Report
 
 
-def build_report(target: "str | Path | Any") -> "Report":
+def build_report(target: str | Path | Any) -> Report:
     """The report data of a session (a path, or an open Session); never raises for bad input."""
 
     if isinstance(target, Session):
@@ -27,14 +27,14 @@ def build_report(target: "str | Path | Any") -> "Report":
     return gather_path(target)
 
 
-def render_page(target: "str | Path | Any", *, ref: str | None = None) -> str:
+def render_page(target: str | Path | Any, *, ref: str | None = None) -> str:
     """One session's page as a string (REF names the session in the commands the page shows)."""
 
     rep = build_report(target)
     return render(rep, ref=ref or (rep.path if not str(rep.path).startswith("<") else "SESSION"))
 
 
-def write_root(root: "str | Path", out: "str | Path", **kw: Any) -> list[dict[str, Any]]:
+def write_root(root: str | Path, out: str | Path, **kw: Any) -> list[dict[str, Any]]:
     """A page per session under ROOT and OUT/index.html; returns the index rows."""
 
     return _write_root(Path(root), Path(out), **kw)

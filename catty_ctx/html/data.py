@@ -9,10 +9,11 @@ ledger and the segments index. A part that cannot be read says why instead of fa
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import orjson
 
@@ -22,20 +23,13 @@ from ..compact.twopass import cache_path
 from ..defaults import DEFAULT_THRESHOLD
 from ..errors import CattyError
 from ..events import Event
-from ..repair import analyse
 from ..prune import Measure, PruneOptions
+from ..repair import analyse
 from ..sources import open_session
 from ..store import Session, session_window
 from ..tokens import item_tokens, percent_of, usage_context
 from ..usage import build_ledger, scan
-from ..view import (
-    ViewStats,
-    call_entry,
-    iter_view,
-    message_item,
-    plan_file,
-    result_item,
-)
+from ..view import ViewStats, call_entry, iter_view, message_item, plan_file, result_item
 
 # The threshold line: compaction's default trigger (docs/spec.md#commands: `compact --threshold`).
 THRESHOLD_PERCENT = DEFAULT_THRESHOLD
@@ -180,14 +174,14 @@ class _Fold:
         fold = self
         stats = self.stats
 
-        class Collector(list):  # type: ignore[type-arg]
+        class Collector(list):
             def append(self, vi: Any) -> None:
                 fold.items.append({"index": len(fold.items), "tokens": vi.tokens, "item": vi.item})
                 fold.seen.append((vi, stats.usage_seen, stats.usage_seq, stats.usage_context))
 
         self.collector = Collector()
 
-    def run(self) -> "_Fold":
+    def run(self) -> _Fold:
         """Fold the log itself (a DataError names the first bad line)."""
 
         for vi in iter_view(self.line.tap(self.session.events(warn=None)), plan_file(self.session.log_path), stats=self.stats):
@@ -206,7 +200,7 @@ class _Fold:
             return []
         measure = Measure(opts, {})
         for vi, seen, seq, context in self.seen:
-            measure.feed(vi, SimpleNamespace(usage_seen=seen, usage_seq=seq, usage_context=context))  # type: ignore[arg-type]
+            measure.feed(vi, SimpleNamespace(usage_seen=seen, usage_seq=seq, usage_context=context))  # type: ignore[arg-type]  # the three fields feed reads
         measure.note_usage(self.stats, end=True)
         return measure.plan(window).batch_at
 

@@ -8,14 +8,17 @@ views are cut into pages of blocks (every item stays in the document, one elemen
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from shlex import quote
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import orjson
 
 from .assets import CSP, CSS, JS
 from .data import Report
-from .fmt import esc, money, num, script_json, text as esc_text
+from .fmt import esc, money, num, script_json
+from .fmt import text as esc_text
 from .svg import timeline_svg, y_max
 
 PAGE_BLOCKS = 120  # view blocks (an item, or an assistant with its results) per page
@@ -306,7 +309,7 @@ def header(key: str) -> str:
     return HEADERS.get(key, key.replace("_", " "))
 
 
-def _table(cols: list[str], rows: Iterable[Iterable[Any]], *, right: set[str] = frozenset(), raw: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+def _table(cols: list[str], rows: Iterable[Iterable[Any]], *, right: AbstractSet[str] = frozenset(), raw: AbstractSet[str] = frozenset()) -> str:
     head = "".join(f'<th class="n">{esc(header(c))}</th>' if c in right else f"<th>{esc(header(c))}</th>" for c in cols)
     body = []
     for row in rows:

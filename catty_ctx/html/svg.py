@@ -10,8 +10,8 @@ browser shows on hover without any script. Every request is drawn: the chart is 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
-from typing import Callable
 
 from .data import Report
 from .fmt import compact_number, num

@@ -12,8 +12,9 @@ import gc
 import importlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -22,18 +23,7 @@ from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
 from ..errors import DataError, UsageError, WriteError
 from ..events import Event
 from ..files import new_dir_mode
-from ..store import (
-    PART_NAME,
-    STAGING_SUFFIX,
-    building,
-    check_dest_name,
-    check_new_session_dest,
-    missing_parents,
-    new_summary,
-    place_new_session,
-    remove_made,
-    write_summary,
-)
+from ..store import PART_NAME, STAGING_SUFFIX, building, check_dest_name, check_new_session_dest, missing_parents, new_summary, place_new_session, remove_made, write_summary
 from .common import BlobSink, EventBuilder, ImportReport, Warn
 from .detect import detect as detect_format  # `importers.detect` stays the submodule
 
@@ -47,7 +37,7 @@ class _Start:
     """Handed to an importer: called once with the session's fields, it writes the session
     event (seq 0) and returns the builder for the rest."""
 
-    def __init__(self, fmt: str, sink: Callable[[Event], None], blob_sink: BlobSink | None, report: ImportReport, strict: bool) -> None:
+    def __init__(self, fmt: str, sink: Callable[[Event], object], blob_sink: BlobSink | None, report: ImportReport, strict: bool) -> None:
         self.fmt = fmt
         self.strict = strict
         self.sink = sink
@@ -91,7 +81,7 @@ class _ConversationGate:
     conversation in the view arrives, so a source with none writes nothing at all: no event
     on stdout, no session folder."""
 
-    def __init__(self, sink: Callable[[Event], None]) -> None:
+    def __init__(self, sink: Callable[[Event], object]) -> None:
         self.sink = sink
         self.held: list[Event] | None = []
         self.seen = False
@@ -126,7 +116,7 @@ def resolve_format(fmt: str, source: Path) -> str:
 def import_events(
     fmt: str,
     source: str | os.PathLike[str],
-    sink: Callable[[Event], None],
+    sink: Callable[[Event], object],
     *,
     blob_sink: BlobSink | None = None,
     lenient: bool = False,

@@ -30,28 +30,9 @@ import orjson
 
 from ..errors import UsageError
 from ..snapshot import snapshot_value
-from .claude_events import (
-    OFF_BRANCH_USAGE,
-    SYNTHETIC_MODEL,
-    Converter,
-    bigger,
-    usage_fields,
-)
-from .claude_tree import (
-    WHAT,
-    Layout,
-    Tree,
-    is_message,
-    marked_tip,
-    message_id,
-    own_session,
-    read_tree,
-    select,
-    session_of,
-)
+from .claude_events import OFF_BRANCH_USAGE, SYNTHETIC_MODEL, Converter, bigger, usage_fields
+from .claude_tree import WHAT, Layout, Tree, is_message, marked_tip, message_id, own_session, read_tree, select, session_of
 from .common import EventBuilder, ImportReport, Warn, not_recognised, several_sessions
-
-
 
 # -- locating files ----------------------------------------------------------------------------
 
@@ -101,7 +82,7 @@ def _first_prompt(path: Path, lines: int = 64) -> str:
                 if isinstance(content, str) and content.strip():
                     return content
                 if isinstance(content, list):
-                    texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+                    texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
                     if texts:
                         return " ".join(texts)
     except OSError:
@@ -270,7 +251,7 @@ def convert(
     if parent is not None:
         # A subagent's transcript without its parent's file: its conversation is the main
         # view of a session of its own (named after the file), the parent's id kept.
-        sid, uids, others = path.stem, {u: None for u in tree.sidechain}, Counter()
+        sid, uids, others = path.stem, dict.fromkeys(tree.sidechain), Counter()
         tree.sidechain = []
     if others:
         report.skipped["other_session"] += sum(others.values())
@@ -309,7 +290,7 @@ def convert(
         Converter(b, agent, seen_usage, path=path, tree=tree, lenient=lenient, warn=warn).run(recs)
     for agent, sub in subagent_files(path, sid):
         sub_tree = read_tree(sub, report, lenient=lenient, warn=warn, sidechain_ok=True)
-        sub_layout = Layout(sub_tree, {u: None for u in sub_tree.records})
+        sub_layout = Layout(sub_tree, dict.fromkeys(sub_tree.records))
         _tell(sub_layout, sub, report, warn)
         Converter(b, agent, seen_usage, path=sub, tree=sub_tree, lenient=lenient, warn=warn).run(_with_paid_calls(sub_layout, sub_tree))
     del tree

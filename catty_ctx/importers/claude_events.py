@@ -26,7 +26,7 @@ def _count(usage: dict[str, Any], key: str) -> int:
     return v if type(v) is int and v > 0 else 0  # a bool is not a count
 
 
-def usage_fields(usage: Any) -> dict[str, int] | None:
+def usage_fields(usage: Any) -> dict[str, Any] | None:
     """Anthropic usage → catty-ctx fields (input is uncached input already)."""
     if not isinstance(usage, dict):
         return None
@@ -52,8 +52,22 @@ def bigger(a: dict[str, Any], b: dict[str, Any]) -> bool:
 class _Response:
     """The lines of one assistant response (same message.id), merged."""
 
-    __slots__ = ("mid", "uid", "ts", "last_ts", "model", "request_id", "texts", "images", "thinking", "calls", "results", "usage",
-                 "raw_usage", "api_error")
+    __slots__ = (
+        "api_error",
+        "calls",
+        "images",
+        "last_ts",
+        "mid",
+        "model",
+        "raw_usage",
+        "request_id",
+        "results",
+        "texts",
+        "thinking",
+        "ts",
+        "uid",
+        "usage",
+    )
 
     def __init__(self, rec: dict[str, Any], msg: dict[str, Any]) -> None:
         self.mid = msg.get("id")
@@ -67,7 +81,7 @@ class _Response:
         self.thinking: list[tuple[str, Any]] = []
         self.calls: list[tuple[str, str, Any, Any]] = []
         self.results: list[tuple[dict[str, Any], Any]] = []
-        self.usage: dict[str, int] | None = None
+        self.usage: dict[str, Any] | None = None
         self.raw_usage: Any = None
         self.api_error = rec.get("isApiErrorMessage") is True  # Claude Code's text for a failed request
 
@@ -203,7 +217,7 @@ class Converter:
         if rec.get("isCompactSummary"):
             self.flush()
             boundary, self.boundary = self.boundary or {}, None
-            meta = boundary.get("compactMetadata") if isinstance(boundary.get("compactMetadata"), dict) else {}
+            meta = boundary["compactMetadata"] if isinstance(boundary.get("compactMetadata"), dict) else {}
             # Newer releases keep the last messages verbatim after the summary (the request
             # after the compaction re-sends them): the summary replaces only what precedes them.
             kept = meta.get("preservedSegment")

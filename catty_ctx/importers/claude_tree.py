@@ -62,7 +62,7 @@ class Tree:
     def _nested(self, rec: dict[str, Any]) -> None:
         data = rec.get("data")
         inner = data.get("message") if isinstance(data, dict) else None
-        if isinstance(inner, dict) and inner.get("type") == "assistant" and isinstance(inner.get("message"), dict):
+        if isinstance(data, dict) and isinstance(inner, dict) and inner.get("type") == "assistant" and isinstance(inner.get("message"), dict):
             agent = inner.get("agentId") or data.get("agentId") or "subagent"
             self.nested.append((str(agent), dict(inner, sessionId=rec.get("sessionId"))))
 
@@ -97,7 +97,7 @@ def own_session(tree: Tree, path: Path, requested: str | None) -> str:
         sid = session_of(rec)
         if sid and rec.get("type") in ("user", "assistant") and not rec.get("isSidechain"):
             counts[sid] += 1
-    if requested in counts:
+    if requested is not None and requested in counts:
         return requested
     if requested and path.stem != requested:
         held = ", ".join(sorted(counts)) or "none"

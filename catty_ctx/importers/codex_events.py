@@ -3,7 +3,8 @@ shown only by the UI (and the UI's copies of response items), calls and their ou
 fork's inherited prefix, rollbacks and compactions. See `codex` for the format."""
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
@@ -111,7 +112,7 @@ def _copies(event_text: str, item_text: str) -> bool:
     if event_text == item_text:
         return True
     e, i = words(event_text), words(item_text)
-    return e == i or bool(e) and (i.startswith(e) or i.endswith(e))
+    return e == i or (bool(e) and (i.startswith(e) or i.endswith(e)))
 
 
 class Converter:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import base64
 import binascii
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from contextlib import contextmanager
-from typing import IO, Any, Callable, Iterator, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import orjson
 
@@ -32,7 +33,7 @@ from ..jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log, surr
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 # A line longer than this is refused without being read whole, as the store does.
 
-Sink = Callable[[Event], None]
+Sink = Callable[[Event], object]
 BlobSink = Callable[[str, bytes], None]
 Warn = Callable[[str], None]
 
@@ -54,7 +55,7 @@ def _skip_label(label: str) -> str:
     return label[:-4] + "(missing)" if label.endswith(":None") else label
 
 
-class Skips(Counter):  # type: ignore[type-arg]
+class Skips(Counter[str]):
     """Skipped records by label. A record whose type (or subtype) is missing is labelled
     `(no type)` (or `kind:(missing)`), never with Python's `None` that `str()` made of it."""
 
@@ -504,7 +505,7 @@ def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
     are read through the `zstd` program (see `compressed`), streamed, so a large one is never held whole.
     """
     with open_log(path, display) as f:
-        if f.peek(4)[:4] != ZSTD_MAGIC:
+        if f.peek(4)[:4] != ZSTD_MAGIC:  # type: ignore[attr-defined]  # open_log's files are buffered readers
             yield f
             return
     # start-up: only a compressed rollout needs zstd

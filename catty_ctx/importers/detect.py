@@ -115,7 +115,7 @@ def detect(source: Path) -> str:
     """The format name of SOURCE, or a DataError saying it is none of them."""
     if source.is_dir():
         for p in (source, *source.parents):
-            if (p / "session").is_dir() and (p / "message").is_dir() or (p / "storage" / "session").is_dir():
+            if ((p / "session").is_dir() and (p / "message").is_dir()) or (p / "storage" / "session").is_dir():
                 return "opencode"
         if (source / "opencode.db").is_file():
             raise DataError(f"{source}: pass the database itself ({source / 'opencode.db'})")

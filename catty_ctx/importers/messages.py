@@ -35,7 +35,7 @@ def _messages(doc: Any) -> tuple[list[Any], dict[str, Any]]:
     return [], {}
 
 
-def _usage_fields(u: Any) -> dict[str, int] | None:
+def _usage_fields(u: Any) -> dict[str, Any] | None:
     """OpenAI (prompt/completion, cached inside prompt) or Anthropic usage → catty-ctx fields."""
     if not isinstance(u, dict):
         return None
@@ -119,12 +119,12 @@ class _Converter:
             return
         for r in results:
             self.result(r)
-        b.message(role, text, id=mid, ts=ts, images=images or None)
+        b.message(str(role), text, id=mid, ts=ts, images=images or None)
         for t in thinking:
             b.reasoning(t, ts=ts)
         for call in m.get("tool_calls") or ():
             if isinstance(call, dict):
-                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                fn = call["function"] if isinstance(call.get("function"), dict) else {}
                 b.tool_call(str(call.get("id")), str(fn.get("name") or ""), fn.get("arguments"), ts=ts)
         fc = m.get("function_call")
         if isinstance(fc, dict):  # the legacy single function call

@@ -11,10 +11,10 @@ compaction summary.
 from __future__ import annotations
 
 import re
-
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -157,6 +157,7 @@ def _load_db(path: Path, session_id: str | None) -> Loaded:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise DataError(f"cannot open database ({exc})", path=str(path)) from None
+    con.text_factory = decoded_text
     try:
         try:
             sessions = _rows(con, "SELECT * FROM session ORDER BY id")
@@ -171,12 +172,17 @@ def _load_db(path: Path, session_id: str | None) -> Loaded:
         parts_by_msg: dict[str, list[dict[str, Any]]] = {}
         for r in _rows(con, "SELECT * FROM part WHERE session_id = ? ORDER BY id", [session["id"]]):
             parts_by_msg.setdefault(str(r.get("message_id")), []).append(_with_data(r, str(path)))
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # (a corrupt schema's names are decoded by sqlite3 itself)
         raise DataError(f"cannot read database ({exc})", path=str(path)) from None
     finally:
         con.close()
     msgs.sort(key=_sort_key)
     return session, [(m, parts_by_msg.get(str(m["id"]), [])) for m in msgs]
+
+
+def decoded_text(raw: bytes) -> str:
+    """A text cell as str: a corrupt database can hold bytes that are not UTF-8 (kept as U+FFFD)."""
+    return raw.decode("utf-8", "replace")
 
 
 def _is_sqlite(path: Path) -> bool:
@@ -201,7 +207,7 @@ def _usage(b: EventBuilder, tokens: Any, model: Any, cost: Any, ts: Any) -> None
     cache = tokens.get("cache")
     # opencode's output excludes the reasoning tokens, which are billed as output: output is
     # output + reasoning, as the usage ledger counts it (docs/usage.md).
-    fields = {"input": n(tokens, "input"), "output": n(tokens, "output") + n(tokens, "reasoning"), "reasoning": n(tokens, "reasoning"),
+    fields: dict[str, Any] = {"input": n(tokens, "input"), "output": n(tokens, "output") + n(tokens, "reasoning"), "reasoning": n(tokens, "reasoning"),
               "cache_read": n(cache, "read"), "cache_write": n(cache, "write")}
     if not any(fields.values()):
         return
@@ -265,8 +271,8 @@ def _convert_message(b: EventBuilder, msg: dict[str, Any], parts: list[dict[str,
             if not opened:
                 b.message("assistant", "", id=mid, ts=ts)
                 opened = True
-            state = p.get("state") if isinstance(p.get("state"), dict) else {}
-            st = state.get("time") if isinstance(state.get("time"), dict) else {}
+            state = p["state"] if isinstance(p.get("state"), dict) else {}
+            st = state["time"] if isinstance(state.get("time"), dict) else {}
             call_id = str(p.get("callID") or p.get("id"))
             b.tool_call(call_id, str(p.get("tool") or ""), state.get("input") or {}, ts=st.get("start") or ts)
             status = state.get("status")
@@ -299,7 +305,7 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
     session, messages = loaded or _load_tree(source, session_id, lenient, warn, start.report)
     if not messages:
         raise not_recognised(str(source), WHAT)
-    path = session.get("path") if isinstance(session.get("path"), dict) else {}
+    path = session["path"] if isinstance(session.get("path"), dict) else {}
     cwd = session.get("directory") or path.get("cwd")
     model = next((m.get("modelID") for m, _ in messages if isinstance(m.get("modelID"), str)), None)
     parent = session.get("parentID")

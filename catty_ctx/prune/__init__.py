@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from ..blobs import BLOBS_DIR, is_handle
 from ..events import DEFAULT_WINDOW
@@ -55,19 +56,24 @@ from ..view import Item, ViewItem, ViewStats, iter_view, plan_file, plan_view
 from .forms import BlobSize, Meta, describe
 from .options import MIB, STRATEGIES, PruneOptions, PruneStats
 from .reuse import PrefixReuse, item_lines_canon, prefix_reuse
-from .strategies import (
-    Plan,
-    Usage,
-    apply_plan,
-    plan_cache_aware,
-    plan_images,
-    plan_tiered,
-    usage_overhead,
-)
+from .strategies import Plan, Usage, apply_plan, plan_cache_aware, plan_images, plan_tiered, usage_overhead
 
 __all__ = [
-    "MIB", "STRATEGIES", "PruneOptions", "PruneStats", "PrefixReuse", "item_lines_canon", "prefix_reuse",
-    "prune", "prune_items", "prune_item_stream", "call_event_seqs", "Measure", "Meta", "Plan", "Usage",
+    "MIB",
+    "STRATEGIES",
+    "Measure",
+    "Meta",
+    "Plan",
+    "PrefixReuse",
+    "PruneOptions",
+    "PruneStats",
+    "Usage",
+    "call_event_seqs",
+    "item_lines_canon",
+    "prefix_reuse",
+    "prune",
+    "prune_item_stream",
+    "prune_items",
 ]
 
 

@@ -1,9 +1,8 @@
 """The rewritten forms of pruned items, and what each item weighs (pass 1)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
-
-from typing import Callable
 
 from ..fingerprint import canonical
 from ..tokens import item_tokens
@@ -87,7 +86,7 @@ def image_bytes(img: Any, blob_size: BlobSize | None) -> int:
 class Meta:
     """The few facts about one item that the strategies decide on (the item itself is not kept)."""
 
-    __slots__ = ("tokens", "real_user", "result", "tool", "chars", "omit_saves", "trim_saves", "call_ids", "args_saves", "body", "images")
+    __slots__ = ("args_saves", "body", "call_ids", "chars", "images", "omit_saves", "real_user", "result", "tokens", "tool", "trim_saves")
 
     def __init__(self) -> None:
         self.tokens = 0

@@ -1,8 +1,9 @@
 """Comparing requests: the common prefix of two requests (what a prompt cache reuses)."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import orjson
 

@@ -1,15 +1,14 @@
 """The decisions (images, `tiered`, `cache-aware`) and the rewrite that applies them (pass 2)."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
 
 from ..fingerprint import canonical
 from ..tokens import item_tokens, over_threshold
 from ..view import Item, ViewItem
 from .forms import Meta, cleared_args, images_removed_item, omit_reason, placeholder_item, trimmed_item
 from .options import PruneOptions, PruneStats
-
 
 # -- the decisions ---------------------------------------------------------------------------
 

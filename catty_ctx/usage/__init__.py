@@ -33,15 +33,16 @@ import sys
 from ..errors import CattyError, DataError, UsageError
 from ..urls import is_url
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
-from .walk import AGENTS, Listings, homes, survey
+from .filescan import Scan
 from .ledger import BY_CHOICES, Ledger
 from .prices import digest_of, price_files
-from .filescan import Scan
 from .times import parse_day
+from .walk import AGENTS, Listings, homes, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO, Any, Callable, Sequence
+    from collections.abc import Callable, Sequence
+    from typing import IO, Any
 
     from .filescan import Progress
     from .walk import Survey
@@ -201,7 +202,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
                       modified_since=day_start(lo, tz) if lo else None, engine=engine, write_behind=True)
         if sources is None:
             try:
-                for (arg, files), logs in zip(found, result.logs):
+                for (arg, _files), logs in zip(found, result.logs):
                     _no_session(arg, logs, result.not_logs, allow_empty)
             except CattyError:
                 result.settle()
@@ -232,7 +233,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
                         "rendered": render(ledger, as_hit) if render is not None else None}
         try:
             write_answers(answers_file, answers, listings.seen)
-        except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
+        except Exception as exc:
             result.warnings.append(f"usage answer cache not written: {exc}")
     return ledger, result
 

@@ -17,7 +17,8 @@ from .cachefiles import CACHE_VERSION, cache_file, read_bytes, write_cache_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Sequence
+    from collections.abc import Sequence
+    from typing import Any
 
     from .walk import Survey
 

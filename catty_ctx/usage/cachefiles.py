@@ -47,12 +47,12 @@ def read_bytes(path: str) -> bytes | None:
         return None
 
 
-def write_cache_file(path: str, data: bytes | list[bytes]) -> None:
+def write_cache_file(path: str, data: bytes | list[bytes | memoryview]) -> None:
     """temp + rename, without fsync: a cache lost in a crash is only read as empty next time.
 
     DATA may come in parts, written with writev (no joined copy of megabytes first)."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    if type(data) is not list:
+    if not isinstance(data, list):
         replace_file(path, data, durable=False)
         return
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Annotated, Optional, Union
+from typing import Annotated
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..events import SCHEMA_VERSION, check_event
-from .claude import Int64
 from ..jsonl import marked_lines
-from .lines import MISMATCH, UNDECODABLE, json_object, NL, count, whole
+from .claude import Int64
+from .lines import MISMATCH, NL, UNDECODABLE, count, json_object, whole
 from .records import MAIN_AGENT, Record
 from .times import epoch, moment
 
@@ -27,26 +27,26 @@ if TYPE_CHECKING:
 
 MARK = b'"usage"'  # every usage event has it
 
-Count = Union[Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)], UnsetType]  # (null is not allowed: the general reader says so)
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | UnsetType  # (null is not allowed: the general reader says so)
 
 
 class _Event(msgspec.Struct, gc=False):
-    v: Union[int, UnsetType] = UNSET
+    v: int | UnsetType = UNSET
     seq: Count = UNSET
-    ts: Union[datetime, UnsetType] = UNSET  # RFC 3339, parsed in C (another form: read by the general decoder)
-    kind: Union[str, UnsetType] = UNSET
-    agent: Optional[str] = None
-    model: Union[str, UnsetType] = UNSET
+    ts: datetime | UnsetType = UNSET  # RFC 3339, parsed in C (another form: read by the general decoder)
+    kind: str | UnsetType = UNSET
+    agent: str | None = None
+    model: str | UnsetType = UNSET
     input: Count = UNSET
     output: Count = UNSET
     cache_read: Count = UNSET
     cache_write: Count = UNSET
     reasoning: Count = UNSET
-    cost_usd: Optional[Union[Int64, float]] = None
-    request_id: Optional[str] = None
-    incomplete: Union[bool, UnsetType] = UNSET
-    off_branch: Union[bool, UnsetType] = UNSET
-    prefire_call: Optional[str] = None  # a two-pass pass-1 call: its identity (see `_key`)
+    cost_usd: Int64 | float | None = None
+    request_id: str | None = None
+    incomplete: bool | UnsetType = UNSET
+    off_branch: bool | UnsetType = UNSET
+    prefire_call: str | None = None  # a two-pass pass-1 call: its identity (see `_key`)
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
@@ -91,12 +91,12 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         if ev.get("kind") != "usage":
             continue
         problem = check_event(ev) or _past_int64(ev)
-        ts = epoch(ev.get("ts"))
-        if problem or ts is None:
+        at = epoch(ev.get("ts"))
+        if problem or at is None:
             bad.append((off, problem or "bad 'ts'"))
             continue
         cost = ev.get("cost_usd")
-        recs.append(Record(ts, ev["model"], ev["input"], ev["output"], count(ev.get("cache_read")), count(ev.get("cache_write")),
+        recs.append(Record(at, ev["model"], ev["input"], ev["output"], count(ev.get("cache_read")), count(ev.get("cache_write")),
                            count(ev.get("reasoning")), float(cost) if cost is not None else None,
                            _key(ev.get("request_id"), session, ev["seq"], parent, forked_at, ev.get("prefire_call")), False,
                            ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None))

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Annotated, Optional, Union
+from typing import Annotated
 
 import msgspec
 
-from .lines import MISMATCH, json_object, count, whole
+from .lines import MISMATCH, count, json_object, whole
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch, moment
 
@@ -25,7 +25,7 @@ MARK = b'"output_tokens"'  # every usage object has it; a longer needle also sea
 # field of another type, a count past int64, left to the general decoder, no usage) is
 # read again by the general decoder under the same rules.
 Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-Count = Optional[Int64]
+Count = Int64 | None
 
 
 # Not GC-tracked: decoded Structs hold no cycles, and tracking a file's worth of them costs collections.
@@ -37,34 +37,34 @@ class _Usage(msgspec.Struct, gc=False):
 
 
 class _Message(msgspec.Struct, gc=False):
-    id: Optional[str] = None
-    model: Optional[str] = None
-    usage: Optional[_Usage] = None
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
 
 
 class _Line(msgspec.Struct, gc=False):
-    message: Optional[_Message] = None
-    timestamp: Optional[datetime] = None  # RFC 3339, parsed in C (another form: read by the general decoder)
-    sessionId: Optional[str] = None
-    requestId: Optional[str] = None
-    uuid: Optional[str] = None
-    isSidechain: Optional[bool] = None
-    agentId: Optional[str] = None
-    costUSD: Optional[Union[Int64, float]] = None
+    message: _Message | None = None
+    timestamp: datetime | None = None  # RFC 3339, parsed in C (another form: read by the general decoder)
+    sessionId: str | None = None
+    requestId: str | None = None
+    uuid: str | None = None
+    isSidechain: bool | None = None
+    agentId: str | None = None
+    costUSD: Int64 | float | None = None
 
 
 class _Inner(msgspec.Struct, gc=False):
-    message: Optional[_Message] = None
+    message: _Message | None = None
 
 
 class _Progress(msgspec.Struct, gc=False):
-    message: Optional[_Inner] = None
+    message: _Inner | None = None
 
 
 class _AnyLine(_Line):
     """Any line of a log, read whole: a progress record's subagent response is told apart."""
 
-    data: Optional[_Progress] = None
+    data: _Progress | None = None
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -103,13 +103,13 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     decode = _decode_line if typed else _general_only
     mismatch = MISMATCH
     append = recs.append
-    intern = {}.setdefault  # one string object per model, session and agent: smaller to ship and cache
+    intern: Any = {}.setdefault  # one string object per model, session and agent: smaller to ship and cache
     for off, line in marked_lines(mm, start, end, MARK):
         try:
             o = decode(line)
-            m = o.message
-            u = m.usage  # type: ignore[union-attr]
-            inp, out, cw = u.input_tokens, u.output_tokens, u.cache_creation_input_tokens  # type: ignore[union-attr]
+            m: Any = o.message  # (None raises AttributeError below: the general reader's case)
+            u = m.usage
+            inp, out, cw = u.input_tokens, u.output_tokens, u.cache_creation_input_tokens
             if inp is None or out is None or cw is None:
                 raise AttributeError  # the general reader's rules for what is missing
         except (*mismatch, AttributeError):
@@ -117,12 +117,12 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             if d is None:
                 continue
             rec = record(d, default_session, project, stem, intern)
-            if type(rec) is str:
+            if isinstance(rec, str):
                 bad.append((off, rec))
             elif rec is not None:
                 append(rec)
             continue
-        model = m.model  # type: ignore[union-attr]
+        model = m.model
         if model == "<synthetic>":  # made up locally: no API call
             continue
         t = o.timestamp
@@ -130,7 +130,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             bad.append((off, "usage without token counts or timestamp"))
             continue
         ts = t.timestamp() if t.tzinfo is not None else moment(t)
-        append(make(ts, model, inp, out, u.cache_read_input_tokens, cw, o.sessionId or default_session, m.id or None,  # type: ignore[union-attr]
+        append(make(ts, model, inp, out, u.cache_read_input_tokens, cw, o.sessionId or default_session, m.id or None,
                     o.requestId or None, o.uuid or None, o.isSidechain is True, o.costUSD, o.agentId, project, stem, intern))
     return state
 
@@ -150,13 +150,13 @@ def _whole(mm: Any, start: int, end: int, default_session: str, project: str, st
             return None
     out: list[Record] = []
     append = out.append
-    intern = {}.setdefault  # (see parse)
+    intern: Any = {}.setdefault  # (see parse)
     main = MAIN_AGENT
     # `make` inlined for the lines that decoded typed (the types are known): this loop runs once per usage line.
     for o in lines:
         m = o.message
         u = m.usage if m is not None else None
-        if u is None:
+        if m is None or u is None:
             d = o.data
             if d is not None and d.message is not None and d.message.message is not None and d.message.message.usage is not None:
                 return None
@@ -164,14 +164,14 @@ def _whole(mm: Any, start: int, end: int, default_session: str, project: str, st
         inp, out_, cw = u.input_tokens, u.output_tokens, u.cache_creation_input_tokens
         if inp is None or out_ is None or cw is None:
             return None
-        model = m.model  # type: ignore[union-attr]
+        model = m.model
         if model == "<synthetic>":
             continue
         t = o.timestamp
         if t is None:
             return None
         ts = t.timestamp() if t.tzinfo is not None else moment(t)
-        mid, rid, uid = m.id or None, o.requestId or None, o.uuid or None  # type: ignore[union-attr]
+        mid, rid, uid = m.id or None, o.requestId or None, o.uuid or None
         session = o.sessionId or default_session
         key = f"c\0{mid}\0{rid}" if mid and rid else _key(mid, uid, session, ts)
         model = intern(model, model) if model else UNKNOWN_MODEL
@@ -191,13 +191,13 @@ def record(o: dict[str, Any], default_session: str, project: str, stem: str, int
     m = o.get("message")
     if type(m) is not dict or "usage" not in m:
         # Older versions logged a subagent's responses inside the parent as progress records.
-        d = o.get("data")
+        d: Any = o.get("data")
         inner = d.get("message") if type(d) is dict else None
         if type(inner) is not dict or type(inner.get("message")) is not dict:
             return None
         o = dict(inner, sessionId=o.get("sessionId"), agentId=inner.get("agentId") or d.get("agentId"))
         m = inner["message"]
-    u = m["usage"] if "usage" in m else None
+    u = m.get("usage", None)
     if type(u) is not dict:
         return None
     get = o.get

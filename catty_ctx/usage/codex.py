@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Optional
 
 import msgspec
 
-from .claude import Count
 from ..jsonl import marked_lines
-from .lines import MISMATCH, json_object, count
+from .claude import Count
+from .lines import MISMATCH, count, json_object
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    # `_Rollout.line`'s fields of one line: kind, stamp, payload type, session id, cwd, model, totals, last call, has info.
+    _Fields = tuple[Any, Any, Any, Any, Any, Any, Any, Any, bool]
 
 PATTERN = re.compile(rb'"(?:token_count|turn_context|session_meta)"')
 _TOTALS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
@@ -36,22 +38,22 @@ class _Tokens(msgspec.Struct, gc=False):
 
 
 class _Info(msgspec.Struct, gc=False):
-    total_token_usage: Optional[_Tokens] = None
-    last_token_usage: Optional[_Tokens] = None
+    total_token_usage: _Tokens | None = None
+    last_token_usage: _Tokens | None = None
 
 
 class _Payload(msgspec.Struct, gc=False):
-    type: Optional[str] = None
-    info: Optional[_Info] = None
-    id: Optional[str] = None
-    cwd: Optional[str] = None
-    model: Optional[str] = None
+    type: str | None = None
+    info: _Info | None = None
+    id: str | None = None
+    cwd: str | None = None
+    model: str | None = None
 
 
 class _Line(msgspec.Struct, gc=False):
-    type: Optional[str] = None
-    timestamp: Optional[str] = None
-    payload: Optional[_Payload] = None
+    type: str | None = None
+    timestamp: str | None = None
+    payload: _Payload | None = None
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -71,7 +73,11 @@ def _counts(t: _Tokens) -> tuple[int, int, int, int, int]:
 class _Rollout:
     """The parser's state while a rollout is read: see `parse`."""
 
-    __slots__ = ("prev", "model", "session", "cwd", "named")
+    __slots__ = ("cwd", "model", "named", "prev", "session")
+    model: Any
+    session: Any
+    cwd: Any
+    named: Any
 
     def __init__(self, state: Any, path: str) -> None:
         prev, self.model, self.session, self.cwd, self.named = (
@@ -114,7 +120,7 @@ class _Rollout:
         return None
 
 
-def _fields(o: _Line) -> tuple[Any, ...] | None:
+def _fields(o: _Line) -> _Fields | None:
     """A typed line's fields for `_Rollout.line`, None when it holds no payload."""
     p = o.payload
     if p is None:
@@ -186,7 +192,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             p = d.get("payload")
             if type(p) is not dict:
                 continue
-            gi = p.get("info")
+            gi: Any = p.get("info")
             has_info = type(gi) is dict
             gt = gi.get("total_token_usage") if has_info else None
             gl = gi.get("last_token_usage") if has_info else None

@@ -11,7 +11,7 @@ from operator import attrgetter
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Iterable
+    from collections.abc import Iterable
 
     from .records import Record
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> list[bytes]:
+def pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> list[bytes | memoryview]:
     """A per-file cache file, in parts: the length of its head, the head (ARG, the generations,
     the paths and the length of each entry), then each entry's MessagePack one after the other,
     so that an entry is decoded only when it is used and one not used is written back as it was."""
@@ -64,7 +64,7 @@ def unpack(arg: str, data: bytes | None) -> tuple[int, int, dict[str, memoryview
     return base, gen, files
 
 
-def entries_of(arg: str, wanted: set[str]) -> tuple[int, dict[str, bytes]] | None:
+def entries_of(arg: str, wanted: set[str]) -> tuple[int, dict[str, bytes | memoryview]] | None:
     """(generation, {path: entry's MessagePack}) of the base cache file of ARG for the paths in
     WANTED alone: its head and those entries are read, not the whole file (megabytes for a
     large tree, when a run after an append needs one entry). None when missing or not one."""
@@ -77,7 +77,7 @@ def entries_of(arg: str, wanted: set[str]) -> tuple[int, dict[str, bytes]] | Non
             base, gen, paths, lengths = got
             if base != gen or 8 + n + sum(lengths) != os.fstat(f.fileno()).st_size:
                 return None
-            files: dict[str, bytes] = {}
+            files: dict[str, bytes | memoryview] = {}
             pos = 8 + n
             for path, length in zip(paths, lengths):
                 if path in wanted:
@@ -144,7 +144,7 @@ def write_base(arg: str, gen: int, files: dict[str, Any]) -> str | None:
     """Write FILES as the per-file cache of ARG, generation GEN; a warning when it could not be."""
     try:
         write_cache_file(cache_file("usage", arg), pack(arg, gen, gen, files))
-    except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
+    except Exception as exc:
         return f"usage cache not written: {exc}"
     try:
         os.unlink(cache_file("usage-delta", arg))  # (of another base: would be ignored anyway)
@@ -184,6 +184,6 @@ def save_delta(arg: str, base: int, delta: dict[str, Any]) -> tuple[int, str | N
         return save_cache(arg, {**got[2], **delta})
     try:
         write_cache_file(cache_file("usage-delta", arg), data)
-    except Exception as exc:  # noqa: BLE001 - any failure here only loses the cache
+    except Exception as exc:
         return 0, f"usage cache not written: {exc}"
     return gen, None

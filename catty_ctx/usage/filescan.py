@@ -17,10 +17,11 @@ from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any
 
-    from .walk import Survey
     from .records import FileEntry, Record, Scanned
+    from .walk import Survey
 
     Progress = Callable[[int, int], None]
     # path, kind, previous entry, strict, and (size, mtime, inode) as the survey took them (None: taken when read)
@@ -73,12 +74,11 @@ def _parser_module(kind: str) -> Any:
     format registry names for an agent's format."""
     fmt = formats.FORMATS.get(kind)
     name = fmt.usage if fmt is not None and fmt.usage else PREFIRE if kind == PREFIRE else CATTY
-    # start-up: a parser loads only for its format
     return importlib.import_module(f"{__package__}.{name}")
 
 
 def _parser(kind: str) -> Callable[..., Any]:
-    return _parser_module(kind).parse  # type: ignore[no-any-return]
+    return _parser_module(kind).parse
 
 
 def _digest(mm: Any, a: int, b: int) -> int:
@@ -280,7 +280,7 @@ def scan_file_packed(task: Task) -> bytes:
     # start-up: msgspec loads only when an entry is decoded or encoded
     from .records import ENCODE
 
-    return ENCODE(scan_file(task))  # type: ignore[no-any-return]
+    return ENCODE(scan_file(task))
 
 
 def _fetched(url: str) -> Any:
@@ -340,16 +340,16 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     """
     use_cache = use_cache and not strict
     since_ns = int(modified_since * 1e9) if modified_since is not None else None
-    found = paths if paths and isinstance(paths[0], tuple) else survey(paths)  # type: ignore[arg-type]
+    found: Survey = paths if paths and isinstance(paths[0], tuple) else survey(paths)  # type: ignore[assignment, arg-type]  # a Survey is told by its first entry
     result = Scan()
     # per PATH: arg, files, old entries (undecoded), new entries (undecoded or FileEntry), their generation
     plans: list[tuple[str, list[str], dict[str, Any], dict[str, Any], int]] = []
     tasks: list[Task] = []
     sizes: dict[str, int] = {}
     kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
-    decode = None
+    decode: Any = None  # the entries' decoder, loaded with the first cache
     skipped: dict[str, int] = {}
-    for arg, listing in found:  # type: ignore[union-attr]
+    for arg, listing in found:
         gen, old = filecache.load_cache(arg) if use_cache else (0, {})
         if old and decode is None:
             # start-up: msgspec loads only when an entry is decoded or encoded
@@ -364,7 +364,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 skipped[arg] = skipped.get(arg, 0) + 1
                 continue
             files.append(path)
-            prev = decode(raw) if raw is not None else None  # type: ignore[misc]
+            prev = decode(raw) if raw is not None else None
             result.from_cache += prev is not None
             if prev is not None and prev.size == size and prev.mtime == mtime and prev.ino == ino:
                 new[path] = raw
@@ -376,7 +376,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 else:
                     sizes[path] = size - (prev.off if prev is not None and prev.ino == ino and prev.off <= size else 0)
         plans.append((arg, files, old, new, gen))
-    result.files = sum(len(files) for _arg, files in found)  # type: ignore[misc]
+    result.files = sum(len(files) for _arg, files in found)
 
     done: dict[str, FileEntry] = {}
     packed: dict[str, bytes] = {}  # the workers' entries as MessagePack, stored in the cache as they came
@@ -462,7 +462,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
     out = Growth()
     plans: list[tuple[str, int, int, dict[str, Any], dict[str, Any], list[Task]]] = []
     size_left = GROWN_MAX_BYTES
-    for (arg, listing), want, (was_arg, was) in zip(found, generations, before):  # type: ignore[misc]
+    for (arg, listing), want, (was_arg, was) in zip(found, generations, before):
         if arg != was_arg or len(listing) < len(was):
             return None
         known = {path: (size, mtime, ino) for path, _kind, size, mtime, ino in was}
@@ -478,7 +478,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             seen += 1
             if k == (size, mtime, ino):
                 continue
-            if k[2] != ino or size < k[0] or path.endswith(_ZST) or _is_document(path) or path.endswith(OPENCODE_DB):
+            if k[2] != ino or size < k[0] or path.endswith((_ZST, OPENCODE_DB)) or _is_document(path):
                 # (a compressed log, a document, a database are never resumed)
                 return None
             tasks.append((path, kind, None, False, (size, mtime, ino)))  # (its entry is taken from the cache below)
@@ -505,19 +505,19 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             base, gen, old, delta = 0, want, {}, {}
         plans.append((arg, base, gen, old, delta, tasks))
         out.files += len(listing)
-    for arg, base, gen, old, delta, tasks in plans:
+    for arg, base, gen, _old, delta, tasks in plans:
         changed = dict(delta)
         for task in tasks:
             path, entry, nbytes, error = scan_file(task)
-            prev = task[2]
+            earlier = task[2]
             if error is not None or entry is None:
                 return None
-            before_recs = prev.recs if prev is not None else []
-            resumed = prev is None or (entry.size - nbytes == prev.off and all(a is b for a, b in zip(entry.recs, before_recs)))
-            if not resumed or entry.bad != (prev.bad if prev else 0) or entry.torn or (prev is not None and prev.torn):
+            before_recs = earlier.recs if earlier is not None else []
+            resumed = earlier is None or (entry.size - nbytes == earlier.off and all(a is b for a, b in zip(entry.recs, before_recs)))
+            if not resumed or entry.bad != (earlier.bad if earlier else 0) or entry.torn or (earlier is not None and earlier.torn):
                 return None
             out.records.extend(entry.recs[len(before_recs):])
-            out.calls_read += entry.read - (prev.read if prev is not None else 0)
+            out.calls_read += entry.read - (earlier.read if earlier is not None else 0)
             out.files_parsed += 1
             out.bytes_parsed += nbytes
             changed[path] = entry

@@ -14,7 +14,7 @@ uncached prompt plus the tool-use prompt.
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 
@@ -38,7 +38,7 @@ class _Message(msgspec.Struct, gc=False):
 
 class _Document(msgspec.Struct, gc=False):
     sessionId: Any = None
-    messages: Optional[list[_Message]] = None  # (a message's content is skipped unbuilt)
+    messages: list[_Message] | None = None  # (a message's content is skipped unbuilt)
 
 
 _decode_document = msgspec.json.Decoder(_Document).decode
@@ -80,6 +80,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     intern: Any = {}.setdefault
     session = state if type(state) is str else os.path.splitext(os.path.basename(path))[0]
     if path.endswith(DOCUMENT):
+        messages: Any
         with memoryview(mm) as view, view[0:len(mm)] as whole:
             try:
                 doc = _decode_document(whole)
@@ -101,7 +102,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         for m in messages if type(messages) is list else ():
             if type(m) is dict:
                 rec = call(m, session, project, intern)
-                if type(rec) is str:
+                if isinstance(rec, str):
                     bad.append((0, rec))
                 elif rec is not None:
                     recs.append(rec)
@@ -112,17 +113,17 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         except (*UNDECODABLE, msgspec.ValidationError):
             lines = None
     if lines is not None:
-        got: list[Record] = []
-        for i, m in enumerate(lines):
-            if i == 0 and start == 0 and m.type is None and type(m.sessionId) is str and m.sessionId:
-                session = m.sessionId
-            rec = reply(m.type, m.tokens, m.timestamp, m.model, m.id, session, project, intern)
-            if type(rec) is str:
+        read: list[Record] = []
+        for i, line_m in enumerate(lines):
+            if i == 0 and start == 0 and line_m.type is None and type(line_m.sessionId) is str and line_m.sessionId:
+                session = line_m.sessionId
+            line_rec = reply(line_m.type, line_m.tokens, line_m.timestamp, line_m.model, line_m.id, session, project, intern)
+            if isinstance(line_rec, str):
                 break  # (a bad one: read again line by line, which names it)
-            if rec is not None:
-                got.append(rec)
+            if line_rec is not None:
+                read.append(line_rec)
         else:
-            recs.extend(got)
+            recs.extend(read)
             return session
     if start == 0:
         first_end = mm.find(b"\n", 0, end)
@@ -130,11 +131,11 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         if head is not None and "type" not in head and type(head.get("sessionId")) is str and head["sessionId"]:
             session = head["sessionId"]
     for off, line in marked_lines(mm, start, end, MARK):
-        m = json_object(line, off, bad)
-        if m is None:
+        obj = json_object(line, off, bad)
+        if obj is None:
             continue
-        rec = call(m, session, project, intern)
-        if type(rec) is str:
+        rec = call(obj, session, project, intern)
+        if isinstance(rec, str):
             bad.append((off, rec))
         elif rec is not None:
             recs.append(rec)

@@ -144,7 +144,7 @@ def keep(paths_key: str, question: tuple[Any, ...], found: Survey, result: Scan,
             old["calls_gens"] = gens
             write_cache_file(index_file, marshal.dumps(old))
         write_cache_file(folds_file, _put_fold(_folds(folds_file), question, gens, folded))
-    except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
+    except Exception as exc:
         return f"usage ledger cache not written: {exc}"
     return None
 
@@ -214,6 +214,6 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
                          files=growth.files)
             write_cache_file(index_file, marshal.dumps(index))
         write_cache_file(folds_file, _put_fold(folds, question, growth.generations, folded))
-    except Exception as exc:  # noqa: BLE001 - the cache is an optimisation only
+    except Exception as exc:
         result.warnings.append(f"usage ledger cache not written: {exc}")
     return ledger, result

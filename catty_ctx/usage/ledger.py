@@ -14,8 +14,9 @@ from .times import day_of, iso_week
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from datetime import tzinfo
-    from typing import Any, Iterable
+    from typing import Any
 
     from .filescan import Scan
     from .records import Record

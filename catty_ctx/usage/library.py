@@ -24,7 +24,8 @@ from .cachefiles import cache_file, read_bytes, write_cache_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable
+    from collections.abc import Iterable
+    from typing import Any
 
     # (first day, as days since 1970-01-01, or None: always) and the rates at and above the tier:
     # per input, output, cache write and cache read token.

@@ -10,7 +10,7 @@ import msgspec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeGuard
 
 NL = b"\n"
 # A line msgspec cannot decode: bad JSON, or nesting past its depth limit (a RecursionError).
@@ -40,7 +40,7 @@ _decode = msgspec.json.decode
 INT64_END = 1 << 63  # counts are int64, as the typed decoders declare them (and MessagePack can carry)
 
 
-def whole(v: Any) -> bool:
+def whole(v: Any) -> TypeGuard[int]:
     """Whether V is an integer the ledger can hold (an int64)."""
     return type(v) is int and -INT64_END <= v < INT64_END
 

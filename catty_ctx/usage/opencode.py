@@ -178,6 +178,7 @@ def db_records(path: str) -> list[Record]:
         con = sqlite3.connect(f"file:{_quoted(path)}?mode=ro", uri=True)
     except sqlite3.Error:
         return out
+    con.text_factory = _decoded_text
     try:
         for mid, sid, created, data in con.execute("SELECT id, session_id, time_created, data FROM message WHERE data LIKE '%\"tokens\"%'"):
             m = _row(data)
@@ -199,11 +200,15 @@ def db_records(path: str) -> list[Record]:
             rec = step_record(p, mid, sid, _ms(created))
             if rec is not None:
                 out.append(rec)
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):  # (a corrupt schema's column names are decoded by sqlite3)
         pass  # (not opencode's tables: no calls; the sniffer names such a file)
     finally:
         con.close()
     return out
+
+
+def _decoded_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")  # a corrupt database's cell need not be UTF-8
 
 
 def _row(data: Any) -> dict[str, Any] | None:

@@ -16,7 +16,8 @@ from . import library
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable
+    from collections.abc import Iterable
+    from typing import Any
 
     from .records import Record
 
@@ -62,8 +63,8 @@ class Prices:
                 self._norm = {}
                 for name in self.table:
                     self._norm.setdefault(_normal_model(name), name)
-            name = self._norm.get(_normal_model(model))
-            entry = self.table.get(name) if name else None
+            normal = self._norm.get(_normal_model(model))
+            entry = self.table.get(normal) if normal else None
         self._memo[model] = entry
         return entry
 

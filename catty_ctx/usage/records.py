@@ -5,7 +5,7 @@ worker as MessagePack arrays, decoded straight into the types again.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import msgspec
 
@@ -23,15 +23,15 @@ class Record(msgspec.Struct, array_like=True, gc=False):
     cache_read: int
     cache_write: int
     reasoning: int
-    cost: Optional[float]  # the cost the log reported, if any
-    key: Optional[str]  # copies of one call share it (see ledger.collapse)
+    cost: float | None  # the cost the log reported, if any
+    key: str | None  # copies of one call share it (see ledger.collapse)
     sidechain: bool
     agent: str
     session: str
     project: str
     incomplete: bool
-    msg_id: Optional[str]
-    uuid: Optional[str]
+    msg_id: str | None
+    uuid: str | None
 
 
 class FileEntry(msgspec.Struct, array_like=True):
@@ -42,7 +42,7 @@ class FileEntry(msgspec.Struct, array_like=True):
     size: int
     mtime: int
     ino: int
-    kind: Optional[str]
+    kind: str | None
     off: int = 0
     head: int = 0
     tail: int = 0
@@ -56,12 +56,12 @@ class FileEntry(msgspec.Struct, array_like=True):
 
 
 # What a scan of one file gives: (path, entry or None, bytes parsed, error or None).
-Scanned = tuple[str, Optional[FileEntry], int, Optional[str]]
+Scanned = tuple[str, FileEntry | None, int, str | None]
 ENCODE = msgspec.msgpack.Encoder().encode
 DECODE_ENTRY = msgspec.msgpack.Decoder(FileEntry).decode
 # A worker's answer for one file: Scanned with the entry as its own MessagePack, which the
 # per-file cache then stores as it came instead of encoding the entry again.
-Packed = tuple[str, Optional[bytes], int, Optional[str]]
+Packed = tuple[str, bytes | None, int, str | None]
 DECODE_PACKED_ITEM = msgspec.msgpack.Decoder(tuple[int, list[Packed]]).decode
 DECODE_SCANNED = msgspec.msgpack.Decoder(Scanned).decode
 # The kept ledger's deduped calls (`kept`): the generations of the caches they came from, and the calls.

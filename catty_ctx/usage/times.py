@@ -9,8 +9,9 @@ from ..errors import UsageError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
+    from collections.abc import Callable
     from datetime import tzinfo
-    from typing import Any, Callable
+    from typing import Any
 
 _convert: Any = None  # msgspec.convert, bound on first use (this module is on the cached-answer path)
 _DATETIME: Any = None
@@ -45,11 +46,11 @@ def epoch(value: Any) -> float | None:
 def moment(dt: Any) -> float:
     """A decoded datetime → seconds since the epoch, a naive one taken as UTC (what `epoch` gives for its text)."""
     if dt.tzinfo is not None:
-        return dt.timestamp()  # type: ignore[no-any-return]
+        return dt.timestamp()
     # start-up: datetime loads only when a log is read
     from datetime import timezone
 
-    return dt.replace(tzinfo=timezone.utc).timestamp()  # type: ignore[no-any-return]
+    return dt.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _iso_epoch(value: str) -> float | None:
@@ -110,21 +111,26 @@ def day_start(day: str, tz: tzinfo | None) -> float:
 def day_of(tz: tzinfo | None) -> Callable[[float], str]:
     """ts → its day in TZ (None: local), remembering the last day's bounds (calls come sorted)."""
     # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
-    from datetime import date, datetime
+    from datetime import date, datetime, timezone
 
-    bounds = [1.0, 0.0, ""]  # start, end, day: empty until the first call
+    bounds: list[Any] = [1.0, 0.0, ""]  # start, end, day: empty until the first call
 
     def day(ts: float) -> str:
         if bounds[0] <= ts < bounds[1]:
-            return bounds[2]  # type: ignore[return-value]
-        d = datetime.fromtimestamp(ts, tz).date()
-        start = datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
-        nxt = date.fromordinal(d.toordinal() + 1)
-        end = datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz).timestamp()
+            return bounds[2]
+        try:
+            d = datetime.fromtimestamp(ts, tz).date()
+            start = datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
+            nxt = date.fromordinal(d.toordinal() + 1)
+            end = datetime(nxt.year, nxt.month, nxt.day, tzinfo=tz).timestamp()
+        except (OverflowError, ValueError, OSError):
+            # a stamp at the calendar's edge (year 1 or 9999) whose day in TZ falls outside it:
+            # its UTC day, which exists (the stamp was parsed), and nothing remembered
+            return datetime.fromtimestamp(ts, timezone.utc).date().isoformat()
         if not start <= ts < end:  # a day that starts at a gap in the clock: do not remember it
             return d.isoformat()
         bounds[:] = [start, end, d.isoformat()]
-        return bounds[2]  # type: ignore[return-value]
+        return bounds[2]
 
     return day
 

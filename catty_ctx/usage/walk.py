@@ -16,7 +16,8 @@ from ..urls import is_url, url_logs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Sequence
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
     Survey = list[tuple[str, list[tuple[str, str | None, int, int, int]]]]  # per PATH: (file, kind, size, mtime_ns, inode)
 

@@ -124,8 +124,8 @@ def records(steps: list[Step], view: Any, session_id: str, now: datetime) -> lis
         item = step.item
         if step.kind == "user":
             synthetic = item.get("synthetic")
-            extra = {"isMeta": True} if synthetic and synthetic not in _PLAIN_SYNTHETIC else {}
-            add("user", step, {"role": "user", "content": _user_content(item)}, **extra)
+            meta = {"isMeta": True} if synthetic and synthetic not in _PLAIN_SYNTHETIC else {}
+            add("user", step, {"role": "user", "content": _user_content(item)}, **meta)
         elif step.kind == "assistant":
             blocks: list[dict[str, Any]] = [{"type": "text", "text": item["text"]}] if has_text(item.get("text")) else []
             blocks += [{"type": "tool_use", "id": tool_id(c.get("call_id")), "name": str(c.get("name") or "tool"),
@@ -162,7 +162,7 @@ def check_records(recs: list[dict[str, Any]], session_id: str) -> list[str]:
     problems: list[str] = []
     seen: set[str] = set()
     last_t: datetime | None = None
-    pending: set[str] = set()  # calls of the previous assistant record, not yet answered
+    pending: set[Any] = set()  # (ids as the records hold them, whatever JSON they are)  # calls of the previous assistant record, not yet answered
     for n, rec in enumerate(recs, 1):
         where = f"record {n}"
         rtype = rec.get("type")
@@ -195,8 +195,8 @@ def check_records(recs: list[dict[str, Any]], session_id: str) -> list[str]:
         blocks = _blocks(msg.get("content"))
         if not blocks:
             problems.append(f"{where}: no content")
-        answered: set[str] = set()
-        calls: set[str] = set()
+        answered: set[Any] = set()
+        calls: set[Any] = set()
         for b in blocks:
             btype = b.get("type")
             if btype not in _BLOCKS[rtype]:

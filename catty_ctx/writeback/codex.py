@@ -104,7 +104,7 @@ def records(steps: list[Step], view: Any, session_id: str, now: datetime) -> lis
         if step.kind in ("user", "assistant", "instructions"):
             role = item.get("role") if step.kind == "instructions" else step.kind
             role = "developer" if role == "system" else role
-            blocks = _content(role, item)
+            blocks = _content(str(role), item)
             if blocks:
                 add({"type": "message", "role": role, "content": blocks}, step.ts)
             for c in step.calls:
@@ -135,8 +135,8 @@ def check_records(lines: list[dict[str, Any]], session_id: str) -> list[str]:
     if meta.get("id") != session_id or not isinstance(meta.get("cwd"), str) or parse_ts(meta.get("timestamp")) is None:
         problems.append("line 1: session_meta without this id, a cwd or a time")
     last = parse_ts(lines[0].get("timestamp"))
-    open_calls: set[str] = set()
-    answered: set[str] = set()
+    open_calls: set[Any] = set()  # the records' call ids, whatever JSON they hold
+    answered: set[Any] = set()
     for n, line in enumerate(lines[1:], 2):
         where = f"line {n}"
         t = parse_ts(line.get("timestamp"))

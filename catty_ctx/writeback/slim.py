@@ -6,7 +6,8 @@ image whose data is over the limit is replaced by such a note (`docs/writeback.m
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..blobs import preview
 

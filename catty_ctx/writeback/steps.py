@@ -8,9 +8,10 @@ text are gone before a writer sees a step: providers refuse them.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any
 
 Item = dict[str, Any]
 
