@@ -214,10 +214,10 @@ def _head(mm: Any, size: int) -> bytes:
     for _ in range(SNIFF_LINES):
         nl = mm.find(_NL, end, limit)
         if nl < 0:
-            return mm[0:limit]  # type: ignore[no-any-return]
+            return mm[0:limit]
         end = nl + 1
     head = mm[0:end]
-    return head if head.strip() else mm[0:limit]  # type: ignore[no-any-return]  # (blank lines only: it looks further for a '{')
+    return head if head.strip() else mm[0:limit]  # (blank lines only: it looks further for a '{')
 
 
 def _storage_reader() -> Callable[[str, tuple[int, int, int] | None, int], Scanned]:
