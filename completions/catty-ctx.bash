@@ -38,7 +38,7 @@ _catty_ctx() {
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import inspect instructions mcp prune repair report resume search segment usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import inspect instructions mcp prune repair report resume search segment statusline usage" ;;
         "append") opts="--allow-duplicate-ids --create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --no-repair --quiet --session-id --window -h -q" ;;
         "blob") opts="--help --raw -h" ;;
         "compact") opts="--agent --allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
@@ -69,6 +69,7 @@ _catty_ctx() {
         "segment grep") opts="--agent --help --ignore-case --json --regex -E -h -i" ;;
         "segment list") opts="--agent --help --json -h" ;;
         "segment show") opts="--agent --help -h" ;;
+        "statusline") opts="--format --help --json --mirrors -f -h" ;;
         "usage") opts="--allow-empty --by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until --verbose -h -j -v" ;;
     esac
     if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then
