@@ -6,10 +6,8 @@ step, and typer's import would be most of that run.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
-from ..errors import DataError, UsageError
 from .errors import warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, shared, value
@@ -66,8 +64,9 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
         max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False, no_repair: bool = False) -> None:
     """Check the events on stdin, then append them to SESSION (made with --create); echo them unless QUIET."""
     # start-up: the library loads when the command runs, not for --help or another command
-    import orjson
+    from ..appending import append_events, read_events
 
+<<<<<<< HEAD
     from ..blobs import externalize, shell_results
     from ..boundary import append_with_repairs
     from ..jsonl import STDIN_NAME, json_problem, numbered_lines
@@ -104,5 +103,10 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
                for i, ev in enumerate(pending)]
     written = append_with_repairs(target, pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids,
                                   repair=not no_repair)
+=======
+    written = append_events(session, read_events(sys.stdin.buffer), create=create, window=window, model=model, cwd=cwd,
+                            session_id=session_id, lock_timeout=lock_timeout, max_user_bytes=max_user_bytes,
+                            max_tool_bytes=max_tool_bytes, allow_duplicate_ids=allow_duplicate_ids, warn=warn)
+>>>>>>> main
     if not quiet:
         write_lines(written)

@@ -122,6 +122,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
 
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact import OVER, compact_target
+    from ..roots import most_severe
 
     errors: list[CattyError] = []
 
@@ -175,10 +176,10 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})
     else:
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
-    if errors:
-        raise SystemExit(int(errors[0].exit_code))
-    if check and any(r.status == OVER for r in results):
-        raise SystemExit(int(ExitCode.CHECK_FAILED))
+    # The most severe of the sessions' codes (docs/spec.md#a-root-of-sessions).
+    code = most_severe([*(e.exit_code for e in errors), *([ExitCode.CHECK_FAILED] if check and any(r.status == OVER for r in results) else [])])
+    if code:
+        raise SystemExit(code)
 
 
 def _is_root(target: str) -> bool:

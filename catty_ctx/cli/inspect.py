@@ -8,7 +8,7 @@ registers are made from one table, `PARAMS`.
 from __future__ import annotations
 
 from ..defaults import CONNECT_TIMEOUT
-from ..errors import ExitCode, UsageError
+from ..errors import UsageError
 from .errors import warn
 from .fastpath import CLUSTER, flag, parse_one, shared, value
 from .fastpath import declare as declare_command
@@ -80,10 +80,7 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
             if given:
                 raise UsageError(f"{target}: {flag_name} needs one session, not a ROOT")
 
-        errors: list[str] = []
-
         def on_error(path: Path, exc: Exception) -> None:
-            errors.append(str(exc))
             warn(str(exc))
 
         # start-up: the library loads when the command runs, not for --help or another command
@@ -99,8 +96,8 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
             rows = inspect_root(PathType(target), on_error=on_error, sessions=found, engine=engine,
                                 progress=lambda it: progress_iter(it, label="sessions", total=len(found)))
             rows_out(rows, cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
-        if errors:
-            raise SystemExit(int(ExitCode.DATA))
+        if rows.exit_code():
+            raise SystemExit(rows.exit_code())  # the most severe of the sessions' (docs/spec.md#a-root-of-sessions)
         return
 
     if agents and agent is not None:
