@@ -316,7 +316,7 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
     costs: list[Any] = []
     sealed: set[int] = set()
     ids: set[int] = set()
-    kept_type = tuple[list[Record], list[tuple[str, int]], list[float | None], list[int], list[int]]
+    kept_type = tuple[list[Record], list[tuple[str, str, str | None, int]], list[float | None], list[int], list[int]]
     if offset:
         try:
             with open(calls_path, "rb") as kept_file:
@@ -361,9 +361,9 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
         state["sealed_cost"] += sum(c for c in done if c is not None)
         state["sealed_unpriced"] += sum(1 for c in done if c is None)
         sealed.update(_hash("k" + r.key) for r in out[:cut] if r.key is not None)
-        sealed.update(_hash(name) for name, i in aliases if i < cut and name[0] == "k")
+        sealed.update(_hash("k" + key) for kind, key, _b, i in aliases if i < cut and kind == "k")
         out, costs = out[cut:], costs[cut:]
-        aliases = [(name, i - cut) for name, i in aliases if i >= cut]
+        aliases = [(kind, a, b, i - cut) for kind, a, b, i in aliases if i >= cut]
     state["calls"] = state["sealed_calls"] + len(out)
     state["cost"] = state["sealed_cost"] + sum(c for c in costs if c is not None)
     state["unpriced"] = state["sealed_unpriced"] + sum(1 for c in costs if c is None)
