@@ -164,6 +164,7 @@ def inspect_session(
         "fp": stats.fp,
         "largest": top.rows(),
         "compactions": [_compaction_row(c) for c in plan.compactions],
+        "repairs": {"count": sum(plan.repairs.values()), "reasons": dict(sorted(plan.repairs.items()))},
         "problems": problems,
         "problem_details": [p.__dict__ for p in checker.found[:20]],
     }
@@ -229,6 +230,7 @@ def inspect_items(session: Session, *, warn: Callable[[str], None] | None = None
         "fp": chain.hex,
         "largest": top.rows(),
         "compactions": [],
+        "repairs": {"count": 0, "reasons": {}},
         "problems": problems,
         "problem_details": [p.__dict__ for p in checker.found[:20]],
     }

@@ -319,6 +319,12 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
         done, doc, out = finished(planned, opts, inp, summary, comp, segment, head)
         write_artifact(directory, doc, redact=opts.redact)
         written = session.append_locked([*spend, done], warn=None)  # the lock is already held
+    # The replacement is a boundary: a result that came in for a call the summary folded is
+    # an orphan now, written as such (docs/design.md#m5b); calls still running are left alone.
+    # start-up: loaded when a compaction needs it (see the module note)
+    from ..boundary import repair_new_head
+
+    repair_new_head(session, "compaction", closed_only=True, lock_timeout=opts.lock_timeout)
     hit = inp.hit
     if hit is not None and hit.settled:
         # start-up: loaded when a compaction needs it (see the module note)
