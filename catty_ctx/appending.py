@@ -10,7 +10,8 @@ from typing import IO, Any
 
 import orjson
 
-from .blobs import externalize
+from .blobs import externalize, shell_results
+from .boundary import append_with_repairs
 from .defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError
 from .events import Event
@@ -40,9 +41,11 @@ def read_events(stream: IO[bytes], display: str = STDIN_NAME) -> list[dict[str, 
 def append_events(session: str | Path, events: Iterable[dict[str, Any]], *, create: bool = False, window: int | None = None,
                   model: str | None = None, cwd: str | None = None, session_id: str | None = None,
                   lock_timeout: float = DEFAULT_LOCK_TIMEOUT, max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT,
-                  allow_duplicate_ids: bool = False, warn: Callable[[str], None] | None = None) -> list[Event]:
+                  allow_duplicate_ids: bool = False, warn: Callable[[str], None] | None = None, repair: bool = True) -> list[Event]:
     """Append EVENTS to the session at SESSION (made first when CREATE and missing: its window,
-    model, cwd and id), their large payloads moved to blobs/ first; the events written."""
+    model, cwd and id), their large payloads moved to blobs/ first (a terminal's output within its
+    own cap); with REPAIR, the calls a new turn or a cancellation leaves dangling are answered
+    first, under the same lock (`boundary`). The events written."""
     if str(session) == "-":
         raise UsageError("append writes to a session; SESSION cannot be -")
     path = Path(session)
@@ -54,5 +57,10 @@ def append_events(session: str | Path, events: Iterable[dict[str, Any]], *, crea
     else:
         target = Session.open(path)
     require_ours(target)  # before its blobs: another agent's file is never written into
-    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in events]
-    return target.append(pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids)
+    events = list(events)
+    # A terminal's output has its own cap (in characters): its call is in the batch or the log.
+    shells = shell_results(target.log_path, events) if target.directory is not None else set()
+    where = str(target.directory.resolve()) if target.directory is not None else None
+    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn, shell=i in shells,
+                           display=where) for i, ev in enumerate(events)]
+    return append_with_repairs(target, pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids, repair=repair)
