@@ -68,7 +68,6 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
 
     written = append_events(session, read_events(sys.stdin.buffer), create=create, window=window, model=model, cwd=cwd,
                             session_id=session_id, lock_timeout=lock_timeout, max_user_bytes=max_user_bytes,
-                            max_tool_bytes=max_tool_bytes, allow_duplicate_ids=allow_duplicate_ids, warn=warn,
-                            repair=not no_repair)
+                            max_tool_bytes=max_tool_bytes, allow_duplicate_ids=allow_duplicate_ids, repair=not no_repair, warn=warn)
     if not quiet:
         write_lines(written)
