@@ -244,7 +244,9 @@ def codex_threads(session: Session) -> list[dict[str, Any]]:
             meta = orjson.loads(first.data).get("payload") if first is not None else None
         except (orjson.JSONDecodeError, AttributeError):
             continue
-        src = meta.get("source") if isinstance(meta, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        src = meta.get("source")
         spawn = src.get("subagent", {}).get("thread_spawn") if isinstance(src, dict) and isinstance(src.get("subagent"), dict) else None
         if isinstance(spawn, dict) and spawn.get("parent_thread_id") == parent and isinstance(meta.get("id"), str):
             found.append({"agent": meta["id"], "type": meta.get("agent_role") or spawn.get("agent_role"),
