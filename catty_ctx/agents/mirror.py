@@ -36,6 +36,7 @@ from ..events import SPAN_KINDS, Event
 from ..files import replace_file
 from ..jsonl import last_newline_end, records
 from ..store import LOG_NAME, Session, open_log_for_append, session_folder
+from .continuation import VERSION as STATE_VERSION
 from .continuation import Continuation, render
 
 CURSOR_NAME = "mirror.json"
@@ -366,7 +367,7 @@ def load_state(mirror: Path) -> dict[str, Any]:
     """The continuation state the last run recorded (built from the mirror's events when none was)."""
     try:
         doc = orjson.loads((mirror / STATE_NAME).read_bytes())
-        if isinstance(doc, dict) and doc.get("version") == 1:
+        if isinstance(doc, dict) and doc.get("version") == STATE_VERSION:
             return doc
     except (OSError, orjson.JSONDecodeError):
         pass
