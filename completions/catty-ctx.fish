@@ -32,6 +32,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l quiet -s q -d '
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l max-user-bytes -r -F -d 'A user message longer than N bytes moves to blobs/ with…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l max-tool-bytes -r -F -d 'A tool output longer than N bytes moves to blobs/ with its…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l allow-duplicate-ids -d 'Append an event even when its id (message id, call id…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from append' -l no-repair -d 'Do not answer the calls a new user turn or a cancellation…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from append' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from blob' -l raw -d 'Write the bytes as they are on a terminal too (escape…'
@@ -59,6 +60,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l json -d 'Print
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler (or one with no…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l allow-remote-writes -d 'Let a writer run on a --scheduler cluster (the session…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from compact' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from completion' -s h -l help -d 'Show the help and exit.'
@@ -104,6 +106,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l max-bytes -r -F -
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l session-id -r -F -d 'With --to: the new session\'s id (default: a new one).'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l dry-run -d 'Show what would be done; write nothing.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l json -d 'Print one JSON document (a terminal gets tables, a pipe…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook' -a claude -d 'The hook commands Claude Code runs.'
@@ -163,6 +166,9 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from import; and __fish_seen_su
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l items -d 'List the view\'s items with their tokens and cumulative…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l seq -r -F -d 'Print the event with this seq in full.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l context -d 'The prompt-context snapshot: every part with its source…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l agents -d 'List the session\'s subagents: status, type, turns, tokens…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l stats -d 'The distributions the constants should be calibrated on…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l allow-empty -d 'A ROOT holding no session is fine (exit 0); by default it…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l json -d 'Print one JSON document (a terminal gets tables, a pipe…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler…'
@@ -197,6 +203,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l clear-inputs -d 
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l session-ref -r -F -d 'How placeholders name the session in their inspect command…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l previous -r -F -d 'An earlier prune output: report the unchanged prefix…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l stats -d 'Report the request\'s tokens before/after (with and without…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l check -d 'Only report what is wrong; exit 1 when anything is found…'
@@ -211,9 +218,11 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -l allow-remote-wr
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from repair' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from report' -s o -l output -r -F -d 'Write the page to FILE (default: stdout); for a ROOT, the…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from report' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from report' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from report' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from resume' -l format -s f -x -a 'items openai anthropic' -d 'items (JSON Lines), openai ({"messages": [...]}) or…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from resume' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from resume' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from resume' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from search' -l regexp -s E -d 'PATTERN is a regular expression (Python\'s syntax), not a…'
@@ -233,11 +242,14 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from segment' -s h -l help -d '
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from grep' -s i -l ignore-case -d 'Ignore case.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from grep' -s E -l regex -d 'TEXT is a regular expression.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from grep' -l json -d 'Print one JSON document (a terminal gets tables, a pipe…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from grep' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from grep' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from grep' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from list' -l json -d 'Print one JSON document (a terminal gets tables, a pipe…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from list' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from list' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from list' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from show' -l agent -r -F -d 'The subagent ID\'s own conversation (its prompt, its calls…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from show' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from segment && __fish_seen_subcommand_from show' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from statusline' -l format -s f -r -F -d 'The line, with {field} for each field shown (see the…'

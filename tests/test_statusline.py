@@ -137,6 +137,26 @@ def test_a_late_copy_of_an_early_call_is_still_counted_once(tmp_path: Path) -> N
     assert state["calls"] == OPEN_CALLS + 40 and state["sealed_calls"] == 40
 
 
+def test_the_subagents_calls_are_the_sessions_too_counted_once(tmp_path: Path) -> None:
+    path = write(transcript(tmp_path), call(1, 900, 10_000, 2_000, 50) + call(2, 120, 61_000, 3_500, 400))
+    side = [{**line, "isSidechain": True, "agentId": "ab12"} for line in call(10, 5, 9_000, 100, 70) + call(11, 6, 9_500, 0, 80)]
+    replay = {**call(2, 120, 61_000 + 50_000, 3_500, 400, blocks=1)[1], "isSidechain": True, "agentId": "ab12", "requestId": "req_other",
+              "uuid": "side-replay"}
+    write(path.with_suffix("") / "subagents" / "agent-ab12.jsonl", [*side, replay])  # a side question re-logs a parent response
+    write(path.with_suffix("") / "subagents" / "workflows" / "wf_1" / "agent-cd34.jsonl",
+          [{**line, "isSidechain": True, "agentId": "cd34"} for line in call(20, 7, 1_000, 0, 9)])
+    ledger, _scan = usage([path.parent.parent], by="session")
+    (row,) = ledger.rows
+    assert row["calls"] == 5
+    got = fields(payload(path))
+    assert got["session_cost"] == pytest.approx(row["cost_usd"], abs=1e-6)
+    assert got["tokens"] == 120 + 61_000 + 3_500  # the main conversation's last request, not a subagent's
+    write(path.with_suffix("") / "subagents" / "agent-ab12.jsonl", [{**line, "isSidechain": True, "agentId": "ab12"}
+                                                                      for line in call(12, 1, 2_000, 0, 3)], "a")
+    ledger, _scan = usage([path.parent.parent], by="session")
+    assert fields(payload(path))["session_cost"] == pytest.approx(ledger.rows[0]["cost_usd"], abs=1e-6)
+
+
 def test_only_the_appended_bytes_are_read(tmp_path: Path) -> None:
     # Calls between two large tool results: the middle lies outside the fingerprinted start and end.
     path = write(transcript(tmp_path), call(1, 1, 1_000, 0, 1, pad=100_000) + call(2, 2, 22_222, 0, 2, pad=100_000)

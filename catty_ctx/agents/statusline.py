@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 FINGERPRINT_BYTES = 64 * 1024  # of the transcript's start, and of the bytes just before the offset
 DEFAULT_WINDOW = 200_000  # Claude Code's window when the status JSON names none ("[1m]" models: LONG_WINDOW)
 LONG_WINDOW = 1_000_000
@@ -54,7 +54,7 @@ FIELDS = {
     "compact_at": "the token count at which Claude Code compacts automatically (none when it is off)",
     "compact_percent": "tokens as a percent of compact_at",
     "cached_percent": "the last request's cache reads as a percent of its context",
-    "session_cost": "the session's cost in USD, every call counted once (the usage ledger)",
+    "session_cost": "the session's cost in USD, its subagents' included, every call counted once (the usage ledger)",
     "today_cost": "today's cost in USD of every Claude Code session, counted once (the usage ledger)",
     "compactions": "compactions so far in the transcript",
     "segments": "archived segments in the session's hook mirror",
@@ -192,19 +192,29 @@ def _fresh(transcript: str, ino: int) -> dict[str, Any]:
             "rates": {}}
 
 
-def read_transcript(transcript: str, folder: str) -> dict[str, Any] | None:
+def read_transcript(transcript: str, folder: str, main: str | None = None) -> dict[str, Any] | None:
     """The transcript's state (see `_fresh`), brought up to date by reading the bytes appended
     since the last run (the whole file when it is new here, rewritten or truncated); None when
-    it cannot be read."""
+    it cannot be read. MAIN, for a subagent's log: the session's main transcript (read first),
+    whose responses a subagent's log may repeat."""
     state_path, calls_path = _state_paths(folder, transcript)
+    main_calls = None if main is None else _state_paths(folder, main)[1]
     try:
         with open(transcript, "rb") as f:
-            return _catch_up(f, _load_state(state_path), transcript, state_path, calls_path)
+            return _catch_up(f, _load_state(state_path), transcript, state_path, calls_path, main_calls)
     except OSError:
         return None
 
 
-def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, calls_path: str) -> dict[str, Any]:
+def subagent_logs(transcript: str) -> list[str]:
+    """The logs of the session's subagents: <session>/subagents/**/*.jsonl beside the transcript."""
+    found = []
+    for top, _dirs, files in os.walk(os.path.join(os.path.splitext(transcript)[0], "subagents")):
+        found += [os.path.join(top, name) for name in files if name.endswith(".jsonl")]
+    return sorted(found)
+
+
+def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, calls_path: str, main_calls: str | None) -> dict[str, Any]:
     st = os.fstat(f.fileno())
     offset = state.get("offset") if state.get("path") == transcript and state.get("ino") == st.st_ino else None
     if type(offset) is not int or not 0 <= offset <= st.st_size or (offset and _fingerprint(f, offset) != state.get("fp")):
@@ -217,7 +227,7 @@ def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, c
     if end == 0:
         return state
     if _tally(state, data, end):
-        _price_calls(state, f, data, end, calls_path, offset)
+        _price_calls(state, f, data, end, calls_path, offset, main_calls)
     state["offset"] = offset + end
     state["fp"] = _fingerprint(f, offset + end)
     _save(state_path, json.dumps(state).encode())
@@ -282,14 +292,16 @@ class _Rates:
         return None if got is None else tuple(got)
 
 
-def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_path: str, offset: int) -> None:
+def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_path: str, offset: int, main_calls: str | None) -> None:
     """Add the calls of DATA[:end] (the bytes of F from OFFSET) to the session's: the usage
     ledger's records, collapsed with the ones kept (one per call, whatever copies the transcript
     holds), their cost summed. Kept calls that are lost or do not match are read again from F.
 
     Only the last OPEN_CALLS calls are kept whole, where a copy still finds the call it repeats
     (Claude Code writes a response's copies one after the other); older ones are sealed: their
-    cost is summed, and a later copy of one (its dedupe key kept as a hash) is dropped."""
+    cost is summed, and a later copy of one (its dedupe key kept as a hash) is dropped. A
+    subagent's log (MAIN_CALLS: the main transcript's kept calls) drops the responses of the
+    main conversation it repeats (their message ids are kept as hashes too), as the ledger does."""
     # start-up: the usage ledger's parser and dedupe only when there are calls to count
     import msgspec
 
@@ -303,12 +315,13 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
     aliases: list[Any] = []
     costs: list[Any] = []
     sealed: set[int] = set()
+    ids: set[int] = set()
+    kept_type = tuple[list[Record], list[tuple[str, str, str | None, int]], list[float | None], list[int], list[int]]
     if offset:
         try:
             with open(calls_path, "rb") as kept_file:
-                kept, aliases, costs, hashes = msgspec.msgpack.decode(
-                    kept_file.read(), type=tuple[list[Record], list[tuple[str, str, str | None, int]], list[float | None], list[int]])
-            sealed = set(hashes)
+                kept, aliases, costs, hashes, id_hashes = msgspec.msgpack.decode(kept_file.read(), type=kept_type)
+            sealed, ids = set(hashes), set(id_hashes)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             kept = []
         if len(kept) + state["sealed_calls"] != state["calls"] or len(costs) != len(kept):
@@ -317,6 +330,7 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
             prefix = f.read(offset)
             kept, sealed = [], set()
             parse(prefix, 0, len(prefix), transcript, None, kept, [])
+            ids = {_hash("m" + r.msg_id) for r in kept if r.msg_id is not None}
             kept, aliases = collapse_file(kept)
             state.update(sealed_calls=0, sealed_cost=0.0, sealed_unpriced=0)
             priced = False
@@ -328,6 +342,14 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
     parse(data, 0, end, transcript, None, new, [])
     if sealed:
         new = [r for r in new if r.key is None or _hash("k" + r.key) not in sealed]
+    if main_calls is not None:
+        try:
+            with open(main_calls, "rb") as main_file:
+                repeated = set(msgspec.msgpack.decode(main_file.read(), type=kept_type)[4])
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            repeated = set()
+        new = [r for r in new if not (r.sidechain and r.msg_id is not None and _hash("m" + r.msg_id) in repeated)]
+    ids.update(_hash("m" + r.msg_id) for r in new if r.msg_id is not None)
     before = {id(r): c for r, c in zip(kept, costs)} if priced else {}
     out, aliases = collapse_file(kept + new, aliases)
     rates = _Rates(state.setdefault("rates", {}))
@@ -345,7 +367,7 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
     state["calls"] = state["sealed_calls"] + len(out)
     state["cost"] = state["sealed_cost"] + sum(c for c in costs if c is not None)
     state["unpriced"] = state["sealed_unpriced"] + sum(1 for c in costs if c is None)
-    _save(calls_path, msgspec.msgpack.encode((out, aliases, costs, sorted(sealed))))
+    _save(calls_path, msgspec.msgpack.encode((out, aliases, costs, sorted(sealed), sorted(ids))))
 
 
 def _hash(name: str) -> int:
@@ -413,6 +435,9 @@ def status(payload: dict[str, Any], *, folder: str | None = None, mirrors: str |
     model = _obj(payload, "model")
     transcript = _text(payload.get("transcript_path"))
     state = read_transcript(transcript, folder) if transcript else None
+    logs = [state] if state is not None else []
+    if state is not None and transcript:
+        logs += [s for s in (read_transcript(log, folder, transcript) for log in subagent_logs(transcript)) if s is not None]
     model_id = _text(model.get("id")) or (state or {}).get("model")
     window = window_of(payload, model_id)
     ctx = _obj(payload, "context_window")
@@ -431,8 +456,8 @@ def status(payload: dict[str, Any], *, folder: str | None = None, mirrors: str |
             source = "none"
     point = compact_point(window, env)
     session_cost: float | None = None
-    if state is not None and state.get("calls") and not state.get("unpriced"):
-        session_cost = _number(state.get("cost"))
+    if any(s["calls"] for s in logs) and not any(s["unpriced"] for s in logs):
+        session_cost = _number(sum(s["cost"] for s in logs))
     if session_cost is None:
         session_cost = _number(_obj(payload, "cost").get("total_cost_usd"))
     segments = None
