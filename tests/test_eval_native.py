@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import orjson
@@ -163,3 +164,57 @@ def test_one_session_file_is_a_root(corpus: tuple[Path, list[Session]]) -> None:
     doc = _report(str(s.path))
     assert [e["compaction"] for e in doc["compactions"]] == [1, 2] and doc["total"]["sessions"] == 1
     assert os.path.samefile(doc["compactions"][0]["session"], s.path)
+
+
+def test_the_compactions_the_real_agents_recorded(tmp_path: Path) -> None:
+    """The files the pinned Claude Code and Codex wrote themselves: every compaction found, cut and
+    followed by the hooks."""
+    from conftest import FIXTURES
+
+    root = FIXTURES / "agents"
+    expected = 0
+    for f in root.rglob("*.jsonl"):
+        for line in f.read_bytes().splitlines():
+            rec = orjson.loads(line)
+            expected += rec.get("subtype") == "compact_boundary" or rec.get("type") == "compacted"
+    doc = _report(str(root), "--out", str(tmp_path / "out"))
+    assert doc["total"]["compactions"] == expected >= 2 and doc["total"]["failed"] == 0
+    assert {e["agent"] for e in doc["compactions"]} == {"claude", "codex"}
+    assert all(e["reminder_chars"] > 0 for e in doc["compactions"])
+
+
+def _claude_file(root: Path, first: list[dict]) -> Path:
+    sid = "0b9c0c0c-0000-4000-8000-000000000001"
+    base = {"sessionId": sid, "cwd": "/x", "timestamp": "2026-11-20T10:00:00.000Z"}
+    records = [*first,
+               {**base, "type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None, "content": "Conversation compacted"},
+               {**base, "type": "user", "isCompactSummary": True, "uuid": "s1", "parentUuid": "b1",
+                "message": {"role": "user", "content": "This session is being continued from a previous conversation. Summary: none."}},
+               {**base, "type": "user", "uuid": "u1", "parentUuid": "s1", "message": {"role": "user", "content": "Go on."}}]
+    path = root / ".claude" / "projects" / "-x" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path
+
+
+def test_a_file_that_opens_with_its_compaction_has_no_span_to_score(tmp_path: Path) -> None:
+    _claude_file(tmp_path / "home", [])
+    doc = _report(str(tmp_path / "home"))
+    (entry,) = doc["compactions"]
+    assert entry["facts"] == 0 and "error" not in entry and doc["total"]["failed"] == 0
+
+
+def test_a_compaction_the_hooks_cannot_follow_is_that_compactions_error(tmp_path: Path) -> None:
+    # before the boundary, only a record no importer knows: the hook has no transcript to mirror
+    f = _claude_file(tmp_path / "home", [{"type": "custom-title", "customTitle": "x", "sessionId": "0b9c0c0c"}])
+    r = cli("eval", "--native", str(tmp_path / "home"), "--json")
+    assert r.returncode == 1
+    (entry,) = orjson.loads(r.stdout)["native"]["compactions"]
+    assert entry["error"].startswith(f"{f}: compaction 1: the transcript cut at the compaction: ")  # no deleted path named
+    assert r.stderr.decode().splitlines() == [f"catty-ctx: warning: {entry['error']}"]
+    out = tmp_path / "out"
+    r = cli("eval", "--native", str(tmp_path / "home"), "--out", str(out))
+    assert r.returncode == 1
+    (line,) = r.stderr.decode().splitlines()
+    kept = re.search(r"\(kept in (.+)\)$", line)
+    assert kept and Path(kept.group(1)).is_relative_to(out) and (Path(kept.group(1)) / f.name).is_file()

@@ -215,12 +215,16 @@ def _in_mirror(mirror: Path, text: str) -> bool:
     return False
 
 
-def score(case: Case, work: Path) -> Outcome:
-    """Both columns for one compaction; a failure of the hooks is this compaction's error."""
+def score(case: Case, work: Path, *, kept: bool = False) -> Outcome:
+    """Both columns for one compaction; a failure of the hooks is this compaction's error (naming
+    the cut transcript where it stays, under --out: KEPT)."""
     folder = work / f"{_SAFE_ID.sub('_', case.session_id)[:60]}-{case.number}"
     folder.mkdir(parents=True, exist_ok=True)
     outcome = Outcome(case, folder=folder)
     outcome.missed["summary"] = [f for f in case.facts if f.text not in case.summary]
+    if case.offset == 0:  # the file opens with the compaction: no span before it, no hook to run
+        outcome.missed["reminder"] = list(outcome.missed["summary"])
+        return outcome
     try:
         reminder, mirror = our_reminder(case, folder)
         outcome.reminder_chars = len(reminder)
@@ -235,7 +239,10 @@ def score(case: Case, work: Path) -> Outcome:
             missed.append(f)
         outcome.missed["reminder"] = missed
     except (CattyError, OSError, ValueError, KeyError, TypeError, HookFailure) as exc:
-        outcome.error = f"{case.label}: compaction {case.number}: {' '.join(str(exc).split()) or type(exc).__name__}"
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        if not kept:  # the cut is removed with the temporary folder: say what it was
+            message = message.replace(str(folder / case.source.name.removesuffix(".zst")), "the transcript cut at the compaction")
+        outcome.error = f"{case.label}: compaction {case.number}: {message}"
     return outcome
 
 
@@ -273,7 +280,7 @@ def run_native(root: str, *, out: str | None = None,
         raise UsageError(f"{root}: no compaction recorded by Claude Code or Codex ({sessions} of their sessions read)")
     work, temporary = work_folder(out)
     try:
-        scored = (score(c, work) for c in cases)
+        scored = (score(c, work, kept=not temporary) for c in cases)
         outcomes = list(progress(scored, len(cases)) if progress else scored)
     finally:
         if temporary:
