@@ -201,7 +201,7 @@ def test_a_file_that_opens_with_its_compaction_has_no_span_to_score(tmp_path: Pa
     _claude_file(tmp_path / "home", [])
     doc = _report(str(tmp_path / "home"))
     (entry,) = doc["compactions"]
-    assert entry["facts"] == 0 and "error" not in entry and doc["total"]["failed"] == 0
+    assert entry["facts"] == 0 and entry["error"] is None and doc["total"]["failed"] == 0
 
 
 def test_a_compaction_the_hooks_cannot_follow_is_that_compactions_error(tmp_path: Path) -> None:

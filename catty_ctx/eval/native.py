@@ -288,16 +288,15 @@ def run_native(root: str, *, out: str | None = None,
     entries = []
     for o in outcomes:
         c = o.case
+        # The same keys for every entry (docs/json.md): a failed one has nulls where a score would be.
         entry: dict[str, Any] = {"session": c.label, "agent": c.agent, "compaction": c.number, "id": c.compaction_id,
-                                 "seq_from": c.seq_from, "through_seq": c.through_seq}
-        if o.error:
-            entry.update(error=o.error, facts=len(c.facts), summary_recall=None, reminder_recall=None)
-        else:
-            row = _row([o])
-            entry.update(row, derived=[f.as_dict() for f in c.facts], reminder_chars=o.reminder_chars,
+                                 "seq_from": c.seq_from, "through_seq": c.through_seq, "facts": len(c.facts),
+                                 "summary_recall": None, "reminder_recall": None, "by_kind": None, "recovered": None,
+                                 "reminder_chars": None, "derived": [f.as_dict() for f in c.facts], "missed": None,
+                                 "folder": None if temporary else str(o.folder), "error": o.error}
+        if not o.error:
+            entry.update(_row([o]), reminder_chars=o.reminder_chars,
                          missed={col: [f.as_dict() for f in o.missed[col]] for col in COLUMNS})
-        if not temporary:
-            entry["folder"] = str(o.folder)
         entries.append(entry)
     total = _row(outcomes)
     total.update(sessions=len({c.label for c in cases}), compactions=len(cases), failed=sum(1 for o in outcomes if o.error))
