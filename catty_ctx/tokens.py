@@ -19,10 +19,15 @@ def item_tokens(item: dict[str, Any], canon: bytes | None = None) -> int:
     if images:
         # Image payloads are priced per image, not by their (base64) bytes.
         rest = {k: v for k, v in item.items() if k != "images"}
-        return len(canonical(rest)) // BYTES_PER_TOKEN + IMAGE_TOKENS * len(images)
+        return size_tokens(len(canonical(rest))) + IMAGE_TOKENS * len(images)
     if canon is None:
         canon = canonical(item)
-    return len(canon) // BYTES_PER_TOKEN
+    return size_tokens(len(canon))
+
+
+def size_tokens(size: int) -> int:
+    """The estimate of SIZE bytes (or characters) of text: a quarter, rounded down."""
+    return size // BYTES_PER_TOKEN
 
 
 def usage_context(ev: dict[str, Any]) -> int:

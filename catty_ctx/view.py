@@ -77,6 +77,21 @@ class ViewPlan:
         return any(a <= seq < b for a, b in self.excluded)
 
 
+def exclusion(ranges: list[tuple[int, int]]) -> Callable[[int], bool]:
+    """seq → whether the view leaves its event out: it falls in one of RANGES (a plan's merged
+    [start, end) ranges of rewound turns). Asked in ascending seq order, as a log is read."""
+    at = 0
+    count = len(ranges)
+
+    def excluded(seq: int) -> bool:
+        nonlocal at
+        while at < count and seq >= ranges[at][1]:
+            at += 1
+        return at < count and seq >= ranges[at][0]
+
+    return excluded
+
+
 @dataclass
 class ViewStats:
     """Token accounting while the view streams (docs/spec.md#token-estimates)."""
@@ -304,8 +319,7 @@ def iter_view(
     comp_seq = comp["seq"] if comp else -1
     head = HeadState() if comp and not detached else None
     head_done = comp is None or detached
-    ranges = plan.excluded
-    r_i = 0
+    excluded = exclusion(plan.excluded) if plan.excluded else None
     drops = plan.drops
     answers = plan.answers
     step: _Step | None = None
@@ -334,9 +348,7 @@ def iter_view(
                 st.first = ev
                 if type(ev.get("window")) is int and ev["window"] > 0:
                     announcer.window = ev["window"]  # the listing's budget is a share of it
-            while r_i < len(ranges) and seq >= ranges[r_i][1]:
-                r_i += 1
-            if r_i < len(ranges) and seq >= ranges[r_i][0]:
+            if excluded is not None and excluded(seq):
                 continue
             if ev.get("agent") != agent:
                 continue
@@ -392,7 +404,7 @@ def iter_view(
                 step = None
         for item, pos in out:
             canon = dumps(item, option=sort_keys)
-            tokens = len(canon) >> 2 if "images" not in item else item_tokens(item, canon)
+            tokens = item_tokens(item, canon)
             st.items += 1
             st.sum_tokens += tokens
             if st.usage_seen and pos > st.usage_seq:

@@ -200,3 +200,18 @@ def test_hook_install_codex_starts_without_typer_and_both_parsers_agree(codex_ho
     both_parsers("hook", "install", "codex", "--codex-home", str(codex_home), "--dry-run")
     both_parsers("hook", "codex", "session-start", input=b'{"session_id": "s", "source": "startup"}')
     table_is_the_typer_commands("hook install", arguments=["agent"])
+
+
+def test_when_our_group_moves_install_moves_its_trust_and_uninstall_still_takes_all_of_ours(codex_home: Path) -> None:
+    assert _install(codex_home)[0] == 0
+    hooks = json.loads((codex_home / "hooks.json").read_text())
+    hooks["hooks"]["PreCompact"].insert(0, {"hooks": [{"type": "command", "command": "my-precompact"}]})  # the user adds one before ours
+    (codex_home / "hooks.json").write_text(json.dumps(hooks, indent=2) + "\n")
+    rc, out, err = _install(codex_home)
+    assert rc == 0, err
+    source = os.path.realpath(codex_home / "hooks.json")
+    state = tomllib.loads((codex_home / "config.toml").read_text())["hooks"]["state"]
+    assert set(state) == {f"{source}:session_start:1:0", f"{source}:pre_compact:1:0"}  # the stale :0:0 gone
+    assert "no longer in place" in out
+    assert _install(codex_home, verb="uninstall")[0] == 0
+    assert (codex_home / "config.toml").read_text() == USERS_TOML

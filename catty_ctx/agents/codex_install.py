@@ -306,6 +306,25 @@ def remove_tables(text: str, ours: Sequence[tuple[str, ...]], path: Path) -> tup
     return new, [table_name(k) for k in removed]
 
 
+def stale_trust(text: str, source: str, ours: dict[str, str]) -> list[tuple[str, ...]]:
+    """The trust tables of our block for a handler of ours at a place it no longer holds (the
+    user added or removed groups before it): keyed under SOURCE, holding only the hash of one
+    of OURS (trust key -> hash), under a key that is not one of them."""
+    lines = text.splitlines(keepends=True)
+    span = _block_span(lines)
+    if span is None:
+        return []
+    try:
+        block = tomllib.loads("".join(lines[span[0] + 1: span[1]]))
+    except tomllib.TOMLDecodeError:
+        return []
+    state = _lookup(block, ("hooks", "state"))
+    hashes = set(ours.values())
+    return [("hooks", "state", key) for key, value in (state.items() if isinstance(state, dict) else ())
+            if key.startswith(f"{source}:") and key not in ours and isinstance(value, dict)
+            and set(value) == {"trusted_hash"} and value["trusted_hash"] in hashes]
+
+
 # -- the plan --------------------------------------------------------------------------------
 
 
@@ -317,8 +336,9 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
     """The file changes `hook install codex` (INSTALL) or `hook uninstall codex` makes in Codex's
     home HOME: hooks.json, and config.toml's trust entries (and with MCP its recall server).
 
-    Uninstall removes our hooks from hooks.json and, from config.toml, our block's trust
-    entries for them and its recall server.
+    Install also drops the trust of our block for a handler of ours that moved (its key names
+    its place). Uninstall removes our hooks from hooks.json and, from config.toml, our block's
+    trust entries for them and its recall server.
     """
     command_words(command)
     root = codex_home(home)
@@ -335,17 +355,21 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
             new["hooks"]["SessionStart"][-1]["hooks"][0]["additionalContextLimit"] = CONTEXT_LIMIT
         if added:
             changes.append(Change(hooks_path, before, json_text(new), [f"hooks.{e}" for e in added]))
+        trust = our_trust(new, source)
         tables: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
-            (("hooks", "state", key), *trust_table(key, digest)) for key, digest in our_trust(new, source).items()]
+            (("hooks", "state", key), *trust_table(key, digest)) for key, digest in trust.items()]
         if mcp:
             tables.append((("mcp_servers", RECALL_SERVER), *server_table(command)))
-        ctext_new, names = add_tables(ctext, tables, config_path)
+        ctext_new, stale = remove_tables(ctext, stale_trust(ctext, source, trust), config_path)
+        ctext_new, names = add_tables(ctext_new, tables, config_path)
+        names += [f"(no longer in place) -{name}" for name in stale]
     else:
         new, removed = remove_hooks(doc)
         if removed:
             changes.append(Change(hooks_path, before, json_text(new), [f"hooks.{e}" for e in removed]))
-        ours: list[tuple[str, ...]] = [("hooks", "state", key) for key in our_trust(doc, source)]
-        ours.append(("mcp_servers", RECALL_SERVER))
+        trust = our_trust(doc, source)
+        ours: list[tuple[str, ...]] = [("hooks", "state", key) for key in trust]
+        ours += [*stale_trust(ctext, source, trust), ("mcp_servers", RECALL_SERVER)]
         ctext_new, names = remove_tables(ctext, ours, config_path)
     change = _change(config_path, cbefore, ctext_new.encode("utf-8"), names)
     if change is not None:

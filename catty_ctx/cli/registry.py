@@ -32,6 +32,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("import", "import_", "Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or a messages array.", fast=True),
     Command("inspect", "inspect", "Counts, turns, tokens against the window, largest items, compactions and integrity of a session.", fast=True),
     Command("instructions", "instructions", "Find the instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.", fast=True),
+    Command("mcp", "mcp", "A stdio MCP server for the agent to recall its own session: search and show what compactions dropped.", fast=True),
     Command("prune", "prune", "Print the pruned request view, one item a line; the log is untouched.", fast=True),
     Command("repair", "repair", "Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.", fast=True),
     Command("report", "report", "A session's context lifecycle as one HTML page that works offline."),

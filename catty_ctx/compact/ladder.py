@@ -19,7 +19,7 @@ import orjson
 
 from ..defaults import MIN_SUMMARY_CHARS
 from ..errors import CattyError, ExitCode
-from ..tokens import BYTES_PER_TOKEN, item_tokens
+from ..tokens import item_tokens, size_tokens
 
 Item = dict[str, Any]
 
@@ -287,8 +287,7 @@ def call_usage(prompt: Prompt, text: str, reported: dict[str, Any] | None) -> di
     the estimator's rule, bytes / 4, of what went in and what came out."""
     if reported:
         return dict(reported)
-    per = BYTES_PER_TOKEN
-    return {"input": len(prompt.text().encode()) // per, "output": len(text.encode()) // per, "estimated": True}
+    return {"input": size_tokens(len(prompt.text().encode())), "output": size_tokens(len(text.encode())), "estimated": True}
 
 
 def run_ladder(

@@ -30,7 +30,7 @@ from ..fork import resume
 from ..providers import FORMATS, sendable
 from ..prune import prefix_reuse
 from ..store import Session, create_session, session_window
-from ..tokens import BYTES_PER_TOKEN, item_tokens
+from ..tokens import item_tokens, size_tokens
 from ..view import stream_view, view
 
 APPEND_BATCH = 1_000  # events per append: one lock and one fsync for many lines
@@ -229,7 +229,7 @@ class _Requests:
 
 
 def _tokens(text: str) -> int:
-    return len(text.encode()) // BYTES_PER_TOKEN
+    return size_tokens(len(text.encode()))
 
 
 def _step(copy: Session, result: Any) -> Step:
@@ -249,7 +249,7 @@ def _step(copy: Session, result: Any) -> Step:
         summarizer_seconds=seconds,
         # Each attempt sends the prompt again; a model answer is what each attempt printed.
         input_tokens=prompt * max(1, len(attempts)),
-        output_tokens=sum((a.get("summary_chars") or 0) for a in attempts) // 4,
+        output_tokens=size_tokens(sum((a.get("summary_chars") or 0) for a in attempts)),
         violations=provider_violations(view(copy)),
         two_pass=result.two_pass,
     )
@@ -283,7 +283,7 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
                 pre = compact_session(copy, prefire=True, **options)
                 if pre.status == "prefired":
                     out.prefires += 1
-                    note = {"tokens": (pre.two_pass or {}).get("note_chars", 0) // 4, "seconds": time.monotonic() - t0}
+                    note = {"tokens": size_tokens((pre.two_pass or {}).get("note_chars", 0)), "seconds": time.monotonic() - t0}
             if not ends_part:
                 continue
             res = compact_session(copy, two_pass=strategy.two_pass, **options)

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..fingerprint import canonical
-from ..tokens import item_tokens
+from ..tokens import item_tokens, size_tokens
 from ..view import Item, ViewItem
 from .options import PruneOptions
 
@@ -141,6 +141,6 @@ def describe(vi: ViewItem, opts: PruneOptions, names: dict[str, str], call_seqs:
             if opts.clear_inputs:
                 before = len(canonical(c.get("args")))
                 after = len(canonical(cleared_args(call_seqs.get(cid, item.get("seq")), ref)))
-                m.args_saves[cid] = (before - after) // 4
+                m.args_saves[cid] = size_tokens(before - after)
         m.call_ids = tuple(ids)
     return m

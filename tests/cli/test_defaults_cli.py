@@ -2,6 +2,7 @@
 to the value the mechanism uses when called without it."""
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import pytest
@@ -9,14 +10,14 @@ import typer
 
 from catty_ctx import blobs, store
 from catty_ctx.cli import app, load_commands
-from catty_ctx.compact import compact_session
+from catty_ctx.compact import CompactOptions
 from catty_ctx.eval import EvalOptions
 from catty_ctx.fork import resume
 from catty_ctx.prune import MIB, PruneOptions
 
 _PRUNE = PruneOptions()
 _EVAL = EvalOptions()
-_COMPACT = {k: p.default for k, p in inspect.signature(compact_session).parameters.items()}
+_COMPACT = {f.name: f.default for f in dataclasses.fields(CompactOptions)}
 
 # (command, option, the library's value)
 LIBRARY_DEFAULTS = [
