@@ -140,10 +140,9 @@ def session_cases(native: Any, label: str) -> list[Case]:
         through = comp["through_seq"]
         span = [ev for ev in events if ev["seq"] <= through and ev["kind"] != "compaction"]
         facts = derive_facts(span, plan, since=since)
-        where = offsets.get(str(comp["id"]))
-        if where is not None:
-            cases.append(Case(label, native.path, agent, sid, n, str(comp["id"]), where[0], where[1], since, through,
-                              comp.get("summary") or "", facts, origin.get("cwd")))
+        where = offsets.get(str(comp["id"]), (-1, -1))  # (-1: its line was not found; scored as failed)
+        cases.append(Case(label, native.path, agent, sid, n, str(comp["id"]), where[0], where[1], since, through,
+                          comp.get("summary") or "", facts, origin.get("cwd")))
         since = through + 1
     return cases
 
@@ -222,6 +221,9 @@ def score(case: Case, work: Path, *, kept: bool = False) -> Outcome:
     folder.mkdir(parents=True, exist_ok=True)
     outcome = Outcome(case, folder=folder)
     outcome.missed["summary"] = [f for f in case.facts if f.text not in case.summary]
+    if case.offset < 0:
+        outcome.error = f"{case.label}: compaction {case.number}: the line that records it ({case.compaction_id}) was not found"
+        return outcome
     if case.offset == 0:  # the file opens with the compaction: no span before it, no hook to run
         outcome.missed["reminder"] = list(outcome.missed["summary"])
         return outcome
