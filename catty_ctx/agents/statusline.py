@@ -143,11 +143,17 @@ def cache_folder() -> str:
 
 
 def _state_paths(folder: str, transcript: str) -> tuple[str, str]:
+    """The transcript's state file, and the start of its calls files' names (KEY.OFFSET.calls)."""
     # start-up: xxhash only once there is a transcript to keep a state for
     import xxhash
 
     key = xxhash.xxh64_hexdigest(os.path.abspath(transcript).encode("utf-8", "surrogateescape"))
-    return os.path.join(folder, f"{key}.json"), os.path.join(folder, f"{key}.calls")
+    return os.path.join(folder, f"{key}.json"), os.path.join(folder, key)
+
+
+def _calls_file(state: dict[str, Any], folder: str) -> str | None:
+    name = state.get("calls_file")
+    return os.path.join(folder, name) if isinstance(name, str) and os.sep not in name else None
 
 
 def _fingerprint(f: Any, offset: int) -> list[int]:
@@ -197,11 +203,11 @@ def read_transcript(transcript: str, folder: str, main: str | None = None) -> di
     since the last run (the whole file when it is new here, rewritten or truncated); None when
     it cannot be read. MAIN, for a subagent's log: the session's main transcript (read first),
     whose responses a subagent's log may repeat."""
-    state_path, calls_path = _state_paths(folder, transcript)
-    main_calls = None if main is None else _state_paths(folder, main)[1]
+    state_path, prefix = _state_paths(folder, transcript)
+    main_calls = None if main is None else _calls_file(_load_state(_state_paths(folder, main)[0]), folder)
     try:
         with open(transcript, "rb") as f:
-            return _catch_up(f, _load_state(state_path), transcript, state_path, calls_path, main_calls)
+            return _catch_up(f, _load_state(state_path), transcript, state_path, prefix, main_calls)
     except OSError:
         return None
 
@@ -214,7 +220,10 @@ def subagent_logs(transcript: str) -> list[str]:
     return sorted(found)
 
 
-def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, calls_path: str, main_calls: str | None) -> dict[str, Any]:
+def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, prefix: str, main_calls: str | None) -> dict[str, Any]:
+    """STATE brought up to date with F's bytes past its offset. The calls go to a new calls file
+    named by the offset they are counted to, and the state that names it is written after it: a
+    run cancelled between the two leaves the state and its calls file as they were."""
     st = os.fstat(f.fileno())
     offset = state.get("offset") if state.get("path") == transcript and state.get("ino") == st.st_ino else None
     if type(offset) is not int or not 0 <= offset <= st.st_size or (offset and _fingerprint(f, offset) != state.get("fp")):
@@ -226,12 +235,29 @@ def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, c
     end = data.rfind(b"\n") + 1  # whole lines only: a line still being written waits for the next run
     if end == 0:
         return state
-    if _tally(state, data, end):
-        _price_calls(state, f, data, end, calls_path, offset, main_calls)
+    counted = _tally(state, data, end)
+    if counted:
+        calls_out = f"{prefix}.{offset + end}.calls"
+        _price_calls(state, f, data, end, _calls_file(state, os.path.dirname(prefix)) if offset else None, calls_out, offset, main_calls)
+        state["calls_file"] = os.path.basename(calls_out)
     state["offset"] = offset + end
     state["fp"] = _fingerprint(f, offset + end)
     _save(state_path, json.dumps(state).encode())
+    if counted:
+        _drop_other_calls(prefix, state["calls_file"])
     return state
+
+
+def _drop_other_calls(prefix: str, current: str) -> None:
+    """Remove the transcript's calls files but CURRENT (earlier offsets', or a cancelled run's)."""
+    folder, key = os.path.split(prefix)
+    try:
+        with os.scandir(folder) as entries:
+            stale = [e.path for e in entries if e.name.startswith(key + ".") and e.name.endswith(".calls") and e.name != current]
+        for path in stale:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def _tally(state: dict[str, Any], data: bytes, end: int) -> bool:
@@ -292,10 +318,12 @@ class _Rates:
         return None if got is None else tuple(got)
 
 
-def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_path: str, offset: int, main_calls: str | None) -> None:
+def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in: str | None, calls_out: str, offset: int,
+                 main_calls: str | None) -> None:
     """Add the calls of DATA[:end] (the bytes of F from OFFSET) to the session's: the usage
     ledger's records, collapsed with the ones kept (one per call, whatever copies the transcript
-    holds), their cost summed. Kept calls that are lost or do not match are read again from F.
+    holds), their cost summed, kept in CALLS_OUT. The calls kept in CALLS_IN that are lost or do not
+    match are read again from F.
 
     Only the last OPEN_CALLS calls are kept whole, where a copy still finds the call it repeats
     (Claude Code writes a response's copies one after the other); older ones are sealed: their
@@ -319,7 +347,9 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
     kept_type = tuple[list[Record], list[tuple[str, str, str | None, int]], list[float | None], list[int], list[int]]
     if offset:
         try:
-            with open(calls_path, "rb") as kept_file:
+            if calls_in is None:
+                raise FileNotFoundError(calls_out)
+            with open(calls_in, "rb") as kept_file:
                 kept, aliases, costs, hashes, id_hashes = msgspec.msgpack.decode(kept_file.read(), type=kept_type)
             sealed, ids = set(hashes), set(id_hashes)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
@@ -367,7 +397,7 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_pat
     state["calls"] = state["sealed_calls"] + len(out)
     state["cost"] = state["sealed_cost"] + sum(c for c in costs if c is not None)
     state["unpriced"] = state["sealed_unpriced"] + sum(1 for c in costs if c is None)
-    _save(calls_path, msgspec.msgpack.encode((out, aliases, costs, sorted(sealed), sorted(ids))))
+    _save(calls_out, msgspec.msgpack.encode((out, aliases, costs, sorted(sealed), sorted(ids))))
 
 
 def _hash(name: str) -> int:
@@ -402,35 +432,68 @@ def projects_root(transcript: str | None) -> str:
     return os.path.join(given or os.path.join(os.path.expanduser("~"), ".claude"), "projects")
 
 
-def today_cost(root: str, folder: str, *, every: float = TODAY_EVERY, now: float | None = None) -> float | None:
-    """Today's (local date) cost of the calls under ROOT, from the usage ledger, kept EVERY seconds."""
+def _today_path(root: str, folder: str) -> str:
     # start-up: xxhash for the state's name only
     import xxhash
 
+    return os.path.join(folder, f"today-{xxhash.xxh64_hexdigest(root.encode('utf-8', 'surrogateescape'))}.json")
+
+
+def today_cost(root: str, folder: str, *, every: float = TODAY_EVERY, now: float | None = None, inline: bool = True) -> float | None:
+    """Today's (local date) cost of the calls under ROOT, from the usage ledger, kept EVERY seconds.
+
+    Not INLINE (the command): when the kept figure is older, the ledger is asked in a process of
+    its own, started here and not waited for (on a large home that takes seconds, and Claude Code
+    cancels a status line that an update overtakes: the ledger's work would be lost with it), and
+    this run shows the figure kept so far (none on a new day)."""
     now = time.time() if now is None else now
     day = time.strftime("%Y-%m-%d", time.localtime(now))
-    path = os.path.join(folder, f"today-{xxhash.xxh64_hexdigest(root.encode('utf-8', 'surrogateescape'))}.json")
+    path = _today_path(root, folder)
     kept = _load_state(path)
+    known = _number(kept.get("cost")) if kept.get("day") == day else None
     if kept.get("day") == day and type(kept.get("at")) in (int, float) and 0 <= now - kept["at"] < every:
-        return _number(kept.get("cost"))
-    cost: float | None = None
-    if os.path.isdir(root):
-        # start-up: the usage ledger only once a minute (or when the day changed)
-        from ..errors import CattyError
-        from ..usage import usage
+        return known
+    if not os.path.isdir(root):
+        _save(path, json.dumps({"v": STATE_VERSION, "day": day, "at": now, "cost": None}).encode())
+        return None
+    if inline:
+        return refresh_today(root, folder, day)
+    # Marked as asked (with the figure so far), so the runs until the answer start no other.
+    _save(path, json.dumps({"v": STATE_VERSION, "day": day, "at": now, "cost": known}).encode())
+    # start-up: a process is started only once a minute
+    import subprocess
+    import sys
 
-        try:
-            ledger, _scan = usage([root], by="day", since=day, until=day, allow_empty=True)
-            cost = _number(ledger.totals.get("cost_usd"))
-        except (CattyError, OSError):
-            cost = None
-    _save(path, json.dumps({"v": STATE_VERSION, "day": day, "at": now, "cost": cost}).encode())
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = (f"import sys; sys.path.insert(0, {package_parent!r}); from catty_ctx.agents.statusline import refresh_today; "
+            f"refresh_today({root!r}, {folder!r}, {day!r})")
+    try:
+        subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+    except OSError:
+        pass
+    return known
+
+
+def refresh_today(root: str, folder: str, day: str) -> float | None:
+    """Ask the usage ledger for DAY's cost under ROOT and keep it (see `today_cost`)."""
+    # start-up: the usage ledger only once a minute (or when the day changed)
+    from ..errors import CattyError
+    from ..usage import usage
+
+    try:
+        ledger, _scan = usage([root], by="day", since=day, until=day, allow_empty=True)
+        cost = _number(ledger.totals.get("cost_usd"))
+    except (CattyError, OSError):
+        cost = None
+    _save(_today_path(root, folder), json.dumps({"v": STATE_VERSION, "day": day, "at": time.time(), "cost": cost}).encode())
     return cost
 
 
 def status(payload: dict[str, Any], *, folder: str | None = None, mirrors: str | None = None, env: Mapping[str, str] | None = None,
-           now: float | None = None, today_every: float = TODAY_EVERY) -> dict[str, Any]:
-    """The FIELDS of the status line for PAYLOAD (Claude Code's status JSON; {} gives the unknowns)."""
+           now: float | None = None, today_every: float = TODAY_EVERY, today_inline: bool = True) -> dict[str, Any]:
+    """The FIELDS of the status line for PAYLOAD (Claude Code's status JSON; {} gives the unknowns).
+    TODAY_INLINE false: today's cost is asked in the background (see `today_cost`)."""
     folder = cache_folder() if folder is None else folder
     model = _obj(payload, "model")
     transcript = _text(payload.get("transcript_path"))
@@ -480,7 +543,7 @@ def status(payload: dict[str, Any], *, folder: str | None = None, mirrors: str |
         "compact_percent": _share(tokens, point),
         "cached_percent": _share(last[1], tokens) if last and tokens else None,
         "session_cost": session_cost,
-        "today_cost": today_cost(projects_root(transcript), folder, every=today_every, now=now),
+        "today_cost": today_cost(projects_root(transcript), folder, every=today_every, now=now, inline=today_inline),
         "compactions": state["compactions"] if state is not None else None,
         "segments": segments,
         "session_id": sid,
