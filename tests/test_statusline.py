@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import both_parsers, cli, plain_run_loads, table_is_the_typer_commands
 
-from catty_ctx.agents.statusline import AUTOCOMPACT_BUFFER, FIELDS, OPEN_CALLS, OUTPUT_RESERVE, compact_point, read_payload, render, status
+from catty_ctx.agents.statusline import AUTOCOMPACT_BUFFER, FIELDS, OPEN_CALLS, OUTPUT_RESERVE, compact_point, mirror_folder, read_payload, render, status
 from catty_ctx.usage import usage
 
 SID = "0a1b2c3d-0000-4000-8000-000000000001"
@@ -305,6 +305,24 @@ def test_todays_cost_is_the_ledgers_for_today_counted_once(tmp_path: Path) -> No
     assert got["today_cost"] == pytest.approx(ledger.totals["cost_usd"], abs=1e-6) and 0 < got["today_cost"] < got["session_cost"] + 1
     # asked in this process, as a library caller does
     assert status(payload(path), folder=str(tmp_path / "other-state"))["today_cost"] == pytest.approx(got["today_cost"], abs=1e-9)
+
+
+@pytest.mark.parametrize("env", [{}, {"XDG_DATA_HOME": "/data"}, {"CATTY_CTX_MIRRORS": "/m"}])
+@pytest.mark.parametrize("sid", [SID, "a.b_c-d", "../x", ".", "x/y", "", "-a"])
+def test_the_mirror_folder_is_the_hooks_own(sid: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from catty_ctx.agents.hooks import HookFailure, mirror_dir, mirrors_root, session_id_of
+
+    for name in ("XDG_DATA_HOME", "CATTY_CTX_MIRRORS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        theirs: str | None = str(mirror_dir(mirrors_root(None), "claude", session_id_of({"session_id": sid})))
+    except HookFailure:
+        theirs = None
+    assert mirror_folder(sid or None) == theirs
+    if theirs is not None:
+        assert mirror_folder(sid, "/given") == str(mirror_dir(mirrors_root("/given"), "claude", sid))
 
 
 def test_compaction_point_follows_claude_codes_settings() -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
 
 from ..visible import one_line
@@ -64,6 +65,7 @@ FIELDS = {
 DEFAULT_FORMAT = ("{model} · ctx {tokens}/{window} {percent} ({compact_percent} of auto-compact) · {session_cost} session, "
                   "{today_cost} today · cached {cached_percent} · {compactions} compactions, {segments} archived")
 UNKNOWN = "?"
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class FormatError(ValueError):
@@ -264,8 +266,6 @@ def _tally(state: dict[str, Any], data: bytes, end: int) -> bool:
     """Fold the main conversation's lines of DATA[:end] into STATE: the last request's usage and
     model, the compactions. True when DATA holds usage lines (calls to count)."""
     # start-up: the line search only when there are new bytes to read
-    import re
-
     from ..jsonl import marked_lines
 
     calls = False
@@ -410,6 +410,20 @@ def _hash(name: str) -> int:
 # -- the fields ------------------------------------------------------------------------------
 
 
+def mirror_folder(sid: str | None, mirrors: str | None = None) -> str | None:
+    """The hook mirror of session SID: MIRRORS, else CATTY_CTX_MIRRORS, else
+    $XDG_DATA_HOME/catty-ctx/mirrors, then claude/SID (the hooks' rule, made here with os.path
+    alone: the hooks' module loads their installer too, a cost each status line would pay).
+    None when SID cannot name a folder (the hooks' rule: letters, digits, `.`, `_`, `-`)."""
+    if sid is None or _SESSION_ID.match(sid) is None or sid in (".", ".."):
+        return None
+    root = mirrors or os.environ.get("CATTY_CTX_MIRRORS")
+    if not root:
+        data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+        root = os.path.join(data, "catty-ctx", "mirrors")
+    return os.path.join(root, "claude", sid)
+
+
 def segments_in(mirror: str) -> int | None:
     """The archived segments of a hook mirror (None: no mirror)."""
     try:
@@ -525,14 +539,9 @@ def status(payload: dict[str, Any], *, folder: str | None = None, mirrors: str |
         session_cost = _number(_obj(payload, "cost").get("total_cost_usd"))
     segments = None
     sid = _text(payload.get("session_id"))
-    if sid:
-        # start-up: the hooks' folder rules only once there is a session id
-        from .hooks import HookFailure, mirror_dir, mirrors_root, session_id_of
-
-        try:
-            segments = segments_in(str(mirror_dir(mirrors_root(mirrors), "claude", session_id_of(payload))))
-        except HookFailure:
-            segments = None
+    mirror = mirror_folder(sid, mirrors)
+    if mirror is not None:
+        segments = segments_in(mirror)
     return {
         "model": _text(model.get("display_name")) or model_id,
         "model_id": model_id,
