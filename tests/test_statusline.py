@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from conftest import both_parsers, cli, plain_run_loads, table_is_the_typer_commands
 
-from catty_ctx.agents.statusline import AUTOCOMPACT_BUFFER, FIELDS, OPEN_CALLS, OUTPUT_RESERVE, compact_point, mirror_folder, read_payload, render, status
+from catty_ctx.agents.statusline import AUTOCOMPACT_BUFFER, FIELDS, OUTPUT_RESERVE, compact_point, mirror_folder, read_payload, render, status
+from catty_ctx.agents.transcript_tally import OPEN_CALLS
 from catty_ctx.usage import usage
 
 SID = "0a1b2c3d-0000-4000-8000-000000000001"
