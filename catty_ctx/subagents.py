@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from .errors import UsageError
+from .events import is_real_user
 from .layout import LOG_NAME
 from .store import Session, session_window
 
@@ -143,7 +144,48 @@ def agent_rows(session: Session, *, prices_file: Any = None) -> list[dict[str, A
         else:
             row["parent_call"] = next((cid for cid, text in calls.items() if agent in text), None)
     _add_usage(session, rows, prices_file)
-    return list(rows.values())
+    return list(rows.values()) + [_thread_row(t, calls, prices_file) for t in codex_threads(session)]
+
+
+def _thread_row(thread: dict[str, Any], calls: dict[str, str], prices_file: Any) -> dict[str, Any]:
+    """A Codex subagent thread's row: its own rollout's turns, calls, model and usage."""
+    # start-up: a native session's importers load only when one is read
+    from .sources import open_session
+
+    row: dict[str, Any] = {"agent": thread["agent"], "status": "unknown", "type": thread["type"], "description": thread["description"],
+                           "turns": 0, "events": 0, "calls": 0, "model": None, "first_ts": None, "last_ts": None, "parent_call": None,
+                           "path": str(thread["path"])}
+    prompts: list[str] = []  # its user messages (a thread spawned with the parent's context holds the parent's too)
+    with open_session(thread["path"], warn=None) as child:
+        for ev in child.events(warn=None):
+            if ev.get("agent") is not None:
+                continue
+            row["events"] += 1
+            row["first_ts"] = row["first_ts"] or ev["ts"]
+            row["last_ts"] = ev["ts"]
+            if is_real_user(ev):
+                row["turns"] += 1
+                if isinstance(ev.get("text"), str) and ev["text"].strip():
+                    prompts.append(ev["text"])
+            elif ev["kind"] == "tool_call":
+                row["calls"] += 1
+            elif ev["kind"] == "usage" and isinstance(ev.get("model"), str):
+                row["model"] = ev["model"]
+    # The spawning call: the parent's call whose arguments or result name the thread or carry its prompt.
+    row["parent_call"] = next((cid for cid, text in calls.items()
+                               if thread["agent"] in text or any(orjson.dumps(p).decode()[1:-1] in text for p in prompts)), None)
+    # start-up: the usage ledger (and its price table) only for the subagents' list
+    from .usage import usage
+
+    ledger, _ = usage([str(thread["path"])], by="agent", use_cache=False, prices_file=prices_file)
+    totals = ledger.totals
+    for key in ("input", "output", "cache_read", "cache_write", "reasoning"):
+        row[key] = totals.get(key, 0)
+    row["tokens"] = sum(totals.get(k, 0) for k in ("input", "output", "cache_read", "cache_write"))
+    row["requests"] = totals.get("calls", 0)
+    row["cost_usd"] = totals.get("cost_usd")
+    row["partial"] = totals.get("partial", False)
+    return row
 
 
 def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: Any) -> None:
@@ -165,7 +207,8 @@ def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: A
 
 
 def open_agent(target: Any, agent: str | None, *, warn: Any = None) -> Session:
-    """TARGET opened for reading (`sources.open_session`), or with AGENT its subagent's own view."""
+    """TARGET opened for reading (`sources.open_session`), or with AGENT its subagent's own view:
+    a Codex subagent thread is a rollout of its own (`codex_threads`), read as its import."""
     # start-up: a native session's importers load only when one is read
     from .sources import open_session
 
@@ -173,4 +216,39 @@ def open_agent(target: Any, agent: str | None, *, warn: Any = None) -> Session:
     if agent is None:
         return session
     with session:
+        thread = next((t for t in codex_threads(session) if agent in (t["agent"], t["description"])), None)
+        if thread is not None:
+            return open_session(thread["path"], warn=warn)
         return subagent_session(session, agent)
+
+
+def codex_threads(session: Session) -> list[dict[str, Any]]:
+    """The subagent threads of a Codex session read in memory: the rollouts under its `sessions`
+    folder whose `session_meta` names it as the spawner (`source.subagent.thread_spawn`), each
+    with its thread id (`agent`), role (`type`), nickname (`description`) and file (`path`)."""
+    origin = session.origin or {}
+    parent = origin.get("session_id")
+    if origin.get("format") != "codex" or not isinstance(parent, str) or not origin.get("path"):
+        return []
+    # start-up: only for a Codex session's subagents
+    from .jsonl import raw_lines
+
+    source = Path(origin["path"])
+    root = next((p for p in source.parents if p.name == "sessions"), source.parent)
+    found: list[dict[str, Any]] = []
+    for path in sorted(root.rglob("rollout-*.jsonl")):
+        if path == source or path.is_symlink():
+            continue
+        first = next(iter(raw_lines(path, str(path), warn=None)), None)  # the session_meta line
+        try:
+            meta = orjson.loads(first.data).get("payload") if first is not None else None
+        except (orjson.JSONDecodeError, AttributeError):
+            continue
+        if not isinstance(meta, dict):
+            continue
+        src = meta.get("source")
+        spawn = src.get("subagent", {}).get("thread_spawn") if isinstance(src, dict) and isinstance(src.get("subagent"), dict) else None
+        if isinstance(spawn, dict) and spawn.get("parent_thread_id") == parent and isinstance(meta.get("id"), str):
+            found.append({"agent": meta["id"], "type": meta.get("agent_role") or spawn.get("agent_role"),
+                          "description": meta.get("agent_nickname") or spawn.get("agent_nickname"), "path": path})
+    return found

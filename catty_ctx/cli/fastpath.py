@@ -170,7 +170,6 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
     the options of PARAMS (an entry without help takes the shared option of that parameter from
     `options.py`), with RUN's defaults (a positional argument without one is required, one whose
     default is None may be left out)."""
-    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     import inspect
     from typing import Annotated
 
@@ -213,7 +212,6 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
 
 def typer_option(o: Option, optional: bool = False) -> Any:
     """The typer annotation of option O (a None default when OPTIONAL)."""
-    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     from typing import Annotated
 
     import typer
