@@ -6,10 +6,8 @@ step, and typer's import would be most of that run.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
-from ..errors import DataError, UsageError
 from .errors import warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, shared, value
@@ -31,6 +29,8 @@ PARAMS = (
     shared("max_user_bytes"),
     shared("max_tool_bytes"),
     flag("allow_duplicate_ids", "--allow-duplicate-ids", help="Append an event even when its id (message id, call id, usage request id) is already in the log."),
+    flag("no_repair", "--no-repair",
+         help="Do not answer the calls a new user turn or a cancellation leaves dangling (for a runtime that repairs itself)."),
 )
 APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 
@@ -40,7 +40,11 @@ APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or ful
     messages and tool outputs are stored in the session's blobs/ first (the event keeps a
     preview, the handle and the full size); `catty-ctx blob` prints them whole. The batch
     lands whole or not at all; an event whose id is already in the log is skipped (said on
-    stderr), so a retry after a crash or a full disk never duplicates.
+    stderr), so a retry after a crash or a full disk never duplicates. A user message that
+    opens a new turn (or a cancellation: synthetic "interrupted") after calls left without a
+    result first appends a `repair` event answering them (reason new_turn or cancelled),
+    under the same lock; calls of a turn still running are never touched. --no-repair
+    leaves that to the runtime.
     """
 
 
@@ -57,40 +61,13 @@ def declare() -> None:
 
 def run(session: str, create: bool = False, window: int | None = None, model: str | None = None, cwd: str | None = None,
         session_id: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, quiet: bool = False,
-        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False) -> None:
+        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False, no_repair: bool = False) -> None:
     """Check the events on stdin, then append them to SESSION (made with --create); echo them unless QUIET."""
     # start-up: the library loads when the command runs, not for --help or another command
-    import orjson
+    from ..appending import append_events, read_events
 
-    from ..blobs import externalize
-    from ..jsonl import STDIN_NAME, json_problem, numbered_lines
-    from ..ownership import require_ours
-    from ..store import LOG_NAME, Session, create_session
-
-    pending = []
-    for lineno, line in numbered_lines(sys.stdin.buffer, STDIN_NAME, final="kept"):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise DataError(json_problem(exc), path=STDIN_NAME, line=lineno) from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-            raise DataError("an event needs to be an object with a 'kind'", path=STDIN_NAME, line=lineno)
-        pending.append(obj)
-    path = Path(session)
-    if session == "-":
-        raise UsageError("append writes to a session; SESSION cannot be -")
-    exists = (path / LOG_NAME).is_file() if path.is_dir() else path.is_file()
-    if not exists:
-        if not create:
-            raise UsageError(f"{session}: no such session (use --create to make it)")
-        target = create_session(path, session_id=session_id, window=window, model=model, cwd=cwd, lock_timeout=lock_timeout)
-    else:
-        target = Session.open(path)
-    require_ours(target)  # before its blobs: another agent's file is never written into
-    # Blobs first, the events naming them last (the event is the commit point).
-    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in pending]
-    written = target.append(pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids)
+    written = append_events(session, read_events(sys.stdin.buffer), create=create, window=window, model=model, cwd=cwd,
+                            session_id=session_id, lock_timeout=lock_timeout, max_user_bytes=max_user_bytes,
+                            max_tool_bytes=max_tool_bytes, allow_duplicate_ids=allow_duplicate_ids, repair=not no_repair, warn=warn)
     if not quiet:
         write_lines(written)

@@ -65,6 +65,9 @@ SHARED: "dict[str, Option]" = {o.dest: o for o in (
           help="Give up on an unreachable --scheduler (or one with no worker) after this long: exit 69."),
     flag("allow_remote_writes", "--allow-remote-writes",
          help="Let a writer run on a --scheduler cluster (the session lock is flock: a shared filesystem must honour it)."),
+    value("agent", "--agent", metavar="ID",
+          help="The subagent ID's own conversation (its prompt, its calls, its usage and model) instead of the main loop's; "
+               "'inspect --agents' lists them."),
 )}
 
 
@@ -167,7 +170,6 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
     the options of PARAMS (an entry without help takes the shared option of that parameter from
     `options.py`), with RUN's defaults (a positional argument without one is required, one whose
     default is None may be left out)."""
-    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     import inspect
     from typing import Annotated
 
@@ -210,7 +212,6 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
 
 def typer_option(o: Option, optional: bool = False) -> Any:
     """The typer annotation of option O (a None default when OPTIONAL)."""
-    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     from typing import Annotated
 
     import typer
