@@ -49,7 +49,6 @@ CONTEXT_CHARS = 160  # ... and each line around it to this many
 SHOW_CHARS = 20_000  # characters of event text per recall_show answer unless asked otherwise
 SHOW_CHARS_MAX = 50_000
 SHOW_EVENTS_MAX = 100  # events per recall_show answer
-ROLLOUT_HEAD_MAX = 1 << 20  # a rollout's first record (its session_meta, with the instructions) is read up to this
 ROLLOUTS_READ_MAX = 200  # the newest rollouts whose first record is read to find the working folder's
 BLOB_READ_MAX = 8 << 20  # an externalised payload larger than this is searched and shown in part
 
@@ -212,10 +211,12 @@ def _claude_transcripts(cwd: Path) -> list[tuple[int, str, Path]]:
 def _rollout_cwd(path: Path) -> str | None:
     """The working folder a main Codex rollout's first record (`session_meta`) names; None for a
     subagent's rollout or a file that does not start so."""
+    # start-up: the line reader loads when the server looks for a Codex session
+    from ..jsonl import raw_lines
+
     try:
-        with open(path, "rb") as f:
-            first = orjson.loads(f.readline(ROLLOUT_HEAD_MAX))
-    except (OSError, orjson.JSONDecodeError):
+        first = orjson.loads(next(iter(raw_lines(path, warn=None))).data)
+    except (StopIteration, OSError, CattyError, orjson.JSONDecodeError):
         return None
     meta = first.get("payload") if isinstance(first, dict) and first.get("type") == "session_meta" else None
     if not isinstance(meta, dict):
