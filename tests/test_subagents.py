@@ -147,8 +147,25 @@ def test_compact_check_of_a_subagent_measures_its_view(tmp_path: Path) -> None:
     r = cli("compact", str(s), "--agent", "aaa", "--check", "--json", "--threshold", "1")
     assert r.returncode == 1 and orjson.loads(r.stdout)["tokens_before"] == 6_200  # its own context, over 1 % of 200,000
     assert cli("compact", str(s), "--agent", "bbb", "--check", "--json").returncode == 0
-    refused = cli("compact", str(s), "--agent", "aaa", "--force")
-    assert refused.returncode == 2 and b"fork" in refused.stderr
+    assert cli("compact", str(tmp_path), "--agent", "aaa", "--force").returncode == 2  # one session, not a ROOT
+
+
+def test_compact_agent_compacts_the_subagents_view_in_its_parents_log(tmp_path: Path) -> None:
+    s = two_subagents(tmp_path)
+    main_before = orjson.loads(cli("inspect", str(s), "--json").stdout)["fp"]
+    r = cli("compact", str(s), "--agent", "aaa", "--force", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = orjson.loads(r.stdout)
+    assert doc["status"] == "compacted" and doc["session_id"] == "s-main" and doc["through_seq"] == 10  # the parent's seq of its last event
+    log = jsonl((s / "updates.jsonl").read_bytes())
+    comp = log[-1]
+    assert comp["kind"] == "compaction" and comp["agent"] == "aaa" and comp["through_seq"] == 10 and comp["seq"] == 19
+    assert (s / comp["artifact"]).is_file()
+    items = jsonl(cli("resume", str(s), "--agent", "aaa").stdout)
+    assert any(i.get("synthetic") == "compaction_summary" and "look for A" in i["text"] for i in items)
+    assert not any(i.get("role") == "tool" for i in items)  # its calls are folded into the summary
+    assert orjson.loads(cli("inspect", str(s), "--json").stdout)["fp"] == main_before  # the main loop's view is untouched
+    assert orjson.loads(cli("inspect", str(s), "--agent", "aaa", "--json").stdout)["compactions"][0]["id"] == comp["id"]
 
 
 def test_segment_list_of_a_subagent_lists_its_own_compactions(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def run(fmt: str | None = None, as_json: bool = False, mirrors: str | None = Non
     fields: dict[str, Any] = dict.fromkeys(FIELDS)
     if problem is None:
         try:
-            fields = status(payload, mirrors=mirrors)
+            fields = status(payload, mirrors=mirrors, today_inline=False)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
     if as_json:
