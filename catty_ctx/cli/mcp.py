@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 PARAMS = (
     Option("session", ("--session",), str, "PATH",
            "The session to answer about: a catty session or an agent's own file (default: the newest Claude Code "
-           "transcript of the working folder's project, looked up at every call)."),
+           "transcript or Codex rollout of the working folder, looked up at every call)."),
 )
 MCP_DOC = """A stdio MCP server for the agent to recall its own session: recall_search, recall_show,
     context_status and session_usage. Read-only.
