@@ -32,7 +32,7 @@ DOC = """Print Claude Code's status line: model, context used, costs, cache shar
     read incrementally (state in $XDG_CACHE_HOME/catty-ctx/statusline); when it is missing the
     fields come from the JSON. Always exits 0.
     """
-EPILOG = ("Fields: " + ", ".join(FIELDS) + ". Examples: catty-ctx hook install claude --statusline; catty-ctx statusline < status.json; "
+EPILOG = ("Fields: " + ", ".join(FIELDS) + ".\n\nExamples:\ncatty-ctx hook install claude --statusline\ncatty-ctx statusline < status.json\n"
           "catty-ctx statusline --format '{model} {percent} ({compact_percent} of compact) {session_cost}' < status.json")
 
 
