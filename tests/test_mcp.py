@@ -143,8 +143,9 @@ def test_recall_in_a_claude_code_transcript_gives_the_pre_compaction_error_and_t
     assert all(m["seq"] <= found["compacted_through_seq"] for m in found["matches"])
     report = orjson.loads(cli("inspect", str(transcript), "--json", check=True).stdout)
     assert [e["seq"] for e in span["events"]] == list(range(report["events"])) and span["next_cursor"] is None
-    for key in ("window", "tokens", "percent", "largest", "turns", "items"):
+    for key in ("window", "tokens", "percent", "largest", "turns", "items", "tokens_from", "status"):
         assert status[key] == report[key], key
+    assert status["threshold_percent"] == report["threshold"]
     assert status["compactions"] == len(report["compactions"]) and status["last_compaction"] == report["compactions"][-1]
     assert status["tokens_to_threshold"] == status["threshold_tokens"] - report["tokens"] > 0
     ledger = orjson.loads(cli("usage", str(transcript), "--json", check=True).stdout)

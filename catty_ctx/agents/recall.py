@@ -486,18 +486,19 @@ def context_status(session: Session) -> dict[str, Any]:
     """`inspect`'s report of the context (window, tokens, percent, compactions, largest items)
     and how far it is from the compaction threshold."""
     # start-up: the fold loads with the first status question
-    from ..defaults import DEFAULT_THRESHOLD
     from ..inspect import inspect_session
 
     rep = inspect_session(session, parallel=False)
-    window, tokens = rep["window"], rep["tokens"]
-    at = math.ceil(window * DEFAULT_THRESHOLD / 100) if window > 0 else 0  # the least total that reaches it (>=)
+    window, tokens, threshold = rep["window"], rep["tokens"], rep["threshold"]
+    at = math.ceil(window * threshold / 100) if window > 0 else 0  # the least total that reaches it (>=)
     last = rep["compactions"][-1] if rep["compactions"] else None
     return {
         "window": window,
         "tokens": tokens,
         "percent": rep["percent"],
-        "threshold_percent": DEFAULT_THRESHOLD,
+        "tokens_from": rep["tokens_from"],
+        "threshold_percent": threshold,
+        "status": rep["status"],
         "threshold_tokens": at,
         "tokens_to_threshold": max(0, at - tokens),
         "compactions": len(rep["compactions"]),
