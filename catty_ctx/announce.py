@@ -17,6 +17,17 @@ _HEADINGS = {
     "mcp": "MCP servers connected:",
 }
 
+# What a model that needs an entry left out of a listing can do (the note says it once).
+_HOW_TO_LIST = {
+    "skills": "each is a folder with a SKILL.md: list the skills folders for the others",
+    "tools": "the request's tool definitions name them all",
+    "mcp": "list the configured MCP servers for the others",
+}
+
+
+def _skipped_note(facet: str, n: int) -> str:
+    return f"({n} more {facet} not listed: over the announcement budget; {_HOW_TO_LIST[facet]})"
+
 
 def clip(text: str, limit: int) -> str:
     """At most `limit` UTF-8 bytes, cut on a character boundary, marked with … when cut."""
@@ -55,13 +66,18 @@ class Announcer:
     reminder item listing only entries that are new or changed (and those removed), within
     the budget. After a compaction `head` lists everything once for the rebuilt head, and
     what it listed counts as announced, so the events after the compaction do not repeat it.
-    Entries that did not fit are not counted as announced: a later listing tries again.
+
+    The budget is the view's, not each listing's: every listing spends from it. Entries that
+    did not fit are announced once, as a count and how to list them; a later listing does not
+    try them again (nor count them again) unless they change.
     """
 
     def __init__(self, window: int = DEFAULT_WINDOW, *, share: float = ANNOUNCE_SHARE) -> None:
         self.window = window
         self.share = share
         self.announced: dict[tuple[str, str], str] = {}  # (facet, name) -> line as listed
+        self.unlisted: dict[tuple[str, str], str] = {}  # (facet, name) -> line counted as not listed
+        self.spent = 0  # bytes of the listings so far
 
     @property
     def budget(self) -> int:
@@ -79,7 +95,7 @@ class Announcer:
         return self._listing({f: facets.get(f) for f in ANNOUNCED_FACETS if f in facets})
 
     def _listing(self, values: dict[str, Any]) -> dict[str, Any] | None:
-        budget = self.budget
+        budget = self.budget - self.spent
         open_, close = "<system-reminder>", "</system-reminder>"
         used = len(open_) + len(close) + 2
         lines: list[str] = []
@@ -89,22 +105,27 @@ class Announcer:
             current = _entries(facet, values[facet])
             names = {n for n, _ in current}
             gone = sorted(n for (f, n) in self.announced if f == facet and n not in names)
-            new = [(n, line) for n, line in current if self.announced.get((facet, n)) != line]
+            new = [(n, line) for n, line in current if self.announced.get((facet, n)) != line and self.unlisted.get((facet, n)) != line]
+            for key in [k for k in self.unlisted if k[0] == facet and k[1] not in names]:
+                del self.unlisted[key]
             section: list[str] = []
             skipped = 0
             heading = _HEADINGS[facet]
+            reserve = len(_skipped_note(facet, len(new))) + 1  # room for the note, should one be needed
             for n, line in new:
                 cost = len(line.encode("utf-8")) + 1 + (0 if section else len(heading.encode("utf-8")) + 1)
-                if used + cost > budget:
+                if used + cost + reserve > budget:
                     skipped += 1
+                    self.unlisted[(facet, n)] = line
                     continue
+                self.unlisted.pop((facet, n), None)
                 if not section:
                     section.append(heading)
                 section.append(line)
                 used += cost
                 self.announced[(facet, n)] = line
             if skipped:
-                note = f"({skipped} more {facet} not listed: over the announcement budget)"
+                note = _skipped_note(facet, skipped)
                 section.append(note)
                 used += len(note) + 1
             if gone:
@@ -116,4 +137,5 @@ class Announcer:
             lines.extend(section)
         if not lines:
             return None
+        self.spent += used
         return {"role": "user", "text": open_ + "\n" + "\n".join(lines) + "\n" + close, "synthetic": "announcement"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import shlex
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import IO, Any
 
 import xxhash
 
-from .defaults import ASSISTANT_LIMIT, TOOL_LIMIT, USER_LIMIT
+from .defaults import ASSISTANT_LIMIT, SHELL_LIMIT, SHELL_TOOLS, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError, WriteError
 from .fingerprint import blob_handle
 from .store import Session, replace_file, session_folder
@@ -104,6 +105,68 @@ def preview(data: bytes, limit: int, *, keep_end: bool) -> tuple[str, str, int]:
     return head.decode("utf-8", "replace"), tail.decode("utf-8", "replace"), omitted
 
 
+_SHELLS = frozenset(SHELL_TOOLS)
+
+
+def is_shell(name: Any) -> bool:
+    """Whether a tool of this name is a terminal (`defaults.SHELL_TOOLS`, any case)."""
+    return isinstance(name, str) and name.lower() in _SHELLS
+
+
+class ShellCalls:
+    """The call ids of shell tools in an event stream (a call comes before its result)."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+
+    def see(self, ev: dict[str, Any]) -> bool:
+        """Note EV if it is a shell call; whether EV is a shell's result."""
+        cid = ev.get("call_id")
+        if ev.get("kind") == "tool_call":
+            if is_shell(ev.get("name")) and isinstance(cid, str):
+                self.ids.add(cid)
+            return False
+        return ev.get("kind") == "tool_result" and cid in self.ids
+
+
+def shell_results(log_path: Path | None, pending: list[dict[str, Any]], shell_limit: int = SHELL_LIMIT) -> set[int]:
+    """The indexes of PENDING's tool results over SHELL_LIMIT characters that answer a shell
+    call (of the batch, or of the log: looked up only for such a result)."""
+    calls = ShellCalls()
+    out: set[int] = set()
+    look: dict[str, list[int]] = {}
+    for i, ev in enumerate(pending):
+        if calls.see(ev) and _over(ev, shell_limit):
+            out.add(i)
+        elif ev.get("kind") == "tool_result" and isinstance(ev.get("call_id"), str) and _over(ev, shell_limit):
+            look.setdefault(ev["call_id"], []).append(i)
+    if look and log_path is not None and log_path.is_file():
+        # start-up: the byte scan only when a long result's call is in the log
+        import orjson
+
+        from .jsonl import scan_marked
+
+        marker = re.compile(b"|".join(re.escape(orjson.dumps(cid)) for cid in look))
+        for _, line in scan_marked(log_path, marker):
+            try:
+                ev = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(ev, dict) and ev.get("kind") == "tool_call" and is_shell(ev.get("name")) and ev.get("call_id") in look:
+                out.update(look[ev["call_id"]])
+    return out
+
+
+def _over(ev: dict[str, Any], limit: int) -> bool:
+    output = ev.get("output")
+    return limit > 0 and isinstance(output, str) and len(output) > limit
+
+
+def blob_command(display: str, handle: str) -> str:
+    """The command that prints a blob whole, as the model is told to run it."""
+    return f"catty-ctx blob {shlex.quote(display)} {handle}"
+
+
 def externalize(
     event: dict[str, Any],
     session_dir: Path | None,
@@ -112,6 +175,9 @@ def externalize(
     tool_limit: int = TOOL_LIMIT,
     assistant_limit: int = ASSISTANT_LIMIT,
     warn: Warn | None = None,
+    shell: bool = False,
+    shell_limit: int = SHELL_LIMIT,
+    display: str | None = None,
 ) -> dict[str, Any]:
     """Move a large user or assistant message or tool output into `blobs/` and keep a preview inline.
 
@@ -119,10 +185,17 @@ def externalize(
     that kind off; an event that already names a blob, or a session without a directory,
     is returned as it is. A blob that cannot be written is a WriteError (exit 73): the
     payload is never dropped for a preview.
+
+    A SHELL's output (a terminal's: `shell_results`) is kept inline within SHELL_LIMIT
+    characters, head and tail, beside the general byte limit. DISPLAY is the session as the
+    note names it (default: SESSION_DIR).
     """
     kind = event.get("kind")
     if session_dir is None or "blob" in event:
         return event
+    where = display if display is not None else str(session_dir)
+    if shell and tool_limit > 0 and kind == "tool_result" and _over(event, shell_limit):  # (a limit of 0: outputs stay whole)
+        return _shell_blob(event, session_dir, shell_limit, where)
     if kind == "message" and event.get("role") == "user" and user_limit > 0:
         field_name, limit, keep_end, what = "text", user_limit, True, "message"
     elif kind == "message" and event.get("role") == "assistant" and assistant_limit > 0:
@@ -137,7 +210,15 @@ def externalize(
     data = payload.encode("utf-8")
     if len(data) <= limit:
         return event
+    def note_for(omitted: int) -> str:
+        return (f"[… {omitted:,} bytes of this {what} are not shown; the whole {what} "
+                f"({len(data):,} bytes) is blob {handle}: {blob_command(where, handle)} …]")
+
+    handle = blob_handle(data)
     head, tail, omitted = preview(data, limit, keep_end=keep_end)
+    over = len(head.encode()) + len(tail.encode()) + len(note_for(omitted).encode()) + 4 - limit
+    if over > 0:  # a long session path in the note: the preview gives way, the whole stays within the limit
+        head, tail, omitted = preview(data, max(2, limit - int(over / PREVIEW_SHARE) - 1), keep_end=keep_end)
     out = dict(event)
     out["bytes"] = len(data)
     try:
@@ -147,12 +228,28 @@ def externalize(
         raise WriteError(
             f"{session_dir / BLOBS_DIR}: cannot store a {len(data):,}-byte {what} ({reason}); nothing appended"
         ) from None
-    note = (
-        f"[… {omitted:,} bytes of this {what} are not shown; the whole {what} "
-        f"({len(data):,} bytes) is blob {handle}: catty-ctx blob SESSION {handle} …]"
-    )
+    note = note_for(omitted)
     out["blob"] = handle
     out[field_name] = f"{head}\n\n{note}\n\n{tail}"
+    return out
+
+
+def _shell_blob(event: dict[str, Any], session_dir: Path, limit: int, where: str) -> dict[str, Any]:
+    """A terminal's output over LIMIT characters: whole in a blob, its head and tail inline,
+    the note included, within LIMIT characters."""
+    text: str = event["output"]
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        handle = write_blob(session_dir, data)
+    except (OSError, WriteError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise WriteError(f"{session_dir / BLOBS_DIR}: cannot store a {len(data):,}-byte output ({reason}); nothing appended") from None
+    note = (f"[… {{}} characters of this terminal output are not shown; the whole output ({len(text):,} characters) "
+            f"is blob {handle}: {blob_command(where, handle)} …]")
+    room = max(2, limit - len(note.format(f"{len(text):,}")) - 4)
+    head, tail = text[: room // 2], text[len(text) - (room - room // 2):]
+    out = dict(event)
+    out.update(blob=handle, bytes=len(data), output=f"{head}\n\n{note.format(f'{len(text) - len(head) - len(tail):,}')}\n\n{tail}")
     return out
 
 

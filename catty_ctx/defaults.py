@@ -16,6 +16,10 @@ CONNECT_TIMEOUT_MIN = 0.1  # the least --connect-timeout taken
 USER_LIMIT = 25_000  # bytes of a user message kept inline (reference: first prompt > 25 KB)
 TOOL_LIMIT = 40_000  # bytes of a tool output kept inline (reference: general tools 40 KB)
 ASSISTANT_LIMIT = 40_000  # bytes of an assistant message kept inline (as a tool output: a long line is a slow log)
+SHELL_LIMIT = 20_000  # characters of a terminal's output kept inline (the seed: terminal results 20,000 characters)
+# The tools whose output is a terminal's (any case): the agents' names for their shell.
+SHELL_TOOLS = ("bash", "bashoutput", "shell", "exec_command", "local_shell", "local_shell_call", "run_shell_command",
+               "run_terminal_cmd", "execute_command", "terminal", "container.exec", "write_stdin")
 
 # Compaction (compact)
 DEFAULT_THRESHOLD = 85.0  # % of the window at which a session is compacted (the seed's auto-compact)
@@ -72,7 +76,7 @@ HOOK_DEADLINE = 10.0
 import os as _os  # noqa: E402 - the interpreter has loaded os already; nothing else is imported here
 
 # Vocabularies, not tunables: the values a command accepts.
-_FIXED = frozenset({"COMPACT_MODES", "SEGMENT_DETAILS", "PRUNE_STRATEGIES", "RESUME_FORMATS", "USAGE_BY", "WRITEBACK_AGENTS", "EXPORT_FORMATS"})
+_FIXED = frozenset({"SHELL_TOOLS", "COMPACT_MODES", "SEGMENT_DETAILS", "PRUNE_STRATEGIES", "RESUME_FORMATS", "USAGE_BY", "WRITEBACK_AGENTS", "EXPORT_FORMATS"})
 TUNABLE: tuple[str, ...] = tuple(n for n, v in list(globals().items())
                                  if n.isupper() and n not in _FIXED and type(v) in (int, float, str))
 SOURCES: dict[str, str] = dict.fromkeys(TUNABLE, "default")

@@ -94,6 +94,8 @@ KIND_RULES: dict[str, _Rules] = {
         "action": _r(_STR),
         "call_id": _r(_STR, False),
         "target_seq": _r(_INT, False),
+        "call_ids": _r((list,), False),
+        "count": _r(_INT, False),
         "text": _r(_STR, False),
         "reason": _r(_STR),
     },

@@ -19,6 +19,7 @@ import orjson
 
 from . import providers
 from .blobs import inline_images, is_handle
+from .boundary import repair_count, repair_new_head
 from .defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import DataError, UsageError, WriteError
 from .events import is_real_user, now_ts
@@ -37,7 +38,7 @@ _TMP_MARK = ".fork-"
 
 def require_resumable(session: Session) -> None:
     """A session directory is resumable only when it holds summary.json (as grok-build rules)."""
-    if session.directory is not None and not (session.directory / SUMMARY_NAME).is_file():
+    if session.directory is not None and session.origin is None and not (session.directory / SUMMARY_NAME).is_file():
         raise UsageError(
             f"{session.directory}: not resumable (no {SUMMARY_NAME}); "
             f"'catty-ctx repair {session.directory}' rebuilds it from the log"
@@ -88,6 +89,7 @@ class ForkResult:
     segments: int = 0  # segment files copied (the index files are rebuilt, not counted)
     segments_left_out: int = 0  # segments reaching past the fork point
     skipped: list[str] = field(default_factory=list)  # symlinks not followed
+    repairs: int = 0  # calls and results the child's first repair event fixed
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -161,13 +163,17 @@ def fork(
     cwd: str | None = None,
     session_id: str | None = None,
     dry_run: bool = False,
+    agent: str | None = None,
 ) -> ForkResult:
-    """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST."""
-    # start-up: a native session's importers load only when one is read
-    from .sources import open_session
+    """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST; with AGENT,
+    of that subagent's own conversation (`subagents`): the child's parent is SOURCE's session."""
+    # start-up: a subagent's view loads only for --agent
+    from .subagents import open_agent
 
-    session = open_session(source, warn=None)
-    if session.origin is not None:  # another agent's session, imported in memory: the child is a catty session
+    session = open_agent(source, agent, warn=None)
+    if session.origin is not None and session.origin.get("directory"):  # a subagent: its blobs and segments are its parent's
+        parent_dir = Path(session.origin["directory"])
+    elif session.origin is not None:  # another agent's session, imported in memory: the child is a catty session
         parent_dir = session.log_path.parent
     else:
         parent_dir = session.require_directory("fork")
@@ -197,6 +203,10 @@ def fork(
         if dry_run:
             return result
         place_new_session(tmp, dest)
+    # The child's first boundary: what its view needs to be sent is written in its log (a
+    # turn the parent had not closed keeps its running calls as they are).
+    with Session.open(dest) as child:
+        result.repairs = repair_count(repair_new_head(child, "fork", closed_only=cut is None))
     return result
 
 
@@ -215,7 +225,9 @@ def _build(
 
     child_event = dict(first.items())
     child_event["session_id"] = result.session_id
-    child_event["parent_session_id"] = first.get("session_id")
+    sub = session.origin if session.origin is not None and session.origin.get("format") == "subagent" else None
+    parent_id = sub["parent_session_id"] if sub is not None else first.get("session_id")
+    child_event["parent_session_id"] = parent_id
     child_event["ts"] = now_ts()
     if model is not None:
         child_event["model"] = model
@@ -224,8 +236,10 @@ def _build(
     # The fork point: the last parent seq the child holds (fixed first, so a concurrent
     # append to the parent is not half taken, and the session event can be written first).
     last_seq = (cut if cut is not None else session.next_seq()) - 1
-    child_event["forked_from_seq"] = last_seq
-    result.forked_from_seq = last_seq
+    # A subagent's fork point is the parent's seq of its last event copied.
+    child_event["forked_from_seq"] = sub["seqs"][last_seq - 1] if sub is not None and last_seq > 0 else last_seq
+    result.forked_from_seq = child_event["forked_from_seq"]
+    result.parent_session_id = parent_id
     blobs: set[str] = set()
     segments_named: set[str] = set()  # by the compactions the child holds
     facts: dict[str, Any] = {"title": "", "model": None}
@@ -261,7 +275,8 @@ def _build(
     finally:
         if out is not None:
             out.close()
-    _copy_segments(parent_dir, tmp, result, last_seq=last_seq, named=segments_named)
+    # (A subagent's segments are the ones its compactions name: the parent's spans are the main loop's.)
+    _copy_segments(parent_dir, tmp, result, last_seq=-1 if sub is not None else last_seq, named=segments_named)
     result.blobs = _copy_blobs(parent_dir, tmp, blobs, result.skipped)
     if (parent_dir / "quarantine").is_dir():  # its index lists the seq gaps the copied events may have
         _copy_tree_no_links(parent_dir / "quarantine", tmp / "quarantine", result.skipped)
@@ -273,7 +288,9 @@ def _build(
     if model is None and parent_summary.get("model") and not facts["model"]:
         summary["model"] = parent_summary["model"]
     summary["window"] = parent_summary.get("window") or summary["window"]
-    summary.update(session_kind="fork", forked_at=child_event["ts"], forked_from_seq=last_seq, parent_session_id=first.get("session_id"))
+    summary.update(session_kind="fork", forked_at=child_event["ts"], forked_from_seq=child_event["forked_from_seq"], parent_session_id=parent_id)
+    if sub is not None:
+        summary["parent_agent"] = sub["agent"]
     if model is not None:
         summary["model"] = model
     write_summary(tmp, summary)

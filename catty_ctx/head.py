@@ -1,7 +1,7 @@
 """The rebuilt head after a compaction and the continuation state it re-injects (docs/design.md#m8).
 
 The view calls `build_head` for the latest compaction: the original system items, the
-instructions, the last real user query, the summary carrier with its mode hint, and a
+user-info item (the environment the user works in), the instructions, the last real user query, the summary carrier with its mode hint, and a
 system reminder carrying the continuation state, so an agent resumes knowing what it was
 doing. The continuation state is a versioned structure built from `state` events and from
 the log itself (files touched by edit/write calls), so it survives any number of rounds:
@@ -48,7 +48,7 @@ def is_edit_tool(name: str) -> bool:
 class HeadState:
     """What the head needs from the events a compaction folded away (small, streamed)."""
 
-    __slots__ = ("_pending_edits", "edits", "facets", "last_user", "previous", "seen_user", "system_items")
+    __slots__ = ("_pending_edits", "edits", "facets", "last_user", "previous", "seen_user", "session", "system_items")
 
     def __init__(self) -> None:
         self.system_items: list[dict[str, Any]] = []
@@ -59,6 +59,7 @@ class HeadState:
         self.edits: dict[str, bool] = {}
         self._pending_edits: dict[str, str] = {}  # call_id -> path
         self.previous: Event | None = None  # the latest earlier compaction
+        self.session: Event | None = None  # the session event (its cwd and model)
 
     def track(self, ev: Event) -> None:
         kind = ev.get("kind")
@@ -85,6 +86,8 @@ class HeadState:
             self.facets[ev["facet"]] = ev.get("value")
         elif kind == "compaction":
             self.previous = ev
+        elif kind == "session" and self.session is None:
+            self.session = ev
 
     def edited_files(self) -> list[str]:
         """The `edited_files` facet, then files edited by calls (failed-only edits left out)."""
@@ -157,6 +160,24 @@ def render_state(cs: dict[str, Any]) -> str:
     return "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>"
 
 
+# The user-info item: the environment the user works in, as the prompt context recorded it.
+_USER_INFO = (("os", "Operating system"), ("shell", "Shell"), ("cwd", "Working directory"), ("git_branch", "Git branch"),
+              ("date", "Date"), ("non_interactive", "Non-interactive"))
+
+
+def user_info(state: HeadState) -> str:
+    """The user-info meta item of a rebuilt head (grok-build puts it right after the system
+    items): the `prompt_context` facet's environment, the cwd of the session event when it
+    has none; empty when nothing is known."""
+    snap = state.facets.get("prompt_context")
+    env = snap.get("environment") if isinstance(snap, dict) else None
+    env = dict(env) if isinstance(env, dict) else {}
+    if not env.get("cwd") and state.session is not None and isinstance(state.session.get("cwd"), str):
+        env["cwd"] = state.session["cwd"]
+    lines = [f"{label}: {env[key]}" for key, label in _USER_INFO if env.get(key) not in (None, "", False)]
+    return "<user_info>\n" + "\n".join(lines) + "\n</user_info>" if lines else ""
+
+
 def mode_hint(comp: Event) -> str:
     mode = comp.get("mode")
     if mode == "transcript":
@@ -189,6 +210,9 @@ def build_head(comp: Event, state: HeadState) -> list[dict[str, Any]]:
     if comp.get("head") == "minimal":
         head.append({"role": "user", "text": summary_carrier(comp), "synthetic": "compaction_summary"})
         return head
+    info = user_info(state)
+    if info:
+        head.append({"role": "user", "text": info, "synthetic": "user_info"})
     instructions = state.facets.get("instructions")
     if isinstance(instructions, list) and instructions:
         parts = [f"# {i.get('path')}\n{i.get('text', '')}" for i in instructions if isinstance(i, dict)]

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .cluster import Engine, each
+from .cluster import Engine
 from .defaults import DEFAULT_THRESHOLD
 from .errors import CattyError, DataError, UsageError
 from .events import DEFAULT_WINDOW, Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
 from .jsonl import json_problem, raw_lines
+from .roots import RootRun
 from .store import Session, find_sessions, session_window
 from .tokens import item_tokens, percent_of, threshold_status
 from .view import ViewItem, ViewStats, iter_view, plan_file
@@ -163,6 +164,7 @@ def inspect_session(
         "fp": stats.fp,
         "largest": top.rows(),
         "compactions": [_compaction_row(c) for c in plan.compactions],
+        "repairs": {"count": sum(plan.repairs.values()), "reasons": dict(sorted(plan.repairs.items()))},
         "problems": problems,
         "problem_details": [p.__dict__ for p in checker.found[:20]],
     }
@@ -228,6 +230,7 @@ def inspect_items(session: Session, *, warn: Callable[[str], None] | None = None
         "fp": chain.hex,
         "largest": top.rows(),
         "compactions": [],
+        "repairs": {"count": 0, "reasons": {}},
         "problems": problems,
         "problem_details": [p.__dict__ for p in checker.found[:20]],
     }
@@ -267,16 +270,11 @@ def root_row(directory: Any) -> dict[str, Any]:
     return rep
 
 
-def inspect_root(root: Path, *, on_error: Callable[[Path, Exception], None], sessions: Iterable[Path] | None = None,
-                 engine: Engine | None = None, progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None) -> Iterator[dict[str, Any]]:
+def inspect_root(root: Path, *, on_error: Callable[[Path, CattyError], None], sessions: Iterable[Path] | None = None,
+                 engine: Engine | None = None, progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None) -> RootRun:
     """A row per session under ROOT (or of `sessions`), in order, here or on ENGINE's cluster;
-    a broken session is reported and skipped. PROGRESS wraps the per-session outcomes."""
-
-    outcomes = each(root_row, sessions if sessions is not None else find_sessions(root), engine)
-    for directory, row in progress(outcomes) if progress is not None else outcomes:
-        if isinstance(row, CattyError):
-            on_error(directory, row)
-            continue
-        yield row
+    a broken session is reported and skipped (its code counts toward the run's `exit_code`).
+    PROGRESS wraps the per-session outcomes."""
+    return RootRun(root_row, sessions if sessions is not None else find_sessions(root), engine, on_error=on_error, progress=progress)
 
 

@@ -11,6 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+# The answer a dangling call gets (by `repair` and at the write boundaries alike, so a copy of
+# a session made through a fork reads as its source does).
+NOT_EXECUTED = (
+    "This tool call was not executed: the session stopped before its result was recorded "
+    "(answer added by catty-ctx repair)."
+)
+
 
 @dataclass
 class Problem:

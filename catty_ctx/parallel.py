@@ -278,6 +278,7 @@ def _fold_chunks(
             sum_tokens=stats.sum_tokens,
             before_usage=before_usage,
             usage=(stats.usage_context, stats.usage_seq, stats.since_usage) if stats.usage_seen else None,
+            schema=stats.schema_tokens,
             problems=(checker.dangling, checker.orphan, checker.duplicate),
             found=[(p.kind, p.call_id, p.seq) for p in checker.found],
             largest=tally.top.heap,
@@ -470,6 +471,8 @@ def _merge(stats: ViewStats, tally: Tally, meta: dict[str, Any], blob: bytearray
         stats.sum_tokens += meta["sum_tokens"]
         if stats.usage_seen:
             stats.since_usage += meta["before_usage"]  # every item of the chunk is past the last usage
+    if meta["schema"] is not None:
+        stats.schema_tokens = meta["schema"]
     if meta["usage"] is not None:
         stats.usage_seen = True
         stats.usage_context, stats.usage_seq, stats.since_usage = meta["usage"]

@@ -15,6 +15,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -22,15 +23,12 @@ import orjson
 from .errors import DataError, WriteError
 from .events import check_event, now_ts
 from .files import write_file
+from .integrity import NOT_EXECUTED as DANGLING_TEXT
 from .jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
 from .ownership import import_hint, require_ours
 from .store import Session, append_quarantine_record, new_summary, prepare_event, quarantine_bytes, session_folder, session_title, write_summary
 from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
 
-DANGLING_TEXT = (
-    "This tool call was not executed: the session stopped before its result was recorded "
-    "(answer added by catty-ctx repair)."
-)
 # A seq jump larger than this is a corrupt seq, not lost lines: the line is quarantined.
 MAX_GAP = 10_000
 
@@ -190,7 +188,7 @@ def rebuild_summary(facts: dict[str, Any], existing: dict[str, Any] | None, log_
 
 
 def _summary_state(session: Session, plan: RepairPlan) -> str | None:
-    if session.directory is None or session.stdin:
+    if session.directory is None or session.stdin or session.origin is not None:  # (a subagent's view has its parent's)
         return None
     raw = session.summary_bytes()  # (one that cannot be read is not ours to judge, nor to replace)
     if raw is None:
@@ -591,12 +589,7 @@ def repaired_view(session: Session) -> tuple[RepairPlan, Iterator[Any]]:
         yield from extra
 
     view_plan = plan_view(markers())
-    return plan, iter_view(_chain(_good_events(session, set(), plan.end), extra), view_plan)
-
-
-def _chain(a: Iterable[dict[str, Any]], b: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    yield from a
-    yield from b
+    return plan, iter_view(chain(_good_events(session, set(), plan.end), extra), view_plan)
 
 
 def repaired_items(session: Session) -> tuple[list[dict[str, Any]], list[str]]:

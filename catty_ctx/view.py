@@ -72,6 +72,7 @@ class ViewPlan:
     compactions: list[Event] = field(default_factory=list)  # all on the live branch, oldest first
     drops: frozenset[int] = frozenset()
     answers: dict[str, list[Event]] = field(default_factory=dict)
+    repairs: dict[str, int] = field(default_factory=dict)  # reason -> calls and results fixed (or lines kept aside)
 
     def is_excluded(self, seq: int) -> bool:
         return any(a <= seq < b for a, b in self.excluded)
@@ -108,6 +109,7 @@ class ViewStats:
     usage_context: int = 0
     usage_seq: int = -1
     since_usage: int = 0
+    schema_tokens: int | None = None  # the tool definitions the last state event declares (None: none did)
 
     def on_usage(self, ev: Event) -> None:
         self.usage_seen = True
@@ -122,10 +124,34 @@ class ViewStats:
 
     @property
     def tokens(self) -> int:
-        """The last usage's context size + the items after it, else the sum of estimates."""
+        """The last usage's context size + the items after it, else the sum of estimates and
+        the tool definitions a request carries beside the items (a usage counted them)."""
         if self.usage_seen:
             return self.usage_context + self.since_usage
-        return self.sum_tokens
+        return self.sum_tokens + (self.schema_tokens or 0)
+
+
+TOOL_FACETS = ("prompt_context", "tools")  # the state facets that declare the request's tools
+
+
+def tool_schema_tokens(prompt_context: Any) -> int:
+    """Tokens of the tool definitions a request carries (the `prompt_context` facet's `tools`):
+    they share the window with the input, so the view's total and the ladder's budgets count them."""
+    tools = prompt_context.get("tools") if isinstance(prompt_context, dict) else None
+    if not isinstance(tools, list):
+        return 0
+    return sum(item_tokens(t) for t in tools if isinstance(t, dict))
+
+
+def state_schema_tokens(ev: Event) -> int | None:
+    """The tool schemas' tokens a state event declares (`prompt_context.tools`, or a `tools`
+    facet's list), None when it declares none."""
+    value = ev.get("value")
+    if ev.get("facet") == "tools":
+        value = {"tools": value}
+    if not isinstance(value, dict) or not isinstance(value.get("tools"), list):
+        return None
+    return tool_schema_tokens(value)
 
 
 # -- pass 1 ------------------------------------------------------------------------------
@@ -192,11 +218,18 @@ def plan_view(markers: Iterable[Event], *, agent: str | None = None) -> ViewPlan
     for r in repairs:
         if not kept(r):
             continue
+        reason = r.get("reason")
+        if isinstance(reason, str):
+            n = r.get("count")
+            plan.repairs[reason] = plan.repairs.get(reason, 0) + (n if type(n) is int and n >= 0 else 1)
         action = r.get("action")
         if action == "drop" and type(r.get("target_seq")) is int:
             drops.add(r["target_seq"])
-        elif action == "answer" and isinstance(r.get("call_id"), str):
-            answers.setdefault(r["call_id"], []).append(r)
+        elif action == "answer":
+            ids = r.get("call_ids")  # a boundary's repair answers several calls (`boundary`)
+            for cid in (ids if isinstance(ids, list) else [r.get("call_id")]):
+                if isinstance(cid, str):
+                    answers.setdefault(cid, []).append(r)
     plan.drops = frozenset(drops)
     plan.answers = answers
     return plan
@@ -256,10 +289,10 @@ def result_item(ev: Event) -> Item:
     return item
 
 
-def answer_item(repair: Event) -> Item:
+def answer_item(repair: Event, call_id: str) -> Item:
     return {
         "role": "tool",
-        "call_id": repair["call_id"],
+        "call_id": call_id,
         "output": repair.get("text") or "This tool call was not executed: the session stopped before its result was recorded.",
         "is_error": True,
         "synthetic": repair.get("reason") or "dangling_call",
@@ -294,7 +327,7 @@ def _step_items(s: _Step, answers: dict[str, list[Event]], out: list[tuple[Item,
     if answers:
         for call in s.calls:
             for rep in answers.get(call["call_id"], ()):
-                out.append((answer_item(rep), last))
+                out.append((answer_item(rep, call["call_id"]), last))
     out.extend(s.after)
 
 
@@ -354,6 +387,10 @@ def iter_view(
                 continue
             if kind == "message" and ev["role"] == "user" and not ev.get("synthetic"):
                 st.turns += 1
+            elif kind == "state" and ev.get("facet") in TOOL_FACETS:
+                schema = state_schema_tokens(ev)
+                if schema is not None:
+                    st.schema_tokens = schema
             if seq <= through:
                 if detached:
                     raise NeedsState("an event the compaction folded")

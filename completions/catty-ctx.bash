@@ -38,15 +38,15 @@ _catty_ctx() {
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import inspect instructions mcp prune repair report resume search segment usage" ;;
-        "append") opts="--allow-duplicate-ids --create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --quiet --session-id --window -h -q" ;;
+        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import inspect instructions mcp prune repair report resume search segment statusline usage" ;;
+        "append") opts="--allow-duplicate-ids --create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --no-repair --quiet --session-id --window -h -q" ;;
         "blob") opts="--help --raw -h" ;;
-        "compact") opts="--allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
+        "compact") opts="--agent --allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "config") opts="--help --json -h" ;;
         "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --native --out --retries --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "export") opts="--format --help --out --redact -f -h -o" ;;
-        "fork") opts="--at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
+        "fork") opts="--agent --at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
         "hook") opts="--help -h claude codex install uninstall" ;;
         "hook claude") opts="--help -h pre-compact session-start" ;;
         "hook claude pre-compact") opts="--deadline --help --mirrors -h" ;;
@@ -57,18 +57,19 @@ _catty_ctx() {
         "hook install") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "hook uninstall") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
-        "inspect") opts="--allow-empty --connect-timeout --context --help --items --json --scheduler --seq -h" ;;
+        "inspect") opts="--agent --agents --allow-empty --connect-timeout --context --help --items --json --scheduler --seq --stats -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
-        "mcp") opts="--codex-home --help --session -h" ;;
-        "prune") opts="--clear-at-least --clear-inputs --exclude-tools --help --high --image-high --image-low --keep --keep-turns --low --min-percent --omit-age --previous --session-ref --stats --strategy --trim-head --trim-over --trim-tail --window -h" ;;
+        "mcp") opts="--help --session -h" ;;
+        "prune") opts="--agent --clear-at-least --clear-inputs --exclude-tools --help --high --image-high --image-low --keep --keep-turns --low --min-percent --omit-age --previous --session-ref --stats --strategy --trim-head --trim-over --trim-tail --window -h" ;;
         "repair") opts="--allow-empty --allow-remote-writes --check --connect-timeout --dry-run --force --help --json --lock-timeout --scheduler -h" ;;
-        "report") opts="--help --output -h -o" ;;
-        "resume") opts="--format --help -f -h" ;;
+        "report") opts="--agent --help --output -h -o" ;;
+        "resume") opts="--agent --format --help -f -h" ;;
         "search") opts="--agent --help --ignore-case --json --limit --project --regexp --since --until -E -h -i -n" ;;
         "segment") opts="--help -h grep list show" ;;
-        "segment grep") opts="--help --ignore-case --json --regex -E -h -i" ;;
-        "segment list") opts="--help --json -h" ;;
-        "segment show") opts="--help -h" ;;
+        "segment grep") opts="--agent --help --ignore-case --json --regex -E -h -i" ;;
+        "segment list") opts="--agent --help --json -h" ;;
+        "segment show") opts="--agent --help -h" ;;
+        "statusline") opts="--format --help --json --mirrors -f -h" ;;
         "usage") opts="--allow-empty --by --connect-timeout --help --jobs --json --no-cache --prices --scheduler --since --strict --timezone --until --verbose -h -j -v" ;;
     esac
     if [[ "$cur" == -* || -z "$path" || "$groups" == *" $path "* ]]; then

@@ -3,6 +3,7 @@
 - `settings`: installing and removing our entries in an agent's own settings files;
 - `mirror`: a catty session kept beside a live agent transcript, brought up to date
   incrementally at each hook, with a segment per compaction;
+- `continuation`: the continuation state of a live session, kept event by event, and its reminder;
 - `hooks`: the hook commands (fail-open: an error is one line, exit 0);
 - `mcp_server`: the read-only recall tools over MCP;
 - `statusline`: Claude Code's status line.

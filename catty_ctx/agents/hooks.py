@@ -1,20 +1,23 @@
-"""The hook commands an agent runs: PreCompact brings the mirror up to date, SessionStart prints
-the continuation reminder after a compaction or a resume.
+"""The hook commands an agent runs: PreCompact brings the mirror up to date and archives the span
+since the previous compaction, SessionStart prints the continuation reminder after a compaction
+or a resume. The agent is a parameter throughout (`claude`, `codex`): its name picks the mirrors
+subfolder, its format the importer.
 
 Fail-open (docs/agents.md): a hook never blocks or fails the agent. Every error becomes one
 line on stderr and one in the mirror root's `hooks.log`, and the command exits 0 within its
 deadline (an alarm ends a run that overstays it).
 
-The mirror is a catty session under the mirrors folder, `claude/<session_id>/`, re-imported
-from the transcript at each PreCompact into a new folder that then replaces the previous one,
-so a later rewrite, truncation or deletion of the transcript leaves the last good mirror in
-place. A session id comes from the hook's JSON: it must look like an id before it names a folder.
+The mirror (`mirror.sync`) is a catty session under the mirrors folder, `AGENT/<session_id>/`,
+grown by the bytes the transcript gained since the last hook; nothing is ever taken out of it,
+so a later rewrite, truncation or deletion of the transcript leaves it whole. A session id
+comes from the hook's JSON: it must look like an id before it names a folder.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 import time
@@ -22,10 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..files import replace_folder
+from .settings import RECALL_SERVER
 
 REMINDER_LIMIT = 10_000
+RECALL_TOOL = f"mcp__{RECALL_SERVER}__recall_search"  # how Claude Code names the recall server's search tool
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_LOCK_SHARE = 0.5  # of the deadline, at most, spent waiting for another hook's lock on the mirror
+_READ_SHARE = 0.6  # of the deadline, past which no new step of reading the transcript starts
 
 
 class HookFailure(Exception):
@@ -64,42 +70,72 @@ def read_payload(stdin: Any) -> dict[str, Any]:
     return payload
 
 
-def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str) -> Path:
-    """Import the transcript the hook names into the mirror (a new folder swapped in)."""
-    # start-up: the importers load only when a hook has a transcript to read
-    from ..importers import import_to_dir
+def _text(payload: dict[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str, *, archive: bool = False,
+                  lock_timeout: float = 5.0, budget: float | None = None) -> Path:
+    """Bring the mirror of the session the hook names up to date (with ARCHIVE, also archive the
+    span since the previous compaction as a segment). Warnings go to stderr and the log."""
+    # start-up: the mirror (and the importers it loads) only when a hook has a transcript to read
+    from .mirror import sync
 
     sid = session_id_of(payload)
-    transcript = payload.get("transcript_path")
-    if not isinstance(transcript, str) or not transcript:
-        raise HookFailure("the hook's JSON names no transcript_path")
+    transcript = _text(payload, "transcript_path")
     dest = mirror_dir(root, agent, sid)
+    if transcript is None and not (dest / "updates.jsonl").exists():
+        raise HookFailure("the hook's JSON names no transcript_path")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fresh = dest.parent / f".{sid}.new.{os.getpid()}"
-    import_to_dir(fmt, transcript, fresh, lenient=True, warn=lambda _m: None, session_id=sid)
-    replace_folder(fresh, dest)
+    made = not dest.exists()
+    try:
+        report = sync(dest, transcript, fmt, sid, archive=archive, trigger=_text(payload, "trigger"), cwd=_text(payload, "cwd"),
+                      lock_timeout=lock_timeout, budget=budget)
+    except BaseException:
+        if made:
+            _remove_empty(dest)
+        raise
+    if made and not (dest / "updates.jsonl").exists():
+        _remove_empty(dest)
+    if report.warning:
+        warn(root, f"hook {agent}: {report.warning}")
     return dest
 
 
-def reminder(mirror: Path, agent: str) -> str:
-    """The continuation reminder built from the mirror's events, at most REMINDER_LIMIT characters,
-    ending with how to recover exact details."""
-    # start-up: the library loads only when a hook has a mirror to read
-    from ..head import HeadState, continuation_state, render_state
-    from ..store import Session
+def _remove_empty(folder: Path) -> None:
+    """A mirror folder this run made and left without a log (only its lock file): removed."""
+    try:
+        for name in os.listdir(folder):
+            if name.endswith(".lock"):
+                os.unlink(folder / name)
+        folder.rmdir()
+    except OSError:
+        pass
 
-    state = HeadState()
-    with Session.open(str(mirror)) as session:
-        for ev in session.events():
-            state.track(ev)
-    body = render_state(continuation_state(state))
-    log = mirror / "updates.jsonl"
-    tail = (f"\nThe earlier conversation is kept verbatim in {log}: find an exact detail with `grep -n 'TEXT' {log}`, "
-            f"then print that event with `catty-ctx inspect {mirror} --seq N`.")
+
+def reminder(mirror: Path, agent: str) -> str:
+    """The continuation reminder built from the mirror, at most REMINDER_LIMIT characters,
+    ending with how to recover exact details (the recall tool, the `segment grep` line)."""
+    # start-up: the library loads only when a hook has a mirror to read
+    from .continuation import render
+    from .mirror import load_state
+
+    body = render(load_state(mirror))
+    tail = (f"To recover an exact detail of the earlier conversation (an error message, a command's output, "
+            f"a file's content), call the tool {RECALL_TOOL} with a pattern, or run:\n"
+            f"catty-ctx segment grep {shlex.quote(str(mirror))} 'PATTERN'")
     room = REMINDER_LIMIT - len(tail)
     if len(body) > room:
         body = body[: room - 2] + "…\n"
     return body + tail
+
+
+def warn(root: Path, line: str) -> None:
+    """One line on stderr and in the hooks log; the hook goes on."""
+    line = " ".join(line.split())
+    sys.stderr.write(f"catty-ctx: warning: {line}\n")
+    log_line(root, line)
 
 
 def log_line(root: Path, line: str) -> None:
@@ -131,18 +167,24 @@ def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable
         signal.signal(signal.SIGALRM, previous)
 
 
-def pre_compact(agent: str, fmt: str, stdin: Any, root: Path) -> None:
+def pre_compact(agent: str, fmt: str, stdin: Any, root: Path, deadline: float = 10.0) -> None:
     payload = read_payload(stdin)
-    update_mirror(payload, root, agent, fmt)
+    update_mirror(payload, root, agent, fmt, archive=True, lock_timeout=deadline * _LOCK_SHARE, budget=deadline * _READ_SHARE)
 
 
-def session_start(agent: str, fmt: str, stdin: Any, stdout: Any, root: Path) -> None:
+def session_start(agent: str, fmt: str, stdin: Any, stdout: Any, root: Path, deadline: float = 10.0) -> None:
     payload = read_payload(stdin)
     if payload.get("source") not in ("compact", "resume"):
         return
     sid = session_id_of(payload)
     mirror = mirror_dir(root, agent, sid)
-    if not mirror.exists() and isinstance(payload.get("transcript_path"), str):
-        mirror = update_mirror(payload, root, agent, fmt)  # a resume of a session never compacted here
+    try:  # the compaction's own records (or a resumed session's), read before the reminder
+        update_mirror(payload, root, agent, fmt, lock_timeout=deadline * _LOCK_SHARE, budget=deadline * _READ_SHARE)
+    except Exception as exc:
+        if not (mirror / "updates.jsonl").exists():
+            raise
+        warn(root, f"hook {agent} session-start: {exc}")
+    if not (mirror / "updates.jsonl").exists():
+        raise HookFailure(f"no mirror of session {sid} yet")
     text = reminder(mirror, agent)
     stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}) + "\n")

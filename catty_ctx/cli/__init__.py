@@ -103,8 +103,27 @@ def _reflow_help(typer_app: "Any") -> None:
         doc = info.help or (info.callback.__doc__ if info.callback is not None else None)
         if doc:
             info.help = reflow(doc)
+        info.epilog = examples_per_line(info.epilog)
     for group in typer_app.registered_groups:
+        group.epilog = examples_per_line(group.epilog)
+        group.typer_instance.info.epilog = examples_per_line(group.typer_instance.info.epilog)
         _reflow_help(group.typer_instance)
+
+
+def examples_per_line(epilog: "Any") -> "Any":
+    """An epilog's examples one per line, to copy one at a time: a command declares them as
+    `Examples: cmd; cmd` (or already a line each)."""
+    if not isinstance(epilog, str) or "\n" in epilog.strip():
+        return epilog
+    # start-up: only help text needs re
+    import re
+
+    head = re.match(r"\s*(Examples?):\s*", epilog)
+    if head is None:
+        return epilog
+    # a `; ` starts the next example only where a command line follows it (not inside one)
+    lines = re.split(r";\s+(?=catty-ctx |echo |CATTY_CTX_|[A-Z_]+=)", epilog[head.end():].strip())
+    return f"{head.group(1)}:\n" + "\n".join(lines)
 
 
 def reflow(doc: str) -> str:

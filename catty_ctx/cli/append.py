@@ -6,10 +6,8 @@ step, and typer's import would be most of that run.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
-from ..errors import DataError, UsageError
 from .errors import warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, shared, value
@@ -31,6 +29,8 @@ PARAMS = (
     shared("max_user_bytes"),
     shared("max_tool_bytes"),
     flag("allow_duplicate_ids", "--allow-duplicate-ids", help="Append an event even when its id (message id, call id, usage request id) is already in the log."),
+    flag("no_repair", "--no-repair",
+         help="Do not answer the calls a new user turn or a cancellation leaves dangling (for a runtime that repairs itself)."),
 )
 APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or full envelopes).
 
@@ -40,7 +40,11 @@ APPEND_DOC = """Append events read from stdin (JSON Lines: kind + fields, or ful
     messages and tool outputs are stored in the session's blobs/ first (the event keeps a
     preview, the handle and the full size); `catty-ctx blob` prints them whole. The batch
     lands whole or not at all; an event whose id is already in the log is skipped (said on
-    stderr), so a retry after a crash or a full disk never duplicates.
+    stderr), so a retry after a crash or a full disk never duplicates. A user message that
+    opens a new turn (or a cancellation: synthetic "interrupted") after calls left without a
+    result first appends a `repair` event answering them (reason new_turn or cancelled),
+    under the same lock; calls of a turn still running are never touched. --no-repair
+    leaves that to the runtime.
     """
 
 
@@ -57,12 +61,14 @@ def declare() -> None:
 
 def run(session: str, create: bool = False, window: int | None = None, model: str | None = None, cwd: str | None = None,
         session_id: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, quiet: bool = False,
-        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False) -> None:
+        max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False, no_repair: bool = False) -> None:
     """Check the events on stdin, then append them to SESSION (made with --create); echo them unless QUIET."""
     # start-up: the library loads when the command runs, not for --help or another command
-    import orjson
+    from ..appending import append_events, read_events
 
-    from ..blobs import externalize
+<<<<<<< HEAD
+    from ..blobs import externalize, shell_results
+    from ..boundary import append_with_repairs
     from ..jsonl import STDIN_NAME, json_problem, numbered_lines
     from ..ownership import require_ours
     from ..store import LOG_NAME, Session, create_session
@@ -90,7 +96,17 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
         target = Session.open(path)
     require_ours(target)  # before its blobs: another agent's file is never written into
     # Blobs first, the events naming them last (the event is the commit point).
-    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in pending]
-    written = target.append(pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids)
+    # A terminal's output has its own cap (in characters): its call is in the batch or the log.
+    shells = shell_results(target.log_path, pending) if target.directory is not None else set()
+    where = str(target.directory.resolve()) if target.directory is not None else None
+    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn, shell=i in shells, display=where)
+               for i, ev in enumerate(pending)]
+    written = append_with_repairs(target, pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids,
+                                  repair=not no_repair)
+=======
+    written = append_events(session, read_events(sys.stdin.buffer), create=create, window=window, model=model, cwd=cwd,
+                            session_id=session_id, lock_timeout=lock_timeout, max_user_bytes=max_user_bytes,
+                            max_tool_bytes=max_tool_bytes, allow_duplicate_ids=allow_duplicate_ids, warn=warn)
+>>>>>>> main
     if not quiet:
         write_lines(written)

@@ -61,6 +61,7 @@ PARAMS = (
     shared("as_json"),
     *CLUSTER,
     shared("allow_remote_writes"),
+    shared("agent"),
 )
 EPILOG = ("Examples: catty-ctx compact S --force; catty-ctx compact ROOT --check (exit 1 when one is over); "
           "catty-ctx compact S --summarizer openai:gpt-4.1-mini; "
@@ -92,7 +93,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         two_pass: bool = False, prefire: bool = False, prefire_wait: float | None = None, replay: str | None = None, no_redact: bool = False,
         dry_run: bool = False, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, allow_empty: bool = False, as_json: bool = False,
         scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False,
-        deadline: float = COMPACT_DEADLINE) -> None:
+        deadline: float = COMPACT_DEADLINE, agent: str | None = None) -> None:
     """Compact TARGET (or, with --replay, rerun an artifact); the rows go to stdout, warnings and errors to stderr."""
 
     options: dict[str, Any] = {"min_chars": min_summary_chars}
@@ -115,9 +116,13 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         return
     if target is None:
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
+    if agent is not None and (prefire or two_pass or dry_run or (target != "-" and _is_root(target)) or not check):
+        raise UsageError(f"compact --agent {agent} measures a subagent's view against its threshold: with --check, of one session "
+                         f"(its log is its parent's; 'fork {target} DEST --agent {agent}' makes it a session to compact)")
 
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact import OVER, compact_target
+    from ..roots import most_severe
 
     errors: list[CattyError] = []
 
@@ -145,14 +150,23 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
 
         def progress(outcomes: Any) -> Any:
             return progress_iter(outcomes, label="sessions", total=total)
-    with context as engine:
-        results = list(
-            compact_target(
-                target, on_error=on_error, sessions=sessions, engine=engine, progress=progress, threshold=threshold, force=force, mode=mode,
-                summarizer=summarizer, detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire, prefire_wait=prefire_wait,
-                redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout, deadline=deadline,
+    if agent is not None:
+        # start-up: the library loads when the command runs, not for --help or another command
+        from ..compact import compact_session
+        from ..subagents import open_agent
+
+        with open_agent(target, agent, warn=None) as sub:
+            results = [compact_session(sub, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
+                                       summarizer_options=options, redact=not no_redact, dry_run=dry_run, check=check, deadline=deadline)]
+    else:
+        with context as engine:
+            results = list(
+                compact_target(
+                    target, on_error=on_error, sessions=sessions, engine=engine, progress=progress, threshold=threshold, force=force,
+                    mode=mode, summarizer=summarizer, detail=detail, summarizer_options=options, two_pass=two_pass, prefire=prefire,
+                    prefire_wait=prefire_wait, redact=not no_redact, dry_run=dry_run, check=check, lock_timeout=lock_timeout, deadline=deadline,
+                )
             )
-        )
     for r in results:
         if r.status in ("compacted", "would_compact") and (r.tokens_after or 0) > (r.tokens_before or 0):
             warn(f"{r.path}: the view grew ({r.tokens_before:,} → {r.tokens_after:,} tokens): the rebuilt head is larger than "
@@ -162,10 +176,10 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})
     else:
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
-    if errors:
-        raise SystemExit(int(errors[0].exit_code))
-    if check and any(r.status == OVER for r in results):
-        raise SystemExit(int(ExitCode.CHECK_FAILED))
+    # The most severe of the sessions' codes (docs/spec.md#a-root-of-sessions).
+    code = most_severe([*(e.exit_code for e in errors), *([ExitCode.CHECK_FAILED] if check and any(r.status == OVER for r in results) else [])])
+    if code:
+        raise SystemExit(code)
 
 
 def _is_root(target: str) -> bool:

@@ -65,6 +65,9 @@ SHARED: "dict[str, Option]" = {o.dest: o for o in (
           help="Give up on an unreachable --scheduler (or one with no worker) after this long: exit 69."),
     flag("allow_remote_writes", "--allow-remote-writes",
          help="Let a writer run on a --scheduler cluster (the session lock is flock: a shared filesystem must honour it)."),
+    value("agent", "--agent", metavar="ID",
+          help="The subagent ID's own conversation (its prompt, its calls, its usage and model) instead of the main loop's; "
+               "'inspect --agents' lists them."),
 )}
 
 

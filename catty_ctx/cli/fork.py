@@ -29,6 +29,7 @@ PARAMS = (
     value("session_id", "--session-id", metavar="UUID", help="With --to: the new session's id (default: a new one)."),
     shared("dry_run"),
     shared("as_json"),
+    shared("agent"),
 )
 EPILOG = ("Examples: catty-ctx fork S S-retry --at-turn 3 --model other-model; "
           "catty-ctx fork ~/.claude/projects/P/ID.jsonl --to claude --max-bytes 200000")
@@ -64,12 +65,14 @@ def declare() -> None:
 
 def run(session: str, dest: str | None = None, at_turn: int | None = None, model: str | None = None, cwd: str | None = None,
         to: str | None = None, repair: bool = False, prune: str | None = None, compact: bool = False, max_bytes: int | None = None,
-        session_id: str | None = None, dry_run: bool = False, as_json: bool = False) -> None:
+        session_id: str | None = None, dry_run: bool = False, as_json: bool = False, agent: str | None = None) -> None:
     """Fork SESSION into DEST (with --dry-run, only say what it would copy); the result goes to stdout."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..errors import UsageError
 
     if to is not None:
+        if agent is not None:
+            raise UsageError("--agent makes a catty session of a subagent: fork SESSION DEST --agent ID, then --to from it")
         return _write_back(session, dest, to, at_turn=at_turn, model=model, cwd=cwd, prune=prune, compact=compact,
                            max_bytes=max_bytes, session_id=session_id, dry_run=dry_run, as_json=as_json)
     given = [name for name, v in (("--repair", repair), ("--prune", prune), ("--compact", compact), ("--max-bytes", max_bytes),
@@ -80,7 +83,7 @@ def run(session: str, dest: str | None = None, at_turn: int | None = None, model
         raise UsageError("fork needs DEST (or --to claude|codex)")
     from ..fork import fork  # start-up: as above
 
-    result = fork(session, dest, at_turn=at_turn, model=model, cwd=cwd, dry_run=dry_run)
+    result = fork(session, dest, at_turn=at_turn, model=model, cwd=cwd, dry_run=dry_run, agent=agent)
     for path in result.skipped:
         warn(f"{path}: symbolic link not followed")
     doc = result.as_dict()

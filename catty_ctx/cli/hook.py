@@ -180,10 +180,10 @@ def _hook(agent: str, hook: str, deadline: float, mirrors: str | None) -> None:
     root = hooks.mirrors_root(mirrors)
     fmt = "claude" if agent == "claude" else "codex"
     if hook == "pre-compact":
-        hooks.fail_open(agent, hook, root, deadline, lambda: hooks.pre_compact(agent, fmt, sys.stdin.buffer, root))
+        hooks.fail_open(agent, hook, root, deadline, lambda: hooks.pre_compact(agent, fmt, sys.stdin.buffer, root, deadline))
         return
     out: list[str] = []
-    hooks.fail_open(agent, hook, root, deadline, lambda: hooks.session_start(agent, fmt, sys.stdin.buffer, _Collect(out), root))
+    hooks.fail_open(agent, hook, root, deadline, lambda: hooks.session_start(agent, fmt, sys.stdin.buffer, _Collect(out), root, deadline))
     sys.stdout.write("".join(out))
 
 

@@ -8,7 +8,7 @@ registers are made from one table, `PARAMS`.
 from __future__ import annotations
 
 from ..defaults import CONNECT_TIMEOUT
-from ..errors import ExitCode, UsageError
+from ..errors import UsageError
 from .errors import warn
 from .fastpath import CLUSTER, flag, parse_one, shared, value
 from .fastpath import declare as declare_command
@@ -19,11 +19,22 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+AGENT_COLUMNS: list[str | Column] = [Column("agent", "id"), "status", "type", Column("turns", "num"), Column("calls", "num"), "model", Column("tokens", "num"),
+                 Column("cost_usd", "num"), Column("parent_call", "id"), Column("description", "text")]
+STATS_COLUMNS: list[str | Column] = [Column("metric", "text"), "unit", *(Column(k, "num") for k in ("count", "min", "p50", "p90", "p95", "p99", "max", "mean")),
+                 Column("constant", "text"), Column("value", "num"), Column("over", "num")]
+
 # The options of `inspect`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (
     flag("items", "--items", help="List the view's items with their tokens and cumulative fingerprint."),
     value("seq", "--seq", kind=int, metavar="N", help="Print the event with this seq in full.", min=0),
     flag("context", "--context", help="The prompt-context snapshot: every part with its source; unknown parts marked."),
+    flag("agents", "--agents",
+         help="List the session's subagents: status, type, turns, tokens and cost (as 'usage --by agent' counts them), the parent's call."),
+    shared("agent"),
+    flag("stats", "--stats",
+         help="The distributions the constants should be calibrated on: tool output and turn sizes, the context at each compaction, "
+              "the time between compactions (of a ROOT's sessions, or one session)."),
     shared("allow_empty"),
     shared("as_json"),
     *CLUSTER,
@@ -52,22 +63,24 @@ def declare() -> None:
     declare_command("inspect", run, PARAMS, INSPECT_DOC, EPILOG, {"target": TargetArg})
 
 
-def run(target: str, items: bool = False, seq: int | None = None, context: bool = False, allow_empty: bool = False,
-        as_json: bool = False, scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT) -> None:
+def run(target: str, items: bool = False, seq: int | None = None, context: bool = False, agents: bool = False, agent: str | None = None,
+        stats: bool = False, allow_empty: bool = False, as_json: bool = False, scheduler: str | None = None,
+        connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Inspect TARGET and print the report; warnings and errors go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..inspect import find_event, inspect_root, inspect_session, view_rows
-    from ..sources import open_session
     from ..store import is_root
+    from ..subagents import open_agent
 
+    if stats:
+        _stats(target, allow_empty=allow_empty, as_json=as_json)
+        return
     if target != "-" and is_root(target):
-        if context:
-            raise UsageError(f"{target}: --context needs one session, not a ROOT")
-
-        errors: list[str] = []
+        for flag_name, given in (("--context", context), ("--agents", agents), ("--agent", agent is not None)):
+            if given:
+                raise UsageError(f"{target}: {flag_name} needs one session, not a ROOT")
 
         def on_error(path: Path, exc: Exception) -> None:
-            errors.append(str(exc))
             warn(str(exc))
 
         # start-up: the library loads when the command runs, not for --help or another command
@@ -83,11 +96,19 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
             rows = inspect_root(PathType(target), on_error=on_error, sessions=found, engine=engine,
                                 progress=lambda it: progress_iter(it, label="sessions", total=len(found)))
             rows_out(rows, cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
-        if errors:
-            raise SystemExit(int(ExitCode.DATA))
+        if rows.exit_code():
+            raise SystemExit(rows.exit_code())  # the most severe of the sessions' (docs/spec.md#a-root-of-sessions)
         return
 
-    with open_session(target, warn=warn) as session:
+    if agents and agent is not None:
+        raise UsageError("--agents lists the subagents; --agent ID shows one")
+    with open_agent(target, agent, warn=warn) as session:
+        if agents:
+            # start-up: the library loads when the command runs, not for --help or another command
+            from ..subagents import agent_rows
+
+            rows_out(iter(agent_rows(session)), AGENT_COLUMNS, as_json=as_json, key="agents")
+            return
         if seq is not None:
             write_json(find_event(session, seq))  # an event is one document whatever the output
             return
@@ -105,6 +126,31 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
         with ByteProgress(session.log_path.stat().st_size, "reading") as bar:
             report = inspect_session(session, warn=warn, progress=bar.callback)
     emit(report, as_json=as_json, show=_show_report)
+
+
+def _stats(target: str, *, allow_empty: bool, as_json: bool) -> None:
+    """`inspect ROOT --stats`: the distributions, a row per quantity (one document with --json)."""
+    # start-up: the library loads when the command runs, not for --help or another command
+    from ..sources import open_session, root_sessions
+    from ..stats import root_stats
+    from ..store import is_root
+
+    found = root_sessions(target, allow_empty=allow_empty) if target != "-" and is_root(target) else [target]
+    failed: list[str] = []
+
+    def on_error(path: Any, exc: Exception) -> None:
+        failed.append(str(exc))
+        warn(str(exc))
+
+    doc = root_stats(progress_iter(iter(found), label="sessions", total=len(found)), open_session=lambda t: open_session(t, warn=None),
+                     on_error=on_error)
+    if as_json:
+        write_json(doc)
+    else:
+        rows = [{"metric": name, **row} for name, row in doc["distributions"].items()]
+        rows_out(iter(rows), STATS_COLUMNS, as_json=False, key="distributions")
+    if failed:
+        raise SystemExit(int(ExitCode.DATA))
 
 
 def _preview(item: dict[str, Any], width: int = 60) -> Any:

@@ -27,7 +27,7 @@ from ..errors import UsageError
 from ..visible import end, stdout_binary
 from .errors import warn
 from .fastpath import declare as declare_command
-from .fastpath import flag, parse_one, value
+from .fastpath import flag, parse_one, shared, value
 from .output import console, record, stderr_tty
 
 TYPE_CHECKING = False
@@ -63,6 +63,7 @@ PARAMS = (
     value("session_ref", "--session-ref", metavar="TEXT", help="How placeholders name the session in their inspect command (default: SESSION as given)."),
     value("previous", "--previous", metavar="FILE", help="An earlier prune output: report the unchanged prefix (items, tokens) on stderr."),
     flag("stats", "--stats", help="Report the request's tokens before/after (with and without the provider overhead), results trimmed and cleared, on stderr (one JSON line)."),
+    shared("agent"),
 )
 EPILOG = ("Examples: catty-ctx prune S --stats > request.jsonl; "
           "catty-ctx prune S --previous request.jsonl > next.jsonl; "
@@ -104,14 +105,14 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
         trim_head: int = PRUNE_TRIM_HEAD, trim_tail: int = PRUNE_TRIM_TAIL, high: float = PRUNE_HIGH_PERCENT,
         low: float = PRUNE_LOW_PERCENT, image_high: float = PRUNE_IMAGE_HIGH_MIB, image_low: float = PRUNE_IMAGE_LOW_MIB,
         keep: int = PRUNE_KEEP, clear_at_least: int = PRUNE_CLEAR_AT_LEAST, exclude_tools: str = "", clear_inputs: bool = False,
-        session_ref: str | None = None, previous: str | None = None, stats: bool = False) -> None:
+        session_ref: str | None = None, previous: str | None = None, stats: bool = False, agent: str | None = None) -> None:
     """Prune SESSION's view and print it, an item a line; the reports go to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
 
     from ..events import DEFAULT_WINDOW
     from ..inspect import is_item_stream, iter_item_lines
     from ..prune import MIB, PrefixReuse, PruneOptions, PruneStats, item_lines_canon, prune, prune_item_stream
-    from ..sources import open_session
+    from ..subagents import open_agent
 
     opts = PruneOptions(
         strategy=strategy,
@@ -137,7 +138,7 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
     prev_lines = item_lines_canon(previous) if previous is not None else None
     st = PruneStats()
     out: Iterable[ViewItem]
-    with open_session(session, warn=warn) as s:
+    with open_agent(session, agent, warn=warn) as s:
         if s.stdin and is_item_stream(s):
             out = prune_item_stream(iter_item_lines(s, warn=warn), opts, window or DEFAULT_WINDOW, st)
         else:

@@ -39,6 +39,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("resume", "resume", "Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.", fast=True),
     Command("search", "search", "Find PATTERN in every session under the ROOTs: catty sessions and the agents' own files.", fast=True),
     Command("segment", "segment", "Read the segments archive: the verbatim record of compacted conversation.", fast=True),
+    Command("statusline", "statusline", "Print Claude Code's status line: model, context used, costs, cache share, compactions.", fast=True),
     Command("usage", "usage", "Tokens, calls and cost of Claude Code, Codex, Gemini CLI, opencode and catty sessions.", fast=True),
 )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
-from ..errors import CattyError, ExitCode
+from ..errors import ExitCode
 from .errors import note, warn
 from .fastpath import CLUSTER, flag, parse_one, shared
 from .fastpath import declare as declare_command
@@ -126,13 +126,13 @@ def _root_cells(doc: dict[str, Any]) -> dict[str, Any]:
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float,
                  scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..cluster import Engine, each, engine_for, refuse_writes
+    from ..cluster import Engine, engine_for, refuse_writes
     from ..repair import repair_root_row
+    from ..roots import RootRun
     from ..sources import root_sessions
     from ..urls import refuse_writes as refuse_url_writes
 
     write = not (check or dry_run)
-    failures: list[int] = []
     found_any = False
     context = engine_for(scheduler, connect_timeout)
     if write and isinstance(context, Engine):
@@ -141,21 +141,18 @@ def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_em
         refuse_url_writes(root, "repair")
     sessions = root_sessions(root, allow_empty=allow_empty)
 
-    def rows(engine: Any) -> Any:
+    def rows(run: RootRun) -> Any:
         nonlocal found_any
-        outcomes = each(repair_root_row, sessions, engine, write=write, force=force, lock_timeout=lock_timeout)
-        for _directory, row in progress_iter(outcomes, label="sessions", total=len(sessions)):
-            if isinstance(row, CattyError):
-                warn(str(row))
-                failures.append(int(row.exit_code))
-                continue
+        for row in run:
             found_any = found_any or row["found"] > 0
             yield row
 
     with context as engine:
+        run = RootRun(repair_root_row, sessions, engine, on_error=lambda _path, exc: warn(str(exc)),
+                      progress=lambda outcomes: progress_iter(outcomes, label="sessions", total=len(sessions)),
+                      write=write, force=force, lock_timeout=lock_timeout)
         cols: list[str | Column] = [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")]
-        rows_out(rows(engine), cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
-    if failures:
-        raise SystemExit(failures[0])
-    if check and found_any:
-        raise SystemExit(int(ExitCode.CHECK_FAILED))
+        rows_out(rows(run), cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
+    code = run.exit_code(check_failed=check and found_any)  # the most severe (docs/spec.md#a-root-of-sessions)
+    if code:
+        raise SystemExit(code)

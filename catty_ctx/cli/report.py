@@ -10,7 +10,7 @@ import typer
 from ..errors import CattyError, DataError, UsageError, WriteError
 from . import app
 from .errors import handle_errors, note, warn
-from .options import TargetArg
+from .options import AgentOpt, TargetArg
 from .output import form, progress_iter
 
 
@@ -29,6 +29,7 @@ def report_cmd(
         str | None,
         typer.Option("-o", "--output", metavar="FILE|DIR", help="Write the page to FILE (default: stdout); for a ROOT, the folder DIR that gets a page per session and index.html."),
     ] = None,
+    agent: AgentOpt = None,
 ) -> None:
     """A session's context lifecycle as one HTML page that works offline, from a file.
 
@@ -50,6 +51,8 @@ def report_cmd(
     from ..store import is_root
 
     if target != "-" and is_root(target):
+        if agent is not None:
+            raise UsageError(f"{target}: --agent needs one session, not a ROOT")
         if output is None:
             raise UsageError(f"{target}: a ROOT needs -o DIR (a page per session and index.html)")
         # start-up: the library loads when the command runs, not for --help or another command
@@ -69,9 +72,9 @@ def report_cmd(
     # start-up: the library loads when the command runs, not for --help or another command
     from ..html import build_report
     from ..html.page import render
-    from ..sources import open_session
+    from ..subagents import open_agent
 
-    with open_session(target, warn=None) as session:
+    with open_agent(target, agent, warn=None) as session:
         rep = build_report(session)
     ref = target if target != "-" else "SESSION"
     data = render(rep, ref=ref).encode("utf-8", "surrogateescape")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import note, warn
 from .fastpath import declare as declare_command
-from .fastpath import parse_one, value
+from .fastpath import parse_one, shared, value
 from .output import write_json, write_lines
 
 TYPE_CHECKING = False
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 PARAMS = (
     value("fmt", "--format", "-f", metavar="items|openai|anthropic", help="items (JSON Lines), openai ({\"messages\": [...]}) or anthropic ({\"system\", \"messages\"}).", choices=RESUME_FORMATS),
+    shared("agent"),
 )
 RESUME_DOC = """Print the repaired view, ready to send: items, an OpenAI or an Anthropic request.
 
@@ -43,13 +44,13 @@ def declare() -> None:
     declare_command("resume", run, PARAMS, RESUME_DOC, epilog, {"session": SessionArg})
 
 
-def run(session: str, fmt: str = RESUME_FORMAT) -> None:
+def run(session: str, fmt: str = RESUME_FORMAT, agent: str | None = None) -> None:
     """Print SESSION's repaired view in FMT; what was repaired goes to stderr."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..fork import resume
-    from ..sources import open_session
+    from ..subagents import open_agent
 
-    with open_session(session, warn=warn) as s:
+    with open_agent(session, agent, warn=warn) as s:
         out, notes = resume(s, fmt)
     if notes:
         note("repaired for this request (the log is unchanged): " + ", ".join(notes))

@@ -19,12 +19,13 @@ if TYPE_CHECKING:
 
 # The options of each subcommand, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = {
-    "list": (shared("as_json"),),
-    "show": (),
+    "list": (shared("as_json"), shared("agent")),
+    "show": (shared("agent"),),
     "grep": (
         flag("ignore_case", "-i", "--ignore-case", help="Ignore case."),
         flag("regex", "-E", "--regex", help="TEXT is a regular expression."),
         shared("as_json"),
+        shared("agent"),
     ),
 }
 # Each subcommand's positional arguments (all required), in order.
@@ -79,13 +80,14 @@ def run(subcommand: str, **kwargs: Any) -> None:
     RUNS[subcommand](**kwargs)
 
 
-def _session_dir(session: str) -> Path:
+def _session_dir(session: str, agent: str | None = None) -> Path:
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import native_segments
-    from ..sources import open_session
+    from ..subagents import open_agent
 
-    opened = open_session(session, warn=None)
-    if opened.origin is not None:  # another agent's session: its own compactions' spans, derived in its spool
+    opened = open_agent(session, agent, warn=None)
+    # Another agent's session, or a subagent's view: its own compactions' spans, derived in its spool.
+    if opened.origin is not None:
         _OPENED.append(opened)  # its spool stays until the command ends
         return native_segments(opened)
     return opened.require_directory("segment")
@@ -94,23 +96,23 @@ def _session_dir(session: str) -> Path:
 _OPENED: list[Any] = []
 
 
-def list_cmd(session: str, as_json: bool = False) -> None:
+def list_cmd(session: str, as_json: bool = False, agent: str | None = None) -> None:
     """List SESSION's segments; the rows go to stdout."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import list_segments
 
-    rows = list_segments(_session_dir(session))
+    rows = list_segments(_session_dir(session, agent))
     cols = [Column("segment", "num"), Column("file", "path"), *(Column(k, "num") for k in ("seq_from", "seq_to", "turns", "bytes")), Column("keywords", "text")]
     rows_out(iter(rows), cols, as_json=as_json, key="segments")
 
 
-def show_cmd(session: str, number: str) -> None:
+def show_cmd(session: str, number: str, agent: str | None = None) -> None:
     """Copy segment NUMBER of SESSION to stdout, byte for byte (on a terminal, controls shown, not obeyed)."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import open_segment, segment_path
     from ..visible import end, stdout_binary
 
-    path = segment_path(_session_dir(session), number)
+    path = segment_path(_session_dir(session, agent), number)
     out = stdout_binary()
     with open_segment(path, binary=True) as f:
         for chunk in iter(lambda: f.read(1 << 16), b""):
@@ -118,12 +120,12 @@ def show_cmd(session: str, number: str) -> None:
     end(out)
 
 
-def grep_cmd(session: str, pattern: str, ignore_case: bool = False, regex: bool = False, as_json: bool = False) -> None:
+def grep_cmd(session: str, pattern: str, ignore_case: bool = False, regex: bool = False, as_json: bool = False, agent: str | None = None) -> None:
     """Print the matches of PATTERN in SESSION's segments; exit 1 when there is none."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact.segments import grep_segments
 
-    matches = (m.as_dict() for m in grep_segments(_session_dir(session), pattern, ignore_case=ignore_case, regex=regex))
+    matches = (m.as_dict() for m in grep_segments(_session_dir(session, agent), pattern, ignore_case=ignore_case, regex=regex))
     cols: list[str | Column] = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]
     n = rows_out(matches, cols, as_json=as_json, key="matches")
     if n == 0:

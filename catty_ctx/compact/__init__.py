@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..cluster import each
 from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import Event
@@ -27,6 +26,7 @@ from ..files import clear_dead_temps
 from ..head import continuation_state
 from ..layout import REQUESTS_DIR
 from ..ownership import require_ours
+from ..roots import RootRun
 from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root
 from ..tokens import BELOW, OVER, item_tokens, over_threshold, percent_of
 from ..view import plan_file
@@ -319,6 +319,12 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
         done, doc, out = finished(planned, opts, inp, summary, comp, segment, head)
         write_artifact(directory, doc, redact=opts.redact)
         written = session.append_locked([*spend, done], warn=None)  # the lock is already held
+    # The replacement is a boundary: a result that came in for a call the summary folded is
+    # an orphan now, written as such (docs/design.md#m5b); calls still running are left alone.
+    # start-up: loaded when a compaction needs it (see the module note)
+    from ..boundary import repair_new_head
+
+    repair_new_head(session, "compaction", closed_only=True, lock_timeout=opts.lock_timeout)
     hit = inp.hit
     if hit is not None and hit.settled:
         # start-up: loaded when a compaction needs it (see the module note)
@@ -442,14 +448,9 @@ def compact_target(
         if options.get("prefire"):
             # On a ROOT, prefire the sessions that are getting close (the cron use).
             options.setdefault("prefire_from", options.get("threshold", DEFAULT_THRESHOLD) - PREFIRE_LEAD)
-        outcomes = each(compact_path, sessions if sessions is not None else find_sessions(target), engine, **options)
-        for path, result in progress(outcomes) if progress is not None else outcomes:
-            if isinstance(result, CattyError):
-                if on_error is None:
-                    raise result
-                on_error(str(path), result)
-                continue
-            yield result
+        found = sessions if sessions is not None else find_sessions(target)
+        report = (lambda path, exc: on_error(str(path), exc)) if on_error is not None else None
+        yield from RootRun(compact_path, found, engine, on_error=report, progress=progress, **options)
         return
     with _open(target, options) as s:
         yield compact_session(s, **options)

@@ -20,6 +20,7 @@ import orjson
 from ..defaults import MIN_SUMMARY_CHARS
 from ..errors import CattyError, ExitCode
 from ..tokens import item_tokens, size_tokens
+from ..view import tool_schema_tokens  # noqa: F401 - re-exported (the ladder's budgets leave room for them)
 
 Item = dict[str, Any]
 
@@ -238,15 +239,6 @@ def lossy_items(items: Iterable[Item]) -> list[Item]:
         new["text"] = text
         out.append(new)
     return out
-
-
-def tool_schema_tokens(prompt_context: Any) -> int:
-    """Tokens of the tool definitions a request carries (the `prompt_context` facet's `tools`):
-    they share the window with the input, so the ladder's budgets leave room for them."""
-    tools = prompt_context.get("tools") if isinstance(prompt_context, dict) else None
-    if not isinstance(tools, list):
-        return 0
-    return sum(item_tokens(t) for t in tools if isinstance(t, dict))
 
 
 def _stage_items(stage: str, req: SummaryRequest) -> list[Item]:

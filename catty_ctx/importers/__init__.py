@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from .. import formats as registry
-from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
+from ..blobs import TOOL_LIMIT, USER_LIMIT, ShellCalls, externalize, write_blob
 from ..errors import DataError, UsageError, WriteError
 from ..events import Event
 from ..files import new_dir_mode
@@ -222,9 +222,13 @@ def import_to_dir(
             advise = getattr(os, "posix_fadvise", None)
             started = [0, 0]  # bytes written, bytes whose writeback has been started
 
+            shells = ShellCalls()  # a terminal's output has its own cap; its call comes first
+            where = str(dest.resolve())  # the blob note names the session as it will be, not its staging folder
+
             def sink(ev: Event) -> None:
+                shell = shells.see(ev)
                 if ev["kind"] in _EXTERNALIZED:
-                    ev = externalize(ev, staging, user_limit=user_limit, tool_limit=tool_limit, warn=warn)
+                    ev = externalize(ev, staging, user_limit=user_limit, tool_limit=tool_limit, warn=warn, shell=shell, display=where)
                 line = dumps(ev) + b"\n"
                 write(line)
                 started[0] += len(line)

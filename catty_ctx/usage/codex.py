@@ -64,8 +64,10 @@ def _general_only(line: bytes) -> Any:
 
 
 def _counts(t: _Tokens) -> tuple[int, int, int, int, int]:
-    return (count(t.input_tokens), count(t.cached_input_tokens), count(t.output_tokens), count(t.reasoning_output_tokens),
-            count(t.total_tokens))
+    """`lines.count` of each total (typed: each is None or an int64 already)."""
+    a, b, c, d, e = t.input_tokens, t.cached_input_tokens, t.output_tokens, t.reasoning_output_tokens, t.total_tokens
+    return (a if a is not None and a > 0 else 0, b if b is not None and b > 0 else 0, c if c is not None and c > 0 else 0,
+            d if d is not None and d > 0 else 0, e if e is not None and e > 0 else 0)
 
 
 class _Rollout:
@@ -143,9 +145,18 @@ def _whole(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Reco
             return None
     rollout = _Rollout(state, path)
     got: list[Record] = []
-    wanted = _WANTED
     for o in lines:
-        if o.type not in wanted:
+        kind = o.type
+        if kind == "event_msg":
+            p = o.payload
+            if p is None or p.type != "token_count":
+                continue  # (`_Rollout.line` takes nothing else of an event)
+        elif kind == "turn_context":
+            p = o.payload
+            if p is not None and p.model:
+                rollout.model = p.model  # (all `_Rollout.line` takes of it)
+            continue
+        elif kind != "session_meta":
             continue
         fields = _fields(o)
         if fields is not None and rollout.line(*fields, got) is not None:
@@ -154,7 +165,6 @@ def _whole(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Reco
     return rollout.state()
 
 
-_WANTED = frozenset(("session_meta", "turn_context", "event_msg"))
 _decode_lines = msgspec.json.Decoder(_Line).decode_lines
 
 

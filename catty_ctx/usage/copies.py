@@ -21,38 +21,48 @@ def collapse(records: Iterable[Record]) -> list[Record]:
 
     Of the copies the main conversation's wins over a sidechain's, then the largest usage,
     then the first seen. A record whose uuid was seen in the same session, or with the same
-    message id, is a replay of that record even when its other ids were rewritten (`_replays`). Workers collapse each file (a response's content-block lines repeat
+    message id, is a replay of that record even when its other ids were rewritten (see `_collapse`). Workers collapse each file (a response's content-block lines repeat
     its usage, see `collapse_file`), the ledger collapses again across files: the rule is the
     same both times.
     """
-    return _collapse(records, {}, {})
+    return _collapse(records, {}, {}, {})
 
 
-def collapse_file(records: Iterable[Record], aliases: Iterable[tuple[str, int]] = ()) -> tuple[list[Record], list[tuple[str, int]]]:
+Alias = tuple[str, str, "str | None", int]  # ("k", key, None, i), ("s", session, uuid, i) or ("m", uuid, message id, i)
+
+
+def collapse_file(records: Iterable[Record], aliases: Iterable[Alias] = ()) -> tuple[list[Record], list[Alias]]:
     """`collapse` for one log read in parts: (the records, the aliases to resume with).
 
-    The aliases are the keys ("k" + key) and uuids ("u" + what `_replays` names) of the copies that were
-    dropped, with the index of the record they collapsed into: a later part of the log (bytes
-    appended since) may hold a replay of a dropped copy, which must meet the same record as
-    when the whole log is read at once. RECORDS starts with the records of the earlier parts.
+    The aliases are the keys, and the (session, uuid) and (uuid, message id) pairs, of the copies
+    that were dropped, with the index of the record they collapsed into: a later part of the log
+    (bytes appended since) may hold a replay of a dropped copy, which must meet the same record
+    as when the whole log is read at once. RECORDS starts with the records of the earlier parts.
     """
     where: dict[str, int] = {}
-    by_uuid: dict[str, int] = {}
-    for name, i in aliases:
-        (where if name[0] == "k" else by_uuid)[name[1:]] = i
-    out = _collapse(records, where, by_uuid)
-    return out, [("k" + k, i) for k, i in where.items() if out[i].key != k] + [("u" + u, i) for u, i in by_uuid.items() if u not in _replays(out[i])]
+    by_session: dict[tuple[str, str], int] = {}
+    by_message: dict[tuple[str, str | None], int] = {}
+    for kind, a, b, i in aliases:
+        if kind == "k":
+            where[a] = i
+        elif kind == "s":
+            by_session[(a, b)] = i  # type: ignore[index]
+        else:
+            by_message[(a, b)] = i
+    out = _collapse(records, where, by_session, by_message)
+    # (a name is an alias when the record it leads to is not the one it was made from)
+    dropped: list[Alias] = [("k", k, None, i) for k, i in where.items() if out[i].key != k]
+    dropped += [("s", s, u, i) for (s, u), i in by_session.items() if (r := out[i]).uuid != u or r.session != s]
+    dropped += [("m", u, m, i) for (u, m), i in by_message.items() if (r := out[i]).uuid != u or r.msg_id != m]
+    return out, dropped
 
 
-def _replays(rec: Record) -> tuple[str, ...]:
-    """What makes RECORD the same record as another whose ids were rewritten: its uuid within its
-    session, or its uuid with its message id. A uuid alone is not: two sessions can share record
-    uuids (a copied project, a session forked by another tool) and hold different calls."""
-    uid = rec.uuid
-    return () if uid is None else (f"s{rec.session}\0{uid}", f"m{uid}\0{rec.msg_id}")
-
-
-def _collapse(records: Iterable[Record], where: dict[str, int], by_uuid: dict[str, int]) -> list[Record]:
+def _collapse(records: Iterable[Record], where: dict[str, int], by_session: dict[tuple[str, str], int],
+              by_message: dict[tuple[str, str | None], int]) -> list[Record]:
+    """The loop of `collapse`: WHERE maps dedupe keys, BY_SESSION (session, uuid) and BY_MESSAGE
+    (uuid, message id) to the index of the record kept for them. Those pairs are what make a record
+    the same as another whose ids were rewritten; a uuid alone is not: two sessions can share
+    record uuids (a copied project, a session forked by another tool) and hold different calls."""
     out: list[Record] = []
     for rec in records:
         key = rec.key
@@ -62,21 +72,21 @@ def _collapse(records: Iterable[Record], where: dict[str, int], by_uuid: dict[st
         uid = rec.uuid
         i = where.get(key)
         if uid is not None:
-            in_session, with_id = f"s{rec.session}\0{uid}", f"m{uid}\0{rec.msg_id}"  # (see _replays)
+            in_session, with_id = (rec.session, uid), (uid, rec.msg_id)
             if i is None:
-                i = by_uuid.get(in_session)
+                i = by_session.get(in_session)
                 if i is None:
-                    i = by_uuid.get(with_id)
+                    i = by_message.get(with_id)
         if i is None:
             where[key] = len(out)
             if uid is not None:
-                by_uuid[in_session] = by_uuid[with_id] = len(out)
+                by_session[in_session] = by_message[with_id] = len(out)
             out.append(rec)
             continue
         where.setdefault(key, i)
         if uid is not None:
-            by_uuid.setdefault(in_session, i)
-            by_uuid.setdefault(with_id, i)
+            by_session.setdefault(in_session, i)
+            by_message.setdefault(with_id, i)
         cur = out[i]
         if cur.sidechain != rec.sidechain:
             if cur.sidechain:
@@ -124,23 +134,32 @@ def _trace_forks(records: Iterable[Record]) -> list[Record]:
 def _opencode_steps(records: list[Record]) -> list[Record]:
     """An opencode message counts by its steps when any of them is known (its own tokens are only
     the last step's); each step takes its message's model, time and folder (see `opencode`)."""
-    if not any(r.key is not None and r.key[:4] == "o\0p\0" for r in records):
+    messages: dict[str | None, Record] = {}
+    message_at: list[int] = []
+    steps: list[int] = []
+    for i, r in enumerate(records):  # (one pass: most records are other agents')
+        k = r.key
+        if k is not None and k[:2] == "o\0":
+            if k[:4] == "o\0p\0":
+                steps.append(i)
+            elif k[:4] == "o\0m\0":
+                messages[r.msg_id] = r
+                message_at.append(i)
+    if not steps:
         return records
     # start-up: msgspec only where opencode steps are read
     from msgspec.structs import replace
 
-    messages = {r.msg_id: r for r in records if r.key is not None and r.key[:4] == "o\0m\0"}
+    out = list(records)
     stepped = set()
-    out = []
-    for r in records:
-        k = r.key
-        if k is not None and k[:4] == "o\0p\0":
-            stepped.add(r.msg_id)
-            m = messages.get(r.msg_id)
-            if m is not None:
-                r = replace(r, ts=m.ts, model=m.model, project=m.project, session=r.session or m.session)
-        out.append(r)
-    return [r for r in out if not (r.key is not None and r.key[:4] == "o\0m\0" and r.msg_id in stepped)]
+    for i in steps:
+        r = out[i]
+        stepped.add(r.msg_id)
+        m = messages.get(r.msg_id)
+        if m is not None:
+            out[i] = replace(r, ts=m.ts, model=m.model, project=m.project, session=r.session or m.session)
+    gone = {i for i in message_at if out[i].msg_id in stepped}
+    return [r for i, r in enumerate(out) if i not in gone] if gone else out
 
 
 def dedupe(records: Iterable[Record]) -> list[Record]:

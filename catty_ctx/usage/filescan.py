@@ -13,7 +13,7 @@ import xxhash
 
 from .. import compressed, formats
 from . import filecache
-from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, sniff, survey
+from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, SNIFF_LINES, key_stat, sniff, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .walk import Survey
 
     Progress = Callable[[int, int], None]
-    Task = tuple[str, str | None, FileEntry | None, bool]  # path, kind, previous entry, strict
+    # path, kind, previous entry, strict, and (size, mtime, inode) as the survey took them (None: taken when read)
+    Task = tuple[str, str | None, FileEntry | None, bool, tuple[int, int, int] | None]
 
 BAD_SAMPLES_PER_FILE = 5
 WRITE_BEHIND_FILES = 64  # logs read in full past which the per-file cache is written by a thread (when asked)
@@ -119,13 +120,13 @@ def scan_file(task: Task) -> Scanned:
     every line of a Claude Code or Codex log is checked, not only those holding a usage marker
     (a catty log is checked whole before the scan: `validate_catty_logs`).
     """
+    path, kind, prev, strict, key = task
+    if kind == OPENCODE and path.endswith(".json") and "://" not in path:
+        return _storage_reader()(path, key, BAD_SAMPLES_PER_FILE)
     # start-up: only when a log is read
     from .lines import line_number
     from .records import FileEntry
 
-    path, kind, prev, strict = task
-    if kind == OPENCODE and path.endswith(".json") and "://" not in path:
-        return _scan_storage_file(path)
     if path.endswith(_ZST) or kind == PREFIRE or _is_document(path):
         prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole; a prefire cache, a JSON document is one document)
     try:
@@ -169,7 +170,7 @@ def scan_file(task: Task) -> Scanned:
             if end < size and _whole_record(mm[end:size]):
                 end = size  # a live session's last record, its newline not written yet: read, not torn
             if entry.kind is None:
-                entry.kind = sniff(mm[0 : min(size, 1 << 20)], lambda: mm[0:size])
+                entry.kind = sniff(_head(mm, size), lambda: mm[0:size])
             if _is_document(path) or entry.kind == OPENCODE:
                 end = size  # (one JSON document, whole: no line of it is torn)
             bad: list[tuple[int, str]] = []
@@ -202,43 +203,35 @@ def scan_file(task: Task) -> Scanned:
                 mm.close()
 
 
-def _scan_storage_file(path: str) -> Scanned:
-    """`scan_file` for one of opencode's storage files: a small JSON document, read whole into
-    memory and never resumed (no offsets or hashes to keep); thousands of them make a tree, so
-    each costs one open, fstat, read and close."""
-    # start-up: only when a log is read
-    from . import opencode
-    from .records import FileEntry
+_SNIFFED = 1 << 20  # the bytes `walk.sniff` may look at
 
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        return path, None, 0, f"cannot read ({exc.strerror or exc})"
-    try:
-        st = os.fstat(fd)
-        chunks = []
-        while True:
-            chunk = os.read(fd, max(st.st_size, 1 << 12) + 1)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    except OSError as exc:
-        return path, None, 0, f"cannot read ({exc.strerror or exc})"
-    finally:
-        os.close(fd)
-    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    entry = FileEntry(st.st_size, st.st_mtime_ns, st.st_ino, OPENCODE, off=len(data))
-    bad: list[tuple[int, str]] = []
-    recs: list[Record] = []
-    opencode.parse(data, 0, len(data), path, None, recs, bad)
-    if recs and recs[0].ts == 0.0:  # (a step: the time of its file until its message gives its own, see copies.dedupe)
+
+def _head(mm: Any, size: int) -> bytes:
+    """The first bytes of a log that `walk.sniff` reads: its first lines (as many as it looks at, or
+    the first MiB), not a copy of the whole MiB when they are short."""
+    limit = min(size, _SNIFFED)
+    end = 0
+    for _ in range(SNIFF_LINES):
+        nl = mm.find(_NL, end, limit)
+        if nl < 0:
+            return mm[0:limit]
+        end = nl + 1
+    head = mm[0:end]
+    return head if head.strip() else mm[0:limit]  # (blank lines only: it looks further for a '{')
+
+
+def _storage_reader() -> Callable[[str, tuple[int, int, int] | None, int], Scanned]:
+    """opencode's reader of one storage file, imported once (thousands of files call it)."""
+    global _read_storage
+    if _read_storage is None:
         # start-up: only when a log is read
-        from msgspec.structs import replace
+        from .opencode import scan_storage_file
 
-        recs = [replace(r, ts=st.st_mtime) for r in recs]
-    entry.recs, entry.read, entry.bad = recs, len(recs), len(bad)
-    entry.samples = [(1, why) for _off, why in bad[:BAD_SAMPLES_PER_FILE]]
-    return path, entry, len(data), None
+        _read_storage = scan_storage_file
+    return _read_storage
+
+
+_read_storage: Callable[[str, tuple[int, int, int] | None, int], Scanned] | None = None
 
 
 def _whole_record(tail: bytes) -> bool:
@@ -377,7 +370,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 new[path] = raw
                 kept[path] = prev
             else:
-                tasks.append((path, kind, prev, strict))
+                tasks.append((path, kind, prev, strict, (size, mtime, ino)))
                 if path.endswith(_ZST):  # read whole, and decompressed: its work is that of a larger log
                     sizes[path] = size * ZST_INFLATION
                 else:
@@ -479,7 +472,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
         for path, kind, size, mtime, ino in listing:
             k = known.get(path)
             if k is None:
-                tasks.append((path, kind, None, False))
+                tasks.append((path, kind, None, False, (size, mtime, ino)))
                 size_left -= size
                 continue
             seen += 1
@@ -488,7 +481,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             if k[2] != ino or size < k[0] or path.endswith((_ZST, OPENCODE_DB)) or _is_document(path):
                 # (a compressed log, a document, a database are never resumed)
                 return None
-            tasks.append((path, kind, None, False))  # (its entry is taken from the cache below)
+            tasks.append((path, kind, None, False, (size, mtime, ino)))  # (its entry is taken from the cache below)
             sizes[path] = size
         if seen != len(known) or size_left < 0:
             return None  # a log gone, or too much to read here
@@ -497,14 +490,14 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             if cached is None or cached[1] != want:
                 return None
             base, gen, old, delta = cached
-            for i, (path, kind, _, _) in enumerate(tasks):
+            for i, (path, kind, _, _, key) in enumerate(tasks):
                 if path not in known:
                     continue  # (a new log is read whole: none of its calls were folded)
                 raw = old.get(path)
                 if raw is None:
                     return None  # (a cache without an entry for a log it was made with)
                 prev = DECODE_ENTRY(raw)
-                tasks[i] = (path, kind, prev, False)
+                tasks[i] = (path, kind, prev, False, key)
                 size_left -= sizes[path] - prev.off
             if size_left < 0:
                 return None

@@ -22,7 +22,12 @@ from typing import Any
 import msgspec
 
 from .lines import UNDECODABLE, count
-from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
+from .records import MAIN_AGENT, UNKNOWN_MODEL, FileEntry, Record
+from .walk import OPENCODE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .records import Scanned
 
 MESSAGE_KEY = "o\0m\0"  # a message's own tokens: counted only without its steps
 STEP_KEY = "o\0p\0"  # a step-finish part: one request
@@ -81,14 +86,60 @@ def step_record(p: dict[str, Any], message: Any = None, session: Any = None, ts:
                   MAIN_AGENT, str(sid or ""), "", False, mid, None)
 
 
+def _holds_no_call(name: str, data: Any) -> bool:
+    """Whether the storage file NAME, holding DATA, cannot hold a call: most parts are text and
+    tool calls, half the messages are the user's, and those need no decoding. A step-finish part
+    names its type, a message with tokens has the key, as JSON writes them (neither needs escaping)."""
+    return (name.startswith("prt_") and data.find(b'"step-finish"') < 0) or (name.startswith("msg_") and data.find(b'"tokens"') < 0)
+
+
+def scan_storage_file(path: str, key: tuple[int, int, int] | None, samples: int) -> Scanned:
+    """`filescan.scan_file` for one of opencode's storage files: a small JSON document read whole
+    into memory, never resumed (no offsets or hashes to keep). Thousands of them make a tree, so
+    each costs one open, read and close: KEY is its (size, mtime, inode) as the survey just took
+    it (a file changed since is read as it is now, under the older key, so the next run reads it
+    again), None to take it here. SAMPLES: how many bad lines to name."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        return path, None, 0, f"cannot read ({exc.strerror or exc})"
+    try:
+        if key is None:
+            st = os.fstat(fd)
+            key = st.st_size, st.st_mtime_ns, st.st_ino
+        want = key[0] + 1  # (one read reaches the end of a file as large as the survey saw it)
+        data = os.read(fd, want)
+        if len(data) == want:  # (grown since: the rest too)
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+    except OSError as exc:
+        return path, None, 0, f"cannot read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    entry = FileEntry(key[0], key[1], key[2], OPENCODE, off=len(data))
+    if _holds_no_call(path[path.rfind(os.sep) + 1 :], data):
+        return path, entry, len(data), None
+    bad: list[tuple[int, str]] = []
+    recs: list[Record] = []
+    parse(data, 0, len(data), path, None, recs, bad)
+    if recs and recs[0].ts == 0.0:  # (a step: the time of its file until its message gives its own, see copies.dedupe)
+        mtime = key[1]
+        when = mtime // 1_000_000_000 + (mtime % 1_000_000_000) * 1e-9  # (as os.stat_result.st_mtime reckons it)
+        recs = [msgspec.structs.replace(r, ts=when) for r in recs]
+    entry.recs, entry.read, entry.bad = recs, len(recs), len(bad)
+    entry.samples = [(1, why) for _off, why in bad[:samples]]
+    return path, entry, len(data), None
+
+
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
     """Append the records of one storage file or export document (read whole) to RECS."""
     if path.endswith(DB_NAME):
         recs.extend(db_records(path))
         return state
-    name = os.path.basename(path)
-    if (name.startswith("prt_") and mm.find(b'"step-finish"') < 0) or (name.startswith("msg_") and mm.find(b'"tokens"') < 0):
-        return state  # (most parts are text and tool calls, half the messages are the user's: no need to decode them)
+    if _holds_no_call(os.path.basename(path), mm):
+        return state
     try:
         doc = _decode(mm[0:len(mm)])
     except UNDECODABLE:

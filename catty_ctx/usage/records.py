@@ -52,7 +52,7 @@ class FileEntry(msgspec.Struct, array_like=True):
     bad: int = 0
     samples: list[tuple[int, str]] = []
     torn: int = 0
-    aliases: list[tuple[str, int]] = []  # the dropped copies' keys and uuids (see copies.collapse_file)
+    aliases: list[tuple[str, str, str | None, int]] = []  # the dropped copies' keys and uuid pairs (see copies.collapse_file)
 
 
 # What a scan of one file gives: (path, entry or None, bytes parsed, error or None).

@@ -210,7 +210,7 @@ def _is_gemini_home(p: str) -> bool:
 
 _CLAUDE_KEYS = (b'"sessionId"', b'"parentUuid"', b'"leafUuid"', b'"uuid"')
 _SQLITE = b"SQLite format 3\x00"
-_SNIFF_LINES = 4  # a log whose first lines are all unreadable is no log (a text file, a README)
+SNIFF_LINES = 4  # a log whose first lines are all unreadable is no log (a text file, a README)
 
 
 def sniff(head: bytes, whole: Callable[[], bytes] | None = None) -> str:
@@ -224,7 +224,7 @@ def sniff(head: bytes, whole: Callable[[], bytes] | None = None) -> str:
         return OPENCODE
     pos = 0
     decided = False  # (a line decoded: an object of no agent's, not damage)
-    for _ in range(_SNIFF_LINES):
+    for _ in range(SNIFF_LINES):
         end = head.find(b"\n", pos)
         line = head[pos : end if end >= 0 else len(head)]
         pos = end + 1

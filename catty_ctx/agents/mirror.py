@@ -1,0 +1,377 @@
+"""A live agent transcript mirrored into a catty session, brought up to date incrementally, with
+a segment archived at each compaction and the continuation state recorded (docs/agents.md).
+
+The mirror is an ordinary catty session folder. Beside its log, `mirror.json` (the cursor)
+records how far into the transcript it has read: the offset of the last complete line, the
+transcript's inode, and fingerprints of the first and of the last bytes before that offset.
+At each run only the bytes past the offset are read (plus the two fingerprint windows, a few
+KiB), imported by the agent's importer as a file of their own, and appended through
+`Session.append_locked` under the session lock, so an event already mirrored (same id) is never
+written twice. A transcript whose fingerprints no longer match was rewritten or cut back: it is
+imported whole and only what the mirror does not hold yet is appended. Nothing is ever removed
+from the mirror, so it outlives the transcript being rewritten, truncated or deleted.
+
+`sync(..., archive=True)` (a PreCompact) also archives the span since the previous archive as
+the next segment (`compact.segments.write_segment`: the same index, keywords and seq range a
+catty compaction writes) and records `continuation.json`, the state `continuation.Continuation`
+keeps event by event.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import xxhash
+
+from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
+from ..compact.segments import write_segment
+from ..errors import DataError, UsageError
+from ..event_ids import KnownIds, event_key
+from ..events import SPAN_KINDS, Event
+from ..files import replace_file
+from ..jsonl import last_newline_end, records
+from ..store import LOG_NAME, Session, open_log_for_append, session_folder
+from .continuation import Continuation, render
+
+CURSOR_NAME = "mirror.json"
+STATE_NAME = "continuation.json"
+CHUNK_NAME = ".appended.jsonl"  # the appended bytes, imported as a file of their own, then removed
+CURSOR_VERSION = 1
+WINDOW = 1024  # bytes of each fingerprint window
+BLOCK = 1 << 20
+STEP = 32 << 20  # bytes of the transcript imported and appended at a time (bounds memory, keeps progress)
+_SEQ_FIELDS = ("through_seq", "target_seq")
+_EXTERNALIZED = ("message", "tool_result")
+# Formats whose records only make sense after the file's first line (Codex: its session_meta).
+NEEDS_FIRST_LINE = frozenset({"codex"})
+
+
+@dataclass
+class SyncReport:
+    """What one run did: bytes of the transcript read, events appended, how it read them."""
+
+    mode: str = "unchanged"  # first | append | rewritten | missing | unchanged
+    bytes_read: int = 0
+    appended: int = 0
+    segment: int | None = None
+    warning: str | None = None  # one line for stderr (the mirror kept everything)
+    more: bool = False  # a step stopped before the transcript's end
+
+
+def _fingerprint(data: bytes) -> list[Any]:
+    return [len(data), xxhash.xxh3_64_hexdigest(data)]
+
+
+def _session(mirror: Path) -> Session:
+    log = mirror / LOG_NAME
+    return Session(log_path=log, directory=mirror, display=str(log))
+
+
+def read_cursor(mirror: Path) -> dict[str, Any] | None:
+    try:
+        doc = orjson.loads((mirror / CURSOR_NAME).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("version") == CURSOR_VERSION else None
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    replace_file(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+class _Reader:
+    """The transcript's bytes, counted as they are read."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.read = 0
+        self.cut = False  # the last copy stopped at its limit, before the end
+
+    def at(self, start: int, length: int) -> bytes:
+        data = os.pread(self.fd, max(length, 0), start) if length > 0 else b""
+        self.read += len(data)
+        return data
+
+    def copy(self, start: int, size: int, out: Path, first_line: bytes = b"", limit: int = STEP) -> int:
+        """Copy [START, SIZE) to OUT, cut after its last newline, stopping past LIMIT bytes
+        once a line has ended; the end of that line."""
+        end = start
+        pos = start
+        with open(out, "wb") as f:
+            f.write(first_line)
+            while pos < size and (pos - start < limit or end == start):
+                room = limit - (pos - start)
+                block = self.at(pos, min(BLOCK, size - pos, room) if room > 0 else min(BLOCK, size - pos))
+                if not block:
+                    break
+                f.write(block)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    end = pos + newline + 1
+                pos += len(block)
+            f.truncate(len(first_line) + end - start)
+        self.cut = pos < size
+        return end
+
+    def first_line(self, limit: int = 4 << 20) -> bytes:
+        head = self.at(0, min(limit, os.fstat(self.fd).st_size))
+        newline = head.find(b"\n")
+        return head[: newline + 1] if newline >= 0 else b""
+
+
+def _unchanged(cursor: dict[str, Any], reader: _Reader, st: os.stat_result, transcript: str) -> tuple[bool, bytes, bytes]:
+    """Whether the transcript still starts with what the mirror read (same file, not cut back,
+    both fingerprint windows equal), and the bytes of those windows."""
+    offset = cursor.get("offset")
+    if not isinstance(offset, int) or offset < 0 or cursor.get("transcript") != transcript or cursor.get("inode") != st.st_ino \
+            or st.st_size < offset:
+        return False, b"", b""
+    head = reader.at(0, min(WINDOW, offset))
+    tail = reader.at(max(0, offset - WINDOW), min(WINDOW, offset))
+    same = _fingerprint(head) == cursor.get("head") and _fingerprint(tail) == cursor.get("tail")
+    return same, head, tail
+
+
+def _import_chunk(fmt: str, chunk: Path, mirror: Path, sid: str) -> list[Event]:
+    # start-up: the importers load only when there are appended bytes to read
+    from ..importers import import_events
+
+    events: list[Event] = []
+
+    def sink(ev: Event) -> None:
+        if ev["kind"] in _EXTERNALIZED:
+            ev = externalize(ev, mirror, user_limit=USER_LIMIT, tool_limit=TOOL_LIMIT)
+        events.append(ev)
+
+    try:
+        import_events(fmt, chunk, sink, blob_sink=lambda _h, data: _blob(mirror, data), lenient=True,
+                      warn=lambda m: None, session_id=sid)
+    except (DataError, UsageError):  # bytes with no conversation in them (the agent's bookkeeping records)
+        return []
+    return events
+
+
+def _blob(mirror: Path, data: bytes) -> None:
+    write_blob(mirror, data)  # content-addressed: the importer's handle
+
+
+def _new_events(events: list[Event], session: Session, *, first: bool, appended: bool) -> list[Event]:
+    """What of EVENTS the mirror does not hold. Appended bytes are all new; from a transcript
+    imported whole again (rewritten), an event with an id is new when the log lacks the id, and
+    one without (state, usage, reasoning) only once the first new one has come."""
+    if first:
+        return events
+    known = KnownIds(session.log_path, last_newline_end(session.log_path))
+    kept: list[Event] = []
+    fresh = appended
+    for ev in events:
+        if ev["kind"] == "session" or (appended and ev["kind"] == "state" and ev.get("facet") == "prompt_context"):
+            continue  # the session's own event and the per-file prompt context are the first import's
+        key = event_key(ev)
+        if key is not None:
+            if key in known:
+                continue
+            known.add(key)
+            fresh = True
+        elif not fresh:
+            continue
+        kept.append(ev)
+    return kept
+
+
+def _renumber(events: list[Event], base: int) -> None:
+    """Seq references inside EVENTS (importer numbering) → the mirror's numbering from BASE."""
+    olds = [ev["seq"] for ev in events]
+    for ev in events:
+        for name in _SEQ_FIELDS:
+            value = ev.get(name)
+            if type(value) is int:
+                at = bisect.bisect_right(olds, value) - 1
+                ev[name] = base + at if at >= 0 else max(base - 1, 0)
+
+
+def _append(session: Session, events: list[Event]) -> list[Event]:
+    if not events:
+        return []
+    first = not session.log_path.exists() or last_newline_end(session.log_path) == 0
+    if first:
+        os.close(open_log_for_append(session.log_path, session.display))
+    _renumber(events, 0 if first else session.next_seq())
+    return session.append_locked([{k: v for k, v in ev.items() if k != "seq"} for ev in events], warn=None, skip_known_ids=True)
+
+
+def _span(session: Session, cursor: dict[str, Any]) -> list[Event]:
+    """The conversation events appended since the last archived segment."""
+    start = cursor["archived_offset"] if type(cursor.get("archived_offset")) is int else 0
+    through = cursor["archived_through"] if type(cursor.get("archived_through")) is int else -1
+    end = last_newline_end(session.log_path)
+    if not 0 <= start <= end:
+        start = 0
+    span: list[Event] = []
+    with open(session.log_path, "rb") as f:
+        f.seek(start)
+        for ev in records(f, session.display, warn=None):
+            if isinstance(ev, dict) and ev.get("kind") in SPAN_KINDS and isinstance(ev.get("seq"), int) and ev["seq"] > through:
+                span.append(ev)
+    cursor["archived_offset"] = end
+    return span
+
+
+def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Continuation, trigger: str | None) -> int | None:
+    span = _span(session, cursor)
+    if not span:
+        return None
+    what = f"trigger {trigger}" if trigger else "a compaction"
+    summary = (f"Archived by catty-ctx at the agent's PreCompact ({what}): events {span[0]['seq']}..{span[-1]['seq']} "
+               "of the mirror, verbatim below.\n\n" + render(tracker.state()))
+    info = write_segment(mirror, span, summary, compaction_id=f"precompact-{span[-1]['seq']}")
+    cursor["archived_through"] = span[-1]["seq"]
+    return info.segment
+
+
+def _instructions(tracker: Continuation, cwd: str | None) -> None:
+    """Instruction files for the agent's working folder (the agent keeps them in its prompt,
+    never in the transcript)."""
+    if not cwd or not os.path.isdir(cwd):
+        return
+    # start-up: instruction discovery (it may ask git) only when a hook names a folder
+    from ..instructions import discover_instructions
+
+    try:
+        tracker.add_instructions(part.path for part in discover_instructions(cwd).parts)
+    except (OSError, UsageError, DataError):
+        pass
+
+
+def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, archive: bool = False,
+         trigger: str | None = None, cwd: str | None = None, lock_timeout: float = 5.0, budget: float | None = None) -> SyncReport:
+    """Bring MIRROR up to date with TRANSCRIPT (FMT, the agent's session SESSION_ID): read the
+    bytes appended since the last run, append what is new; with ARCHIVE, archive the span since
+    the previous archive as a segment; record the continuation state. The mirror keeps
+    everything it held whatever became of the transcript (a rewrite, a cut, a deletion).
+
+    The bytes are read in steps of STEP, each one appended and recorded before the next, so a
+    long transcript read for the first time makes progress within any deadline: past BUDGET
+    seconds no step starts, and the next run goes on from there."""
+    report = SyncReport()
+    session_folder(mirror)  # never a link out of the mirrors folder
+    session = _session(mirror)
+    stop_at = time.monotonic() + budget if budget is not None else None
+    with session.lock(lock_timeout):
+        cursor = read_cursor(mirror) or {}
+        had_log = session.log_path.exists() and last_newline_end(session.log_path) > 0
+        tracker = Continuation.from_json(cursor.get("continuation")) if cursor else None
+        if tracker is None:
+            tracker = Continuation()
+            if had_log:  # a mirror from before the cursor: its state from its own events
+                for ev in session.events(warn=None):
+                    tracker.track(ev)
+        _instructions(tracker, cwd)
+        for step in range(1 << 30):
+            done = SyncReport()
+            written = _read_transcript(mirror, session, transcript, fmt, session_id, cursor, done, had_log)
+            for ev in written:
+                tracker.track(ev)
+            report.appended += len(written)
+            report.bytes_read += done.bytes_read
+            if step == 0:
+                report.mode, report.warning = done.mode, done.warning
+            if not session.log_path.exists():
+                return report  # nothing mirrored yet, nothing to keep
+            had_log = True
+            _record(mirror, cursor, tracker)
+            if not done.more:
+                break
+            if stop_at is not None and time.monotonic() > stop_at:
+                report.warning = (f"{transcript}: {cursor['offset']} of its bytes mirrored within the time budget; "
+                                  "the next hook goes on from there")
+                break
+        if archive:
+            report.segment = _archive(mirror, session, cursor, tracker, trigger)
+            _record(mirror, cursor, tracker)
+    return report
+
+
+def _record(mirror: Path, cursor: dict[str, Any], tracker: Continuation) -> None:
+    """The cursor and the continuation state, as they stand (the state first: the cursor names
+    what the mirror holds)."""
+    cursor["version"] = CURSOR_VERSION
+    cursor["continuation"] = tracker.as_json()
+    _write_json(mirror / STATE_NAME, tracker.state())
+    _write_json(mirror / CURSOR_NAME, cursor)
+
+
+def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt: str, sid: str, cursor: dict[str, Any],
+                     report: SyncReport, had_log: bool) -> list[Event]:
+    """Import what TRANSCRIPT holds past the cursor (all of it when it was rewritten); the events
+    appended. CURSOR is updated to the new offset and fingerprints."""
+    if not transcript:
+        return []
+    path = os.path.abspath(transcript)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        report.mode = "missing"
+        if had_log:
+            report.warning = f"{path}: cannot read ({exc.strerror}); the mirror keeps what it holds"
+            return []
+        raise DataError(f"cannot read ({exc.strerror})", path=path) from None
+    try:
+        reader = _Reader(fd)
+        st = os.fstat(fd)
+        same, head, tail = _unchanged(cursor, reader, st, path) if cursor else (False, b"", b"")
+        if not same:
+            head = tail = b""
+        start = cursor["offset"] if same else 0
+        if not same:
+            cursor["filter_until"] = st.st_size  # up to here, the file may hold what the mirror holds
+        filtering = had_log and start < cursor.get("filter_until", 0)
+        if had_log and not same:
+            report.warning = (f"{path}: rewritten or cut back since the last run; the mirror keeps what it holds "
+                              "and takes what is new")
+        chunk = mirror / CHUNK_NAME
+        try:
+            first_line = reader.first_line() if fmt in NEEDS_FIRST_LINE and start > 0 else b""
+            end = reader.copy(start, st.st_size, chunk, first_line, STEP)
+            events = _import_chunk(fmt, chunk, mirror, sid) if end > start else []
+            with open(chunk, "rb") as f:  # the new windows: the old ones and the bytes just copied
+                f.seek(len(first_line))
+                copied_head = f.read(min(WINDOW, end - start))
+                f.seek(len(first_line) + max(0, end - start - WINDOW))
+                copied_tail = f.read()
+            new_head = head + copied_head[: WINDOW - len(head)] if start < WINDOW else head
+            new_tail = (tail + copied_tail)[-WINDOW:]
+        finally:
+            try:
+                chunk.unlink()
+            except FileNotFoundError:
+                pass
+        report.bytes_read = reader.read
+        written = _append(session, _new_events(events, session, first=not had_log, appended=not filtering))
+        report.more = reader.cut and end > start
+        report.mode = "first" if not had_log else "rewritten" if not same else "append" if written else "unchanged"
+        cursor.update({"transcript": path, "inode": st.st_ino, "offset": end, "head": _fingerprint(new_head),
+                       "tail": _fingerprint(new_tail)})
+        return written
+    finally:
+        os.close(fd)
+
+
+def load_state(mirror: Path) -> dict[str, Any]:
+    """The continuation state the last run recorded (built from the mirror's events when none was)."""
+    try:
+        doc = orjson.loads((mirror / STATE_NAME).read_bytes())
+        if isinstance(doc, dict) and doc.get("version") == 1:
+            return doc
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    tracker = Continuation()
+    with Session.open(str(mirror)) as session:
+        for ev in session.events(warn=None):
+            tracker.track(ev)
+    return tracker.state()

@@ -1,0 +1,58 @@
+"""Appending events to a session, as `catty-ctx append` does: read them, make the session when
+asked, move large payloads to blobs/, then append (docs/spec.md#commands).
+
+Blobs first, the events naming them last: the event is the commit point."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from .blobs import externalize
+from .defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
+from .errors import DataError, UsageError
+from .events import Event
+from .jsonl import STDIN_NAME, json_problem, numbered_lines
+from .layout import LOG_NAME
+from .ownership import require_ours
+from .store import Session, create_session
+
+
+def read_events(stream: IO[bytes], display: str = STDIN_NAME) -> list[dict[str, Any]]:
+    """The events of a JSON Lines STREAM (blank lines skipped), each an object with a `kind`;
+    the first that is not is a DataError naming DISPLAY:line."""
+    pending = []
+    for lineno, line in numbered_lines(stream, display, final="kept"):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(json_problem(exc), path=display, line=lineno) from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
+            raise DataError("an event needs to be an object with a 'kind'", path=display, line=lineno)
+        pending.append(obj)
+    return pending
+
+
+def append_events(session: str | Path, events: Iterable[dict[str, Any]], *, create: bool = False, window: int | None = None,
+                  model: str | None = None, cwd: str | None = None, session_id: str | None = None,
+                  lock_timeout: float = DEFAULT_LOCK_TIMEOUT, max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT,
+                  allow_duplicate_ids: bool = False, warn: Callable[[str], None] | None = None) -> list[Event]:
+    """Append EVENTS to the session at SESSION (made first when CREATE and missing: its window,
+    model, cwd and id), their large payloads moved to blobs/ first; the events written."""
+    if str(session) == "-":
+        raise UsageError("append writes to a session; SESSION cannot be -")
+    path = Path(session)
+    exists = (path / LOG_NAME).is_file() if path.is_dir() else path.is_file()
+    if not exists:
+        if not create:
+            raise UsageError(f"{session}: no such session (use --create to make it)")
+        target = create_session(path, session_id=session_id, window=window, model=model, cwd=cwd, lock_timeout=lock_timeout)
+    else:
+        target = Session.open(path)
+    require_ours(target)  # before its blobs: another agent's file is never written into
+    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in events]
+    return target.append(pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids)

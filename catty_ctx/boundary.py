@@ -1,0 +1,211 @@
+"""Repair at the write boundaries, persisted (docs/design.md#m5b).
+
+A conversation's calls and results pair up only once its turn is over: while a turn runs,
+a call without its result is a tool still running, parallel calls included. So the repairs
+a provider needs are written where a turn is known to be over — a new user turn, a
+cancellation, a compaction's replacement, a fork — and nowhere else. Each boundary that
+finds something appends one `repair` event (action `answer` with the calls it answers, or
+`drop` for a result no call in the view declares) with its `count` and `reason`
+(`new_turn`, `cancelled`, `compaction`, `fork`), under the same lock as the event that
+closes the turn, so the same provider refusal never recurs and the record says why.
+
+A log whose calls all have results costs one byte scan of its tool lines; only a log with
+a call or result left over pays for the view (rewinds, compactions and earlier repairs
+applied) that decides what is really dangling.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from .defaults import DEFAULT_LOCK_TIMEOUT
+from .event_ids import KnownIds, event_key, split_known
+from .integrity import NOT_EXECUTED, PairingChecker
+from .jsonl import Warn, last_newline_end, scan_marked
+from .store import Session, prepare_event
+
+BOUNDARY_TEXT = {
+    "new_turn": NOT_EXECUTED,
+    "cancelled": "This tool call was cancelled before its result was recorded (answer added by catty-ctx).",
+    "compaction": NOT_EXECUTED,
+    "fork": NOT_EXECUTED,
+}
+# A user message whose `synthetic` says the turn was stopped (the importers' word, and the runtimes').
+CANCEL_MARKS = frozenset({"interrupted", "cancelled", "canceled"})
+_TOOL_LINES = re.compile(rb'"(?:tool_call|tool_result|repair)"')
+
+
+def boundary_reason(ev: dict[str, Any]) -> str | None:
+    """`new_turn` or `cancelled` when EV closes its agent's turn, else None."""
+    if ev.get("kind") != "message" or ev.get("role") != "user":
+        return None
+    synthetic = ev.get("synthetic")
+    if not synthetic:
+        return "new_turn"
+    return "cancelled" if synthetic in CANCEL_MARKS else None
+
+
+def _leftover_agents(session: Session, extra: list[dict[str, Any]]) -> set[str | None]:
+    """The agents with a call or result not matched by id in the log and EXTRA (cheap: a byte scan)."""
+    open_calls: dict[str | None, set[str]] = {}
+    results: dict[str | None, set[str]] = {}
+
+    def feed(ev: dict[str, Any]) -> None:
+        kind = ev.get("kind")
+        agent = ev.get("agent")
+        if kind == "tool_call" and isinstance(ev.get("call_id"), str):
+            open_calls.setdefault(agent, set()).add(ev["call_id"])
+        elif kind == "tool_result" and isinstance(ev.get("call_id"), str):
+            results.setdefault(agent, set()).add(ev["call_id"])
+        elif kind == "repair":
+            for cid in _answered(ev):
+                results.setdefault(agent, set()).add(cid)
+
+    for _, line in scan_marked(session.log_path, _TOOL_LINES):
+        try:
+            ev = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(ev, dict):
+            feed(ev)
+    for ev in extra:
+        feed(ev)
+    agents = {a for a, calls in open_calls.items() if calls - results.get(a, set())}
+    return agents | {a for a, got in results.items() if got - open_calls.get(a, set())}
+
+
+def _answered(ev: dict[str, Any]) -> list[str]:
+    if ev.get("action") != "answer":
+        return []
+    ids = ev.get("call_ids")
+    if isinstance(ids, list):
+        return [c for c in ids if isinstance(c, str)]
+    return [ev["call_id"]] if isinstance(ev.get("call_id"), str) else []
+
+
+def view_problems(events: Iterable[dict[str, Any]], markers: list[dict[str, Any]], *, agent: str | None) -> tuple[PairingChecker, int]:
+    """The pairing problems of AGENT's view of EVENTS, and the seq of its last real user message."""
+    # start-up: the view loads only for a log with a call or result left over (an append's common case never does)
+    from .view import iter_view, plan_view
+
+    plan = plan_view(markers, agent=agent)
+    checker = PairingChecker(keep=1 << 30)
+    last_user = -1
+    for vi in iter_view(events, plan, agent=agent):
+        item = vi.item
+        if item.get("role") == "user" and not item.get("synthetic") and isinstance(item.get("seq"), int):
+            last_user = item["seq"]
+        checker.feed(item)
+    return checker.finish(), last_user
+
+
+def plan_repairs(problems: PairingChecker, reason: str, *, open_after: int | None = None, agent: str | None = None) -> list[dict[str, Any]]:
+    """The repair events for PROBLEMS: dangling calls answered (except those made after
+    OPEN_AFTER, a turn still open: tools running), results no call declares dropped."""
+    answer: list[str] = []
+    drops: list[int] = []
+    for p in problems.found:
+        if p.kind == "dangling" and (open_after is None or p.seq is None or p.seq < open_after):
+            if p.call_id not in answer:
+                answer.append(p.call_id)
+        elif p.kind == "orphan" and isinstance(p.seq, int):
+            drops.append(p.seq)
+    out: list[dict[str, Any]] = []
+    tag = {"agent": agent} if agent is not None else {}
+    if answer:
+        out.append({"kind": "repair", "action": "answer", "call_ids": answer, "count": len(answer), "reason": reason,
+                    "text": BOUNDARY_TEXT[reason], **tag})
+    for seq in drops:
+        out.append({"kind": "repair", "action": "drop", "target_seq": seq, "count": 1, "reason": reason, **tag})
+    return out
+
+
+def _markers(session: Session) -> list[dict[str, Any]]:
+    # start-up: see view_problems
+    from .view import SHAPE_AND_TURN_MARKERS, scan_markers
+
+    return list(scan_markers(session.log_path, SHAPE_AND_TURN_MARKERS))
+
+
+def _session_events(session: Session, batch: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    yield from session.events(warn=None)
+    yield from batch
+
+
+def with_boundary_repairs(session: Session, pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """PENDING with the repairs its turn boundaries need put before the last boundary of
+    each agent (the caller holds the lock; nothing is written here)."""
+    last: dict[str | None, int] = {}
+    for i, ev in enumerate(pending):
+        if boundary_reason(ev) is not None:
+            last[ev.get("agent")] = i
+    if not last or last_newline_end(session.log_path) == 0:
+        return pending
+    leftover = _leftover_agents(session, pending)
+    inserts: dict[int, list[dict[str, Any]]] = {}
+    next_seq = session.next_seq()
+    for agent, at in last.items():
+        if agent not in leftover:
+            continue
+        before = [prepare_event(ev, next_seq + i) for i, ev in enumerate(pending[:at])]
+        markers = [*_markers(session), *before]
+        problems, _ = view_problems(_session_events(session, before), markers, agent=agent)
+        reason = boundary_reason(pending[at])
+        assert reason is not None
+        found = plan_repairs(problems, reason, agent=agent)
+        if found:
+            inserts.setdefault(at, []).extend(found)
+    if not inserts:
+        return pending
+    out: list[dict[str, Any]] = []
+    for i, ev in enumerate(pending):
+        out.extend(inserts.get(i, ()))
+        out.append(ev)
+    return out
+
+
+def append_with_repairs(
+    session: Session,
+    events: Iterable[dict[str, Any]],
+    *,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    warn: Warn | None = None,
+    allow_duplicate_ids: bool = False,
+    repair: bool = True,
+) -> list[dict[str, Any]]:
+    """`Session.append` with the boundary repairs (REPAIR) written in the same locked step:
+    events already in the log (by id) are left out first, so a retried append repairs nothing twice."""
+    pending = [dict(ev) for ev in events]
+    if not repair:
+        return session.append(pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids)
+    with session.lock(lock_timeout):
+        if not allow_duplicate_ids and any(event_key(ev) is not None for ev in pending):
+            known = KnownIds(session.log_path, last_newline_end(session.log_path))
+            pending, skipped = split_known(pending, known)
+            if skipped and warn:
+                warn(f"{session.display}: {len(skipped)} event(s) already in the log (same id) not appended again")
+        return session.append_locked(with_boundary_repairs(session, pending), warn=warn)
+
+
+def repair_new_head(session: Session, reason: str, *, closed_only: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[dict[str, Any]]:
+    """After a compaction's or a fork's commit: the repairs the new view needs, appended
+    (the main loop's view; with CLOSED_ONLY, calls of the turn still open are left alone)."""
+    with session.lock(lock_timeout):
+        if None not in _leftover_agents(session, []):
+            return []
+        markers = _markers(session)
+        problems, last_user = view_problems(session.events(warn=None), markers, agent=None)
+        found = plan_repairs(problems, reason, open_after=last_user if closed_only else None)
+        return session.append_locked(found, warn=None) if found else []
+
+
+def repair_count(events: Iterable[dict[str, Any]]) -> int:
+    """How many calls and results the repair events among EVENTS fixed."""
+    n = 0
+    for ev in events:
+        if ev.get("kind") == "repair" and ev.get("action") in ("answer", "drop"):
+            n += ev["count"] if type(ev.get("count")) is int else 1
+    return n

@@ -1,0 +1,176 @@
+"""Subagents as sessions (docs/design.md#m12): a subagent's own conversation, read from its
+parent's log, and the list of a session's subagents.
+
+A subagent's events sit in its parent's log with `agent` set (a runtime appends them so, and
+the importers put Claude Code's `subagents/` files and sidechains there). `subagent_session`
+gives one subagent's events as a session of their own — its session event first (the
+parent's id as `parent_session_id`, the subagent's model), then its prompt, its calls, its
+usage, renumbered, with the seqs its compactions and repairs name mapped to the new ones —
+in a private spool, read-only, so every reading command (`inspect`, `resume`, `prune`,
+`report`, `compact --check`) shows the subagent's view as it shows a session's, and `fork
+--agent` makes it a session on disk. `agent_rows` lists the subagents: status, turns,
+tokens and cost (the usage ledger's, so they sum to `usage --by agent`), the parent's call.
+"""
+from __future__ import annotations
+
+import bisect
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import UsageError
+from .layout import LOG_NAME
+from .store import Session, session_window
+
+_SEQ_FIELDS = ("through_seq", "from_seq", "target_seq")
+
+
+def agent_ids(session: Session) -> list[str]:
+    """The subagents of SESSION's log, in the order they first appear."""
+    seen: dict[str, None] = {}
+    for ev in session.events(warn=None):
+        agent = ev.get("agent")
+        if isinstance(agent, str) and agent not in seen:
+            seen[agent] = None
+    return list(seen)
+
+
+def _refusal(agent: str, parent: str) -> str:
+    return f"the view of subagent {agent} is read from its parent's log; nothing was changed ('fork {parent} DEST --agent {agent}' makes it a session)"
+
+
+def subagent_session(session: Session, agent: str) -> Session:
+    """AGENT's own conversation as a read-only Session (its events, renumbered, in a spool)."""
+    first: dict[str, Any] = {}
+    model = None
+    mine: list[dict[str, Any]] = []
+    for ev in session.events(warn=None):
+        if ev["seq"] == 0 and ev["kind"] == "session":
+            first = ev
+        if ev.get("agent") != agent:
+            continue
+        mine.append(ev)
+        if ev["kind"] == "usage" and isinstance(ev.get("model"), str):
+            model = ev["model"]
+    if not mine:
+        known = agent_ids(session)
+        listed = ", ".join(known[:10]) + (", …" if len(known) > 10 else "") if known else "none"
+        raise UsageError(f"{session.display}: no subagent {agent!r} (its subagents: {listed}; 'inspect --agents' lists them)")
+    old = [ev["seq"] for ev in mine]
+    spool = tempfile.TemporaryDirectory(prefix="catty-ctx-agent-")
+    log = Path(spool.name) / LOG_NAME
+    parent_id = first.get("session_id")
+    head: dict[str, Any] = {"v": 1, "seq": 0, "ts": mine[0]["ts"], "kind": "session", "session_id": agent,
+                            "parent_session_id": parent_id, "window": session_window(session, first or None)}
+    for key, value in (("cwd", first.get("cwd")), ("model", model or first.get("model"))):
+        if value is not None:
+            head[key] = value
+    head["subagent"] = {"agent": agent, "parent": str(session.directory or session.display)}
+    try:
+        with open(log, "wb", buffering=1 << 20) as out:
+            out.write(orjson.dumps(head) + b"\n")
+            for i, ev in enumerate(mine, 1):
+                ev = {k: v for k, v in ev.items() if k != "agent"}
+                ev["seq"] = i
+                for key in _SEQ_FIELDS:
+                    if type(ev.get(key)) is int:
+                        ev[key] = bisect.bisect_right(old, ev[key])  # the last of its events at or before that seq
+                out.write(orjson.dumps(ev) + b"\n")
+    except BaseException:
+        spool.cleanup()
+        raise
+    parent = str(session.directory or session.display)
+    origin = {"format": "subagent", "agent": agent, "label": f"subagent {agent}", "path": parent, "session_id": agent,
+              "parent_session_id": parent_id, "cwd": first.get("cwd"), "title": "", "model": head.get("model"),
+              "directory": str(session.directory) if session.directory is not None else None,
+              "seqs": old}  # the parent's seq of each of its events (new seq i is old[i - 1])
+    # The parent's folder stays the subagent's for what the log names there (blobs, segments):
+    # read only, since the lock refuses a Session with an origin.
+    return Session(log_path=log, directory=session.directory, display=f"{session.display} (agent {agent})", _spool=spool,
+                   origin=origin, refusal=_refusal(agent, parent))
+
+
+def _status(facet: Any) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for entry in facet if isinstance(facet, list) else ():
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            out[entry["id"]] = entry
+    return out
+
+
+def agent_rows(session: Session, *, prices_file: Any = None) -> list[dict[str, Any]]:
+    """One row per subagent: status, type, description, turns, items, model, tokens, cost and
+    the parent's call (the `subagents` facet's `call_id`, else the main loop's call whose
+    result or arguments name the subagent)."""
+    rows: dict[str, dict[str, Any]] = {}
+    facet: Any = None
+    calls: dict[str, str] = {}  # main-loop call_id -> its text (args and result), to find the spawner
+    for ev in session.events(warn=None):
+        agent = ev.get("agent")
+        kind = ev["kind"]
+        if agent is None:
+            if kind == "state" and ev.get("facet") == "subagents":
+                facet = ev.get("value")
+            elif kind == "tool_call":
+                calls[ev["call_id"]] = orjson.dumps(ev.get("args")).decode()
+            elif kind == "tool_result" and ev["call_id"] in calls:
+                calls[ev["call_id"]] += "\n" + str(ev.get("output") or "")
+            continue
+        if not isinstance(agent, str):
+            continue
+        row = rows.get(agent)
+        if row is None:
+            row = rows[agent] = {"agent": agent, "status": None, "type": None, "description": None, "turns": 0, "events": 0,
+                                 "calls": 0, "model": None, "first_ts": ev["ts"], "last_ts": ev["ts"], "parent_call": None}
+        row["events"] += 1
+        row["last_ts"] = ev["ts"]
+        if kind == "message" and ev.get("role") == "user" and not ev.get("synthetic"):
+            row["turns"] += 1
+        elif kind == "tool_call":
+            row["calls"] += 1
+        elif kind == "usage" and isinstance(ev.get("model"), str):
+            row["model"] = ev["model"]
+    status = _status(facet)
+    for agent, row in rows.items():
+        entry = status.get(agent, {})
+        row["status"] = entry.get("status") or "unknown"
+        row["type"] = entry.get("type")
+        row["description"] = entry.get("description")
+        if isinstance(entry.get("call_id"), str):
+            row["parent_call"] = entry["call_id"]
+        else:
+            row["parent_call"] = next((cid for cid, text in calls.items() if agent in text), None)
+    _add_usage(session, rows, prices_file)
+    return list(rows.values())
+
+
+def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: Any) -> None:
+    """Tokens and cost of each subagent, from the usage ledger by agent (the same numbers as
+    `usage --by agent`)."""
+    # start-up: the usage ledger (and its price table) only for the subagents' list
+    from .usage import usage
+
+    ledger, _ = usage([str(session.log_path)], by="agent", use_cache=False, prices_file=prices_file)
+    by = {r["agent"]: r for r in ledger.rows}
+    for agent, row in rows.items():
+        u = by.get(agent, {})
+        for key in ("input", "output", "cache_read", "cache_write", "reasoning"):
+            row[key] = u.get(key, 0)
+        row["tokens"] = sum(u.get(k, 0) for k in ("input", "output", "cache_read", "cache_write"))
+        row["requests"] = u.get("calls", 0)
+        row["cost_usd"] = u.get("cost_usd")
+        row["partial"] = u.get("partial", False)
+
+
+def open_agent(target: Any, agent: str | None, *, warn: Any = None) -> Session:
+    """TARGET opened for reading (`sources.open_session`), or with AGENT its subagent's own view."""
+    # start-up: a native session's importers load only when one is read
+    from .sources import open_session
+
+    session = open_session(target, warn=warn)
+    if agent is None:
+        return session
+    with session:
+        return subagent_session(session, agent)
