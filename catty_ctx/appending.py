@@ -8,13 +8,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
-from .blobs import externalize
+from .blobs import externalize, shell_results
+from .boundary import append_with_repairs
 from .defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError
 from .events import Event
-from .jsonl import STDIN_NAME, json_problem, numbered_lines
+from .jsonl import STDIN_NAME, json_lines
 from .layout import LOG_NAME
 from .ownership import require_ours
 from .store import Session, create_session
@@ -24,13 +23,7 @@ def read_events(stream: IO[bytes], display: str = STDIN_NAME) -> list[dict[str, 
     """The events of a JSON Lines STREAM (blank lines skipped), each an object with a `kind`;
     the first that is not is a DataError naming DISPLAY:line."""
     pending = []
-    for lineno, line in numbered_lines(stream, display, final="kept"):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise DataError(json_problem(exc), path=display, line=lineno) from None
+    for lineno, obj in json_lines(stream, display):
         if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
             raise DataError("an event needs to be an object with a 'kind'", path=display, line=lineno)
         pending.append(obj)
@@ -40,9 +33,10 @@ def read_events(stream: IO[bytes], display: str = STDIN_NAME) -> list[dict[str, 
 def append_events(session: str | Path, events: Iterable[dict[str, Any]], *, create: bool = False, window: int | None = None,
                   model: str | None = None, cwd: str | None = None, session_id: str | None = None,
                   lock_timeout: float = DEFAULT_LOCK_TIMEOUT, max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT,
-                  allow_duplicate_ids: bool = False, warn: Callable[[str], None] | None = None) -> list[Event]:
+                  allow_duplicate_ids: bool = False, repair: bool = True, warn: Callable[[str], None] | None = None) -> list[Event]:
     """Append EVENTS to the session at SESSION (made first when CREATE and missing: its window,
-    model, cwd and id), their large payloads moved to blobs/ first; the events written."""
+    model, cwd and id), their large payloads moved to blobs/ first; with REPAIR, what the
+    batch's boundary needs repaired too (`boundary.append_with_repairs`). The events written."""
     if str(session) == "-":
         raise UsageError("append writes to a session; SESSION cannot be -")
     path = Path(session)
@@ -54,5 +48,10 @@ def append_events(session: str | Path, events: Iterable[dict[str, Any]], *, crea
     else:
         target = Session.open(path)
     require_ours(target)  # before its blobs: another agent's file is never written into
-    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn) for ev in events]
-    return target.append(pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids)
+    pending = list(events)
+    # A terminal's output has its own cap (in characters): its call is in the batch or the log.
+    shells = shell_results(target.log_path, pending) if target.directory is not None else set()
+    where = str(target.directory.resolve()) if target.directory is not None else None
+    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn, shell=i in shells, display=where)
+               for i, ev in enumerate(pending)]
+    return append_with_repairs(target, pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids, repair=repair)

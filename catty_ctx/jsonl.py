@@ -185,6 +185,20 @@ def raw_lines(
         offset += len(line)
 
 
+def json_lines(f: IO[bytes], display: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of F, an unterminated last line kept; a line
+    that is not JSON is a DataError naming DISPLAY:line."""
+    import orjson
+
+    for lineno, line in numbered_lines(f, display, final="kept"):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(json_problem(exc), path=display, line=lineno) from None
+
+
 def records(
     source: Source,
     display: str | None = None,

@@ -290,7 +290,7 @@ def test_kill_9_during_compaction_never_leaves_an_unloadable_session(tmp_path: P
     """Killed at random moments (summariser running, artifact written, event appended)."""
     rng = random.Random(7)
     s = planted(tmp_path / "s")
-    Session.open(s).append([msg("user", f"filler {i} " + "z" * 400, f"f{i}") for i in range(15000)])
+    Session.open(s).append([msg("user", f"filler {i} " + "z" * 400, f"f{i}") for i in range(5000)])  # about 2 MB: a compaction long enough to be killed at any stage
     trial = tmp_path / "trial"
     shutil.copytree(s, trial)
     t0 = time.monotonic()

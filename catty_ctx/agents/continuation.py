@@ -219,7 +219,7 @@ class Continuation:
         }
 
     def as_json(self) -> dict[str, Any]:
-        return {"version": VERSION, **{k: v for k, v in self.__dict__.items()}}
+        return {"version": VERSION, **self.__dict__}
 
     @classmethod
     def from_json(cls, doc: Any) -> Continuation:

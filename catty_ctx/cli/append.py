@@ -66,47 +66,8 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
     # start-up: the library loads when the command runs, not for --help or another command
     from ..appending import append_events, read_events
 
-<<<<<<< HEAD
-    from ..blobs import externalize, shell_results
-    from ..boundary import append_with_repairs
-    from ..jsonl import STDIN_NAME, json_problem, numbered_lines
-    from ..ownership import require_ours
-    from ..store import LOG_NAME, Session, create_session
-
-    pending = []
-    for lineno, line in numbered_lines(sys.stdin.buffer, STDIN_NAME, final="kept"):
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise DataError(json_problem(exc), path=STDIN_NAME, line=lineno) from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-            raise DataError("an event needs to be an object with a 'kind'", path=STDIN_NAME, line=lineno)
-        pending.append(obj)
-    path = Path(session)
-    if session == "-":
-        raise UsageError("append writes to a session; SESSION cannot be -")
-    exists = (path / LOG_NAME).is_file() if path.is_dir() else path.is_file()
-    if not exists:
-        if not create:
-            raise UsageError(f"{session}: no such session (use --create to make it)")
-        target = create_session(path, session_id=session_id, window=window, model=model, cwd=cwd, lock_timeout=lock_timeout)
-    else:
-        target = Session.open(path)
-    require_ours(target)  # before its blobs: another agent's file is never written into
-    # Blobs first, the events naming them last (the event is the commit point).
-    # A terminal's output has its own cap (in characters): its call is in the batch or the log.
-    shells = shell_results(target.log_path, pending) if target.directory is not None else set()
-    where = str(target.directory.resolve()) if target.directory is not None else None
-    pending = [externalize(ev, target.directory, user_limit=max_user_bytes, tool_limit=max_tool_bytes, warn=warn, shell=i in shells, display=where)
-               for i, ev in enumerate(pending)]
-    written = append_with_repairs(target, pending, lock_timeout=lock_timeout, warn=warn, allow_duplicate_ids=allow_duplicate_ids,
-                                  repair=not no_repair)
-=======
     written = append_events(session, read_events(sys.stdin.buffer), create=create, window=window, model=model, cwd=cwd,
                             session_id=session_id, lock_timeout=lock_timeout, max_user_bytes=max_user_bytes,
-                            max_tool_bytes=max_tool_bytes, allow_duplicate_ids=allow_duplicate_ids, warn=warn)
->>>>>>> main
+                            max_tool_bytes=max_tool_bytes, allow_duplicate_ids=allow_duplicate_ids, repair=not no_repair, warn=warn)
     if not quiet:
         write_lines(written)

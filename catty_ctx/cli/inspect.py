@@ -8,7 +8,7 @@ registers are made from one table, `PARAMS`.
 from __future__ import annotations
 
 from ..defaults import CONNECT_TIMEOUT
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from .errors import warn
 from .fastpath import CLUSTER, flag, parse_one, shared, value
 from .fastpath import declare as declare_command

@@ -5,11 +5,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ..errors import DataError, UsageError
 from ..fingerprint import canonical
-from ..jsonl import json_problem, numbered_lines
+from ..jsonl import json_lines
 from ..view import ViewItem
 
 # -- comparing requests ----------------------------------------------------------------------
@@ -67,13 +65,7 @@ def item_lines_canon(path: str) -> list[bytes]:
     try:
         with open(path, "rb") as f:
             # Every line of it is checked: a bad last line is an error, as any other.
-            for lineno, line in numbered_lines(f, path, final="kept"):
-                if not line.strip():
-                    continue
-                try:
-                    item = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise DataError(json_problem(exc), path=path, line=lineno) from None
+            for lineno, item in json_lines(f, path):
                 if not isinstance(item, dict) or "role" not in item:
                     raise DataError("not a view item (an object with 'role')", path=path, line=lineno)
                 out.append(canonical(item))
