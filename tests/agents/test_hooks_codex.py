@@ -89,8 +89,12 @@ def test_codex_runs_our_trusted_hooks_through_an_automatic_compaction(codex: Any
     bodies = [request_text(b) for b in s.bodies()]
     after = next(i for i, b in enumerate(bodies) if "SUMMARY: tests were run" in b)
     assert all("Files edited in this session" not in b for b in bodies[:after])
-    assert "Files edited in this session: parse.py" in bodies[after] and str(mirror) in bodies[after]  # where the details are
-    assert CONSTRAINT in bodies[after]  # the user's prompt, which Codex itself carries over
+    ours = next(i["content"][0]["text"] for i in s.bodies()[after]["input"]
+                if i.get("role") == "developer" and "catty-ctx kept the continuation state" in request_text(i))
+    assert "Files edited in this session: parse.py\n" in ours  # the failed patch's file left out
+    assert CONSTRAINT in ours.split("The user's standing instructions", 1)[1]
+    assert "apply_patch verification failed" in ours  # the last tool error
+    assert f"recall_search (namespace {NAMESPACE})" in ours and f"catty-ctx segment grep {mirror}" in ours
 
 
 @pytest.mark.agents("codex")
