@@ -7,8 +7,8 @@ assistant response in several content-block lines repeating its usage, a large t
 and a compaction every 200 turns), then times, interleaved with `python -c pass` (so background
 load hits both alike): the cold run (no state: the whole transcript read once), warm runs on
 the unchanged transcript, warm runs each after one more turn was appended (only those bytes
-are read), and a run whose kept day cost has expired (the usage ledger asked again, as happens
-once a minute). Prints the medians, wall and CPU (user + system: steadier on a shared machine),
+are read), and a run whose kept day cost has expired (the usage ledger asked again, once a
+minute, in a process the status line starts and does not wait for: this run pays for the start). Prints the medians, wall and CPU (user + system: steadier on a shared machine),
 and each one's ratio to the bare start-up; the target for the warm runs is a few interpreter
 start-ups.
 """
@@ -101,7 +101,7 @@ def main() -> None:
     shutil.rmtree(cache, ignore_errors=True)
     cold = wall(line, env, payload)
     times: dict[str, list[tuple[float, float]]] = {"bare start-up (python -c pass)": [], "warm, transcript unchanged": [],
-                                     "warm, one turn appended": [], "day cost asked again (once a minute)": []}
+                                     "warm, one turn appended": [], "day cost asked again (a process started)": []}
     for _ in range(args.runs):
         times["bare start-up (python -c pass)"].append(wall(bare, env))
         times["warm, transcript unchanged"].append(wall(line, env, payload))
@@ -112,7 +112,7 @@ def main() -> None:
     for _ in range(max(3, args.runs // 5)):
         for kept in folder.glob("today-*.json"):
             kept.unlink()
-        times["day cost asked again (once a minute)"].append(wall(line, env, payload))
+        times["day cost asked again (a process started)"].append(wall(line, env, payload))
     out = subprocess.run(line, input=payload, capture_output=True, env=env, check=True).stdout.decode().strip()
     base = [statistics.median(run[k] for run in times["bare start-up (python -c pass)"]) for k in (0, 1)]
     print(f"transcript: {transcript.stat().st_size / 1e6:.1f} MB; line: {out}")

@@ -9,12 +9,14 @@ finds something appends one `repair` event (action `answer` with the calls it an
 (`new_turn`, `cancelled`, `compaction`, `fork`), under the same lock as the event that
 closes the turn, so the same provider refusal never recurs and the record says why.
 
-A log whose calls all have results costs one byte scan of its tool lines; only a log with
-a call or result left over pays for the view (rewinds, compactions and earlier repairs
-applied) that decides what is really dangling.
+An append at a new turn reads only the turn it closes (backwards from the end: every
+earlier turn was closed by a boundary of its own); only a turn with a call or result left
+over pays for the view (rewinds, compactions and earlier repairs applied) that decides what
+is really dangling.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -48,8 +50,48 @@ def boundary_reason(ev: dict[str, Any]) -> str | None:
     return "cancelled" if synthetic in CANCEL_MARKS else None
 
 
-def _leftover_agents(session: Session, extra: list[dict[str, Any]]) -> set[str | None]:
-    """The agents with a call or result not matched by id in the log and EXTRA (cheap: a byte scan)."""
+_CHUNK = 1 << 20
+
+
+def turn_start(log_path: Any, agents: set[str | None]) -> int:
+    """The offset of the line of the last real user message of one of AGENTS (0: none): read
+    backwards by chunks, so an append at a new turn costs the turn it closes, not the log."""
+    fd = os.open(log_path, os.O_RDONLY)
+    try:
+        end = os.fstat(fd).st_size
+        tail = b""  # the start of a line the previous chunk cut
+        while end > 0:
+            start = max(0, end - _CHUNK)
+            data = os.pread(fd, end - start, start) + tail
+            first = data.find(b"\n") + 1 if start > 0 else 0  # a line cut at the chunk's start is read with the next chunk
+            if start > 0 and first == 0:  # no line starts in this chunk: all of it belongs to a line begun earlier
+                tail, end = data, start
+                continue
+            lines_end = len(data)
+            while True:
+                at = data.rfind(b'"user"', first, lines_end)
+                if at < 0:
+                    break
+                nl = data.rfind(b"\n", first, at)
+                line_start = nl + 1 if nl >= 0 else first
+                line_end = data.find(b"\n", at)
+                try:
+                    ev = orjson.loads(data[line_start:line_end if line_end >= 0 else len(data)])
+                except orjson.JSONDecodeError:
+                    ev = None
+                if isinstance(ev, dict) and boundary_reason(ev) == "new_turn" and ev.get("agent") in agents:
+                    return start + line_start
+                lines_end = line_start
+            tail = data[:first]
+            end = start
+        return 0
+    finally:
+        os.close(fd)
+
+
+def _leftover_agents(session: Session, extra: list[dict[str, Any]], *, start: int = 0) -> set[str | None]:
+    """The agents with a call or result not matched by id in the log from START and in EXTRA
+    (cheap: a byte scan of the tool lines)."""
     open_calls: dict[str | None, set[str]] = {}
     results: dict[str | None, set[str]] = {}
 
@@ -64,7 +106,7 @@ def _leftover_agents(session: Session, extra: list[dict[str, Any]]) -> set[str |
             for cid in _answered(ev):
                 results.setdefault(agent, set()).add(cid)
 
-    for _, line in scan_marked(session.log_path, _TOOL_LINES):
+    for _, line in scan_marked(session.log_path, _TOOL_LINES, start=start):
         try:
             ev = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -144,7 +186,9 @@ def with_boundary_repairs(session: Session, pending: list[dict[str, Any]]) -> li
             last[ev.get("agent")] = i
     if not last or last_newline_end(session.log_path) == 0:
         return pending
-    leftover = _leftover_agents(session, pending)
+    # Every earlier turn was closed by a boundary that repaired it (an older log: `repair`), so
+    # only the turn this batch closes can hold a call left over.
+    leftover = _leftover_agents(session, pending, start=turn_start(session.log_path, set(last)))
     inserts: dict[int, list[dict[str, Any]]] = {}
     next_seq = session.next_seq()
     for agent, at in last.items():

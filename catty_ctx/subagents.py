@@ -21,8 +21,9 @@ from typing import Any
 import orjson
 
 from .errors import UsageError
+from .events import is_real_user
 from .layout import LOG_NAME
-from .store import Session, session_window
+from .store import Session, atomic_write, session_folder, session_window
 
 _SEQ_FIELDS = ("through_seq", "from_seq", "target_seq")
 
@@ -143,7 +144,48 @@ def agent_rows(session: Session, *, prices_file: Any = None) -> list[dict[str, A
         else:
             row["parent_call"] = next((cid for cid, text in calls.items() if agent in text), None)
     _add_usage(session, rows, prices_file)
-    return list(rows.values())
+    return list(rows.values()) + [_thread_row(t, calls, prices_file) for t in codex_threads(session)]
+
+
+def _thread_row(thread: dict[str, Any], calls: dict[str, str], prices_file: Any) -> dict[str, Any]:
+    """A Codex subagent thread's row: its own rollout's turns, calls, model and usage."""
+    # start-up: a native session's importers load only when one is read
+    from .sources import open_session
+
+    row: dict[str, Any] = {"agent": thread["agent"], "status": "unknown", "type": thread["type"], "description": thread["description"],
+                           "turns": 0, "events": 0, "calls": 0, "model": None, "first_ts": None, "last_ts": None, "parent_call": None,
+                           "path": str(thread["path"])}
+    prompts: list[str] = []  # its user messages (a thread spawned with the parent's context holds the parent's too)
+    with open_session(thread["path"], warn=None) as child:
+        for ev in child.events(warn=None):
+            if ev.get("agent") is not None:
+                continue
+            row["events"] += 1
+            row["first_ts"] = row["first_ts"] or ev["ts"]
+            row["last_ts"] = ev["ts"]
+            if is_real_user(ev):
+                row["turns"] += 1
+                if isinstance(ev.get("text"), str) and ev["text"].strip():
+                    prompts.append(ev["text"])
+            elif ev["kind"] == "tool_call":
+                row["calls"] += 1
+            elif ev["kind"] == "usage" and isinstance(ev.get("model"), str):
+                row["model"] = ev["model"]
+    # The spawning call: the parent's call whose arguments or result name the thread or carry its prompt.
+    row["parent_call"] = next((cid for cid, text in calls.items()
+                               if thread["agent"] in text or any(orjson.dumps(p).decode()[1:-1] in text for p in prompts)), None)
+    # start-up: the usage ledger (and its price table) only for the subagents' list
+    from .usage import usage
+
+    ledger, _ = usage([str(thread["path"])], by="agent", use_cache=False, prices_file=prices_file)
+    totals = ledger.totals
+    for key in ("input", "output", "cache_read", "cache_write", "reasoning"):
+        row[key] = totals.get(key, 0)
+    row["tokens"] = sum(totals.get(k, 0) for k in ("input", "output", "cache_read", "cache_write"))
+    row["requests"] = totals.get("calls", 0)
+    row["cost_usd"] = totals.get("cost_usd")
+    row["partial"] = totals.get("partial", False)
+    return row
 
 
 def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: Any) -> None:
@@ -165,7 +207,8 @@ def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: A
 
 
 def open_agent(target: Any, agent: str | None, *, warn: Any = None) -> Session:
-    """TARGET opened for reading (`sources.open_session`), or with AGENT its subagent's own view."""
+    """TARGET opened for reading (`sources.open_session`), or with AGENT its subagent's own view:
+    a Codex subagent thread is a rollout of its own (`codex_threads`), read as its import."""
     # start-up: a native session's importers load only when one is read
     from .sources import open_session
 
@@ -173,4 +216,92 @@ def open_agent(target: Any, agent: str | None, *, warn: Any = None) -> Session:
     if agent is None:
         return session
     with session:
+        thread = next((t for t in codex_threads(session) if agent in (t["agent"], t["description"])), None)
+        if thread is not None:
+            return open_session(thread["path"], warn=warn)
         return subagent_session(session, agent)
+
+
+def codex_threads(session: Session) -> list[dict[str, Any]]:
+    """The subagent threads of a Codex session read in memory: the rollouts under its `sessions`
+    folder whose `session_meta` names it as the spawner (`source.subagent.thread_spawn`), each
+    with its thread id (`agent`), role (`type`), nickname (`description`) and file (`path`)."""
+    origin = session.origin or {}
+    parent = origin.get("session_id")
+    if origin.get("format") != "codex" or not isinstance(parent, str) or not origin.get("path"):
+        return []
+    # start-up: only for a Codex session's subagents
+    from .jsonl import raw_lines
+
+    source = Path(origin["path"])
+    root = next((p for p in source.parents if p.name == "sessions"), source.parent)
+    found: list[dict[str, Any]] = []
+    for path in sorted(root.rglob("rollout-*.jsonl")):
+        if path == source or path.is_symlink():
+            continue
+        first = next(iter(raw_lines(path, str(path), warn=None)), None)  # the session_meta line
+        try:
+            meta = orjson.loads(first.data).get("payload") if first is not None else None
+        except (orjson.JSONDecodeError, AttributeError):
+            continue
+        if not isinstance(meta, dict):
+            continue
+        src = meta.get("source")
+        spawn = src.get("subagent", {}).get("thread_spawn") if isinstance(src, dict) and isinstance(src.get("subagent"), dict) else None
+        if isinstance(spawn, dict) and spawn.get("parent_thread_id") == parent and isinstance(meta.get("id"), str):
+            found.append({"agent": meta["id"], "type": meta.get("agent_role") or spawn.get("agent_role"),
+                          "description": meta.get("agent_nickname") or spawn.get("agent_nickname"), "path": path})
+    return found
+
+
+def compact_agent(target: Any, agent: str, **options: Any) -> Any:
+    """Compact subagent AGENT of the catty session TARGET: its view is compacted as a session of
+    its own (a fork of it, in a private folder, through `compact_session`), then the compaction
+    and its spend are appended to the parent's log with `agent` set and the seqs mapped back to
+    the parent's, and its request artifact copied beside the parent's. The CompactResult, its
+    `through_seq` and `event` the parent's."""
+    # start-up: the compactor and the fork load only for a subagent's compaction
+    from .compact import compact_session
+    from .errors import LockBusy
+    from .fork import fork
+    from .view import plan_file
+
+    if options.get("mode") == "segments":
+        raise UsageError("compact --agent: segments mode is not supported for a subagent (summary or transcript)")
+    parent = Session.open(target)
+    directory = parent.require_directory("compact --agent")
+    before = (plan_file(parent.log_path, agent=agent).compaction or {}).get("id")
+    with tempfile.TemporaryDirectory(prefix="catty-ctx-agent-compact-") as work:
+        child_dir = Path(work) / "s"
+        with subagent_session(parent, agent) as sub:
+            seqs = list(sub.origin["seqs"]) if sub.origin else []
+            parent_id = sub.origin.get("parent_session_id") if sub.origin else None
+        fork(str(parent.directory), str(child_dir), agent=agent)
+        with Session.open(child_dir) as child:
+            result = compact_session(child, **options)
+            result.path, result.session_id = str(directory), parent_id
+            if result.event is None:
+                return result  # below the threshold, or a dry run: nothing to carry back
+            written = [ev for ev in child.events(warn=None) if ev["seq"] > len(seqs) and ev["kind"] in ("usage", "compaction")]
+
+        def parent_seq(seq: Any) -> Any:
+            return seqs[min(seq, len(seqs)) - 1] if type(seq) is int and seq > 0 and seqs else seq
+
+        back = []
+        for ev in written:
+            ev = {k: v for k, v in ev.items() if k not in ("v", "seq")}
+            for key in ("through_seq", "from_seq"):
+                if key in ev:
+                    ev[key] = parent_seq(ev[key])
+            back.append({**ev, "agent": agent})
+        artifact = child_dir / str(result.event.get("artifact") or "")
+        with parent.lock(options.get("lock_timeout", 30.0)):
+            if (plan_file(parent.log_path, agent=agent).compaction or {}).get("id") != before:
+                raise LockBusy(f"{parent.display}: another compaction of subagent {agent} landed while this one ran; run compact again")
+            if result.event.get("artifact") and artifact.is_file():  # the side file first, the event last
+                session_folder(directory / artifact.relative_to(child_dir).parent)  # never a link out of the session
+                atomic_write(directory / artifact.relative_to(child_dir), artifact.read_bytes())
+            out = parent.append_locked(back, warn=None)
+    result.through_seq = out[-1].get("through_seq")
+    result.event = out[-1]
+    return result

@@ -248,6 +248,33 @@ def test_without_session_the_newest_transcript_of_the_working_folders_project_is
     assert second[1]["session"]["session_id"] == second_id and second[1]["matches"]
 
 
+def test_without_session_a_newer_codex_rollout_started_in_the_working_folder_is_read(tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    claude_home, codex_home = tmp_path / "claude-config", tmp_path / "codex-home"
+    transcript = claude_home / "projects" / str(project.resolve()).replace("/", "-") / f"{CLAUDE_ID}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    shutil.copyfile(claude_transcript(tmp_path), transcript)
+    recorded = next((FIXTURES / "agents" / "codex-0.171.0" / "tools-resume-compactions").rglob("rollout-*.jsonl"))
+    rollout = codex_home / "sessions" / "2026" / "12" / "01" / recorded.name
+    elsewhere = codex_home / "sessions" / "2026" / "12" / "02" / "rollout-2026-12-02T00-00-00-99999999-0000-0000-0000-000000000000.jsonl"
+    rollout.parent.mkdir(parents=True)
+    elsewhere.parent.mkdir(parents=True)
+    data = recorded.read_bytes()
+    rollout.write_bytes(data.replace(b'"/home/user/project"', orjson.dumps(str(project.resolve()))))
+    time.sleep(0.05)
+    elsewhere.write_bytes(data.replace(b"01a233b4-5b89-7a30-8fa0-c04352f16042", b"99999999-0000-0000-0000-000000000000"))  # another folder's
+
+    async def run() -> tuple[Any, ...]:
+        env = {"CLAUDE_CONFIG_DIR": str(claude_home), "CODEX_HOME": str(codex_home)}
+        async with recall_server(cwd=project, env=env) as s:
+            return await ask(s, "recall_search", {"pattern": PLANTED_ERROR})
+
+    error, found = anyio.run(run)
+    assert not error and found["session"]["agent"] == "codex" and found["session"]["path"] == str(rollout)
+    assert any(m["line"] == PLANTED_ERROR for m in found["matches"])
+
+
 def test_other_commands_and_help_never_load_the_mcp_sdk(tmp_path: Path) -> None:
     for args in (("--help",), ("mcp", "--help"), ("inspect", str(claude_transcript(tmp_path)))):
         status, loaded = plain_run_loads(*args, heavy=("mcp", "mcp_types", "anyio", "pydantic"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
+import pytest
 
 from conftest import call, cli, jsonl, msg, result, session_event, write_log
 
@@ -128,3 +129,22 @@ def test_a_compaction_writes_the_repair_its_new_head_needs(tmp_path: Path) -> No
     assert [(e["action"], e["reason"]) for e in reps] == [("drop", "compaction")]
     assert reps[0]["target_seq"] == next(e["seq"] for e in log if e["kind"] == "tool_result")
     assert cli("repair", str(s), "--check").returncode == 0
+
+
+def test_the_turn_a_boundary_closes_is_found_reading_backwards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An append at a new turn reads the turn it closes, not the log: the last real user
+    message's line, found from the end by chunks (a line cut between chunks included)."""
+    from catty_ctx import boundary
+
+    s = write_log(tmp_path / "s", [session_event(), msg("user", "first " * 500), msg("assistant", "a"), call("c1"), result("c1", "r" * 3000),
+                                   msg("user", "second " * 700), msg("assistant", "b"), msg("user", "<note>", synthetic="continuation_state"),
+                                   {**msg("user", "sub"), "agent": "A"}, call("c2"), result("c2", "s" * 5000)])
+    data = (s / "updates.jsonl").read_bytes()
+    want = data.index(b'"second ')
+    want = data.rindex(b"\n", 0, want) + 1
+    for chunk in (64, 1000, 1 << 20):
+        monkeypatch.setattr(boundary, "_CHUNK", chunk)
+        assert boundary.turn_start(s / "updates.jsonl", {None}) == want
+        sub = data.index(b'"text":"sub"')
+        assert boundary.turn_start(s / "updates.jsonl", {"A"}) == data.rindex(b"\n", 0, sub) + 1
+        assert boundary.turn_start(s / "updates.jsonl", {"B"}) == 0

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from conftest import both_parsers, cli, plain_run_loads, table_is_the_typer_commands
 
-from catty_ctx.agents.statusline import AUTOCOMPACT_BUFFER, FIELDS, OPEN_CALLS, OUTPUT_RESERVE, compact_point, read_payload, render, status
+from catty_ctx.agents.statusline import AUTOCOMPACT_BUFFER, FIELDS, OUTPUT_RESERVE, compact_point, mirror_folder, read_payload, render, status
+from catty_ctx.agents.transcript_tally import OPEN_CALLS
 from catty_ctx.usage import usage
 
 SID = "0a1b2c3d-0000-4000-8000-000000000001"
@@ -178,6 +179,23 @@ def test_only_the_appended_bytes_are_read(tmp_path: Path) -> None:
     assert got["session_cost"] > before
 
 
+def test_a_run_cancelled_between_its_two_writes_leaves_a_usable_state(tmp_path: Path) -> None:
+    path = write(transcript(tmp_path), call(1, 900, 10_000, 2_000, 50) + call(2, 120, 61_000, 3_500, 400))
+    fields(payload(path))
+    folder = Path(os.environ["XDG_CACHE_HOME"]) / "catty-ctx" / "statusline"
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if not p.name.startswith("today-")}
+    assert sorted(n.rsplit(".", 1)[1] for n in before) == ["calls", "json"]
+    write(path, call(3, 10, 70_000, 0, 1_000), "a")
+    fields(payload(path))  # then, as if Claude Code had cancelled it after its calls file, before its state:
+    for name, data in before.items():
+        (folder / name).write_bytes(data)
+    write(path, call(4, 5, 80_000, 100, 10), "a")
+    got = fields(payload(path))
+    ledger, _scan = usage([path])
+    assert ledger.totals["calls"] == 4 and got["session_cost"] == pytest.approx(ledger.totals["cost_usd"], abs=1e-6)
+    assert len([p for p in folder.iterdir() if p.name.endswith(".calls")]) == 1
+
+
 def test_a_rewritten_or_truncated_transcript_is_read_again(tmp_path: Path) -> None:
     path = write(transcript(tmp_path), call(1, 1, 10_000, 0, 1) + boundary(1) + call(2, 2, 20_000, 0, 2) + boundary(2)
                  + call(3, 3, 30_000, 0, 3))
@@ -278,8 +296,34 @@ def test_todays_cost_is_the_ledgers_for_today_counted_once(tmp_path: Path) -> No
     day = time.strftime("%Y-%m-%d")
     ledger, _scan = usage([transcript(tmp_path).parent.parent], since=day, until=day)
     assert ledger.totals["calls"] == 2
+    # The first run starts the ledger in a process of its own and shows no figure yet (a new day).
+    assert fields(payload(path))["today_cost"] is None
+    kept = next((Path(os.environ["XDG_CACHE_HOME"]) / "catty-ctx" / "statusline").glob("today-*.json"))
+    deadline = time.monotonic() + 90
+    while json.loads(kept.read_text())["cost"] is None and time.monotonic() < deadline:
+        time.sleep(0.2)
     got = fields(payload(path))
     assert got["today_cost"] == pytest.approx(ledger.totals["cost_usd"], abs=1e-6) and 0 < got["today_cost"] < got["session_cost"] + 1
+    # asked in this process, as a library caller does
+    assert status(payload(path), folder=str(tmp_path / "other-state"))["today_cost"] == pytest.approx(got["today_cost"], abs=1e-9)
+
+
+@pytest.mark.parametrize("env", [{}, {"XDG_DATA_HOME": "/data"}, {"CATTY_CTX_MIRRORS": "/m"}])
+@pytest.mark.parametrize("sid", [SID, "a.b_c-d", "../x", ".", "x/y", "", "-a"])
+def test_the_mirror_folder_is_the_hooks_own(sid: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from catty_ctx.agents.hooks import HookFailure, mirror_dir, mirrors_root, session_id_of
+
+    for name in ("XDG_DATA_HOME", "CATTY_CTX_MIRRORS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        theirs: str | None = str(mirror_dir(mirrors_root(None), "claude", session_id_of({"session_id": sid})))
+    except HookFailure:
+        theirs = None
+    assert mirror_folder(sid or None) == theirs
+    if theirs is not None:
+        assert mirror_folder(sid, "/given") == str(mirror_dir(mirrors_root("/given"), "claude", sid))
 
 
 def test_compaction_point_follows_claude_codes_settings() -> None:

@@ -147,8 +147,25 @@ def test_compact_check_of_a_subagent_measures_its_view(tmp_path: Path) -> None:
     r = cli("compact", str(s), "--agent", "aaa", "--check", "--json", "--threshold", "1")
     assert r.returncode == 1 and orjson.loads(r.stdout)["tokens_before"] == 6_200  # its own context, over 1 % of 200,000
     assert cli("compact", str(s), "--agent", "bbb", "--check", "--json").returncode == 0
-    refused = cli("compact", str(s), "--agent", "aaa", "--force")
-    assert refused.returncode == 2 and b"fork" in refused.stderr
+    assert cli("compact", str(tmp_path), "--agent", "aaa", "--force").returncode == 2  # one session, not a ROOT
+
+
+def test_compact_agent_compacts_the_subagents_view_in_its_parents_log(tmp_path: Path) -> None:
+    s = two_subagents(tmp_path)
+    main_before = orjson.loads(cli("inspect", str(s), "--json").stdout)["fp"]
+    r = cli("compact", str(s), "--agent", "aaa", "--force", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = orjson.loads(r.stdout)
+    assert doc["status"] == "compacted" and doc["session_id"] == "s-main" and doc["through_seq"] == 10  # the parent's seq of its last event
+    log = jsonl((s / "updates.jsonl").read_bytes())
+    comp = log[-1]
+    assert comp["kind"] == "compaction" and comp["agent"] == "aaa" and comp["through_seq"] == 10 and comp["seq"] == 19
+    assert (s / comp["artifact"]).is_file()
+    items = jsonl(cli("resume", str(s), "--agent", "aaa").stdout)
+    assert any(i.get("synthetic") == "compaction_summary" and "look for A" in i["text"] for i in items)
+    assert not any(i.get("role") == "tool" for i in items)  # its calls are folded into the summary
+    assert orjson.loads(cli("inspect", str(s), "--json").stdout)["fp"] == main_before  # the main loop's view is untouched
+    assert orjson.loads(cli("inspect", str(s), "--agent", "aaa", "--json").stdout)["compactions"][0]["id"] == comp["id"]
 
 
 def test_segment_list_of_a_subagent_lists_its_own_compactions(tmp_path: Path) -> None:
@@ -162,3 +179,28 @@ def test_segment_list_of_a_subagent_lists_its_own_compactions(tmp_path: Path) ->
     assert hits and all(h["segment"] == 0 for h in hits)
     items = jsonl(cli("resume", str(s), "--agent", "aaa").stdout)
     assert any(i.get("synthetic") == "compaction_summary" for i in items)  # its compaction, in its view
+
+
+def test_codex_subagent_threads_are_the_sessions_subagents(tmp_path: Path) -> None:
+    """A Codex subagent is a rollout of its own naming its spawner: the parent's --agents lists it
+    (by its rollout's turns and usage), --agent ID (or its nickname) reads its conversation."""
+    fixture = ROOT / "fixtures/import/codex/wild/subagent-inherited-prefix/rollout-2026-09-17T11-10-00-0199a004-0000-7000-8000-00000000c004.jsonl"
+    day = tmp_path / "sessions" / "2026" / "09" / "17"
+    day.mkdir(parents=True)
+    child = day / fixture.name
+    child.write_bytes(fixture.read_bytes())
+    lines = fixture.read_bytes().splitlines(keepends=True)
+    parent = day / "rollout-2026-09-17T11-00-00-0199a004-0000-7000-8000-0000000aa004.jsonl"
+    parent.write_bytes(b"".join(lines[1:9]))  # the parent's own lines, up to its spawn_agent call
+    r = cli("inspect", str(parent), "--agents", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = orjson.loads(r.stdout)["agents"]
+    assert [(a["agent"], a["type"], a["description"], a["parent_call"]) for a in rows] == [
+        ("0199a004-0000-7000-8000-00000000c004", "explorer", "Noether", "call_spawn1")]
+    ledger = orjson.loads(cli("usage", str(child), "--json", "--no-cache").stdout)["totals"]
+    assert rows[0]["tokens"] == ledger["input"] + ledger["output"] + ledger["cache_read"] + ledger["cache_write"] > 0
+    assert rows[0]["model"] == "gpt-5-codex-mini"
+    for name in ("Noether", "0199a004-0000-7000-8000-00000000c004"):
+        doc = orjson.loads(cli("resume", str(parent), "--agent", name, "--format", "openai").stdout)
+        assert {"role": "user", "content": "Read ci/last.log and report the failing seed."} in doc["messages"]
+        assert doc["messages"][-1]["content"] == "The failing seed is 4242 (ci/last.log line 41)."

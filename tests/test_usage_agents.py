@@ -1,6 +1,7 @@
 """usage over every agent: Gemini CLI and opencode logs, the agents' homes read with no PATH, refusals, calls shared by uuid."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,10 +12,10 @@ from typing import Any
 
 import orjson
 import pytest
-
-from catty_ctx import usage as U
 from conftest import write_log
 from usage_trees import Truth, claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage
+
+from catty_ctx import usage as U
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,6 +54,35 @@ def test_gemini_thoughts_are_output_and_reasoning(tmp_path: Path) -> None:
     assert (r["input"], r["output"], r["reasoning"], r["cache_read"]) == (620, 350, 300, 400)
     # priced as billed: thinking at the output rate
     assert r["cost_usd"] == pytest.approx(620 * 1.25e-6 + 350 * 10e-6 + 400 * 0.125e-6, rel=1e-6)
+
+
+@pytest.mark.parametrize("form", ["jsonl", "json"])
+def test_a_gemini_chat_named_otherwise_is_read_by_its_content(tmp_path: Path, form: str) -> None:
+    truth = gemini_home(tmp_path / ".gemini", sessions=1, turns=4, seed=9, form=form)
+    chat = next((tmp_path / ".gemini" / "tmp").rglob("session-*"))
+    want = truth.by_model()
+    assert by_model(ledger([chat])) == want
+    data = chat.read_bytes()
+    forms = {"chat.json": data, "chat.jsonl": data, "exported-chat": data, "chat.txt": data}
+    if form == "json":  # (the document written compact, and indented another way)
+        doc = orjson.loads(data)
+        forms |= {"compact": orjson.dumps(doc), "compact.json": orjson.dumps(doc) + b"\n",
+                  "indented.jsonl": json.dumps(doc, indent=4).encode(), "no-final-newline": data.rstrip()}
+    for name, content in forms.items():
+        other = tmp_path / "given" / name
+        other.parent.mkdir(exist_ok=True)
+        other.write_bytes(content)
+        _led, scan = U.usage([str(other)], timezone_name="UTC", use_cache=False)
+        assert by_model(_led) == want and scan.bad_lines == 0, name
+    # Read again after it changed (a document is never resumed from where the last read stopped).
+    other = tmp_path / "given" / "exported-chat"
+    assert by_model(ledger([other])) == want
+    if form == "json":
+        doc = orjson.loads(data)
+        doc["messages"] = doc["messages"][:2]
+        other.write_bytes(json.dumps(doc, indent=2).encode() + b"\n" + b" " * len(data))  # (grown: its old bytes changed)
+        fewer = by_model(ledger([other]))
+        assert sum(c[4] for c in fewer.values()) == sum(1 for m in doc["messages"] if m.get("type") == "gemini" and m.get("tokens"))
 
 
 # -- opencode ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catty_ctx import usage as U
-from catty_ctx.usage import filescan, opencode, walk
+from catty_ctx.usage import opencode, walk
 
 TOKENS = {"input": 120, "output": 30, "reasoning": 7, "cache": {"read": 900, "write": 40}}
 
@@ -92,7 +92,7 @@ LINE = st.one_of(
 def test_a_logs_kind_is_told_from_its_first_lines_as_from_its_first_mebibyte(lines: list[bytes], newline_at_end: bool) -> None:
     data = b"\n".join(lines) + (b"\n" if newline_at_end else b"")
     whole = lambda: data  # noqa: E731
-    assert walk.sniff(filescan._head(data, len(data)), whole) == walk.sniff(data[: 1 << 20], whole)
+    assert walk.sniff(walk.sniff_head(data, len(data)), whole) == walk.sniff(data[: 1 << 20], whole)
 
 
 def test_a_log_whose_first_lines_are_blank_or_long_is_still_told_by_content(tmp_path: Path) -> None:

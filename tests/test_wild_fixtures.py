@@ -32,10 +32,10 @@ from typing import Any
 
 import orjson
 import pytest
+from agents.roundtrip import native_equals_pipe
+from conftest import FIXTURES, cli
 
 from catty_ctx.importers.detect import detect
-
-from conftest import FIXTURES, cli
 
 WILD = sorted(
     p for p in (FIXTURES / "import").glob("*/wild/*")
@@ -180,3 +180,10 @@ def test_wild_fixture_imports_and_works_with_every_command(entry: Path, tmp_path
         assert totals == {k: source_ledger[k] for k in _TOTALS}
     else:
         assert expected.get("usage_gap"), "say why the import's usage differs from the source's"
+
+
+@pytest.mark.parametrize("entry", WILD, ids=[f"{p.parent.parent.name}/{p.name}" for p in WILD])
+def test_wild_fixture_reads_natively_as_the_import_pipe(entry: Path) -> None:
+    """`resume FILE` and `inspect FILE --json` answer as `import auto FILE | CMD -` (issue 26's item 2),
+    on every wild fixture of every agent, nothing written beside it."""
+    native_equals_pipe(_case(entry)[1])

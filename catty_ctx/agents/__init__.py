@@ -6,7 +6,8 @@
 - `continuation`: the continuation state of a live session, kept event by event, and its reminder;
 - `hooks`: the hook commands (fail-open: an error is one line, exit 0);
 - `mcp_server`: the read-only recall tools over MCP;
-- `statusline`: Claude Code's status line.
+- `statusline`: Claude Code's status line, over `transcript_tally` (a transcript read
+  incrementally: the last request, the compactions, the calls counted once).
 
 Nothing below this package imports it (see docs/agents.md).
 """

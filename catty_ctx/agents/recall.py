@@ -9,8 +9,9 @@ context stands (`inspect`'s report, with the threshold); the session's tokens an
 layer over these; nothing here knows of MCP.
 
 The session is a path (a catty session or an agent's native file, read through `sources`) or,
-when none is given, the newest Claude Code transcript of the project of a working folder,
-looked up again at every call so that a `/clear` or a new session is followed.
+when none is given, the newest session of a working folder — a transcript of its Claude Code
+project or a Codex rollout started in it — looked up again at every call so that a `/clear` or
+a new session is followed.
 """
 from __future__ import annotations
 
@@ -26,17 +27,18 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import CattyError, DataError
-from .settings import RECALL_SERVER, claude_config_dir
+from .settings import RECALL_SERVER
 
 if TYPE_CHECKING:
     from ..store import Session
 
 TOOLS = ("recall_search", "recall_show", "context_status", "session_usage")
-# What the model sees: Claude Code names an MCP tool `mcp__<server>__<tool>` (Codex lists the
-# server as a namespace `mcp__<server>` holding the tool's own name).
+# What the model sees: Claude Code names an MCP tool `mcp__<server>__<tool>`; Codex lists the
+# server as a namespace `mcp__<server, '-' as '_'>` holding the tools by their own names.
 MODEL_TOOL_PREFIX = f"mcp__{RECALL_SERVER}__"
 RECALL_SEARCH_TOOL = MODEL_TOOL_PREFIX + "recall_search"
 RECALL_SHOW_TOOL = MODEL_TOOL_PREFIX + "recall_show"
+CODEX_NAMESPACE = "mcp__" + RECALL_SERVER.replace("-", "_")
 
 SEARCH_LIMIT = 20  # matches per answer unless asked for fewer or more
 SEARCH_LIMIT_MAX = 50
@@ -47,6 +49,7 @@ CONTEXT_CHARS = 160  # ... and each line around it to this many
 SHOW_CHARS = 20_000  # characters of event text per recall_show answer unless asked otherwise
 SHOW_CHARS_MAX = 50_000
 SHOW_EVENTS_MAX = 100  # events per recall_show answer
+ROLLOUTS_READ_MAX = 200  # the newest rollouts whose first record is read to find the working folder's
 BLOB_READ_MAX = 8 << 20  # an externalised payload larger than this is searched and shown in part
 
 
@@ -67,9 +70,9 @@ class _Opened:
 
 @dataclass
 class Recall:
-    """The recall questions over one session: GIVEN (a path) or, when None, the newest Claude
-    Code transcript of the project of CWD (None: the process's working folder at each call) —
-    or, with CODEX_HOME, the newest Codex rollout of CWD in that home."""
+    """The recall questions over one session: GIVEN (a path) or, when None, the newest session
+    of CWD (`newest_session`; None: the process's working folder at each call) — or, with
+    CODEX_HOME, the newest Codex rollout of CWD in that home."""
 
     given: str | None = None
     cwd: str | None = None
@@ -89,7 +92,7 @@ class Recall:
             from .codex_sessions import newest_rollout
 
             return newest_rollout(cwd, Path(self.codex_home))
-        return newest_claude_transcript(cwd)
+        return newest_session(cwd)
 
     def _open(self) -> _Opened:
         path = self.target()
@@ -167,28 +170,38 @@ class Recall:
 # -- the session of a working folder --------------------------------------------------------
 
 
+def agent_homes(name: str) -> list[Path]:
+    """The homes of agent format NAME (claude, codex) as the registry finds them: its variable
+    (CLAUDE_CONFIG_DIR, CODEX_HOME), else its default folders."""
+    # start-up: the format registry loads when the server looks for a session
+    from ..formats import get, home_folders
+
+    return [Path(h) for h in home_folders(get(name), os.environ, os.path.expanduser("~"))]
+
+
 def claude_project_dirs(cwd: Path) -> list[Path]:
-    """The folders of `projects/` that may hold CWD's transcripts (more than one only for a name
-    Claude Code cut and suffixed)."""
+    """The folders of each Claude Code home's `projects/` that may hold CWD's transcripts (for a
+    name Claude Code cut and suffixed, every folder that begins as it does)."""
     # start-up: Claude Code's naming rule loads when the server looks for a transcript
     from ..writeback.claude import SLUG_LIMIT, project_folder_name
 
-    projects = claude_config_dir() / "projects"
     name = project_folder_name(str(cwd))
-    if len(name) <= SLUG_LIMIT:
-        return [projects / name]
-    head = name[:SLUG_LIMIT]
-    try:
-        return sorted(p for p in projects.iterdir() if p.name.startswith(head) and p.is_dir())
-    except OSError:
-        return []
+    out: list[Path] = []
+    for home in agent_homes("claude"):
+        projects = home / "projects"
+        if len(name) <= SLUG_LIMIT:
+            out.append(projects / name)
+            continue
+        try:
+            out += sorted(p for p in projects.iterdir() if p.name.startswith(name[:SLUG_LIMIT]) and p.is_dir())
+        except OSError:
+            continue
+    return out
 
 
-def newest_claude_transcript(cwd: Path) -> Path:
-    """The most recently written main transcript of CWD's Claude Code project."""
+def _claude_transcripts(cwd: Path) -> list[tuple[int, str, Path]]:
     found: list[tuple[int, str, Path]] = []
-    folders = claude_project_dirs(cwd)
-    for folder in folders:
+    for folder in claude_project_dirs(cwd):
         try:
             entries = list(os.scandir(folder))
         except OSError:
@@ -200,9 +213,53 @@ def newest_claude_transcript(cwd: Path) -> Path:
                         found.append((entry.stat().st_mtime_ns, entry.name, Path(entry.path)))
                 except OSError:
                     continue
+    return found
+
+
+def _rollout_cwd(path: Path) -> str | None:
+    """The working folder a main Codex rollout's first record (`session_meta`) names; None for a
+    subagent's rollout or a file that does not start so."""
+    # start-up: the line reader loads when the server looks for a Codex session
+    from ..jsonl import raw_lines
+
+    try:
+        first = orjson.loads(next(iter(raw_lines(path, warn=None))).data)
+    except (StopIteration, OSError, CattyError, orjson.JSONDecodeError):
+        return None
+    meta = first.get("payload") if isinstance(first, dict) and first.get("type") == "session_meta" else None
+    if not isinstance(meta, dict):
+        return None
+    source = meta.get("source")
+    if (isinstance(source, dict) and "subagent" in source) or meta.get("thread_source") == "subagent":
+        return None
+    cwd = meta.get("cwd")
+    return cwd if isinstance(cwd, str) else None
+
+
+def _codex_rollouts(cwd: Path) -> list[tuple[int, str, Path]]:
+    """The newest main rollout of the Codex homes whose working folder is CWD (at most one)."""
+    files: list[tuple[int, str, Path]] = []
+    for home in agent_homes("codex"):
+        for path in (home / "sessions").glob("*/*/*/rollout-*.jsonl"):
+            try:
+                files.append((path.stat().st_mtime_ns, path.name, path))
+            except OSError:
+                continue
+    want = os.path.realpath(cwd)
+    for entry in sorted(files, reverse=True)[:ROLLOUTS_READ_MAX]:
+        named = _rollout_cwd(entry[2])
+        if named is not None and os.path.realpath(named) == want:
+            return [entry]
+    return []
+
+
+def newest_session(cwd: Path) -> Path:
+    """The most recently written main session of CWD: a transcript of its Claude Code project, or
+    a Codex rollout started in it."""
+    found = _claude_transcripts(cwd) + _codex_rollouts(cwd)
     if not found:
-        where = folders[0] if folders else claude_config_dir() / "projects"
-        raise DataError(f"no Claude Code transcript for the project of {cwd} (looked in {where}); "
+        where = ", ".join(str(p) for p in claude_project_dirs(cwd)[:2] + [h / "sessions" for h in agent_homes("codex")][:1])
+        raise DataError(f"no Claude Code transcript or Codex rollout for the project of {cwd} (looked in {where}); "
                         "start the server with --session PATH to name one")
     return max(found)[2]
 

@@ -10,7 +10,7 @@ import importlib
 import sys
 
 from .._version import __version__
-from ..errors import EXIT_MEANINGS, ExitCode
+from ..errors import EXIT_MEANINGS, DataError, ExitCode
 from .errors import exit_code_for, flush_stdout, guard_closed_stdout, run_guarded
 from .registry import BY_NAME, COMMANDS
 
@@ -30,7 +30,6 @@ def _help() -> str:
 
 
 def _build_app() -> "Any":
-    # start-up: typer loads only when it parses the command line
     from typing import Annotated
 
     import typer
@@ -115,7 +114,6 @@ def examples_per_line(epilog: "Any") -> "Any":
     `Examples: cmd; cmd` (or already a line each)."""
     if not isinstance(epilog, str) or "\n" in epilog.strip():
         return epilog
-    # start-up: only help text needs re
     import re
 
     head = re.match(r"\s*(Examples?):\s*", epilog)
@@ -128,7 +126,6 @@ def examples_per_line(epilog: "Any") -> "Any":
 
 def reflow(doc: str) -> str:
     """DOC with its paragraphs (blank-line separated) joined into single lines."""
-    # start-up: only help text needs inspect
     import inspect
 
     return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n") if p.strip())
@@ -152,13 +149,9 @@ def main(argv: "list[str] | None" = None) -> None:
 
 def _config_usable() -> None:
     """A config file that cannot be used stops every command (it would change what they do)."""
-    # start-up: the defaults are read by every command anyway; this asks them first
-    from ..defaults import CONFIG_PROBLEM
+    from ..defaults import CONFIG_PROBLEM  # (read here, first: importing the defaults reads the file)
 
     if CONFIG_PROBLEM is not None:
-        # start-up: only a refused config file needs the error class
-        from ..errors import DataError
-
         raise DataError(CONFIG_PROBLEM)
 
 

@@ -116,9 +116,8 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         return
     if target is None:
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
-    if agent is not None and (prefire or two_pass or dry_run or (target != "-" and _is_root(target)) or not check):
-        raise UsageError(f"compact --agent {agent} measures a subagent's view against its threshold: with --check, of one session "
-                         f"(its log is its parent's; 'fork {target} DEST --agent {agent}' makes it a session to compact)")
+    if agent is not None and (prefire or two_pass or target == "-" or _is_root(target)):
+        raise UsageError(f"compact --agent {agent} compacts one subagent of one session (not a ROOT nor a stream), in one pass")
 
     # start-up: the library loads when the command runs, not for --help or another command
     from ..compact import OVER, compact_target
@@ -155,9 +154,17 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         from ..compact import compact_session
         from ..subagents import open_agent
 
-        with open_agent(target, agent, warn=None) as sub:
-            results = [compact_session(sub, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
-                                       summarizer_options=options, redact=not no_redact, dry_run=dry_run, check=check, deadline=deadline)]
+        if check:  # a measure of its view, which any session (a native one too) can give
+            with open_agent(target, agent, warn=None) as sub:
+                results = [compact_session(sub, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
+                                           summarizer_options=options, redact=not no_redact, check=True, deadline=deadline)]
+        else:
+            # start-up: the library loads when the command runs, not for --help or another command
+            from ..subagents import compact_agent
+
+            results = [compact_agent(target, agent, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
+                                     summarizer_options=options, redact=not no_redact, dry_run=dry_run, deadline=deadline,
+                                     lock_timeout=lock_timeout)]
     else:
         with context as engine:
             results = list(

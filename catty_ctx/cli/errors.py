@@ -143,7 +143,6 @@ def handle_errors(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        # start-up: typer only inside typer's commands (usage's own parser never loads it)
         import typer
 
         try:

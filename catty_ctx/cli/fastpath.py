@@ -8,7 +8,7 @@ unusual spellings and every error message. The two cannot disagree about what an
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
 from types import MappingProxyType
-from typing import Any, NamedTuple, TypeAlias
+from typing import Annotated, Any, NamedTuple, TypeAlias
 
 from ..defaults import CONNECT_TIMEOUT_MIN
 
@@ -167,12 +167,9 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
             on: "Any" = None) -> None:
     """Register NAME on the typer application (or ON, a sub-application of it): RUN's parameters,
     POSITIONAL's arguments first (each its annotation, or (metavar, help[, choices]) for a text argument), then
-    the options of PARAMS (an entry without help takes the shared option of that parameter from
-    `options.py`), with RUN's defaults (a positional argument without one is required, one whose
+    the options of PARAMS, with RUN's defaults (a positional argument without one is required, one whose
     default is None may be left out)."""
-    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
     import inspect
-    from typing import Annotated
 
     import typer
 
@@ -213,9 +210,6 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
 
 def typer_option(o: Option, optional: bool = False) -> Any:
     """The typer annotation of option O (a None default when OPTIONAL)."""
-    # start-up: typer only when a command's own parser declines (a plain spelling never loads it)
-    from typing import Annotated
-
     import typer
 
     if o.kind is None:

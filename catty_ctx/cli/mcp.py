@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 PARAMS = (
     Option("session", ("--session",), str, "PATH",
            "The session to answer about: a catty session or an agent's own file (default: the newest Claude Code "
-           "transcript of the working folder's project, looked up at every call)."),
+           "transcript or Codex rollout of the working folder, looked up at every call)."),
     Option("codex_home", ("--codex-home",), str, "DIR",
            "Answer about the newest Codex session of the working folder in this Codex home, looked up at every call "
            "(what `hook install codex --mcp` registers: Codex hands its MCP servers no CODEX_HOME)."),

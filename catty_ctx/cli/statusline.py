@@ -32,7 +32,7 @@ DOC = """Print Claude Code's status line: model, context used, costs, cache shar
     read incrementally (state in $XDG_CACHE_HOME/catty-ctx/statusline); when it is missing the
     fields come from the JSON. Always exits 0.
     """
-EPILOG = ("Fields: " + ", ".join(FIELDS) + ". Examples: catty-ctx hook install claude --statusline; catty-ctx statusline < status.json; "
+EPILOG = ("Fields: " + ", ".join(FIELDS) + ".\n\nExamples:\ncatty-ctx hook install claude --statusline\ncatty-ctx statusline < status.json\n"
           "catty-ctx statusline --format '{model} {percent} ({compact_percent} of compact) {session_cost}' < status.json")
 
 
@@ -57,7 +57,7 @@ def run(fmt: str | None = None, as_json: bool = False, mirrors: str | None = Non
     fields: dict[str, Any] = dict.fromkeys(FIELDS)
     if problem is None:
         try:
-            fields = status(payload, mirrors=mirrors)
+            fields = status(payload, mirrors=mirrors, today_inline=False)
         except Exception as exc:
             problem = f"{type(exc).__name__}: {exc}"
     if as_json:

@@ -125,7 +125,6 @@ def compact_session(session: Session, opts: CompactOptions | None = None, **opti
     nothing; `two_pass` uses a matching pass-1 note, waiting up to `prefire_wait` seconds for a
     pass 1 still in flight.
     """
-    # start-up: loaded when a compaction needs it (see the module note)
     from .artifacts import artifact_relpath
     from .ladder import WindowTooSmall
 
@@ -135,7 +134,6 @@ def compact_session(session: Session, opts: CompactOptions | None = None, **opti
         return planned
     if opts.prefire:
         return _prefire(session, planned.m, planned.base, opts)
-    # start-up: loaded when a compaction needs it (see the module note)
     from .summarizers import get_summarizer
 
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
@@ -167,7 +165,6 @@ def plan(session: Session, opts: CompactOptions) -> Plan | CompactResult:
     if session.directory is not None and not opts.dry_run and not opts.check:
         for folder in (REQUESTS_DIR, "segments"):  # what a compaction killed mid-write left
             clear_dead_temps(session.directory / folder)
-    # start-up: loaded when a compaction needs it (see the module note)
     from .segments import DETAILS
 
     if opts.detail not in DETAILS:
@@ -196,7 +193,6 @@ def plan(session: Session, opts: CompactOptions) -> Plan | CompactResult:
 def summary_input(session: Session, m: Measure, opts: CompactOptions, summ: Any) -> Input:
     """The second stage: the request the summariser gets (the view and the state to carry);
     with --two-pass, a matching pass-1 note and the live tail after it instead."""
-    # start-up: loaded when a compaction needs it (see the module note)
     from .ladder import SummaryRequest, tool_schema_tokens
 
     state = continuation_state(m.head)
@@ -204,7 +200,6 @@ def summary_input(session: Session, m: Measure, opts: CompactOptions, summ: Any)
     request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema, deadline=opts.deadline)
     if not opts.two_pass or session.directory is None:
         return Input(request, None)
-    # start-up: loaded when a compaction needs it (see the module note)
     from .twopass import WAIT_S, Lookup, lookup, pass2_items, wait_for_pass1
 
     wait = WAIT_S if opts.prefire_wait is None else opts.prefire_wait
@@ -227,7 +222,6 @@ def summarise(summ: Any, inp: Input, m: Measure, opts: CompactOptions) -> Summar
     result = summ.summarize(inp.request)
     if result.error_class != "deadline":
         return Summary(result, summ.id)
-    # start-up: loaded when a compaction needs it (see the module note)
     from .ladder import SummaryRequest
     from .summarizers import get_summarizer
 
@@ -278,7 +272,6 @@ def finished(planned: Plan, opts: CompactOptions, inp: Input, summary: Summary, 
     m, result = planned.m, summary.result
     done: Event = {**comp, **({"segment": segment} if segment is not None else {}), **({"head": head} if head != "full" else {})}
     done["tokens_after"] = sum(item_tokens(it) for it in new_head(done, m))
-    # start-up: loaded when a compaction needs it (see the module note)
     from .artifacts import artifact_doc
 
     doc = artifact_doc(
@@ -301,7 +294,6 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
            spend: list[Event]) -> CompactResult:
     """The last stage, under one lock: the check that no other compaction landed, the segment,
     the artifact, then the spend and the event (the commit point) in one append."""
-    # start-up: loaded when a compaction needs it (see the module note)
     from .artifacts import write_artifact
 
     m = planned.m
@@ -312,7 +304,6 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
             raise LockBusy(f"{session.display}: another compaction landed while this one ran; run compact again")
         segment = None
         if opts.mode == "segments":
-            # start-up: loaded when a compaction needs it (see the module note)
             from .segments import write_segment
 
             segment = write_segment(directory, m.span, summary.result.summary, detail=opts.detail, compaction_id=comp["id"]).file
@@ -321,13 +312,11 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
         written = session.append_locked([*spend, done], warn=None)  # the lock is already held
     # The replacement is a boundary: a result that came in for a call the summary folded is
     # an orphan now, written as such (docs/design.md#m5b); calls still running are left alone.
-    # start-up: loaded when a compaction needs it (see the module note)
     from ..boundary import repair_new_head
 
     repair_new_head(session, "compaction", closed_only=True, lock_timeout=opts.lock_timeout)
     hit = inp.hit
     if hit is not None and hit.settled:
-        # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import discard
 
         discard(directory, hit)  # consumed, or never to match again: its spend is in the log now
@@ -340,7 +329,6 @@ def _spend(summ: Any, summary: Summary, inp: Input, opts: CompactOptions) -> lis
     """The summariser's calls as spend events (pass 1's first, recorded by the compaction that read its note)."""
     if opts.dry_run:
         return []
-    # start-up: loaded when a compaction needs it (see the module note)
     from .spend import spend_events
 
     spend = spend_events(summ, summary.result, purpose="compaction")
@@ -358,7 +346,6 @@ def _record_spend(session: Session, spend: list[Event], inp: Input, opts: Compac
 def _fail(session: Session, planned: Plan, opts: CompactOptions, inp: Input, summary: Summary, comp: Event,
           spend: list[Event]) -> NoReturn:
     """No summary: the artifact (the exact request) and the spend are kept, nothing is committed."""
-    # start-up: loaded when a compaction needs it (see the module note)
     from .artifacts import artifact_relpath, write_artifact
     from .ladder import SummarizerError
 
@@ -376,7 +363,6 @@ def _segment_guess(session: Session, opts: CompactOptions) -> str | None:
     """The segment a compaction in segments mode will most likely write (the head's listing names it)."""
     if opts.mode != "segments" or session.directory is None:
         return None
-    # start-up: loaded when a compaction needs it (see the module note)
     from .segments import next_number
 
     return f"segment_{next_number(session.directory):03d}.md"
@@ -385,7 +371,6 @@ def _segment_guess(session: Session, opts: CompactOptions) -> str | None:
 def _recorded(directory: Path | None, hit: Any) -> None:
     """A compaction that commits nothing appended the note's pass-1 events: drop them from the cache."""
     if directory is not None and hit is not None and hit.settled and hit.spend:
-        # start-up: loaded when a compaction needs it (see the module note)
         from .twopass import recorded
 
         recorded(directory, hit.spend)
@@ -393,7 +378,6 @@ def _recorded(directory: Path | None, hit: Any) -> None:
 
 def _prefire(session: Session, m: Measure, base: dict[str, Any], opts: CompactOptions) -> CompactResult:
     """Two-pass's pass 1 now (its note for a later compaction); nothing is appended."""
-    # start-up: loaded when a compaction needs it (see the module note)
     from .ladder import SummarizerError
     from .summarizers import get_summarizer
     from .twopass import prefire, split_point
@@ -404,7 +388,6 @@ def _prefire(session: Session, m: Measure, base: dict[str, Any], opts: CompactOp
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
     if opts.dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
-    # start-up: loaded when a compaction needs it (see the module note)
     from .spend import spend_events
 
     pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=opts.redact,
@@ -426,7 +409,6 @@ def compact_path(path: Path, **options: Any) -> CompactResult:
 def _open(target: Any, options: dict[str, Any]) -> Session:
     """A check reads a native session as its import; a compaction opens the source itself (and
     refuses another agent's file)."""
-    # start-up: a native session's importers load only when one is read
     from ..sources import open_session
 
     return open_session(target, warn=None) if options.get("check") else Session.open(target)

@@ -1,6 +1,9 @@
 """A compaction's measure of the view: its size and fingerprint, the items to summarise and
 the state the new head will carry (one streaming pass); and the head the view will rebuild
 after it, checked against the pairing rules and the window (docs/design.md#m6, #m7).
+
+The pairing checks and the repairs load where a measure or a head needs them: importing
+`compact.segments` (fork, segment, report) runs the package, this module with it.
 """
 from __future__ import annotations
 
@@ -69,7 +72,6 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
                     span.append(ev)
             yield ev
 
-    # start-up: loaded when a compaction needs it (see the module note)
     from ..integrity import PairingChecker
 
     stats = ViewStats()
@@ -83,8 +85,7 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
     repaired: list[str] = []
     if keep_items and not checker.finish().ok:
         # A summariser gets what a provider would: the repaired view (dangling calls
-        # answered, orphans and duplicates gone). Only a broken view pays this second pass
-        # (start-up: and loads the repairs).
+        # answered, orphans and duplicates gone). Only a broken view pays this second pass.
         from ..repair import repaired_items
 
         items, repaired = repaired_items(session)
@@ -93,7 +94,6 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
         # What the summariser gets must be a request a provider takes; the log's repairs
         # above cover what it records, this covers what the view makes of it (a compaction
         # made while a call ran leaves its result after the head) and empty messages.
-        # (start-up: see the module note)
         from ..pairing import repair_items
 
         items, fixed = repair_items(items)
@@ -119,7 +119,6 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
 def checked_head(comp: Event, head: HeadState) -> str:
     """Validate the new head with the pairing rules: `full`, or `minimal` (grok-build's
     minimal safe history: system items and the summary) when the full one would break them."""
-    # start-up: loaded when a compaction needs it (see the module note)
     from ..integrity import PairingChecker
 
     checker = PairingChecker()
@@ -132,7 +131,6 @@ def choose_head(comp: Event, m: Measure) -> str:
     """The post-compaction check: the full head when it pairs and fits the window; else the
     minimal safe history (system items and the summary); and when not even that fits, a
     WindowTooSmall error: nothing is committed."""
-    # start-up: loaded when a compaction needs it (see the module note)
     from .ladder import WindowTooSmall
 
     kind = checked_head(comp, m.head)

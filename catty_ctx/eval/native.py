@@ -140,10 +140,9 @@ def session_cases(native: Any, label: str) -> list[Case]:
         through = comp["through_seq"]
         span = [ev for ev in events if ev["seq"] <= through and ev["kind"] != "compaction"]
         facts = derive_facts(span, plan, since=since)
-        where = offsets.get(str(comp["id"]))
-        if where is not None:
-            cases.append(Case(label, native.path, agent, sid, n, str(comp["id"]), where[0], where[1], since, through,
-                              comp.get("summary") or "", facts, origin.get("cwd")))
+        where = offsets.get(str(comp["id"]), (-1, -1))  # (-1: its line was not found; scored as failed)
+        cases.append(Case(label, native.path, agent, sid, n, str(comp["id"]), where[0], where[1], since, through,
+                          comp.get("summary") or "", facts, origin.get("cwd")))
         since = through + 1
     return cases
 
@@ -215,12 +214,19 @@ def _in_mirror(mirror: Path, text: str) -> bool:
     return False
 
 
-def score(case: Case, work: Path) -> Outcome:
-    """Both columns for one compaction; a failure of the hooks is this compaction's error."""
+def score(case: Case, work: Path, *, kept: bool = False) -> Outcome:
+    """Both columns for one compaction; a failure of the hooks is this compaction's error (naming
+    the cut transcript where it stays, under --out: KEPT)."""
     folder = work / f"{_SAFE_ID.sub('_', case.session_id)[:60]}-{case.number}"
     folder.mkdir(parents=True, exist_ok=True)
     outcome = Outcome(case, folder=folder)
     outcome.missed["summary"] = [f for f in case.facts if f.text not in case.summary]
+    if case.offset < 0:
+        outcome.error = f"{case.label}: compaction {case.number}: the line that records it ({case.compaction_id}) was not found"
+        return outcome
+    if case.offset == 0:  # the file opens with the compaction: no span before it, no hook to run
+        outcome.missed["reminder"] = list(outcome.missed["summary"])
+        return outcome
     try:
         reminder, mirror = our_reminder(case, folder)
         outcome.reminder_chars = len(reminder)
@@ -235,7 +241,10 @@ def score(case: Case, work: Path) -> Outcome:
             missed.append(f)
         outcome.missed["reminder"] = missed
     except (CattyError, OSError, ValueError, KeyError, TypeError, HookFailure) as exc:
-        outcome.error = f"{case.label}: compaction {case.number}: {' '.join(str(exc).split()) or type(exc).__name__}"
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        if not kept:  # the cut is removed with the temporary folder: say what it was
+            message = message.replace(str(folder / case.source.name.removesuffix(".zst")), "the transcript cut at the compaction")
+        outcome.error = f"{case.label}: compaction {case.number}: {message}"
     return outcome
 
 
@@ -273,7 +282,7 @@ def run_native(root: str, *, out: str | None = None,
         raise UsageError(f"{root}: no compaction recorded by Claude Code or Codex ({sessions} of their sessions read)")
     work, temporary = work_folder(out)
     try:
-        scored = (score(c, work) for c in cases)
+        scored = (score(c, work, kept=not temporary) for c in cases)
         outcomes = list(progress(scored, len(cases)) if progress else scored)
     finally:
         if temporary:
@@ -281,16 +290,15 @@ def run_native(root: str, *, out: str | None = None,
     entries = []
     for o in outcomes:
         c = o.case
+        # The same keys for every entry (docs/json.md): a failed one has nulls where a score would be.
         entry: dict[str, Any] = {"session": c.label, "agent": c.agent, "compaction": c.number, "id": c.compaction_id,
-                                 "seq_from": c.seq_from, "through_seq": c.through_seq}
-        if o.error:
-            entry.update(error=o.error, facts=len(c.facts), summary_recall=None, reminder_recall=None)
-        else:
-            row = _row([o])
-            entry.update(row, derived=[f.as_dict() for f in c.facts], reminder_chars=o.reminder_chars,
+                                 "seq_from": c.seq_from, "through_seq": c.through_seq, "facts": len(c.facts),
+                                 "summary_recall": None, "reminder_recall": None, "by_kind": None, "recovered": None,
+                                 "reminder_chars": None, "derived": [f.as_dict() for f in c.facts], "missed": None,
+                                 "folder": None if temporary else str(o.folder), "error": o.error}
+        if not o.error:
+            entry.update(_row([o]), reminder_chars=o.reminder_chars,
                          missed={col: [f.as_dict() for f in o.missed[col]] for col in COLUMNS})
-        if not temporary:
-            entry["folder"] = str(o.folder)
         entries.append(entry)
     total = _row(outcomes)
     total.update(sessions=len({c.label for c in cases}), compactions=len(cases), failed=sum(1 for o in outcomes if o.error))

@@ -26,6 +26,7 @@ loading the parsers at all. Names are loaded on first use (`__getattr__`) for th
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -98,7 +99,7 @@ def usage(paths: Sequence[str | os.PathLike[str]] = (), *, by: str = "model", si
             raise UsageError(f"no agent home found (looked for {', '.join(looked)}); name a PATH")
         paths = [folder for _agent, folder in sources]
     if not any(os.fspath(p) == "-" for p in paths):
-        return _usage(paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
+        return _without_gc(_usage, paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
                       use_cache=use_cache, progress=progress, strict=strict, render=render, engine=engine, allow_empty=allow_empty,
                       sources=sources)
     # start-up: only when a log comes on stdin
@@ -119,7 +120,7 @@ def usage(paths: Sequence[str | os.PathLike[str]] = (), *, by: str = "model", si
             shutil.copyfileobj(source, out, 1 << 20)
         real = [piped if os.fspath(p) == "-" else p for p in paths]
         try:
-            ledger, result = _usage(real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file,
+            ledger, result = _without_gc(_usage, real, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file,
                                     jobs=jobs, use_cache=False, progress=progress, strict=strict, engine=engine, allow_empty=allow_empty)
         except CattyError as exc:
             raise type(exc)(str(exc).replace(piped, STDIN_NAME), exit_code=exc.exit_code) if type(exc) is not DataError else \
@@ -127,6 +128,19 @@ def usage(paths: Sequence[str | os.PathLike[str]] = (), *, by: str = "model", si
     # Named as every command names a stream it reads: `<stdin>:LINE: why`.
     result.bad_samples = [sample.replace(piped, STDIN_NAME) for sample in result.bad_samples]
     return ledger, result
+
+
+def _without_gc(run: Callable[..., tuple[Ledger, Scan]], *args: Any, **kwargs: Any) -> tuple[Ledger, Scan]:
+    """RUN(*ARGS, **KWARGS) with the cyclic garbage collector paused: a scan makes tuples by the
+    hundred thousand (per file, call and alias), none in a cycle, which the collector would walk
+    again and again as they pile up; what they leave is freed by reference counting as ever."""
+    if not gc.isenabled():
+        return run(*args, **kwargs)
+    gc.disable()
+    try:
+        return run(*args, **kwargs)
+    finally:
+        gc.enable()
 
 
 def _no_session(arg: str, files: int, not_logs: list[str], allow_empty: bool) -> None:

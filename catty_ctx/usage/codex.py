@@ -11,7 +11,6 @@ import re
 
 import msgspec
 
-from ..jsonl import marked_lines
 from .claude import Count
 from .lines import MISMATCH, count, json_object
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
@@ -182,6 +181,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             return done
     decode = _decode_line if typed else _general_only
     rollout = _Rollout(state, path)
+    from ..jsonl import marked_lines  # start-up: a log read whole, the common case, needs no line search
+
     for off, line in marked_lines(mm, start, end, PATTERN):
         try:
             fields = _fields(decode(line))

@@ -13,7 +13,7 @@ import xxhash
 
 from .. import compressed, formats
 from . import filecache
-from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, SNIFF_LINES, key_stat, sniff, survey
+from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, one_document, sniff, sniff_head, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -71,10 +71,16 @@ class Scan:
 
 def _parser_module(kind: str) -> Any:
     """The parser of a KIND of log: catty-ctx's own, a prefire cache's, or the `usage` module the
-    format registry names for an agent's format."""
-    fmt = formats.FORMATS.get(kind)
-    name = fmt.usage if fmt is not None and fmt.usage else PREFIRE if kind == PREFIRE else CATTY
-    return importlib.import_module(f"{__package__}.{name}")
+    format registry names for an agent's format (looked up once per kind: a scan asks per file)."""
+    module = _PARSERS.get(kind)
+    if module is None:
+        fmt = formats.FORMATS.get(kind)
+        name = fmt.usage if fmt is not None and fmt.usage else PREFIRE if kind == PREFIRE else CATTY
+        module = _PARSERS[kind] = importlib.import_module(f"{__package__}.{name}")
+    return module
+
+
+_PARSERS: dict[str, Any] = {}
 
 
 def _parser(kind: str) -> Callable[..., Any]:
@@ -158,21 +164,23 @@ def scan_file(task: Task) -> Scanned:
         size = len(mm)
         try:
             start = 0
-            if prev is not None and prev.ino == st.st_ino and 0 < prev.off <= size and prev.kind is not None:
+            if prev is not None and prev.ino == st.st_ino and 0 < prev.off <= size and prev.kind is not None and \
+                    not one_document(mm, path, prev.kind):
                 off = prev.off
                 if _digest(mm, 0, min(off, _CHECK_BYTES)) == prev.head and _digest(mm, max(0, off - _CHECK_BYTES), off) == prev.tail:
                     start = off
                     entry.kind, entry.state, entry.recs, entry.read = prev.kind, prev.state, prev.recs, prev.read
                     entry.aliases = prev.aliases
                     entry.bad, entry.samples = prev.bad, prev.samples
+            if entry.kind is None:
+                entry.kind = sniff(sniff_head(mm, size), lambda: mm[0:size])
+            document = one_document(mm, path, entry.kind)
             last_nl = mm.rfind(_NL, start, size)
             end = last_nl + 1 if last_nl >= 0 else start
-            if end < size and _whole_record(mm[end:size]):
-                end = size  # a live session's last record, its newline not written yet: read, not torn
-            if entry.kind is None:
-                entry.kind = sniff(_head(mm, size), lambda: mm[0:size])
-            if _is_document(path) or entry.kind == OPENCODE:
+            if document:
                 end = size  # (one JSON document, whole: no line of it is torn)
+            elif end < size and _whole_record(mm[end:size]):
+                end = size  # a live session's last record, its newline not written yet: read, not torn
             bad: list[tuple[int, str]] = []
             if entry.kind == NOT_A_LOG:
                 pass
@@ -185,7 +193,7 @@ def scan_file(task: Task) -> Scanned:
                 entry.read += len(recs) - len(entry.recs)
                 if len(recs) > len(entry.recs):
                     entry.recs, entry.aliases = collapse_file(recs, entry.aliases)
-                if strict and kind != CATTY and kind != PREFIRE and not _is_document(path):
+                if strict and kind != CATTY and kind != PREFIRE and not document:
                     # (a log named as catty's was read whole before the scan; a prefire cache, a JSON document is one document)
                     bad = sorted(bad + _unmarked_bad_lines(mm, start, end, entry.kind))
             entry.bad += len(bad)
@@ -201,23 +209,6 @@ def scan_file(task: Task) -> Scanned:
         finally:
             if type(mm) is not bytes:
                 mm.close()
-
-
-_SNIFFED = 1 << 20  # the bytes `walk.sniff` may look at
-
-
-def _head(mm: Any, size: int) -> bytes:
-    """The first bytes of a log that `walk.sniff` reads: its first lines (as many as it looks at, or
-    the first MiB), not a copy of the whole MiB when they are short."""
-    limit = min(size, _SNIFFED)
-    end = 0
-    for _ in range(SNIFF_LINES):
-        nl = mm.find(_NL, end, limit)
-        if nl < 0:
-            return mm[0:limit]
-        end = nl + 1
-    head = mm[0:end]
-    return head if head.strip() else mm[0:limit]  # (blank lines only: it looks further for a '{')
 
 
 def _storage_reader() -> Callable[[str, tuple[int, int, int] | None, int], Scanned]:

@@ -18,7 +18,6 @@ from typing import Any
 
 import msgspec
 
-from ..jsonl import marked_lines
 from .lines import UNDECODABLE, count, json_object
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
@@ -44,6 +43,30 @@ class _Document(msgspec.Struct, gc=False):
 _decode_document = msgspec.json.Decoder(_Document).decode
 _decode_lines = msgspec.json.Decoder(_Message).decode_lines
 _decode_any = msgspec.json.decode
+
+
+def is_document(mm: Any, path: str) -> bool:
+    """Whether the chat in MM (at PATH) is the older form, one JSON document, rather than JSON Lines.
+
+    Told by the content, whatever the name: JSON Lines begin with the metadata object, whole on
+    its line, and more lines follow; a document opens alone on its first line (written indented),
+    or is one line naming the messages. A `.json` file is a document unless it begins as JSON Lines do.
+    """
+    size = len(mm)
+    pos = 0
+    while pos < size:
+        nl = mm.find(b"\n", pos, size)
+        end = nl if nl >= 0 else size
+        first = mm[pos:end].strip()
+        if first:
+            if first == b"{":
+                return True
+            more = bool(mm[end : min(size, end + 4096)].strip()) or (size > end + 4096 and bool(mm[end:size].strip()))
+            if more:
+                return path.endswith(DOCUMENT) and not first.endswith(b"}")
+            return path.endswith(DOCUMENT) or b'"messages"' in first
+        pos = end + 1
+    return path.endswith(DOCUMENT)
 
 
 def project_of(path: str) -> str:
@@ -79,7 +102,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     project = project_of(path)
     intern: Any = {}.setdefault
     session = state if type(state) is str else os.path.splitext(os.path.basename(path))[0]
-    if path.endswith(DOCUMENT):
+    if is_document(mm, path):
         messages: Any
         with memoryview(mm) as view, view[0:len(mm)] as whole:
             try:
@@ -130,6 +153,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         head = json_object(mm[0 : first_end if first_end >= 0 else end], 0, [])
         if head is not None and "type" not in head and type(head.get("sessionId")) is str and head["sessionId"]:
             session = head["sessionId"]
+    from ..jsonl import marked_lines  # start-up: a log read whole, the common case, needs no line search
+
     for off, line in marked_lines(mm, start, end, MARK):
         obj = json_object(line, off, bad)
         if obj is None:

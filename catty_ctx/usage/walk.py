@@ -228,6 +228,8 @@ def sniff(head: bytes, whole: Callable[[], bytes] | None = None) -> str:
         end = head.find(b"\n", pos)
         line = head[pos : end if end >= 0 else len(head)]
         pos = end + 1
+        if line.strip() == b"{":
+            break  # (no record of JSON Lines: a document written indented, which the whole of it tells)
         if line.strip():
             kind = _sniff_line(line)
             if kind is not None and kind != NOT_A_LOG:
@@ -242,6 +244,36 @@ def sniff(head: bytes, whole: Callable[[], bytes] | None = None) -> str:
     # No line decoded: JSON Lines whose first lines are damaged are read as Claude Code's (the
     # commonest, its bad lines then named); anything else (a text file) is no log.
     return CLAUDE if head.lstrip()[:1] == b"{" and not decided else NOT_A_LOG
+
+
+_SNIFFED = 1 << 20  # the bytes `sniff` may look at
+
+
+def sniff_head(mm: Any, size: int) -> bytes:
+    """The first bytes of a log that `sniff` reads: its first lines (as many as it looks at, or
+    the first MiB), not a copy of the whole MiB when they are short."""
+    limit = min(size, _SNIFFED)
+    end = 0
+    for _ in range(SNIFF_LINES):
+        nl = mm.find(b"\n", end, limit)
+        if nl < 0:
+            return mm[0:limit]
+        end = nl + 1
+    head = mm[0:end]
+    return head if head.strip() else mm[0:limit]  # (blank lines only: it looks further for a '{')
+
+
+def one_document(mm: Any, path: str, kind: str | None) -> bool:
+    """Whether the log of KIND in MM is one JSON document: named `.json`, opencode's, or a Gemini
+    CLI chat of the older form under another name (told by its content)."""
+    if path.endswith(".json") or kind == OPENCODE:
+        return True
+    if kind != GEMINI:
+        return False
+    # start-up: only when a log is read
+    from .gemini import is_document
+
+    return is_document(mm, path)
 
 
 def _sniff_line(line: bytes) -> str | None:

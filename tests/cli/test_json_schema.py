@@ -134,6 +134,7 @@ RUNS: list[tuple[str, Callable[[dict[str, Path]], list[str]]]] = [
     ("config show", lambda s: ["config", "show"]),
     ("instructions", lambda s: ["instructions", str(ROOT)]),
     ("eval", lambda s: ["eval", str(s["demo"])]),
+    ("eval --native", lambda s: ["eval", "--native", str(FIXTURES / "agents")]),
 ]
 
 
