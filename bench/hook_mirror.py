@@ -13,7 +13,7 @@ sys.path.pop(0)  # bench/inspect.py would shadow the stdlib
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from catty_ctx.agents.mirror import sync
+from catty_ctx.agents.mirror import sync  # noqa: E402
 
 SID = "bench-0000-4000-8000-000000000001"
 

@@ -24,6 +24,7 @@ from .jsonl import BUFFER, numbered_lines
 _MAGIC = b"CCIDS\x00\x01\x00"
 _HEADER = 24  # magic, log inode, offset of the log covered (little-endian 8 bytes each)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_SCAN_LOOKUPS = 32  # lookups answered by scanning the cache before it is made a set
 
 # kind -> the field that names the event
 ID_FIELDS = {"message": "id", "tool_call": "call_id", "tool_result": "call_id", "usage": "request_id"}
@@ -60,6 +61,8 @@ class KnownIds:
         self.stored = b""  # the cache's hashes, 8 bytes each
         self.added: set[bytes] = set()  # hashes not in the cache file yet
         self.new_entries: list[bytes] = []
+        self.lookups = 0
+        self.stored_set: set[bytes] | None = None  # the cache's hashes as a set, once lookups are many
         covered = self._load()
         if covered < log_end:
             self._scan(covered, log_end)
@@ -116,6 +119,12 @@ class KnownIds:
         if key in self.added:
             return True
         stored = self.stored
+        self.lookups += 1
+        if self.stored_set is None and self.lookups > _SCAN_LOOKUPS:
+            # a batch of many events: one pass into a set, not one scan of the cache per event
+            self.stored_set = {stored[i: i + 8] for i in range(0, len(stored), 8)}
+        if self.stored_set is not None:
+            return key in self.stored_set
         find = stored.find
         at = find(key)
         while at != -1:

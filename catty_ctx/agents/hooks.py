@@ -126,7 +126,7 @@ def reminder(mirror: Path, agent: str) -> str:
 
     body = render(load_state(mirror))
     tail = (f"To recover an exact detail of the earlier conversation (an error message, a command's output, "
-            f"a file's content), call the tool {RECALL_TOOLS.get(agent, RECALL_TOOL)} with a pattern, or run:\n"
+            f"a file's content), call the tool {RECALL_TOOLS.get(agent, RECALL_TOOL)} with a pattern when it is available, or run:\n"
             f"catty-ctx segment grep {shlex.quote(str(mirror))} 'PATTERN'")
     room = REMINDER_LIMIT - len(tail)
     if len(body) > room:

@@ -36,6 +36,7 @@ from ..events import SPAN_KINDS, Event
 from ..files import replace_file
 from ..jsonl import last_newline_end, records
 from ..store import LOG_NAME, Session, open_log_for_append, session_folder
+from .continuation import VERSION as STATE_VERSION
 from .continuation import Continuation, render
 
 CURSOR_NAME = "mirror.json"
@@ -44,7 +45,7 @@ CHUNK_NAME = ".appended.jsonl"  # the appended bytes, imported as a file of thei
 CURSOR_VERSION = 1
 WINDOW = 1024  # bytes of each fingerprint window
 BLOCK = 1 << 20
-STEP = 32 << 20  # bytes of the transcript imported and appended at a time (bounds memory, keeps progress)
+STEP = 4 << 20  # bytes of the transcript imported and appended at a time (bounds memory, keeps progress)
 _SEQ_FIELDS = ("through_seq", "target_seq")
 _EXTERNALIZED = ("message", "tool_result")
 # Formats whose records only make sense after the file's first line (Codex: its session_meta).
@@ -366,7 +367,7 @@ def load_state(mirror: Path) -> dict[str, Any]:
     """The continuation state the last run recorded (built from the mirror's events when none was)."""
     try:
         doc = orjson.loads((mirror / STATE_NAME).read_bytes())
-        if isinstance(doc, dict) and doc.get("version") == 1:
+        if isinstance(doc, dict) and doc.get("version") == STATE_VERSION:
             return doc
     except (OSError, orjson.JSONDecodeError):
         pass

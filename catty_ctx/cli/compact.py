@@ -160,7 +160,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
                                            summarizer_options=options, redact=not no_redact, check=True, deadline=deadline)]
         else:
             # start-up: the library loads when the command runs, not for --help or another command
-            from ..subagents import compact_agent
+            from ..agent_compact import compact_agent
 
             results = [compact_agent(target, agent, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
                                      summarizer_options=options, redact=not no_redact, dry_run=dry_run, deadline=deadline,
