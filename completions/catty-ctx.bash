@@ -59,7 +59,7 @@ _catty_ctx() {
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
         "inspect") opts="--agent --agents --allow-empty --connect-timeout --context --help --items --json --scheduler --seq --stats -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
-        "mcp") opts="--help --session -h" ;;
+        "mcp") opts="--codex-home --help --session -h" ;;
         "prune") opts="--agent --clear-at-least --clear-inputs --exclude-tools --help --high --image-high --image-low --keep --keep-turns --low --min-percent --omit-age --previous --session-ref --stats --strategy --trim-head --trim-over --trim-tail --window -h" ;;
         "repair") opts="--allow-empty --allow-remote-writes --check --connect-timeout --dry-run --force --help --json --lock-timeout --scheduler -h" ;;
         "report") opts="--agent --help --output -h -o" ;;

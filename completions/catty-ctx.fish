@@ -182,6 +182,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -l lock-time
 complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from instructions' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from mcp' -l session -r -F -d 'The session to answer about: a catty session or an agent\'s…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from mcp' -l codex-home -r -F -d 'Answer about the newest Codex session of the working…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from mcp' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from mcp' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from prune' -l window -r -F -d 'Context window in tokens (default: the session\'s, else…'

@@ -32,6 +32,10 @@ def rollout(path: Path) -> Path:
                            "input": "*** Begin Patch\n*** Add File: parse.py\n+def parse():\n+    return 3\n*** End Patch\n"}),
         ("response_item", {"type": "custom_tool_call_output", "call_id": "c2",
                            "output": "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following files:\nA parse.py\n"}),
+        ("response_item", {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c3", "status": "completed",
+                           "input": "*** Begin Patch\n*** Update File: missing.py\n@@\n-old\n+new\n*** End Patch\n"}),
+        ("response_item", {"type": "custom_tool_call_output", "call_id": "c3",
+                           "output": "apply_patch verification failed: Failed to read file to update /home/user/project/missing.py"}),
         ("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "parse.py written."}]}),
     ]
     path.write_text("".join(_line(k, p, n) + "\n" for n, (k, p) in enumerate(items)))
@@ -59,7 +63,8 @@ def test_pre_compact_mirrors_the_rollout_and_session_start_prints_the_reminder(t
     out = json.loads(proc.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert "Files edited in this session: parse.py" in context and str(log.parent) in context and len(context) <= 10_000
+    assert "Files edited in this session: parse.py\n" in context and len(context) <= 10_000  # not the failed patch's file
+    assert "recall_search (namespace mcp__catty_recall)" in context and str(log.parent) in context
     # the rollout gone: the mirror still answers
     Path(_payload(tmp_path, "x")["transcript_path"]).unlink()
     again = _hook("session-start", {"session_id": SID, "source": "resume", "transcript_path": "/nonexistent"}, mirrors)

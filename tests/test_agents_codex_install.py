@@ -59,7 +59,7 @@ def test_install_adds_our_hooks_their_trust_and_the_server_and_keeps_every_byte_
     assert text.startswith(USERS_TOML)  # the user's bytes, comments and all, untouched
     config = tomllib.loads(text)
     assert config["model"] == "o3" and config["mcp_servers"]["docs"] == {"command": "docs-server", "args": ["--stdio"]}
-    assert config["mcp_servers"]["catty-recall"] == {"command": "catty-ctx", "args": ["mcp"]}
+    assert config["mcp_servers"]["catty-recall"] == {"command": "catty-ctx", "args": ["mcp", "--codex-home", os.path.realpath(codex_home)]}
     hooks = json.loads((codex_home / "hooks.json").read_text())
     original = json.loads(USERS_HOOKS)
     assert hooks["note"] == "mine" and hooks["hooks"]["Stop"] == original["hooks"]["Stop"]
@@ -169,7 +169,8 @@ def test_the_command_and_codex_home_come_from_the_options_and_the_environment(co
     proc = cli("hook", "install", "codex", "--mcp", "--command", "/opt/py -m catty_ctx")
     assert proc.returncode == 0, proc.stderr
     config = tomllib.loads((codex_home / "config.toml").read_text())
-    assert config["mcp_servers"]["catty-recall"] == {"command": "/opt/py", "args": ["-m", "catty_ctx", "mcp"]}
+    assert config["mcp_servers"]["catty-recall"] == {"command": "/opt/py", "args": ["-m", "catty_ctx", "mcp", "--codex-home",
+                                                                               os.path.realpath(codex_home)]}
     assert '"/opt/py -m catty_ctx hook codex pre-compact"' in (codex_home / "hooks.json").read_text()
 
 

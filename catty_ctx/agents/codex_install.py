@@ -129,9 +129,11 @@ def trust_table(key: str, digest: str) -> tuple[str, dict[str, Any]]:
     return f"[hooks.state.{toml_string(key)}]\ntrusted_hash = {toml_string(digest)}\n", {"trusted_hash": digest}
 
 
-def server_table(command: str) -> tuple[str, dict[str, Any]]:
+def server_table(command: str, home: Path) -> tuple[str, dict[str, Any]]:
+    """The recall server's table: Codex starts it in the session's folder with no CODEX_HOME, so
+    it is told the home, resolved (`catty-ctx mcp --codex-home`)."""
     words = command_words(command)
-    args = [*words[1:], "mcp"]
+    args = [*words[1:], "mcp", "--codex-home", os.path.realpath(home)]
     text = f"[mcp_servers.{RECALL_SERVER}]\ncommand = {toml_string(words[0])}\nargs = [{', '.join(map(toml_string, args))}]\n"
     return text, {"command": words[0], "args": args}
 
@@ -359,7 +361,7 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
         tables: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
             (("hooks", "state", key), *trust_table(key, digest)) for key, digest in trust.items()]
         if mcp:
-            tables.append((("mcp_servers", RECALL_SERVER), *server_table(command)))
+            tables.append((("mcp_servers", RECALL_SERVER), *server_table(command, root)))
         ctext_new, stale = remove_tables(ctext, stale_trust(ctext, source, trust), config_path)
         ctext_new, names = add_tables(ctext_new, tables, config_path)
         names += [f"(no longer in place) -{name}" for name in stale]

@@ -29,6 +29,9 @@ from .settings import RECALL_SERVER
 
 REMINDER_LIMIT = 10_000
 RECALL_TOOL = f"mcp__{RECALL_SERVER}__recall_search"  # how Claude Code names the recall server's search tool
+# How each agent shows that tool to its model (Codex: the tool's own name in a namespace named
+# after the server, its '-' made '_').
+RECALL_TOOLS = {"claude": RECALL_TOOL, "codex": f"recall_search (namespace mcp__{RECALL_SERVER.replace('-', '_')})"}
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _LOCK_SHARE = 0.5  # of the deadline, at most, spent waiting for another hook's lock on the mirror
 _READ_SHARE = 0.6  # of the deadline, past which no new step of reading the transcript starts
@@ -123,7 +126,7 @@ def reminder(mirror: Path, agent: str) -> str:
 
     body = render(load_state(mirror))
     tail = (f"To recover an exact detail of the earlier conversation (an error message, a command's output, "
-            f"a file's content), call the tool {RECALL_TOOL} with a pattern when it is available, or run:\n"
+            f"a file's content), call the tool {RECALL_TOOLS.get(agent, RECALL_TOOL)} with a pattern when it is available, or run:\n"
             f"catty-ctx segment grep {shlex.quote(str(mirror))} 'PATTERN'")
     room = REMINDER_LIMIT - len(tail)
     if len(body) > room:

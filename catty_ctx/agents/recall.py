@@ -71,10 +71,12 @@ class _Opened:
 @dataclass
 class Recall:
     """The recall questions over one session: GIVEN (a path) or, when None, the newest session
-    of CWD (`newest_session`; None: the process's working folder at each call)."""
+    of CWD (`newest_session`; None: the process's working folder at each call) — or, with
+    CODEX_HOME, the newest Codex rollout of CWD in that home."""
 
     given: str | None = None
     cwd: str | None = None
+    codex_home: str | None = None
     _opened: _Opened | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -84,7 +86,13 @@ class Recall:
         """The session a call reads now: the given path, or the project's newest transcript."""
         if self.given is not None:
             return Path(self.given)
-        return newest_session(Path(self.cwd) if self.cwd is not None else Path.cwd())
+        cwd = Path(self.cwd) if self.cwd is not None else Path.cwd()
+        if self.codex_home is not None:
+            # start-up: Codex's session lookup loads only for a server installed for Codex
+            from .codex_sessions import newest_rollout
+
+            return newest_rollout(cwd, Path(self.codex_home))
+        return newest_session(cwd)
 
     def _open(self) -> _Opened:
         path = self.target()

@@ -16,6 +16,9 @@ PARAMS = (
     Option("session", ("--session",), str, "PATH",
            "The session to answer about: a catty session or an agent's own file (default: the newest Claude Code "
            "transcript or Codex rollout of the working folder, looked up at every call)."),
+    Option("codex_home", ("--codex-home",), str, "DIR",
+           "Answer about the newest Codex session of the working folder in this Codex home, looked up at every call "
+           "(what `hook install codex --mcp` registers: Codex hands its MCP servers no CODEX_HOME)."),
 )
 MCP_DOC = """A stdio MCP server for the agent to recall its own session: recall_search, recall_show,
     context_status and session_usage. Read-only.
@@ -40,7 +43,7 @@ def declare() -> None:
     declare_command("mcp", run, PARAMS, MCP_DOC, EPILOG, {})
 
 
-def run(session: str | None = None) -> None:
+def run(session: str | None = None, codex_home: str | None = None) -> None:
     """Serve the recall tools on stdin and stdout until stdin ends."""
     # start-up: the library loads when the command runs, not for --help or another command
     from ..agents.recall import Recall
@@ -51,4 +54,4 @@ def run(session: str | None = None) -> None:
         from ..agents.mcp_server import serve
     except ImportError as exc:
         raise UsageError(f"the recall server needs the MCP SDK ({exc.name or exc}): install the extra catty-ctx[mcp]") from None
-    serve(Recall(given=session))
+    serve(Recall(given=session, codex_home=codex_home))
