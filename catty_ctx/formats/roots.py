@@ -66,11 +66,12 @@ def database_sessions(fmt: str, path: Path) -> list[NativeSource]:
 
     try:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        con.text_factory = lambda raw: raw.decode("utf-8", "replace")  # a corrupt cell need not be UTF-8
         try:
             ids = [row[0] for row in con.execute("SELECT id FROM session ORDER BY id")]
         finally:
             con.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, UnicodeDecodeError):  # (sqlite3 decodes a schema's names itself)
         return []
     return [NativeSource(fmt, path, str(i)) for i in ids]
 

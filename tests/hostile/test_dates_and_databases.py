@@ -87,6 +87,24 @@ def _not_utf8_cell(tmp_path: Path) -> Path:
     return db
 
 
+def _not_utf8_session_id(tmp_path: Path) -> Path:
+    db = _database(tmp_path / "sid" / "opencode.db")
+    con = sqlite3.connect(db)
+    con.execute("UPDATE session SET id = CAST(X'7365735fff' AS TEXT)")
+    con.commit()
+    con.close()
+    return db
+
+
+def _schema_error_not_utf8(tmp_path: Path) -> Path:
+    """A schema broken where sqlite3's own error message quotes the bad byte ("near "NUL\\x96"")."""
+    db = _database(tmp_path / "keyword" / "opencode.db")
+    data = db.read_bytes()
+    at = data.index(b"NOT NULL")
+    db.write_bytes(data[:at + 7] + b"\x96" + data[at + 8:])
+    return db
+
+
 def _not_utf8_schema(tmp_path: Path) -> Path:
     """A database whose schema text (a column name) holds a byte that is not UTF-8: sqlite3 decodes
     column names itself, whatever the connection's text factory."""
@@ -129,3 +147,17 @@ def test_a_schema_that_is_not_utf8_is_a_data_error_naming_the_file(tmp_path: Pat
     assert str(db).encode() in proc.stderr and b"internal error" not in proc.stderr
     usage = cli("usage", str(db), "--json")
     assert usage.returncode in (0, 65) and b"internal error" not in usage.stderr, usage.stderr
+
+
+def test_a_root_holding_corrupt_databases_is_walked_without_a_crash(tmp_path: Path) -> None:
+    # (a ROOT walk reads each database's session ids before any import: the same bytes reach it)
+    root = tmp_path / "root"
+    for i, db in enumerate([*_corrupt_copies(tmp_path / "copies", 20), _not_utf8_cell(tmp_path), _not_utf8_schema(tmp_path),
+                                  _not_utf8_session_id(tmp_path), _schema_error_not_utf8(tmp_path)]):
+        (root / f"d{i}").mkdir(parents=True)
+        db.rename(root / f"d{i}" / "opencode.db")
+    for args in (("inspect", str(root), "--json"), ("repair", str(root), "--check"), ("search", str(root), "Fix"),
+                 ("usage", str(root), "--json", "--allow-empty")):
+        proc = cli(*args)
+        assert proc.returncode in (0, 1, 2, 65), (args, proc.stderr)
+        assert b"internal error" not in proc.stderr and b"Traceback" not in proc.stderr, (args, proc.stderr)
