@@ -80,7 +80,8 @@ def _examples(epilog: str | None) -> list[str]:
     """Examples are declared in each command's epilog: 'Example(s): cmd; cmd' or one per line."""
     if not epilog:
         return []
-    text = re.sub(r"^\s*Examples?:\s*", "", epilog.strip())
+    head = re.search(r"(?:^|\n)\s*Examples?:\s*", epilog)  # (an epilog may say something else before them)
+    text = epilog[head.end():] if head else epilog.strip()
     parts = re.split(r"\n+|;\s+(?=catty-ctx |cat |echo |\S+ \| )", text)
     return [p.strip().rstrip(";") for p in parts if p.strip()]
 

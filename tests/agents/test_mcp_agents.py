@@ -58,7 +58,7 @@ def _outputs(body: dict) -> list[dict]:
 @pytest.mark.agents("codex")
 def test_codex_recalls_the_exact_error_its_automatic_compaction_dropped(codex) -> None:
     written = codex_session(codex)
-    table, _ = server_table(catty_ctx_command())
+    table, _ = server_table(catty_ctx_command(), codex.codex_home)
     # Codex hands an MCP server only a few variables of its own: the installed program needs none,
     # this checkout needs its path; a loaded machine may take longer than Codex's 10 s to start it.
     codex.extra_toml = f"\n{table}startup_timeout_sec = 120\n\n[mcp_servers.{RECALL_SERVER}.env]\nPYTHONPATH = {toml_value(str(ROOT))}\n"
