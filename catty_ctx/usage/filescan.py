@@ -147,8 +147,10 @@ def scan_file(task: Task) -> Scanned:
             entry.size, entry.mtime = key_stat(path, st)
             entry.kind = sniff(f.read(16))
             if entry.kind == OPENCODE:
-                entry.state = _parser(OPENCODE)(b"", 0, 0, path, None, entry.recs, [])
+                unreadable: list[tuple[int, str]] = []
+                entry.state = _parser(OPENCODE)(b"", 0, 0, path, None, entry.recs, unreadable)
                 entry.read = len(entry.recs)
+                entry.bad, entry.samples = len(unreadable), [(1, why) for _, why in unreadable]  # (named like a bad line)
                 if entry.recs:
                     # start-up: only when a log is read
                     from .copies import collapse_file

@@ -135,8 +135,8 @@ def scan_storage_file(path: str, key: tuple[int, int, int] | None, samples: int)
 
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
     """Append the records of one storage file or export document (read whole) to RECS."""
-    if path.endswith(DB_NAME):
-        recs.extend(db_records(path))
+    if path.endswith(DB_NAME) or mm[0:16] == _SQLITE_HEADER:  # (a database under another name: its content tells)
+        recs.extend(db_records(path, bad))
         return state
     if _holds_no_call(os.path.basename(path), mm):
         return state
@@ -168,15 +168,21 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
     return state
 
 
-def db_records(path: str) -> list[Record]:
-    """The calls of an `opencode.db`, opened read-only (its write-ahead log included)."""
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def db_records(path: str, bad: list[tuple[int, str]] | None = None) -> list[Record]:
+    """The calls of an `opencode.db`, opened read-only (its write-ahead log included); a database
+    that cannot be read is one entry of BAD."""
     # start-up: only where an opencode database is read
     import sqlite3
 
     out: list[Record] = []
     try:
         con = sqlite3.connect(f"file:{_quoted(path)}?mode=ro", uri=True)
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        if bad is not None:
+            bad.append((0, f"cannot read the database ({exc})"))
         return out
     con.text_factory = _decoded_text
     try:
@@ -200,8 +206,9 @@ def db_records(path: str) -> list[Record]:
             rec = step_record(p, mid, sid, _ms(created))
             if rec is not None:
                 out.append(rec)
-    except (sqlite3.Error, UnicodeDecodeError):  # (a corrupt schema's column names are decoded by sqlite3)
-        pass  # (not opencode's tables: no calls; the sniffer names such a file)
+    except (sqlite3.Error, UnicodeDecodeError) as exc:  # (sqlite3 decodes a schema's names and its messages itself)
+        if bad is not None:
+            bad.append((0, "cannot read the database" + (f" ({exc})" if isinstance(exc, sqlite3.Error) else " (not UTF-8)")))
     finally:
         con.close()
     return out

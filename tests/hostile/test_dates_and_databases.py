@@ -161,3 +161,17 @@ def test_a_root_holding_corrupt_databases_is_walked_without_a_crash(tmp_path: Pa
         proc = cli(*args)
         assert proc.returncode in (0, 1, 2, 65), (args, proc.stderr)
         assert b"internal error" not in proc.stderr and b"Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_usage_names_a_database_it_cannot_read_and_reads_one_under_another_name(tmp_path: Path) -> None:
+    good = _database(tmp_path / "good" / "opencode.db")
+    renamed = tmp_path / "backup.sqlite"
+    renamed.write_bytes(good.read_bytes())
+    counted = orjson.loads(cli("usage", str(renamed), "--json", "--no-cache").stdout)
+    assert counted["totals"]["calls"] == orjson.loads(cli("usage", str(good), "--json", "--no-cache").stdout)["totals"]["calls"] > 0
+    junk = tmp_path / "junk" / "opencode.db"
+    junk.parent.mkdir()
+    junk.write_bytes(good.read_bytes()[:100] + b"\xff" * (len(good.read_bytes()) - 100))
+    proc = cli("usage", str(junk), "--no-cache")
+    assert b"internal error" not in proc.stderr
+    assert str(junk).encode() in proc.stderr and b"cannot read the database" in proc.stderr, proc.stderr
