@@ -22,7 +22,7 @@ PASS2 = {"prompt_tokens": 300, "completion_tokens": 120}
 
 
 def _session(path: Path, sid: str = "s-prefire") -> Path:
-    events: list[dict[str, Any]] = [session_event(sid, window=200_000, cwd="/work/proj"), msg("system", "sys")]
+    events: list[dict[str, Any]] = [session_event(sid, window=200_000, cwd="/home/dev/proj"), msg("system", "sys")]
     for i in range(12):
         events += [msg("user", f"step {i}: make the build green " * 20, f"u{i}"), msg("assistant", f"done {i} " * 40, f"a{i}")]
     events.append({"kind": "usage", "model": "gpt-4.1", "input": 1000, "output": 50, "cache_read": 0, "cache_write": 0, "reasoning": 0})
@@ -84,7 +84,7 @@ def test_a_prefires_spend_counts_before_its_compaction_and_once_after(tmp_path: 
         assert _rows(doc)["compaction"] == (900, 150, 1)
         assert _rows(doc)["main"] == (1000, 50, 1)
         assert _rows(_usage(str(s), by="session"), "session")["s-prefire"] == (1900, 200, 2)  # the session's own, as the log says
-        assert _rows(_usage(str(s), by="project"), "project")["/work/proj"] == (1900, 200, 2)
+        assert _rows(_usage(str(s), by="project"), "project")["/home/dev/proj"] == (1900, 200, 2)
         out = orjson.loads(cli("compact", str(s), "--force", "--two-pass", "--summarizer", "openai:m-sum", "--json", check=True).stdout)
     assert out["two_pass"]["hit"] is True and "wasted_tokens" not in out["two_pass"]
     assert not (s / "compaction_requests" / "prefire.json").exists()
