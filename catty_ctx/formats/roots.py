@@ -62,16 +62,15 @@ def file_format(path: Path) -> str | None:
 
 def database_sessions(fmt: str, path: Path) -> list[NativeSource]:
     """A database's sessions, one per row of its `session` table (read-only)."""
-    import sqlite3  # start-up: only a walk that meets a database reads one
+    from .database import UNREADABLE, open_read_only  # (only a walk that meets a database reads one)
 
     try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        con.text_factory = lambda raw: raw.decode("utf-8", "replace")  # a corrupt cell need not be UTF-8
+        con = open_read_only(path)
         try:
             ids = [row[0] for row in con.execute("SELECT id FROM session ORDER BY id")]
         finally:
             con.close()
-    except (sqlite3.Error, UnicodeDecodeError):  # (sqlite3 decodes a schema's names itself)
+    except UNREADABLE:
         return []
     return [NativeSource(fmt, path, str(i)) for i in ids]
 

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
+from ..formats.database import UNREADABLE, open_read_only
 from .common import SHAPE_ERRORS, EventBuilder, Warn, load_json, not_recognised, one_session, shape_error, split_data_url
 
 WHAT = "an opencode session"
@@ -154,10 +155,9 @@ def _with_data(row: dict[str, Any], path: str) -> dict[str, Any]:
 
 def _load_db(path: Path, session_id: str | None) -> Loaded:
     try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
+        con = open_read_only(path)
+    except UNREADABLE as exc:
         raise DataError(f"cannot open database ({exc})", path=str(path)) from None
-    con.text_factory = decoded_text
     try:
         try:
             sessions = _rows(con, "SELECT * FROM session ORDER BY id")
@@ -172,17 +172,12 @@ def _load_db(path: Path, session_id: str | None) -> Loaded:
         parts_by_msg: dict[str, list[dict[str, Any]]] = {}
         for r in _rows(con, "SELECT * FROM part WHERE session_id = ? ORDER BY id", [session["id"]]):
             parts_by_msg.setdefault(str(r.get("message_id")), []).append(_with_data(r, str(path)))
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # (a corrupt schema's names are decoded by sqlite3 itself)
+    except UNREADABLE as exc:
         raise DataError(f"cannot read database ({exc})", path=str(path)) from None
     finally:
         con.close()
     msgs.sort(key=_sort_key)
     return session, [(m, parts_by_msg.get(str(m["id"]), [])) for m in msgs]
-
-
-def decoded_text(raw: bytes) -> str:
-    """A text cell as str: a corrupt database can hold bytes that are not UTF-8 (kept as U+FFFD)."""
-    return raw.decode("utf-8", "replace")
 
 
 def _is_sqlite(path: Path) -> bool:

@@ -175,16 +175,15 @@ def db_records(path: str, bad: list[tuple[int, str]] | None = None) -> list[Reco
     """The calls of an `opencode.db`, opened read-only (its write-ahead log included); a database
     that cannot be read is one entry of BAD."""
     # start-up: only where an opencode database is read
-    import sqlite3
+    from ..formats.database import UNREADABLE, open_read_only
 
     out: list[Record] = []
     try:
-        con = sqlite3.connect(f"file:{_quoted(path)}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
+        con = open_read_only(path)
+    except UNREADABLE as exc:
         if bad is not None:
             bad.append((0, f"cannot read the database ({exc})"))
         return out
-    con.text_factory = _decoded_text
     try:
         for mid, sid, created, data in con.execute("SELECT id, session_id, time_created, data FROM message WHERE data LIKE '%\"tokens\"%'"):
             m = _row(data)
@@ -206,16 +205,12 @@ def db_records(path: str, bad: list[tuple[int, str]] | None = None) -> list[Reco
             rec = step_record(p, mid, sid, _ms(created))
             if rec is not None:
                 out.append(rec)
-    except (sqlite3.Error, UnicodeDecodeError) as exc:  # (sqlite3 decodes a schema's names and its messages itself)
+    except UNREADABLE as exc:
         if bad is not None:
-            bad.append((0, "cannot read the database" + (f" ({exc})" if isinstance(exc, sqlite3.Error) else " (not UTF-8)")))
+            bad.append((0, "cannot read the database" + (" (not UTF-8)" if isinstance(exc, UnicodeDecodeError) else f" ({exc})")))
     finally:
         con.close()
     return out
-
-
-def _decoded_text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")  # a corrupt database's cell need not be UTF-8
 
 
 def _row(data: Any) -> dict[str, Any] | None:
@@ -224,10 +219,3 @@ def _row(data: Any) -> dict[str, Any] | None:
     except (*UNDECODABLE, TypeError):
         return None
     return obj if type(obj) is dict else None
-
-
-def _quoted(path: str) -> str:
-    # start-up: only where an opencode database is read
-    from urllib.parse import quote
-
-    return quote(os.path.abspath(path))

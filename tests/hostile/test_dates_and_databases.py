@@ -77,23 +77,24 @@ def _corrupt_copies(tmp_path: Path, count: int) -> list[Path]:
     return out
 
 
-def _not_utf8_cell(tmp_path: Path) -> Path:
-    db = _database(tmp_path / "cell" / "opencode.db")
+def _updated(folder: Path, *statements: str) -> Path:
+    """A good database in FOLDER with STATEMENTS run on it."""
+    db = _database(folder / "opencode.db")
     con = sqlite3.connect(db)
-    con.execute("UPDATE session SET title = CAST(X'46697820ff0a' AS TEXT)")
-    con.execute("UPDATE part SET data = CAST(X'7b2274797065223a2274657874222c2274657874223a22ff227d' AS TEXT) WHERE id = 'prt_a1'")
+    for sql in statements:
+        con.execute(sql)
     con.commit()
     con.close()
     return db
+
+
+def _not_utf8_cell(tmp_path: Path) -> Path:
+    return _updated(tmp_path / "cell", "UPDATE session SET title = CAST(X'46697820ff0a' AS TEXT)",
+                    "UPDATE part SET data = CAST(X'7b2274797065223a2274657874222c2274657874223a22ff227d' AS TEXT) WHERE id = 'prt_a1'")
 
 
 def _not_utf8_session_id(tmp_path: Path) -> Path:
-    db = _database(tmp_path / "sid" / "opencode.db")
-    con = sqlite3.connect(db)
-    con.execute("UPDATE session SET id = CAST(X'7365735fff' AS TEXT)")
-    con.commit()
-    con.close()
-    return db
+    return _updated(tmp_path / "sid", "UPDATE session SET id = CAST(X'7365735fff' AS TEXT)")
 
 
 def _schema_error_not_utf8(tmp_path: Path) -> Path:
