@@ -178,14 +178,18 @@ def _thread_row(thread: dict[str, Any], calls: dict[str, str], prices_file: Any)
     from .usage import usage
 
     ledger, _ = usage([str(thread["path"])], by="agent", use_cache=False, prices_file=prices_file)
-    totals = ledger.totals
-    for key in ("input", "output", "cache_read", "cache_write", "reasoning"):
-        row[key] = totals.get(key, 0)
-    row["tokens"] = sum(totals.get(k, 0) for k in ("input", "output", "cache_read", "cache_write"))
-    row["requests"] = totals.get("calls", 0)
-    row["cost_usd"] = totals.get("cost_usd")
-    row["partial"] = totals.get("partial", False)
+    _fill_usage(row, ledger.totals)
     return row
+
+
+def _fill_usage(row: dict[str, Any], figures: dict[str, Any]) -> None:
+    """A subagent's ROW given the tokens and cost of a ledger row (or its totals)."""
+    for key in ("input", "output", "cache_read", "cache_write", "reasoning"):
+        row[key] = figures.get(key, 0)
+    row["tokens"] = sum(figures.get(k, 0) for k in ("input", "output", "cache_read", "cache_write"))
+    row["requests"] = figures.get("calls", 0)
+    row["cost_usd"] = figures.get("cost_usd")
+    row["partial"] = figures.get("partial", False)
 
 
 def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: Any) -> None:
@@ -197,13 +201,7 @@ def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: A
     ledger, _ = usage([str(session.log_path)], by="agent", use_cache=False, prices_file=prices_file)
     by = {r["agent"]: r for r in ledger.rows}
     for agent, row in rows.items():
-        u = by.get(agent, {})
-        for key in ("input", "output", "cache_read", "cache_write", "reasoning"):
-            row[key] = u.get(key, 0)
-        row["tokens"] = sum(u.get(k, 0) for k in ("input", "output", "cache_read", "cache_write"))
-        row["requests"] = u.get("calls", 0)
-        row["cost_usd"] = u.get("cost_usd")
-        row["partial"] = u.get("partial", False)
+        _fill_usage(row, by.get(agent, {}))
 
 
 def open_agent(target: Any, agent: str | None, *, warn: Any = None) -> Session:
