@@ -116,12 +116,21 @@ def examples_per_line(epilog: "Any") -> "Any":
         return epilog
     import re
 
-    head = re.match(r"\s*(Examples?):\s*", epilog)
-    if head is None:
-        return epilog
-    # a `; ` starts the next example only where a command line follows it (not inside one)
-    lines = re.split(r";\s+(?=catty-ctx |echo |CATTY_CTX_|[A-Z_]+=)", epilog[head.end():].strip())
-    return f"{head.group(1)}:\n" + "\n".join(lines)
+    head = re.match(r"\s*(Examples?):", epilog)
+    return epilog if head is None else f"{head.group(1)}:\n" + "\n".join(example_lines(epilog))
+
+
+def example_lines(epilog: "str | None") -> "list[str]":
+    """The examples of EPILOG (those after its `Example(s):`), one command line each: they are
+    separated by line breaks, or by `; ` where a command line follows (not inside one)."""
+    if not epilog:
+        return []
+    import re
+
+    head = re.search(r"(?:^|\n)\s*Examples?:\s*", epilog)
+    text = epilog[head.end():] if head else epilog.strip()
+    parts = re.split(r"\n+|;\s+(?=catty-ctx |cat |echo |CATTY_CTX_|[A-Z_]+=|\S+ \| )", text)
+    return [p.strip().rstrip(";") for p in parts if p.strip()]
 
 
 def reflow(doc: str) -> str:

@@ -18,7 +18,7 @@ import typer
 
 from .._version import __version__
 from ..errors import EXIT_MEANINGS, ExitCode
-from . import app, load_commands
+from . import app, example_lines, load_commands
 from .fastpath import CHOICES
 from .registry import BY_NAME
 
@@ -76,16 +76,6 @@ class Cmd:
         return "-".join(["catty-ctx", *self.path])
 
 
-def _examples(epilog: str | None) -> list[str]:
-    """Examples are declared in each command's epilog: 'Example(s): cmd; cmd' or one per line."""
-    if not epilog:
-        return []
-    head = re.search(r"(?:^|\n)\s*Examples?:\s*", epilog)  # (an epilog may say something else before them)
-    text = epilog[head.end():] if head else epilog.strip()
-    parts = re.split(r"\n+|;\s+(?=catty-ctx |cat |echo |\S+ \| )", text)
-    return [p.strip().rstrip(";") for p in parts if p.strip()]
-
-
 def _choices(param: Any, path: list[str]) -> list[str]:
     """Allowed values of an option or argument: declared with its command (`fastpath.allow`),
     a click Choice, an Enum or a Literal annotation."""
@@ -115,7 +105,7 @@ def _describe(cmd: Any, path: list[str]) -> Cmd:
             metavar = None if p.is_flag else (p.metavar or p.name.upper())
             options.append(Opt(list(p.opts) + list(p.secondary_opts), p.help or "", metavar, _choices(p, path)))
     options.append(Opt(["-h", "--help"], "Show the help and exit.", None))
-    c = Cmd(path, (cmd.help or "").strip(), _examples(cmd.epilog), arguments, options)
+    c = Cmd(path, (cmd.help or "").strip(), example_lines(cmd.epilog), arguments, options)
     for name, sub in sorted(getattr(cmd, "commands", {}).items()):
         if not getattr(sub, "hidden", False):
             c.subcommands.append(_describe(sub, [*path, name]))
