@@ -60,13 +60,11 @@ def report_cmd(
         from ..sources import root_sessions
 
         found = root_sessions(target)
-        rows = write_root(target, output, sessions=found, progress=lambda it: progress_iter(it, label="pages", total=len(found)))
-        bad = [r for r in rows if r["error"]]
-        for r in bad:
-            warn(f"{r['error']} (page written: {Path(output) / r['page']})")
-        note(f"{len(rows):,} pages and {Path(output) / 'index.html'} written")
-        if bad:
-            raise typer.Exit(DataError.exit_code)
+        site = write_root(target, output, sessions=found, progress=lambda it: progress_iter(it, label="pages", total=len(found)),
+                          on_error=lambda _path, exc: warn(str(exc)))
+        note(f"{len(site.rows):,} pages and {Path(output) / 'index.html'} written")
+        if site.exit_code:  # the most severe of the sessions' (docs/spec.md#a-root-of-sessions)
+            raise SystemExit(site.exit_code)
         return
 
     # start-up: the library loads when the command runs, not for --help or another command
