@@ -106,3 +106,49 @@ def test_report_of_a_root_in_forked_workers_answers_the_same(tmp_path: Path) -> 
     assert done.exit_code == ExitCode.CANT_CREATE and sorted(seen) == [str(root / "b"), str(root / "c")]
     assert [r["path"] for r in done.rows] == ["a", "b"]  # the page that could not be written has no row
     assert cli("report", str(root), "-o", str(tmp_path / "other")).returncode == ExitCode.DATA  # only the unreadable one left
+
+
+def _eval_corpus(tmp_path: Path, names: tuple[str, str, str]) -> tuple[Path, Path]:
+    """A corpus of three planted sessions named NAMES: good, one whose log is not valid (65 at
+    its line 4), and one without the eval.json `--facts file` asks for (2)."""
+    from eval_corpus import planted_session
+
+    good, bad, bare = (planted_session(tmp_path / "corpus" / n, sid=n) for n in names)
+    log = bad / "updates.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:3]) + b"{not json}\n" + b"".join(lines[4:]))
+    (bare / "eval.json").unlink()
+    return tmp_path / "corpus", good
+
+
+@pytest.mark.parametrize("names", [("a", "b", "c"), ("c", "a", "b"), ("b", "c", "a")])
+def test_eval_of_a_root_exits_by_the_rule_and_scores_the_good_session(tmp_path: Path, names: tuple[str, str, str]) -> None:
+    import orjson
+    from eval_corpus import poor_summarizer
+
+    corpus, good = _eval_corpus(tmp_path, names)
+    bad_log, bare = corpus / names[1] / "updates.jsonl", corpus / names[2]
+    proc = cli("eval", str(corpus), "--facts", "file", "--json")
+    assert proc.returncode == ExitCode.DATA, proc.stderr  # 65 outranks 2 whichever session came first
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 2 and "Traceback" not in proc.stderr.decode(), lines
+    assert sum(f"{bad_log}:4" in ln for ln in lines) == 1 and sum(str(bare) in ln and "eval.json" in ln for ln in lines) == 1
+    (run,) = orjson.loads(proc.stdout)["runs"]
+    assert [e["path"] for e in run["per_session"]] == [str(good)] and run["metrics"]["state_recall"] == 1.0
+
+    # Without the bad log: a usage error (2) outranks a check's finding (1: a recall under --min-recall).
+    shutil.rmtree(bad_log.parent)
+    low = cli("eval", str(corpus), "--facts", "file", "--summarizer", poor_summarizer(tmp_path), "--mode", "summary",
+              "--min-recall", "0.9", "--json")
+    assert low.returncode == ExitCode.USAGE, low.stderr
+    assert b"below --min-recall" in low.stderr and str(bare).encode() in low.stderr
+    assert [e["path"] for e in orjson.loads(low.stdout)["runs"][0]["per_session"]] == [str(good)]
+
+
+def test_eval_facts_only_of_a_root_prints_the_readable_sessions_facts(tmp_path: Path) -> None:
+    import orjson
+
+    corpus, good = _eval_corpus(tmp_path, ("a", "b", "c"))
+    proc = cli("eval", str(corpus), "--facts-only", "--facts", "file")
+    assert proc.returncode == ExitCode.DATA and len(proc.stderr.splitlines()) == 2, proc.stderr
+    assert [s["path"] for s in orjson.loads(proc.stdout)["sessions"]] == [str(good)]

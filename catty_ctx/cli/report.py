@@ -44,7 +44,8 @@ def report_cmd(
     model and by agent).
 
     A ROOT needs -o DIR. An unreadable session still gets a page (or an index row) saying
-    what is wrong, and the command exits 65; a folder or file that cannot be written, 73.
+    what is wrong, and the command exits 65; a folder or file that cannot be written, 73. A ROOT
+    goes on past a failed session and exits with the most severe code its sessions met.
     """
 
     # start-up: the library loads when the command runs, not for --help or another command
