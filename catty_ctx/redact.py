@@ -28,40 +28,36 @@ _SCHEMES = "(?:basic|bearer|token|digest|negotiate|apikey)"
 # Values that are code, not a secret (`password: str`, `token = None`).
 _NOT_VALUES = r"(?!(?:str|bytes|int|none|null|true|false|undefined|string|optional|required|secret|password)\b)"
 
-# (kind, pattern). Ordered: the most specific first, so a key is named by what it is. A pattern
-# with two groups keeps the first (the name) and replaces the second (the value).
-PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+# (kind, pattern), compiled once below. Ordered: the most specific first, so a key is named by
+# what it is. A pattern with two groups keeps the first (the name) and replaces the second (the value).
+_RULES: tuple[tuple[str, str], ...] = (
     # A key block, up to its END line, or (cut before it) to the end of its base64 lines.
-    ("private_key", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[rnt])*)", re.S)),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}")),
-    ("openai_key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
-    ("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-[A-Za-z0-9_\-]{20,}")),
-    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
-    ("webhook_url", re.compile(
-        r"\bhttps?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/|(?:discord(?:app)?\.com|[a-z0-9.\-]*\.office\.com)/"
-        r"(?:api/)?webhooks?/)[A-Za-z0-9_/\-@.]+", re.I)),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    ("stripe_key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    ("private_key", r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+                    r"|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[rnt])*)"),
+    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    ("gitlab_token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-[A-Za-z0-9_\-]{20,}"),
+    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("webhook_url", r"(?i)\bhttps?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/|(?:discord(?:app)?\.com|[a-z0-9.\-]*\.office\.com)/"
+                    r"(?:api/)?webhooks?/)[A-Za-z0-9_/\-@.]+"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     # The password of a URL (`postgres://user:pw@host`): the user and the host are kept.
-    ("url_password", re.compile(r"(\b[a-z][a-z0-9+.\-]*://[^\s/:@\"'<>\\]*:)([^\s/@\"'<>\\]+)(?=@)", re.I)),
-    ("bearer_token", re.compile(r"(?i)(?<=\bBearer )(?!\[REDACTED)[A-Za-z0-9._~+/\-]{16,}=*")),
+    ("url_password", r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s/:@\"'<>\\]*:)([^\s/@\"'<>\\]+)(?=@)"),
+    ("bearer_token", r"(?i)(?<=\bBearer )(?!\[REDACTED)[A-Za-z0-9._~+/\-]{16,}=*"),
     # An HTTP authorization (any scheme: Basic, Bearer, token, Digest …), and cookies, to the end of the header.
-    ("authorization", re.compile(
-        r"(?i)(\b(?:proxy-)?authorization" + _Q + r"\s*[:=]\s*" + _Q + r"(?:" + _SCHEMES + r"\s+)?)"
-        r"(?!\[REDACTED)(?!" + _SCHEMES + r"\s)([^\s\"'\\]{6,})")),
-    ("cookie", re.compile(r"(?i)(\b(?:set-)?cookie" + _Q + r"\s*:\s*" + _Q + r"|--cookie[ =]" + _Q + r")(?!\[REDACTED)([^\r\n\"'\\]{3,})")),
+    ("authorization", r"(?i)(\b(?:proxy-)?authorization" + _Q + r"\s*[:=]\s*" + _Q + r"(?:" + _SCHEMES + r"\s+)?)"
+                      r"(?!\[REDACTED)(?!" + _SCHEMES + r"\s)([^\s\"'\\]{6,})"),
+    ("cookie", r"(?i)(\b(?:set-)?cookie" + _Q + r"\s*:\s*" + _Q + r"|--cookie[ =]" + _Q + r")(?!\[REDACTED)([^\r\n\"'\\]{3,})"),
     # `name = value` of secret-looking names: the value only is replaced (group 2).
-    ("secret_assignment", re.compile(
-        r"(?i)((?<![A-Za-z0-9_.\-])" + _SECRET_NAMES + _Q + r"\s*[:=]\s*" + _Q + r")(?!\[REDACTED)" + _NOT_VALUES +
-        r"([^\s\"',;\\]{3,})"
-    )),
-]
+    ("secret_assignment", r"(?i)((?<![A-Za-z0-9_.\-])" + _SECRET_NAMES + _Q + r"\s*[:=]\s*" + _Q + r")(?!\[REDACTED)"
+                          + _NOT_VALUES + r"([^\s\"',;\\]{3,})"),
+)
+PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(source)) for kind, source in _RULES]
 
 
 # A cheap first look: every pattern above needs one of these (lower-cased) substrings, so

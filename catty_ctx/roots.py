@@ -1,5 +1,6 @@
-"""A command over a ROOT of sessions: each session's work here or on a cluster, the outcomes
-in order, and one exit rule for every command (docs/spec.md#a-root-of-sessions).
+"""A command over a ROOT of sessions: each session's work here, in forked processes of this
+machine or on a cluster, the outcomes in order, and one exit rule for every command
+(docs/spec.md#a-root-of-sessions).
 
 A session that fails is reported (its one line) and skipped; the others go on. The run's exit
 is the most severe code its sessions met, by the fixed order of SEVERITY, so a ROOT answers the
@@ -7,7 +8,8 @@ same whichever session failed first.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from .cluster import each
@@ -25,28 +27,58 @@ def most_severe(codes: Iterable[int]) -> int:
     return min(codes, key=lambda c: rank.get(int(c), -1), default=0)
 
 
+def _attempt(fn: Callable[..., Any], kwargs: dict[str, Any], item: Any) -> tuple[int, Any]:
+    """In a forked worker: (0, FN(item)), or (1, (message, exit code)) for bad input."""
+    try:
+        return 0, fn(item, **kwargs)
+    except CattyError as exc:
+        return 1, (str(exc), int(exc.exit_code))
+
+
+class Forked:
+    """Where a run's sessions go when JOBS processes of this machine share them: forked workers,
+    each outcome back in item order, bad input as a `CattyError` value (as `cluster.Engine.map`)."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+
+    def map(self, fn: Callable[..., Any], items: Sequence[Any], **kwargs: Any) -> Iterator[Any]:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(min(self.jobs, max(1, len(items)))) as pool:
+            for kind, payload in pool.imap(functools.partial(_attempt, fn, kwargs), items, chunksize=4):
+                yield payload if kind == 0 else CattyError(payload[0], exit_code=ExitCode(payload[1]))
+
+
 class RootRun:
-    """FN over each of SESSIONS (here, or on ENGINE's cluster with `cluster.each`), iterated as
-    the results of the sessions that worked, in order; each failure goes to ON_ERROR (its path,
-    its error) and counts toward `exit_code`. PROGRESS wraps the per-session outcomes."""
+    """FN over each of SESSIONS (here, in ENGINE's workers: `cluster.Engine` or `Forked`, with
+    `cluster.each`), iterated as the results of the sessions that worked, in order; each failure
+    goes to ON_ERROR (its path, its error) and counts toward `exit_code`. A result that FAILURE
+    turns into an error (a page that says its session is unreadable) counts as that failure and
+    is still yielded. PROGRESS wraps the per-session outcomes."""
 
     def __init__(self, fn: Callable[..., Any], sessions: Iterable[Any], engine: Any = None, *,
                  on_error: Callable[[Any, CattyError], None] | None = None,
-                 progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None, **kwargs: Any) -> None:
+                 progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None,
+                 failure: Callable[[Any], CattyError | None] | None = None, **kwargs: Any) -> None:
         self.fn, self.sessions, self.engine, self.kwargs = fn, sessions, engine, kwargs
-        self.on_error, self.progress = on_error, progress
+        self.on_error, self.progress, self.failure = on_error, progress, failure
         self.errors: list[CattyError] = []
 
     def __iter__(self) -> Iterator[Any]:
         outcomes = each(self.fn, self.sessions, self.engine, **self.kwargs)
         for path, result in self.progress(outcomes) if self.progress is not None else outcomes:
-            if isinstance(result, CattyError):
-                self.errors.append(result)
-                if self.on_error is None:
-                    raise result
-                self.on_error(path, result)
-                continue
-            yield result
+            error = result if isinstance(result, CattyError) else self.failure(result) if self.failure is not None else None
+            if error is not None:
+                self._failed(path, error)
+            if not isinstance(result, CattyError):
+                yield result
+
+    def _failed(self, path: Any, error: CattyError) -> None:
+        self.errors.append(error)
+        if self.on_error is None:
+            raise error
+        self.on_error(path, error)
 
     def exit_code(self, *, check_failed: bool = False) -> int:
         """The run's exit: the most severe code of its failures (and of a check's finding, when CHECK_FAILED)."""

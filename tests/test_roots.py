@@ -8,7 +8,8 @@ from pathlib import Path
 
 from catty_ctx.errors import CattyError, DataError, ExitCode, LockBusy, UsageError
 from catty_ctx.roots import SEVERITY, RootRun, most_severe
-from conftest import FIXTURES, ROOT, cli
+import pytest
+from conftest import FIXTURES, ROOT, cli, msg, session_event, write_log
 
 
 def _work(item: str) -> str:
@@ -66,3 +67,88 @@ def test_inspect_repair_and_compact_of_a_root_exit_by_the_rule(tmp_path: Path) -
         proc = cli(*args)
         assert proc.returncode == ExitCode.DATA, (args, proc.stderr)
         assert proc.stderr.decode().count("bad") >= 1, (args, proc.stderr)
+
+
+def _report_root(tmp_path: Path, names: tuple[str, str, str]) -> tuple[Path, Path, Path]:
+    """A ROOT of three sessions named NAMES: good, unreadable (65), and one whose page cannot be
+    written (73: a folder stands where its page goes), and the site folder."""
+    from catty_ctx.html.index import page_name
+
+    good, unreadable, unwritable = (tmp_path / "root" / n for n in names)
+    shutil.copytree(FIXTURES / "sessions" / "demo", good)
+    shutil.copytree(FIXTURES / "sessions" / "demo", unwritable)
+    write_log(unreadable, [session_event("broken-1"), msg("user", "hi")], raw_tail=b"[1, 2]\n")
+    site = tmp_path / "site"
+    (site / page_name(tmp_path / "root", unwritable)).mkdir(parents=True)
+    return tmp_path / "root", site, good
+
+
+@pytest.mark.parametrize("names", [("a", "b", "c"), ("c", "a", "b"), ("b", "c", "a")])
+def test_report_of_a_root_exits_by_the_rule_and_writes_the_good_pages(tmp_path: Path, names: tuple[str, str, str]) -> None:
+    root, site, good = _report_root(tmp_path, names)
+    proc = cli("report", str(root), "-o", str(site))
+    assert proc.returncode == ExitCode.CANT_CREATE, proc.stderr  # 73 outranks 65 whichever session came first
+    lines = proc.stderr.decode().splitlines()
+    assert len([ln for ln in lines if "updates.jsonl:3" in ln]) == 1 and len([ln for ln in lines if "cannot write" in ln]) == 1, lines
+    assert "Traceback" not in proc.stderr.decode()
+    from catty_ctx.html.index import page_name
+
+    assert "demo-0001" in (site / page_name(root, good)).read_text()
+    assert (site / "index.html").is_file() and "cannot read" in (site / "index.html").read_text()
+
+
+def test_report_of_a_root_in_forked_workers_answers_the_same(tmp_path: Path) -> None:
+    from catty_ctx.html import write_root
+
+    root, site, good = _report_root(tmp_path, ("a", "b", "c"))
+    seen: list[str] = []
+    done = write_root(root, site, jobs=2, on_error=lambda path, exc: seen.append(str(path)))
+    assert done.exit_code == ExitCode.CANT_CREATE and sorted(seen) == [str(root / "b"), str(root / "c")]
+    assert [r["path"] for r in done.rows] == ["a", "b"]  # the page that could not be written has no row
+    assert cli("report", str(root), "-o", str(tmp_path / "other")).returncode == ExitCode.DATA  # only the unreadable one left
+
+
+def _eval_corpus(tmp_path: Path, names: tuple[str, str, str]) -> tuple[Path, Path]:
+    """A corpus of three planted sessions named NAMES: good, one whose log is not valid (65 at
+    its line 4), and one without the eval.json `--facts file` asks for (2)."""
+    from eval_corpus import planted_session
+
+    good, bad, bare = (planted_session(tmp_path / "corpus" / n, sid=n) for n in names)
+    log = bad / "updates.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:3]) + b"{not json}\n" + b"".join(lines[4:]))
+    (bare / "eval.json").unlink()
+    return tmp_path / "corpus", good
+
+
+@pytest.mark.parametrize("names", [("a", "b", "c"), ("c", "a", "b"), ("b", "c", "a")])
+def test_eval_of_a_root_exits_by_the_rule_and_scores_the_good_session(tmp_path: Path, names: tuple[str, str, str]) -> None:
+    import orjson
+    from eval_corpus import poor_summarizer
+
+    corpus, good = _eval_corpus(tmp_path, names)
+    bad_log, bare = corpus / names[1] / "updates.jsonl", corpus / names[2]
+    proc = cli("eval", str(corpus), "--facts", "file", "--json")
+    assert proc.returncode == ExitCode.DATA, proc.stderr  # 65 outranks 2 whichever session came first
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 2 and "Traceback" not in proc.stderr.decode(), lines
+    assert sum(f"{bad_log}:4" in ln for ln in lines) == 1 and sum(str(bare) in ln and "eval.json" in ln for ln in lines) == 1
+    (run,) = orjson.loads(proc.stdout)["runs"]
+    assert [e["path"] for e in run["per_session"]] == [str(good)] and run["metrics"]["state_recall"] == 1.0
+
+    # Without the bad log: a usage error (2) outranks a check's finding (1: a recall under --min-recall).
+    shutil.rmtree(bad_log.parent)
+    low = cli("eval", str(corpus), "--facts", "file", "--summarizer", poor_summarizer(tmp_path), "--mode", "summary",
+              "--min-recall", "0.9", "--json")
+    assert low.returncode == ExitCode.USAGE, low.stderr
+    assert b"below --min-recall" in low.stderr and str(bare).encode() in low.stderr
+    assert [e["path"] for e in orjson.loads(low.stdout)["runs"][0]["per_session"]] == [str(good)]
+
+
+def test_eval_facts_only_of_a_root_prints_the_readable_sessions_facts(tmp_path: Path) -> None:
+    import orjson
+
+    corpus, good = _eval_corpus(tmp_path, ("a", "b", "c"))
+    proc = cli("eval", str(corpus), "--facts-only", "--facts", "file")
+    assert proc.returncode == ExitCode.DATA and len(proc.stderr.splitlines()) == 2, proc.stderr
+    assert [s["path"] for s in orjson.loads(proc.stdout)["sessions"]] == [str(good)]

@@ -12,7 +12,8 @@ instruction files in effect, and the facets `head` carries (memory, plan).
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from ..events import Event
 from ..importers.common import edited_paths
@@ -82,16 +83,9 @@ class Continuation:
             self.first_seq = seq if self.first_seq is None else self.first_seq
             self.last_seq = seq
         kind = ev.get("kind")
-        if kind == "message":
-            self._message(ev)
-        elif kind == "tool_call":
-            self._call(ev)
-        elif kind == "tool_result":
-            self._result(ev)
-        elif kind == "state":
-            self._state(ev.get("facet"), ev.get("value"))
-        elif kind == "compaction":
-            self.compactions += 1
+        feed = self._FEEDS.get(kind) if isinstance(kind, str) else None
+        if feed is not None:
+            feed(self, ev)
 
     def _message(self, ev: Event) -> None:
         text = ev["text"] if isinstance(ev.get("text"), str) else ""
@@ -170,7 +164,8 @@ class Continuation:
             if target in table and status.lower() in _DONE:
                 table[target]["status"] = status.lower()
 
-    def _state(self, facet: Any, value: Any) -> None:
+    def _state(self, ev: Event) -> None:
+        facet, value = ev.get("facet"), ev.get("value")
         if facet == "todos" and isinstance(value, list):
             self.todos = [t for t in value if isinstance(t, dict)]
         elif facet == "instructions" and isinstance(value, list):
@@ -183,6 +178,14 @@ class Continuation:
             for item in value:
                 if isinstance(item, dict) and item.get("id") is not None:
                     table[str(item["id"])] = dict(item)
+
+    def _compaction(self, ev: Event) -> None:
+        self.compactions += 1
+
+    # what each kind of event feeds (the other kinds change nothing here)
+    _FEEDS: ClassVar[dict[str, Callable[[Continuation, Event], None]]] = {
+        "message": _message, "tool_call": _call, "tool_result": _result, "state": _state, "compaction": _compaction,
+    }
 
     def add_instructions(self, paths: Any) -> None:
         for path in paths:

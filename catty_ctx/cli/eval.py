@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import typer
 
 from ..defaults import CONNECT_TIMEOUT, EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MAX_RESPONSE_BYTES, MIN_SUMMARY_CHARS, SUMMARIZER
-from ..errors import ExitCode, UsageError
+from ..errors import UsageError
 from . import app
 from .errors import handle_errors, warn
 from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
@@ -70,7 +70,8 @@ def eval_cmd(
     the user's always/never/must constraints, failed tools' error lines) are looked for in the
     resumed request, the segments archive and the blobs it names. Also measured: pairings a
     provider would refuse, summariser time and tokens, tokens saved, prompt-cache prefix reuse.
-    Exit 0 when every run completed, whatever the scores. With --scheduler the sessions run on a
+    Exit 0 when every run completed, whatever the scores; a session that cannot be read is
+    reported and left out, and the exit is the most severe code the sessions met. With --scheduler the sessions run on a
     Dask cluster whose workers see the corpus (and --out) by the same paths.
     """
     if native:
@@ -83,7 +84,7 @@ def eval_cmd(
         _native(corpus, out, as_json, min_recall)
         return
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..eval import EvalOptions, below, open_corpus, run_eval
+    from ..eval import EvalOptions, evaluate, open_corpus
 
     opts = EvalOptions(
         summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
@@ -98,35 +99,37 @@ def eval_cmd(
         from ..cluster import engine_for  # start-up: the library loads when the command runs
 
         with engine_for(scheduler, connect_timeout) as engine:
-            report = run_eval(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n), engine=engine)
+            done = evaluate(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n), engine=engine,
+                            on_error=lambda _session, exc: warn(str(exc)))
     finally:
         c.close()
-    emit(report, as_json=as_json, show=_show, lines=report["runs"])
-    for row in report["runs"]:
-        if row.get("error"):
-            warn(f"{row['summarizer']} x {row['mode']}: {row['error']}")
-    failed = any(row.get("error") for row in report["runs"])
-    if min_recall is not None:
-        low = below(report, min_recall)
-        for line in low:
+    if done.report is not None:  # (no session could be read: nothing was evaluated)
+        emit(done.report, as_json=as_json, show=_show, lines=done.report["runs"])
+        for row in done.report["runs"]:
+            if row.get("error"):
+                warn(f"{row['summarizer']} x {row['mode']}: {row['error']}")
+        for line in done.below(min_recall):
             warn(f"below --min-recall: {line}")
-        if low:
-            raise typer.Exit(ExitCode.CHECK_FAILED)
-    if failed:
-        raise typer.Exit(ExitCode.CHECK_FAILED)
+    code = done.exit_code(min_recall)  # the most severe (docs/spec.md#a-root-of-sessions)
+    if code:
+        raise SystemExit(code)
 
 
 def _print_facts(c: Any, opts: Any, as_json: bool) -> None:
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..eval import derive_all
+    from ..eval import corpus_facts
     from ..eval.facts import facts_doc
 
     opts.check()
-    all_facts = derive_all(c, opts.facts or "auto")
-    if len(all_facts) == 1:
-        write_json(facts_doc(all_facts[0]), pretty=True)
-    else:
-        write_json({"sessions": [{"path": label, **facts_doc(f)} for label, f in zip(c.labels, all_facts)]}, pretty=not as_json)
+    found, run = corpus_facts(c, opts.facts or "auto", on_error=lambda _session, exc: warn(str(exc)))
+    if len(c.paths) == 1:
+        for facts in found.values():
+            write_json(facts_doc(facts), pretty=True)
+    elif found:
+        write_json({"sessions": [{"path": c.labels[i], **facts_doc(f)} for i, f in found.items()]}, pretty=not as_json)
+    code = run.exit_code()  # the most severe (docs/spec.md#a-root-of-sessions)
+    if code:
+        raise SystemExit(code)
 
 
 def _cell(value: Any) -> str:
@@ -176,20 +179,22 @@ def _show(report: dict[str, Any]) -> None:
 
 def _native(root: str, out: str | None, as_json: bool, min_recall: float | None) -> None:
     # start-up: the library loads when the command runs, not for --help or another command
-    from ..eval.native import native_below, run_native
+    from ..eval.native import evaluate_native
 
-    report = run_native(root, out=out, progress=lambda it, n: progress_iter(it, label="eval --native", total=n))
-    doc = report["native"]
-    emit(report, as_json=as_json, show=_show_native, lines=[*doc["compactions"], {"total": doc["total"]}])
-    for entry in doc["compactions"]:
-        if entry.get("error"):
-            warn(entry["error"] + (f" (kept in {entry['folder']})" if entry.get("folder") else ""))
-    low = native_below(report, min_recall) if min_recall is not None else []
-    for line in low:
-        if "compaction" not in line or not any(line == e.get("error") for e in doc["compactions"]):
-            warn(f"below --min-recall: {line}")
-    if low or doc["total"]["failed"]:
-        raise typer.Exit(ExitCode.CHECK_FAILED)
+    done = evaluate_native(root, out=out, progress=lambda it, n: progress_iter(it, label="eval --native", total=n),
+                           on_error=lambda _session, exc: warn(str(exc)))
+    if done.report is not None:  # (no session could be read: nothing was scored)
+        doc = done.report["native"]
+        emit(done.report, as_json=as_json, show=_show_native, lines=[*doc["compactions"], {"total": doc["total"]}])
+        for entry in doc["compactions"]:
+            if entry.get("error"):
+                warn(entry["error"] + (f" (kept in {entry['folder']})" if entry.get("folder") else ""))
+        for line in done.below(min_recall):
+            if "compaction" not in line or not any(line == e.get("error") for e in doc["compactions"]):
+                warn(f"below --min-recall: {line}")
+    code = done.exit_code(min_recall)  # the most severe (docs/spec.md#a-root-of-sessions)
+    if code:
+        raise SystemExit(code)
 
 
 def _show_native(report: dict[str, Any]) -> None:

@@ -6,15 +6,13 @@ would be much of such a run.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import note, warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, shared, value
 from .output import Column, emit, show_table
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # The options of `instructions`, declared once (see `fastpath`); the shared ones bring their own help (None here).
 PARAMS = (

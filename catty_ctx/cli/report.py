@@ -44,7 +44,8 @@ def report_cmd(
     model and by agent).
 
     A ROOT needs -o DIR. An unreadable session still gets a page (or an index row) saying
-    what is wrong, and the command exits 65; a folder or file that cannot be written, 73.
+    what is wrong, and the command exits 65; a folder or file that cannot be written, 73. A ROOT
+    goes on past a failed session and exits with the most severe code its sessions met.
     """
 
     # start-up: the library loads when the command runs, not for --help or another command
@@ -60,13 +61,11 @@ def report_cmd(
         from ..sources import root_sessions
 
         found = root_sessions(target)
-        rows = write_root(target, output, sessions=found, progress=lambda it: progress_iter(it, label="pages", total=len(found)))
-        bad = [r for r in rows if r["error"]]
-        for r in bad:
-            warn(f"{r['error']} (page written: {Path(output) / r['page']})")
-        note(f"{len(rows):,} pages and {Path(output) / 'index.html'} written")
-        if bad:
-            raise typer.Exit(DataError.exit_code)
+        site = write_root(target, output, sessions=found, progress=lambda it: progress_iter(it, label="pages", total=len(found)),
+                          on_error=lambda _path, exc: warn(str(exc)))
+        note(f"{len(site.rows):,} pages and {Path(output) / 'index.html'} written")
+        if site.exit_code:  # the most severe of the sessions' (docs/spec.md#a-root-of-sessions)
+            raise SystemExit(site.exit_code)
         return
 
     # start-up: the library loads when the command runs, not for --help or another command

@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..redact import redact_url
 from .ladder import Deterministic, Transient
@@ -105,32 +105,32 @@ class Answer:
             return self.late()
         return Transient(f"{redact_url(self.url)}: {type(exc).__name__}: {exc}")
 
+    def _read(self, read: Callable[[int], bytes], size: int) -> bytes:
+        """What READ(SIZE) gives, counted against the cap and the deadline; b"" at the end of a
+        whole body (an end the watchdog caused is the deadline's)."""
+        try:
+            data = read(size)
+        except (OSError, http.client.HTTPException) as exc:
+            raise self.failed(exc) from None
+        if not data:
+            if self.watchdog.fired:
+                raise self.late()
+            return data
+        return self._count(data)
+
     def lines(self) -> Iterator[bytes]:
         """The body's lines (newline kept), each and all of them within the byte cap."""
-        while True:
-            try:
-                line = self.resp.readline(self.max_bytes - self.read_bytes + 1)
-            except (OSError, http.client.HTTPException) as exc:
-                raise self.failed(exc) from None
-            if not line:
-                if self.watchdog.fired:
-                    raise self.late()
-                return
-            yield self._count(line)
+        while line := self._read(self.resp.readline, self.max_bytes - self.read_bytes + 1):
+            yield line
 
     def body(self, limit: int | None = None) -> bytes:
         """The whole body (only its first LIMIT bytes when given: the rest is not read)."""
         out = bytearray()
         while limit is None or len(out) < limit:
-            try:
-                chunk = self.resp.read(CHUNK if limit is None else min(CHUNK, limit - len(out)))
-            except (OSError, http.client.HTTPException) as exc:
-                raise self.failed(exc) from None
+            chunk = self._read(self.resp.read, CHUNK if limit is None else min(CHUNK, limit - len(out)))
             if not chunk:
-                if self.watchdog.fired:
-                    raise self.late()
                 break
-            out += self._count(chunk)
+            out += chunk
         return bytes(out)
 
 

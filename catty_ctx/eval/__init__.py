@@ -22,6 +22,7 @@ from ..cluster import each
 from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError
+from ..roots import RootRun
 from ..sources import import_log, native_source, root_sessions
 from ..store import LOG_NAME, Session, is_root
 from ..urls import is_url, on_copy, url_is_root, url_sessions
@@ -34,6 +35,7 @@ from .folders import work_folder
 from .judge import Judge
 from .metrics import RECALLS, Tally, missed_facts, tally
 from .ticks import Ticker, init_worker, worker_step
+from .verdict import Evaluation
 
 EVAL_MODES = ("summary", "segments")
 FACTS_CHOICES = ("auto", "file")
@@ -298,8 +300,38 @@ class EvalOptions:
         return opts
 
 
-def derive_all(corpus: Corpus, choice: str | None) -> list[list[Fact]]:
-    return [session_facts(p, choice) for p in corpus.paths]
+def corpus_facts(corpus: Corpus, choice: str | None, *, on_error: Callable[[Any, CattyError], None] | None = None) -> tuple[dict[int, list[Fact]], RootRun]:
+    """The facts of each session of CORPUS that can be read, by its number in the corpus, and the
+    run that read them (a `RootRun`: a session whose log or eval.json is not valid goes to
+    ON_ERROR, given as (its number, its path), and is left out; without ON_ERROR it is raised)."""
+    run = RootRun(_facts_of, list(enumerate(corpus.paths)), on_error=on_error, choice=choice)
+    return dict(run), run
+
+
+def _facts_of(session: tuple[int, Path], *, choice: str | None) -> tuple[int, list[Fact]]:
+    """(the session's number, its facts) for a session (its number, its path) of a corpus."""
+    return session[0], session_facts(session[1], choice)
+
+
+def evaluate(
+    corpus: Corpus,
+    opts: EvalOptions | None = None,
+    *,
+    progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None,
+    engine: Any = None,
+    on_error: Callable[[Any, CattyError], None] | None = None,
+) -> Evaluation:
+    """Every summariser x mode over CORPUS (`run_eval`), each session's facts read first
+    (`corpus_facts`): a session that cannot be read goes to ON_ERROR and is left out, the others
+    are evaluated (without ON_ERROR, the first such failure is raised)."""
+    opts = opts or EvalOptions()
+    opts.check()
+    found, sessions = corpus_facts(corpus, opts.facts, on_error=on_error)  # every session's facts before any run
+    if not found:
+        return Evaluation(None, sessions)
+    readable = Corpus([corpus.paths[i] for i in found], [corpus.labels[i] for i in found])
+    report = _run(readable, opts, list(found.values()), progress, engine)
+    return Evaluation(report, sessions, failed=any(row.get("error") for row in report["runs"]), shortfall=below)
 
 
 def run_eval(
@@ -314,17 +346,22 @@ def run_eval(
     CORPUS is an opened `Corpus` or what the command line takes (a session, a folder, `-`).
     ENGINE (`cluster.Engine`) runs the sessions on a Dask cluster: its workers read the
     corpus by the same paths, and drive their copies in --out (which they must see too) or
-    in temporary folders of their own."""
+    in temporary folders of their own. A session that cannot be read raises (`evaluate`
+    reports it and goes on)."""
     if isinstance(corpus, str):
         opened = open_corpus(corpus)
         try:
             return run_eval(opened, opts, progress=progress, engine=engine)
         finally:
             opened.close()
+    report = evaluate(corpus, opts, progress=progress, engine=engine).report
+    assert report is not None  # (without a reporter, a session that cannot be read raised)
+    return report
 
-    opts = opts or EvalOptions()
-    opts.check()
-    facts = derive_all(corpus, opts.facts)  # a bad eval.json stops the eval before any run
+
+def _run(corpus: Corpus, opts: EvalOptions, facts: list[list[Fact]], progress: Callable[[Iterator[Any], int], Iterator[Any]] | None,
+         engine: Any) -> dict[str, Any]:
+    """The report for the sessions of CORPUS, whose FACTS are read."""
     work, temporary = work_folder(opts.out)
     runs = list(itertools.product(opts.summarizers, opts.modes))
     tasks = []

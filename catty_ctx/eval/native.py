@@ -29,12 +29,14 @@ from ..agents.hooks import HookFailure, mirror_dir, pre_compact, session_start
 from ..errors import CattyError, UsageError
 from ..events import Event
 from ..jsonl import raw_lines
+from ..roots import RootRun
 from ..sources import import_session, native_source, root_sessions
 from ..store import Session
 from ..view import plan_file
 from .facts import KINDS, Fact, derive_facts
 from .folders import work_folder
 from .metrics import in_segments
+from .verdict import Evaluation
 
 AGENTS = {"claude": "claude", "codex": "codex"}  # formats whose compactions are cut at their line -> hook agent
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
@@ -147,9 +149,14 @@ def session_cases(native: Any, label: str) -> list[Case]:
     return cases
 
 
-def find_cases(root: str) -> tuple[list[Case], int]:
+def _cases_of(item: Any) -> list[Case]:
+    return session_cases(native_source(item), str(item))
+
+
+def find_cases(root: str, *, on_error: Callable[[Any, CattyError], None] | None = None) -> tuple[list[Case], RootRun]:
     """Every compaction an agent recorded under ROOT (a home, a folder or one session file), and
-    how many native sessions were read."""
+    the run that read its native sessions (a `RootRun`: one that cannot be read goes to
+    ON_ERROR and is left out; without ON_ERROR it is raised)."""
     p = Path(root)
     if not p.exists():
         raise UsageError(f"{root}: no such file or directory")
@@ -157,10 +164,8 @@ def find_cases(root: str) -> tuple[list[Case], int]:
     found = [one] if one is not None else [f for f in root_sessions(p, allow_empty=True) if native_source(f) is not None]
     if p.is_file() and one is None:
         raise UsageError(f"{root}: not an agent's own session file (--native reads Claude Code and Codex sessions)")
-    cases: list[Case] = []
-    for item in found:
-        cases.extend(session_cases(native_source(item), str(item)))
-    return cases, len(found)
+    run = RootRun(_cases_of, found, on_error=on_error)
+    return [case for cases in run for case in cases], run
 
 
 def _cut(case: Case, folder: Path) -> Path:
@@ -276,10 +281,27 @@ def _row(outcomes: list[Outcome]) -> dict[str, Any]:
 
 def run_native(root: str, *, out: str | None = None,
                progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None) -> dict[str, Any]:
-    """The `eval --native --json` document: one entry per compaction, and the total."""
-    cases, sessions = find_cases(root)
+    """The `eval --native --json` document: one entry per compaction, and the total (a native
+    session that cannot be read raises: `evaluate_native` reports it and goes on)."""
+    report = evaluate_native(root, out=out, progress=progress).report
+    assert report is not None  # (without a reporter, a session that cannot be read raised)
+    return report
+
+
+def evaluate_native(root: str, *, out: str | None = None, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None = None,
+                    on_error: Callable[[Any, CattyError], None] | None = None) -> Evaluation:
+    """`run_native`'s document with the run over ROOT's sessions: one that cannot be read goes to
+    ON_ERROR and is left out; the exit by the rule of a ROOT (`Evaluation.exit_code`)."""
+    cases, sessions = find_cases(root, on_error=on_error)
     if not cases:
-        raise UsageError(f"{root}: no compaction recorded by Claude Code or Codex ({sessions} of their sessions read)")
+        if sessions.errors:  # (what was found could not be read: nothing to score)
+            return Evaluation(None, sessions)
+        raise UsageError(f"{root}: no compaction recorded by Claude Code or Codex ({len(list(sessions.sessions))} of their sessions read)")
+    doc = _scored(root, cases, out, progress)
+    return Evaluation(doc, sessions, failed=bool(doc["native"]["total"]["failed"]), shortfall=native_below)
+
+
+def _scored(root: str, cases: list[Case], out: str | None, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None) -> dict[str, Any]:
     work, temporary = work_folder(out)
     try:
         scored = (score(c, work, kept=not temporary) for c in cases)

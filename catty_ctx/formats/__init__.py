@@ -45,9 +45,9 @@ class Format:
         *,
         agent: str,
         label: str,
-        importer: str,
         forms: tuple[str, ...],
-        usage: str | None = None,
+        importer: str | None = None,
+        own_usage: bool = True,
         home_env: str | None = None,
         home_env_list: bool = False,
         homes: tuple[str, ...] = (),
@@ -61,11 +61,14 @@ class Format:
         self.name = name  # the `import FORMAT` name, the `source.format` of an imported session
         self.agent = agent  # the agent's own name, as a reader shows it
         self.label = label  # what one of its files is, in a sentence
-        self.importer = importer  # module under catty_ctx.importers with `convert(path, start, ...)`
+        # Its modules, named after it: the one under catty_ctx.importers with `convert(path,
+        # start, ...)` (unless IMPORTER names another), the one under catty_ctx.usage that parses
+        # its calls (None without OWN_USAGE: the ledger reads its imported sessions).
+        self.importer = importer or name
         # How `detect` tells it: "jsonl" (its line shapes), "document" (one JSON document),
         # "tree" (a storage folder), "sqlite" (a database file).
         self.forms = forms
-        self.usage = usage  # module under catty_ctx.usage that parses its calls (None: the importer's usage)
+        self.usage = name if own_usage else None
         self.home_env = home_env  # the variable that moves its home
         self.home_env_list = home_env_list  # ... holding a comma-separated list of homes
         self.homes = homes  # default homes ("~" the user's home, "$XDG_DATA_HOME" with its default)
@@ -89,9 +92,7 @@ CLAUDE = Format(
     "claude",
     agent="Claude Code",
     label="Claude Code transcript",
-    importer="claude",
     forms=("jsonl",),
-    usage="claude",
     home_env="CLAUDE_CONFIG_DIR",
     home_env_list=True,
     homes=("~/.config/claude", "~/.claude"),
@@ -107,9 +108,7 @@ CODEX = Format(
     "codex",
     agent="Codex",
     label="Codex rollout",
-    importer="codex",
     forms=("jsonl", "document"),
-    usage="codex",
     home_env="CODEX_HOME",
     homes=("~/.codex",),
     session_names=("rollout-*.jsonl", "rollout-*.jsonl.zst", "rollout-*.json"),
@@ -118,9 +117,7 @@ GEMINI = Format(
     "gemini",
     agent="Gemini CLI",
     label="Gemini CLI session",
-    importer="gemini",
     forms=("jsonl", "document"),
-    usage="gemini",
     homes=("~/.gemini",),
     session_names=("session-*.json", "session-*.jsonl"),
 )
@@ -128,18 +125,17 @@ OPENCODE = Format(
     "opencode",
     agent="opencode",
     label="opencode session",
-    importer="opencode",
     forms=("tree", "sqlite", "document"),
-    usage="opencode",
     home_env="XDG_DATA_HOME",
     homes=("$XDG_DATA_HOME/opencode",),
     session_names=("ses_*.json",),
     tree_marks=("session", "message"),
     database="opencode.db",
 )
-OPENAI = Format("openai", agent="OpenAI messages", label="OpenAI messages document", importer="messages", forms=("document", "jsonl"))
-ANTHROPIC = Format("anthropic", agent="Anthropic messages", label="Anthropic messages document", importer="messages",
-                   forms=("document", "jsonl"))
+OPENAI = Format("openai", agent="OpenAI messages", label="OpenAI messages document", forms=("document", "jsonl"),
+                importer="messages", own_usage=False)
+ANTHROPIC = Format("anthropic", agent="Anthropic messages", label="Anthropic messages document", forms=("document", "jsonl"),
+                   importer="messages", own_usage=False)
 
 FORMATS: dict[str, Format] = {f.name: f for f in (CLAUDE, CODEX, OPENCODE, GEMINI, OPENAI, ANTHROPIC)}
 NAMES = tuple(FORMATS)  # in the order `import --help` lists them

@@ -17,6 +17,7 @@ from .page import render
 
 if TYPE_CHECKING:
     from .data import Report
+    from .index import Site
 
 
 def build_report(target: str | Path | Any) -> Report:
@@ -34,7 +35,7 @@ def render_page(target: str | Path | Any, *, ref: str | None = None) -> str:
     return render(rep, ref=ref or (rep.path if not str(rep.path).startswith("<") else "SESSION"))
 
 
-def write_root(root: str | Path, out: str | Path, **kw: Any) -> list[dict[str, Any]]:
-    """A page per session under ROOT and OUT/index.html; returns the index rows."""
+def write_root(root: str | Path, out: str | Path, **kw: Any) -> Site:
+    """A page per session under ROOT and OUT/index.html; returns the index rows and the exit (`index.write_root`)."""
 
     return _write_root(Path(root), Path(out), **kw)

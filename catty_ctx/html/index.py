@@ -10,12 +10,13 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import xxhash
 
-from ..errors import WriteError
+from ..errors import CattyError, DataError, WriteError
 from ..files import replace_file
+from ..roots import Forked, RootRun
 from ..store import find_sessions
 from ..workers import can_fork, usable_cpus
 from .assets import CSP, CSS, JS
@@ -62,11 +63,10 @@ def prepare_dir(out: Path) -> None:
         raise WriteError(f"{out}: cannot write here (permission denied)")
 
 
-def build_one(task: tuple[str, Any, str]) -> dict[str, Any]:
+def build_one(session: Any, *, root: str, out: str) -> dict[str, Any]:
     """Build and write one session's page (a catty session's folder or a native session);
-    return its index row (run in a worker too)."""
+    return its index row (run in a worker too). A page that cannot be written is a WriteError."""
 
-    root, session, out = task
     directory = str(session)
     rep = gather_path(session)
     name = page_name(Path(root), Path(directory))
@@ -87,22 +87,6 @@ def build_one(task: tuple[str, Any, str]) -> dict[str, Any]:
         "cost_usd": rep.cost,
         "error": "; ".join(rep.errors) or None,
     }
-
-
-def build_all(tasks: list[tuple[str, str, str]], *, jobs: int | None = None) -> Iterator[dict[str, Any]]:
-    """Rows in task order; pages built by forked workers when that can help."""
-
-    workers = jobs if jobs is not None else (usable_cpus() if can_fork() and len(tasks) > 8 else 1)
-    if workers <= 1:
-        for task in tasks:
-            yield build_one(task)
-        return
-    # start-up: a process pool only for a ROOT worth forking for
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(workers) as pool:
-        yield from pool.imap(build_one, tasks, chunksize=4)
 
 
 def index_html(rows: Iterable[dict[str, Any]], *, root: str) -> str:
@@ -149,16 +133,32 @@ def index_html(rows: Iterable[dict[str, Any]], *, root: str) -> str:
     )
 
 
-def write_root(root: Path, out: Path, *, sessions: Iterable[Path] | None = None, progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
-               jobs: int | None = None) -> list[dict[str, Any]]:
-    """Every session under ROOT into OUT (a page each and index.html); the index rows."""
+class Site(NamedTuple):
+    """What `write_root` wrote: the index rows (an unreadable session's says so) and the exit by
+    the rule of a ROOT (docs/spec.md#a-root-of-sessions)."""
+
+    rows: list[dict[str, Any]]
+    exit_code: int
+
+
+def write_root(root: Path, out: Path, *, sessions: Iterable[Any] | None = None, progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None,
+               jobs: int | None = None, on_error: Callable[[Any, CattyError], None] | None = None) -> Site:
+    """Every session under ROOT into OUT (a page each and index.html, last), as a `RootRun` in
+    JOBS forked processes (by default, when a second CPU is there and the ROOT is worth it).
+
+    An unreadable session still gets its page and its row, and counts as bad data; a page that
+    cannot be written leaves its session out of the index. Each failure goes to ON_ERROR (the
+    others go on); without it, the first is raised."""
 
     prepare_dir(out)
     found = list(sessions if sessions is not None else find_sessions(root))
-    tasks = [(str(root), d if not isinstance(d, (str, Path)) else str(d), str(out)) for d in found]
-    rows_iter: Iterable[dict[str, Any]] = build_all(tasks, jobs=jobs)
-    if progress is not None:
-        rows_iter = progress(rows_iter)
-    rows = list(rows_iter)
+    workers = jobs if jobs is not None else (usable_cpus() if can_fork() and len(found) > 8 else 1)
+
+    def unreadable(row: dict[str, Any]) -> CattyError | None:
+        return DataError(f"{row['error']} (page written: {out / row['page']})") if row["error"] else None
+
+    run = RootRun(build_one, [d if not isinstance(d, Path) else str(d) for d in found], Forked(workers) if workers > 1 else None,
+                  on_error=on_error, progress=progress, failure=unreadable, root=str(root), out=str(out))
+    rows = list(run)
     write_file(out / INDEX_NAME, index_html(rows, root=str(root)).encode("utf-8", "surrogateescape"))
-    return rows
+    return Site(rows, run.exit_code())

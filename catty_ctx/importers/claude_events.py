@@ -3,13 +3,14 @@ merged, usage counted once per response, prompts, results, compaction summaries,
 prompts. See `claude` for the format."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
 from .claude_tree import Tree, queued_prompt
-from .common import SHAPE_ERRORS, EventBuilder, Warn, shape_error, text_of
+from .common import SHAPE_ERRORS, EventBuilder, Warn, content_blocks, shape_error, text_of
 
 SYNTHETIC_MODEL = "<synthetic>"
 _INTERRUPT_PREFIX = "[Request interrupted by user"
@@ -106,18 +107,11 @@ class Converter:
         for rec in chain:
             try:
                 rtype = rec.get("type")
-                if rtype == "assistant":
-                    self.assistant(rec)
-                elif rtype == "user":
-                    self.user(rec)
-                elif rtype == "system":
-                    self.system(rec)
-                elif rtype == OFF_BRANCH_USAGE:
-                    self.off_branch_usage(rec)
-                elif rtype == "attachment":
-                    self.attachment(rec)
-                else:
+                convert = self._BY_TYPE.get(rtype) if isinstance(rtype, str) else None
+                if convert is None:
                     self.b.skip(str(rtype))
+                else:
+                    convert(self, rec)
             except SHAPE_ERRORS as exc:
                 self.open = None
                 self.failed(exc, rec.get("uuid"))
@@ -241,12 +235,7 @@ class Converter:
         texts: list[str] = []
         images: list[dict[str, Any]] = []
         results: list[dict[str, Any]] = []
-        for block in blocks:
-            if isinstance(block, str):
-                texts.append(block)
-                continue
-            if not isinstance(block, dict):
-                continue
+        for block in content_blocks(blocks):
             btype = block.get("type")
             if btype == "tool_result":
                 results.append(block)
@@ -328,3 +317,7 @@ class Converter:
         self.b.skip("image:not inline")
         return None
 
+    # what each record type becomes (another type is skipped, and counted)
+    _BY_TYPE: ClassVar[dict[str, Callable[[Converter, dict[str, Any]], None]]] = {
+        "assistant": assistant, "user": user, "system": system, OFF_BRANCH_USAGE: off_branch_usage, "attachment": attachment,
+    }

@@ -31,7 +31,6 @@ from ..fingerprint import blob_handle
 from ..jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log, surrogate_tolerant_loads
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
-# A line longer than this is refused without being read whole, as the store does.
 
 Sink = Callable[[Event], object]
 BlobSink = Callable[[str, bytes], None]
@@ -146,18 +145,19 @@ def text_of(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        parts = []
-        for part in value:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict):
-                t = part.get("text")
-                if isinstance(t, str):
-                    parts.append(t)
-        return "\n".join(parts)
+        return "\n".join(t for block in content_blocks(value) if isinstance(t := block.get("text"), str))
     if isinstance(value, dict) and isinstance(value.get("text"), str):
         return value["text"]
     return orjson.dumps(value).decode()
+
+
+def content_blocks(value: Any) -> Iterator[dict[str, Any]]:
+    """The blocks of a content value (a block, or a list of blocks and strings): a string is a text block."""
+    for part in value if isinstance(value, list) else [value]:
+        if isinstance(part, str):
+            yield {"type": "text", "text": part}
+        elif isinstance(part, dict):
+            yield part
 
 
 def split_data_url(url: str) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fingerprint import blob_handle
-from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, load_json, not_recognised, shape_error, split_data_url, text_of
+from .common import SHAPE_ERRORS, EventBuilder, Warn, content_blocks, iter_jsonl, load_json, not_recognised, shape_error, split_data_url, text_of
 
 WHAT = {"openai": "an OpenAI messages array", "anthropic": "an Anthropic messages array"}
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -81,12 +81,7 @@ class _Converter:
         uses: list[dict[str, Any]] = []
         results: list[dict[str, Any]] = []
         thinking: list[str] = []
-        for part in value if isinstance(value, list) else [value]:
-            if isinstance(part, str):
-                texts.append(part)
-                continue
-            if not isinstance(part, dict):
-                continue
+        for part in content_blocks(value):
             ptype = part.get("type")
             if ptype in ("text", "input_text", "output_text"):
                 texts.append(part.get("text") or "")

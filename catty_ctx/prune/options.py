@@ -4,44 +4,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..defaults import (
-    PRUNE_CLEAR_AT_LEAST,
-    PRUNE_HIGH_PERCENT,
-    PRUNE_IMAGE_HIGH_MIB,
-    PRUNE_IMAGE_LOW_MIB,
-    PRUNE_KEEP,
-    PRUNE_KEEP_TURNS,
-    PRUNE_LOW_PERCENT,
-    PRUNE_MIN_PERCENT,
-    PRUNE_OMIT_AGE,
-    PRUNE_STRATEGIES,
-    PRUNE_STRATEGY,
-    PRUNE_TRIM_HEAD,
-    PRUNE_TRIM_OVER,
-    PRUNE_TRIM_TAIL,
-)
+from .. import defaults
 
 MIB = 1 << 20
-STRATEGIES = PRUNE_STRATEGIES
+STRATEGIES = defaults.PRUNE_STRATEGIES
 
 
 @dataclass(frozen=True)
 class PruneOptions:
     """Every constant of the mechanism; the defaults (catty_ctx.defaults) are grok-build's (and Anthropic's)."""
 
-    strategy: str = PRUNE_STRATEGY
-    min_percent: float = PRUNE_MIN_PERCENT
-    keep_turns: int = PRUNE_KEEP_TURNS
-    omit_age: int = PRUNE_OMIT_AGE
-    trim_over: int = PRUNE_TRIM_OVER
-    trim_head: int = PRUNE_TRIM_HEAD
-    trim_tail: int = PRUNE_TRIM_TAIL
-    high_percent: float = PRUNE_HIGH_PERCENT
-    low_percent: float = PRUNE_LOW_PERCENT
-    image_high: int = int(PRUNE_IMAGE_HIGH_MIB * MIB)  # bytes of the request body
-    image_low: int = int(PRUNE_IMAGE_LOW_MIB * MIB)
-    keep: int = PRUNE_KEEP
-    clear_at_least: int = PRUNE_CLEAR_AT_LEAST
+    strategy: str = defaults.PRUNE_STRATEGY
+    min_percent: float = defaults.PRUNE_MIN_PERCENT
+    keep_turns: int = defaults.PRUNE_KEEP_TURNS
+    omit_age: int = defaults.PRUNE_OMIT_AGE
+    trim_over: int = defaults.PRUNE_TRIM_OVER
+    trim_head: int = defaults.PRUNE_TRIM_HEAD
+    trim_tail: int = defaults.PRUNE_TRIM_TAIL
+    high_percent: float = defaults.PRUNE_HIGH_PERCENT
+    low_percent: float = defaults.PRUNE_LOW_PERCENT
+    image_high: int = int(defaults.PRUNE_IMAGE_HIGH_MIB * MIB)  # bytes of the request body
+    image_low: int = int(defaults.PRUNE_IMAGE_LOW_MIB * MIB)
+    keep: int = defaults.PRUNE_KEEP
+    clear_at_least: int = defaults.PRUNE_CLEAR_AT_LEAST
     exclude_tools: frozenset[str] = frozenset()
     clear_inputs: bool = False
     session_ref: str = "SESSION"  # how placeholders name the session in their command
