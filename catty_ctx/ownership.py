@@ -49,20 +49,16 @@ def _ours(record: dict[str, Any]) -> bool:
 
 
 def _document(value: Any) -> str | None:
-    # start-up: the importers' format detection loads only when a writer checks a file
-    from .importers.detect import document_format
-
     if isinstance(value, list) and not any(isinstance(m, dict) and "role" in m for m in value):
         return None  # a list of anything is not yet a messages array
+    from .importers.detect import document_format
+
     return document_format(value)
 
 
 def foreign_format(path: Path) -> str | None:
     """The importer format of the file at PATH when it is another agent's session; None when it
     is a catty-ctx log, empty, unreadable (the writer's own open reports that) or undecided."""
-    # start-up: the importers' format detection loads only when a writer checks a file
-    from .importers.detect import record_format
-
     try:
         f = open(path, "rb")
     except OSError:
@@ -94,6 +90,8 @@ def foreign_format(path: Path) -> str | None:
                 continue
             if _ours(record):
                 return None
+            from .importers.detect import record_format
+
             fmt = record_format(record)
             if fmt is not None:
                 return fmt

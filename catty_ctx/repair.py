@@ -26,6 +26,7 @@ from .files import write_file
 from .integrity import NOT_EXECUTED as DANGLING_TEXT
 from .jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
 from .ownership import import_hint, require_ours
+from .sources import open_session
 from .store import Session, append_quarantine_record, new_summary, prepare_event, quarantine_bytes, session_folder, session_title, write_summary
 from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
 
@@ -497,9 +498,6 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
 def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:
     """One session's document of `repair ROOT` (its plan, applied when WRITE: what `repair S --json`
     prints), here or on a cluster worker."""
-    # start-up: a native session's importers load only when one is read
-    from .sources import open_session
-
     # A writer opens the source itself (another agent's file is refused there); a check reads
     # a native session as its import.
     with (Session.open(directory) if write else open_session(directory, warn=None)) as s:
