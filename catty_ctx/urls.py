@@ -37,13 +37,14 @@ def filesystem(url: str) -> tuple[Any, str]:
     """(fsspec filesystem, path inside it) for URL; a missing package is a usage error naming it."""
     scheme = url.partition("://")[0]
     try:
-        import fsspec.registry
+        import fsspec
+        from fsspec.registry import known_implementations
     except ImportError:
         raise UsageError(f"{url}: URLs need the package fsspec (it comes with the extra catty-ctx[dask])") from None
     try:
         return fsspec.core.url_to_fs(url)
     except ImportError:
-        known = fsspec.registry.known_implementations.get(scheme, {})
+        known = known_implementations.get(scheme, {})
         package = str(known.get("class", scheme)).split(".")[0]
         raise UsageError(f"{url}: {scheme}:// URLs need the package {package} (pip install {package})") from None
     except ValueError:

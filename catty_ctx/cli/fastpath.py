@@ -214,6 +214,16 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
     target.command(name, epilog=epilog)(handle_errors(command))
 
 
+def declare_group(name: str, help_text: str, epilog: str, on: "Any" = None) -> "Any":
+    """Register the sub-application NAME (its subcommands are declared on it) on the typer
+    application, or on ON, a sub-application of it; the sub-application."""
+    import typer
+
+    group = typer.Typer(help=help_text, epilog=epilog, no_args_is_help=True)
+    (get_app() if on is None else on).add_typer(group, name=name)
+    return group
+
+
 def typer_option(o: Option, optional: bool = False) -> Any:
     """The typer annotation of option O (a None default when OPTIONAL)."""
     import typer

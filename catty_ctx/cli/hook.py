@@ -8,7 +8,6 @@ Each subcommand has its own option table, `PARAMS["install"]`, `PARAMS["claude p
 from __future__ import annotations
 
 import sys
-from typing import Annotated
 
 from ..agents import hooks
 from ..agents import settings as agent_settings
@@ -17,7 +16,7 @@ from ..errors import UsageError
 from . import get_app
 from .errors import note
 from .fastpath import declare as declare_command
-from .fastpath import flag, parse_one, value
+from .fastpath import declare_group, flag, parse_one, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -95,23 +94,19 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `hook` and its subcommands on the typer application, from PARAMS."""
-    import typer
-
-    app = get_app()
-    if any(group.name == "hook" for group in app.registered_groups):
+    if any(group.name == "hook" for group in get_app().registered_groups):
         return
-    hook_app = typer.Typer(help=HOOK_HELP, epilog=HOOK_EPILOG, no_args_is_help=True)
-    app.add_typer(hook_app, name="hook")
-    agent_arg = Annotated[str, typer.Argument(metavar="AGENT", help="claude or codex.")]
+    hook_app = declare_group("hook", HOOK_HELP, HOOK_EPILOG)
+    agent_arg = ("AGENT", "claude or codex.")
     for name in ("install", "uninstall"):
         declare_command(name, RUNS[name], PARAMS[name], DOCS[name], EPILOGS[name], {"agent": agent_arg}, on=hook_app)
     for agent in AGENTS:
         hooks = [h for h in HOOKS if f"{agent} {h}" in PARAMS]
         if not hooks:
             continue
-        agent_app = typer.Typer(help=f"The hook commands {'Claude Code' if agent == 'claude' else 'Codex'} runs.", no_args_is_help=True,
-                                epilog=f"Example: echo '{{\"session_id\": \"S\", \"source\": \"compact\"}}' | catty-ctx hook {agent} session-start")
-        hook_app.add_typer(agent_app, name=agent)
+        agent_app = declare_group(agent, f"The hook commands {'Claude Code' if agent == 'claude' else 'Codex'} runs.",
+                                  f"Example: echo '{{\"session_id\": \"S\", \"source\": \"compact\"}}' | catty-ctx hook {agent} session-start",
+                                  on=hook_app)
         for hook in hooks:
             declare_command(hook, RUNS[f"{agent} {hook}"], PARAMS[f"{agent} {hook}"], HOOK_DOCS[hook], EPILOGS[hook], {}, on=agent_app)
 

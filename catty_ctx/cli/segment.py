@@ -12,7 +12,7 @@ from ..subagents import open_agent
 from ..visible import end, stdout_binary
 from . import get_app
 from .fastpath import declare as declare_command
-from .fastpath import flag, parse_one, shared
+from .fastpath import declare_group, flag, parse_one, shared
 from .output import Column, rows_out
 
 TYPE_CHECKING = False
@@ -64,13 +64,9 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 def declare() -> None:
     """Register the `segment` sub-application and its subcommands on the typer application (help,
     completion, docs, unusual spellings), from PARAMS."""
-    import typer
-
-    app = get_app()
-    if any(group.name == "segment" for group in app.registered_groups):
+    if any(group.name == "segment" for group in get_app().registered_groups):
         return
-    segment_app = typer.Typer(help=SEGMENT_HELP, epilog=SEGMENT_EPILOG, no_args_is_help=True)
-    app.add_typer(segment_app, name="segment")
+    segment_app = declare_group("segment", SEGMENT_HELP, SEGMENT_EPILOG)
     arguments = {"session": ("SESSION", "A session directory."), "number": ("N", "The segment's number (from its file name, counted from 0)."),
                  "pattern": ("TEXT", "A fixed string to look for (a regular expression with -E).")}
     for name, params in PARAMS.items():
