@@ -288,30 +288,11 @@ def cli_on_a_terminal(*args: str, stream: str = "stderr", columns: int = 100, cw
     """Run the program with STREAM (stderr or stdout) on a pseudo-terminal: (exit code, the
     other stream, what the terminal showed). RAW: the terminal translates no newline, so what
     it shows is byte for byte what the program wrote. STDIN: a file read as standard input."""
-    import pty
-    import tty
+    import forked_terminal
 
-    primary, secondary = pty.openpty()
-    if raw:
-        tty.setraw(secondary)
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm")
-    tty_out = stream == "stdout"
-    with open(stdin if stdin is not None else os.devnull, "rb") as given:
-        proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdout=secondary if tty_out else subprocess.PIPE,
-                                stderr=subprocess.PIPE if tty_out else secondary, stdin=given, env=env, cwd=cwd)
-    os.close(secondary)
-    err = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        err += chunk
-    out, other = proc.communicate()
-    os.close(primary)
-    return proc.returncode, other if tty_out else out, err
+    code, shown, other = forked_terminal.run(args, env=env, tty=stream, cwd=cwd, raw=raw, stdin=stdin)
+    return code, other, shown
 
 
 class DaskCluster:
@@ -328,9 +309,10 @@ class DaskCluster:
         return orjson.loads(self.proc.stdout.readline())  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_cluster() -> Any:
-    """One LocalCluster for every cluster test of the run (starting one costs seconds)."""
+    """One LocalCluster for the cluster tests of a module (starting one costs seconds), closed
+    when the module is done: an idle cluster's processes keep spending CPU on heartbeats."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fleet_cluster.py")], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, env=env, text=True)

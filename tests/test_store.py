@@ -113,8 +113,9 @@ def test_lock_busy_gives_up_after_the_timeout(tmp_path: Path) -> None:
     assert err.value.exit_code == ExitCode.TEMP_FAIL == 75
 
 
-def test_four_processes_appending_2000_events_each(tmp_path: Path) -> None:
-    """A real multi-process race: 8,000 events, seq 0..7999 without a gap, every line valid."""
+def _race(tmp_path: Path, each: int) -> None:
+    """A real multi-process race: 4 processes appending EACH events, 4 at a time: seq 0..4*EACH
+    without a gap, every line valid, each writer's own order kept."""
     target = tmp_path / "s"
     create_session(target, session_id="race")
     script = textwrap.dedent(
@@ -124,7 +125,7 @@ def test_four_processes_appending_2000_events_each(tmp_path: Path) -> None:
         from catty_ctx.store import Session
         s = Session.open({str(target)!r})
         w = sys.argv[1]
-        for i in range(0, 2000, 4):
+        for i in range(0, {each}, 4):
             s.append([{{"kind": "message", "id": f"{{w}}-{{j}}", "role": "user", "text": f"{{w}} {{j}}"}} for j in range(i, i + 4)], warn=None)
         """
     )
@@ -134,15 +135,24 @@ def test_four_processes_appending_2000_events_each(tmp_path: Path) -> None:
     assert raw.endswith(b"\n")
     lines = raw.splitlines()
     events = [orjson.loads(line) for line in lines]
-    assert len(events) == 8001  # the session event + 4 x 2000
-    assert [e["seq"] for e in events] == list(range(8001))
+    assert len(events) == 4 * each + 1  # the session event + 4 x EACH
+    assert [e["seq"] for e in events] == list(range(4 * each + 1))
     ids = [e["id"] for e in events[1:]]
-    assert len(set(ids)) == 8000
+    assert len(set(ids)) == 4 * each
     for w in range(4):  # each writer's own order survives
         mine = [int(i.split("-")[1]) for i in ids if i.startswith(f"{w}-")]
-        assert mine == list(range(2000))
+        assert mine == list(range(each))
     summary = orjson.loads((target / "summary.json").read_bytes())
-    assert summary["last_seq"] == 8000
+    assert summary["last_seq"] == 4 * each
+
+
+def test_four_processes_appending_400_events_each(tmp_path: Path) -> None:
+    _race(tmp_path, 400)
+
+
+@pytest.mark.slow
+def test_four_processes_appending_2000_events_each(tmp_path: Path) -> None:
+    _race(tmp_path, 2000)
 
 
 def test_find_sessions_walks_a_root_without_entering_sessions(tmp_path: Path) -> None:

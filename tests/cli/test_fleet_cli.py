@@ -1,7 +1,8 @@
 """--scheduler: the read-heavy commands on a Dask cluster give the local answer, byte for byte.
 
 The cluster runs are real processes (the CLI in a subprocess, the shared LocalCluster of
-2 worker processes in another); the local runs are the same command without --scheduler.
+2 worker processes in another); the local runs are the same command without --scheduler, in
+this process (`cli`: the answer to compare with costs no interpreter).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import orjson
 import pytest
 
 from conftest import FIXTURES, ROOT, cli, msg, session_event, without_timings, write_log
+from fleet_cluster import QUIET
 from usage_trees import claude_tree, codex_rollout
 
 
@@ -68,7 +70,7 @@ COMMANDS = [
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c).replace("{root}", "ROOT"))
 def test_each_command_gives_the_local_answer_on_the_cluster(tree: Path, dask_cluster: Any, command: tuple[str, ...]) -> None:
     args = [a.format(root=tree) for a in command]
-    local = _run(*args)
+    local = cli(*args)
     before = dask_cluster.ask("tasks")["transitions"]
     remote = _run(*args, "--scheduler", dask_cluster.address)
     assert dask_cluster.ask("tasks")["transitions"] > before  # the work did run there
@@ -83,7 +85,7 @@ def test_eval_gives_the_local_report_on_the_cluster(tmp_path: Path, dask_cluster
     corpus = tmp_path / "corpus"
     for name in ("demo", "dangling", "torn"):
         shutil.copytree(FIXTURES / "sessions" / name, corpus / name)
-    local = _run("eval", str(corpus), "--json", "--mode", "summary", "--mode", "segments")
+    local = cli("eval", str(corpus), "--json", "--mode", "summary", "--mode", "segments")
     before = dask_cluster.ask("tasks")["transitions"]
     remote = _run("eval", str(corpus), "--json", "--mode", "summary", "--mode", "segments", "--scheduler", dask_cluster.address)
     assert dask_cluster.ask("tasks")["transitions"] > before
@@ -101,7 +103,7 @@ def test_eval_gives_the_local_report_on_the_cluster(tmp_path: Path, dask_cluster
                                      ("repair", "--check", "{root}/catty")], ids=lambda c: c[0])
 def test_a_file_url_root_on_the_cluster_reads_as_the_folder(tree: Path, dask_cluster: Any, command: tuple[str, ...]) -> None:
     url = f"file://{tree}"
-    local = _run(*(a.format(root=tree) for a in command))
+    local = cli(*(a.format(root=tree) for a in command))
     remote = _run(*(a.format(root=url) for a in command), "--scheduler", dask_cluster.address)
     assert remote.returncode == local.returncode
     assert remote.stdout.decode() == local.stdout.decode().replace(str(tree), url)
@@ -121,7 +123,7 @@ def test_a_terminal_shows_the_cluster_run_progress(tmp_path: Path, dask_cluster:
 
 
 def test_the_scheduler_may_come_from_the_environment(tree: Path, dask_cluster: Any) -> None:
-    local = _run("inspect", str(tree / "catty"), "--json")
+    local = cli("inspect", str(tree / "catty"), "--json")
     before = dask_cluster.ask("tasks")["transitions"]
     remote = _run("inspect", str(tree / "catty"), "--json", env={"CATTY_CTX_SCHEDULER": dask_cluster.address})
     assert dask_cluster.ask("tasks")["transitions"] > before
@@ -133,7 +135,7 @@ def test_a_worker_killed_mid_run_costs_time_not_the_answer(tmp_path: Path, dask_
     for i in range(400):
         write_log(root / f"s{i:04d}", [session_event(f"s-{i}"), *(msg("user" if j % 2 else "assistant", f"line {j} of {i} " * 40, f"m{j}")
                                                                    for j in range(1, 40))])
-    local = _run("inspect", str(root), "--json")
+    local = cli("inspect", str(root), "--json")
     dask_cluster.ask("wait-workers")
     proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", "inspect", str(root), "--json", "--scheduler", dask_cluster.address],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -170,8 +172,8 @@ def test_an_unreachable_scheduler_exits_69_within_the_timeout(tree: Path, addres
 
 
 def test_an_answer_the_cache_holds_needs_no_cluster(tree: Path) -> None:
-    _run("usage", str(tree / "claude"), "--json")
-    cached = _run("usage", str(tree / "claude"), "--json")
+    cli("usage", str(tree / "claude"), "--json")
+    cached = cli("usage", str(tree / "claude"), "--json")
     assert orjson.loads(cached.stdout)["files_parsed"] == 0  # (served from the answer cache)
     again = _run("usage", str(tree / "claude"), "--json", "--scheduler", f"tcp://127.0.0.1:{_closed_port()}", "--connect-timeout", "1")
     assert (again.returncode, again.stdout) == (0, cached.stdout)
@@ -196,13 +198,13 @@ def test_writers_allowed_on_the_cluster_write_what_they_write_locally(tmp_path: 
     here = mixed_tree(tmp_path / "here")
     there = mixed_tree(tmp_path / "there")
     for command in (("repair",), ("compact", "--threshold", "1")):
-        local = _run(*command, str(here / "catty"), "--json")
+        local = cli(*command, str(here / "catty"), "--json")
         remote = _run(*command, str(there / "catty"), "--json", "--scheduler", dask_cluster.address, "--allow-remote-writes")
         assert remote.returncode == local.returncode
         assert _plain(remote.stdout, there) == _plain(local.stdout, here)
         assert _plain(remote.stderr, there) == _plain(local.stderr, here)
-    assert _plain(_run("repair", "--check", str(there / "catty"), "--json").stdout, there) == \
-        _plain(_run("repair", "--check", str(here / "catty"), "--json").stdout, here)
+    assert _plain(cli("repair", "--check", str(there / "catty"), "--json").stdout, there) == \
+        _plain(cli("repair", "--check", str(here / "catty"), "--json").stdout, here)
 
 
 def test_scheduler_option_errors_are_usage_errors(tree: Path, tmp_path: Path) -> None:
@@ -221,14 +223,14 @@ def test_scheduler_option_errors_are_usage_errors(tree: Path, tmp_path: Path) ->
 
 
 def test_local_n_starts_a_cluster_for_the_run(tree: Path) -> None:
-    local = _run("repair", "--check", str(tree / "catty"), "--json")
+    local = cli("repair", "--check", str(tree / "catty"), "--json")
     _same(local, _run("repair", "--check", str(tree / "catty"), "--json", "--scheduler", "local:1"))
 
 
 def test_a_cluster_started_from_the_shell(tree: Path) -> None:
     """`dask scheduler --port P` and `dask worker tcp://127.0.0.1:P --nworkers 2`, as a user would start them."""
     port = _closed_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), DASK_LOGGING__DISTRIBUTED="error")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **QUIET)
     dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"] if shutil.which("dask") is None else ["dask", "scheduler"]
     worker = [sys.executable, "-m", "distributed.cli.dask_worker"] if shutil.which("dask") is None else ["dask", "worker"]
     procs = [subprocess.Popen([*dask, "--port", str(port), "--no-dashboard"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
@@ -247,7 +249,7 @@ def test_a_cluster_started_from_the_shell(tree: Path) -> None:
         assert said.count("\n") == 1 and said.startswith(f"catty-ctx: error: scheduler tcp://127.0.0.1:{port} ") and "3 s" in said, said
         procs.append(subprocess.Popen([*worker, f"tcp://127.0.0.1:{port}", "--nworkers", "2", "--no-dashboard"], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        local = _run("usage", str(tree), "--json", "--no-cache")
+        local = cli("usage", str(tree), "--json", "--no-cache")
         remote = _run("usage", str(tree), "--scheduler", f"tcp://127.0.0.1:{port}", "--json", "--no-cache", "--connect-timeout", "30")
         _same(local, remote)
         assert orjson.loads(remote.stdout)["totals"]["calls"] > 0

@@ -8,13 +8,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
+import forked_terminal
 from conftest import ROOT, call, cli, msg, session_event, write_log
 
 # Text that rich would read as markup (or emoji codes) if it ever reached it as a markup string.
@@ -26,25 +25,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 def on_a_terminal(*args: str, columns: int = 80, cwd: Path | None = None) -> tuple[int, str]:
     """Run catty-ctx with stdout and stderr on a pseudo-terminal COLUMNS wide: (exit code, screen text)."""
-    import pty
-
-    primary, secondary = pty.openpty()
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), LINES="50", TERM="xterm")
     env.pop("NO_COLOR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", *args], stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env=env, cwd=cwd)
-    os.close(secondary)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(primary, 1 << 16)
-        except OSError:  # the terminal closes when the program ends
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    code = proc.wait(timeout=120)
-    os.close(primary)
-    screen = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
+    code, shown, _ = forked_terminal.run(args, env=env, cwd=cwd)
+    screen = ANSI.sub("", shown.decode("utf-8", "replace")).replace("\r\n", "\n")
     # A carriage return starts the line over (a progress bar redrawn, then erased).
     return code, "\n".join(line.split("\r")[-1].rstrip() for line in screen.split("\n"))
 

@@ -16,13 +16,12 @@ from conftest import cli
 from test_crash import ENV
 
 WRITERS = 4
-EACH = 2500
 COMPACTIONS = 3
 
 # One appender: at least EACH events in batches of 1-8, one Session.append (one lock) per
 # batch, so the writers and the compactions interleave line by line. It goes on until the test
-# drops a stop file (or a hard cap), so every compaction runs while all writers are still
-# writing, however slowly the machine schedules them; it prints how many events it wrote.
+# drops a stop file (or a hard cap of 50,000), so every compaction runs while all writers are
+# still writing, however slowly the machine schedules them; it prints how many events it wrote.
 _APPENDER = """
 import os, random, sys
 from catty_ctx.store import Session
@@ -30,7 +29,7 @@ w, each, path, stop = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[
 rng = random.Random(w)
 s = Session.open(path)
 i = 0
-while i < 20 * each and (i < each or not os.path.exists(stop)):
+while i < 50_000 and (i < each or not os.path.exists(stop)):
     n = rng.randint(1, 8)
     s.append([{"kind": "message", "id": f"w{w}-{j}", "role": "user" if j % 2 else "assistant", "text": f"writer {w} event {j}"}
               for j in range(i, i + n)], warn=None)
@@ -40,11 +39,21 @@ print(i)
 
 
 def test_four_appenders_and_three_compactions_lose_nothing(tmp_path: Path) -> None:
+    _appenders_and_compactions(tmp_path, 500)
+
+
+@pytest.mark.slow
+def test_four_appenders_of_2500_events_and_three_compactions_lose_nothing(tmp_path: Path) -> None:
+    _appenders_and_compactions(tmp_path, 2500)
+
+
+def _appenders_and_compactions(tmp_path: Path, each: int) -> None:
+    """WRITERS appenders of at least EACH events each and COMPACTIONS compactions at once."""
     session = tmp_path / "s"
     create_session(session, session_id="busy")
     stop = tmp_path / "stop"
     writers = [
-        subprocess.Popen([sys.executable, "-c", _APPENDER, str(w), str(EACH), str(session), str(stop)],
+        subprocess.Popen([sys.executable, "-c", _APPENDER, str(w), str(each), str(session), str(stop)],
                          env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for w in range(WRITERS)
     ]
@@ -52,7 +61,7 @@ def test_four_appenders_and_three_compactions_lose_nothing(tmp_path: Path) -> No
     for k in range(COMPACTIONS):
         # Wait until the log has grown past the next mark, so each compaction has new events
         # to fold and runs while the writers are still going.
-        mark = (k + 1) * WRITERS * EACH // (COMPACTIONS + 2)
+        mark = (k + 1) * WRITERS * each // (COMPACTIONS + 2)
         deadline = time.monotonic() + 60
         while Session.open(session).next_seq() < mark and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -80,7 +89,7 @@ def test_four_appenders_and_three_compactions_lose_nothing(tmp_path: Path) -> No
     assert len(ids) == len(set(ids)) == sum(written)  # every event present, once
     for w in range(WRITERS):  # and each writer's in its own order
         mine = [int(i.split("-")[1]) for i in ids if i.startswith(f"w{w}-")]
-        assert written[w] >= EACH and mine == list(range(written[w]))
+        assert written[w] >= each and mine == list(range(written[w]))
     compactions = [e for e in events if e["kind"] == "compaction"]
     assert len(compactions) == COMPACTIONS
     assert sum(1 for e in events if e["kind"] == "message" and e["seq"] > compactions[0]["seq"]) > 0

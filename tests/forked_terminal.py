@@ -1,0 +1,174 @@
+"""Runs of the program on a pseudo-terminal, each in a process forked from one that has already
+imported the libraries help and tables are drawn with (typer, click, rich): the exit code and
+what the terminal shows are a fresh process's, without an interpreter and those imports per run.
+
+The forking process is started once per test process (`run`), as a script: it reads one JSON
+request a line on stdin and answers each with one JSON line on stdout. It starts no thread, so
+a fork of it is as safe as a fresh process. Each run gets its own pseudo-terminal, environment,
+working folder and standard streams, and its code runs as `python -m catty_ctx` runs it.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TIMEOUT = 120.0
+# The imports every run would otherwise pay for (the third-party ones: the program's own stay
+# the run's, as a fresh process imports them).
+PRELOADED = ("typer", "click", "rich.console", "rich.markdown", "rich.panel", "rich.table", "rich.traceback")
+
+
+def _exit_code(exc: SystemExit) -> int:
+    """The status the interpreter ends with on this SystemExit."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    print(exc.code, file=sys.stderr)
+    return 1
+
+
+def _child(req: dict[str, Any], primary: int, secondary: int, pipe: tuple[int, int] | None) -> None:
+    """In the forked process: the streams, environment and folder of the request, then the program."""
+    import runpy
+    import traceback
+
+    given = os.open(req["stdin"] or os.devnull, os.O_RDONLY)
+    on_tty = req["tty"]
+    os.dup2(given, 0)
+    os.dup2(secondary if on_tty in ("both", "stdout") else pipe[1], 1)  # type: ignore[index]
+    os.dup2(secondary if on_tty in ("both", "stderr") else pipe[1], 2)  # type: ignore[index]
+    for fd in {given, primary, secondary, *(pipe or ())}:
+        if fd > 2:
+            os.close(fd)
+    os.environ.clear()
+    os.environ.update(req["env"])
+    if req["cwd"]:
+        os.chdir(req["cwd"])
+    sys.path[0] = os.getcwd()  # as `python -m` puts it
+    enc, errors = sys.stdout.encoding, sys.stdout.errors
+    sys.stdin = open(0, encoding=enc, errors=errors, closefd=False)
+    sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding=enc, errors=errors, closefd=False)  # (1: by line)
+    sys.stderr = open(2, "w", buffering=1, encoding=enc, errors="backslashreplace", closefd=False)
+    sys.argv = ["catty-ctx", *req["args"]]
+    code = 0
+    try:
+        runpy.run_module("catty_ctx", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException:  # an uncaught error: its traceback and exit 1, as the interpreter ends
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    os._exit(code & 0xFF)
+
+
+def _serve_one(req: dict[str, Any]) -> dict[str, Any]:
+    import pty
+    import tty
+
+    primary, secondary = pty.openpty()
+    if req["raw"]:
+        tty.setraw(secondary)
+    pipe = os.pipe() if req["tty"] != "both" else None
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _child(req, primary, secondary, pipe)
+        finally:
+            os._exit(70)
+    os.close(secondary)
+    if pipe is not None:
+        os.close(pipe[1])
+    got = {primary: b"", **({pipe[0]: b""} if pipe else {})}
+    open_fds = set(got)
+    deadline = time.monotonic() + TIMEOUT
+    while open_fds:
+        ready, _, _ = select.select(list(open_fds), [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+            break
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:  # the terminal closes when the program ends
+                chunk = b""
+            if chunk:
+                got[fd] += chunk
+            else:
+                open_fds.discard(fd)
+    _, status = os.waitpid(pid, 0)
+    for fd in got:
+        os.close(fd)
+    return {"code": os.waitstatus_to_exitcode(status), "tty": got[primary].decode("latin-1"),
+            "other": got[pipe[0]].decode("latin-1") if pipe else ""}
+
+
+def main() -> None:
+    import importlib
+
+    for name in PRELOADED:
+        importlib.import_module(name)
+
+    for line in sys.stdin:
+        sys.stdout.write(json.dumps(_serve_one(json.loads(line))) + "\n")
+        sys.stdout.flush()
+
+
+class _Forker:
+    """The forking process of this test process, started at its first run."""
+
+    proc: subprocess.Popen[str] | None = None
+
+    @classmethod
+    def ask(cls, req: dict[str, Any]) -> dict[str, Any]:
+        if cls.proc is None or cls.proc.poll() is not None:
+            root = Path(__file__).resolve().parent.parent
+            cls.proc = subprocess.Popen([sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        env=dict(os.environ, PYTHONPATH=str(root)))
+            atexit.register(cls.close)
+        assert cls.proc.stdin is not None and cls.proc.stdout is not None
+        cls.proc.stdin.write(json.dumps(req) + "\n")
+        cls.proc.stdin.flush()
+        answer = cls.proc.stdout.readline()
+        if not answer:
+            raise AssertionError("the forking process of the terminal runs ended")
+        return json.loads(answer)  # type: ignore[no-any-return]
+
+    @classmethod
+    def close(cls) -> None:
+        """End the forking process (its stdin closed: it ends after the run in hand)."""
+        if cls.proc is not None and cls.proc.stdin is not None:
+            cls.proc.stdin.close()
+            try:
+                cls.proc.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                cls.proc.kill()
+                cls.proc.wait()
+
+
+def run(args: tuple[str, ...] | list[str], *, env: dict[str, str], tty: str = "both", cwd: Path | None = None,
+        raw: bool = False, stdin: Path | None = None) -> tuple[int, bytes, bytes]:
+    """Run `catty-ctx ARGS` in environment ENV (the whole of it) with TTY ("both", "stdout" or "stderr")
+    on a new pseudo-terminal and the other stream, if any, on a pipe; RAW: the terminal translates no
+    newline. (exit code, what the terminal showed, what the pipe got)."""
+    answer = _Forker.ask({"args": list(args), "env": env, "tty": tty, "cwd": str(cwd) if cwd else None, "raw": raw,
+                          "stdin": str(stdin) if stdin else None})
+    return answer["code"], answer["tty"].encode("latin-1"), answer["other"].encode("latin-1")
+
+
+if __name__ == "__main__":
+    main()
