@@ -26,7 +26,6 @@ from .files import write_file
 from .integrity import NOT_EXECUTED as DANGLING_TEXT
 from .jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
 from .ownership import import_hint, require_ours
-from .sources import open_session
 from .store import Session, append_quarantine_record, new_summary, prepare_event, quarantine_bytes, session_folder, session_title, write_summary
 from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
 
@@ -493,16 +492,6 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
     if warn:
         warn(f"{session.display}: repaired: " + ", ".join(plan.notes()))
     return plan
-
-
-def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:
-    """One session's document of `repair ROOT` (its plan, applied when WRITE: what `repair S --json`
-    prints), here or on a cluster worker."""
-    # A writer opens the source itself (another agent's file is refused there); a check reads
-    # a native session as its import.
-    with (Session.open(directory) if write else open_session(directory, warn=None)) as s:
-        plan = repair_session(s, lock_timeout=lock_timeout, force=force) if write else repair_plan(s, force=force)
-    return plan.document(str(directory), applied=write)
 
 
 def quarantine_bytes_file(session: Session, path: Any) -> None:

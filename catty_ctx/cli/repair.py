@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import sys
 
-from ..cluster import Engine, engine_for, refuse_writes
+from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..errors import ExitCode
 from ..ownership import require_ours
-from ..repair import problem_notes, repair_plan, repair_root_row, repair_session, repair_stream
-from ..roots import RootRun
-from ..sources import open_session, root_sessions
+from ..repair import problem_notes, repair_plan, repair_session, repair_stream
+from ..repair_root import repair_root
+from ..sources import open_session
 from ..store import Session, is_root
-from ..urls import refuse_writes as refuse_url_writes
 from .errors import note, warn
 from .fastpath import CLUSTER, TARGET_ARG, flag, parse_one, shared
 from .fastpath import declare as declare_command
@@ -119,27 +118,11 @@ def _root_cells(doc: dict[str, Any]) -> dict[str, Any]:
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float,
                  scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
-    write = not (check or dry_run)
-    found_any = False
-    context = engine_for(scheduler, connect_timeout)
-    if write and isinstance(context, Engine):
-        refuse_writes("repair ROOT", allow_remote_writes)
-    if write:
-        refuse_url_writes(root, "repair")
-    sessions = root_sessions(root, allow_empty=allow_empty)
-
-    def rows(run: RootRun) -> Any:
-        nonlocal found_any
-        for row in run:
-            found_any = found_any or row["found"] > 0
-            yield row
-
-    with context as engine:
-        run = RootRun(repair_root_row, sessions, engine, on_error=lambda _path, exc: warn(str(exc)),
-                      progress=lambda outcomes: progress_iter(outcomes, label="sessions", total=len(sessions)),
-                      write=write, force=force, lock_timeout=lock_timeout)
+    with engine_for(scheduler, connect_timeout) as engine:
+        repairs = repair_root(root, check=check, dry_run=dry_run, force=force, lock_timeout=lock_timeout, allow_empty=allow_empty, engine=engine,
+                          allow_remote_writes=allow_remote_writes, on_error=lambda _path, exc: warn(str(exc)),
+                          progress=lambda outcomes: progress_iter(outcomes, label="sessions", total=len(repairs.sessions)))
         cols: list[str | Column] = [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")]
-        rows_out(rows(run), cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
-    code = run.exit_code(check_failed=check and found_any)  # the most severe (docs/spec.md#a-root-of-sessions)
-    if code:
-        raise SystemExit(code)
+        rows_out(iter(repairs), cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
+    if repairs.exit_code():
+        raise SystemExit(repairs.exit_code())  # the most severe (docs/spec.md#a-root-of-sessions)
