@@ -15,12 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
 import xxhash
 
 from .defaults import ASSISTANT_LIMIT, SHELL_LIMIT, SHELL_TOOLS, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError, WriteError
 from .files import filled
 from .fingerprint import blob_handle
+from .jsonl import scan_marked
 from .store import Session, replace_file, session_folder
 
 Warn = Callable[[str], None]
@@ -142,11 +144,6 @@ def shell_results(log_path: Path | None, pending: list[dict[str, Any]], shell_li
         elif ev.get("kind") == "tool_result" and isinstance(ev.get("call_id"), str) and _over(ev, shell_limit):
             look.setdefault(ev["call_id"], []).append(i)
     if look and log_path is not None and log_path.is_file():
-        # start-up: the byte scan only when a long result's call is in the log
-        import orjson
-
-        from .jsonl import scan_marked
-
         marker = re.compile(b"|".join(re.escape(orjson.dumps(cid)) for cid in look))
         for _, line in scan_marked(log_path, marker):
             try:
