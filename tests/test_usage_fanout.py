@@ -1,6 +1,7 @@
 """A cold run's walk shared among the workers (usage/fanout.py) finds and reads what the walk and the scan do one after the other."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from catty_ctx.workers import can_fork
 
 
 def _mixed(root: Path) -> list[str]:
-    """Four agents' homes and a ROOT of catty sessions, with a file of no agent's and a bad line among them."""
+    """Four agents' homes and a ROOT of catty sessions, with a file of no agent's, a FIFO and a bad line among them."""
     claude_tree(root / "claude", seed=41, projects=3, sessions=3, turns=4, resumed_copies=True)
     (root / "claude" / "settings.json").write_text("{}")
     for day in (1, 2, 3):
@@ -37,6 +38,8 @@ def _mixed(root: Path) -> list[str]:
                                               {"kind": "usage", "id": f"u{i}", "model": "claude-sonnet-4-5", "input": 10 + i, "output": 5,
                                                "request_id": f"req_{i}"}])
     (root / "catty" / "notes.jsonl").write_text('{"a": 1}\n')
+    part = next((root / "opencode" / "storage" / "part").iterdir())
+    os.mkfifo(part / "prt_fifo.json")  # (no regular file: passed over, never waited on)
     with open(root / "claude" / "projects" / "-home-user-work-proj0" / "odd.jsonl", "wb") as f:
         f.write(b'{"type": "assistant", "message": {"usage": \n')
     return [str(root / name) for name in ("claude", "codex", "gemini", "opencode", "catty")] + [str(root / "claude" / "projects")]

@@ -16,8 +16,9 @@ import msgspec
 
 from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from . import filescan
+from .opencode import survey_storage_file
 from .records import DECODE_ENTRY, ENCODE, Packed
-from .walk import CATTY, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
+from .walk import CATTY, OPENCODE, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,6 +76,12 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
             rows: list[Row] = []
             scanned: list[Scanned] = []
             for path, kind in logs:
+                if kind == OPENCODE and path.endswith(".json"):  # (thousands of small files: one open each, no stat)
+                    got = survey_storage_file(path, filescan.BAD_SAMPLES_PER_FILE)
+                    if got is not None:
+                        rows.append((path, kind, *got[0]))
+                        scanned.append(got[1])
+                    continue
                 row = survey_row(path, kind)
                 if row is not None:
                     rows.append(row)
