@@ -73,6 +73,10 @@ def test_the_workers_walk_finds_the_survey_and_reads_the_scan(tmp_path: Path, sm
     assert (again.calls_read, again.files, again.files_parsed, again.bytes_parsed, again.bad_lines, again.bad_samples, again.not_logs) == \
         (scan.calls_read, scan.files, scan.files_parsed, scan.bytes_parsed, scan.bad_lines, scan.bad_samples, scan.not_logs)
     assert set(ran[1]) == {path for _arg, files in found for path, *_ in files}  # (every entry packed for the per-file cache)
+    apart = paths[:-1]  # (no PATH inside another)
+    got = fanout.survey_and_scan(apart, walk.Listings(), jobs=2)
+    assert got is not None and got[0] == walk.survey(apart)
+    assert filescan.scan(got[0], use_cache=False, jobs=1, ran=got[1]).records == filescan.scan(apart, use_cache=False, jobs=1).records
 
 
 def test_a_cold_run_fanned_out_answers_and_caches_as_the_ordinary_one(tmp_path: Path, small_plans: None,
