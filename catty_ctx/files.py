@@ -128,6 +128,18 @@ def write_file(path: PathArg, fill: Callable[[IO[bytes]], object], *, durable: b
         fsync_dir(os.path.dirname(target) or ".")
 
 
+def filled(f: IO[bytes], fill: Callable[[IO[bytes]], object]) -> IO[bytes]:
+    """F once FILL(F) has run on it (writing or checking its content), rewound for its reader;
+    closed, and FILL's error raised, when FILL fails."""
+    try:
+        fill(f)
+        f.seek(0)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
 def stage_file(path: PathArg, data: bytes) -> str:
     """The first half of `replace_file`: DATA written and fsynced into a temp file beside
     PATH, whose name is returned for `commit_staged` (or `discard_staged`). A writer that must

@@ -346,6 +346,21 @@ def scan_marked(
         os.close(fd)
 
 
+def first_line(path: str) -> bytes | None:
+    """The first line of the file at PATH (with its newline, if it has one); None when the file
+    cannot be opened or read, or the line is past the reader's limit."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return read_line_at(fd, 0, path)
+    except (OSError, DataError):
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_line_at(fd: int, offset: int, display: str | None = None, lineno: int | None = None) -> bytes:
     """The line (with its newline, if it has one) that starts at OFFSET of an open file.
 
