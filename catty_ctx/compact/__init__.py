@@ -6,10 +6,6 @@ and, on the side, the state the new head will carry. If the session is over its 
 (temp + fsync + rename) and the `compaction` event is appended last under the session lock:
 the event is the commit point, so a crash at any moment leaves a loadable session, and the
 log before is a byte-identical prefix of the log after.
-
-Kept import-light: importing `compact.segments` (fork, segment, report) runs this package, so
-the pipeline's stages (summarisers, two-pass, artifacts, the repairs a broken view needs)
-load where a compaction uses them.
 """
 from __future__ import annotations
 
@@ -19,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..boundary import repair_new_head
 from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..events import Event
@@ -27,10 +24,17 @@ from ..head import continuation_state
 from ..layout import REQUESTS_DIR
 from ..ownership import require_ours
 from ..roots import RootRun
+from ..sources import open_session
 from ..store import DEFAULT_LOCK_TIMEOUT, Session, find_sessions, is_root
 from ..tokens import BELOW, OVER, item_tokens, over_threshold, percent_of
 from ..view import plan_file
+from .artifacts import artifact_doc, artifact_relpath, write_artifact
+from .ladder import SummarizerError, SummaryRequest, WindowTooSmall, tool_schema_tokens
 from .measure import Measure, checked_head, choose_head, head_tokens, measure, new_head  # noqa: F401 - the package's names
+from .segments import DETAILS, next_number, write_segment
+from .spend import spend_events
+from .summarizers import get_summarizer
+from .twopass import WAIT_S, Lookup, discard, lookup, pass2_items, prefire, recorded, split_point, wait_for_pass1
 
 MODES = COMPACT_MODES
 # How a session stands against its threshold, in every mode's rows (compact, --check, --prefire).
@@ -125,16 +129,12 @@ def compact_session(session: Session, opts: CompactOptions | None = None, **opti
     nothing; `two_pass` uses a matching pass-1 note, waiting up to `prefire_wait` seconds for a
     pass 1 still in flight.
     """
-    from .artifacts import artifact_relpath
-    from .ladder import WindowTooSmall
-
     opts = opts if opts is not None else CompactOptions(**options)
     planned = plan(session, opts)
     if isinstance(planned, CompactResult):
         return planned
     if opts.prefire:
         return _prefire(session, planned.m, planned.base, opts)
-    from .summarizers import get_summarizer
 
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
     inp = summary_input(session, planned.m, opts, summ)
@@ -165,7 +165,6 @@ def plan(session: Session, opts: CompactOptions) -> Plan | CompactResult:
     if session.directory is not None and not opts.dry_run and not opts.check:
         for folder in (REQUESTS_DIR, "segments"):  # what a compaction killed mid-write left
             clear_dead_temps(session.directory / folder)
-    from .segments import DETAILS
 
     if opts.detail not in DETAILS:
         raise UsageError(f"unknown detail '{opts.detail}' (use {', '.join(DETAILS)})")
@@ -193,14 +192,11 @@ def plan(session: Session, opts: CompactOptions) -> Plan | CompactResult:
 def summary_input(session: Session, m: Measure, opts: CompactOptions, summ: Any) -> Input:
     """The second stage: the request the summariser gets (the view and the state to carry);
     with --two-pass, a matching pass-1 note and the live tail after it instead."""
-    from .ladder import SummaryRequest, tool_schema_tokens
-
     state = continuation_state(m.head)
     schema = tool_schema_tokens(m.head.facets.get("prompt_context"))
     request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema, deadline=opts.deadline)
     if not opts.two_pass or session.directory is None:
         return Input(request, None)
-    from .twopass import WAIT_S, Lookup, lookup, pass2_items, wait_for_pass1
 
     wait = WAIT_S if opts.prefire_wait is None else opts.prefire_wait
     waited, flying, timed_out = (0.0, False, False) if opts.dry_run else wait_for_pass1(session.directory, wait)
@@ -222,8 +218,6 @@ def summarise(summ: Any, inp: Input, m: Measure, opts: CompactOptions) -> Summar
     result = summ.summarize(inp.request)
     if result.error_class != "deadline":
         return Summary(result, summ.id)
-    from .ladder import SummaryRequest
-    from .summarizers import get_summarizer
 
     cut_off = {"seconds": opts.deadline, "summarizer": summ.id, "stage": result.stage, "fallback": "extractive"}
     late = result
@@ -272,7 +266,6 @@ def finished(planned: Plan, opts: CompactOptions, inp: Input, summary: Summary, 
     m, result = planned.m, summary.result
     done: Event = {**comp, **({"segment": segment} if segment is not None else {}), **({"head": head} if head != "full" else {})}
     done["tokens_after"] = sum(item_tokens(it) for it in new_head(done, m))
-    from .artifacts import artifact_doc
 
     doc = artifact_doc(
         compaction_id=comp["id"], session_id=m.session_id, trigger=comp["trigger"], mode=opts.mode, through_seq=m.last_seq,
@@ -294,8 +287,6 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
            spend: list[Event]) -> CompactResult:
     """The last stage, under one lock: the check that no other compaction landed, the segment,
     the artifact, then the spend and the event (the commit point) in one append."""
-    from .artifacts import write_artifact
-
     m = planned.m
     directory = session.require_directory("compact")
     with session.lock(opts.lock_timeout):
@@ -304,21 +295,15 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
             raise LockBusy(f"{session.display}: another compaction landed while this one ran; run compact again")
         segment = None
         if opts.mode == "segments":
-            from .segments import write_segment
-
             segment = write_segment(directory, m.span, summary.result.summary, detail=opts.detail, compaction_id=comp["id"]).file
         done, doc, out = finished(planned, opts, inp, summary, comp, segment, head)
         write_artifact(directory, doc, redact=opts.redact)
         written = session.append_locked([*spend, done], warn=None)  # the lock is already held
     # The replacement is a boundary: a result that came in for a call the summary folded is
     # an orphan now, written as such (docs/design.md#m5b); calls still running are left alone.
-    from ..boundary import repair_new_head
-
     repair_new_head(session, "compaction", closed_only=True, lock_timeout=opts.lock_timeout)
     hit = inp.hit
     if hit is not None and hit.settled:
-        from .twopass import discard
-
         discard(directory, hit)  # consumed, or never to match again: its spend is in the log now
     out.artifact = done["artifact"]
     out.event = written[-1]
@@ -329,7 +314,6 @@ def _spend(summ: Any, summary: Summary, inp: Input, opts: CompactOptions) -> lis
     """The summariser's calls as spend events (pass 1's first, recorded by the compaction that read its note)."""
     if opts.dry_run:
         return []
-    from .spend import spend_events
 
     spend = spend_events(summ, summary.result, purpose="compaction")
     hit = inp.hit
@@ -346,9 +330,6 @@ def _record_spend(session: Session, spend: list[Event], inp: Input, opts: Compac
 def _fail(session: Session, planned: Plan, opts: CompactOptions, inp: Input, summary: Summary, comp: Event,
           spend: list[Event]) -> NoReturn:
     """No summary: the artifact (the exact request) and the spend are kept, nothing is committed."""
-    from .artifacts import artifact_relpath, write_artifact
-    from .ladder import SummarizerError
-
     result = summary.result
     if not opts.dry_run:
         _done, doc, _row = finished(planned, opts, inp, summary, comp, None, "full")
@@ -363,7 +344,6 @@ def _segment_guess(session: Session, opts: CompactOptions) -> str | None:
     """The segment a compaction in segments mode will most likely write (the head's listing names it)."""
     if opts.mode != "segments" or session.directory is None:
         return None
-    from .segments import next_number
 
     return f"segment_{next_number(session.directory):03d}.md"
 
@@ -371,24 +351,17 @@ def _segment_guess(session: Session, opts: CompactOptions) -> str | None:
 def _recorded(directory: Path | None, hit: Any) -> None:
     """A compaction that commits nothing appended the note's pass-1 events: drop them from the cache."""
     if directory is not None and hit is not None and hit.settled and hit.spend:
-        from .twopass import recorded
-
         recorded(directory, hit.spend)
 
 
 def _prefire(session: Session, m: Measure, base: dict[str, Any], opts: CompactOptions) -> CompactResult:
     """Two-pass's pass 1 now (its note for a later compaction); nothing is appended."""
-    from .ladder import SummarizerError
-    from .summarizers import get_summarizer
-    from .twopass import prefire, split_point
-
     directory = session.require_directory("compact --prefire")
     if opts.prefire_from is not None and base["percent"] < opts.prefire_from:
         return CompactResult(status=BELOW, **base)  # below the point where pass 1 starts
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
     if opts.dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
         return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
-    from .spend import spend_events
 
     pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=opts.redact,
                   session_id=m.session_id, spend=lambda res: spend_events(summ, res, purpose="prefire"))
@@ -409,8 +382,6 @@ def compact_path(path: Path, **options: Any) -> CompactResult:
 def _open(target: Any, options: dict[str, Any]) -> Session:
     """A check reads a native session as its import; a compaction opens the source itself (and
     refuses another agent's file)."""
-    from ..sources import open_session
-
     return open_session(target, warn=None) if options.get("check") else Session.open(target)
 
 

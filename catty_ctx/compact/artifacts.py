@@ -18,6 +18,7 @@ from ..layout import REQUESTS_DIR
 from ..redact import redact, redact_many, scrub, secret_pieces
 from ..store import atomic_write, session_folder
 from .ladder import INSTRUCTION, SYSTEM_PROMPT, SummaryRequest, SummaryResult
+from .summarizers import get_summarizer
 
 ARTIFACT_DIR = REQUESTS_DIR
 ARTIFACT_SCHEMA = 1
@@ -121,9 +122,6 @@ def request_of(doc: dict[str, Any]) -> SummaryRequest:
 
 def replay(path: str | Path, summarizer: str, **options: Any) -> dict[str, Any]:
     """Run a saved artifact's exact input through a summariser; no session is touched."""
-    # start-up: the summarisers (subprocess, http) load only for a replay
-    from .summarizers import get_summarizer
-
     doc = load_artifact(path)
     result = get_summarizer(summarizer, **options).summarize(request_of(doc))
     return {"artifact": str(path), "original_summarizer": doc.get("summarizer"), **result.to_json()}

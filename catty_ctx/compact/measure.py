@@ -15,9 +15,13 @@ from ..announce import Announcer
 from ..events import DEFAULT_WINDOW, SPAN_KINDS, Event
 from ..fingerprint import prefix_fp
 from ..head import HeadState, build_head
+from ..integrity import PairingChecker
+from ..pairing import repair_items
+from ..repair import repaired_items
 from ..store import Session, session_window
 from ..tokens import item_tokens
 from ..view import ViewStats, exclusion, head_items, iter_view, plan_file
+from .ladder import WindowTooSmall
 
 
 @dataclass
@@ -72,8 +76,6 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
                     span.append(ev)
             yield ev
 
-    from ..integrity import PairingChecker
-
     stats = ViewStats()
     items: list[dict[str, Any]] = []
     checker = PairingChecker()
@@ -86,16 +88,12 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
     if keep_items and not checker.finish().ok:
         # A summariser gets what a provider would: the repaired view (dangling calls
         # answered, orphans and duplicates gone). Only a broken view pays this second pass.
-        from ..repair import repaired_items
-
         items, repaired = repaired_items(session)
         fp = prefix_fp(items)
     if keep_items:
         # What the summariser gets must be a request a provider takes; the log's repairs
         # above cover what it records, this covers what the view makes of it (a compaction
         # made while a call ran leaves its result after the head) and empty messages.
-        from ..pairing import repair_items
-
         items, fixed = repair_items(items)
         if fixed:
             repaired += fixed
@@ -119,8 +117,6 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
 def checked_head(comp: Event, head: HeadState) -> str:
     """Validate the new head with the pairing rules: `full`, or `minimal` (grok-build's
     minimal safe history: system items and the summary) when the full one would break them."""
-    from ..integrity import PairingChecker
-
     checker = PairingChecker()
     for it in build_head(comp, head):
         checker.feed(it)
@@ -131,8 +127,6 @@ def choose_head(comp: Event, m: Measure) -> str:
     """The post-compaction check: the full head when it pairs and fits the window; else the
     minimal safe history (system items and the summary); and when not even that fits, a
     WindowTooSmall error: nothing is committed."""
-    from .ladder import WindowTooSmall
-
     kind = checked_head(comp, m.head)
     if kind == "full" and m.window > 0 and head_tokens(comp, m) > m.window:
         kind = "minimal"

@@ -166,7 +166,7 @@ class OpenAISummarizer(_ModelSummarizer):
         self.max_response_bytes = max_response_bytes
 
     def call_once(self, prompt: Prompt, timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
-        from .transport import error_text, post  # start-up: http and sockets only for an openai: summariser
+        from .transport import error_text, post
 
         # include_usage: the stream's last chunk carries the tokens the provider counted.
         body = orjson.dumps({"model": self.model, "messages": prompt.messages(), "stream": True, "stream_options": {"include_usage": True}})

@@ -172,7 +172,16 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     if type(answers) is not dict:
         answers = {}
     listings = Listings(cached.get("dirs"))
-    found = survey(paths, listings)
+    ran = None
+    if not strict and engine is None and lo is None and not cached and _cold(paths, answers_file, use_cache):
+        # start-up: the workers' walk only when nothing is cached
+        from .fanout import survey_and_scan
+
+        fanned = survey_and_scan([os.fspath(p) for p in paths], listings, jobs, progress)
+        if fanned is not None:
+            found, ran = fanned
+    if ran is None:
+        found = survey(paths, listings)
     for arg, files in found:
         if not files and sources is None:
             _no_session(arg, 0, [], allow_empty)
@@ -198,7 +207,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     tz = timezone_named(timezone_name)
     table = load_prices(prices_file, prices)
     got = None
-    if use_cache and lo is None:  # (with --since the files read depend on the day: always the full run)
+    if use_cache and lo is None and ran is None:  # (with --since the files read depend on the day: always the full run)
         # start-up: a cached answer loads none of the scan and the fold
         from .kept import adjusted
 
@@ -213,7 +222,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
 
         # "Since yesterday": a log last written before that day began holds no call of it.
         result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
-                      modified_since=day_start(lo, tz) if lo else None, engine=engine, write_behind=True)
+                      modified_since=day_start(lo, tz) if lo else None, engine=engine, write_behind=True, ran=ran)
         if sources is None:
             try:
                 for (arg, _files), logs in zip(found, result.logs):
@@ -250,6 +259,20 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         except Exception as exc:
             result.warnings.append(f"usage answer cache not written: {exc}")
     return ledger, result
+
+
+def _cold(paths: Sequence[str | os.PathLike[str]], answers_file: str, use_cache: bool) -> bool:
+    """Whether nothing of PATHS is cached (or the caches are not read): no answer, no kept fold, no
+    per-file cache; then every log is read, and the workers can walk the trees too (see `fanout`)."""
+    if any(is_url(p) for p in paths):
+        return False
+    if not use_cache:
+        return True
+    from .cachefiles import cache_file
+    from .kept import index_file
+
+    return not any(os.path.exists(f) for f in (answers_file, index_file(answers_file), *(cache_file("usage", os.path.abspath(os.fspath(p)))
+                                                                                           for p in paths)))
 
 
 def _named(sources: list[tuple[str, str]] | None) -> list[dict[str, str]] | None:

@@ -83,7 +83,7 @@ def _parser_module(kind: str) -> Any:
 _PARSERS: dict[str, Any] = {}
 
 
-def _parser(kind: str) -> Callable[..., Any]:
+def parser(kind: str) -> Callable[..., Any]:
     return _parser_module(kind).parse
 
 
@@ -148,7 +148,7 @@ def scan_file(task: Task) -> Scanned:
             entry.kind = sniff(f.read(16))
             if entry.kind == OPENCODE:
                 unreadable: list[tuple[int, str]] = []
-                entry.state = _parser(OPENCODE)(b"", 0, 0, path, None, entry.recs, unreadable)
+                entry.state = parser(OPENCODE)(b"", 0, 0, path, None, entry.recs, unreadable)
                 entry.read = len(entry.recs)
                 entry.bad, entry.samples = len(unreadable), [(1, why) for _, why in unreadable]  # (named like a bad line)
                 if entry.recs:
@@ -191,7 +191,7 @@ def scan_file(task: Task) -> Scanned:
                 from .copies import collapse_file
 
                 recs = list(entry.recs)
-                entry.state = _parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
+                entry.state = parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
                 entry.read += len(recs) - len(entry.recs)
                 if len(recs) > len(entry.recs):
                     entry.recs, entry.aliases = collapse_file(recs, entry.aliases)
@@ -321,7 +321,7 @@ def validate_catty_logs(found: Survey) -> None:
 
 def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None = None, use_cache: bool = True, progress: Progress | None = None,
          max_samples: int = BAD_SAMPLES_PER_FILE, strict: bool = False, modified_since: float | None = None, engine: Any = None,
-         write_behind: bool = False) -> Scan:
+         write_behind: bool = False, ran: tuple[list[Scanned], dict[str, bytes]] | None = None) -> Scan:
     """Read every log under PATHS: unchanged files from the cache, grown ones from where they stopped.
 
     STRICT checks every line of every log (the per-file cache, which knows only the marked
@@ -330,6 +330,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     cache entry is kept for later questions). ENGINE (`cluster.Engine`) parses the files on a
     Dask cluster instead of here; the caches stay with this process. WRITE_BEHIND returns while
     a large per-file cache is still being written by a thread: the caller must `settle()` the Scan.
+    RAN: what the workers of a cold walk already read of every log (`fanout`), with their entries packed.
     """
     use_cache = use_cache and not strict
     since_ns = int(modified_since * 1e9) if modified_since is not None else None
@@ -374,7 +375,13 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     done: dict[str, FileEntry] = {}
     packed: dict[str, bytes] = {}  # the workers' entries as MessagePack, stored in the cache as they came
     total = sum(sizes.values())
-    results = _run(tasks, sizes, jobs, total, progress, packed) if engine is None else _run_on(engine, tasks, sizes, total, progress)
+    results: Iterable[Scanned]
+    if ran is not None:
+        results, packed = ran
+    elif engine is None:
+        results = _run(tasks, sizes, jobs, total, progress, packed)
+    else:
+        results = _run_on(engine, tasks, sizes, total, progress)
     errored: set[str] = set()
     for path, entry, nbytes, error in results:
         if error is not None:
@@ -559,7 +566,7 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
         items = [[t] for t in tasks]
     else:
         for kind in {t[1] or CLAUDE for t in tasks}:  # (untold kinds are mostly Claude Code's)
-            _parser(kind)  # imported once here, not again in every forked worker
+            parser(kind)  # imported once here, not again in every forked worker
         order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
         step = -(-len(order) // QUEUE_ITEMS)  # files per work item
         items = [order[i : i + step] for i in range(0, len(order), step)]

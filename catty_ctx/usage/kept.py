@@ -48,7 +48,12 @@ FOLDS_KEPT = 16  # questions whose fold is kept per list of PATHs (the most rece
 
 
 def _files(paths_key: str) -> tuple[str, str]:
-    return cache_file("usage-index", paths_key), cache_file("usage-folds", paths_key)
+    return index_file(paths_key), cache_file("usage-folds", paths_key)
+
+
+def index_file(paths_key: str) -> str:
+    """The kept index of the caches of PATHS_KEY (see above): without it nothing is kept of them."""
+    return cache_file("usage-index", paths_key)
 
 
 def _write_calls(paths_key: str, gens: list[int], kept: list[Record]) -> None:

@@ -74,16 +74,27 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
     LISTINGS, when given, remembers each folder's listing (see `Listings`).
     """
     p = os.fspath(path)
+    out, roots = start_of(p)
+    if roots:
+        memo = listings if listings is not None else Listings()
+        for root in roots:
+            walk_tree(root, memo, out)
+    return out
+
+
+def start_of(p: str) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """What `discover` finds under P before walking: the files P names itself, and the folders
+    whose trees hold its other logs (none: the files are all)."""
     join = os.path.join
     if os.path.isfile(p):
         name = os.path.basename(p)
         if name == LOG_NAME:
-            return _session(os.path.dirname(p))
-        return [(p, named_kind(name, os.path.dirname(p)))]
+            return _session(os.path.dirname(p)), []
+        return [(p, named_kind(name, os.path.dirname(p)))], []
     if not os.path.isdir(p):
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):
-        return _session(p)
+        return _session(p), []
     roots = [join(p, "projects")] if _is_home(p, "projects", _CLAUDE_HOME_MARKS, lambda n: n.startswith("-")) else []
     if _is_home(p, "sessions", _CODEX_HOME_MARKS, lambda n: len(n) == 4 and n.isdigit()):
         roots += [r for r in (join(p, "sessions"), join(p, "archived_sessions")) if os.path.isdir(r)]
@@ -96,25 +107,31 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
     if os.path.isfile(join(p, OPENCODE_DB)):
         out.append((join(p, OPENCODE_DB), OPENCODE))
         if not roots:
-            return out  # (opencode's data folder: its database and storage, not its snapshots and logs)
-    memo = listings if listings is not None else Listings()
-    for root in roots or [p]:
-        stack = [root]  # depth first, folders and files in name order
-        while stack:
-            folder = stack.pop()
-            listing = memo.get(folder)
-            if listing is None:
-                continue
-            subdirs, logs = listing
-            prefix = folder if folder.endswith(os.sep) else folder + os.sep  # (join's checks, once per folder)
-            if LOG_NAME in logs:  # a catty session: its own folders hold no sessions
-                out.append((prefix + LOG_NAME, CATTY))
-                if REQUESTS_DIR in subdirs:  # (told by the listing: no stat for a session without one)
-                    out.append((prefix + _PENDING, PREFIRE))
-                continue
-            out.extend((prefix + name, named_kind(name, folder)) for name in logs)
-            stack.extend(prefix + d for d in reversed(subdirs))
-    return out
+            return out, []  # (opencode's data folder: its database and storage, not its snapshots and logs)
+    return out, roots or [p]
+
+
+def walk_tree(root: str, memo: Listings, out: list[tuple[str, str | None]]) -> None:
+    """Add the logs under ROOT to OUT: depth first, a folder's files before its folders, each in name order."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        listing = memo.get(folder)
+        if listing is not None:
+            stack.extend(reversed(folder_logs(folder, listing, out)))
+
+
+def folder_logs(folder: str, listing: tuple[list[str], list[str]], out: list[tuple[str, str | None]]) -> list[str]:
+    """Add the logs of FOLDER, whose LISTING `Listings.get` gave, to OUT; its folders to walk, in name order."""
+    subdirs, logs = listing
+    prefix = folder if folder.endswith(os.sep) else folder + os.sep  # (join's checks, once per folder)
+    if LOG_NAME in logs:  # a catty session: its own folders hold no sessions
+        out.append((prefix + LOG_NAME, CATTY))
+        if REQUESTS_DIR in subdirs:  # (told by the listing: no stat for a session without one)
+            out.append((prefix + _PENDING, PREFIRE))
+        return []
+    out.extend((prefix + name, named_kind(name, folder)) for name in logs)
+    return [prefix + d for d in subdirs]
 
 
 def _session(folder: str) -> list[tuple[str, str | None]]:
@@ -374,17 +391,24 @@ def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = 
             if path in seen:
                 continue
             seen.add(path)
-            if kind == PREFIRE and not os.access(path, os.F_OK):
-                continue  # (no pass 1 waiting, the usual case: told without raising an exception)
-            try:
-                st = os.stat(path)
-            except OSError:
-                continue  # gone since the walk
-            if not stat.S_ISREG(st.st_mode):
-                continue  # a FIFO or device would block or never end
-            if path.endswith(OPENCODE_DB):
-                files.append((path, kind, *key_stat(path, st), st.st_ino))
-                continue
-            files.append((path, kind, st.st_size, st.st_mtime_ns, st.st_ino))
+            row = survey_row(path, kind)
+            if row is not None:
+                files.append(row)
         out.append((arg, files))
     return out
+
+
+def survey_row(path: str, kind: str | None) -> tuple[str, str | None, int, int, int] | None:
+    """The survey's row of the log PATH of KIND: (path, kind, size, mtime_ns, inode); None when it
+    is not to be read (gone since the walk, not a regular file, or a prefire cache that is not there)."""
+    if kind == PREFIRE and not os.access(path, os.F_OK):
+        return None  # (no pass 1 waiting, the usual case: told without raising an exception)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # gone since the walk
+    if not stat.S_ISREG(st.st_mode):
+        return None  # a FIFO or device would block or never end
+    if path.endswith(OPENCODE_DB):
+        return (path, kind, *key_stat(path, st), st.st_ino)
+    return path, kind, st.st_size, st.st_mtime_ns, st.st_ino
