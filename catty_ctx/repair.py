@@ -494,19 +494,6 @@ def repair_session(session: Session, *, lock_timeout: float = 30.0, warn: Callab
     return plan
 
 
-def repair_root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:
-    """One session's document of `repair ROOT` (its plan, applied when WRITE: what `repair S --json`
-    prints), here or on a cluster worker."""
-    # start-up: a native session's importers load only when one is read
-    from .sources import open_session
-
-    # A writer opens the source itself (another agent's file is refused there); a check reads
-    # a native session as its import.
-    with (Session.open(directory) if write else open_session(directory, warn=None)) as s:
-        plan = repair_session(s, lock_timeout=lock_timeout, force=force) if write else repair_plan(s, force=force)
-    return plan.document(str(directory), applied=write)
-
-
 def quarantine_bytes_file(session: Session, path: Any) -> None:
     """Keep a copy of an unreadable summary.json in quarantine before it is rebuilt.
 

@@ -55,15 +55,18 @@ class RootRun:
     `cluster.each`), iterated as the results of the sessions that worked, in order; each failure
     goes to ON_ERROR (its path, its error) and counts toward `exit_code`. A result that FAILURE
     turns into an error (a page that says its session is unreadable) counts as that failure and
-    is still yielded. PROGRESS wraps the per-session outcomes."""
+    is still yielded; one that FINDING holds true (a check that found something) makes the run's
+    exit at least a check's finding. PROGRESS wraps the per-session outcomes."""
 
     def __init__(self, fn: Callable[..., Any], sessions: Iterable[Any], engine: Any = None, *,
                  on_error: Callable[[Any, CattyError], None] | None = None,
                  progress: Callable[[Iterator[Any]], Iterator[Any]] | None = None,
-                 failure: Callable[[Any], CattyError | None] | None = None, **kwargs: Any) -> None:
-        self.fn, self.sessions, self.engine, self.kwargs = fn, sessions, engine, kwargs
-        self.on_error, self.progress, self.failure = on_error, progress, failure
+                 failure: Callable[[Any], CattyError | None] | None = None, finding: Callable[[Any], bool] | None = None,
+                 **kwargs: Any) -> None:
+        self.fn, self.sessions, self.engine, self.kwargs = fn, list(sessions), engine, kwargs
+        self.on_error, self.progress, self.failure, self.finding = on_error, progress, failure, finding
         self.errors: list[CattyError] = []
+        self.found = False  # a result FINDING held true
 
     def __iter__(self) -> Iterator[Any]:
         outcomes = each(self.fn, self.sessions, self.engine, **self.kwargs)
@@ -72,6 +75,7 @@ class RootRun:
             if error is not None:
                 self._failed(path, error)
             if not isinstance(result, CattyError):
+                self.found = self.found or (self.finding is not None and self.finding(result))
                 yield result
 
     def _failed(self, path: Any, error: CattyError) -> None:
@@ -81,5 +85,6 @@ class RootRun:
         self.on_error(path, error)
 
     def exit_code(self, *, check_failed: bool = False) -> int:
-        """The run's exit: the most severe code of its failures (and of a check's finding, when CHECK_FAILED)."""
-        return most_severe([*(e.exit_code for e in self.errors), *([ExitCode.CHECK_FAILED] if check_failed else [])])
+        """The run's exit: the most severe code of its failures (and of a check's finding: FINDING's,
+        or when CHECK_FAILED)."""
+        return most_severe([*(e.exit_code for e in self.errors), *([ExitCode.CHECK_FAILED] if check_failed or self.found else [])])

@@ -52,6 +52,16 @@ def test_without_a_reporter_the_first_failure_is_raised() -> None:
         raise AssertionError("no error raised")
 
 
+def test_a_result_can_carry_its_failure_or_a_finding() -> None:
+    seen: list[str] = []
+    run = RootRun(_work, ["a", "b", "busy"], on_error=lambda path, exc: seen.append(path),
+                  failure=lambda r: DataError(f"{r}: unreadable") if r == "B" else None, finding=lambda r: r == "A")
+    assert list(run) == ["A", "B"] and seen == ["b", "busy"]  # B counts as a failure and is still yielded
+    assert run.exit_code() == ExitCode.DATA
+    found = RootRun(_work, ["a", "c"], finding=lambda r: r == "A")
+    assert list(found) == ["A", "C"] and found.exit_code() == ExitCode.CHECK_FAILED
+
+
 def test_the_spec_states_the_order_of_severity() -> None:
     spec = (ROOT / "docs" / "spec.md").read_text()
     said = re.search(r"most severe first: ([\d, ]+), then 1", spec)
@@ -152,3 +162,38 @@ def test_eval_facts_only_of_a_root_prints_the_readable_sessions_facts(tmp_path: 
     proc = cli("eval", str(corpus), "--facts-only", "--facts", "file")
     assert proc.returncode == ExitCode.DATA and len(proc.stderr.splitlines()) == 2, proc.stderr
     assert [s["path"] for s in orjson.loads(proc.stdout)["sessions"]] == [str(good)]
+
+
+@pytest.mark.parametrize("names", [("a", "b", "c"), ("c", "b", "a")])
+def test_repair_of_a_root_exits_by_the_rule_whatever_the_order(tmp_path: Path, names: tuple[str, str, str]) -> None:
+    """A torn session (a check's finding, repaired when writing), one beyond repair (65) and one
+    whose lock another process holds (75)."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "root"
+    torn, bad, busy = (root / n for n in names)
+    for s in (torn, bad, busy):
+        shutil.copytree(FIXTURES / "sessions" / "demo", s)
+    with open(torn / "updates.jsonl", "ab") as f:
+        f.write(b'{"v":1,"seq":99,"ki')
+    (bad / "updates.jsonl").write_bytes(b'{"v":1,"seq":0,"kind":"session"}\nnot json\n' * 3)
+    holder = subprocess.Popen([sys.executable, "-c", f"import sys,time; sys.path.insert(0,{str(ROOT)!r}); from catty_ctx.store import Session; "
+                               f"l=Session.open({str(busy)!r}).lock(); l.__enter__(); print('held', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"
+        assert cli("repair", str(root), "--check").returncode == ExitCode.DATA  # 65 outranks the finding
+        bad.rename(tmp_path / "aside")
+        assert cli("repair", str(root), "--check").returncode == ExitCode.CHECK_FAILED
+        (tmp_path / "aside").rename(bad)
+        proc = cli("repair", str(root), "--lock-timeout", "0.3")
+        assert proc.returncode == ExitCode.DATA, proc.stderr  # 65 outranks 75
+        lines = proc.stderr.decode().splitlines()
+        assert sum(str(bad) in ln for ln in lines) == 1 and sum(str(busy) in ln for ln in lines) == 1, lines
+        assert cli("repair", str(torn), "--check").returncode == 0  # repaired while the others failed
+        shutil.rmtree(bad)
+        assert cli("repair", str(root), "--lock-timeout", "0.3").returncode == ExitCode.TEMP_FAIL
+    finally:
+        holder.kill()
+        holder.wait()

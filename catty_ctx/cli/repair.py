@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import sys
 
+from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..errors import ExitCode
+from ..ownership import require_ours
+from ..repair import problem_notes, repair_plan, repair_session, repair_stream
+from ..repair_root import repair_root
+from ..sources import open_session
+from ..store import Session, is_root
 from .errors import note, warn
-from .fastpath import CLUSTER, flag, parse_one, shared
+from .fastpath import CLUSTER, TARGET_ARG, flag, parse_one, shared
 from .fastpath import declare as declare_command
 from .output import Column, emit, progress_iter, rows_out, show_table
 
@@ -60,27 +66,17 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `repair` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when repair's own parser declines
-    from .options import TargetArg
-
-    declare_command("repair", run, PARAMS, REPAIR_DOC, EPILOG, {"target": TargetArg})
+    declare_command("repair", run, PARAMS, REPAIR_DOC, EPILOG, {"target": TARGET_ARG})
 
 
 def run(target: str, check: bool = False, dry_run: bool = False, force: bool = False, allow_empty: bool = False, as_json: bool = False,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT, scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT,
         allow_remote_writes: bool = False) -> None:
     """Repair TARGET (with --check or --dry-run, only report what it would do)."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..store import Session, is_root
-
     if target != "-" and is_root(target):
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout,
                      scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..ownership import require_ours
-    from ..repair import repair_plan, repair_session, repair_stream
-    from ..sources import open_session
 
     # --check and --dry-run only read: a native session is read as its import would be
     with (open_session(target, warn=warn) if check or dry_run else Session.open(target)) as session:
@@ -117,42 +113,16 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
 
 def _root_cells(doc: dict[str, Any]) -> dict[str, Any]:
     """A session's row of the ROOT table: its problems as phrases."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..repair import problem_notes
-
     return {**doc, "problems": ", ".join(problem_notes(doc["problems"]))}
 
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float,
                  scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..cluster import Engine, engine_for, refuse_writes
-    from ..repair import repair_root_row
-    from ..roots import RootRun
-    from ..sources import root_sessions
-    from ..urls import refuse_writes as refuse_url_writes
-
-    write = not (check or dry_run)
-    found_any = False
-    context = engine_for(scheduler, connect_timeout)
-    if write and isinstance(context, Engine):
-        refuse_writes("repair ROOT", allow_remote_writes)
-    if write:
-        refuse_url_writes(root, "repair")
-    sessions = root_sessions(root, allow_empty=allow_empty)
-
-    def rows(run: RootRun) -> Any:
-        nonlocal found_any
-        for row in run:
-            found_any = found_any or row["found"] > 0
-            yield row
-
-    with context as engine:
-        run = RootRun(repair_root_row, sessions, engine, on_error=lambda _path, exc: warn(str(exc)),
-                      progress=lambda outcomes: progress_iter(outcomes, label="sessions", total=len(sessions)),
-                      write=write, force=force, lock_timeout=lock_timeout)
+    with engine_for(scheduler, connect_timeout) as engine:
+        repairs = repair_root(root, check=check, dry_run=dry_run, force=force, lock_timeout=lock_timeout, allow_empty=allow_empty, engine=engine,
+                          allow_remote_writes=allow_remote_writes, on_error=lambda _path, exc: warn(str(exc)),
+                          progress=lambda outcomes: progress_iter(outcomes, label="sessions", total=len(repairs.sessions)))
         cols: list[str | Column] = [Column("path", "path"), Column("found", "num"), "applied", Column("problems", "text")]
-        rows_out(rows(run), cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
-    code = run.exit_code(check_failed=check and found_any)  # the most severe (docs/spec.md#a-root-of-sessions)
-    if code:
-        raise SystemExit(code)
+        rows_out(iter(repairs), cols, as_json=as_json, key="sessions", show_rows=lambda got: show_table(map(_root_cells, got), cols))
+    if repairs.exit_code():
+        raise SystemExit(repairs.exit_code())  # the most severe (docs/spec.md#a-root-of-sessions)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..cluster import each
 from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError
@@ -194,52 +193,66 @@ def run_task_scratch(task: Task) -> dict[str, Any]:
 
 def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], int], Iterator[Any]] | None,
              engine: Any = None, scratch: bool = False) -> list[dict[str, Any]]:
-    """Every task's outcome, in task order (workers finish in any order); on ENGINE's cluster when
-    given. The progress moves per compaction (each task is its strategy's compactions)."""
+    """Every task's outcome, in task order, as a `RootRun`: here, in JOBS worker processes, or on
+    ENGINE's cluster when given. The progress moves per compaction (each task is its strategy's
+    compactions)."""
     ticker = Ticker(progress, sum(t.strategy.compactions for t in tasks))
+    outcomes: list[dict[str, Any]] = []
+
+    def failed(task: Task, exc: CattyError) -> None:
+        # (run_task makes a drive's errors its outcome; this is the rest: a URL's copy, a worker's)
+        outcomes.append({"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {exc}"})
+
+    def topped_up(done: Iterator[tuple[Task, Any]]) -> Iterator[tuple[Task, Any]]:
+        """Each task's compactions all counted once it is done (a short or failed session: the rest)."""
+        while True:
+            before = ticker.done
+            got = next(done, None)
+            if got is None:
+                return
+            ticker.tick(got[0].strategy.compactions - (ticker.done - before))
+            yield got
+
+    kwargs: dict[str, Any] = {}
+    if engine is not None:
+        fn, where = run_task_scratch if scratch else run_task, engine
+    elif jobs > 1 and len(tasks) > 1:
+        fn, where = run_task, _Pool(jobs, ticker)
+    else:
+        fn, where, kwargs = run_task, None, {"on_step": ticker.tick}
     try:
-        if engine is not None:
-            done = []
-            for task, outcome in each_task(run_task_scratch if scratch else run_task, tasks, engine):
-                done.append(outcome)
-                ticker.tick(task.strategy.compactions)
-        elif jobs <= 1 or len(tasks) <= 1:
-            done = []
-            for task in tasks:
-                before = ticker.done
-                done.append(run_task(task, ticker.tick))
-                ticker.tick(task.strategy.compactions - (ticker.done - before))  # a short or failed session: the rest
-        else:
-            done = _pool(tasks, jobs, ticker)
+        for outcome in RootRun(fn, tasks, where, on_error=failed, progress=topped_up, **kwargs):
+            outcomes.append(outcome)
     finally:
         ticker.close()
-    return done
-
-
-def _pool(tasks: list[Task], jobs: int, ticker: Ticker) -> list[dict[str, Any]]:
-    # start-up: a process pool only for --jobs > 1
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    context = multiprocessing.get_context("fork" if can_fork() else "spawn")
-    steps = context.Queue()
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context, initializer=init_worker, initargs=(steps,)) as pool:
-        futures = [pool.submit(run_task, t) for t in tasks]
-        pending = set(futures)
-        while pending:
-            _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            ticker.drain(steps)
-        outcomes = [f.result() for f in futures]
-    ticker.drain(steps)
     return outcomes
 
 
-def each_task(fn: Callable[[Task], dict[str, Any]], tasks: list[Task], engine: Any) -> Iterator[tuple[Task, dict[str, Any]]]:
-    """(task, outcome) on the cluster; a task's own errors are already values (`run_task`)."""
-    for task, outcome in each(fn, tasks, engine):
-        if isinstance(outcome, CattyError):  # (run_task turns library errors into outcomes; this is the rest)
-            outcome = {"run": task.run, "index": task.index, "error": f"{task.label or task.source}: {outcome}"}
-        yield task, outcome
+class _Pool:
+    """Where the tasks go with --jobs J: J worker processes, each telling its compactions on a
+    queue (so the bar moves per compaction); outcomes in task order, bad input as a value."""
+
+    def __init__(self, jobs: int, ticker: Ticker) -> None:
+        self.jobs, self.ticker = jobs, ticker
+
+    def map(self, fn: Callable[[Task], dict[str, Any]], tasks: list[Task]) -> Iterator[Any]:
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        context = multiprocessing.get_context("fork" if can_fork() else "spawn")
+        steps = context.Queue()
+        with ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), mp_context=context, initializer=init_worker, initargs=(steps,)) as pool:
+            futures = [pool.submit(fn, t) for t in tasks]
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                self.ticker.drain(steps)
+        self.ticker.drain(steps)
+        for f in futures:
+            try:
+                yield f.result()
+            except CattyError as exc:
+                yield exc
 
 
 def _session_name(path: Path | str) -> str:

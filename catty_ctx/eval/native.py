@@ -296,7 +296,7 @@ def evaluate_native(root: str, *, out: str | None = None, progress: Callable[[It
     if not cases:
         if sessions.errors:  # (what was found could not be read: nothing to score)
             return Evaluation(None, sessions)
-        raise UsageError(f"{root}: no compaction recorded by Claude Code or Codex ({len(list(sessions.sessions))} of their sessions read)")
+        raise UsageError(f"{root}: no compaction recorded by Claude Code or Codex ({len(sessions.sessions)} of their sessions read)")
     doc = _scored(root, cases, out, progress)
     return Evaluation(doc, sessions, failed=bool(doc["native"]["total"]["failed"]), shortfall=native_below)
 
