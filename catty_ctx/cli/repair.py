@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
-from ..errors import ExitCode
 from .errors import note, warn
 from .fastpath import CLUSTER, flag, parse_one, shared
 from .fastpath import declare as declare_command
@@ -98,8 +97,8 @@ def run(target: str, check: bool = False, dry_run: bool = False, force: bool = F
         else:
             plan = repair_session(session, lock_timeout=lock_timeout, force=force)
         _render(session, plan, applied=not (check or dry_run), as_json=as_json)
-    if check and plan.found:
-        raise SystemExit(int(ExitCode.CHECK_FAILED))
+    if plan.exit_code(check=check):
+        raise SystemExit(plan.exit_code(check=check))
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
