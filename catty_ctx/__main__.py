@@ -5,21 +5,19 @@ tool pay for no more than the interpreter.
 """
 from __future__ import annotations
 
+import errno
+import os
 import sys
+
+from ._version import __version__
 
 
 def main() -> None:
     if sys.argv[1:] == ["--version"]:
-        # start-up: `--version` loads nothing else; the CLI and its error path load only when needed
-        from ._version import __version__
-
         try:
             sys.stdout.write(f"catty-ctx {__version__}\n")
             sys.stdout.flush()
         except (OSError, AttributeError) as exc:  # a full or closed stdout: the CLI's error path says so
-            # start-up: `--version` loads nothing else; the CLI and its error path load only when needed
-            import errno
-
             from .cli.errors import ClosedOutput, exit_code_for
 
             if not isinstance(exc, OSError):  # fd 1 closed: Python left sys.stdout None
@@ -27,7 +25,6 @@ def main() -> None:
             sys.exit(exit_code_for(exc))
         return
     _take_config(sys.argv)
-    # start-up: `--version` loads nothing else; the CLI and its error path load only when needed
     from .cli import main as cli_main
 
     cli_main()
@@ -36,9 +33,6 @@ def main() -> None:
 def _take_config(argv: list[str]) -> None:
     """`--config FILE` (anywhere on the line) names the config file for this run: it must be
     known before the defaults load, so it travels in CATTY_CTX_CONFIG and leaves ARGV."""
-    # start-up: `--version` answers before this; os is loaded with the interpreter anyway
-    import os
-
     for i, arg in enumerate(argv[1:], 1):
         if arg == "--":
             return

@@ -7,9 +7,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .compact import compact_session
+from .errors import LockBusy, UsageError
+from .fork import fork
 from .store import Session, atomic_write, session_folder
 from .subagents import subagent_session
+from .view import plan_file
 
 
 def compact_agent(target: Any, agent: str, **options: Any) -> Any:
@@ -18,12 +21,6 @@ def compact_agent(target: Any, agent: str, **options: Any) -> Any:
     and its spend are appended to the parent's log with `agent` set and the seqs mapped back to
     the parent's, and its request artifact copied beside the parent's. The CompactResult, its
     `through_seq` and `event` the parent's."""
-    # start-up: the compactor and the fork load only for a subagent's compaction
-    from .compact import compact_session
-    from .errors import LockBusy
-    from .fork import fork
-    from .view import plan_file
-
     if options.get("mode") == "segments":
         raise UsageError("compact --agent: segments mode is not supported for a subagent (summary or transcript)")
     parent = Session.open(target)

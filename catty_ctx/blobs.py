@@ -15,11 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
 import xxhash
 
 from .defaults import ASSISTANT_LIMIT, SHELL_LIMIT, SHELL_TOOLS, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError, WriteError
+from .files import filled
 from .fingerprint import blob_handle
+from .jsonl import scan_marked
 from .store import Session, replace_file, session_folder
 
 Warn = Callable[[str], None]
@@ -141,11 +144,6 @@ def shell_results(log_path: Path | None, pending: list[dict[str, Any]], shell_li
         elif ev.get("kind") == "tool_result" and isinstance(ev.get("call_id"), str) and _over(ev, shell_limit):
             look.setdefault(ev["call_id"], []).append(i)
     if look and log_path is not None and log_path.is_file():
-        # start-up: the byte scan only when a long result's call is in the log
-        import orjson
-
-        from .jsonl import scan_marked
-
         marker = re.compile(b"|".join(re.escape(orjson.dumps(cid)) for cid in look))
         for _, line in scan_marked(log_path, marker):
             try:
@@ -289,8 +287,8 @@ def open_blob(session_dir: Path, handle: str) -> IO[bytes]:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
         raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
-    f = os.fdopen(fd, "rb")
-    try:
+
+    def check(f: IO[bytes]) -> None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise DataError("not a regular file", path=str(path))
         h = xxhash.xxh3_128()
@@ -298,11 +296,8 @@ def open_blob(session_dir: Path, handle: str) -> IO[bytes]:
             h.update(chunk)
         if h.hexdigest() != handle:
             raise DataError("content does not match its handle (corrupt blob)", path=str(path))
-        f.seek(0)
-    except BaseException:
-        f.close()
-        raise
-    return f
+
+    return filled(os.fdopen(fd, "rb"), check)
 
 
 def session_directory(target: str) -> Path:

@@ -28,6 +28,7 @@ from .event_ids import KnownIds, event_key, split_known
 from .integrity import NOT_EXECUTED, PairingChecker
 from .jsonl import Warn, last_newline_end, scan_marked
 from .store import Session, prepare_event
+from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_view, scan_markers
 
 BOUNDARY_TEXT = {
     "new_turn": NOT_EXECUTED,
@@ -130,9 +131,6 @@ def _answered(ev: dict[str, Any]) -> list[str]:
 
 def view_problems(events: Iterable[dict[str, Any]], markers: list[dict[str, Any]], *, agent: str | None) -> tuple[PairingChecker, int]:
     """The pairing problems of AGENT's view of EVENTS, and the seq of its last real user message."""
-    # start-up: the view loads only for a log with a call or result left over (an append's common case never does)
-    from .view import iter_view, plan_view
-
     plan = plan_view(markers, agent=agent)
     checker = PairingChecker(keep=1 << 30)
     last_user = -1
@@ -166,9 +164,6 @@ def plan_repairs(problems: PairingChecker, reason: str, *, open_after: int | Non
 
 
 def _markers(session: Session) -> list[dict[str, Any]]:
-    # start-up: see view_problems
-    from .view import SHAPE_AND_TURN_MARKERS, scan_markers
-
     return list(scan_markers(session.log_path, SHAPE_AND_TURN_MARKERS))
 
 

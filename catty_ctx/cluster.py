@@ -16,8 +16,10 @@ import sys
 import time
 import warnings
 
+from .capture import capture_stderr
 from .defaults import CONNECT_TIMEOUT
 from .errors import CattyError, ExitCode, UsageError
+from .urls import on_copy
 from .workers import usable_cpus
 
 TYPE_CHECKING = False
@@ -70,10 +72,10 @@ def refuse_writes(command: str, allow: bool) -> None:
 def _import_distributed() -> Any:
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # (read at import, inherited by a LocalCluster's workers)
     try:
-        import distributed  # start-up: Dask loads only when a scheduler is asked for (an optional extra, a second to import)
+        import distributed
     except ImportError:
         raise UsageError(f"--scheduler needs Dask: install the extra {EXTRA}") from None
-    import logging  # start-up: only with Dask
+    import logging
 
     for name in ("distributed", "tornado", "asyncio"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -83,8 +85,6 @@ def _import_distributed() -> Any:
 def _run_batch(fn: Callable[..., Any], items: Sequence[Any], kwargs: dict[str, Any]) -> list[tuple[int, Any, str]]:
     """On a worker: FN over a batch; each outcome (0, value), (1, (message, exit code)) for bad input or (2, text) for a
     bug, with what the item wrote to stderr."""
-    from .capture import capture_stderr  # start-up: only on a worker
-
     out: list[tuple[int, Any, str]] = []
     for item in items:
         with capture_stderr() as written:
@@ -141,7 +141,7 @@ class Engine:
                 # Dask bounds the TCP connection by its timeout but waits for the scheduler's handshake
                 # for ever: a port that accepts and stays silent would hang the run. The whole start,
                 # handshake included, gets what is left of the connect timeout.
-                import asyncio  # start-up: only with Dask
+                import asyncio
 
                 return await asyncio.wait_for(super()._start(*args, **kwargs), max(0.1, ends - time.monotonic()))
 
@@ -232,8 +232,6 @@ def each(fn: Callable[..., Any], items: Iterable[Any], engine: Engine | None = N
     An item that is a URL (a session of a URL ROOT) is read from a local copy (`urls.on_copy`)."""
     listed = list(items)
     if any(isinstance(item, str) and "://" in item for item in listed):
-        from .urls import on_copy  # start-up: only for a URL ROOT
-
         fn = functools.partial(on_copy, fn)
     items = listed
     if engine is None:

@@ -14,6 +14,9 @@ having cost at most that much memory and time.
 from __future__ import annotations
 
 import os
+import shutil
+
+from .errors import DataError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,9 +32,6 @@ NOT_INSTALLED = "compressed with zstd, which catty-ctx reads through the zstd pr
 
 def program() -> str | None:
     """The zstd program on PATH, or None."""
-    # start-up: only a compressed log needs the program
-    import shutil
-
     return shutil.which("zstd")
 
 
@@ -52,8 +52,6 @@ def refuse_bomb(error: str, path: str) -> None:
     """Raise the DataError (exit 65) of a file whose reading stopped at the bomb limit (ERROR
     says so); any other unreadable file is left to its caller."""
     if BOMB_MARK in error:
-        from .errors import DataError  # start-up: only a refused bomb needs it
-
         raise DataError(error.removeprefix("cannot read (").removesuffix(")"), path=path)
 
 
@@ -73,7 +71,6 @@ def bomb(limit: int) -> str:
 def decompress(f: IO[bytes]) -> bytes:
     """The whole of the open compressed file F (read from where its descriptor stands),
     decompressed; `Unreadable` says why not (a bomb past `inflated_limit` too, stopped there)."""
-    # start-up: only a compressed log needs the program
     import subprocess
 
     exe = program()
@@ -123,8 +120,6 @@ class BoundedStream:
     def _count(self, data: bytes) -> bytes:
         self.given += len(data)
         if self.given > self.limit:
-            from .errors import DataError  # start-up: only a refused bomb needs it
-
             raise DataError(bomb(self.limit), path=self.display)
         return data
 

@@ -73,7 +73,8 @@ HOOK_DEADLINE = 10.0
 # Keys are the constants' names in lower case (`default_threshold = 80`). `catty-ctx config
 # show` lists every one with its value and where it came from. A file that cannot be used is
 # not half-applied: nothing of it is, and CONFIG_PROBLEM says why (the command line stops on it).
-import os as _os  # noqa: E402 - the interpreter has loaded os already; nothing else is imported here
+import os as _os  # noqa: E402 - the interpreter has loaded os and sys already
+import sys  # noqa: E402
 
 # Vocabularies, not tunables: the values a command accepts.
 _FIXED = frozenset({"SHELL_TOOLS", "COMPACT_MODES", "SEGMENT_DETAILS", "PRUNE_STRATEGIES", "RESUME_FORMATS", "USAGE_BY", "WRITEBACK_AGENTS", "EXPORT_FORMATS"})
@@ -100,9 +101,7 @@ def _load_config() -> None:
         if _os.environ.get("CATTY_CTX_CONFIG"):
             CONFIG_PROBLEM = f"{path}: no such config file (--config)"
         return
-    import sys
-
-    if sys.version_info >= (3, 11):  # the TOML reader loads only when a config file is there
+    if sys.version_info >= (3, 11):
         import tomllib
     else:
         import tomli as tomllib

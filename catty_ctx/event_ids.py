@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import xxhash
 
 from .jsonl import BUFFER, numbered_lines
@@ -91,8 +92,6 @@ class KnownIds:
         return covered
 
     def _scan(self, start: int, stop: int) -> None:
-        import orjson  # start-up: only an append whose cache lags its log parses lines
-
         self.stored = self.stored if start else b""
         fd = os.open(self.log_path, os.O_RDONLY)
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 
 TYPE_CHECKING = False
@@ -127,6 +128,18 @@ def write_file(path: PathArg, fill: Callable[[IO[bytes]], object], *, durable: b
         fsync_dir(os.path.dirname(target) or ".")
 
 
+def filled(f: IO[bytes], fill: Callable[[IO[bytes]], object]) -> IO[bytes]:
+    """F once FILL(F) has run on it (writing or checking its content), rewound for its reader;
+    closed, and FILL's error raised, when FILL fails."""
+    try:
+        fill(f)
+        f.seek(0)
+    except BaseException:
+        f.close()
+        raise
+    return f
+
+
 def stage_file(path: PathArg, data: bytes) -> str:
     """The first half of `replace_file`: DATA written and fsynced into a temp file beside
     PATH, whose name is returned for `commit_staged` (or `discard_staged`). A writer that must
@@ -191,8 +204,6 @@ def create_exclusive(path: PathArg, data: bytes) -> bool:
 def clear_dead_temps(folder: PathArg) -> int:
     """Remove the temp files (`_temp_beside`) in FOLDER whose writer no longer runs (a process
     killed between creating and renaming one); a live writer's are left. Returns how many."""
-    import re  # start-up: only a writer that clears a folder needs it
-
     pattern = re.compile(r"\..+\.[0-9a-f]{12}-(\d+)\.tmp")
     removed = 0
     try:
@@ -231,9 +242,6 @@ def replace_folder(fresh: PathArg, dest: PathArg) -> None:
     """Put the whole folder FRESH (beside DEST) in DEST's place: DEST moves aside, FRESH takes its
     name, the old one is removed. A reader sees the old folder or the new, never half of one
     (a mirror the agents' hooks rebuild; docs/agents.md)."""
-    # start-up: shutil only when a folder is replaced (the quick writers of caches never do)
-    import shutil
-
     target = os.fspath(dest)
     aside = f"{target}.old.{os.urandom(4).hex()}"
     had = os.path.isdir(target)
@@ -242,4 +250,6 @@ def replace_folder(fresh: PathArg, dest: PathArg) -> None:
     os.rename(fresh, target)
     fsync_dir(os.path.dirname(target) or ".")
     if had:
+        import shutil
+
         shutil.rmtree(aside, ignore_errors=True)

@@ -27,6 +27,7 @@ from .ownership import require_ours
 from .pairing import repair_items
 from .repair import rebuild_summary, repaired_items
 from .store import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, building, check_dest_name, check_new_session_dest, place_new_session, write_summary
+from .subagents import open_agent
 from .view import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
 
 FORMATS = RESUME_FORMATS
@@ -167,9 +168,6 @@ def fork(
 ) -> ForkResult:
     """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST; with AGENT,
     of that subagent's own conversation (`subagents`): the child's parent is SOURCE's session."""
-    # start-up: a subagent's view loads only for --agent
-    from .subagents import open_agent
-
     session = open_agent(source, agent, warn=None)
     if session.origin is not None and session.origin.get("directory"):  # a subagent: its blobs and segments are its parent's
         parent_dir = Path(session.origin["directory"])
@@ -307,7 +305,6 @@ def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq:
         return
     if not src.is_dir():
         return
-    # start-up: the compact package only when the parent has segments to copy (most forks, and resume, never do)
     from .compact.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
 
     rows = {r["file"]: r for r in read_index(parent_dir) if isinstance(r.get("file"), str)}

@@ -20,7 +20,9 @@ from .events import DEFAULT_WINDOW, Event
 from .fingerprint import Chain, canonical
 from .integrity import PairingChecker
 from .jsonl import json_problem, raw_lines
+from .parallel import CHUNK_BYTES, can_split, fold_split
 from .roots import RootRun
+from .sources import open_session
 from .store import Session, find_sessions, session_window
 from .tokens import item_tokens, percent_of, threshold_status
 from .view import ViewItem, ViewStats, iter_view, plan_file
@@ -125,14 +127,8 @@ def inspect_session(
     tally = Tally(largest)
     on_torn = _torn_counter(problems, warn)
     if parallel is None:
-        # start-up: the two-process fold only for a log large enough to split
-        from .parallel import can_split
-
         parallel = can_split(session.log_path.stat().st_size)
     if parallel:
-        # start-up: the two-process fold only for a log large enough to split
-        from .parallel import CHUNK_BYTES, fold_split
-
         plan = fold_split(session, stats, tally, warn=on_torn, progress=progress, chunk_bytes=chunk_bytes or CHUNK_BYTES)
     else:
         plan = plan_file(session.log_path)
@@ -261,9 +257,6 @@ def find_event(session: Session, seq: int) -> Event:
 def root_row(directory: Any) -> dict[str, Any]:
     """One session's object of `inspect ROOT`: its `inspect S` report, with PATH as given (a catty
     session's folder or a native session, run here or on a cluster worker)."""
-    # start-up: a native session's importers load only when one is read
-    from .sources import open_session
-
     with open_session(directory, warn=None) as s:
         rep = inspect_session(s)
     rep["path"] = str(directory)

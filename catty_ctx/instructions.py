@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import UsageError
 from .events import Event
+from .ownership import require_ours
 
 if TYPE_CHECKING:
     from .store import Session
@@ -187,9 +188,6 @@ def record_instructions(session: Session, discovery: Discovery, *, lock_timeout:
 
     Read and append happen under the session lock, so two runs at once append it once.
     """
-    # start-up: the ownership check (the importers' detection) only for --append
-    from .ownership import require_ours
-
     value = discovery.state_value()
     require_ours(session)
     with session.lock(lock_timeout):

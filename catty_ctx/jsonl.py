@@ -34,12 +34,14 @@ The ways in:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Union
 
 from .errors import DataError
+from .visible import say
 
 if TYPE_CHECKING:
     import orjson
@@ -59,8 +61,6 @@ OnTorn = Callable[[int, int], None]  # (line number, bytes) of a torn final line
 
 
 def stderr_warning(message: str) -> None:
-    from .visible import say  # start-up: only when a warning is written (a path in it may hold controls)
-
     say(f"catty-ctx: warning: {message}")
 
 
@@ -126,13 +126,19 @@ def opened(source: Source, display: str | None = None) -> Iterator[IO[bytes]]:
         yield source
 
 
-def _parses(line: bytes) -> bool:
-    # start-up: orjson only where a line is decoded (usage's scan searches lines with msgspec loaded instead)
+def _decoder() -> tuple[Callable[[bytes], Any], type[orjson.JSONDecodeError]]:
+    """orjson's `loads` and its error, for the readers that decode lines (a usage scan reads
+    them with msgspec, and never pays for orjson)."""
     import orjson
 
+    return orjson.loads, orjson.JSONDecodeError
+
+
+def _parses(line: bytes) -> bool:
+    loads, error = _decoder()
     try:
-        orjson.loads(line)
-    except orjson.JSONDecodeError:
+        loads(line)
+    except error:
         return False
     return True
 
@@ -188,14 +194,13 @@ def raw_lines(
 def json_lines(f: IO[bytes], display: str) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line of F, an unterminated last line kept; a line
     that is not JSON is a DataError naming DISPLAY:line."""
-    import orjson
-
+    loads, error = _decoder()
     for lineno, line in numbered_lines(f, display, final="kept"):
         if not line.strip():
             continue
         try:
-            yield lineno, orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
+            yield lineno, loads(line)
+        except error as exc:
             raise DataError(json_problem(exc), path=display, line=lineno) from None
 
 
@@ -211,12 +216,8 @@ def records(
 
     `progress`, when given, is called with the bytes read so far every few MiB.
     """
-    # start-up: orjson only where a line is decoded (usage's scan searches lines with msgspec loaded instead)
-    import orjson
-
     name = display or display_of(source)
-    loads = orjson.loads
-    decode_error = orjson.JSONDecodeError
+    loads, decode_error = _decoder()
     limit = LIMIT
     lineno = 0
     with opened(source, name) as f:
@@ -248,10 +249,6 @@ def loads_replacing_surrogates(line: bytes) -> tuple[Any, int]:
     """LINE parsed with its lone surrogate escapes (`\\ud83d` without its pair: what JavaScript
     writes for a cut emoji) kept as U+FFFD, and how many there were; what still does not
     parse raises orjson's error. Only for a line orjson refused for that reason."""
-    import re  # start-up: only a line refused for a lone surrogate needs these
-
-    import orjson  # start-up: as above
-
     global _SURROGATE
     if _SURROGATE is None:
         _SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -268,15 +265,13 @@ def loads_replacing_surrogates(line: bytes) -> tuple[Any, int]:
         count += 1
         return b"\\ufffd"
 
-    return orjson.loads(_SURROGATE.sub(fix, line)), count
+    return _decoder()[0](_SURROGATE.sub(fix, line)), count
 
 
 def surrogate_tolerant_loads(report: Any, warn: Warn | None, display: str) -> Callable[[bytes], Any]:
     """orjson.loads, except that a line refused for a lone surrogate escape is read with it as
     U+FFFD (`loads_replacing_surrogates`), counted in REPORT.surrogates and warned about."""
-    import orjson  # start-up: only an importer's reader needs it
-
-    loads, error = orjson.loads, orjson.JSONDecodeError
+    loads, error = _decoder()
 
     def tolerant(line: bytes) -> Any:
         try:
@@ -347,6 +342,21 @@ def scan_marked(
             for at, line in marked_lines(data, 0, end - 1, marker):
                 yield offset + at, line
             offset += end
+    finally:
+        os.close(fd)
+
+
+def first_line(path: str) -> bytes | None:
+    """The first line of the file at PATH (with its newline, if it has one); None when the file
+    cannot be opened or read, or the line is past the reader's limit."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return read_line_at(fd, 0, path)
+    except (OSError, DataError):
+        return None
     finally:
         os.close(fd)
 

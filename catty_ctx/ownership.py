@@ -48,21 +48,18 @@ def _ours(record: dict[str, Any]) -> bool:
     return isinstance(record.get("kind"), str) and "seq" in record
 
 
-def _document(value: Any) -> str | None:
-    # start-up: the importers' format detection loads only when a writer checks a file
-    from .importers.detect import document_format
-
+def _detected(value: Any, *, record: bool = False) -> str | None:
+    """The importer format of VALUE: a line's RECORD, or a whole document."""
     if isinstance(value, list) and not any(isinstance(m, dict) and "role" in m for m in value):
         return None  # a list of anything is not yet a messages array
-    return document_format(value)
+    from .importers.detect import document_format, record_format
+
+    return record_format(value) if record else document_format(value)
 
 
 def foreign_format(path: Path) -> str | None:
     """The importer format of the file at PATH when it is another agent's session; None when it
     is a catty-ctx log, empty, unreadable (the writer's own open reports that) or undecided."""
-    # start-up: the importers' format detection loads only when a writer checks a file
-    from .importers.detect import record_format
-
     try:
         f = open(path, "rb")
     except OSError:
@@ -89,12 +86,12 @@ def foreign_format(path: Path) -> str | None:
             if n == 0:
                 first_parsed = True
                 if not isinstance(record, dict):
-                    return _document(record)
+                    return _detected(record)
             if not isinstance(record, dict):
                 continue
             if _ours(record):
                 return None
-            fmt = record_format(record)
+            fmt = _detected(record, record=True)
             if fmt is not None:
                 return fmt
     # A pretty-printed JSON document (a Gemini or opencode file, a messages array): its first
@@ -103,7 +100,7 @@ def foreign_format(path: Path) -> str | None:
         try:
             if path.stat().st_size > DOCUMENT_LIMIT:
                 return None
-            return _document(orjson.loads(path.read_bytes()))
+            return _detected(orjson.loads(path.read_bytes()))
         except (OSError, orjson.JSONDecodeError):
             return None
     return None

@@ -356,7 +356,7 @@ def fold_split(
     r, w = os.pipe()
     plan_r, plan_w = os.pipe()
     try:
-        import fcntl  # start-up: only a large log's worker pipe needs it (and not every platform has it)
+        import fcntl
 
         fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # fewer, larger writes
     except (ImportError, OSError):

@@ -20,8 +20,11 @@ from typing import Any
 
 import orjson
 
+from .compact.segments import grep_segments
 from .errors import UsageError
 from .layout import LOG_NAME
+from .sources import describe, open_session, root_sessions
+from .store import is_root
 
 CONTEXT_CHARS = 160  # a match's line is cut around the match to this many characters
 
@@ -134,10 +137,6 @@ def _texts(ev: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 def search(roots: Iterable[str], query: Query, *, warn: Any = None) -> Iterator[Match]:
     """Every match of QUERY in the sessions under ROOTS (each a ROOT or one session), in walk order."""
-    # start-up: the readers load when a search runs
-    from .sources import describe, open_session, root_sessions
-    from .store import is_root
-
     rx = query.compile()
     needle = query.needle()
     since, until = _day(query.since, "--since"), _day(query.until, "--until")
@@ -177,9 +176,6 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None) -> Iterator[
                 if query.project is not None and query.project not in cwd:
                     continue
                 if s.directory is not None and (s.directory / "segments").is_dir():
-                    # start-up: the archive's reader loads for a session that has one
-                    from .compact.segments import grep_segments
-
                     for g in grep_segments(s.directory, query.pattern, regex=query.regex, ignore_case=query.ignore_case):
                         found.append(Match(sid, str(who.get("format")), cwd, last_ts or "", g.seq, f"segment {g.segment}", g.line, str(who.get("path"))))
                 for match in found:

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from .errors import UsageError
 from .formats import FORMATS
 from .formats.roots import NativeSource, walk
@@ -78,9 +80,6 @@ def import_session(native: NativeSource, *, warn: Warn | None = stderr_warning) 
 def import_log(native: NativeSource, log: Path, *, warn: Warn | None = stderr_warning) -> tuple[Any, Any]:
     """Write NATIVE's events to LOG (a file of a private spool) as `import auto` prints them;
     the import's report and builder."""
-    # start-up: the importers load only when a native session is read
-    import orjson
-
     from .importers import import_events
 
     with open(log, "wb", buffering=1 << 20) as out:

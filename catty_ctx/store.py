@@ -382,8 +382,7 @@ def write_batch(fd: int, batch: bytes, start: int, display: str) -> None:
 
 
 class SessionLock:
-    """The per-session writer lock (filelock, imported lazily: readers never need it)."""
-
+    """The per-session writer lock (filelock: readers never need it)."""
     def __init__(self, path: Path, timeout: float, display: str) -> None:
         self.path = path
         self.timeout = timeout
@@ -391,7 +390,7 @@ class SessionLock:
         self._lock: Any = None
 
     def __enter__(self) -> SessionLock:
-        import filelock  # start-up: only writers take the lock; readers never load it
+        import filelock
 
         self._lock = filelock.FileLock(str(self.path), timeout=self.timeout)
         try:

@@ -22,7 +22,9 @@ import orjson
 
 from .errors import UsageError
 from .events import is_real_user
+from .jsonl import raw_lines
 from .layout import LOG_NAME
+from .sources import open_session
 from .store import Session, session_window
 
 _SEQ_FIELDS = ("through_seq", "from_seq", "target_seq")
@@ -149,9 +151,6 @@ def agent_rows(session: Session, *, prices_file: Any = None) -> list[dict[str, A
 
 def _thread_row(thread: dict[str, Any], calls: dict[str, str], prices_file: Any) -> dict[str, Any]:
     """A Codex subagent thread's row: its own rollout's turns, calls, model and usage."""
-    # start-up: a native session's importers load only when one is read
-    from .sources import open_session
-
     row: dict[str, Any] = {"agent": thread["agent"], "status": "unknown", "type": thread["type"], "description": thread["description"],
                            "turns": 0, "events": 0, "calls": 0, "model": None, "first_ts": None, "last_ts": None, "parent_call": None,
                            "path": str(thread["path"])}
@@ -174,11 +173,8 @@ def _thread_row(thread: dict[str, Any], calls: dict[str, str], prices_file: Any)
     # The spawning call: the parent's call whose arguments or result name the thread or carry its prompt.
     row["parent_call"] = next((cid for cid, text in calls.items()
                                if thread["agent"] in text or any(orjson.dumps(p).decode()[1:-1] in text for p in prompts)), None)
-    # start-up: the usage ledger (and its price table) only for the subagents' list
-    from .usage import usage
 
-    ledger, _ = usage([str(thread["path"])], by="agent", use_cache=False, prices_file=prices_file)
-    _fill_usage(row, ledger.totals)
+    _fill_usage(row, _agent_ledger(thread["path"], prices_file).totals)
     return row
 
 
@@ -195,21 +191,21 @@ def _fill_usage(row: dict[str, Any], figures: dict[str, Any]) -> None:
 def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: Any) -> None:
     """Tokens and cost of each subagent, from the usage ledger by agent (the same numbers as
     `usage --by agent`)."""
-    # start-up: the usage ledger (and its price table) only for the subagents' list
-    from .usage import usage
-
-    ledger, _ = usage([str(session.log_path)], by="agent", use_cache=False, prices_file=prices_file)
-    by = {r["agent"]: r for r in ledger.rows}
+    by = {r["agent"]: r for r in _agent_ledger(session.log_path, prices_file).rows}
     for agent, row in rows.items():
         _fill_usage(row, by.get(agent, {}))
+
+
+def _agent_ledger(path: Any, prices_file: Any) -> Any:
+    """The usage ledger of the log at PATH by agent (the numbers of `usage --by agent`)."""
+    from .usage import usage
+
+    return usage([str(path)], by="agent", use_cache=False, prices_file=prices_file)[0]
 
 
 def open_agent(target: Any, agent: str | None, *, warn: Any = None) -> Session:
     """TARGET opened for reading (`sources.open_session`), or with AGENT its subagent's own view:
     a Codex subagent thread is a rollout of its own (`codex_threads`), read as its import."""
-    # start-up: a native session's importers load only when one is read
-    from .sources import open_session
-
     session = open_session(target, warn=warn)
     if agent is None:
         return session
@@ -228,8 +224,6 @@ def codex_threads(session: Session) -> list[dict[str, Any]]:
     parent = origin.get("session_id")
     if origin.get("format") != "codex" or not isinstance(parent, str) or not origin.get("path"):
         return []
-    # start-up: only for a Codex session's subagents
-    from .jsonl import raw_lines
 
     source = Path(origin["path"])
     root = next((p for p in source.parents if p.name == "sessions"), source.parent)

@@ -9,8 +9,13 @@ when a URL is given; a missing one is a usage error naming it.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
+import sys
+import tempfile
 
+from .capture import capture_stderr
 from .errors import CattyError, UsageError
 from .layout import LOG_NAME, session_dirs
 
@@ -32,7 +37,6 @@ def filesystem(url: str) -> tuple[Any, str]:
     """(fsspec filesystem, path inside it) for URL; a missing package is a usage error naming it."""
     scheme = url.partition("://")[0]
     try:
-        # start-up: fsspec (and a scheme's package) load only when a URL is given
         import fsspec
         from fsspec.registry import known_implementations
     except ImportError:
@@ -135,7 +139,6 @@ def _renamed(value: Any, local: str, url: str) -> Any:
         return {k: _renamed(v, local, url) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_renamed(v, local, url) for v in value)
-    import dataclasses  # start-up: only for a URL ROOT's results (usage's cached answer loads this module)
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.replace(value, **{f.name: _renamed(getattr(value, f.name), local, url)
@@ -145,10 +148,6 @@ def _renamed(value: Any, local: str, url: str) -> Any:
 
 def on_copy(fn: Callable[..., Any], url: str, **kwargs: Any) -> Any:
     """FN(local copy of the session at URL, **kwargs), with the URL where the copy's path would show."""
-    # start-up: only for a URL ROOT (usage's cached answer loads this module)
-    import shutil
-    import tempfile
-
     scratch = tempfile.mkdtemp(prefix="catty-ctx-url-")
     local = os.path.join(scratch, url.rstrip("/").rsplit("/", 1)[-1] or "session")
     try:
@@ -169,14 +168,10 @@ class _stderr_renamed:
         self.local, self.url = local, url
 
     def __enter__(self) -> None:
-        from .capture import capture_stderr  # start-up: only for a URL ROOT
-
         self.capture = capture_stderr()
         self.written = self.capture.__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        import sys  # start-up: (loaded already; local as the rest of this class)
-
         self.capture.__exit__(*exc)
         if self.written:
             sys.stderr.write("".join(self.written).replace(self.local, self.url))

@@ -14,6 +14,7 @@ document shown on a terminal these escapes are JSON's own: it still reads back t
 """
 from __future__ import annotations
 
+import codecs
 import sys
 
 TYPE_CHECKING = False
@@ -53,8 +54,6 @@ class TerminalWriter:
     shown as `\\xNN`), made `visible`, written back as UTF-8. `end` writes a character cut at the end."""
 
     def __init__(self, raw: IO[bytes]) -> None:
-        import codecs  # start-up: only for bytes shown on a terminal
-
         self.raw = raw
         self.decoder = codecs.getincrementaldecoder("utf-8")("backslashreplace")
 

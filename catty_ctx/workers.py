@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -138,9 +139,6 @@ def _start_dealt(work: Callable[[int], Any], dump: Callable[[Any], bytes], queue
 
 
 def _unlinked_temp() -> int:
-    # start-up: tempfile (and the shutil and random it loads) only where memfd_create is missing
-    import tempfile
-
     fd, name = tempfile.mkstemp(prefix="catty-ctx-worker-")
     os.unlink(name)
     return fd

@@ -13,22 +13,13 @@ from pathlib import Path
 import orjson
 
 from ..errors import DataError
-from ..jsonl import read_line_at
+from ..jsonl import first_line
 
 
 def rollout_cwd(path: str) -> str | None:
     """The `cwd` of a rollout's `session_meta` record (its first line), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        first = read_line_at(fd, 0, path)  # bounded by the reader's line limit
-    except (OSError, DataError):
-        return None
-    finally:
-        os.close(fd)
-    if b'"session_meta"' not in first:
+    first = first_line(path)  # (bounded by the reader's line limit)
+    if first is None or b'"session_meta"' not in first:
         return None
     try:
         record = orjson.loads(first)

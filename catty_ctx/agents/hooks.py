@@ -82,7 +82,6 @@ def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str, *, 
                   lock_timeout: float = 5.0, budget: float | None = None) -> Path:
     """Bring the mirror of the session the hook names up to date (with ARCHIVE, also archive the
     span since the previous compaction as a segment). Warnings go to stderr and the log."""
-    # start-up: the mirror (and the importers it loads) only when a hook has a transcript to read
     from .mirror import sync
 
     sid = session_id_of(payload)
@@ -117,17 +116,15 @@ def _remove_empty(folder: Path) -> None:
         pass
 
 
-def reminder(mirror: Path, agent: str) -> str:
-    """The continuation reminder built from the mirror, at most REMINDER_LIMIT characters,
+def reminder(folder: Path, agent: str) -> str:
+    """The continuation reminder built from the mirror in FOLDER, at most REMINDER_LIMIT characters,
     ending with how to recover exact details (the recall tool, the `segment grep` line)."""
-    # start-up: the library loads only when a hook has a mirror to read
-    from .continuation import render
-    from .mirror import load_state
+    from . import continuation, mirror
 
-    body = render(load_state(mirror))
+    body = continuation.render(mirror.load_state(folder))
     tail = (f"To recover an exact detail of the earlier conversation (an error message, a command's output, "
             f"a file's content), call the tool {RECALL_TOOLS.get(agent, RECALL_TOOL)} with a pattern when it is available, or run:\n"
-            f"catty-ctx segment grep {shlex.quote(str(mirror))} 'PATTERN'")
+            f"catty-ctx segment grep {shlex.quote(str(folder))} 'PATTERN'")
     room = REMINDER_LIMIT - len(tail)
     if len(body) > room:
         body = body[: room - 2] + "…\n"

@@ -34,6 +34,8 @@ from ..errors import DataError, UsageError
 from ..event_ids import KnownIds, event_key
 from ..events import SPAN_KINDS, Event
 from ..files import replace_file
+from ..importers import import_events
+from ..instructions import discover_instructions
 from ..jsonl import last_newline_end, records
 from ..store import LOG_NAME, Session, open_log_for_append, session_folder
 from .continuation import VERSION as STATE_VERSION
@@ -139,9 +141,6 @@ def _unchanged(cursor: dict[str, Any], reader: _Reader, st: os.stat_result, tran
 
 
 def _import_chunk(fmt: str, chunk: Path, mirror: Path, sid: str) -> list[Event]:
-    # start-up: the importers load only when there are appended bytes to read
-    from ..importers import import_events
-
     events: list[Event] = []
 
     def sink(ev: Event) -> None:
@@ -240,8 +239,6 @@ def _instructions(tracker: Continuation, cwd: str | None) -> None:
     never in the transcript)."""
     if not cwd or not os.path.isdir(cwd):
         return
-    # start-up: instruction discovery (it may ask git) only when a hook names a folder
-    from ..instructions import discover_instructions
 
     try:
         tracker.add_instructions(part.path for part in discover_instructions(cwd).parts)

@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..blobs import open_blob
+from ..compact.segments import grep_segments, native_segments
 from ..errors import CattyError, DataError
+from ..formats import get, home_folders
+from ..inspect import inspect_session
+from ..jsonl import raw_lines
+from ..sources import open_session
+from ..usage import usage
+from ..writeback.claude import SLUG_LIMIT, project_folder_name
+from .codex_sessions import newest_rollout
 from .settings import RECALL_SERVER
 
 if TYPE_CHECKING:
@@ -88,9 +97,6 @@ class Recall:
             return Path(self.given)
         cwd = Path(self.cwd) if self.cwd is not None else Path.cwd()
         if self.codex_home is not None:
-            # start-up: Codex's session lookup loads only for a server installed for Codex
-            from .codex_sessions import newest_rollout
-
             return newest_rollout(cwd, Path(self.codex_home))
         return newest_session(cwd)
 
@@ -105,8 +111,6 @@ class Recall:
         if kept is not None and kept.path == path and kept.stamp == stamp:
             return kept
         self.close()
-        # start-up: the readers (and a native file's importer) load with the first question
-        from ..sources import open_session
 
         self._opened = _Opened(path, stamp, open_session(path, warn=None))
         return self._opened
@@ -116,9 +120,6 @@ class Recall:
         if not opened.segments_done:
             session = opened.session
             if session.origin is not None:
-                # start-up: the archive's writer loads for a native session's first search
-                from ..compact.segments import native_segments
-
                 opened.segments = native_segments(session)
             elif session.directory is not None and (session.directory / "segments").is_dir():
                 opened.segments = session.directory
@@ -173,18 +174,12 @@ class Recall:
 def agent_homes(name: str) -> list[Path]:
     """The homes of agent format NAME (claude, codex) as the registry finds them: its variable
     (CLAUDE_CONFIG_DIR, CODEX_HOME), else its default folders."""
-    # start-up: the format registry loads when the server looks for a session
-    from ..formats import get, home_folders
-
     return [Path(h) for h in home_folders(get(name), os.environ, os.path.expanduser("~"))]
 
 
 def claude_project_dirs(cwd: Path) -> list[Path]:
     """The folders of each Claude Code home's `projects/` that may hold CWD's transcripts (for a
     name Claude Code cut and suffixed, every folder that begins as it does)."""
-    # start-up: Claude Code's naming rule loads when the server looks for a transcript
-    from ..writeback.claude import SLUG_LIMIT, project_folder_name
-
     name = project_folder_name(str(cwd))
     out: list[Path] = []
     for home in agent_homes("claude"):
@@ -219,9 +214,6 @@ def _claude_transcripts(cwd: Path) -> list[tuple[int, str, Path]]:
 def _rollout_cwd(path: Path) -> str | None:
     """The working folder a main Codex rollout's first record (`session_meta`) names; None for a
     subagent's rollout or a file that does not start so."""
-    # start-up: the line reader loads when the server looks for a Codex session
-    from ..jsonl import raw_lines
-
     try:
         first = orjson.loads(next(iter(raw_lines(path, warn=None))).data)
     except (StopIteration, OSError, CattyError, orjson.JSONDecodeError):
@@ -308,9 +300,6 @@ def event_text(ev: dict[str, Any], session: Session, limit: int = BLOB_READ_MAX)
 
 
 def _blob_text(directory: Path, handle: str, limit: int) -> tuple[str, bool] | None:
-    # start-up: blobs are read only for an event that was externalised
-    from ..blobs import open_blob
-
     try:
         with open_blob(directory, handle) as f:
             data = f.read(limit + 1)
@@ -386,9 +375,6 @@ def search_compacted(session: Session, rx: re.Pattern[str], *, limit: int = SEAR
     seqs = {s for s in seqs if s <= through}
     folder = archive() if archive is not None and compactions else None
     if folder is not None and len(matches) <= limit:
-        # start-up: the archive's reader loads for a session that has one
-        from ..compact.segments import grep_segments
-
         for g in grep_segments(folder, pattern, regex=regex, ignore_case=ignore_case):
             if g.seq is None or g.seq in seqs:
                 continue  # a segment's heading and summary, or an event the log itself said exactly
@@ -493,9 +479,6 @@ def show_events(session: Session, start: int, end: int, *, offset: int = 0, max_
 def context_status(session: Session) -> dict[str, Any]:
     """`inspect`'s report of the context (window, tokens, percent, compactions, largest items)
     and how far it is from the compaction threshold."""
-    # start-up: the fold loads with the first status question
-    from ..inspect import inspect_session
-
     rep = inspect_session(session, parallel=False)
     window, tokens, threshold = rep["window"], rep["tokens"], rep["threshold"]
     at = math.ceil(window * threshold / 100) if window > 0 else 0  # the least total that reaches it (>=)
@@ -520,9 +503,6 @@ def context_status(session: Session) -> dict[str, Any]:
 def session_usage(path: Path) -> dict[str, Any]:
     """The `usage` ledger of the session at PATH by model: tokens, calls and cost, every
     provider call counted once."""
-    # start-up: the ledger loads with the first usage question
-    from ..usage import usage
-
     ledger, _scan = usage([path], by="model")
     doc = ledger.document()
     return {"totals": doc["totals"], "models": doc["rows"], "incomplete": doc["incomplete"], "calls_read": doc["calls_read"],

@@ -18,8 +18,12 @@ import json
 import math
 import os
 import re
+import sys
 import time
 
+import xxhash
+
+from ..errors import CattyError
 from ..visible import one_line
 from .transcript_tally import STATE_VERSION, cache_folder, field_object, load_state, plain_number, read_transcript, save_cache, some_text, subagent_logs, token_count
 
@@ -150,9 +154,6 @@ def projects_root(transcript: str | None) -> str:
 
 
 def _today_path(root: str, folder: str) -> str:
-    # start-up: xxhash for the state's name only
-    import xxhash
-
     return os.path.join(folder, f"today-{xxhash.xxh64_hexdigest(root.encode('utf-8', 'surrogateescape'))}.json")
 
 
@@ -177,9 +178,7 @@ def today_cost(root: str, folder: str, *, every: float = TODAY_EVERY, now: float
         return refresh_today(root, folder, day)
     # Marked as asked (with the figure so far), so the runs until the answer start no other.
     save_cache(path, json.dumps({"v": STATE_VERSION, "day": day, "at": now, "cost": known}).encode())
-    # start-up: a process is started only once a minute
     import subprocess
-    import sys
 
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     code = (f"import sys; sys.path.insert(0, {package_parent!r}); from catty_ctx.agents.statusline import refresh_today; "
@@ -194,8 +193,6 @@ def today_cost(root: str, folder: str, *, every: float = TODAY_EVERY, now: float
 
 def refresh_today(root: str, folder: str, day: str) -> float | None:
     """Ask the usage ledger for DAY's cost under ROOT and keep it (see `today_cost`)."""
-    # start-up: the usage ledger only once a minute (or when the day changed)
-    from ..errors import CattyError
     from ..usage import usage
 
     try:

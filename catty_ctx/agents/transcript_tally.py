@@ -15,8 +15,14 @@ import math
 import os
 import re
 
+import xxhash
+
+from ..files import replace_file
+from ..jsonl import marked_lines
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 STATE_VERSION = 3
@@ -46,7 +52,6 @@ def some_text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-
 # -- the incremental read
 
 
@@ -58,9 +63,6 @@ def cache_folder() -> str:
 
 def _state_paths(folder: str, transcript: str) -> tuple[str, str]:
     """The transcript's state file, and the start of its calls files' names (KEY.OFFSET.calls)."""
-    # start-up: xxhash only once there is a transcript to keep a state for
-    import xxhash
-
     key = xxhash.xxh64_hexdigest(os.path.abspath(transcript).encode("utf-8", "surrogateescape"))
     return os.path.join(folder, f"{key}.json"), os.path.join(folder, key)
 
@@ -72,9 +74,6 @@ def _calls_file(state: dict[str, Any], folder: str) -> str | None:
 
 def _fingerprint(f: Any, offset: int) -> list[int]:
     """Hashes of the file's first bytes and of the bytes just before OFFSET (both within it)."""
-    # start-up: xxhash only once there is a transcript to read
-    import xxhash
-
     f.seek(0)
     head = f.read(min(FINGERPRINT_BYTES, offset))
     start = max(0, offset - FINGERPRINT_BYTES)
@@ -96,9 +95,6 @@ def load_state(path: str) -> dict[str, Any]:
 
 
 def save_cache(path: str, data: bytes) -> None:
-    # start-up: the file helpers only when a state changed
-    from ..files import replace_file
-
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         replace_file(path, data, durable=False)  # a cache: lost in a crash, it is only read again
@@ -177,9 +173,6 @@ def _drop_other_calls(prefix: str, current: str) -> None:
 def _tally(state: dict[str, Any], data: bytes, end: int) -> bool:
     """Fold the main conversation's lines of DATA[:end] into STATE: the last request's usage and
     model, the compactions. True when DATA holds usage lines (calls to count)."""
-    # start-up: the line search only when there are new bytes to read
-    from ..jsonl import marked_lines
-
     calls = False
     for _off, line in marked_lines(data, 0, end, _MARK):
         try:
@@ -211,19 +204,16 @@ def _tally(state: dict[str, Any], data: bytes, end: int) -> bool:
 class _Rates:
     """The price table's `rates`, remembered in the state per model, day and tier, so a run whose
     calls are of a known model and day loads no price table."""
-
-    def __init__(self, memo: dict[str, Any]) -> None:
+    def __init__(self, memo: dict[str, Any], load_prices: Callable[[], Any]) -> None:
         self.memo = memo
+        self.load_prices = load_prices
         self.prices: Any = None
 
     def rates(self, model: str, day: int, above: bool) -> Any:
         key = f"{model}\0{day}\0{int(above)}"
         if key not in self.memo:
             if self.prices is None:
-                # start-up: the price table only for a model or a day not priced here before
-                from ..usage.prices import load_prices
-
-                self.prices = load_prices()
+                self.prices = self.load_prices()
             found = self.prices.rates(model, day, above)
             self.memo[key] = None if found is None else list(found)
         got = self.memo[key]
@@ -242,13 +232,9 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in:
     cost is summed, and a later copy of one (its dedupe key kept as a hash) is dropped. A
     subagent's log (MAIN_CALLS: the main transcript's kept calls) drops the responses of the
     main conversation it repeats (their message ids are kept as hashes too), as the ledger does."""
-    # start-up: the usage ledger's parser and dedupe only when there are calls to count
     import msgspec
 
-    from ..usage.claude import parse
-    from ..usage.copies import collapse_file
-    from ..usage.prices import call_cost
-    from ..usage.records import Record
+    from ..usage import claude, copies, prices, records
 
     transcript = state["path"]
     kept: list[Any] = []
@@ -256,7 +242,7 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in:
     costs: list[Any] = []
     sealed: set[int] = set()
     ids: set[int] = set()
-    kept_type = tuple[list[Record], list[tuple[str, str, str | None, int]], list[float | None], list[int], list[int]]
+    kept_type = tuple[list[records.Record], list[tuple[str, str, str | None, int]], list[float | None], list[int], list[int]]
     if offset:
         try:
             if calls_in is None:
@@ -271,9 +257,9 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in:
             f.seek(0)
             prefix = f.read(offset)
             kept, sealed = [], set()
-            parse(prefix, 0, len(prefix), transcript, None, kept, [])
+            claude.parse(prefix, 0, len(prefix), transcript, None, kept, [])
             ids = {key_hash("m" + r.msg_id) for r in kept if r.msg_id is not None}
-            kept, aliases = collapse_file(kept)
+            kept, aliases = copies.collapse_file(kept)
             state.update(sealed_calls=0, sealed_cost=0.0, sealed_unpriced=0)
             priced = False
         else:
@@ -281,7 +267,7 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in:
     else:
         priced = True
     new: list[Any] = []
-    parse(data, 0, end, transcript, None, new, [])
+    claude.parse(data, 0, end, transcript, None, new, [])
     if sealed:
         new = [r for r in new if r.key is None or key_hash("k" + r.key) not in sealed]
     if main_calls is not None:
@@ -293,9 +279,9 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in:
         new = [r for r in new if not (r.sidechain and r.msg_id is not None and key_hash("m" + r.msg_id) in repeated)]
     ids.update(key_hash("m" + r.msg_id) for r in new if r.msg_id is not None)
     before = {id(r): c for r, c in zip(kept, costs)} if priced else {}
-    out, aliases = collapse_file(kept + new, aliases)
-    rates = _Rates(state.setdefault("rates", {}))
-    costs = [before[id(r)] if id(r) in before else call_cost(r, rates) for r in out]  # type: ignore[arg-type]
+    out, aliases = copies.collapse_file(kept + new, aliases)
+    rates = _Rates(state.setdefault("rates", {}), prices.load_prices)
+    costs = [before[id(r)] if id(r) in before else prices.call_cost(r, rates) for r in out]  # type: ignore[arg-type]
     cut = max(0, len(out) - OPEN_CALLS)
     if cut:
         done = costs[:cut]
@@ -313,7 +299,4 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in:
 
 
 def key_hash(name: str) -> int:
-    # start-up: xxhash is loaded already (the state's name)
-    import xxhash
-
     return xxhash.xxh3_64_intdigest(name.encode("utf-8", "surrogateescape"))

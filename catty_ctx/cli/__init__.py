@@ -1,22 +1,21 @@
 """The `catty-ctx` command line: a thin layer that parses, calls the library and renders.
 
-Each command lives in its own module, named by its record in `registry`, and imports the
-library when it runs, so `--version` and `--help` start fast (the top-level help is made from
+Each command lives in its own module, named by its record in `registry` and imported only
+when that command runs, so `--version` and `--help` start fast (the top-level help is made from
 the registry alone). The typer application is built on first use of `app`; the commands marked
 `fast` parse their own argv when they can (`cli/fastpath.py`) and answer without loading the
 CLI framework.
 """
 import importlib
+import re
 import sys
+from typing import Annotated, Any
 
+from .. import defaults
 from .._version import __version__
 from ..errors import EXIT_MEANINGS, DataError, ExitCode
 from .errors import exit_code_for, flush_stdout, guard_closed_stdout, run_guarded
 from .registry import BY_NAME, COMMANDS
-
-TYPE_CHECKING = False  # typing costs milliseconds to import: only typer's path needs it
-if TYPE_CHECKING:
-    from typing import Any
 
 HELP = (
     "Context lifecycle for LLM-agent sessions on disk: inspect, prune, compact, archive, "
@@ -30,8 +29,6 @@ def _help() -> str:
 
 
 def _build_app() -> "Any":
-    from typing import Annotated
-
     import typer
 
     built = typer.Typer(
@@ -114,7 +111,6 @@ def examples_per_line(epilog: "Any") -> "Any":
     `Examples: cmd; cmd` (or already a line each)."""
     if not isinstance(epilog, str) or "\n" in epilog.strip():
         return epilog
-    import re
 
     head = re.match(r"\s*(Examples?):", epilog)
     return epilog if head is None else f"{head.group(1)}:\n" + "\n".join(example_lines(epilog))
@@ -125,7 +121,6 @@ def example_lines(epilog: "str | None") -> "list[str]":
     separated by line breaks, or by `; ` where a command line follows (not inside one)."""
     if not epilog:
         return []
-    import re
 
     head = re.search(r"(?:^|\n)\s*Examples?:\s*", epilog)
     text = epilog[head.end():] if head else epilog.strip()
@@ -135,9 +130,7 @@ def example_lines(epilog: "str | None") -> "list[str]":
 
 def reflow(doc: str) -> str:
     """DOC with its paragraphs (blank-line separated) joined into single lines."""
-    import inspect
-
-    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n") if p.strip())
+    return "\n\n".join(" ".join(p.split()) for p in re.split(r"\n[ \t]*\n", doc) if p.strip())
 
 
 def main(argv: "list[str] | None" = None) -> None:
@@ -158,10 +151,8 @@ def main(argv: "list[str] | None" = None) -> None:
 
 def _config_usable() -> None:
     """A config file that cannot be used stops every command (it would change what they do)."""
-    from ..defaults import CONFIG_PROBLEM  # (read here, first: importing the defaults reads the file)
-
-    if CONFIG_PROBLEM is not None:
-        raise DataError(CONFIG_PROBLEM)
+    if defaults.CONFIG_PROBLEM is not None:
+        raise DataError(defaults.CONFIG_PROBLEM)
 
 
 def list_commands() -> None:

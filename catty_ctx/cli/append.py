@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from ..appending import append_events, read_events
 from ..defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from .errors import warn
 from .fastpath import declare as declare_command
@@ -63,9 +64,6 @@ def run(session: str, create: bool = False, window: int | None = None, model: st
         session_id: str | None = None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, quiet: bool = False,
         max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT, allow_duplicate_ids: bool = False, no_repair: bool = False) -> None:
     """Check the events on stdin, then append them to SESSION (made with --create); echo them unless QUIET."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..appending import append_events, read_events
-
     written = append_events(session, read_events(sys.stdin.buffer), create=create, window=window, model=model, cwd=cwd,
                             session_id=session_id, lock_timeout=lock_timeout, max_user_bytes=max_user_bytes,
                             max_tool_bytes=max_tool_bytes, allow_duplicate_ids=allow_duplicate_ids, repair=not no_repair, warn=warn)

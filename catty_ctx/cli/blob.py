@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import shutil
 
+from ..blobs import open_blob, session_directory
+from ..visible import end, stdout_binary
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one
 
@@ -41,10 +43,6 @@ def declare() -> None:
 
 def run(session: str, handle: str, raw: bool = False) -> None:
     """Copy the payload HANDLE names in SESSION's blobs/ to stdout."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..blobs import open_blob, session_directory
-    from ..visible import end, stdout_binary
-
     out = stdout_binary(raw=raw)
     with open_blob(session_directory(session), handle) as f:
         shutil.copyfileobj(f, out, 1 << 20)

@@ -6,6 +6,10 @@ much of such a run.
 """
 from __future__ import annotations
 
+from ..agent_compact import compact_agent
+from ..cluster import Engine, engine_for, refuse_writes
+from ..compact import OVER, compact_session, compact_target
+from ..compact.artifacts import replay as run_replay
 from ..defaults import (
     COMPACT_DEADLINE,
     COMPACT_MODE,
@@ -20,6 +24,11 @@ from ..defaults import (
     SUMMARIZER,
 )
 from ..errors import CattyError, ExitCode, UsageError
+from ..roots import most_severe
+from ..sources import root_sessions
+from ..store import is_root
+from ..subagents import open_agent
+from ..urls import refuse_writes as refuse_url_writes
 from .errors import warn
 from .fastpath import CLUSTER, flag, parse_one, shared, value
 from .fastpath import declare as declare_command
@@ -106,8 +115,6 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
     if replay is not None:
         if target is not None:
             raise UsageError("--replay takes an artifact, not a SESSION")
-        # start-up: the library loads when the command runs, not for --help or another command
-        from ..compact.artifacts import replay as run_replay
 
         out = run_replay(replay, summarizer, **options)
         emit(out, as_json=as_json, show=_show_replay)
@@ -119,27 +126,16 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
     if agent is not None and (prefire or two_pass or target == "-" or _is_root(target)):
         raise UsageError(f"compact --agent {agent} compacts one subagent of one session (not a ROOT nor a stream), in one pass")
 
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact import OVER, compact_target
-    from ..roots import most_severe
-
     errors: list[CattyError] = []
 
     def on_error(path: str, exc: CattyError) -> None:
         errors.append(exc)
         warn(str(exc))
 
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..cluster import Engine, engine_for, refuse_writes
-    from ..urls import refuse_writes as refuse_url_writes
-
     sessions = None
     progress = None
     context: Any = engine_for(None if target == "-" else scheduler, connect_timeout)
     if target != "-" and _is_root(target):
-        # start-up: the library loads when the command runs, not for --help or another command
-        from ..sources import root_sessions
-
         if not (check or dry_run):
             refuse_url_writes(target, "compact")
             if isinstance(context, Engine):
@@ -150,18 +146,11 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         def progress(outcomes: Any) -> Any:
             return progress_iter(outcomes, label="sessions", total=total)
     if agent is not None:
-        # start-up: the library loads when the command runs, not for --help or another command
-        from ..compact import compact_session
-        from ..subagents import open_agent
-
         if check:  # a measure of its view, which any session (a native one too) can give
             with open_agent(target, agent, warn=None) as sub:
                 results = [compact_session(sub, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
                                            summarizer_options=options, redact=not no_redact, check=True, deadline=deadline)]
         else:
-            # start-up: the library loads when the command runs, not for --help or another command
-            from ..agent_compact import compact_agent
-
             results = [compact_agent(target, agent, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
                                      summarizer_options=options, redact=not no_redact, dry_run=dry_run, deadline=deadline,
                                      lock_timeout=lock_timeout)]
@@ -190,9 +179,6 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
 
 
 def _is_root(target: str) -> bool:
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..store import is_root
-
     return is_root(target)
 
 

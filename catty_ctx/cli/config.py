@@ -1,6 +1,8 @@
 """`catty-ctx config show`: every tunable constant, its value, and where it came from."""
 from __future__ import annotations
 
+from .. import defaults
+from ..errors import UsageError
 from .fastpath import declare as declare_command
 from .fastpath import parse_one, shared
 from .output import Column, rows_out
@@ -38,10 +40,6 @@ def declare() -> None:
 
 def run(action: str, as_json: bool = False) -> None:
     """Print the settings (ACTION is `show`)."""
-    # start-up: the settings load when the command runs (the defaults read the file once)
-    from .. import defaults
-    from ..errors import UsageError
-
     if action != "show":
         raise UsageError(f"unknown config action '{action}' (show)")
     rows = ({"name": n.lower(), "value": getattr(defaults, n), "source": defaults.SOURCES[n]} for n in defaults.TUNABLE)

@@ -4,6 +4,10 @@ from __future__ import annotations
 import sys
 
 from ..defaults import EXPORT_FORMATS
+from ..errors import WriteError
+from ..export import export
+from ..files import write_file
+from ..sources import open_session
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, value
 
@@ -43,10 +47,6 @@ def declare() -> None:
 
 def run(session: str, fmt: str = "md", out: str | None = None, redact: bool = False) -> None:
     """Write SESSION's transcript in FMT to stdout, or to OUT."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..export import export
-    from ..sources import open_session
-
     with open_session(session, stdin=sys.stdin.buffer) as s:
         pieces = export(s, fmt, redact=redact)
         if out is None:
@@ -54,9 +54,6 @@ def run(session: str, fmt: str = "md", out: str | None = None, redact: bool = Fa
             for piece in pieces:
                 stdout.write(piece.encode())
             return
-        # start-up: only a file output needs the whole-file writer
-        from ..errors import WriteError
-        from ..files import write_file
 
         def fill(f: Any) -> None:
             for piece in pieces:

@@ -11,6 +11,8 @@ from types import MappingProxyType
 from typing import Annotated, Any, NamedTuple, TypeAlias
 
 from ..defaults import CONNECT_TIMEOUT_MIN
+from . import get_app
+from .errors import handle_errors
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,6 +76,11 @@ SHARED: "dict[str, Option]" = {o.dest: o for o in (
 def shared(dest: str) -> Option:
     """The shared option of parameter DEST (SHARED)."""
     return SHARED[dest]
+
+
+# The positional arguments several commands share, as `declare` takes them: (metavar, help).
+SESSION_ARG = ("SESSION", "A session directory, an updates.jsonl file, or - for an event stream on stdin.")
+TARGET_ARG = ("SESSION|ROOT", "A session directory, an updates.jsonl file, - for stdin, or a ROOT folder holding sessions at any depth.")
 
 
 # The options of a command that can run on a Dask cluster.
@@ -173,8 +180,7 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
 
     import typer
 
-    from . import app
-    from .errors import handle_errors
+    app = get_app()
     target = app if on is None else on
     group = next((g.name for g in app.registered_groups if g.typer_instance is on), None) if on is not None else None
     path = f"{group} {name}" if group else name
@@ -206,6 +212,16 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
                            default=defaults[p])
          for p, annotation in annotations.items()])
     target.command(name, epilog=epilog)(handle_errors(command))
+
+
+def declare_group(name: str, help_text: str, epilog: str, on: "Any" = None) -> "Any":
+    """Register the sub-application NAME (its subcommands are declared on it) on the typer
+    application, or on ON, a sub-application of it; the sub-application."""
+    import typer
+
+    group = typer.Typer(help=help_text, epilog=epilog, no_args_is_help=True)
+    (get_app() if on is None else on).add_typer(group, name=name)
+    return group
 
 
 def typer_option(o: Option, optional: bool = False) -> Any:

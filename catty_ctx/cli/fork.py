@@ -7,6 +7,8 @@ retry a turn or branch a task, and typer's import would be much of such a run.
 from __future__ import annotations
 
 from ..defaults import PRUNE_STRATEGIES, WRITEBACK_AGENTS
+from ..errors import UsageError
+from ..fork import fork
 from .errors import note, warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, shared, value
@@ -67,9 +69,6 @@ def run(session: str, dest: str | None = None, at_turn: int | None = None, model
         to: str | None = None, repair: bool = False, prune: str | None = None, compact: bool = False, max_bytes: int | None = None,
         session_id: str | None = None, dry_run: bool = False, as_json: bool = False, agent: str | None = None) -> None:
     """Fork SESSION into DEST (with --dry-run, only say what it would copy); the result goes to stdout."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..errors import UsageError
-
     if to is not None:
         if agent is not None:
             raise UsageError("--agent makes a catty session of a subagent: fork SESSION DEST --agent ID, then --to from it")
@@ -81,7 +80,6 @@ def run(session: str, dest: str | None = None, at_turn: int | None = None, model
         raise UsageError(f"{given[0]} needs --to claude|codex")
     if dest is None:
         raise UsageError("fork needs DEST (or --to claude|codex)")
-    from ..fork import fork  # start-up: as above
 
     result = fork(session, dest, at_turn=at_turn, model=model, cwd=cwd, dry_run=dry_run, agent=agent)
     for path in result.skipped:
@@ -95,7 +93,7 @@ def run(session: str, dest: str | None = None, at_turn: int | None = None, model
 
 
 def _write_back(session: str, dest: str | None, agent: str, *, dry_run: bool, as_json: bool, **options: Any) -> None:
-    from ..writeback import WritebackOptions, write_back  # start-up: only for --to
+    from ..writeback import WritebackOptions, write_back
 
     result = write_back(session, dest, WritebackOptions(agent=agent, **options), dry_run=dry_run)
     doc = result.as_dict()

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import sys
 
+from ..agents import hooks
+from ..agents import settings as agent_settings
 from ..defaults import HOOK_DEADLINE
 from ..errors import UsageError
+from . import get_app
 from .errors import note
 from .fastpath import declare as declare_command
-from .fastpath import flag, parse_one, value
+from .fastpath import declare_group, flag, parse_one, value
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,27 +94,19 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `hook` and its subcommands on the typer application, from PARAMS."""
-    # start-up: typer only when hook's own parser declines
-    from typing import Annotated
-
-    import typer
-
-    from . import app
-
-    if any(group.name == "hook" for group in app.registered_groups):
+    if any(group.name == "hook" for group in get_app().registered_groups):
         return
-    hook_app = typer.Typer(help=HOOK_HELP, epilog=HOOK_EPILOG, no_args_is_help=True)
-    app.add_typer(hook_app, name="hook")
-    agent_arg = Annotated[str, typer.Argument(metavar="AGENT", help="claude or codex.")]
+    hook_app = declare_group("hook", HOOK_HELP, HOOK_EPILOG)
+    agent_arg = ("AGENT", "claude or codex.")
     for name in ("install", "uninstall"):
         declare_command(name, RUNS[name], PARAMS[name], DOCS[name], EPILOGS[name], {"agent": agent_arg}, on=hook_app)
     for agent in AGENTS:
         hooks = [h for h in HOOKS if f"{agent} {h}" in PARAMS]
         if not hooks:
             continue
-        agent_app = typer.Typer(help=f"The hook commands {'Claude Code' if agent == 'claude' else 'Codex'} runs.", no_args_is_help=True,
-                                epilog=f"Example: echo '{{\"session_id\": \"S\", \"source\": \"compact\"}}' | catty-ctx hook {agent} session-start")
-        hook_app.add_typer(agent_app, name=agent)
+        agent_app = declare_group(agent, f"The hook commands {'Claude Code' if agent == 'claude' else 'Codex'} runs.",
+                                  f"Example: echo '{{\"session_id\": \"S\", \"source\": \"compact\"}}' | catty-ctx hook {agent} session-start",
+                                  on=hook_app)
         for hook in hooks:
             declare_command(hook, RUNS[f"{agent} {hook}"], PARAMS[f"{agent} {hook}"], HOOK_DOCS[hook], EPILOGS[hook], {}, on=agent_app)
 
@@ -129,18 +124,14 @@ def _agent(agent: str) -> str:
 
 def _edit(install: bool, agent: str, scope: str, settings: str | None, statusline: bool, mcp: bool, command: str, dry_run: bool,
           codex_home: str | None) -> None:
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..agents import settings as agent_settings
-
     if _agent(agent) not in INSTALLABLE:
         raise UsageError(f"AGENT: hook install knows {', '.join(INSTALLABLE)}")
     if agent == "codex":
-        # start-up: as above
-        from ..agents import codex_install
-
         for flag, given in (("--statusline", statusline), ("--settings", settings is not None), ("--scope", scope != "user")):
             if given:
                 raise UsageError(f"{flag}: not for codex (its hooks live in CODEX_HOME; see --codex-home)")
+        from ..agents import codex_install
+
         changes = codex_install.plan_codex(install, home=codex_home, mcp=mcp, command=command)
     else:
         if codex_home is not None:
@@ -174,9 +165,6 @@ def uninstall(agent: str, scope: str = "user", settings: str | None = None, stat
 
 
 def _hook(agent: str, hook: str, deadline: float, mirrors: str | None) -> None:
-    # start-up: the hook's own module only (the importers load when there is a transcript to read)
-    from ..agents import hooks
-
     root = hooks.mirrors_root(mirrors)
     fmt = "claude" if agent == "claude" else "codex"
     if hook == "pre-compact":

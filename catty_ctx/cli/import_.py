@@ -6,7 +6,13 @@ would be much of such a run.
 """
 from __future__ import annotations
 
+import orjson
+
 from ..defaults import TOOL_LIMIT, USER_LIMIT
+from ..formats import NAMES, names_text
+from ..importers import import_events, import_to_dir
+from ..importers.common import is_routine_skip
+from ..visible import end, stdout_binary
 from .errors import note, warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, shared, value
@@ -48,8 +54,6 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `import` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    from ..formats import NAMES, names_text  # start-up: read when typer's command is made, not on a plain run
-
     declare_command("import", run, PARAMS, IMPORT_DOC, EPILOG, {
         "fmt": ("FORMAT", f"{names_text()}, or auto (detect from the content).", (*NAMES, "auto")),
         "source": ("SOURCE", "A session file, or a tree / storage folder / opencode.db holding sessions (pick one with --session)."),
@@ -59,11 +63,6 @@ def declare() -> None:
 def run(fmt: str, source: str, out: str | None = None, lenient: bool = False, session: str | None = None, dry_run: bool = False,
         max_user_bytes: int = USER_LIMIT, max_tool_bytes: int = TOOL_LIMIT) -> None:
     """Import SOURCE as events on stdout, or (with OUT) as a new session directory; what was skipped goes to stderr."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    import orjson
-
-    from ..importers import import_events, import_to_dir
-
     if out is not None:
         report = import_to_dir(fmt, source, out, lenient=lenient, warn=warn, session_id=session, dry_run=dry_run,
                                user_limit=max_user_bytes, tool_limit=max_tool_bytes)
@@ -74,8 +73,6 @@ def run(fmt: str, source: str, out: str | None = None, lenient: bool = False, se
         write_json(doc)
     else:
         # (a terminal sees session text with its controls made visible; a pipe gets the bytes)
-        from ..visible import end, stdout_binary
-
         stream = stdout_binary()
         dumps = orjson.dumps
         if dry_run:  # nothing to stream: the report is the output
@@ -90,9 +87,6 @@ def run(fmt: str, source: str, out: str | None = None, lenient: bool = False, se
 
 def _skip_report(report: ImportReport, source: str) -> None:
     """What was left out: routine skips in a note, anything else (and invalid lines) in a warning."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..importers.common import is_routine_skip
-
     routine = [f"{k} {v}" for k, v in sorted(report.skipped.items()) if is_routine_skip(k)]
     other = [f"{k} {v}" for k, v in sorted(report.skipped.items()) if not is_routine_skip(k)]
     if report.invalid:

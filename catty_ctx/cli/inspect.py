@@ -7,10 +7,21 @@ registers are made from one table, `PARAMS`.
 """
 from __future__ import annotations
 
+from pathlib import Path as PathType
+
+import orjson
+
+from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
+from ..inspect import find_event, inspect_root, inspect_session, view_rows
+from ..snapshot import context_report
+from ..sources import open_session, root_sessions
+from ..stats import root_stats
+from ..store import is_root
+from ..subagents import agent_rows, open_agent
 from .errors import warn
-from .fastpath import CLUSTER, flag, parse_one, shared, value
+from .fastpath import CLUSTER, TARGET_ARG, flag, parse_one, shared, value
 from .fastpath import declare as declare_command
 from .output import ByteProgress, Column, emit, progress_iter, record, rows_out, show, show_table, table, text, write_json
 
@@ -57,21 +68,13 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `inspect` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when inspect's own parser declines
-    from .options import TargetArg
-
-    declare_command("inspect", run, PARAMS, INSPECT_DOC, EPILOG, {"target": TargetArg})
+    declare_command("inspect", run, PARAMS, INSPECT_DOC, EPILOG, {"target": TARGET_ARG})
 
 
 def run(target: str, items: bool = False, seq: int | None = None, context: bool = False, agents: bool = False, agent: str | None = None,
         stats: bool = False, allow_empty: bool = False, as_json: bool = False, scheduler: str | None = None,
         connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Inspect TARGET and print the report; warnings and errors go to stderr."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..inspect import find_event, inspect_root, inspect_session, view_rows
-    from ..store import is_root
-    from ..subagents import open_agent
-
     if stats:
         _stats(target, allow_empty=allow_empty, as_json=as_json)
         return
@@ -82,12 +85,6 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
 
         def on_error(path: Path, exc: Exception) -> None:
             warn(str(exc))
-
-        # start-up: the library loads when the command runs, not for --help or another command
-        from pathlib import Path as PathType
-
-        from ..cluster import engine_for
-        from ..sources import root_sessions
 
         found = root_sessions(target, allow_empty=allow_empty)
         cols = [Column("path", "path"), Column("session_id", "id"), *(Column(k, "num") for k in ("events", "turns", "tokens")),
@@ -104,18 +101,12 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
         raise UsageError("--agents lists the subagents; --agent ID shows one")
     with open_agent(target, agent, warn=warn) as session:
         if agents:
-            # start-up: the library loads when the command runs, not for --help or another command
-            from ..subagents import agent_rows
-
             rows_out(iter(agent_rows(session)), AGENT_COLUMNS, as_json=as_json, key="agents")
             return
         if seq is not None:
             write_json(find_event(session, seq))  # an event is one document whatever the output
             return
         if context:
-            # start-up: the library loads when the command runs, not for --help or another command
-            from ..snapshot import context_report
-
             rep = context_report(session)
             emit(rep, as_json=as_json, show=_show_context)
             return
@@ -130,11 +121,6 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
 
 def _stats(target: str, *, allow_empty: bool, as_json: bool) -> None:
     """`inspect ROOT --stats`: the distributions, a row per quantity (one document with --json)."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..sources import open_session, root_sessions
-    from ..stats import root_stats
-    from ..store import is_root
-
     found = root_sessions(target, allow_empty=allow_empty) if target != "-" and is_root(target) else [target]
     failed: list[str] = []
 
@@ -173,9 +159,6 @@ def _show_items(rows: Any) -> None:
 
 
 def _show_context(rep: dict[str, Any]) -> None:
-    # start-up: the library loads when the command runs, not for --help or another command
-    import orjson
-
     def short(v: Any) -> str:
         value = v if isinstance(v, str) else orjson.dumps(v).decode()
         return value if len(value) <= 70 else value[:69] + "…"

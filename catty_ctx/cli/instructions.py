@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
+from ..instructions import discover_instructions, record_instructions
+from ..store import Session
 from .errors import note, warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, shared, value
@@ -48,10 +50,6 @@ def declare() -> None:
 def run(directory: str = ".", append: str | None = None, no_global: bool = False, as_json: bool = False,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> None:
     """List DIRECTORY's instruction files (with --append, record them in that session); the rows go to stdout."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..instructions import discover_instructions, record_instructions
-    from ..store import Session
-
     found = discover_instructions(directory, include_global=not no_global)
     for s in found.skipped:
         if s["reason"].startswith("ignore rules not applied"):

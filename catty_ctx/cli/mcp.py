@@ -5,6 +5,8 @@ loads only here, when the server runs.
 """
 from __future__ import annotations
 
+from ..agents.recall import Recall
+from ..errors import UsageError
 from .fastpath import Option, parse_one
 from .fastpath import declare as declare_command
 
@@ -45,12 +47,7 @@ def declare() -> None:
 
 def run(session: str | None = None, codex_home: str | None = None) -> None:
     """Serve the recall tools on stdin and stdout until stdin ends."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..agents.recall import Recall
-    from ..errors import UsageError
-
     try:
-        # start-up: the MCP SDK loads only when the server runs
         from ..agents.mcp_server import serve
     except ImportError as exc:
         raise UsageError(f"the recall server needs the MCP SDK ({exc.name or exc}): install the extra catty-ctx[mcp]") from None

@@ -5,16 +5,10 @@ from typing import Annotated
 
 import typer
 
-from .fastpath import SHARED, typer_option
+from .fastpath import SESSION_ARG, SHARED, TARGET_ARG, typer_option
 
-SessionArg = Annotated[
-    str,
-    typer.Argument(metavar="SESSION", help="A session directory, an updates.jsonl file, or - for an event stream on stdin."),
-]
-TargetArg = Annotated[
-    str,
-    typer.Argument(metavar="SESSION|ROOT", help="A session directory, an updates.jsonl file, - for stdin, or a ROOT folder holding sessions at any depth."),
-]
+SessionArg = Annotated[str, typer.Argument(metavar=SESSION_ARG[0], help=SESSION_ARG[1])]
+TargetArg = Annotated[str, typer.Argument(metavar=TARGET_ARG[0], help=TARGET_ARG[1])]
 
 
 # The shared options (fastpath.SHARED) for the commands typer parses alone.

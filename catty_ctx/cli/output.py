@@ -5,10 +5,12 @@ Rows stream out as they are produced; rich is imported only when a terminal will
 from __future__ import annotations
 
 import sys
+from functools import cache
+from types import SimpleNamespace
 
-from ..visible import CONTROLS
+from ..visible import CONTROLS, stdout_binary
 
-TYPE_CHECKING = False  # typing and msgspec load where used: `usage` prints a cached answer without them
+TYPE_CHECKING = False  # typing loads where used: `usage` prints a cached answer without it
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
@@ -24,32 +26,29 @@ def stdout_tty() -> bool:
 
 
 def _out() -> Any:
-    # start-up: a leaf module of one dict
-    from ..visible import stdout_binary
-
     return stdout_binary()
 
 
-def _encoder() -> Any:
+def _json() -> Any:
     """The one JSON encoder of everything printed: msgspec's (compact, keys in order, int keys as strings).
 
     Not orjson: `usage` decodes with msgspec, and orjson's import alone (it loads dataclasses,
     uuid and more) would cost a small incremental run more than its own work.
     """
-    # start-up: a cached usage answer prints without a JSON library
-    import msgspec
+    import msgspec.json
 
-    return msgspec.json.encode
+    return msgspec.json
+
+
+def _encoder() -> Any:
+    return _json().encode
 
 
 def json_bytes(doc: Any, *, pretty: bool = False) -> bytes:
     """One JSON document as printed: indented for a terminal, one line for a pipe."""
     data = _encoder()(doc)
     if pretty:
-        # start-up: a cached usage answer prints without a JSON library
-        import msgspec
-
-        data = msgspec.json.format(data, indent=2)
+        data = _json().format(data, indent=2)
     return data + _NL
 
 
@@ -102,18 +101,21 @@ def write_json_array(key: str, rows: Iterable[Any], extra: dict[str, Any] | None
     return n
 
 
+@cache
+def _rich() -> Any:
+    """The parts of rich this layer draws with, for a terminal."""
+    from rich import cells, console, progress, table, text
+
+    return SimpleNamespace(Console=console.Console, Text=text.Text, Table=table.Table, cell_len=cells.cell_len, progress=progress)
+
+
 def console(stderr: bool = False) -> Any:
     """A console that prints text as it is: no markup, no emoji codes, no highlighting.
 
     Session text is data: `[bold]`, `[/\\]` or `:smile:` in a message must reach the screen
     unchanged, so nothing printed through this layer is ever parsed.
     """
-    # start-up: rich loads only when a terminal shows something
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
-
-
+    return _rich().Console(stderr=stderr, highlight=False, soft_wrap=False, markup=False, emoji=False)
 
 
 def plain(value: Any) -> str:
@@ -132,9 +134,7 @@ def plain(value: Any) -> str:
 def text(*parts: Any, style: str = "") -> Any:
     """PARTS (values, or Texts made here) as one rich Text: printed verbatim, whatever brackets
     they hold. The only way cli/ builds styled text, so none of it is ever markup."""
-    # start-up: rich loads only when a terminal shows something
-    from rich.text import Text
-
+    Text = _rich().Text
     out = Text(style=style)
     for part in parts:
         out.append(part if isinstance(part, Text) else plain(part))
@@ -177,9 +177,7 @@ def _wrap_words(words: list[str], width: int) -> str:
 
 
 def _shorten_left(s: str, width: int) -> str:
-    # start-up: rich loads only when a terminal shows something
-    from rich.cells import cell_len
-
+    cell_len = _rich().cell_len
     if cell_len(s) <= width:
         return s
     tail = s[-max(width - 1, 0):]
@@ -202,9 +200,7 @@ class _Table:
         self.rows = rows  # rich Text cells
 
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
-        # start-up: rich loads only when a terminal shows something
-        from rich.cells import cell_len
-
+        cell_len = _rich().cell_len
         cols, rows = self.columns, self.rows
         if rows:  # a column no row fills says nothing on a terminal
             keep = [i for i in range(len(cols)) if any(r[i].plain for r in rows)] or list(range(len(cols)))
@@ -238,10 +234,7 @@ class _Table:
         yield self._grid(cols, rows, widths)
 
     def _grid(self, cols: list[Column], rows: list[list[Any]], widths: list[int]) -> Any:
-        # start-up: rich loads only when a terminal shows something
-        from rich.table import Table
-        from rich.text import Text
-
+        Table, Text = _rich().Table, _rich().Text
         t = Table(title=Text(self.title) if self.title else None, title_justify="left", show_edge=False, pad_edge=False,
                   show_header=any(c.header for c in cols))
         for c, w in zip(cols, widths):
@@ -266,9 +259,7 @@ def record(title: str | None, pairs: Iterable[tuple[str, Any]]) -> Any:
 
 def table(title: str | None, columns: Sequence[str | Column], rows: Iterable[Sequence[Any]], *, right: Sequence[str] = ()) -> Any:
     """A table of values, never markup: a cell shows `plain(value)`, or a rich Text as built."""
-    # start-up: rich loads only when a terminal shows something
-    from rich.text import Text
-
+    Text = _rich().Text
     cols = _columns(columns, right)
     return _Table(None if title is None else plain(title), cols,
                   [[v if isinstance(v, Text) else text(grouped(v) if c.kind == "num" else v) for v, c in zip(row, cols)]
@@ -353,10 +344,8 @@ def progress_iter(items: Iterable[Any], *, label: str, total: int | None = None)
     if not stderr_tty():
         yield from items
         return
-    # start-up: rich loads only when a terminal shows something
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console(stderr=True), transient=True) as bar:
+    p = _rich().progress
+    with p.Progress(p.TextColumn("{task.description}"), p.BarColumn(), p.MofNCompleteColumn(), p.TimeElapsedColumn(), console=console(stderr=True), transient=True) as bar:
         task = bar.add_task(label, total=total)
         for item in items:
             yield item
@@ -376,10 +365,8 @@ class ByteProgress:
 
     def __enter__(self) -> ByteProgress:
         if stderr_tty() and self.total >= self.MIN_BYTES:
-            # start-up: rich loads only when a terminal shows something
-            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), console=console(stderr=True), transient=True)
+            p = _rich().progress
+            self._bar = p.Progress(p.TextColumn("{task.description}"), p.BarColumn(), p.DownloadColumn(), p.TransferSpeedColumn(), console=console(stderr=True), transient=True)
             self._bar.start()
             self._task = self._bar.add_task(self.label, total=self.total)
         return self

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+import orjson
+
 from ..defaults import (
     PRUNE_CLEAR_AT_LEAST,
     PRUNE_HIGH_PERCENT,
@@ -24,10 +26,14 @@ from ..defaults import (
     PRUNE_TRIM_TAIL,
 )
 from ..errors import UsageError
+from ..events import DEFAULT_WINDOW
+from ..inspect import is_item_stream, iter_item_lines
+from ..prune import MIB, PrefixReuse, PruneOptions, PruneStats, item_lines_canon, prune, prune_item_stream
+from ..subagents import open_agent
 from ..visible import end, stdout_binary
 from .errors import warn
+from .fastpath import SESSION_ARG, flag, parse_one, shared, value
 from .fastpath import declare as declare_command
-from .fastpath import flag, parse_one, shared, value
 from .output import console, record, stderr_tty
 
 TYPE_CHECKING = False
@@ -83,10 +89,7 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `prune` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when prune's own parser declines
-    from .options import SessionArg
-
-    declare_command("prune", run, PARAMS, PRUNE_DOC, EPILOG, {"session": SessionArg})
+    declare_command("prune", run, PARAMS, PRUNE_DOC, EPILOG, {"session": SESSION_ARG})
 
 
 def _report(key: str, doc: dict[str, Any]) -> None:
@@ -94,9 +97,6 @@ def _report(key: str, doc: dict[str, Any]) -> None:
     if stderr_tty():
         console(stderr=True).print(record(key, [(k, ", ".join(map(str, v)) if isinstance(v, list) else v) for k, v in doc.items()]))
     else:
-        # start-up: orjson loads with the library, when the command runs
-        import orjson
-
         sys.stderr.write(orjson.dumps({key: doc}).decode() + "\n")
 
 
@@ -107,13 +107,6 @@ def run(session: str, window: int | None = None, strategy: str = PRUNE_STRATEGY,
         keep: int = PRUNE_KEEP, clear_at_least: int = PRUNE_CLEAR_AT_LEAST, exclude_tools: str = "", clear_inputs: bool = False,
         session_ref: str | None = None, previous: str | None = None, stats: bool = False, agent: str | None = None) -> None:
     """Prune SESSION's view and print it, an item a line; the reports go to stderr."""
-    # start-up: the library loads when the command runs, not for --help or another command
-
-    from ..events import DEFAULT_WINDOW
-    from ..inspect import is_item_stream, iter_item_lines
-    from ..prune import MIB, PrefixReuse, PruneOptions, PruneStats, item_lines_canon, prune, prune_item_stream
-    from ..subagents import open_agent
-
     opts = PruneOptions(
         strategy=strategy,
         min_percent=min_percent,

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 import sys
 
+from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
+from ..ownership import require_ours
+from ..repair import problem_notes, repair_plan, repair_session, repair_stream
+from ..repair_root import repair_root
+from ..sources import open_session
+from ..store import Session, is_root
 from .errors import note, warn
-from .fastpath import CLUSTER, flag, parse_one, shared
+from .fastpath import CLUSTER, TARGET_ARG, flag, parse_one, shared
 from .fastpath import declare as declare_command
 from .output import Column, emit, progress_iter, rows_out, show_table
 
@@ -59,27 +65,17 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `repair` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when repair's own parser declines
-    from .options import TargetArg
-
-    declare_command("repair", run, PARAMS, REPAIR_DOC, EPILOG, {"target": TargetArg})
+    declare_command("repair", run, PARAMS, REPAIR_DOC, EPILOG, {"target": TARGET_ARG})
 
 
 def run(target: str, check: bool = False, dry_run: bool = False, force: bool = False, allow_empty: bool = False, as_json: bool = False,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT, scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT,
         allow_remote_writes: bool = False) -> None:
     """Repair TARGET (with --check or --dry-run, only report what it would do)."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..store import Session, is_root
-
     if target != "-" and is_root(target):
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout,
                      scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..ownership import require_ours
-    from ..repair import repair_plan, repair_session, repair_stream
-    from ..sources import open_session
 
     # --check and --dry-run only read: a native session is read as its import would be
     with (open_session(target, warn=warn) if check or dry_run else Session.open(target)) as session:
@@ -116,18 +112,11 @@ def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:
 
 def _root_cells(doc: dict[str, Any]) -> dict[str, Any]:
     """A session's row of the ROOT table: its problems as phrases."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..repair import problem_notes
-
     return {**doc, "problems": ", ".join(problem_notes(doc["problems"]))}
 
 
 def _repair_root(root: str, *, check: bool, dry_run: bool, force: bool, allow_empty: bool, as_json: bool, lock_timeout: float,
                  scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT, allow_remote_writes: bool = False) -> None:
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..cluster import engine_for
-    from ..repair_root import repair_root
-
     with engine_for(scheduler, connect_timeout) as engine:
         repairs = repair_root(root, check=check, dry_run=dry_run, force=force, lock_timeout=lock_timeout, allow_empty=allow_empty, engine=engine,
                           allow_remote_writes=allow_remote_writes, on_error=lambda _path, exc: warn(str(exc)),

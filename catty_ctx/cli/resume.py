@@ -6,9 +6,11 @@ request with it, and typer's import would be most of that run.
 from __future__ import annotations
 
 from ..defaults import RESUME_FORMAT, RESUME_FORMATS
+from ..fork import resume
+from ..subagents import open_agent
 from .errors import note, warn
+from .fastpath import SESSION_ARG, parse_one, shared, value
 from .fastpath import declare as declare_command
-from .fastpath import parse_one, shared, value
 from .output import write_json, write_lines
 
 TYPE_CHECKING = False
@@ -37,19 +39,12 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `resume` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when resume's own parser declines
-    from .options import SessionArg
-
     epilog = "Examples: catty-ctx resume S --format openai | jq '.messages | length'; catty-ctx resume S | catty-ctx inspect -"
-    declare_command("resume", run, PARAMS, RESUME_DOC, epilog, {"session": SessionArg})
+    declare_command("resume", run, PARAMS, RESUME_DOC, epilog, {"session": SESSION_ARG})
 
 
 def run(session: str, fmt: str = RESUME_FORMAT, agent: str | None = None) -> None:
     """Print SESSION's repaired view in FMT; what was repaired goes to stderr."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..fork import resume
-    from ..subagents import open_agent
-
     with open_agent(session, agent, warn=warn) as s:
         out, notes = resume(s, fmt)
     if notes:

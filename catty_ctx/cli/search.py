@@ -1,6 +1,11 @@
 """`catty-ctx search`: a pattern across every session under some ROOTs, catty and native."""
 from __future__ import annotations
 
+from typing import Annotated
+
+from ..errors import ExitCode
+from ..search import Query, search
+from .errors import warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse, shared, value
 from .output import Column, rows_out
@@ -46,9 +51,6 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `search` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when search's own parser declines
-    from typing import Annotated
-
     import typer
 
     declare_command("search", run, PARAMS, SEARCH_DOC, EPILOG, {
@@ -60,11 +62,6 @@ def declare() -> None:
 def run(roots: list[str], pattern: str, regex: bool = False, ignore_case: bool = False, since: str | None = None, until: str | None = None,
         project: str | None = None, agent: str | None = None, limit: int | None = None, as_json: bool = False) -> None:
     """Print the matches of PATTERN under ROOTS; exit 1 when there is none."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..errors import ExitCode
-    from ..search import Query, search
-    from .errors import warn
-
     query = Query(pattern, regex=regex, ignore_case=ignore_case, since=since, until=until, project=project, agent=agent, limit=limit)
     count = rows_out((m.row() for m in search(roots, query, warn=warn)), _COLUMNS, as_json=as_json, key="matches")
     if not count:

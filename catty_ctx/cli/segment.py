@@ -6,9 +6,13 @@ subcommand has its own table, `PARAMS[name]`; typer's commands go on the `segmen
 """
 from __future__ import annotations
 
+from ..compact.segments import grep_segments, list_segments, native_segments, open_segment, segment_path
 from ..errors import ExitCode
+from ..subagents import open_agent
+from ..visible import end, stdout_binary
+from . import get_app
 from .fastpath import declare as declare_command
-from .fastpath import flag, parse_one, shared
+from .fastpath import declare_group, flag, parse_one, shared
 from .output import Column, rows_out
 
 TYPE_CHECKING = False
@@ -60,15 +64,9 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 def declare() -> None:
     """Register the `segment` sub-application and its subcommands on the typer application (help,
     completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when segment's own parser declines
-    import typer
-
-    from . import app
-
-    if any(group.name == "segment" for group in app.registered_groups):
+    if any(group.name == "segment" for group in get_app().registered_groups):
         return
-    segment_app = typer.Typer(help=SEGMENT_HELP, epilog=SEGMENT_EPILOG, no_args_is_help=True)
-    app.add_typer(segment_app, name="segment")
+    segment_app = declare_group("segment", SEGMENT_HELP, SEGMENT_EPILOG)
     arguments = {"session": ("SESSION", "A session directory."), "number": ("N", "The segment's number (from its file name, counted from 0)."),
                  "pattern": ("TEXT", "A fixed string to look for (a regular expression with -E).")}
     for name, params in PARAMS.items():
@@ -81,10 +79,6 @@ def run(subcommand: str, **kwargs: Any) -> None:
 
 
 def _session_dir(session: str, agent: str | None = None) -> Path:
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact.segments import native_segments
-    from ..subagents import open_agent
-
     opened = open_agent(session, agent, warn=None)
     # Another agent's session, or a subagent's view: its own compactions' spans, derived in its spool.
     if opened.origin is not None:
@@ -98,9 +92,6 @@ _OPENED: list[Any] = []
 
 def list_cmd(session: str, as_json: bool = False, agent: str | None = None) -> None:
     """List SESSION's segments; the rows go to stdout."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact.segments import list_segments
-
     rows = list_segments(_session_dir(session, agent))
     cols = [Column("segment", "num"), Column("file", "path"), *(Column(k, "num") for k in ("seq_from", "seq_to", "turns", "bytes")), Column("keywords", "text")]
     rows_out(iter(rows), cols, as_json=as_json, key="segments")
@@ -108,10 +99,6 @@ def list_cmd(session: str, as_json: bool = False, agent: str | None = None) -> N
 
 def show_cmd(session: str, number: str, agent: str | None = None) -> None:
     """Copy segment NUMBER of SESSION to stdout, byte for byte (on a terminal, controls shown, not obeyed)."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact.segments import open_segment, segment_path
-    from ..visible import end, stdout_binary
-
     path = segment_path(_session_dir(session, agent), number)
     out = stdout_binary()
     with open_segment(path, binary=True) as f:
@@ -122,9 +109,6 @@ def show_cmd(session: str, number: str, agent: str | None = None) -> None:
 
 def grep_cmd(session: str, pattern: str, ignore_case: bool = False, regex: bool = False, as_json: bool = False, agent: str | None = None) -> None:
     """Print the matches of PATTERN in SESSION's segments; exit 1 when there is none."""
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..compact.segments import grep_segments
-
     matches = (m.as_dict() for m in grep_segments(_session_dir(session, agent), pattern, ignore_case=ignore_case, regex=regex))
     cols: list[str | Column] = [Column("segment", "num"), Column("seq", "num"), "role", Column("line", "text")]
     n = rows_out(matches, cols, as_json=as_json, key="matches")

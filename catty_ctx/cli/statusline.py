@@ -11,6 +11,7 @@ import sys
 
 from ..agents.statusline import DEFAULT_FORMAT, FIELDS, check_format, read_payload, render, status
 from ..errors import UsageError
+from ..visible import one_line
 from .fastpath import declare as declare_command
 from .fastpath import parse_one, shared, value
 
@@ -63,9 +64,6 @@ def run(fmt: str | None = None, as_json: bool = False, mirrors: str | None = Non
     if as_json:
         sys.stdout.write(json.dumps({**fields, "problem": problem}) + "\n")
     elif problem is not None:
-        # start-up: the sanitiser only for a line that quotes an error
-        from ..visible import one_line
-
         sys.stdout.write(f"catty-ctx: no status ({one_line(problem)})\n")
     else:
         sys.stdout.write(render(fields, template) + "\n")

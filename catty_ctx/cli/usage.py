@@ -6,12 +6,17 @@ files pays for the interpreter and the cached answer only. Both that parser and 
 command `declare` registers are made from one table, `PARAMS`.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
-# Nothing here imports typing at load (milliseconds at start-up).
 import os
+from typing import Annotated
 
+from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
+from ..errors import UsageError
+from ..usage import BY_CHOICES, strict_refusal, usage
+from .errors import warn
 from .fastpath import CLUSTER, flag, parse, shared, value
 from .fastpath import declare as declare_command
+from .output import ByteProgress, Column, console, emit_rendered, json_bytes, lines_bytes, show, stderr_tty, table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,12 +64,6 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
         tz: "str | None" = None, allow_empty: bool = False, verbose: bool = False, scheduler: "str | None" = None,
         connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
-    # start-up: the ledger loads when usage runs, not for --help
-    from ..errors import DataError, UsageError
-    from ..usage import BY_CHOICES, usage
-    from .errors import warn
-    from .output import emit_rendered, json_bytes, lines_bytes, stderr_tty
-
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not '{by}'")
 
@@ -74,8 +73,6 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
 
     engine = None
     if scheduler is not None or os.environ.get("CATTY_CTX_SCHEDULER"):
-        from ..cluster import engine_for  # start-up: a run without a scheduler never loads the engine
-
         engine = engine_for(scheduler, connect_timeout)
     bar = _ProgressBar() if stderr_tty() else None
     try:
@@ -96,11 +93,10 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
             warn(f"prices: {named}" + "".join(f" + {f}" for f in p.get("files") or ()))
     for message in scan.warnings:
         warn(message)
+    refusal = strict_refusal(scan) if strict else None
+    if refusal is not None:
+        raise refusal
     if scan.bad_lines:
-        if strict:
-            first = scan.bad_samples[0] if scan.bad_samples else "unreadable lines"
-            more = f" (and {scan.bad_lines - 1} more)" if scan.bad_lines > 1 else ""
-            raise DataError(f"{first}{more}; --strict refuses to skip them")
         for sample in scan.bad_samples:
             warn(f"{sample}; skipped")
         warn(f"{scan.bad_lines} unreadable line{'s' if scan.bad_lines != 1 else ''} skipped")
@@ -112,9 +108,6 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
 
 def declare() -> None:
     """Register `usage` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    # start-up: typer only when usage's own parser declines (a cached answer never loads it)
-    from typing import Annotated
-
     import typer
 
     epilog = ("Examples: catty-ctx usage --by day --since 2026-01-01 (every agent's home); catty-ctx usage ~/.claude --by day; "
@@ -150,9 +143,6 @@ def _short(n: int) -> str:
 
 
 def _show(ledger: "Ledger") -> None:
-    # start-up: the ledger loads when usage runs, not for --help
-    from .output import Column, console, show, table
-
     keys = [ledger.by, "input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd"]
     cols = [Column(ledger.by, "path" if ledger.by == "project" else "text"), *(Column(k, "num") for k in keys[1:-1]), Column("cost_usd", "num", "cost")]
     number = (lambda n: f"{n:,}") if console().width >= 130 else _short
@@ -183,9 +173,6 @@ class _ProgressBar:
 
     def __call__(self, done: int, total: int) -> None:
         if self._bar is None:
-            # start-up: the ledger loads when usage runs, not for --help
-            from .output import ByteProgress
-
             self._bar = ByteProgress(total, "reading logs").__enter__()
             self._update = self._bar.callback
         if self._update is not None:

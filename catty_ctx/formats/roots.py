@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from ..errors import CattyError
 from ..layout import LOG_NAME, is_staging
 from . import FORMATS
 
@@ -50,9 +51,7 @@ def _candidates(name: str) -> tuple[str, ...]:
 
 def file_format(path: Path) -> str | None:
     """The agent format of the session file at PATH (None: not one), from its first records."""
-    # start-up: the importers' detection loads only when a native file is met
-    from ..errors import CattyError
-    from ..importers.detect import detect
+    from ..importers.detect import detect  # (the one import up: the importers sit above the registry)
 
     try:
         return detect(path)
@@ -62,7 +61,7 @@ def file_format(path: Path) -> str | None:
 
 def database_sessions(fmt: str, path: Path) -> list[NativeSource]:
     """A database's sessions, one per row of its `session` table (read-only)."""
-    from .database import UNREADABLE, open_read_only  # (only a walk that meets a database reads one)
+    from .database import UNREADABLE, open_read_only
 
     try:
         con = open_read_only(path)

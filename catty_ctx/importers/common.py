@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -508,9 +509,6 @@ def open_source(path: Path, display: str) -> Iterator[IO[bytes]]:
         if f.peek(4)[:4] != ZSTD_MAGIC:  # type: ignore[attr-defined]  # open_log's files are buffered readers
             yield f
             return
-    # start-up: only a compressed rollout needs zstd
-    import subprocess
-
     exe = zstd_program()
     if exe is None:
         raise UsageError(f"{display}: {NOT_INSTALLED}, or run `zstd -d` on the file and import the result")

@@ -21,6 +21,7 @@ import orjson
 from ..errors import DataError
 from ..formats.database import UNREADABLE, open_read_only
 from .common import SHAPE_ERRORS, EventBuilder, Warn, load_json, not_recognised, one_session, shape_error, split_data_url
+from .detect import is_opencode_export
 
 WHAT = "an opencode session"
 _PENDING = ("pending", "running")
@@ -109,9 +110,6 @@ def path_id(value: str, where: Path) -> str:
 def _load_export(path: Path) -> Loaded | None:
     """`opencode export ID`'s document ({info, messages: [{info, parts}]}), or None when PATH
     is no such document."""
-    # start-up: only a file that is not a database comes here
-    from .detect import is_opencode_export
-
     if path.suffix != ".json":
         return None
     doc = load_json(path)

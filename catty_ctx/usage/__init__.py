@@ -31,13 +31,17 @@ import importlib
 import os
 import sys
 
+from ..compressed import ZSTD_MAGIC, program
 from ..errors import CattyError, DataError, UsageError
+from ..roots import most_severe
 from ..urls import is_url
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
-from .filescan import Scan
-from .ledger import BY_CHOICES, Ledger
-from .prices import digest_of, price_files
-from .times import parse_day
+from .cachefiles import cache_file
+from .copies import dedupe
+from .ledger import BY_CHOICES, Ledger, fold_calls, ledger_of
+from .outcome import Scan
+from .prices import digest_of, load_prices, price_files
+from .times import day_start, parse_day, timezone_named
 from .walk import AGENTS, Listings, homes, survey
 
 TYPE_CHECKING = False
@@ -55,7 +59,7 @@ _LAZY = {
     "discover": "walk", "survey": "walk", "Listings": "walk", "CATTY": "walk", "CLAUDE": "walk", "CODEX": "walk", "GEMINI": "walk",
     "OPENCODE": "walk", "homes": "walk",
     "Record": "records", "FileEntry": "records", "MAIN_AGENT": "records", "UNKNOWN_MODEL": "records",
-    "scan": "filescan", "scan_file": "filescan", "Scan": "filescan", "validate_catty_logs": "filescan", "BAD_SAMPLES_PER_FILE": "filescan",
+    "scan": "filescan", "scan_file": "filescan", "Scan": "outcome", "validate_catty_logs": "filescan", "BAD_SAMPLES_PER_FILE": "filescan",
     "PARALLEL_MIN_BYTES": "filescan",
     "Prices": "prices", "load_prices": "prices", "price_tokens": "prices", "call_cost": "prices", "TIER_TOKENS": "prices",
     "TIER_SUFFIX": "prices",
@@ -102,12 +106,9 @@ def usage(paths: Sequence[str | os.PathLike[str]] = (), *, by: str = "model", si
         return _without_gc(_usage, paths, by=by, since=since, until=until, timezone_name=timezone_name, prices_file=prices_file, jobs=jobs,
                       use_cache=use_cache, progress=progress, strict=strict, render=render, engine=engine, allow_empty=allow_empty,
                       sources=sources)
-    # start-up: only when a log comes on stdin
     import shutil
     import tempfile
 
-    # start-up: only when a log comes on stdin
-    from ..compressed import ZSTD_MAGIC
     from ..jsonl import STDIN_NAME
 
     source = stdin if stdin is not None else sys.stdin.buffer
@@ -143,14 +144,31 @@ def _without_gc(run: Callable[..., tuple[Ledger, Scan]], *args: Any, **kwargs: A
         gc.enable()
 
 
-def _no_session(arg: str, files: int, not_logs: list[str], allow_empty: bool) -> None:
-    """Refuse a PATH that holds no session of any agent (FILES: the logs found in it)."""
+def _refusal(arg: str, files: int, not_logs: list[str], allow_empty: bool) -> CattyError | None:
+    """Why a PATH that holds no session of any agent is refused (FILES: the logs found in it); None when it is not."""
     if files:
-        return
+        return None
     if os.path.isfile(arg) and not_logs:
-        raise DataError(f"not a {AGENTS} log", path=arg)
+        return DataError(f"not a {AGENTS} log", path=arg)
     if not allow_empty:
-        raise UsageError(f"no session under {arg} (no {AGENTS} log; --allow-empty reports it as empty)")
+        return UsageError(f"no session under {arg} (no {AGENTS} log; --allow-empty reports it as empty)")
+    return None
+
+
+def strict_refusal(scan: Scan) -> DataError | None:
+    """--strict: the refusal of a scan that met unreadable lines (the first one named); None when it met none."""
+    if not scan.bad_lines:
+        return None
+    first = scan.bad_samples[0] if scan.bad_samples else "unreadable lines"
+    more = f" (and {scan.bad_lines - 1} more)" if scan.bad_lines > 1 else ""
+    return DataError(f"{first}{more}; --strict refuses to skip them")
+
+
+def _most_severe(errors: list[CattyError]) -> CattyError:
+    """What a run over many PATHs that met ERRORS exits with: the most severe code, by the one rule
+    of a ROOT's commands (docs/spec.md#a-root-of-sessions), the first PATH's of that code."""
+    code = most_severe(e.exit_code for e in errors)
+    return next(e for e in errors if e.exit_code == code)
 
 
 def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | None, until: str | None, timezone_name: str | None,
@@ -174,7 +192,6 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     listings = Listings(cached.get("dirs"))
     ran = None
     if not strict and engine is None and lo is None and not cached and _cold(paths, answers_file, use_cache):
-        # start-up: the workers' walk only when nothing is cached
         from .fanout import survey_and_scan
 
         fanned = survey_and_scan([os.fspath(p) for p in paths], listings, jobs, progress)
@@ -182,54 +199,43 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
             found, ran = fanned
     if ran is None:
         found = survey(paths, listings)
-    for arg, files in found:
-        if not files and sources is None:
-            _no_session(arg, 0, [], allow_empty)
+    # A PATH holding nothing is refused once the others are read too: the most severe refusal of all stands.
+    empty = sources is None and not allow_empty and any(not files for _arg, files in found)
     if strict:
-        # start-up: a cached answer loads none of the scan and the fold
         from .filescan import validate_catty_logs
 
         validate_catty_logs(found)
     key = ""
     question = (by, timezone_name or local_zone_key(), lo, hi, digest_of(prices), allow_empty, sources)
-    if use_cache:
+    if use_cache and not empty:
         # An answer is stored only after the question was checked in full (time zone, price table), so a hit needs no checks.
         key = query_key(found, question)
         hit = answers.get(key)
         if hit is not None:
             scan_info = Scan(files=hit["files"], bad_lines=hit["bad_lines"], bad_samples=list(hit["bad_samples"]))
-            return Ledger(**hit["ledger"], rendered=hit.get("rendered")), scan_info
-    # start-up: a cached answer loads none of the scan and the fold
-    from .ledger import fold_calls, ledger_of
-    from .prices import load_prices
-    from .times import day_start, timezone_named
-
+            return Ledger(**{**hit["ledger"], "rendered": hit.get("rendered")}), scan_info
     tz = timezone_named(timezone_name)
     table = load_prices(prices_file, prices)
     got = None
-    if use_cache and lo is None and ran is None:  # (with --since the files read depend on the day: always the full run)
-        # start-up: a cached answer loads none of the scan and the fold
+    if use_cache and lo is None and ran is None and not empty:  # (with --since the files read depend on the day: always the full run)
         from .kept import adjusted
 
         got = adjusted(answers_file, question, found, by=by, tz=tz, until=hi, prices=table)
     if got is not None:
         ledger, result = got
-        ledger.sources = _named(sources)
+        ledger = ledger.with_sources(_named(sources))
     else:
-        # start-up: a cached answer loads none of the scan and the fold
-        from .copies import dedupe
         from .filescan import scan
 
         # "Since yesterday": a log last written before that day began holds no call of it.
         result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
                       modified_since=day_start(lo, tz) if lo else None, engine=engine, write_behind=True, ran=ran)
         if sources is None:
-            try:
-                for (arg, _files), logs in zip(found, result.logs):
-                    _no_session(arg, logs, result.not_logs, allow_empty)
-            except CattyError:
+            refusals = [r for (arg, _files), logs in zip(found, result.logs) if (r := _refusal(arg, logs, result.not_logs, allow_empty))]
+            if refusals:
                 result.settle()
-                raise
+                refusal = strict_refusal(result) if strict else None
+                raise _most_severe([*refusals, *([refusal] if refusal else [])])
         try:
             kept = dedupe(result.records)
             folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
@@ -237,12 +243,11 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
             result.settle()  # (the per-file caches a thread wrote meanwhile)
         # The workers already collapsed each file's own copies: those count as duplicates too.
         ledger = ledger_of(folded, by=by, prices=table, calls_read=result.calls_read, duplicates=result.calls_read - len(kept))
-        ledger.sources = _named(sources)
+        ledger = ledger.with_sources(_named(sources))
         # Compressed logs left unread for want of the zstd program are read once it is installed:
         # neither this answer nor this fold is kept (they would stand for the unchanged files).
         use_cache = use_cache and not _zstd_missing(found)
-        if use_cache and lo is None and all(result.logs):  # (an empty PATH is asked again in full: see _no_session)
-            # start-up: a cached answer loads none of the scan and the fold
+        if use_cache and lo is None and all(result.logs):  # (an empty PATH is asked again in full: see _refusal)
             from .kept import keep
 
             warning = keep(answers_file, question, found, result, folded, kept)
@@ -251,7 +256,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     if use_cache:
         as_hit = Scan(files=result.files, bad_lines=result.bad_lines, bad_samples=result.bad_samples)
         answers.pop(key, None)
-        answers[key] = {"ledger": {name: getattr(ledger, name) for name in Ledger.FIELDS}, "files": result.files,
+        answers[key] = {"ledger": ledger.kept(), "files": result.files,
                         "bad_lines": result.bad_lines, "bad_samples": result.bad_samples,
                         "rendered": render(ledger, as_hit) if render is not None else None}
         try:
@@ -268,7 +273,6 @@ def _cold(paths: Sequence[str | os.PathLike[str]], answers_file: str, use_cache:
         return False
     if not use_cache:
         return True
-    from .cachefiles import cache_file
     from .kept import index_file
 
     return not any(os.path.exists(f) for f in (answers_file, index_file(answers_file), *(cache_file("usage", os.path.abspath(os.fspath(p)))
@@ -284,7 +288,4 @@ def _zstd_missing(found: Survey) -> bool:
     """Whether FOUND holds compressed logs (`rollout-*.jsonl.zst`) and no zstd program reads them."""
     if not any(path.endswith(".zst") for _arg, files in found for path, *_ in files):
         return False
-    # start-up: only when compressed logs were read
-    from ..compressed import program
-
     return program() is None

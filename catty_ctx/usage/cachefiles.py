@@ -27,7 +27,6 @@ def cache_base() -> str:
 
 def cache_dir() -> Path:
     """Where the per-file and answer caches live: $XDG_CACHE_HOME/catty-ctx."""
-    # start-up: no pathlib on the way to a cached answer
     from pathlib import Path
 
     return Path(cache_base())

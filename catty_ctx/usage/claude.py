@@ -11,7 +11,8 @@ from typing import Annotated
 
 import msgspec
 
-from .lines import MISMATCH, count, json_object, whole
+from ..jsonl import marked_lines
+from .lines import MISMATCH, count, json_object, typed_view, whole
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch, moment
 
@@ -28,45 +29,13 @@ Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 Count = Int64 | None
 
 
-# Not GC-tracked: decoded Structs hold no cycles, and tracking a file's worth of them costs collections.
-class _Usage(msgspec.Struct, gc=False):
-    input_tokens: Count = None
-    output_tokens: Count = None
-    cache_creation_input_tokens: Count = None
-    cache_read_input_tokens: Count = None
-
-
-class _Message(msgspec.Struct, gc=False):
-    id: str | None = None
-    model: str | None = None
-    usage: _Usage | None = None
-
-
-class _Line(msgspec.Struct, gc=False):
-    message: _Message | None = None
-    timestamp: datetime | None = None  # RFC 3339, parsed in C (another form: read by the general decoder)
-    sessionId: str | None = None
-    requestId: str | None = None
-    uuid: str | None = None
-    isSidechain: bool | None = None
-    agentId: str | None = None
-    costUSD: Int64 | float | None = None
-
-
-class _Inner(msgspec.Struct, gc=False):
-    message: _Message | None = None
-
-
-class _Progress(msgspec.Struct, gc=False):
-    message: _Inner | None = None
-
-
-class _AnyLine(_Line):
-    """Any line of a log, read whole: a progress record's subagent response is told apart."""
-
-    data: _Progress | None = None
-
-
+_Usage = typed_view("_Usage", input_tokens=Count, output_tokens=Count, cache_creation_input_tokens=Count, cache_read_input_tokens=Count)
+_Message = typed_view("_Message", id=str | None, model=str | None, usage=_Usage | None)
+# (a time stamp in RFC 3339 is parsed in C; another form is read by the general decoder)
+_Line = typed_view("_Line", message=_Message | None, timestamp=datetime | None, sessionId=str | None, requestId=str | None,
+                   uuid=str | None, isSidechain=bool | None, agentId=str | None, costUSD=Int64 | float | None)
+# Any line of a log, read whole: a progress record's subagent response is told apart.
+_AnyLine = typed_view("_AnyLine", _Line, data=typed_view("_Progress", message=typed_view("_Inner", message=_Message | None) | None) | None)
 _decode_line = msgspec.json.Decoder(_Line).decode
 _decode_lines = msgspec.json.Decoder(_AnyLine).decode_lines
 
@@ -98,7 +67,6 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         if whole is not None:
             recs.extend(whole)
             return state
-    from ..jsonl import marked_lines  # start-up: a log read whole, the common case, needs no line search
 
     decode = _decode_line if typed else _general_only
     mismatch = MISMATCH

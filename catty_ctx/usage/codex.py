@@ -11,8 +11,9 @@ import re
 
 import msgspec
 
+from ..jsonl import marked_lines
 from .claude import Count
-from .lines import MISMATCH, count, json_object
+from .lines import MISMATCH, count, json_object, typed_view
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -27,34 +28,11 @@ PATTERN = re.compile(rb'"(?:token_count|turn_context|session_meta)"')
 _TOTALS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
 
 
-# Not GC-tracked: decoded Structs hold no cycles, and tracking thousands of them costs collections.
-class _Tokens(msgspec.Struct, gc=False):
-    input_tokens: Count = None
-    cached_input_tokens: Count = None
-    output_tokens: Count = None
-    reasoning_output_tokens: Count = None
-    total_tokens: Count = None
-
-
-class _Info(msgspec.Struct, gc=False):
-    total_token_usage: _Tokens | None = None
-    last_token_usage: _Tokens | None = None
-
-
-class _Payload(msgspec.Struct, gc=False):
-    type: str | None = None
-    info: _Info | None = None
-    id: str | None = None
-    cwd: str | None = None
-    model: str | None = None
-
-
-class _Line(msgspec.Struct, gc=False):
-    type: str | None = None
-    timestamp: str | None = None
-    payload: _Payload | None = None
-
-
+_Tokens = typed_view("_Tokens", input_tokens=Count, cached_input_tokens=Count, output_tokens=Count, reasoning_output_tokens=Count,
+                     total_tokens=Count)
+_Info = typed_view("_Info", total_token_usage=_Tokens | None, last_token_usage=_Tokens | None)
+_Payload = typed_view("_Payload", type=str | None, info=_Info | None, id=str | None, cwd=str | None, model=str | None)
+_Line = typed_view("_Line", type=str | None, timestamp=str | None, payload=_Payload | None)
 _decode_line = msgspec.json.Decoder(_Line).decode
 
 
@@ -62,7 +40,7 @@ def _general_only(line: bytes) -> Any:
     raise msgspec.ValidationError("typed decoding off")
 
 
-def _counts(t: _Tokens) -> tuple[int, int, int, int, int]:
+def _counts(t: Any) -> tuple[int, int, int, int, int]:
     """`lines.count` of each total (typed: each is None or an int64 already)."""
     a, b, c, d, e = t.input_tokens, t.cached_input_tokens, t.output_tokens, t.reasoning_output_tokens, t.total_tokens
     return (a if a is not None and a > 0 else 0, b if b is not None and b > 0 else 0, c if c is not None and c > 0 else 0,
@@ -119,7 +97,7 @@ class _Rollout:
         return None
 
 
-def _fields(o: _Line) -> _Fields | None:
+def _fields(o: Any) -> _Fields | None:
     """A typed line's fields for `_Rollout.line`, None when it holds no payload."""
     p = o.payload
     if p is None:
@@ -181,7 +159,6 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             return done
     decode = _decode_line if typed else _general_only
     rollout = _Rollout(state, path)
-    from ..jsonl import marked_lines  # start-up: a log read whole, the common case, needs no line search
 
     for off, line in marked_lines(mm, start, end, PATTERN):
         try:

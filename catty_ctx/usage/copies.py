@@ -112,7 +112,6 @@ def _trace_forks(records: Iterable[Record]) -> list[Record]:
                 forks[session] = (parent, int(forked_at))
     if not forks:
         return records
-    # start-up: ledger (on the cached path) imports this module; msgspec loads only for a fork's copies
     from msgspec.structs import replace
 
     out = []
@@ -147,7 +146,6 @@ def _opencode_steps(records: list[Record]) -> list[Record]:
                 message_at.append(i)
     if not steps:
         return records
-    # start-up: msgspec only where opencode steps are read
     from msgspec.structs import replace
 
     out = list(records)

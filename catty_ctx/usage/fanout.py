@@ -14,6 +14,7 @@ import os
 
 import msgspec
 
+from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from . import filescan
 from .records import DECODE_ENTRY, ENCODE, Packed
 from .walk import CATTY, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
@@ -40,9 +41,6 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
                     ) -> tuple[Survey, tuple[list[Scanned], dict[str, bytes]]] | None:
     """`walk.survey(PATHS, LISTINGS)` and what `filescan.scan` reads of it, as (survey, (scanned, packed
     entries)), on JOBS processes; None when the tree is too small for workers to pay (or none can be had)."""
-    # start-up: the worker pool only when there is enough to read
-    from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
-
     jobs = jobs or usable_cpus()
     if jobs <= 1 or not can_fork():
         return None

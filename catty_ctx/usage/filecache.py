@@ -22,7 +22,6 @@ def pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> list[bytes | m
     """A per-file cache file, in parts: the length of its head, the head (ARG, the generations,
     the paths and the length of each entry), then each entry's MessagePack one after the other,
     so that an entry is decoded only when it is used and one not used is written back as it was."""
-    # start-up: msgspec loads only when an entry is decoded or encoded
     from .records import ENCODE
 
     parts = [v if type(v) is memoryview or type(v) is bytes else ENCODE(v) for v in files.values()]
@@ -32,7 +31,6 @@ def pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> list[bytes | m
 
 def head_of(arg: str, data: bytes) -> tuple[int, int, list[str], list[int]] | None:
     """(base generation, generation, paths, entry lengths) of a head `pack` wrote for ARG; None when it is not one."""
-    # start-up: msgspec loads only when an entry is decoded or encoded
     import msgspec
 
     try:
@@ -158,7 +156,6 @@ class Writing:
     (the write, megabytes for a large tree, is mostly system time, which holds no lock)."""
 
     def __init__(self, arg: str, gen: int, files: dict[str, Any]) -> None:
-        # start-up: a thread only when a large cache is written after a full read
         import threading
 
         self.warning: str | None = None

@@ -7,20 +7,33 @@ inode) still holds is used without opening the log.
 from __future__ import annotations
 
 import importlib
+import mmap
 import os
+import shutil
+import tempfile
 
 import xxhash
 
 from .. import compressed, formats
+from ..files import filled
+from ..jsonl import marked_lines
+from ..urls import filesystem, on_copy
+from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from . import filecache
+from .codex import PATTERN
+from .copies import collapse_file
+from .lines import json_object, line_number
+from .opencode import scan_storage_file
+from .outcome import Scan
+from .records import DECODE_ENTRY, DECODE_PACKED_ITEM, DECODE_SCANNED, ENCODE, FileEntry
 from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, one_document, sniff, sniff_head, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
-    from typing import Any
+    from typing import IO, Any
 
-    from .records import FileEntry, Record, Scanned
+    from .records import Record, Scanned
     from .walk import Survey
 
     Progress = Callable[[int, int], None]
@@ -33,40 +46,6 @@ PARALLEL_MIN_BYTES = 8 << 20  # below this a worker pool costs more than it save
 ZST_INFLATION = 8  # a compressed rollout is weighed as this many times its size (zstd on JSON Lines: about 5-12x)
 _CHECK_BYTES = 4096  # bytes hashed at the start and at the end of what was parsed
 _NL = b"\n"
-
-
-class Scan:
-    """What a scan read: the records in file order, and how it went.
-
-    (A plain class, not a dataclass: the dataclasses module is too slow to import for a
-    cached answer.)
-    """
-
-    def __init__(self, records: list[Record] | None = None, calls_read: int = 0, files: int = 0, files_parsed: int = 0,
-                 bytes_parsed: int = 0, bad_lines: int = 0, bad_samples: list[str] | None = None, warnings: list[str] | None = None) -> None:
-        self.records: list[Record] = records if records is not None else []
-        self.calls_read = calls_read  # usage records seen, copies included
-        self.files = files
-        self.files_parsed = files_parsed
-        self.bytes_parsed = bytes_parsed
-        self.bad_lines = bad_lines
-        self.bad_samples: list[str] = bad_samples if bad_samples is not None else []
-        self.warnings: list[str] = warnings if warnings is not None else []
-        self.generations: list[int] = []  # per PATH: the per-file cache's generation now (0: none)
-        self.from_cache = 0  # logs whose cached entry was used (unchanged, or read from where it stopped)
-        self.writing: list[tuple[int, filecache.Writing]] = []  # (index in generations, its cache being written)
-        self.logs: list[int] = []  # per PATH: the files that are an agent's log (or were not read: --since)
-        self.not_logs: list[str] = []  # files that are no agent's log
-
-    def settle(self) -> None:
-        """Wait for the per-file caches `scan(..., write_behind=True)` is still writing; one that
-        could not be written gets generation 0 and a warning."""
-        for i, job in self.writing:
-            job.thread.join()
-            if job.warning:
-                self.generations[i] = 0
-                self.warnings.append(job.warning)
-        self.writing = []
 
 
 def _parser_module(kind: str) -> Any:
@@ -94,13 +73,7 @@ def _digest(mm: Any, a: int, b: int) -> int:
 def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[int, str]]:
     """--strict: the lines of [start, end) that hold no usage marker (so the parser never
     decoded them) and are not JSON objects."""
-    # start-up: only when a log is read
-    from .lines import json_object
-
     if kind == CODEX:
-        # start-up: only when a log is read
-        from .codex import PATTERN
-
         def marked(line: bytes) -> bool:
             return PATTERN.search(line) is not None
     else:
@@ -108,8 +81,6 @@ def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[
 
         def marked(line: bytes) -> bool:
             return mark in line
-    # start-up: only when a log is read
-    from ..jsonl import marked_lines
 
     bad: list[tuple[int, str]] = []
     for pos, line in marked_lines(mm, start, end, b""):  # (every line holds the empty marker)
@@ -128,11 +99,7 @@ def scan_file(task: Task) -> Scanned:
     """
     path, kind, prev, strict, key = task
     if kind == OPENCODE and path.endswith(".json") and "://" not in path:
-        return _storage_reader()(path, key, BAD_SAMPLES_PER_FILE)
-    # start-up: only when a log is read
-    from .lines import line_number
-    from .records import FileEntry
-
+        return scan_storage_file(path, key, BAD_SAMPLES_PER_FILE)
     if path.endswith(_ZST) or kind == PREFIRE or _is_document(path):
         prev = None  # (its offsets count decompressed bytes: a changed compressed log is read whole; a prefire cache, a JSON document is one document)
     try:
@@ -152,9 +119,6 @@ def scan_file(task: Task) -> Scanned:
                 entry.read = len(entry.recs)
                 entry.bad, entry.samples = len(unreadable), [(1, why) for _, why in unreadable]  # (named like a bad line)
                 if entry.recs:
-                    # start-up: only when a log is read
-                    from .copies import collapse_file
-
                     entry.recs, entry.aliases = collapse_file(entry.recs)
             return path, entry, entry.size, None
         if size == 0:
@@ -187,9 +151,6 @@ def scan_file(task: Task) -> Scanned:
             if entry.kind == NOT_A_LOG:
                 pass
             elif end > start:
-                # start-up: only when a log is read
-                from .copies import collapse_file
-
                 recs = list(entry.recs)
                 entry.state = parser(entry.kind)(mm, start, end, path, entry.state, recs, bad)
                 entry.read += len(recs) - len(entry.recs)
@@ -213,23 +174,8 @@ def scan_file(task: Task) -> Scanned:
                 mm.close()
 
 
-def _storage_reader() -> Callable[[str, tuple[int, int, int] | None, int], Scanned]:
-    """opencode's reader of one storage file, imported once (thousands of files call it)."""
-    global _read_storage
-    if _read_storage is None:
-        # start-up: only when a log is read
-        from .opencode import scan_storage_file
-
-        _read_storage = scan_storage_file
-    return _read_storage
-
-
-_read_storage: Callable[[str, tuple[int, int, int] | None, int], Scanned] | None = None
-
-
 def _whole_record(tail: bytes) -> bool:
     """Whether a last line without its newline is a complete JSON object (a torn write never is)."""
-    # start-up: only a log whose last line lacks its newline comes here
     import orjson
 
     try:
@@ -258,50 +204,30 @@ def _contents(f: Any, size: int, path: str) -> Any:
             raise ValueError("changed while read")
         return data
     if not path.endswith(_ZST):
-        # start-up: only when a log is read
-        import mmap
-
         return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-    # start-up: only a compressed log needs the zstd program
-    from ..compressed import decompress
-
-    return decompress(f)
+    return compressed.decompress(f)
 
 
 def scan_file_packed(task: Task) -> bytes:
     """`scan_file` as MessagePack: a cluster worker's answer (made and read in C, unlike pickled records)."""
-    # start-up: msgspec loads only when an entry is decoded or encoded
-    from .records import ENCODE
-
     return ENCODE(scan_file(task))
 
 
 def _fetched(url: str) -> Any:
     """A local temporary copy of the log at URL, open for reading (the parsers search a memory map)."""
-    # start-up: only for a URL root
-    import shutil
-    import tempfile
-
-    # start-up: only for a URL root
-    from ..urls import filesystem
-
     fs, path = filesystem(url)
-    copy = tempfile.TemporaryFile(prefix="catty-ctx-url-")
-    try:
+
+    def fetch(copy: IO[bytes]) -> None:
         with fs.open(path, "rb") as src:
             shutil.copyfileobj(src, copy, 1 << 20)
-        copy.seek(0)
-    except BaseException:
-        copy.close()
-        raise
-    return copy
+
+    return filled(tempfile.TemporaryFile(prefix="catty-ctx-url-"), fetch)
 
 
 def validate_catty_logs(found: Survey) -> None:
     """--strict: read every line of each catty log as the store does, not only its usage
     lines, so a corrupt session is a DataError naming file:line even where the ledger would
     not have looked (costs a full parse; the default scan stays a byte search)."""
-    # start-up: the store only for --strict
     from ..store import Session
 
     def read_all(path: str) -> None:
@@ -311,9 +237,6 @@ def validate_catty_logs(found: Survey) -> None:
     for _, files in found:
         for path, kind, *_ in files:
             if kind == CATTY and "://" in path:
-                # start-up: only for a URL root
-                from ..urls import on_copy
-
                 on_copy(read_all, path)  # (a copy of the log alone: named updates.jsonl, it opens as the store opens one)
             elif kind == CATTY:
                 read_all(path)
@@ -341,13 +264,9 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     tasks: list[Task] = []
     sizes: dict[str, int] = {}
     kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
-    decode: Any = None  # the entries' decoder, loaded with the first cache
     skipped: dict[str, int] = {}
     for arg, listing in found:
         gen, old = filecache.load_cache(arg) if use_cache else (0, {})
-        if old and decode is None:
-            # start-up: msgspec loads only when an entry is decoded or encoded
-            from .records import DECODE_ENTRY as decode
         new: dict[str, Any] = {}
         files: list[str] = []
         for path, kind, size, mtime, ino in listing:
@@ -358,7 +277,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 skipped[arg] = skipped.get(arg, 0) + 1
                 continue
             files.append(path)
-            prev = decode(raw) if raw is not None else None
+            prev = DECODE_ENTRY(raw) if raw is not None else None
             result.from_cache += prev is not None
             if prev is not None and prev.size == size and prev.mtime == mtime and prev.ino == ino:
                 new[path] = raw
@@ -456,8 +375,6 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
     """
     if len(found) != len(generations) or len(found) != len(before):
         return None
-    # start-up: msgspec loads only when an entry is decoded or encoded
-    from .records import DECODE_ENTRY
 
     out = Growth()
     plans: list[tuple[str, int, int, dict[str, Any], dict[str, Any], list[Task]]] = []
@@ -533,8 +450,6 @@ def _run_on(engine: Any, tasks: list[Task], sizes: dict[str, int], total: int, p
     """scan_file over TASKS as tasks of ENGINE's cluster, largest files first (they bound the run)."""
     if not tasks:
         return
-    # start-up: msgspec loads only when an entry is decoded or encoded
-    from .records import DECODE_SCANNED
 
     order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
     nbytes = 0
@@ -557,8 +472,6 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
     """
     if not tasks:
         return  # (nothing to read: msgspec and the parsers are not even imported)
-    # start-up: the worker pool only when there is enough to read
-    from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 
     jobs = min(jobs or usable_cpus(), len(tasks))
     if jobs <= 1 or total < PARALLEL_MIN_BYTES or not can_fork():
@@ -570,8 +483,6 @@ def _run(tasks: list[Task], sizes: dict[str, int], jobs: int | None, total: int,
         order = sorted(tasks, key=lambda t: -sizes.get(t[0], 0))
         step = -(-len(order) // QUEUE_ITEMS)  # files per work item
         items = [order[i : i + step] for i in range(0, len(order), step)]
-    # start-up: msgspec loads only when an entry is decoded or encoded
-    from .records import DECODE_ENTRY, DECODE_PACKED_ITEM, ENCODE
 
     def dump(item: tuple[int, list[Scanned]]) -> bytes:
         n, results = item

@@ -18,7 +18,8 @@ from typing import Any
 
 import msgspec
 
-from .lines import UNDECODABLE, count, json_object
+from ..jsonl import marked_lines
+from .lines import UNDECODABLE, count, json_object, typed_view
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch
 
@@ -26,18 +27,8 @@ MARK = b'"tokens"'
 DOCUMENT = ".json"  # the older form: one document, read whole every time it changed
 
 
-class _Message(msgspec.Struct, gc=False):
-    id: Any = None
-    type: Any = None
-    timestamp: Any = None
-    model: Any = None
-    tokens: Any = None
-    sessionId: Any = None  # (the metadata line's)
-
-
-class _Document(msgspec.Struct, gc=False):
-    sessionId: Any = None
-    messages: list[_Message] | None = None  # (a message's content is skipped unbuilt)
+_Message = typed_view("_Message", id=Any, type=Any, timestamp=Any, model=Any, tokens=Any, sessionId=Any)  # (sessionId: the metadata line's)
+_Document = typed_view("_Document", sessionId=Any, messages=list[_Message] | None)  # type: ignore[valid-type]  # (a Struct typed_view made: a value to mypy); a message's content is skipped unbuilt
 
 
 _decode_document = msgspec.json.Decoder(_Document).decode
@@ -153,7 +144,6 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         head = json_object(mm[0 : first_end if first_end >= 0 else end], 0, [])
         if head is not None and "type" not in head and type(head.get("sessionId")) is str and head["sessionId"]:
             session = head["sessionId"]
-    from ..jsonl import marked_lines  # start-up: a log read whole, the common case, needs no line search
 
     for off, line in marked_lines(mm, start, end, MARK):
         obj = json_object(line, off, bad)

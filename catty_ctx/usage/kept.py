@@ -28,9 +28,15 @@ import marshal
 from array import array
 from bisect import bisect_left
 
+import msgspec
 from xxhash import xxh3_64_intdigest as h
 
 from .cachefiles import cache_file, read_bytes, write_cache_file
+from .copies import dedupe
+from .filescan import grown
+from .ledger import fold_calls, ledger_of
+from .outcome import Scan
+from .records import DECODE_CALLS, ENCODE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,9 +63,6 @@ def index_file(paths_key: str) -> str:
 
 
 def _write_calls(paths_key: str, gens: list[int], kept: list[Record]) -> None:
-    # start-up: msgspec only where calls are written or read
-    from .records import ENCODE
-
     write_cache_file(cache_file("usage-calls", paths_key), ENCODE((gens, kept)))
 
 
@@ -68,10 +71,6 @@ def _read_calls(paths_key: str, gens: list[int]) -> list[Record] | None:
     data = read_bytes(cache_file("usage-calls", paths_key))
     if data is None:
         return None
-    # start-up: msgspec only where calls are written or read
-    import msgspec
-
-    from .records import DECODE_CALLS
 
     try:
         got_gens, calls = DECODE_CALLS(data)
@@ -169,8 +168,6 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
         calls = _read_calls(paths_key, index["gens"]) if index.get("calls_gens") == index.get("gens") else None
         if calls is None:
             return None
-        # start-up: loaded only when kept calls are folded
-        from .ledger import fold_calls
 
         fold = {"gens": index["gens"], "folded": fold_calls(calls, by=by, tz=tz, until=until)}
     if index.get("gens") != fold.get("gens"):
@@ -180,8 +177,6 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
         hashes.frombytes(index["hashes"])
     except (KeyError, TypeError, ValueError):
         return None
-    # start-up: loaded only when logs grew and their calls are folded
-    from .filescan import Scan, grown
 
     growth = grown(found, index["gens"], index["found"])
     if growth is None:
@@ -193,9 +188,6 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
             return None  # (the per-file caches were rewritten: the full run reads them as they are now)
     if _meets(hashes, growth.records):
         return None
-    # start-up: loaded only when logs grew and their calls are folded
-    from .copies import dedupe
-    from .ledger import fold_calls, ledger_of
 
     new = dedupe(growth.records)
     fold_calls(new, by=by, tz=tz, until=until, into=folded)

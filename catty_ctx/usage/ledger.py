@@ -5,6 +5,7 @@ Imports nothing heavy at load (a cached answer is returned as a `Ledger`).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from ..defaults import USAGE_BY
 from ..errors import UsageError
@@ -28,28 +29,30 @@ BY_CHOICES = USAGE_BY
 _FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "calls")
 
 
-class Ledger:
+class Ledger(NamedTuple):
     """Rows by one key and their totals, with what the dedupe dropped and the price table's date.
 
     `rendered` is what a caller of `usage(render=…)` made of it, kept with a cached answer.
-    (A plain class, not a dataclass: the dataclasses module is too slow to import for a cached answer.)
+    (A named tuple, not a dataclass: the dataclasses module is too slow to import for a cached answer.)
     """
 
-    FIELDS = ("by", "rows", "totals", "incomplete", "calls_read", "duplicates", "prices_date", "prices_source", "sources")
+    by: str
+    rows: list[dict[str, Any]]
+    totals: dict[str, Any]
+    incomplete: bool
+    calls_read: int
+    duplicates: int
+    prices_date: str | None
+    prices_source: dict[str, Any] | None = None  # the price library and its version, and the user's price files
+    sources: list[dict[str, str]] | None = None  # the homes read when no PATH was named
+    rendered: Any = None
 
-    def __init__(self, by: str, rows: list[dict[str, Any]], totals: dict[str, Any], incomplete: bool, calls_read: int,
-                 duplicates: int, prices_date: str | None, rendered: Any = None, prices_source: dict[str, Any] | None = None,
-                 sources: list[dict[str, str]] | None = None) -> None:
-        self.by = by
-        self.rows = rows
-        self.totals = totals
-        self.incomplete = incomplete
-        self.calls_read = calls_read
-        self.duplicates = duplicates
-        self.prices_date = prices_date
-        self.prices_source = prices_source  # the price library and its version, and the user's price files
-        self.sources = sources  # the homes read when no PATH was named
-        self.rendered = rendered
+    def with_sources(self, sources: list[dict[str, str]] | None) -> Ledger:
+        return self._replace(sources=sources)
+
+    def kept(self) -> dict[str, Any]:
+        """The fields an answer cache keeps (`rendered` is kept beside them)."""
+        return {name: value for name, value in self._asdict().items() if name != "rendered"}
 
     def document(self, scan: Scan | None = None) -> dict[str, Any]:
         doc: dict[str, Any] = {"by": self.by, "rows": self.rows, "totals": self.totals, "incomplete": self.incomplete,

@@ -16,9 +16,13 @@ priced as Bedrock prices them), Vertex (`claude-…@20250929`), gateway prefixes
 """
 from __future__ import annotations
 
+import importlib.util
 import marshal
 import os
+import re
 import sys
+import types
+from datetime import date
 
 from .cachefiles import cache_file, read_bytes, write_cache_file
 
@@ -95,9 +99,6 @@ def resolve(models: Iterable[str]) -> dict[str, Resolved]:
 
 def _candidates(name: str) -> list[tuple[str | None, str]]:
     """(provider id or None: any, model reference) to try for NAME, in order."""
-    # start-up: only when a name is resolved through the library
-    import re
-
     n = name.strip().lower()
     out: list[tuple[str | None, str]] = []
     if re.match(r"^(?:[a-z]{2,6}\.)?anthropic\.", n) or ".anthropic." in n:
@@ -122,13 +123,9 @@ def _snapshot() -> Any:
     imports the updater (an HTTP client fetching newer prices), which the ledger never runs, so
     it is not even loaded (and its import time is saved)."""
     if _PACKAGE in sys.modules:  # (imported by the caller: its front module is there)
-        # start-up: the library only for a name the price index has not seen
         from genai_prices import data_snapshot
 
         return data_snapshot.get_snapshot()
-    # start-up: the library only for a name the price index has not seen
-    import importlib.util
-    import types
 
     spec = importlib.util.find_spec(_PACKAGE)
     if spec is None or spec.submodule_search_locations is None:
@@ -138,7 +135,6 @@ def _snapshot() -> Any:
     front.__spec__ = spec
     sys.modules[_PACKAGE] = front
     try:
-        # start-up: the library only for a name the price index has not seen
         from genai_prices import data_snapshot
 
         return data_snapshot.get_snapshot()  # (its data module loads here)
@@ -161,10 +157,6 @@ def _from_library(name: str) -> Resolved:
 
 def _periods(model: Any) -> list[Period]:
     """A model's price periods (prices by time of day, such as off-peak discounts, are left out: the base ones stand)."""
-    # start-up: only for a name the price index has not seen
-    from datetime import date
-
-    # start-up: only for a name the price index has not seen
     from genai_prices.types import ModelPrice, StartDateConstraint
 
     prices = model.prices

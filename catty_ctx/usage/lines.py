@@ -19,6 +19,13 @@ UNDECODABLE = (msgspec.DecodeError, RecursionError)
 MISMATCH = (*UNDECODABLE, msgspec.ValidationError)
 
 
+def typed_view(name: str, base: Any = None, **fields: Any) -> Any:
+    """The Struct a typed decoder reads a line (or a part of one) into: FIELDS by name and type
+    (BASE's too), each None where the line lacks it, every other field skipped unbuilt; not
+    GC-tracked (decoded Structs hold no cycles, and tracking a file's worth of them costs collections)."""
+    return msgspec.defstruct(name, [(field, kind, None) for field, kind in fields.items()], bases=(base,) if base is not None else None, gc=False)
+
+
 def json_object(line: bytes, off: int, bad: list[tuple[int, str]]) -> dict[str, Any] | None:
     """LINE decoded by the general decoder when it is a JSON object; else None, and why in BAD (at OFF).
 

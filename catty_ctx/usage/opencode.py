@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from ..formats.database import UNREADABLE, open_read_only
 from .lines import UNDECODABLE, count
 from .records import MAIN_AGENT, UNKNOWN_MODEL, FileEntry, Record
 from .walk import OPENCODE
@@ -174,9 +175,6 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 def db_records(path: str, bad: list[tuple[int, str]] | None = None) -> list[Record]:
     """The calls of an `opencode.db`, opened read-only (its write-ahead log included); a database
     that cannot be read is one entry of BAD."""
-    # start-up: only where an opencode database is read
-    from ..formats.database import UNREADABLE, open_read_only
-
     out: list[Record] = []
     try:
         con = open_read_only(path)

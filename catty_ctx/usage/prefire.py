@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from ..events import SCHEMA_VERSION, check_event
-from ..jsonl import read_line_at
+from ..jsonl import first_line
 from ..layout import LOG_NAME, prefire_spend
 from .catty import pending_key, session_state
 from .lines import count, json_object, whole
@@ -41,7 +41,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         return state
     if state is None:
         log = os.path.join(os.path.dirname(os.path.dirname(path)), LOG_NAME)
-        state = session_state(_first_line(log), log)
+        line = first_line(log)  # (the session event)
+        state = session_state(line[:-1] if line and line.endswith(b"\n") else None, log)
     session, cwd = state[0], state[1]
     for ev in prefire_spend(doc):
         problem = check_event({**ev, "v": SCHEMA_VERSION, "seq": 0, "kind": "usage"})
@@ -57,18 +58,3 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                            pending_key(ev.get("request_id"), ev["prefire_call"]), False,
                            ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None))
     return state
-
-
-def _first_line(log: str) -> bytes | None:
-    """The session event of LOG: its first complete line (None when it has none or cannot be read)."""
-    try:
-        fd = os.open(log, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        line = read_line_at(fd, 0)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return (line[:-1] or None) if line.endswith(b"\n") else None

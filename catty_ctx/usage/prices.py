@@ -8,6 +8,7 @@ library for the models they name.
 from __future__ import annotations
 
 import os
+import re
 
 import xxhash
 
@@ -97,9 +98,6 @@ class Prices:
 
 
 def _normal_model(name: str) -> str:
-    # start-up: prices is on the cached path (its digest); the table is read only for a fold
-    import re
-
     n = name.lower().rsplit("/", 1)[-1]
     n = re.sub(r"^(?:anthropic|openai|us|eu|apac)\.", "", n)
     n = re.sub(r"(?:-v\d+(?::\d+)?|@\d{8}|-\d{8}|@latest|-latest)$", "", n)
@@ -142,7 +140,6 @@ def digest_of(files: list[tuple[str, bytes]]) -> str:
 def load_prices(override: str | os.PathLike[str] | None = None, files: list[tuple[str, bytes]] | None = None,
                 use_library: bool = True) -> Prices:
     """The user's tables (the configured one, then OVERRIDE, whose entries replace its own) over the price library."""
-    # start-up: prices is on the cached path (its digest); a table is read only for a fold
     import msgspec
 
     files = files if files is not None else price_files(override)

@@ -4,11 +4,12 @@ Imports nothing heavy: `parse_day` runs before the answer cache is consulted.
 """
 from __future__ import annotations
 
+from datetime import date, datetime, timezone
+
 from ..errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from collections.abc import Callable
     from datetime import tzinfo
     from typing import Any
@@ -30,9 +31,6 @@ def epoch(value: Any) -> float | None:
     if type(value) is not str or len(value) < 10:
         return None
     if _convert is None:
-        # start-up: msgspec and datetime load only when a log is read
-        from datetime import datetime, timezone
-
         import msgspec
 
         _convert, _DATETIME, _UTC, _NOT_RFC3339 = msgspec.convert, datetime, timezone.utc, msgspec.ValidationError
@@ -47,16 +45,11 @@ def moment(dt: Any) -> float:
     """A decoded datetime → seconds since the epoch, a naive one taken as UTC (what `epoch` gives for its text)."""
     if dt.tzinfo is not None:
         return dt.timestamp()
-    # start-up: datetime loads only when a log is read
-    from datetime import timezone
 
     return dt.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _iso_epoch(value: str) -> float | None:
-    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
-    from datetime import datetime, timezone
-
     text = value[:-1] + "+00:00" if value[-1] in "Zz" else value
     try:
         dt = datetime.fromisoformat(text)
@@ -69,9 +62,6 @@ def _iso_epoch(value: str) -> float | None:
 
 def parse_day(text: str) -> str:
     """YYYY-MM-DD or YYYYMMDD → YYYY-MM-DD, or UsageError."""
-    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
-    from datetime import date
-
     t = text.strip()
     if len(t) == 8 and t.isdigit():
         t = f"{t[:4]}-{t[4:6]}-{t[6:]}"
@@ -86,11 +76,7 @@ def timezone_named(name: str | None) -> tzinfo | None:
     if not name:
         return None
     if name.upper() in ("UTC", "Z"):
-        # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
-        from datetime import timezone
-
         return timezone.utc
-    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:
@@ -101,18 +87,12 @@ def timezone_named(name: str | None) -> tzinfo | None:
 
 def day_start(day: str, tz: tzinfo | None) -> float:
     """The epoch at which DAY (YYYY-MM-DD) starts in TZ (None: local)."""
-    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
-    from datetime import date, datetime
-
     d = date.fromisoformat(day)
     return datetime(d.year, d.month, d.day, tzinfo=tz).timestamp()
 
 
 def day_of(tz: tzinfo | None) -> Callable[[float], str]:
     """ts → its day in TZ (None: local), remembering the last day's bounds (calls come sorted)."""
-    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
-    from datetime import date, datetime, timezone
-
     bounds: list[Any] = [1.0, 0.0, ""]  # start, end, day: empty until the first call
 
     def day(ts: float) -> str:
@@ -136,8 +116,5 @@ def day_of(tz: tzinfo | None) -> Callable[[float], str]:
 
 
 def iso_week(day: str) -> str:
-    # start-up: datetime and zoneinfo load only when a date is parsed or a zone named
-    from datetime import date
-
     y, w, _ = date.fromisoformat(day).isocalendar()
     return f"{y}-W{w:02d}"

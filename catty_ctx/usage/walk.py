@@ -287,7 +287,6 @@ def one_document(mm: Any, path: str, kind: str | None) -> bool:
         return True
     if kind != GEMINI:
         return False
-    # start-up: only when a log is read
     from .gemini import is_document
 
     return is_document(mm, path)
@@ -297,7 +296,6 @@ def _sniff_line(line: bytes) -> str | None:
     """The kind a JSON Lines file whose line is LINE is, NOT_A_LOG for an object of no agent's, None: not an object."""
     if b'"seq"' not in line and b'"payload"' not in line and b'"projectHash"' not in line and any(k in line for k in _CLAUDE_KEYS):
         return CLAUDE  # (told without decoding the line)
-    # start-up: msgspec only to tell a first line apart
     import msgspec
 
     from .lines import UNDECODABLE
@@ -323,7 +321,6 @@ def _sniff_line(line: bytes) -> str | None:
 
 
 def _sniff_document(data: bytes) -> str:
-    # start-up: msgspec only to tell a document apart
     import msgspec
 
     from .lines import UNDECODABLE

@@ -24,16 +24,21 @@ from typing import Any
 import orjson
 
 from ..blobs import inline_images
+from ..compact import compact_session
 from ..defaults import WRITEBACK_AGENTS
 from ..errors import CattyError, DataError, ExitCode, UsageError, WriteError
 from ..events import now_ts
 from ..files import fsync_dir
 from ..fork import fork
+from ..importers import import_to_dir
 from ..layout import LOG_NAME
 from ..ownership import foreign_format
 from ..pairing import repair_items
+from ..prune import PruneOptions, prune
 from ..repair import repair_plan, repaired_items
 from ..store import Session, prepare_event, session_window
+from . import claude, codex
+from .slim import slim
 from .steps import Step, to_steps
 
 AGENTS = WRITEBACK_AGENTS
@@ -94,12 +99,8 @@ class WritebackResult:
 
 def _writer(agent: str) -> Any:
     if agent == "claude":
-        from . import claude  # start-up: the one writer asked for
-
         return claude
     if agent == "codex":
-        from . import codex  # start-up: the one writer asked for
-
         return codex
     raise UsageError(f"unknown agent '{agent}' for --to (one of {', '.join(AGENTS)})")
 
@@ -124,9 +125,6 @@ def _working_copy(source: str, work: Path) -> tuple[Path, str | None, int]:
         raise UsageError(f"{path}: no such session")
     fmt = _native_format(path)
     if fmt is not None:
-        # start-up: the importers only for a native source
-        from ..importers import import_to_dir
-
         # Outputs stay whole in the copy's events (0: never a blob); `--max-bytes` decides.
         import_to_dir(fmt, path, work / "in", user_limit=0, tool_limit=0)
         return work / "in", fmt, path.stat().st_size
@@ -157,8 +155,6 @@ def _view_items(session: Any, prune_strategy: str | None) -> tuple[list[dict[str
     """The repaired view: `repair`'s plan applied in memory, then (with a strategy) `prune`'s rewrite."""
     if prune_strategy is None:
         return repaired_items(session)
-    # start-up: the prune package only when a strategy is asked for
-    from ..prune import PruneOptions, prune
 
     opts = PruneOptions(strategy=prune_strategy)
     problem = opts.check()
@@ -180,9 +176,6 @@ def source_view(source: str, opts: WritebackOptions, work: Path) -> tuple[Source
     notes: list[str] = []
     with Session.open(copy) as s:
         if opts.compact:
-            # start-up: the compaction pipeline only for --compact
-            from ..compact import compact_session
-
             result = compact_session(s, force=True)
             if result.status != "compacted":
                 notes.append(f"compact: {result.status.replace('_', ' ')}")
@@ -230,8 +223,6 @@ def source_view(source: str, opts: WritebackOptions, work: Path) -> tuple[Source
             if it.get("role") == "tool" and "blob" in it and isinstance(it.get("output"), str):
                 it["output"] = it["output"].replace("catty-ctx blob SESSION ", f"catty-ctx blob {ref} ")
     if opts.max_bytes is not None:
-        from .slim import slim  # start-up: only for --max-bytes
-
         view.items, view.outputs_moved = slim(view.items, opts.max_bytes, _where(source, fmt))
     return view, fmt, bytes_before
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from conftest import ROOT, cli, jsonl, via_typer
 from usage_trees import claude_tree, codex_rollout
@@ -236,3 +237,30 @@ def test_a_cached_answer_loads_no_decoder_and_no_scan(tmp_path: Path) -> None:
     first, again = (subprocess.run([sys.executable, "-c", code, "usage", str(codex)], capture_output=True, cwd=ROOT, env=env) for _ in range(2))
     assert "msgspec" in first.stderr.decode()  # the cold run decodes: the probe sees modules
     assert again.stderr.decode().strip() == "[]" and again.stdout == first.stdout
+
+
+def test_over_many_paths_the_exit_is_the_most_severe_refusal_whatever_their_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one exit rule of a ROOT's commands (docs/spec.md#a-root-of-sessions): a file that is no
+    agent's log (65) outranks a folder holding no session (2), an unreadable line under --strict
+    (65) does too, and the first PATH of that code is named."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "empty").mkdir()
+    notes = tmp_path / "notes.md"
+    notes.write_text("# notes\n")
+    codex = _codex(tmp_path)
+    torn = tmp_path / "torn"
+    claude_tree(torn, seed=5, projects=1, sessions=1, turns=2)
+    with open(next(torn.rglob("*.jsonl")), "ab") as f:
+        f.write(b'{"type": "assistant", "message": {"usage": {"input_tokens": 1,\n')
+    empty = str(tmp_path / "empty")
+    for args in ([empty, str(notes)], [str(notes), empty], [empty, str(codex), str(notes)]):
+        proc = cli("usage", *args)
+        assert proc.returncode == 65 and f"{notes}: not a ".encode() in proc.stderr and proc.stdout == b"", (args, proc.stderr)
+    for args in ([empty, str(codex)], [str(codex), empty]):
+        proc = cli("usage", *args)
+        assert proc.returncode == 2 and f"no session under {empty}".encode() in proc.stderr, (args, proc.stderr)
+    for args in ([empty, str(torn)], [str(torn), empty]):
+        assert cli("usage", *args).returncode == 2  # (an unreadable line is skipped and counted)
+        proc = cli("usage", "--strict", *args)
+        assert proc.returncode == 65 and b"--strict refuses to skip them" in proc.stderr, (args, proc.stderr)
+    assert cli("usage", str(torn), str(codex), "--json").returncode == 0

@@ -1,0 +1,45 @@
+"""What a scan read (`Scan`): the records in file order, and how it went.
+
+Its own module, light to import: a cached answer is handed back as a Scan too, without the
+scan's machinery (`filescan`) being loaded.
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .filecache import Writing
+    from .records import Record
+
+
+class Scan:
+    """What a scan read: the records in file order, and how it went.
+
+    (A plain class, not a dataclass: the dataclasses module is too slow to import for a
+    cached answer.)
+    """
+
+    def __init__(self, records: list[Record] | None = None, calls_read: int = 0, files: int = 0, files_parsed: int = 0,
+                 bytes_parsed: int = 0, bad_lines: int = 0, bad_samples: list[str] | None = None, warnings: list[str] | None = None) -> None:
+        self.records: list[Record] = records if records is not None else []
+        self.calls_read = calls_read  # usage records seen, copies included
+        self.files = files
+        self.files_parsed = files_parsed
+        self.bytes_parsed = bytes_parsed
+        self.bad_lines = bad_lines
+        self.bad_samples: list[str] = bad_samples if bad_samples is not None else []
+        self.warnings: list[str] = warnings if warnings is not None else []
+        self.generations: list[int] = []  # per PATH: the per-file cache's generation now (0: none)
+        self.from_cache = 0  # logs whose cached entry was used (unchanged, or read from where it stopped)
+        self.writing: list[tuple[int, Writing]] = []  # (index in generations, its cache being written)
+        self.logs: list[int] = []  # per PATH: the files that are an agent's log (or were not read: --since)
+        self.not_logs: list[str] = []  # files that are no agent's log
+
+    def settle(self) -> None:
+        """Wait for the per-file caches `scan(..., write_behind=True)` is still writing; one that
+        could not be written gets generation 0 and a warning."""
+        for i, job in self.writing:
+            job.thread.join()
+            if job.warning:
+                self.generations[i] = 0
+                self.warnings.append(job.warning)
+        self.writing = []
