@@ -23,11 +23,39 @@ FIXTURES = ROOT / "fixtures"
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the package's bytecode once, as an install does: the many `catty-ctx` processes
     the tests start then read it instead of compiling every module they import, also where
-    the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE)."""
+    the environment forbids writing bytecode (PYTHONDONTWRITEBYTECODE). The same for the test
+    modules: each worker collects all of them, and would otherwise rewrite every assert again."""
     if not hasattr(config, "workerinput"):  # the controller only: one compile for all workers
         import compileall
 
         compileall.compile_dir(str(ROOT / "catty_ctx"), quiet=2)
+        tests = ROOT / "tests"
+        rewritten = [p for p in tests.rglob("*.py") if p.name == "conftest.py" or p.name.startswith("test_")]
+        for helper in sorted(set(tests.rglob("*.py")) - set(rewritten)):
+            compileall.compile_file(str(helper), quiet=2)
+        _rewrite_asserts_once(config, rewritten)
+
+
+def _rewrite_asserts_once(config: pytest.Config, modules: list[Path]) -> None:
+    """Write pytest's cache of the assert-rewritten MODULES (read by every worker, even where
+    writing bytecode is forbidden) where it is missing or stale. Best effort: the helpers are
+    pytest's own, and without them each worker rewrites the modules it imports, as usual."""
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return
+    state = config.stash.get(rewrite.assertstate_key, None)
+    needed = ("PYC_TAIL", "_read_pyc", "_rewrite_test", "_write_pyc", "get_cache_dir")
+    if state is None or config.getoption("assertmode") != "rewrite" or not all(hasattr(rewrite, n) for n in needed):
+        return
+    for module in modules:
+        cache = rewrite.get_cache_dir(module)
+        pyc = cache / (module.name[:-3] + rewrite.PYC_TAIL)
+        if rewrite._read_pyc(module, pyc) is not None:
+            continue
+        source_hash, code = rewrite._rewrite_test(module, config)
+        cache.mkdir(exist_ok=True)
+        rewrite._write_pyc(state, code, source_hash, pyc)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

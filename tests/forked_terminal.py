@@ -10,6 +10,7 @@ working folder and standard streams, and its code runs as `python -m catty_ctx` 
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import os
 import select
@@ -38,9 +39,6 @@ def _exit_code(exc: SystemExit) -> int:
 
 def _child(req: dict[str, Any], primary: int, secondary: int, pipe: tuple[int, int] | None) -> None:
     """In the forked process: the streams, environment and folder of the request, then the program."""
-    import runpy
-    import traceback
-
     given = os.open(req["stdin"] or os.devnull, os.O_RDONLY)
     on_tty = req["tty"]
     os.dup2(given, 0)
@@ -49,16 +47,32 @@ def _child(req: dict[str, Any], primary: int, secondary: int, pipe: tuple[int, i
     for fd in {given, primary, secondary, *(pipe or ())}:
         if fd > 2:
             os.close(fd)
+    run_as_program(req["args"], req["env"], req["cwd"])
+
+
+def run_as_program(args: list[str], env: dict[str, str], cwd: str | None) -> None:
+    """In a forked process whose fds 0-2 are the run's: ENV, CWD and fresh standard streams over
+    those fds (buffered as an interpreter buffers them), then `catty-ctx ARGS` as `python -m
+    catty_ctx` runs it, and the process ends with its status. Never returns."""
+    import runpy
+    import traceback
+
     os.environ.clear()
-    os.environ.update(req["env"])
-    if req["cwd"]:
-        os.chdir(req["cwd"])
+    os.environ.update(env)
+    if cwd:
+        os.chdir(cwd)
     sys.path[0] = os.getcwd()  # as `python -m` puts it
     enc, errors = sys.stdout.encoding, sys.stdout.errors
+    unbuffered = bool(env.get("PYTHONUNBUFFERED"))
+
+    def writer(fd: int, errors: str, by_line: bool) -> io.TextIOWrapper:
+        raw = open(fd, "wb", buffering=0 if unbuffered else -1, closefd=False)
+        return io.TextIOWrapper(raw, encoding=enc, errors=errors, line_buffering=by_line and not unbuffered, write_through=unbuffered)
+
     sys.stdin = open(0, encoding=enc, errors=errors, closefd=False)
-    sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, encoding=enc, errors=errors, closefd=False)  # (1: by line)
-    sys.stderr = open(2, "w", buffering=1, encoding=enc, errors="backslashreplace", closefd=False)
-    sys.argv = ["catty-ctx", *req["args"]]
+    sys.stdout = writer(1, errors, os.isatty(1))
+    sys.stderr = writer(2, "backslashreplace", True)
+    sys.argv = ["catty-ctx", *args]
     code = 0
     try:
         runpy.run_module("catty_ctx", run_name="__main__", alter_sys=True)

@@ -5,6 +5,7 @@ design card's folders, docs/, bench/, .ci/, README and metadata."""
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,12 @@ TOP_LEVEL = {
     "catty_ctx", "tests", "fixtures", "man", "completions",  # the design card
     "docs", "bench", ".ci",
 }
+
+
+@functools.cache
+def nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of the module at PATH, in `ast.walk`'s order: parsed and walked once for all the checks."""
+    return tuple(ast.walk(ast.parse(path.read_text(), str(path))))
 
 
 def modules() -> dict[str, tuple[Path, bool]]:
@@ -45,7 +52,7 @@ def import_graph() -> dict[str, set[str]]:
     mods = modules()
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for module, (path, is_pkg) in mods.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in nodes(path):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             for name in imported_names(module, is_pkg, node):
@@ -128,10 +135,9 @@ def test_no_private_name_is_used_outside_its_module() -> None:
     """`from x import _name` and `obj._name` (not self's or cls's) reach into another module."""
     leaks = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
-        own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        own |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
-        for node in ast.walk(tree):
+        own = {n.name for n in nodes(path) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        own |= {n.attr for n in nodes(path) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+        for node in nodes(path):
             if isinstance(node, ast.ImportFrom):
                 leaks += [f"{path.name}: import {a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
             elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
@@ -154,7 +160,7 @@ def test_only_the_whole_file_writer_renames_files() -> None:
     writer with its own idea of durability."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in nodes(path):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             base = node.func.value.id if isinstance(node.func.value, ast.Name) else ""
@@ -178,7 +184,7 @@ LINE_READERS = {
 def test_only_the_reader_reads_lines() -> None:
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in nodes(path):
             if isinstance(node, ast.Attribute) and node.attr in ("readline", "readlines"):  # called, or bound first
                 found.append(path.relative_to(PACKAGE).as_posix())
     assert [f for f in found if not any(f.startswith(allowed) for allowed in LINE_READERS)] == []

@@ -55,8 +55,11 @@ def test_two_processes_give_the_report_of_one_pass(tmp_path: Path, monkeypatch: 
     merged: list[int] = []
     real = parallel._merge
     monkeypatch.setattr(parallel, "_merge", lambda *a: merged.append(1) or real(*a))
-    for chunk in (1, 200, 1500, 4000, 1 << 20):
+    for chunk in (200, 1500, 4000, 1 << 20):
         _both(d, chunk)
+    # A chunk per byte, on a log of the first 30 of those turns (every kind of turn they make is
+    # there): the chunks are as many as the log's bytes, and each costs both processes a step.
+    _both(write_log(tmp_path / "short", [session_event(window=50_000), *_turns(30)]), 1)
     assert merged, "the worker folded none of the chunks"
 
 

@@ -1,12 +1,11 @@
 """`catty-ctx mcp`: the recall server, driven by the official MCP client over stdio (a real
-subprocess): its four tools, search of what a compaction took out of the context, the exact text
+subprocess, forked from one that has imported the SDK: tests/forked_cli.py): its four tools, search of what a compaction took out of the context, the exact text
 by seq with a cursor, the status `inspect` reports, the usage ledger, and a server that stays up
 whatever it is asked."""
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import forked_cli
 import orjson
 import pytest
 from conftest import FIXTURES, ROOT, call, cli, msg, plain_run_loads, result, session_event, write_log
@@ -33,7 +33,8 @@ PLANTED = "warning: --legacy-ssl is deprecated, ci/deploy.sh:41 (removed in 5.0)
 async def recall_server(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     """`catty-ctx mcp ARGS` of this checkout, started and spoken to by the official client."""
     keep = {k: os.environ[k] for k in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME") if k in os.environ}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "catty_ctx", "mcp", *args], cwd=cwd,
+    program, *launcher = forked_cli.command(forked_cli.MCP)  # a process forked from one that has imported the SDK
+    params = StdioServerParameters(command=program, args=[*launcher, "mcp", *args], cwd=cwd,
                                    env={**keep, "PYTHONPATH": str(ROOT), **(env or {})})
     with open(os.devnull, "w") as quiet:
         async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as session:

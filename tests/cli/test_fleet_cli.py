@@ -1,7 +1,7 @@
 """--scheduler: the read-heavy commands on a Dask cluster give the local answer, byte for byte.
 
-The cluster runs are real processes (the CLI in a subprocess, the shared LocalCluster of
-2 worker processes in another); the local runs are the same command without --scheduler, in
+The cluster runs are real processes (the CLI in a subprocess forked from one that has imported
+Dask, the shared LocalCluster of 2 worker processes in another); the local runs are the same command without --scheduler, in
 this process (`cli`: the answer to compare with costs no interpreter).
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import forked_cli
 import orjson
 import pytest
 
@@ -49,7 +50,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "catty_ctx", *args], capture_output=True, timeout=timeout,
+    """`catty-ctx ARGS` in a process of its own, forked from one that has imported Dask (tests/forked_cli.py)."""
+    return subprocess.run([*forked_cli.command(forked_cli.DASK), *args], capture_output=True, timeout=timeout,
                           env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})))
 
 
