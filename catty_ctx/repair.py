@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .errors import DataError, WriteError
+from .errors import DataError, ExitCode, WriteError
 from .events import check_event, now_ts
 from .files import write_file
 from .integrity import NOT_EXECUTED as DANGLING_TEXT
@@ -63,6 +63,10 @@ class RepairPlan:
     @property
     def found(self) -> int:
         return sum(self.counts.values())
+
+    def exit_code(self, *, check: bool) -> int:
+        """`repair S`'s exit: with CHECK, a check's finding (1) when anything was found; else 0."""
+        return int(ExitCode.CHECK_FAILED) if check and self.found else 0
 
     def _count(self, kind: str) -> None:
         self.counts[kind] = self.counts.get(kind, 0) + 1

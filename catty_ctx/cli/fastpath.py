@@ -173,7 +173,8 @@ def parse_one(args: "list[str]", params: Params, *positional: str, required: "in
 def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epilog: str, positional: "dict[str, Any]",
             on: "Any" = None) -> None:
     """Register NAME on the typer application (or ON, a sub-application of it): RUN's parameters,
-    POSITIONAL's arguments first (each its annotation, or (metavar, help[, choices]) for a text argument), then
+    POSITIONAL's arguments first (each its annotation, or (metavar, help[, choices]) for a text argument, a
+    metavar ending in `...` for one or more), then
     the options of PARAMS, with RUN's defaults (a positional argument without one is required, one whose
     default is None may be left out)."""
     import inspect
@@ -191,7 +192,7 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
     for dest, given in positional.items():
         if isinstance(given, tuple):
             metavar, help_text, *allowed = given
-            hint = str | None if defaults[dest] is None else str
+            hint = list[str] if metavar.endswith("...") else str | None if defaults[dest] is None else str
             if allowed:
                 allow(path, dest, allowed[0])
             annotations[dest] = Annotated[hint, typer.Argument(metavar=metavar, help=help_text)]

@@ -9,7 +9,6 @@ import sys
 
 from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
-from ..errors import ExitCode
 from ..ownership import require_ours
 from ..repair import problem_notes, repair_plan, repair_session, repair_stream
 from ..repair_root import repair_root
@@ -94,8 +93,8 @@ def run(target: str, check: bool = False, dry_run: bool = False, force: bool = F
         else:
             plan = repair_session(session, lock_timeout=lock_timeout, force=force)
         _render(session, plan, applied=not (check or dry_run), as_json=as_json)
-    if check and plan.found:
-        raise SystemExit(int(ExitCode.CHECK_FAILED))
+    if plan.exit_code(check=check):
+        raise SystemExit(plan.exit_code(check=check))
 
 
 def _render(session: Any, plan: Any, *, applied: bool, as_json: bool) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import CattyError, DataError, UsageError, WriteError
+from ..errors import DataError, UsageError, WriteError
 from . import app
 from .errors import handle_errors, note, warn
 from .options import AgentOpt, TargetArg
@@ -98,7 +98,7 @@ def report_cmd(
             raise WriteError(f"{dest}: is a folder; -o names the page's file for one session")
         write_file(dest, data)
     if rep.errors:  # the page says what is wrong; so does one error line, and the exit status
-        raise CattyError(rep.errors[0], exit_code=DataError.exit_code)
+        raise DataError(rep.errors[0])
 
 
 def _page_name(session_id: object) -> Path:

@@ -1,8 +1,6 @@
 """`catty-ctx search`: a pattern across every session under some ROOTs, catty and native."""
 from __future__ import annotations
 
-from typing import Annotated
-
 from ..errors import ExitCode
 from ..search import Query, search
 from .errors import warn
@@ -51,10 +49,8 @@ def parse_args(args: list[str]) -> dict[str, Any] | None:
 
 def declare() -> None:
     """Register `search` on the typer application (help, completion, docs, unusual spellings), from PARAMS."""
-    import typer
-
     declare_command("search", run, PARAMS, SEARCH_DOC, EPILOG, {
-        "roots": Annotated[list[str], typer.Argument(metavar="ROOT...", help="Folders of sessions (catty or an agent's home), or single sessions.")],
+        "roots": ("ROOT...", "Folders of sessions (catty or an agent's home), or single sessions."),
         "pattern": ("PATTERN", "What to look for: a fixed string (a regular expression with -E)."),
     })
 

@@ -1,0 +1,48 @@
+"""What the light runs load: `--version`, a plain `inspect` or `prune` of a catty session, the
+status line, a hook with nothing to do. The parts they never need (the CLI framework, the
+importers, the usage ledger, the compaction pipeline, databases, processes, locks, the network)
+stay out of them; a module that imports one of these at its top would show here."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from conftest import ROOT, plain_run_loads
+
+# Never loaded by a plain read of a catty session.
+HEAVY = ("typer", "click", "rich", "catty_ctx.importers", "catty_ctx.usage", "catty_ctx.compact", "catty_ctx.writeback",
+         "catty_ctx.agents", "sqlite3", "subprocess", "filelock", "asyncio", "http.client", "ssl", "tomllib")
+
+
+def _loaded_by(code: str, *args: str, input: bytes | None = None) -> tuple[int, list[str]]:
+    """Run CODE (it ends by printing the sorted module names it loaded, as JSON, on stderr's last line)."""
+    proc = subprocess.run([sys.executable, "-c", code, *args], input=input, capture_output=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=False)
+    return proc.returncode, orjson.loads(proc.stderr.rstrip(b"\n").rpartition(b"\n")[2])
+
+
+def test_version_loads_the_version_alone() -> None:
+    code = ("import sys\nsys.argv = ['catty-ctx', '--version']\nfrom catty_ctx.__main__ import main\nmain()\n"
+            "import json\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith('catty_ctx'))), file=sys.stderr)")
+    assert _loaded_by(code) == (0, ["catty_ctx", "catty_ctx.__main__", "catty_ctx._version"])
+
+
+def test_a_plain_read_of_a_catty_session_loads_none_of_the_heavy_parts(demo: Path) -> None:
+    for args in (("inspect", str(demo)), ("prune", str(demo), "--stats")):
+        assert plain_run_loads(*args, heavy=HEAVY) == (0, []), args
+
+
+def test_a_hook_with_nothing_to_do_loads_no_mirror_and_no_importer(tmp_path: Path) -> None:
+    heavy = ("typer", "rich", "catty_ctx.agents.mirror", "catty_ctx.importers", "catty_ctx.store", "orjson", "tomllib", "subprocess")
+    doc = orjson.dumps({"session_id": "s1", "source": "startup", "transcript_path": str(tmp_path / "none.jsonl")})
+    assert plain_run_loads("hook", "claude", "session-start", "--mirrors", str(tmp_path / "m"), input=doc, heavy=heavy) == (0, [])
+
+
+def test_the_status_line_loads_no_ledger_and_no_json_library_of_the_readers(tmp_path: Path) -> None:
+    heavy = ("typer", "rich", "catty_ctx.usage", "catty_ctx.store", "orjson", "msgspec")
+    doc = orjson.dumps({"session_id": "s1", "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"},
+                        "context_window": {"context_window_size": 200000}, "workspace": {"current_dir": str(tmp_path)}})
+    assert plain_run_loads("statusline", input=doc, heavy=heavy) == (0, [])
