@@ -287,7 +287,17 @@ def _kill_during_compaction(s: Path, delay: float, summarizer: str = "extractive
 
 
 def test_kill_9_during_compaction_never_leaves_an_unloadable_session(tmp_path: Path) -> None:
-    """Killed at random moments (summariser running, artifact written, event appended)."""
+    _compaction_kills(tmp_path, 4)
+
+
+@pytest.mark.slow
+def test_kill_9_during_6_compactions_never_leaves_an_unloadable_session(tmp_path: Path) -> None:
+    _compaction_kills(tmp_path, 6)
+
+
+def _compaction_kills(tmp_path: Path, trials: int) -> None:
+    """Killed at random moments (summariser running, artifact written, event appended), TRIALS
+    times, summary and segments mode in turn."""
     rng = random.Random(7)
     s = planted(tmp_path / "s")
     Session.open(s).append([msg("user", f"filler {i} " + "z" * 400, f"f{i}") for i in range(5000)])  # about 2 MB: a compaction long enough to be killed at any stage
@@ -296,7 +306,7 @@ def test_kill_9_during_compaction_never_leaves_an_unloadable_session(tmp_path: P
     t0 = time.monotonic()
     _kill_during_compaction(trial, 60)  # runs to the end: how long a whole compaction takes
     whole = time.monotonic() - t0
-    for i in range(6):
+    for i in range(trials):
         before = _log(s)
         _kill_during_compaction(s, rng.uniform(0.1, 0.95) * whole, mode=("summary", "segments")[i % 2])
         after = _log(s)

@@ -101,12 +101,23 @@ def test_a_large_log_takes_two_processes_by_default_and_a_small_one_does_not() -
 
 
 def test_an_invalid_line_in_the_workers_chunks_names_its_file_and_line(tmp_path: Path) -> None:
+    _invalid_lines(tmp_path, every=13)
+
+
+@pytest.mark.slow
+def test_an_invalid_line_anywhere_names_its_file_and_line(tmp_path: Path) -> None:
+    _invalid_lines(tmp_path, every=1)
+
+
+def _invalid_lines(tmp_path: Path, every: int) -> None:
+    """Each of three bad lines in place of every EVERY-th line (from the second): both paths raise
+    the same error, naming the file and the line (each try forks a worker)."""
     d = write_log(tmp_path / "s", [session_event(), *_turns(30)])
     log = d / "updates.jsonl"
     lines = log.read_bytes().splitlines(keepends=True)
     bad_lines = (b'{"v":1,"seq":\n', b'{"v":1,"seq":99999,"ts":"x","kind":"message","id":"m","role":"user","text":"t"}\n',
                  b'{"v":1,"seq":5,"ts":"x","kind":"message","id":"m","role":"robot","text":"t"}\n')
-    for n in range(1, len(lines), 7):
+    for n in range(1, len(lines), every):
         for bad in bad_lines:
             log.write_bytes(b"".join(lines[:n]) + bad + b"".join(lines[n + 1 :]))
             with pytest.raises(DataError) as one:

@@ -50,9 +50,10 @@ def _cmd_summarizer(tmp_path: Path) -> str:
 
 
 def _usage(*args: str, by: str = "agent", cache: bool = True) -> dict[str, Any]:
-    """`usage --json` in a real process (the cached-answer path is start-up code)."""
-    extra = () if cache else ("--no-cache",)
-    proc = cli_process("usage", *args, "--by", by, "--json", *extra, check=True)
+    """`usage --json` in a real process (the cached-answer path is start-up code); without the
+    caches, the answer to hold it to, in this process."""
+    run = cli_process if cache else cli
+    proc = run("usage", *args, "--by", by, "--json", *(() if cache else ("--no-cache",)), check=True)
     doc = orjson.loads(proc.stdout)
     for what in ("files_parsed", "bytes_parsed"):  # (how much was read: what the caches save)
         doc.pop(what)

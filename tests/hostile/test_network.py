@@ -77,8 +77,14 @@ def test_a_dripping_server_is_cut_at_the_total_deadline(tmp_path: Path, answer: 
     with Endpoint(answer) as srv:
         code, _out, err, took, _rss = _compact(s, srv.url, "--timeout", "1")
     # Three attempts of 1 s each (no backoff), then the summariser gives up: the drip never ends on its own,
-    # and no single read waits long enough for a per-read timeout to cut it.
-    assert len(srv.requests) == 3 and took < 3 * 1 + 4, (took, err)
+    # and no single read waits long enough for a per-read timeout to cut it. Each attempt's own
+    # measure (in the saved request) is the 1 s; the whole run's clock, start-up included, only
+    # has to be finite (a loaded machine stretches start-up by seconds).
+    assert len(srv.requests) == 3 and took < 3 * 1 + 30, (took, err)
+    (saved,) = (s / "compaction_requests").glob("*.json")
+    attempts = orjson.loads(saved.read_bytes())["attempts"]
+    assert [a["outcome"] for a in attempts] == ["transient"] * 3
+    assert all(a["timings"]["total_ms"] < 1000 + 2000 for a in attempts), attempts
     assert code == 75 and b"no complete answer within 1s (--timeout)" in err and err.count(b"\n") == 1
     assert (s / "updates.jsonl").read_bytes() == before  # nothing committed
 
@@ -87,7 +93,7 @@ def test_the_compaction_deadline_cuts_a_dripping_call_and_commits_the_offline_su
     s = _session(tmp_path / "s")
     with Endpoint(drip) as srv:
         code, out, err, took, _rss = _compact(s, srv.url, "--deadline", "2")  # the call's own --timeout: 300 s
-    assert code == 0 and took < 2 + 4, (took, err)
+    assert code == 0 and took < 2 + 30, (took, err)  # the 2 s deadline, not the 300 s (start-up included: a loaded machine's margin)
     assert orjson.loads(out)["status"] == "compacted" and len(srv.requests) == 1
 
 
@@ -161,7 +167,7 @@ def test_the_judge_has_the_total_deadline(monkeypatch: pytest.MonkeyPatch) -> No
         start = time.monotonic()
         with pytest.raises(JudgeError, match="within 1s"):
             judge.ask("context", Fact("detail", "the port is 8080"))
-    assert time.monotonic() - start < 2.5
+    assert time.monotonic() - start < 1 + 10  # the drip never ends: any bound shows the deadline cut it (a loaded machine's margin)
 
 
 def test_the_transport_bounds_every_phase_of_one_request() -> None:
@@ -170,7 +176,7 @@ def test_the_transport_bounds_every_phase_of_one_request() -> None:
         start = time.monotonic()
         with pytest.raises(Transient, match="within 0.5s"):
             post(f"http://127.0.0.1:{silent.port}/v1/chat/completions", b"{}", {}, timeout=0.5, max_bytes=1000)
-        assert time.monotonic() - start < 1.5
+        assert time.monotonic() - start < 0.5 + 10  # the listener never answers (a loaded machine's margin)
     with Endpoint(flood) as srv:
         with pytest.raises(Deterministic, match="over 1000 bytes"), post(f"{srv.url}/chat/completions", b"{}", {}, timeout=5, max_bytes=1000) as a:
             list(a.lines())
