@@ -1,7 +1,7 @@
 """Whole-file writes: temp beside the target, fsync, rename, fsync the folder. Every command
 that replaces a file goes through `replace_file` (or `write_file`, which streams).
 
-Kept apart from the store, importing only `errno`, `os` and `stat`, so a quick path (the usage ledger's caches)
+Kept apart from the store, importing only `errno`, `os`, `re` and `stat`, so a quick path (the usage ledger's caches)
 can write files the same way without loading the store and `tempfile`.
 """
 from __future__ import annotations

@@ -37,13 +37,14 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Union
 
 from .errors import DataError
 from .visible import say
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import orjson
 
 # A line longer than this is refused without being read whole (docs/spec.md#the-command-line: bad input never costs

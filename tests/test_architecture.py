@@ -124,6 +124,26 @@ def test_no_import_cycle_among_catty_ctx_modules() -> None:
     assert cycles(import_graph()) == []
 
 
+# An import inside a function is kept for a heavy part that a light run does without (the start-up
+# tests, e.g. tests/test_startup.py, say which); every other import is at the top of its module.
+FUNCTION_LOCAL_IMPORTS_MAX = 90
+
+
+def function_local_imports() -> list[str]:
+    """file:line of every import statement inside a function of the package."""
+    found = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.update(f"{path.relative_to(PACKAGE)}:{n.lineno}" for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return sorted(found)
+
+
+def test_function_local_imports_stay_few() -> None:
+    found = function_local_imports()
+    assert len(found) <= FUNCTION_LOCAL_IMPORTS_MAX, found
+
+
 def test_nothing_at_the_top_level_but_the_design_cards_folders() -> None:
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     if not tracked:  # not a git checkout

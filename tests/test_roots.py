@@ -197,3 +197,19 @@ def test_repair_of_a_root_exits_by_the_rule_whatever_the_order(tmp_path: Path, n
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_eval_native_of_a_root_scores_the_readable_sessions(tmp_path: Path) -> None:
+    import orjson
+    from native_corpus import write_corpus
+
+    sessions = write_corpus(tmp_path / "home", sessions=2, seed=11)
+    good = sessions[0].path
+    lines = good.read_bytes().splitlines(keepends=True)
+    bad = good.parent / f"zz{good.name[2:]}"
+    bad.write_bytes(b"".join(lines[:2]) + b"{not json\n" + b"".join(lines[2:]))
+    proc = cli("eval", "--native", str(tmp_path / "home"), "--json")
+    assert proc.returncode == ExitCode.DATA and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert f"{bad}:3" in proc.stderr.decode()
+    scored = {e["session"] for e in orjson.loads(proc.stdout)["native"]["compactions"]}
+    assert str(good) in scored and str(bad) not in scored

@@ -1,6 +1,7 @@
 """A cold run's walk shared among the workers (usage/fanout.py) finds and reads what the walk and the scan do one after the other."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from catty_ctx.workers import can_fork
 
 
 def _mixed(root: Path) -> list[str]:
-    """Four agents' homes and a ROOT of catty sessions, with a file of no agent's and a bad line among them."""
+    """Four agents' homes and a ROOT of catty sessions, with a file of no agent's, a FIFO and a bad line among them."""
     claude_tree(root / "claude", seed=41, projects=3, sessions=3, turns=4, resumed_copies=True)
     (root / "claude" / "settings.json").write_text("{}")
     for day in (1, 2, 3):
@@ -37,6 +38,8 @@ def _mixed(root: Path) -> list[str]:
                                               {"kind": "usage", "id": f"u{i}", "model": "claude-sonnet-4-5", "input": 10 + i, "output": 5,
                                                "request_id": f"req_{i}"}])
     (root / "catty" / "notes.jsonl").write_text('{"a": 1}\n')
+    part = next((root / "opencode" / "storage" / "part").iterdir())
+    os.mkfifo(part / "prt_fifo.json")  # (no regular file: passed over, never waited on)
     with open(root / "claude" / "projects" / "-home-user-work-proj0" / "odd.jsonl", "wb") as f:
         f.write(b'{"type": "assistant", "message": {"usage": \n')
     return [str(root / name) for name in ("claude", "codex", "gemini", "opencode", "catty")] + [str(root / "claude" / "projects")]
@@ -70,6 +73,10 @@ def test_the_workers_walk_finds_the_survey_and_reads_the_scan(tmp_path: Path, sm
     assert (again.calls_read, again.files, again.files_parsed, again.bytes_parsed, again.bad_lines, again.bad_samples, again.not_logs) == \
         (scan.calls_read, scan.files, scan.files_parsed, scan.bytes_parsed, scan.bad_lines, scan.bad_samples, scan.not_logs)
     assert set(ran[1]) == {path for _arg, files in found for path, *_ in files}  # (every entry packed for the per-file cache)
+    apart = paths[:-1]  # (no PATH inside another)
+    got = fanout.survey_and_scan(apart, walk.Listings(), jobs=2)
+    assert got is not None and got[0] == walk.survey(apart)
+    assert filescan.scan(got[0], use_cache=False, jobs=1, ran=got[1]).records == filescan.scan(apart, use_cache=False, jobs=1).records
 
 
 def test_a_cold_run_fanned_out_answers_and_caches_as_the_ordinary_one(tmp_path: Path, small_plans: None,

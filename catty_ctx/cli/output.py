@@ -1,19 +1,16 @@
 """One output layer for every command: rich on a terminal, JSON Lines in a pipe, --json one document.
 
-Rows stream out as they are produced; rich is imported only when a terminal will show it.
+Rows stream out as they are produced; rich draws only for a terminal.
 """
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from types import SimpleNamespace
+from typing import Any
 
 from ..visible import CONTROLS, stdout_binary
-
-TYPE_CHECKING = False  # typing loads where used: `usage` prints a cached answer without it
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
-    from typing import Any
 
 _NL = b"\n"
 

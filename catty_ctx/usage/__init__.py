@@ -286,6 +286,6 @@ def _named(sources: list[tuple[str, str]] | None) -> list[dict[str, str]] | None
 
 def _zstd_missing(found: Survey) -> bool:
     """Whether FOUND holds compressed logs (`rollout-*.jsonl.zst`) and no zstd program reads them."""
-    if not any(path.endswith(".zst") for _arg, files in found for path, *_ in files):
+    if not any(row[0].endswith(".zst") for _arg, files in found for row in files):
         return False
     return program() is None

@@ -64,29 +64,32 @@ def _collapse(records: Iterable[Record], where: dict[str, int], by_session: dict
     the same as another whose ids were rewritten; a uuid alone is not: two sessions can share
     record uuids (a copied project, a session forked by another tool) and hold different calls."""
     out: list[Record] = []
+    append, at_key, at_session, at_message = out.append, where.get, by_session.get, by_message.get  # (bound once: this runs per call)
     for rec in records:
         key = rec.key
         if key is None:
-            out.append(rec)
+            append(rec)
             continue
         uid = rec.uuid
-        i = where.get(key)
-        if uid is not None:
+        i = at_key(key)
+        if uid is None:
+            if i is None:
+                where[key] = len(out)
+                append(rec)
+                continue
+        else:
             in_session, with_id = (rec.session, uid), (uid, rec.msg_id)
             if i is None:
-                i = by_session.get(in_session)
+                i = at_session(in_session)
                 if i is None:
-                    i = by_message.get(with_id)
-        if i is None:
-            where[key] = len(out)
-            if uid is not None:
-                by_session[in_session] = by_message[with_id] = len(out)
-            out.append(rec)
-            continue
-        where.setdefault(key, i)
-        if uid is not None:
+                    i = at_message(with_id)
+                    if i is None:
+                        where[key] = by_session[in_session] = by_message[with_id] = len(out)
+                        append(rec)
+                        continue
             by_session.setdefault(in_session, i)
             by_message.setdefault(with_id, i)
+        where.setdefault(key, i)
         cur = out[i]
         if cur.sidechain != rec.sidechain:
             if cur.sidechain:

@@ -16,8 +16,9 @@ import msgspec
 
 from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from . import filescan
+from .opencode import survey_storage_file
 from .records import DECODE_ENTRY, ENCODE, Packed
-from .walk import CATTY, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
+from .walk import CATTY, OPENCODE, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,6 +76,12 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
             rows: list[Row] = []
             scanned: list[Scanned] = []
             for path, kind in logs:
+                if kind == OPENCODE and path.endswith(".json"):  # (thousands of small files: one open each, no stat)
+                    got = survey_storage_file(path, filescan.BAD_SAMPLES_PER_FILE)
+                    if got is not None:
+                        rows.append((path, kind, *got[0]))
+                        scanned.append(got[1])
+                    continue
                 row = survey_row(path, kind)
                 if row is not None:
                     rows.append(row)
@@ -102,18 +109,23 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
             placed[place] = rows, scanned
         if progress is not None:
             progress(finished, len(items))
-    found: Survey = []
-    results: list[Scanned] = []
-    taken: set[str] = set()  # (a log under two PATHs counts once, with the first)
-    for arg, segs in segments:
+    found: Survey = [(arg, [row for place, _folder, _logs in segs for row in placed[place][0]]) for arg, segs in segments]
+    results = [one for _arg, segs in segments for place, _folder, _logs in segs for one in placed[place][1]]
+    paths = [row[0] for _arg, rows in found for row in rows]
+    if len(set(paths)) == len(paths):
+        return found, (results, packed)
+    # A log under two PATHs (one inside another) counts once, with the first, as in `walk.survey`.
+    taken: set[str] = set()
+    results = []
+    for i, (arg, _rows) in enumerate(found):
         kept: list[Row] = []
-        for place, _folder, _logs in segs:
+        for place, _folder, _logs in segments[i][1]:
             for row, one in zip(*placed[place]):
                 if row[0] not in taken:
                     taken.add(row[0])
                     kept.append(row)
                     results.append(one)
-        found.append((arg, kept))
+        found[i] = arg, kept
     return found, (results, packed)
 
 

@@ -266,6 +266,9 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
     skipped: dict[str, int] = {}
     for arg, listing in found:
+        if ran is not None:  # (every log read already, none cached: see fanout)
+            plans.append((arg, [row[0] for row in listing], {}, {}, 0))
+            continue
         gen, old = filecache.load_cache(arg) if use_cache else (0, {})
         new: dict[str, Any] = {}
         files: list[str] = []

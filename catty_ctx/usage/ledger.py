@@ -108,11 +108,12 @@ def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: 
 
     buckets: dict[tuple[str, str, bool, bool, int], list[int]] = folded["buckets"]
     reported: dict[str, float] = folded["reported"]
+    bucket, tier, day_seconds = buckets.get, TIER_TOKENS, DAY  # (bound once: this runs per call)
     for r, k in zip(kept, keys):
         inp, cr, cw, cost = r.input, r.cache_read, r.cache_write, r.cost
         # (the UTC day: prices apply at the call's date; a reported cost needs none)
-        bk = (k, r.model, inp + cr + cw > TIER_TOKENS, cost is None, int(r.ts // DAY) if cost is None else 0)
-        b = buckets.get(bk)
+        bk = (k, r.model, inp + cr + cw > tier, cost is None, int(r.ts // day_seconds) if cost is None else 0)
+        b = bucket(bk)
         if b is None:
             b = buckets[bk] = [0, 0, 0, 0, 0, 0]
         b[0] += inp

@@ -17,6 +17,7 @@ no price for, or a subscription) is priced like any other call.
 from __future__ import annotations
 
 import os
+from stat import S_ISREG
 from typing import Any
 
 import msgspec
@@ -24,7 +25,7 @@ import msgspec
 from ..formats.database import UNREADABLE, open_read_only
 from .lines import UNDECODABLE, count
 from .records import MAIN_AGENT, UNKNOWN_MODEL, FileEntry, Record
-from .walk import OPENCODE
+from .walk import OPENCODE, survey_row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,10 +105,42 @@ def scan_storage_file(path: str, key: tuple[int, int, int] | None, samples: int)
         fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
         return path, None, 0, f"cannot read ({exc.strerror or exc})"
-    try:
-        if key is None:
+    if key is None:
+        try:
             st = os.fstat(fd)
-            key = st.st_size, st.st_mtime_ns, st.st_ino
+        except OSError as exc:
+            os.close(fd)
+            return path, None, 0, f"cannot read ({exc.strerror or exc})"
+        key = st.st_size, st.st_mtime_ns, st.st_ino
+    return _read_storage(fd, path, key, samples)
+
+
+def survey_storage_file(path: str, samples: int) -> tuple[tuple[int, int, int], Scanned] | None:
+    """`walk.survey_row` and `scan_storage_file` of a storage file in one open: (its key, taken from
+    the open file, and what the scan reads of it); None where the survey passes a file over (gone
+    since the walk, or not a regular file: opened without blocking, so a FIFO is told, not waited on)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError:  # (one that cannot be opened is named as the survey and the scan name it)
+        row = survey_row(path, OPENCODE)
+        return None if row is None else (row[2:], scan_storage_file(path, row[2:], samples))
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    key = st.st_size, st.st_mtime_ns, st.st_ino
+    return key, _read_storage(fd, path, key, samples)
+
+
+def _read_storage(fd: int, path: str, key: tuple[int, int, int], samples: int) -> Scanned:
+    """The scan of the storage file PATH open as FD (closed here), whose key is KEY."""
+    try:
         want = key[0] + 1  # (one read reaches the end of a file as large as the survey saw it)
         data = os.read(fd, want)
         if len(data) == want:  # (grown since: the rest too)

@@ -160,19 +160,30 @@ class Listings:
         self.seen: dict[str, tuple[int, int, list[str], list[str]]] = {}  # what this walk used: what to keep
 
     def get(self, folder: str) -> tuple[list[str], list[str]] | None:
+        old = self.known.get(folder)
+        if old is None:
+            return self._listed(folder)
         try:
             mtime = os.stat(folder).st_mtime_ns
         except OSError:
             return None
-        old = self.known.get(folder)
-        if old is not None and old[0] == mtime and mtime < old[1] - self.RACY_NS:
+        if old[0] == mtime and mtime < old[1] - self.RACY_NS:
             self.seen[folder] = old
             return old[2], old[3]
-        listed_at = time.time_ns()
+        return self._listed(folder)
+
+    def _listed(self, folder: str) -> tuple[list[str], list[str]] | None:
+        """FOLDER listed now (its mtime and its entries read through one open of it)."""
+        try:
+            fd = os.open(folder, _DIRECTORY)
+        except OSError:
+            return None
         subdirs: list[str] = []
         logs: list[str] = []
         try:
-            with os.scandir(folder) as entries:
+            mtime = os.fstat(fd).st_mtime_ns
+            listed_at = time.time_ns()
+            with os.scandir(fd) as entries:
                 for e in entries:
                     try:
                         is_dir = e.is_dir()
@@ -186,10 +197,15 @@ class Listings:
                         logs.append(e.name)
         except OSError:
             return None
+        finally:
+            os.close(fd)
         subdirs.sort()
         logs.sort()
         self.seen[folder] = (mtime, listed_at, subdirs, logs)
         return subdirs, logs
+
+
+_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
 def _is_home(p: str, sub: str, marks: tuple[str, ...], child_ok: Callable[[str], bool]) -> bool:
