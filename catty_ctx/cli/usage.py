@@ -9,7 +9,6 @@ command `declare` registers are made from one table, `PARAMS`.
 import os
 from typing import Annotated
 
-from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
 from ..errors import UsageError
 from ..usage import BY_CHOICES, strict_refusal, usage
@@ -73,6 +72,8 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
 
     engine = None
     if scheduler is not None or os.environ.get("CATTY_CTX_SCHEDULER"):
+        from ..cluster import engine_for
+
         engine = engine_for(scheduler, connect_timeout)
     bar = _ProgressBar() if stderr_tty() else None
     try:

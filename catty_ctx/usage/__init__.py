@@ -33,7 +33,6 @@ import sys
 
 from ..compressed import ZSTD_MAGIC, program
 from ..errors import CattyError, DataError, UsageError
-from ..roots import most_severe
 from ..urls import is_url
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
 from .cachefiles import cache_file
@@ -167,6 +166,8 @@ def strict_refusal(scan: Scan) -> DataError | None:
 def _most_severe(errors: list[CattyError]) -> CattyError:
     """What a run over many PATHs that met ERRORS exits with: the most severe code, by the one rule
     of a ROOT's commands (docs/spec.md#a-root-of-sessions), the first PATH's of that code."""
+    from ..roots import most_severe
+
     code = most_severe(e.exit_code for e in errors)
     return next(e for e in errors if e.exit_code == code)
 
