@@ -58,6 +58,16 @@ def _rewrite_asserts_once(config: pytest.Config, modules: list[Path]) -> None:
         rewrite._write_pyc(state, code, source_hash, pyc)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: one worker more than the usable CPUs. Many tests wait (deadlines, timeouts, a
+    summariser that sleeps, a cluster starting): the extra worker runs while one of them waits.
+    PYTEST_XDIST_AUTO_NUM_WORKERS, when set, decides as usual."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cpus + 1
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     agents_setup(item)
 
