@@ -36,7 +36,7 @@ from ..errors import CattyError, DataError, UsageError
 from ..jsonl import STDIN_NAME
 from ..urls import is_url
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
-from .cachefiles import cache_file
+from .cachefiles import cache_file, index_file
 from .copies import dedupe
 from .ledger import BY_CHOICES, Ledger, fold_calls, ledger_of
 from .outcome import Scan
@@ -273,8 +273,6 @@ def _cold(paths: Sequence[str | os.PathLike[str]], answers_file: str, use_cache:
         return False
     if not use_cache:
         return True
-    from .kept import index_file
-
     return not any(os.path.exists(f) for f in (answers_file, index_file(answers_file), *(cache_file("usage", os.path.abspath(os.fspath(p)))
                                                                                            for p in paths)))
 

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 CACHE_VERSION = 9  # bump when a record's shape or a parser's meaning changes
 
 
+def index_file(paths_key: str) -> str:
+    """The kept index of the caches of PATHS_KEY (`kept`): without it nothing is kept of them."""
+    return cache_file("usage-index", paths_key)
+
+
 def cache_base() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "catty-ctx")

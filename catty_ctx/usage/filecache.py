@@ -10,8 +10,12 @@ still those it was folded from.
 from __future__ import annotations
 
 import os
+import threading
+
+import msgspec
 
 from .cachefiles import cache_file, read_bytes, write_cache_file
+from .records import ENCODE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,8 +26,6 @@ def pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> list[bytes | m
     """A per-file cache file, in parts: the length of its head, the head (ARG, the generations,
     the paths and the length of each entry), then each entry's MessagePack one after the other,
     so that an entry is decoded only when it is used and one not used is written back as it was."""
-    from .records import ENCODE
-
     parts = [v if type(v) is memoryview or type(v) is bytes else ENCODE(v) for v in files.values()]
     head = ENCODE((arg, base, gen, list(files), [len(b) for b in parts]))
     return [len(head).to_bytes(8, "little"), head, *parts]
@@ -31,8 +33,6 @@ def pack(arg: str, base: int, gen: int, files: dict[str, Any]) -> list[bytes | m
 
 def head_of(arg: str, data: bytes) -> tuple[int, int, list[str], list[int]] | None:
     """(base generation, generation, paths, entry lengths) of a head `pack` wrote for ARG; None when it is not one."""
-    import msgspec
-
     try:
         got_arg, base, gen, paths, lengths = msgspec.msgpack.decode(data, type=tuple[str, int, int, list[str], list[int]])
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -156,8 +156,6 @@ class Writing:
     (the write, megabytes for a large tree, is mostly system time, which holds no lock)."""
 
     def __init__(self, arg: str, gen: int, files: dict[str, Any]) -> None:
-        import threading
-
         self.warning: str | None = None
         self.thread = threading.Thread(target=self._run, args=(arg, gen, files), name="catty-ctx-cache")
         self.thread.start()

@@ -31,7 +31,7 @@ from bisect import bisect_left
 import msgspec
 from xxhash import xxh3_64_intdigest as h
 
-from .cachefiles import cache_file, read_bytes, write_cache_file
+from .cachefiles import cache_file, index_file, read_bytes, write_cache_file
 from .copies import dedupe
 from .filescan import grown
 from .ledger import fold_calls, ledger_of
@@ -55,11 +55,6 @@ FOLDS_KEPT = 16  # questions whose fold is kept per list of PATHs (the most rece
 
 def _files(paths_key: str) -> tuple[str, str]:
     return index_file(paths_key), cache_file("usage-folds", paths_key)
-
-
-def index_file(paths_key: str) -> str:
-    """The kept index of the caches of PATHS_KEY (see above): without it nothing is kept of them."""
-    return cache_file("usage-index", paths_key)
 
 
 def _write_calls(paths_key: str, gens: list[int], kept: list[Record]) -> None:

@@ -26,6 +26,14 @@ def typed_view(name: str, base: Any = None, **fields: Any) -> Any:
     return msgspec.defstruct(name, [(field, kind, None) for field, kind in fields.items()], bases=(base,) if base is not None else None, gc=False)
 
 
+def decoded_or_none(data: bytes) -> Any:
+    """DATA decoded by the general decoder; None when it is not JSON."""
+    try:
+        return _decode(data)
+    except UNDECODABLE:
+        return None
+
+
 def json_object(line: bytes, off: int, bad: list[tuple[int, str]]) -> dict[str, Any] | None:
     """LINE decoded by the general decoder when it is a JSON object; else None, and why in BAD (at OFF).
 

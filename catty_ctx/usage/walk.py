@@ -335,14 +335,9 @@ def _sniff_document(data: bytes) -> str:
 
 def _decoded(data: bytes) -> Any:
     """DATA decoded as JSON; None when it is not JSON (which no sniffer takes for a log)."""
-    import msgspec
+    from .lines import decoded_or_none
 
-    from .lines import UNDECODABLE
-
-    try:
-        return msgspec.json.decode(data)
-    except UNDECODABLE:
-        return None
+    return decoded_or_none(data)
 
 
 def _document_kind(obj: Any) -> str:
