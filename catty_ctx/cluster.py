@@ -19,7 +19,7 @@ import warnings
 from .capture import capture_stderr
 from .defaults import CONNECT_TIMEOUT
 from .errors import CattyError, ExitCode, UsageError
-from .urls import on_copy
+from .urlcopy import on_copy
 from .workers import usable_cpus
 
 TYPE_CHECKING = False
@@ -229,7 +229,7 @@ class Engine:
 def each(fn: Callable[..., Any], items: Iterable[Any], engine: Engine | None = None, **kwargs: Any) -> Iterator[tuple[Any, Any]]:
     """(item, FN(item, **kwargs)) in item order, here or on ENGINE's cluster; a `CattyError` (bad input) is the result, not raised.
 
-    An item that is a URL (a session of a URL ROOT) is read from a local copy (`urls.on_copy`)."""
+    An item that is a URL (a session of a URL ROOT) is read from a local copy (`urlcopy.on_copy`)."""
     listed = list(items)
     if any(isinstance(item, str) and "://" in item for item in listed):
         fn = functools.partial(on_copy, fn)

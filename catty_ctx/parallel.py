@@ -43,6 +43,11 @@ from .store import SEQ0_PROBLEM, Session, seq_problem
 from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, plan_file, plan_view, scan_markers
 from .workers import can_fork, start
 
+try:
+    import fcntl
+except ImportError:  # (no fcntl on Windows: the pipe keeps its default size)
+    fcntl = None  # type: ignore[assignment]  # (the module or None)
+
 # inspect's accumulator (`inspect.Tally`): the caller hands one in and the worker makes its own
 # from it, so this module never imports the one above it.
 Tally = Any
@@ -355,12 +360,11 @@ def fold_split(
     gaps = session.allowed_gaps() if not session.stdin else frozenset()
     r, w = os.pipe()
     plan_r, plan_w = os.pipe()
-    try:
-        import fcntl
-
-        fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # fewer, larger writes
-    except (ImportError, OSError):
-        pass
+    if fcntl is not None:
+        try:
+            fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # fewer, larger writes
+        except OSError:
+            pass
 
     def worker() -> None:  # a failed worker exits 1: the parent folds what it did not get
         os.close(r)

@@ -5,8 +5,13 @@ from typing import Annotated, Any
 
 import typer
 
+from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MAX_RESPONSE_BYTES, MIN_SUMMARY_CHARS, SUMMARIZER
 from ..errors import UsageError
+from ..eval import WORST_SHOWN, EvalOptions, corpus_facts, evaluate, open_corpus
+from ..eval.facts import facts_doc
+from ..eval.metrics import lowest_recall
+from ..eval.native import evaluate_native
 from . import app
 from .errors import handle_errors, warn
 from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
@@ -83,8 +88,6 @@ def eval_cmd(
             raise UsageError(f"--native scores the agents' own compactions: {', '.join(given)} does not apply")
         _native(corpus, out, as_json, min_recall)
         return
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..eval import EvalOptions, evaluate, open_corpus
 
     opts = EvalOptions(
         summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
@@ -96,7 +99,6 @@ def eval_cmd(
         if facts_only:
             _print_facts(c, opts, as_json)
             return
-        from ..cluster import engine_for  # start-up: the library loads when the command runs
 
         with engine_for(scheduler, connect_timeout) as engine:
             done = evaluate(c, opts, progress=lambda it, n: progress_iter(it, label="eval", total=n), engine=engine,
@@ -116,10 +118,6 @@ def eval_cmd(
 
 
 def _print_facts(c: Any, opts: Any, as_json: bool) -> None:
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..eval import corpus_facts
-    from ..eval.facts import facts_doc
-
     opts.check()
     found, run = corpus_facts(c, opts.facts or "auto", on_error=lambda _session, exc: warn(str(exc)))
     if len(c.paths) == 1:
@@ -143,10 +141,6 @@ def _cell(value: Any) -> str:
 
 
 def _show(report: dict[str, Any]) -> None:
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..eval import WORST_SHOWN
-    from ..eval.metrics import lowest_recall
-
     runs = report["runs"]
     present = [(h, m) for h, m in _COLUMNS if any(m in (r["metrics"] or {}) for r in runs)]
     headings = ["summarizer", "mode", "sessions", "facts"] + [h for h, _ in present]
@@ -178,9 +172,6 @@ def _show(report: dict[str, Any]) -> None:
 
 
 def _native(root: str, out: str | None, as_json: bool, min_recall: float | None) -> None:
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..eval.native import evaluate_native
-
     done = evaluate_native(root, out=out, progress=lambda it, n: progress_iter(it, label="eval --native", total=n),
                            on_error=lambda _session, exc: warn(str(exc)))
     if done.report is not None:  # (no session could be read: nothing was scored)

@@ -1,6 +1,7 @@
 """`catty-ctx report`: one self-contained offline HTML page per session; a ROOT gets an index."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -8,6 +9,12 @@ from typing import Annotated
 import typer
 
 from ..errors import DataError, UsageError, WriteError
+from ..html import build_report, write_root
+from ..html.index import write_file
+from ..html.page import render
+from ..sources import root_sessions
+from ..store import is_root
+from ..subagents import open_agent
 from . import app
 from .errors import handle_errors, note, warn
 from .options import AgentOpt, TargetArg
@@ -48,17 +55,11 @@ def report_cmd(
     goes on past a failed session and exits with the most severe code its sessions met.
     """
 
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..store import is_root
-
     if target != "-" and is_root(target):
         if agent is not None:
             raise UsageError(f"{target}: --agent needs one session, not a ROOT")
         if output is None:
             raise UsageError(f"{target}: a ROOT needs -o DIR (a page per session and index.html)")
-        # start-up: the library loads when the command runs, not for --help or another command
-        from ..html import write_root
-        from ..sources import root_sessions
 
         found = root_sessions(target)
         site = write_root(target, output, sessions=found, progress=lambda it: progress_iter(it, label="pages", total=len(found)),
@@ -67,11 +68,6 @@ def report_cmd(
         if site.exit_code:  # the most severe of the sessions' (docs/spec.md#a-root-of-sessions)
             raise SystemExit(site.exit_code)
         return
-
-    # start-up: the library loads when the command runs, not for --help or another command
-    from ..html import build_report
-    from ..html.page import render
-    from ..subagents import open_agent
 
     with open_agent(target, agent, warn=None) as session:
         rep = build_report(session)
@@ -90,9 +86,6 @@ def report_cmd(
         except OSError as exc:  # a full disk on stdout too: exit 73
             raise WriteError(f"stdout: cannot write ({exc.strerror or exc})") from None
     else:
-        # start-up: the library loads when the command runs, not for --help or another command
-        from ..html.index import write_file
-
         dest = Path(output)
         if dest.is_dir():
             raise WriteError(f"{dest}: is a folder; -o names the page's file for one session")
@@ -104,8 +97,6 @@ def report_cmd(
 def _page_name(session_id: object) -> Path:
     """`<session-id>.html` in the current folder (the id's safe characters only; it is data),
     with -2, -3 … added rather than replacing a file that is there."""
-    # start-up: only a terminal's run names a file
-    import re
 
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", str(session_id or "session")).lstrip(".")[:80] or "session"
     path, n = Path(f"{stem}.html"), 1

@@ -9,11 +9,13 @@ processes; the report is the same either way.
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import re
 import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,8 @@ from ..errors import CattyError, UsageError
 from ..roots import RootRun
 from ..sources import import_log, native_source, root_sessions
 from ..store import LOG_NAME, Session, is_root
-from ..urls import is_url, on_copy, url_is_root, url_sessions
+from ..urlcopy import on_copy
+from ..urls import is_url, url_is_root, url_sessions
 from ..view import plan_file
 from ..workers import can_fork
 from . import drive as driving  # the submodule: `eval.drive` stays the module, not its function
@@ -236,9 +239,6 @@ class _Pool:
         self.jobs, self.ticker = jobs, ticker
 
     def map(self, fn: Callable[[Task], dict[str, Any]], tasks: list[Task]) -> Iterator[Any]:
-        import multiprocessing
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
         context = multiprocessing.get_context("fork" if can_fork() else "spawn")
         steps = context.Queue()
         with ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), mp_context=context, initializer=init_worker, initargs=(steps,)) as pool:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.hooks import HookFailure, mirror_dir, pre_compact, session_start
+from ..compressed import decompress
 from ..errors import CattyError, UsageError
 from ..events import Event
 from ..jsonl import raw_lines
@@ -114,9 +115,6 @@ def _offsets(source: Path, wanted: list[Event], agent: str) -> dict[str, tuple[i
 def _opened(source: Path) -> Any:
     """SOURCE as a binary file (a compressed rollout decompressed in memory)."""
     if source.name.endswith(".zst"):
-        # start-up: the zstd reader only for a compressed rollout
-        from ..compressed import decompress
-
         with open(source, "rb") as f:
             return io.BytesIO(decompress(f))
     return open(source, "rb")

@@ -33,6 +33,7 @@ import sys
 
 from ..compressed import ZSTD_MAGIC, program
 from ..errors import CattyError, DataError, UsageError
+from ..jsonl import STDIN_NAME
 from ..urls import is_url
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
 from .cachefiles import cache_file
@@ -107,8 +108,6 @@ def usage(paths: Sequence[str | os.PathLike[str]] = (), *, by: str = "model", si
                       sources=sources)
     import shutil
     import tempfile
-
-    from ..jsonl import STDIN_NAME
 
     source = stdin if stdin is not None else sys.stdin.buffer
     with tempfile.TemporaryDirectory(prefix="catty-ctx-") as spool:

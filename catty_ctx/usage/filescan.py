@@ -17,7 +17,8 @@ import xxhash
 from .. import compressed, formats
 from ..files import filled
 from ..jsonl import marked_lines
-from ..urls import filesystem, on_copy
+from ..urlcopy import on_copy
+from ..urls import filesystem
 from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from . import filecache
 from .codex import PATTERN

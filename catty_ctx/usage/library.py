@@ -122,24 +122,22 @@ def _snapshot() -> Any:
     """The library's bundled price data, loaded without its package's front module: that one
     imports the updater (an HTTP client fetching newer prices), which the ledger never runs, so
     it is not even loaded (and its import time is saved)."""
-    if _PACKAGE in sys.modules:  # (imported by the caller: its front module is there)
-        from genai_prices import data_snapshot
-
-        return data_snapshot.get_snapshot()
-
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or spec.submodule_search_locations is None:
-        raise ImportError(_PACKAGE)
-    front = types.ModuleType(_PACKAGE)
-    front.__path__ = list(spec.submodule_search_locations)
-    front.__spec__ = spec
-    sys.modules[_PACKAGE] = front
+    stand_in = _PACKAGE not in sys.modules  # (imported by the caller: its front module is there)
+    if stand_in:
+        spec = importlib.util.find_spec(_PACKAGE)
+        if spec is None or spec.submodule_search_locations is None:
+            raise ImportError(_PACKAGE)
+        front = types.ModuleType(_PACKAGE)
+        front.__path__ = list(spec.submodule_search_locations)
+        front.__spec__ = spec
+        sys.modules[_PACKAGE] = front
     try:
         from genai_prices import data_snapshot
 
         return data_snapshot.get_snapshot()  # (its data module loads here)
     finally:
-        del sys.modules[_PACKAGE]  # (a later `import genai_prices` runs the real front module, reusing these)
+        if stand_in:
+            del sys.modules[_PACKAGE]  # (a later `import genai_prices` runs the real front module, reusing these)
 
 
 def _from_library(name: str) -> Resolved:

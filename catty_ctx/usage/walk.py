@@ -312,14 +312,7 @@ def _sniff_line(line: bytes) -> str | None:
     """The kind a JSON Lines file whose line is LINE is, NOT_A_LOG for an object of no agent's, None: not an object."""
     if b'"seq"' not in line and b'"payload"' not in line and b'"projectHash"' not in line and any(k in line for k in _CLAUDE_KEYS):
         return CLAUDE  # (told without decoding the line)
-    import msgspec
-
-    from .lines import UNDECODABLE
-
-    try:
-        obj = msgspec.json.decode(line)
-    except UNDECODABLE:
-        return None
+    obj = _decoded(line)
     if type(obj) is not dict:
         return None
     if "kind" in obj and "v" in obj and "seq" in obj:
@@ -337,15 +330,19 @@ def _sniff_line(line: bytes) -> str | None:
 
 
 def _sniff_document(data: bytes) -> str:
+    return _document_kind(_decoded(data))
+
+
+def _decoded(data: bytes) -> Any:
+    """DATA decoded as JSON; None when it is not JSON (which no sniffer takes for a log)."""
     import msgspec
 
     from .lines import UNDECODABLE
 
     try:
-        obj = msgspec.json.decode(data)
+        return msgspec.json.decode(data)
     except UNDECODABLE:
-        return NOT_A_LOG
-    return _document_kind(obj)
+        return None
 
 
 def _document_kind(obj: Any) -> str:
