@@ -24,7 +24,6 @@ def _renamed(value: Any, local: str, url: str) -> Any:
         return {k: _renamed(v, local, url) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_renamed(v, local, url) for v in value)
-
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.replace(value, **{f.name: _renamed(getattr(value, f.name), local, url)
                                             for f in dataclasses.fields(value) if f.init})
