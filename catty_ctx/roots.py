@@ -37,16 +37,33 @@ def _attempt(fn: Callable[..., Any], kwargs: dict[str, Any], item: Any) -> tuple
 
 class Forked:
     """Where a run's sessions go when JOBS processes of this machine share them: forked workers,
-    each outcome back in item order, bad input as a `CattyError` value (as `cluster.Engine.map`)."""
+    each outcome back in item order, bad input as a `CattyError` value (as `cluster.Engine.map`).
 
-    def __init__(self, jobs: int) -> None:
-        self.jobs = jobs
+    Each worker starts with INITIALIZER(*INITARGS) (as a `multiprocessing.Pool`'s); WAITING, when
+    given, is called every 0.2 s while an outcome is awaited and before each is handed on (eval
+    moves its bar there from what its workers tell). CHUNK items go to a worker at a time."""
+
+    def __init__(self, jobs: int, *, initializer: Callable[..., None] | None = None, initargs: tuple[Any, ...] = (),
+                 waiting: Callable[[], None] | None = None, chunk: int = 4) -> None:
+        self.jobs, self.initializer, self.initargs, self.waiting, self.chunk = jobs, initializer, initargs, waiting, chunk
 
     def map(self, fn: Callable[..., Any], items: Sequence[Any], **kwargs: Any) -> Iterator[Any]:
         import multiprocessing
 
-        with multiprocessing.get_context("fork").Pool(min(self.jobs, max(1, len(items)))) as pool:
-            for kind, payload in pool.imap(functools.partial(_attempt, fn, kwargs), items, chunksize=4):
+        with multiprocessing.get_context("fork").Pool(min(self.jobs, max(1, len(items))), self.initializer, self.initargs) as pool:
+            outcomes = pool.imap(functools.partial(_attempt, fn, kwargs), items, chunksize=self.chunk)
+            waiting = self.waiting
+            while True:
+                try:
+                    kind, payload = next(outcomes) if waiting is None else outcomes.next(timeout=0.2)
+                except StopIteration:
+                    return
+                except multiprocessing.TimeoutError:
+                    if waiting is not None:
+                        waiting()
+                    continue
+                if waiting is not None:
+                    waiting()
                 yield payload if kind == 0 else CattyError(payload[0], exit_code=ExitCode(payload[1]))
 
 

@@ -15,7 +15,6 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError
-from ..roots import RootRun
+from ..roots import Forked, RootRun
 from ..sources import import_log, native_source, root_sessions
 from ..store import LOG_NAME, Session, is_root
 from ..urlcopy import on_copy
@@ -219,8 +218,10 @@ def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], in
     kwargs: dict[str, Any] = {}
     if engine is not None:
         fn, where = run_task_scratch if scratch else run_task, engine
-    elif jobs > 1 and len(tasks) > 1:
-        fn, where = run_task, _Pool(jobs, ticker)
+    elif jobs > 1 and len(tasks) > 1 and can_fork():
+        # Each worker tells its compactions on STEPS, so the bar moves per compaction.
+        steps = multiprocessing.get_context("fork").Queue()
+        fn, where = run_task, Forked(jobs, initializer=init_worker, initargs=(steps,), waiting=lambda: ticker.drain(steps), chunk=1)
     else:
         fn, where, kwargs = run_task, None, {"on_step": ticker.tick}
     try:
@@ -229,30 +230,6 @@ def _execute(tasks: list[Task], jobs: int, progress: Callable[[Iterator[Any], in
     finally:
         ticker.close()
     return outcomes
-
-
-class _Pool:
-    """Where the tasks go with --jobs J: J worker processes, each telling its compactions on a
-    queue (so the bar moves per compaction); outcomes in task order, bad input as a value."""
-
-    def __init__(self, jobs: int, ticker: Ticker) -> None:
-        self.jobs, self.ticker = jobs, ticker
-
-    def map(self, fn: Callable[[Task], dict[str, Any]], tasks: list[Task]) -> Iterator[Any]:
-        context = multiprocessing.get_context("fork" if can_fork() else "spawn")
-        steps = context.Queue()
-        with ProcessPoolExecutor(max_workers=min(self.jobs, len(tasks)), mp_context=context, initializer=init_worker, initargs=(steps,)) as pool:
-            futures = [pool.submit(fn, t) for t in tasks]
-            pending = set(futures)
-            while pending:
-                _, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                self.ticker.drain(steps)
-        self.ticker.drain(steps)
-        for f in futures:
-            try:
-                yield f.result()
-            except CattyError as exc:
-                yield exc
 
 
 def _session_name(path: Path | str) -> str:
