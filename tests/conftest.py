@@ -36,10 +36,12 @@ def pytest_configure(config: pytest.Config) -> None:
         _rewrite_asserts_once(config, rewritten)
 
 
-def _rewrite_asserts_once(config: pytest.Config, modules: list[Path]) -> None:
+def _rewrite_asserts_once(config: pytest.Config, modules: list[Path], *, fork: bool = True) -> None:
     """Write pytest's cache of the assert-rewritten MODULES (read by every worker, even where
-    writing bytecode is forbidden) where it is missing or stale. Best effort: the helpers are
-    pytest's own, and without them each worker rewrites the modules it imports, as usual."""
+    writing bytecode is forbidden) where it is missing or stale; with FORK, the stale ones shared
+    out to one forked process per usable CPU (a fresh clone rewrites every test module). Best
+    effort: the helpers are pytest's own, and without them each worker rewrites the modules it
+    imports, as usual."""
     try:
         from _pytest.assertion import rewrite
     except ImportError:
@@ -48,14 +50,58 @@ def _rewrite_asserts_once(config: pytest.Config, modules: list[Path]) -> None:
     needed = ("PYC_TAIL", "_read_pyc", "_rewrite_test", "_write_pyc", "get_cache_dir")
     if state is None or config.getoption("assertmode") != "rewrite" or not all(hasattr(rewrite, n) for n in needed):
         return
+
+    def cached(module: Path) -> Path:
+        return rewrite.get_cache_dir(module) / (module.name[:-3] + rewrite.PYC_TAIL)
+
+    stale = [m for m in modules if rewrite._read_pyc(m, cached(m)) is None]
+    parts = min(_usable_cpus(), len(stale) // 8) if fork else 1
+    children = []
+    for part in range(1, parts):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _write_rewritten(config, state, stale[part::parts], cached)
+            finally:
+                os._exit(0)
+        children.append(pid)
+    _write_rewritten(config, state, stale[0::max(parts, 1)], cached)
+    for pid in children:
+        os.waitpid(pid, 0)
+
+
+def _write_rewritten(config: pytest.Config, state: Any, modules: list[Path], cached: Callable[[Path], Path]) -> None:
+    from _pytest.assertion import rewrite
+
     for module in modules:
-        cache = rewrite.get_cache_dir(module)
-        pyc = cache / (module.name[:-3] + rewrite.PYC_TAIL)
-        if rewrite._read_pyc(module, pyc) is not None:
+        pyc = cached(module)
+        try:
+            pyc.parent.mkdir(exist_ok=True)
+        except OSError:
             continue
         source_hash, code = rewrite._rewrite_test(module, config)
-        cache.mkdir(exist_ok=True)
         rewrite._write_pyc(state, code, source_hash, pyc)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _cache_rewritten_plugins(session.config)
+
+
+def _cache_rewritten_plugins(config: pytest.Config) -> None:
+    """The plugins' modules pytest rewrote in this process (their packages ask for it: xdist,
+    hypothesis, anyio, ...) cached as the test modules are, so the next run's processes read them
+    instead of each rewriting them again where writing bytecode is forbidden."""
+    from _pytest.assertion import rewrite
+
+    state = config.stash.get(rewrite.assertstate_key, None)
+    rewritten = getattr(getattr(state, "hook", None), "_rewritten_names", None)
+    if isinstance(rewritten, dict):
+        plugins = [Path(p) for p in rewritten.values() if not Path(p).is_relative_to(ROOT)]
+        _rewrite_asserts_once(config, plugins, fork=False)
+
+
+def _usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
@@ -64,8 +110,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     PYTEST_XDIST_AUTO_NUM_WORKERS, when set, decides as usual."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cpus + 1
+    return _usable_cpus() + 1
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

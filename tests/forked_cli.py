@@ -4,9 +4,9 @@ spoken to over its stdio, a run on a cluster. Each run is still a process of its
 standard streams, environment, folder and exit status its starter gave and sees.
 
 `command()` is the argv to start instead of `python -m catty_ctx`: a small launcher (an
-interpreter without site, ~10 ms) that hands its fds 0-2, environment and folder over a Unix
-socket to the forking process of this test process, forwards SIGTERM/SIGINT/SIGHUP to the
-forked run and ends with its status. The forking process starts no thread; it kills a run whose
+interpreter without site, ~10 ms) that hands its fds 0-2 (those it has open: a run started with
+stdout closed has none), umask, environment and folder over a Unix socket to the forking process
+of this test process, forwards SIGTERM/SIGINT/SIGHUP to the forked run and ends with its status. The forking process starts no thread; it kills a run whose
 launcher went away. Runs that need another Dask or MCP configuration at import than this test
 process's environment gives (DASK_* variables, a library that fails to import) start a real
 interpreter instead.
@@ -25,15 +25,22 @@ import sys
 # What a run of the MCP server or on a cluster imports of the libraries, at the least.
 MCP = ("mcp.server.lowlevel", "mcp.server.stdio", "mcp.shared.exceptions", "anyio", "pydantic")
 DASK = ("distributed", "dask", "dask.bag")
+# What any other run imports of the third-party libraries (the help and tables, the JSON and
+# hashing ones), for tests whose subject is what a run does, not what it imports.
+LIBRARIES = ("typer", "click", "rich.console", "rich.markdown", "rich.panel", "rich.table", "rich.traceback",
+             "orjson", "msgspec.json", "xxhash", "filelock")
 MESSAGE = 1 << 20
 
 
 def launch(path: str, args: list[str]) -> None:
     """The launcher: the run of ARGS goes to the forking process at PATH with this process's fds 0-2."""
+    given = [fd for fd in (0, 1, 2) if _is_open(fd)]  # before the socket takes the lowest free fd
+    umask = os.umask(0)
+    os.umask(umask)
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     conn.connect(path)
-    request = json.dumps({"args": args, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
-    socket.send_fds(conn, [request], [0, 1, 2])
+    request = json.dumps({"args": args, "env": dict(os.environ), "cwd": os.getcwd(), "fds": given, "umask": umask}).encode()
+    socket.send_fds(conn, [request], given)
     pid = int(conn.recv(64))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, _frame: os.kill(pid, signum))
@@ -89,6 +96,10 @@ def serve(path: str, preloaded: list[str]) -> None:
                 if pid == 0:
                     try:
                         _child(request, fds, [listener, conn, *runs.values()])
+                    except BaseException:  # the harness's own failure: shown, as the run's
+                        import traceback
+
+                        os.write(2, traceback.format_exc().encode())
                     finally:
                         os._exit(70)
                 for fd in fds:
@@ -104,16 +115,27 @@ def serve(path: str, preloaded: list[str]) -> None:
                             pass
 
 
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
 def _child(request: dict, fds: list[int], sockets: list[socket.socket]) -> None:
     from forked_terminal import run_as_program
 
     for sock in sockets:
         sock.close()
-    for target, fd in enumerate(fds):
+    for target, fd in zip(request["fds"], fds):
         os.dup2(fd, target)
     for fd in fds:
         if fd > 2:
             os.close(fd)
+    for target in {0, 1, 2} - set(request["fds"]):
+        os.close(target)  # closed in the launcher: closed in the run
+    os.umask(request["umask"])
     run_as_program(request["args"], request["env"], request["cwd"])
 
 

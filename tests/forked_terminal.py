@@ -69,9 +69,16 @@ def run_as_program(args: list[str], env: dict[str, str], cwd: str | None) -> Non
         raw = open(fd, "wb", buffering=0 if unbuffered else -1, closefd=False)
         return io.TextIOWrapper(raw, encoding=enc, errors=errors, line_buffering=by_line and not unbuffered, write_through=unbuffered)
 
-    sys.stdin = open(0, encoding=enc, errors=errors, closefd=False)
-    sys.stdout = writer(1, errors, os.isatty(1))
-    sys.stderr = writer(2, "backslashreplace", True)
+    def stream(fd: int, make: Any) -> Any:  # as the interpreter starts: no stream over a closed fd
+        try:
+            os.fstat(fd)
+        except OSError:
+            return None
+        return make()
+
+    sys.stdin = sys.__stdin__ = stream(0, lambda: open(0, encoding=enc, errors=errors, closefd=False))
+    sys.stdout = sys.__stdout__ = stream(1, lambda: writer(1, errors, os.isatty(1)))
+    sys.stderr = sys.__stderr__ = stream(2, lambda: writer(2, "backslashreplace", True))
     sys.argv = ["catty-ctx", *args]
     code = 0
     try:
@@ -83,11 +90,32 @@ def run_as_program(args: list[str], env: dict[str, str], cwd: str | None) -> Non
         code = 1
     try:
         atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
     except BaseException:
         pass
-    os._exit(code & 0xFF)
+    os._exit(_flushed(code) & 0xFF)
+
+
+def _flushed(code: int) -> int:
+    """CODE once the standard streams are flushed as the interpreter flushes them at its end: a
+    stdout that cannot take what is left in its buffer is reported and makes the status 120."""
+    import traceback
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None or getattr(stream, "closed", False) is True:
+            continue
+        try:
+            stream.flush()
+        except Exception as exc:
+            code = 120
+            if name == "stdout" and sys.stderr is not None and not sys.stderr.closed:
+                try:
+                    print(f"Exception ignored in: {stream!r}", file=sys.stderr)
+                    traceback.print_exception(exc, file=sys.stderr)
+                    sys.stderr.flush()
+                except Exception:
+                    pass
+    return code
 
 
 def _serve_one(req: dict[str, Any]) -> dict[str, Any]:

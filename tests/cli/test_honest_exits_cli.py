@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import forked_cli
 from conftest import FIXTURES, ROOT, cli
 
 ROOT_COMMANDS = [
@@ -98,10 +99,12 @@ STDOUT_COMMANDS = [
 
 
 def _run_with_stdout(args: list[str], paths: dict[str, str], how: str, n: int) -> subprocess.CompletedProcess[bytes]:
+    """A process of its own (forked from one that has imported the libraries: tests/forked_cli.py)
+    with stdout on a full disk or closed."""
     argv = [a.format(N=f"{how}-{n}", **paths) for a in args]
     stdin = paths["LOG"].encode() if "-" in args else b'{"kind":"message","id":"m9","role":"user","text":"hi"}\n'
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "catty_ctx", *argv]
+    cmd = [*forked_cli.command(forked_cli.LIBRARIES), *argv]
     if how == "full":
         with open("/dev/full", "wb") as full:
             return subprocess.run(cmd, input=stdin, stdout=full, stderr=subprocess.PIPE, env=env, cwd=paths["T"], timeout=120)
@@ -181,8 +184,9 @@ def test_resume_of_an_empty_view_is_exit_65(fmt: str, tmp_path: Path) -> None:
 
 
 def _under_umask(mask: int, *args: str, input: bytes = b"", cwd: Path | None = None) -> None:
+    """A process of its own (tests/forked_cli.py: the launcher hands its umask over) under MASK."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "catty_ctx", *args], input=input, capture_output=True, env=env, cwd=cwd,
+    proc = subprocess.run([*forked_cli.command(forked_cli.LIBRARIES), *args], input=input, capture_output=True, env=env, cwd=cwd,
                           timeout=120, preexec_fn=lambda: os.umask(mask))
     assert proc.returncode == 0, proc.stderr.decode()
 
