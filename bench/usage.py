@@ -54,7 +54,7 @@ from usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, op
 
 
 def tree_bytes(root: Path) -> tuple[int, int]:
-    files = [p for p in root.rglob("*.jsonl")]
+    files = list(root.rglob("*.jsonl"))
     return sum(p.stat().st_size for p in files), len(files)
 
 
@@ -183,7 +183,7 @@ def main() -> int:
         agree = True
         cc_cpu, cold_cpu = [], []
         for _ in range(args.runs):
-            wall, out_cc = timed(cc, env_cc)
+            wall, _out_cc = timed(cc, env_cc)
             cc_walls.append(wall)
             cc_cpu.append(CPU[-1])
             clear_caches(cache)
@@ -290,7 +290,7 @@ def mixed(args: Any) -> int:
         cc_cpu, cold_cpu = [], []
         floor_walls: dict[str, list[float]] = {name: [] for name in floors}
         for _ in range(args.runs):
-            wall, out_cc = timed(cc, env_cc)
+            wall, _out_cc = timed(cc, env_cc)
             cc_walls.append(wall)
             cc_cpu.append(CPU[-1])
             clear_caches(cache)
