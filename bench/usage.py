@@ -183,7 +183,7 @@ def main() -> int:
         agree = True
         cc_cpu, cold_cpu = [], []
         for _ in range(args.runs):
-            wall, _out_cc = timed(cc, env_cc)
+            wall, out_cc = timed(cc, env_cc)
             cc_walls.append(wall)
             cc_cpu.append(CPU[-1])
             clear_caches(cache)
