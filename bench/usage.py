@@ -288,6 +288,9 @@ def mixed(args: Any) -> int:
                   "scan": [sys.executable, str(Path(_HERE) / "read_floor.py"), "--scan", *homes]}
         cc_walls, cold, warm, first = [], [], [], []
         cc_cpu, cold_cpu = [], []
+        empty = scratch / "empty"
+        empty.mkdir()
+        floors["start"] = [*catty(), "usage", str(empty), "--json", "--no-cache", "--allow-empty"]  # (catty-ctx's own start-up)
         floor_walls: dict[str, list[float]] = {name: [] for name in floors}
         for _ in range(args.runs):
             wall, _out_cc = timed(cc, env_cc)
@@ -298,7 +301,7 @@ def mixed(args: Any) -> int:
             cold.append(wall)
             cold_cpu.append(CPU[-1])
             for name, cmd in floors.items():
-                floor_walls[name].append(timed(cmd, env_cc)[0])
+                floor_walls[name].append(timed(cmd, env_us if name == "start" else env_cc)[0])
         for _ in range(args.runs):
             warm.append(timed(us, env_us)[0])
         for _ in range(max(1, args.runs // 2)):
@@ -328,6 +331,8 @@ def mixed(args: Any) -> int:
               "   (a bare interpreter, all CPUs)")
         print(f"{'  floor: read, scan lines as JSON':34}{base:>9.3f}s{med(floor_walls['scan']):>10.3f}s{med(floor_walls['scan']) / base:>8.3f}"
               "   (nothing built, nothing summed)")
+        print(f"{'  catty-ctx start-up alone':34}{base:>9.3f}s{med(floor_walls['start']):>10.3f}s{med(floor_walls['start']) / base:>8.3f}"
+              "   (usage of an empty folder)")
         print(f"{'  first run, no price index':34}{base:>9.3f}s{med(first):>10.3f}s{med(first) / base:>8.3f}   (once per library version)")
         print(f"{'warm (unchanged files)':34}{base:>9.3f}s{med(warm):>10.3f}s{med(warm) / base:>8.3f}   ~ 30 ms")
         return 0 if agree else 1
