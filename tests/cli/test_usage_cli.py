@@ -9,7 +9,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import ROOT, cli, jsonl, typer_cli
 from usage_trees import claude_tree, codex_rollout
 
@@ -131,12 +130,12 @@ def test_garbage_files_never_cause_a_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 0 and orjson.loads(proc.stdout)["bad_lines"] == 3
 
 
-def test_an_unwritable_cache_costs_a_warning_not_the_result(tmp_path: Path) -> None:
+def test_an_unwritable_cache_costs_a_warning_not_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     codex = _codex(tmp_path)
     blocker = tmp_path / "not-a-dir"
     blocker.write_bytes(b"")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(blocker))
-    proc = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", str(codex), "--json"], capture_output=True, env=env)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    proc = cli("usage", str(codex), "--json")
     assert proc.returncode == 0 and orjson.loads(proc.stdout)["totals"]["calls"] == 2
     assert b"cache not written" in proc.stderr and b"Traceback" not in proc.stderr
 
