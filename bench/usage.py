@@ -8,6 +8,9 @@ report the same tokens per day, and shows what the command line's start-up alone
 the ledger's own time can be told apart from the interpreter's (and the floor under any run
 that parses: the interpreter with the decoder imported). Cold runs also show their CPU
 seconds (user + system, worker processes included), steadier than walls on a shared machine.
+With --mixed it also times the floor under any Python reader of those homes (bench/read_floor.py:
+a bare interpreter that reads every file on all CPUs, then the same scanning every line as JSON),
+so that what the ledger adds can be told from what reading the bytes alone costs.
 
     python bench/usage.py [--size-mb 210 | --sessions 80] [--mixed] [--runs 5] [--ccusage PATH] [--tree DIR]
 
@@ -51,7 +54,7 @@ from usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, op
 
 
 def tree_bytes(root: Path) -> tuple[int, int]:
-    files = [p for p in root.rglob("*.jsonl")]
+    files = list(root.rglob("*.jsonl"))
     return sum(p.stat().st_size for p in files), len(files)
 
 
@@ -171,7 +174,7 @@ def main() -> int:
         us = [*catty(), "usage", str(tree), "--by", "day", "--json", "--timezone", "UTC"]
         empty = scratch / "empty"
         empty.mkdir()
-        start_only = [*catty(), "usage", str(empty), "--json", "--no-cache"]
+        start_only = [*catty(), "usage", str(empty), "--json", "--no-cache", "--allow-empty"]
         # The floor under every run that parses: the interpreter, and the interpreter with the decoder imported.
         bare = [sys.executable, "-c", "pass"]
         with_decoder = [sys.executable, "-c", "import msgspec.json, msgspec.msgpack"]
@@ -278,16 +281,27 @@ def mixed(args: Any) -> int:
         cc = [args.ccusage, "daily", "--json", "--offline", "--breakdown", "--timezone", "UTC"]
         us = [*catty(), "usage", "--by", "day", "--json", "--timezone", "UTC"]
         timed(us, env_us)  # (the price index: once per library version)
+        # The floor: a bare interpreter that only reads every file of the homes (and then also scans
+        # every line as JSON), on all CPUs (bench/read_floor.py).
+        homes = [str(home / name) for name in parts]
+        floors = {"read": [sys.executable, str(Path(_HERE) / "read_floor.py"), *homes],
+                  "scan": [sys.executable, str(Path(_HERE) / "read_floor.py"), "--scan", *homes]}
         cc_walls, cold, warm, first = [], [], [], []
         cc_cpu, cold_cpu = [], []
+        empty = scratch / "empty"
+        empty.mkdir()
+        floors["start"] = [*catty(), "usage", str(empty), "--json", "--no-cache", "--allow-empty"]  # (catty-ctx's own start-up)
+        floor_walls: dict[str, list[float]] = {name: [] for name in floors}
         for _ in range(args.runs):
-            wall, out_cc = timed(cc, env_cc)
+            wall, _out_cc = timed(cc, env_cc)
             cc_walls.append(wall)
             cc_cpu.append(CPU[-1])
             clear_caches(cache)
             wall, out_us = timed(us, env_us)
             cold.append(wall)
             cold_cpu.append(CPU[-1])
+            for name, cmd in floors.items():
+                floor_walls[name].append(timed(cmd, env_us if name == "start" else env_cc)[0])
         for _ in range(args.runs):
             warm.append(timed(us, env_us)[0])
         for _ in range(max(1, args.runs // 2)):
@@ -313,6 +327,12 @@ def mixed(args: Any) -> int:
         print(f"{'':34}{'ccusage':>10}{'catty-ctx':>11}{'ratio':>8}   target")
         print(f"{'cold, no PATH (no log cache)':34}{base:>9.3f}s{med(cold):>10.3f}s{med(cold) / base:>8.3f}   <= 0.50")
         print(f"{'  cold, CPU seconds (user + system)':34}{med(cc_cpu):>9.3f}s{med(cold_cpu):>10.3f}s{med(cold_cpu) / med(cc_cpu):>8.3f}")
+        print(f"{'  floor: read every file':34}{base:>9.3f}s{med(floor_walls['read']):>10.3f}s{med(floor_walls['read']) / base:>8.3f}"
+              "   (a bare interpreter, all CPUs)")
+        print(f"{'  floor: read, scan lines as JSON':34}{base:>9.3f}s{med(floor_walls['scan']):>10.3f}s{med(floor_walls['scan']) / base:>8.3f}"
+              "   (nothing built, nothing summed)")
+        print(f"{'  catty-ctx start-up alone':34}{base:>9.3f}s{med(floor_walls['start']):>10.3f}s{med(floor_walls['start']) / base:>8.3f}"
+              "   (usage of an empty folder)")
         print(f"{'  first run, no price index':34}{base:>9.3f}s{med(first):>10.3f}s{med(first) / base:>8.3f}   (once per library version)")
         print(f"{'warm (unchanged files)':34}{base:>9.3f}s{med(warm):>10.3f}s{med(warm) / base:>8.3f}   ~ 30 ms")
         return 0 if agree else 1

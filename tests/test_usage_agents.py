@@ -5,13 +5,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from conftest import cli as run_cli
 from conftest import write_log
 from usage_trees import Truth, claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage
 
@@ -29,9 +28,21 @@ def ledger(paths: list[Path] | None, **kw: Any) -> U.Ledger:
     return led
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "catty_ctx", "usage", *args], capture_output=True, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+def cli(*args: str, env: dict[str, str] | None = None, unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess[bytes]:
+    """`catty-ctx usage ARGS` in this process, with ENV added to the environment and UNSET taken out of it for the run."""
+    names = {*(env or {}), *unset}
+    saved = {k: os.environ.get(k) for k in names}
+    for k in unset:
+        os.environ.pop(k, None)
+    os.environ.update(env or {})
+    try:
+        return run_cli("usage", *args)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 # -- Gemini CLI --------------------------------------------------------------------------------
@@ -176,16 +187,15 @@ def test_claude_config_dir_lists_several_homes(tmp_path: Path, monkeypatch: pyte
 def test_the_command_names_the_homes_and_refuses_when_none_exists(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _fake_home(home)
-    env = {**_no_agent_env(home), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", "--json", "--verbose"], capture_output=True, cwd=ROOT,
-                          env={**env, "PYTHONPATH": str(ROOT)})
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    agents_own = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME")
+    proc = cli("--json", "--verbose", env=env, unset=agents_own)
     assert proc.returncode == 0, proc.stderr
     doc = orjson.loads(proc.stdout)
     assert [s["agent"] for s in doc["sources"]] == ["claude", "codex", "opencode", "gemini"]
     assert doc["prices"]["library"] == "genai-prices" and doc["prices"]["version"]
     assert f"reading gemini home {home / '.gemini'}".encode() in proc.stderr
-    empty = {**env, "HOME": str(tmp_path / "nobody"), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "catty_ctx", "usage"], capture_output=True, cwd=ROOT, env=empty)
+    proc = cli(env={**env, "HOME": str(tmp_path / "nobody")}, unset=agents_own)
     assert proc.returncode == 2 and b"no agent home found" in proc.stderr and b".claude" in proc.stderr and b"opencode" in proc.stderr
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
 import pytest
-
-from conftest import ROOT, cli, jsonl, via_typer
+from conftest import ROOT, cli, jsonl, typer_cli
 from usage_trees import claude_tree, codex_rollout
 
 ROW_FIELDS = {"input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd", "partial"}
@@ -130,12 +130,12 @@ def test_garbage_files_never_cause_a_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 0 and orjson.loads(proc.stdout)["bad_lines"] == 3
 
 
-def test_an_unwritable_cache_costs_a_warning_not_the_result(tmp_path: Path) -> None:
+def test_an_unwritable_cache_costs_a_warning_not_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     codex = _codex(tmp_path)
     blocker = tmp_path / "not-a-dir"
     blocker.write_bytes(b"")
-    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(blocker))
-    proc = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", str(codex), "--json"], capture_output=True, env=env)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    proc = cli("usage", str(codex), "--json")
     assert proc.returncode == 0 and orjson.loads(proc.stdout)["totals"]["calls"] == 2
     assert b"cache not written" in proc.stderr and b"Traceback" not in proc.stderr
 
@@ -164,11 +164,12 @@ def test_plain_spellings_are_parsed_without_typer_and_the_rest_left_to_it() -> N
         assert parse_args(typer_says) is None, typer_says
 
 
-def test_both_parsers_give_the_same_output_and_exit(tmp_path: Path) -> None:
+def test_both_parsers_give_the_same_output_and_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """usage's own parser and typer agree on every case, cold and then from the cached answer
+    (each parser with a cache of its own), all in this process."""
     claude_tree(tmp_path / "claude", seed=4, projects=1, sessions=2)
     codex = _codex(tmp_path)
     (tmp_path / "bad.jsonl").write_bytes(b'{"type":"assistant","message":{"usage":{"output_tokens":1}}}\n{torn')
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TZ="UTC")
     cases = [
         [str(tmp_path / "claude"), str(codex), "--by=day", "--json"],
         [str(codex), "--by", "agent", "-j", "1", "--no-cache"],
@@ -181,12 +182,18 @@ def test_both_parsers_give_the_same_output_and_exit(tmp_path: Path) -> None:
         [str(codex), "--connect-timeout=0.05"],
         [str(codex), "--scheduler", "local:0"],
     ]
-    for n, args in enumerate(cases):
-        for _ in range(2):  # a cold run, then the cached answer (each parser with a cache of its own)
-            fast = subprocess.run([sys.executable, "-m", "catty_ctx", "usage", *args], capture_output=True, cwd=ROOT,
-                                  env=dict(env, XDG_CACHE_HOME=str(tmp_path / f"fast{n}")))
-            slow = via_typer("usage", *args, env=dict(env, XDG_CACHE_HOME=str(tmp_path / f"slow{n}")))
-            assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr), args
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        for n, args in enumerate(cases):
+            seen = {}
+            for name, run in (("fast", cli), ("typer", typer_cli)):
+                monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"{name}{n}"))
+                seen[name] = [(p.returncode, p.stdout, p.stderr) for p in (run("usage", *args), run("usage", *args))]
+            assert seen["fast"] == seen["typer"], args
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_a_plain_usage_run_never_loads_typer_or_rich(tmp_path: Path) -> None:
