@@ -10,18 +10,18 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import forked_cli
 import orjson
 import pytest
 from conftest import FIXTURES, ROOT, call, cli, msg, plain_run_loads, result, session_event, write_log
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.shared.exceptions import MCPError
 
 from catty_ctx.agents.recall import RECALL_SEARCH_TOOL, SHOW_CHARS_MAX, TOOLS
+
+if TYPE_CHECKING:  # the SDK's client is imported where a test speaks to the server: every worker collects this module
+    from mcp.client.session import ClientSession
 
 CLAUDE_FIXTURE = FIXTURES / "agents" / "claude-2.1.332" / "tools-resume-compactions"
 CLAUDE_ID = "18b212c6-55ba-4028-a00e-3b23502d22b7"
@@ -32,6 +32,9 @@ PLANTED = "warning: --legacy-ssl is deprecated, ci/deploy.sh:41 (removed in 5.0)
 @asynccontextmanager
 async def recall_server(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     """`catty-ctx mcp ARGS` of this checkout, started and spoken to by the official client."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
     keep = {k: os.environ[k] for k in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME") if k in os.environ}
     program, *launcher = forked_cli.command(forked_cli.MCP)  # a process forked from one that has imported the SDK
     params = StdioServerParameters(command=program, args=[*launcher, "mcp", *args], cwd=cwd,
@@ -195,6 +198,8 @@ def test_bad_arguments_are_errors_and_the_server_answers_after_them(tmp_path: Pa
     async def run() -> tuple[list[tuple[bool, Any]], Any, Any]:
         async with recall_server("--session", str(transcript)) as s:
             answers = [await ask(s, tool, args) for tool, args in bad]
+            from mcp.shared.exceptions import MCPError
+
             with pytest.raises(MCPError) as unknown:
                 await s.call_tool("recall_everything", {})
             return answers, unknown.value, await ask(s, "recall_show", {"seq": 0})
