@@ -140,9 +140,10 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket]) -> None:
 
 
 class _Forker:
-    """A forking process of this test process, started at its first run."""
+    """A forking process of this test process, started at its first run (through the program
+    UNDER, when given: what it drops, every run forked from it lacks too)."""
 
-    def __init__(self, preloaded: tuple[str, ...]) -> None:
+    def __init__(self, preloaded: tuple[str, ...], under: tuple[str, ...] = ()) -> None:
         import atexit
         import subprocess
         import tempfile
@@ -150,7 +151,7 @@ class _Forker:
 
         root = Path(__file__).resolve().parent.parent
         self.path = os.path.join(tempfile.mkdtemp(prefix="catty-forks-"), "s")
-        self.proc = subprocess.Popen([sys.executable, __file__, "serve", self.path, *preloaded], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*under, sys.executable, __file__, "serve", self.path, *preloaded], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=str(root)))
         assert self.proc.stdout is not None
         if self.proc.stdout.readline().strip() != "ready":
@@ -167,15 +168,17 @@ class _Forker:
             self.proc.wait()
 
 
-_forkers: dict[tuple[str, ...], _Forker] = {}
+_forkers: dict[tuple[tuple[str, ...], tuple[str, ...]], _Forker] = {}
 
 
-def command(preloaded: tuple[str, ...]) -> list[str]:
+def command(preloaded: tuple[str, ...], under: tuple[str, ...] | list[str] = ()) -> list[str]:
     """The argv prefix that runs `catty-ctx` forked from a process that imported PRELOADED (append
-    the program's arguments)."""
-    forker = _forkers.get(preloaded)
+    the program's arguments); UNDER: the command prefix the forking process is started with
+    (e.g. `setpriv` dropping a capability)."""
+    key = (preloaded, tuple(under))
+    forker = _forkers.get(key)
     if forker is None or forker.proc.poll() is not None:
-        forker = _forkers[preloaded] = _Forker(preloaded)
+        forker = _forkers[key] = _Forker(*key)
     return [sys.executable, "-I", "-S", os.path.abspath(__file__), forker.path]
 
 

@@ -2,8 +2,10 @@
 that cannot be written, a log whose last line is not an event. Each gets one stderr line naming
 the file and its documented exit code, never an internal error, and nothing is written.
 
-The real program runs in a subprocess. A file's mode only bites a process without the
-root's override, so as root the program runs with that capability dropped (setpriv).
+The real program runs in a process of its own, forked from one that imported the libraries
+(tests/forked_cli.py). A file's mode only bites a process without the root's override, so as
+root the forking process is started with that capability dropped (setpriv), and every run
+forked from it lacks it too.
 """
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import forked_cli
 import pytest
 from conftest import FIXTURES, ROOT
 
@@ -33,7 +35,7 @@ def _unprivileged() -> list[str]:
 
 
 def run(*args: str, cwd: Path, input: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*_unprivileged(), sys.executable, "-m", "catty_ctx", *args], input=input, capture_output=True,
+    return subprocess.run([*forked_cli.command(forked_cli.LIBRARIES, under=_unprivileged()), *args], input=input, capture_output=True,
                           cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=False)
 
 
