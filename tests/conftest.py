@@ -156,6 +156,20 @@ def cli_process(*args: str, input: bytes | None = None, cwd: Path | None = None,
     return proc
 
 
+def forked_process(*args: str, input: bytes | None = None, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess[bytes]:
+    """`cli_process`, forked from a process that has imported the third-party libraries
+    (tests/forked_cli.py): a process of its own that imports the program afresh (its config and
+    defaults load as they do at start-up), for tests whose subject is not what a fresh
+    interpreter imports."""
+    import forked_cli
+
+    proc = subprocess.run([*forked_cli.command(forked_cli.LIBRARIES), *args], input=input if input is not None else b"",
+                          capture_output=True, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr.decode()}")
+    return proc
+
+
 def via_typer(command: str, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     """COMMAND ARGS parsed by typer in a fresh interpreter: the path the CLI takes for the spellings
     a command's own parser leaves to it (see cli/fastpath.py), to hold both to the same answers."""

@@ -12,7 +12,7 @@ import pytest
 
 from catty_ctx import defaults
 from conftest import FIXTURES, ROOT, jsonl
-from conftest import cli_process as cli  # a process of its own: the defaults read the config file when they load
+from conftest import forked_process as cli  # a process of its own: the defaults read the config file when they load
 
 
 def _changed(name: str) -> object:

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from conftest import cli, cli_process, jsonl, msg, session_event, write_log
+from conftest import cli, forked_process, jsonl, msg, session_event, write_log
 from scripted_server import sse
 
 SUMMARY = "<summary>" + "The user wants a green build; vendor/ is off limits. " * 12 + "</summary>"
@@ -50,9 +50,10 @@ def _cmd_summarizer(tmp_path: Path) -> str:
 
 
 def _usage(*args: str, by: str = "agent", cache: bool = True) -> dict[str, Any]:
-    """`usage --json` in a real process (the cached-answer path is start-up code); without the
-    caches, the answer to hold it to, in this process."""
-    run = cli_process if cache else cli
+    """`usage --json` in a process of its own (the cached-answer path is start-up code: the
+    program imported afresh, tests/forked_cli.py); without the caches, the answer to hold it to,
+    in this process."""
+    run = forked_process if cache else cli
     proc = run("usage", *args, "--by", by, "--json", *(() if cache else ("--no-cache",)), check=True)
     doc = orjson.loads(proc.stdout)
     for what in ("files_parsed", "bytes_parsed"):  # (how much was read: what the caches save)
