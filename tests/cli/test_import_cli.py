@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 
+import forked_cli
 from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands, writes_below
 
 IMP = FIXTURES / "import"
@@ -35,11 +36,13 @@ def _db(tmp_path: Path) -> Path:
 
 
 def _pipe(*import_args: str) -> tuple[int, int, bytes, bytes]:
-    """`catty-ctx import … | catty-ctx inspect - --json` through a real OS pipe."""
+    """`catty-ctx import … | catty-ctx inspect - --json` through a real OS pipe, each a process of
+    its own (forked from one that imported the libraries: tests/forked_cli.py)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    producer = subprocess.Popen([sys.executable, "-m", "catty_ctx", "import", *import_args],
+    program = forked_cli.command(forked_cli.LIBRARIES)
+    producer = subprocess.Popen([*program, "import", *import_args],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    consumer = subprocess.Popen([sys.executable, "-m", "catty_ctx", "inspect", "-", "--json"],
+    consumer = subprocess.Popen([*program, "inspect", "-", "--json"],
                                 stdin=producer.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert producer.stdout is not None
     producer.stdout.close()
