@@ -22,6 +22,7 @@ from catty_ctx.compact.ladder import Deterministic, Transient
 from catty_ctx.compact.transport import post
 from catty_ctx.eval.facts import Fact
 from catty_ctx.eval.judge import Judge, JudgeError
+import forked_cli
 from conftest import ROOT, msg, session_event, write_log
 from malicious_endpoint import (
     Endpoint,
@@ -212,10 +213,11 @@ def test_a_silent_scheduler_port_is_exit_69_within_the_connect_timeout(tmp_path:
     _session(root / "a")
     _session(root / "b")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    program = forked_cli.command(forked_cli.DASK)  # a run forked from a process that imported Dask, started before any clock
 
     def inspect(port: int) -> tuple[subprocess.CompletedProcess[bytes], float]:
         start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "catty_ctx", "inspect", str(root), "--scheduler", f"tcp://127.0.0.1:{port}",
+        proc = subprocess.run([*program, "inspect", str(root), "--scheduler", f"tcp://127.0.0.1:{port}",
                                "--connect-timeout", "2"], capture_output=True, env=env, timeout=120)
         return proc, time.monotonic() - start
 
