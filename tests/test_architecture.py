@@ -133,7 +133,7 @@ def function_local_imports() -> list[str]:
     """file:line of every import statement inside a function of the package."""
     found = set()
     for path in sorted(PACKAGE.rglob("*.py")):
-        for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+        for fn in nodes(path):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 found.update(f"{path.relative_to(PACKAGE)}:{n.lineno}" for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)))
     return sorted(found)
