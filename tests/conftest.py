@@ -50,7 +50,7 @@ def _scratch_in_memory(root: Path = Path("/dev/shm"), room: int = 4 << 30) -> No
         fs = os.statvfs(root)
         if fs.f_bavail * fs.f_frsize < room:
             return
-        scratch = root / f"catty-ctx-tests-{os.getuid()}"
+        scratch = root / f"scratch-{os.getuid()}"  # (not the program's name: tests look for it in what a run prints)
         scratch.mkdir(mode=0o700, exist_ok=True)
         own = os.lstat(scratch)
     except OSError:

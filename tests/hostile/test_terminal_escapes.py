@@ -15,10 +15,10 @@ HOSTILE = ("\x1b]52;c;cm0gLXJmIH4=\x07 \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ 
 RAW = ("\x1b", "\x07", "\r", "\u009b", "\u009d", "\u0085", "\x7f", "\u202e", "\u2066")
 
 
-def on_a_terminal(*args: str, stream: str = "stdout") -> tuple[int, bytes, bytes]:
+def on_a_terminal(*args: str, stream: str = "stdout", cwd: Path | None = None) -> tuple[int, bytes, bytes]:
     """Run catty-ctx with STREAM on a pseudo-terminal in raw mode (no newline translation):
     (exit code, what the terminal got, the other stream)."""
-    code, other, shown = cli_on_a_terminal(*args, stream=stream, columns=120, raw=True)
+    code, other, shown = cli_on_a_terminal(*args, stream=stream, columns=120, raw=True, cwd=cwd)
     return code, shown, other
 
 
@@ -70,7 +70,7 @@ def test_a_table_shows_bidi_controls_and_escapes_of_a_path(tmp_path: Path) -> No
     root = tmp_path / "root"
     s = root / "evil\u202egnp.\x1b]0;x\x07"
     _append(s, {"kind": "message", "id": "u1", "role": "user", "text": "hi"})
-    code, shown, err = on_a_terminal("inspect", str(root))
+    code, shown, err = on_a_terminal("inspect", "root", cwd=tmp_path)  # relative: the path fits its cell, however long the temporary folder
     assert code == 0, err
     assert b"\\u202egnp." in shown
     _clean(shown)
