@@ -19,8 +19,11 @@ import time
 
 # Dask's settings for a test cluster that idles between the tests' runs: no statistical
 # profiler sampling every worker's threads, and the event-loop tick and system monitor at a
-# slower pace (they only feed diagnostics), so an idle cluster costs the machine little CPU.
+# slower pace (they only feed diagnostics), so an idle cluster costs the machine little CPU;
+# and its worker processes (a restarted one too) forked from one process that imported Dask
+# once (multiprocessing's forkserver), not each a fresh interpreter importing it.
 QUIET = {
+    "DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD": "forkserver",
     "DASK_LOGGING__DISTRIBUTED": "error",
     "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
     "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
