@@ -60,14 +60,35 @@ _RULES: tuple[tuple[str, str], ...] = (
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [(kind, re.compile(source)) for kind, source in _RULES]
 
 
-# A cheap first look: every pattern above needs one of these (lower-cased) substrings, so
-# text holding none of them holds no secret. Keep it in step with PATTERNS
-# (tests/test_artifacts.py checks every shape).
-ANCHORS = (
-    b"-----begin", b"sk-", b"akia", b"asia", b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_", b"gl", b"hf_",
-    b"xox", b"webhook", b"aiza", b"_live_", b"_test_", b"eyj", b"://", b"authorization", b"bearer ", b"cookie",
-    b"key", b"secret", b"token", b"pass", b"pwd", b"credential", b"session",
-)
+# What each pattern needs (lower-cased): text holding none of a pattern's substrings cannot
+# match it, and is not searched with it. Keep it in step with PATTERNS (tests/test_redact.py
+# and tests/hostile/test_redaction.py redact every shape through it).
+NEEDS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----begin",),
+    "anthropic_key": ("sk-",),
+    "openai_key": ("sk-",),
+    "aws_access_key": ("akia", "asia"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("gl",),
+    "huggingface_token": ("hf_",),
+    "slack_token": ("xox",),
+    "webhook_url": ("://",),
+    "google_api_key": ("aiza",),
+    "stripe_key": ("_live_", "_test_"),
+    "jwt": ("eyj",),
+    "url_password": ("://",),
+    "bearer_token": ("bearer ",),
+    "authorization": ("authorization",),
+    "cookie": ("cookie",),
+    "secret_assignment": ("key", "secret", "token", "pass", "pwd", "credential", "session"),
+}
+# A cheap first look over many values at once: text holding none of these holds no secret.
+ANCHORS = tuple(dict.fromkeys(a.encode() for needs in NEEDS.values() for a in needs))
+
+
+def _searched(low: str) -> list[tuple[str, re.Pattern[str]]]:
+    """The patterns that text lower-cased as LOW can match (its substrings hold what they need)."""
+    return [(kind, pattern) for kind, pattern in PATTERNS if any(a in low for a in NEEDS[kind])]
 
 
 def redact_url(url: str) -> str:
@@ -115,23 +136,30 @@ def redact_many(values: list[Any]) -> tuple[list[Any], int]:
 def redact_text(text: str) -> tuple[str, int]:
     """The text with secrets replaced, and how many were replaced."""
     total = 0
+    low = text.lower()
     for kind, pattern in PATTERNS:
+        if not any(a in low for a in NEEDS[kind]):
+            continue  # (cannot match: the search of a long text is spared)
         text, n = pattern.subn(_keep_name(kind) if pattern.groups else MARKER.format(kind=kind), text)
-        total += n
+        if n:
+            total += n
+            low = text.lower()
     return text, total
 
 
 def secret_pieces(values: list[Any]) -> list[str]:
     """The secrets in VALUES, and each word of 8 characters or more of them: what a derived
-    text (a summary listing identifiers) may quote out of its context, longest first."""
-    whole = orjson.dumps(values).decode()
-    if not any(anchor.decode() in whole.lower() for anchor in ANCHORS):
-        return []
+    text (a summary listing identifiers) may quote out of its context, longest first.
+
+    Each value is searched on its own, with the patterns its text can match: a long tool output
+    holding no secret's marks is not searched at all."""
     found: set[str] = set()
-    for _kind, pattern in PATTERNS:
-        for m in pattern.finditer(whole):
-            value = m.group(2) if pattern.groups >= 2 else m.group(0)
-            found.update(w for w in re.split(r"(?:\\[nrt]|[^A-Za-z0-9_+=])+", value) if len(w) >= 8)
+    for v in values:
+        text = orjson.dumps(v).decode()
+        for _kind, pattern in _searched(text.lower()):
+            for m in pattern.finditer(text):
+                value = m.group(2) if pattern.groups >= 2 else m.group(0)
+                found.update(w for w in re.split(r"(?:\\[nrt]|[^A-Za-z0-9_+=])+", value) if len(w) >= 8)
     return sorted(found, key=len, reverse=True)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from catty_ctx.redact import redact, redact_text
+from catty_ctx.redact import redact, redact_text, secret_pieces
 
 SECRETS = {
     "openai_key": "sk-proj-" + "a1B2" * 10,
@@ -46,3 +46,16 @@ def test_nested_values_are_redacted_and_counted() -> None:
     value = {"items": [{"text": SECRETS["openai_key"]}, {"args": {"token": SECRETS["github_token"]}}], "n": 3}
     out, n = redact(value)
     assert n == 2 and out["n"] == 3 and SECRETS["openai_key"] not in str(out)
+
+
+def test_secret_pieces_are_each_values_own_and_a_value_with_no_secret_gives_none() -> None:
+    """Each value is searched alone: a key block left open in one value does not run into the
+    next, and values that only hold a secret's words (`token`, `session`) give no piece."""
+    values = [{"role": "tool", "output": "token counts and the session log\n" * 1000},
+              {"role": "user", "text": f"use {SECRETS['openai_key']} please"},
+              {"role": "tool", "output": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAabcdefgh"},
+              {"role": "assistant", "text": "reading the configuration file now -----END RSA PRIVATE KEY-----"}]
+    pieces = secret_pieces(values)
+    assert pieces[0] == SECRETS["openai_key"].removeprefix("sk-proj-") and "MIIEowIBAAKCAQEAabcdefgh" in pieces
+    assert not any(p in ("configuration", "reading") for p in pieces)
+    assert secret_pieces([values[0], values[3]]) == []
