@@ -131,7 +131,7 @@ def _both_ways(module: Any, path: Path, lines: list[bytes]) -> list[tuple[list[A
     return out
 
 
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
 @FUZZ
