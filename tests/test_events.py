@@ -26,7 +26,7 @@ def events(draw: Any) -> dict[str, Any]:
     return ev
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(events())
 def test_fast_check_agrees_with_the_descriptive_check(ev: dict[str, Any]) -> None:
     assert (check_event(ev) is None) == (_describe_problem(ev) is None)
