@@ -141,21 +141,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return _usable_cpus() + 1
 
 
-# The files that take longest, in the order they are started: with each file kept on one worker,
-# a long one dealt last would run alone at the end while the other workers sit idle.
-LONGEST_FIRST = (
-    "hostile/test_network.py", "cli/test_fleet_cli.py", "cli/test_honest_exits_cli.py", "test_report_browser.py",
-    "test_inspect_parallel.py", "test_twopass_inflight.py", "reliability/test_hostile_files.py", "reliability/test_crash.py",
-    "hostile/test_bounded_memory.py", "test_prefire_spend.py", "cli/test_help_cli.py", "test_mcp.py",
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    tests = Path(__file__).parent
-    items.sort(key=lambda item: rank.get(item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else "", len(rank)))
-
-
 def pytest_runtest_setup(item: pytest.Item) -> None:
     agents_setup(item)
 
