@@ -198,7 +198,7 @@ def _events(ops: list[tuple[str, object]]) -> list[dict]:
     return events
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS, chunk=st.integers(1, 2000), torn=st.sampled_from([b"", b'{"v":1,"seq":']))
 def test_any_session_gives_the_same_report_on_two_processes(ops: list, chunk: int, torn: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
