@@ -198,15 +198,6 @@ def forked_process(*args: str, input: bytes | None = None, cwd: Path | None = No
     return proc
 
 
-def via_typer(command: str, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    """COMMAND ARGS parsed by typer in a fresh interpreter: the path the CLI takes for the spellings
-    a command's own parser leaves to it (see cli/fastpath.py), to hold both to the same answers."""
-    code = (f"import sys; from catty_ctx.cli import get_app, load_commands; load_commands([{command!r}]); "
-            "get_app()(args=sys.argv[1:], prog_name='catty-ctx')")
-    return subprocess.run([sys.executable, "-c", code, command, *args], input=input, capture_output=True, cwd=ROOT,
-                          env=env or dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
-
-
 def both_parsers(command: str, *args: str, input: bytes | None = None, setup: Callable[[], Any] | None = None,
                  outcome: Callable[[subprocess.CompletedProcess[bytes]], Any] | None = None) -> None:
     """The command's own parser (cli/fastpath.py) and typer give the same exit, stdout and stderr
