@@ -30,19 +30,12 @@ def ledger(paths: list[Path] | None, **kw: Any) -> U.Ledger:
 
 def cli(*args: str, env: dict[str, str] | None = None, unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess[bytes]:
     """`catty-ctx usage ARGS` in this process, with ENV added to the environment and UNSET taken out of it for the run."""
-    names = {*(env or {}), *unset}
-    saved = {k: os.environ.get(k) for k in names}
-    for k in unset:
-        os.environ.pop(k, None)
-    os.environ.update(env or {})
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        for k in unset:
+            mp.delenv(k, raising=False)
+        for k, v in (env or {}).items():
+            mp.setenv(k, v)
         return run_cli("usage", *args)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 # -- Gemini CLI --------------------------------------------------------------------------------
