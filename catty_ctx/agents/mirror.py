@@ -29,7 +29,7 @@ import orjson
 import xxhash
 
 from ..errors import DataError, UsageError
-from ..importers import import_events
+from ..importers.pipeline import import_events
 from ..instructions import discover_instructions
 from ..session.blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
 from ..session.event_ids import KnownIds, event_key

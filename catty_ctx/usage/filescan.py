@@ -14,10 +14,10 @@ import tempfile
 
 import xxhash
 
-from .. import formats
 from ..fleet.urlcopy import on_copy
 from ..fleet.urls import filesystem
 from ..fleet.workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
+from ..formats import registry as formats
 from ..session import compressed
 from ..session.files import filled
 from ..session.jsonl import marked_lines
