@@ -1,5 +1,5 @@
-"""The one cursor over a file that only grows (docs/architecture.md#modules-and-the-sections-of-the-contract-they-hold):
-how far a reader got into a log it reads again later, and whether it may go on from there.
+"""The one cursor over a file that only grows (docs/architecture.md#session): how far a reader
+got into a log it reads again later, and whether it may go on from there.
 
 A `Cursor` names the file (device and inode), the offset read to (the end of the last complete
 line: a line still being written waits for the next read) and the xxh3 fingerprints of the

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 from catty_ctx.agents import mirror
 from catty_ctx.agents.transcript_tally import read_transcript
