@@ -16,6 +16,7 @@ reminder; the head keeps it verbatim (`verbatim`), for the same reason.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -262,7 +263,18 @@ def _upgraded(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def verbatim(text: str) -> str:
+    """Session text as it is: a head's reminder (its bytes feed the prefix fingerprints)."""
     return text
+
+
+# What ends a line for a reader besides the newlines JSON escapes (str.splitlines' list).
+_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def quoted(text: str) -> str:
+    """Session text as a quote on one line: a JSON string (its newlines shown as \\n, every other
+    line break escaped too), so no line of it can pass for a line of the reminder (docs/agents.md#the-hooks)."""
+    return json.dumps(text, ensure_ascii=False).translate(_BREAKS)
 
 
 def render_lines(cs: dict[str, Any], *, limit: int | None = None, quote: Callable[[str], str] = verbatim) -> list[str]:
@@ -274,8 +286,8 @@ def render_lines(cs: dict[str, Any], *, limit: int | None = None, quote: Callabl
     def item(value: Any) -> str:  # a free text
         return quote(f"{value}" if limit is None else clip(str(value or ""), limit))
 
-    def q(value: Any) -> str:  # a name, an id, a status
-        return quote(f"{value}")
+    def q(value: Any) -> str:  # a name, an id, a status (a number is no session text)
+        return quote(value) if isinstance(value, str) else f"{value}"
 
     lines: list[str] = []
     if cs.get("constraints"):
