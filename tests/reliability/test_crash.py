@@ -22,7 +22,7 @@ import pytest
 from catty_ctx.session.events import check_event
 from catty_ctx.repair.plan import analyse, repair_session
 from catty_ctx.session.store import Session, find_sessions
-from conftest import FIXTURES, ROOT
+from support import FIXTURES, ROOT
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 CLI = [sys.executable, "-m", "catty_ctx"]
