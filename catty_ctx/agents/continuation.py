@@ -39,8 +39,14 @@ class AgentContinuation(Continuation):
     FACET_FILES: ClassVar[bool] = False
 
     def track(self, ev: Event) -> None:
-        if not ev.get("agent"):  # a subagent's own todos and edits are not the session's
-            super().track(ev)
+        if ev.get("agent"):
+            return  # a subagent's own todos and edits are not the session's
+        seq = ev.get("seq")
+        if type(seq) is int:  # the span of the mirror the reminder speaks of
+            if self.first_seq is None:
+                self.first_seq = seq
+            self.last_seq = seq
+        super().track(ev)
 
     def edit_paths(self, name: str, args: Any) -> list[str]:
         return edited_paths(name, args)

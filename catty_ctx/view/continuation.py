@@ -11,8 +11,9 @@ saves it between hooks (`as_json` / `from_json`); a head is rebuilt from the who
 The renderer has two seams and no other difference between carriers: `limit` bounds each item
 (a hook's reminder has a size limit; a head is re-derived byte for byte, its bytes feed prefix
 fingerprints, so it is never clipped), and `quote` shows each piece of session text (a path, a
-todo, a command, the user's words, an error) so no line of it can pass for a line of the
-reminder; the head keeps it verbatim (`verbatim`), for the same reason.
+todo, a command, the user's words, an error): `quoted` keeps each on a line of its own, so no
+line of it can pass for a line of the reminder. A head keeps session text verbatim, for its
+bytes; the hooks still do too, until their reminder also says which parts are quotes.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ _CONSTRAINT = re.compile(
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _Tracker = TypeVar("_Tracker", bound="Continuation")
+_NO_PATHS: list[str] = []  # shared, never changed
 
 
 def call_path(args: Any) -> str | None:
@@ -105,27 +107,28 @@ class Continuation:
         self.user_said: str | None = None  # the last real user message (cut)
         self.last_error: dict[str, Any] | None = None
         self.instruction_files: list[str] = []  # found beside the log (add_instructions)
-        self.first_seq: int | None = None
+        self.first_seq: int | None = None  # the span fed (a subclass that reports it keeps it)
         self.last_seq: int | None = None
         self.compactions = 0
 
     # -- feeding ---------------------------------------------------------------------------
+    # What each kind of event feeds, by method name (a subclass adds kinds or overrides
+    # methods); resolved once per class, since a fold feeds a head every event it folds.
+    FEEDS: ClassVar[dict[str, str]] = {"message": "_message", "tool_call": "_call", "tool_result": "_result",
+                                       "state": "_state", "compaction": "_compaction"}
+    # Each open call's name and notes, and the last error: a head carries what failed in its
+    # summary, so its tracker skips them.
+    KEEPS_CALLS: ClassVar[bool] = True
+    _feeds: ClassVar[dict[str, Callable[[Any, Event], None]]]
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        cls._feeds = {kind: getattr(cls, name) for kind, name in cls.FEEDS.items()}
+
     def track(self, ev: Event) -> None:
-        seq = ev.get("seq")
-        if isinstance(seq, int):
-            self.first_seq = seq if self.first_seq is None else self.first_seq
-            self.last_seq = seq
-        kind = ev.get("kind")
-        if kind == "message":
-            self._message(ev)
-        elif kind == "tool_call":
-            self._call(ev)
-        elif kind == "tool_result":
-            self._result(ev)
-        elif kind == "state":
-            self._state(ev)
-        elif kind == "compaction":
-            self.compactions += 1
+        feed = self._feeds.get(ev.get("kind"))  # type: ignore[arg-type]  # a kind-less event feeds nothing
+        if feed is not None:
+            feed(self, ev)
 
     def _message(self, ev: Event) -> None:
         text = ev["text"] if isinstance(ev.get("text"), str) else ""
@@ -140,8 +143,10 @@ class Continuation:
 
     def edit_paths(self, name: str, args: Any) -> list[str]:
         """The files a call edits: a tool whose name says it edits, on the path its arguments name."""
+        if not is_edit_tool(name):
+            return _NO_PATHS
         path = call_path(args)
-        return [path] if path is not None and is_edit_tool(name) else []
+        return [path] if path is not None else _NO_PATHS
 
     def note_call(self, call: dict[str, Any], args: dict[str, Any]) -> None:
         """What CALL (its `name` set) starts, noted in it for its result; catty's events say it in facets."""
@@ -150,29 +155,39 @@ class Continuation:
         """What the successful result of CALL ends or starts."""
 
     def _call(self, ev: Event) -> None:
-        name = str(ev.get("name") or "")
-        call: dict[str, Any] = {"name": name}
-        call_id = str(ev.get("call_id"))
+        name = ev.get("name")
+        name = name if type(name) is str else str(name or "")
         paths = self.edit_paths(name, ev.get("args"))
         if paths:
-            self.open_edits[call_id] = paths
+            self.open_edits[str(ev.get("call_id"))] = paths
             for path in paths:
                 self.edits.setdefault(path, "pending")
-        self.note_call(call, ev["args"] if isinstance(ev.get("args"), dict) else {})
-        self.calls[call_id] = call
+        if self.KEEPS_CALLS:
+            call: dict[str, Any] = {"name": name}
+            self.note_call(call, ev["args"] if isinstance(ev.get("args"), dict) else {})
+            self.calls[str(ev.get("call_id"))] = call
 
     def _result(self, ev: Event) -> None:
+        if not self.open_edits and not self.KEEPS_CALLS:
+            return  # nothing this result could decide (a head between edits)
         call_id = str(ev.get("call_id"))
-        call = self.calls.pop(call_id, None) or {"name": "?"}
         failed = bool(ev.get("is_error"))
-        for path in self.open_edits.pop(call_id, ()):
-            if self.edits.get(path) != "ok":
-                self.edits[path] = "failed" if failed else "ok"
+        paths = self.open_edits.pop(call_id, None)
+        if paths is not None:
+            for path in paths:
+                if self.edits.get(path) != "ok":
+                    self.edits[path] = "failed" if failed else "ok"
+        if not self.KEEPS_CALLS:
+            return
+        call = self.calls.pop(call_id, None) or {"name": "?"}
         output = ev["output"] if isinstance(ev.get("output"), str) else ""
         if failed:
             self.last_error = {"seq": ev.get("seq"), "tool": call["name"], "text": clip(output, ERROR_LIMIT)}
         else:
             self.note_result(call, output)
+
+    def _compaction(self, ev: Event) -> None:
+        self.compactions += 1
 
     def _state(self, ev: Event) -> None:
         facet = ev.get("facet")
@@ -247,6 +262,9 @@ class Continuation:
             if value is None or type(value) is type(default) or default is None:
                 setattr(out, key, value)
         return out
+
+
+Continuation._feeds = {kind: getattr(Continuation, name) for kind, name in Continuation.FEEDS.items()}
 
 
 def _upgraded(doc: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ log up to its `through_seq`, never from the previous head.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..session.events import Event
 from .continuation import HEAD_PARTS, VERSION, Continuation, render_lines
@@ -28,8 +28,11 @@ CARRIED_PREAMBLES = ("This session is being continued from a previous conversati
 class HeadState(Continuation):
     """What the head needs from the events a compaction folded away (small, streamed): the
     continuation tracker, and the system items, the last real user message, the latest earlier
-    compaction and the session event. The user's own words reach the head as its items, not
-    through the tracker."""
+    compaction and the session event. The user's own words reach the head as its items, and
+    what failed as its summary, not through the tracker."""
+
+    FEEDS: ClassVar[dict[str, str]] = {**Continuation.FEEDS, "session": "_session"}
+    KEEPS_CALLS: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -39,15 +42,13 @@ class HeadState(Continuation):
         self.previous: Event | None = None  # the latest earlier compaction
         self.session: Event | None = None  # the session event (its cwd and model)
 
-    def track(self, ev: Event) -> None:
-        kind = ev.get("kind")
-        if kind == "compaction":
-            self.previous = ev
-        elif kind == "session":
-            if self.session is None:
-                self.session = ev
-            return
-        super().track(ev)
+    def _compaction(self, ev: Event) -> None:
+        self.compactions += 1
+        self.previous = ev
+
+    def _session(self, ev: Event) -> None:
+        if self.session is None:
+            self.session = ev
 
     def _message(self, ev: Event) -> None:
         role = ev.get("role")
