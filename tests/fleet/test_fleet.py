@@ -179,7 +179,7 @@ def test_a_url_root_finds_the_sessions_a_local_root_finds(tmp_path: Path) -> Non
     """One rule for both walks: no session inside a session's own folders, no staging folder."""
     import fsspec
 
-    from catty_ctx.session.store import find_sessions
+    from catty_ctx.sources import root_sessions
     from catty_ctx.fleet.urls import url_sessions
 
     tree = tmp_path / "tree"
@@ -189,7 +189,7 @@ def test_a_url_root_finds_the_sessions_a_local_root_finds(tmp_path: Path) -> Non
     mem = fsspec.filesystem("memory")
     mem.put(str(tree), "/walk-rule", recursive=True)
     try:
-        local = [p.relative_to(tree).as_posix() for p in find_sessions(tree)]
+        local = [p.relative_to(tree).as_posix() for p in root_sessions(tree)]
         remote = [u.removeprefix("memory://walk-rule/") for u in url_sessions("memory://walk-rule")]
         assert local == remote == ["a/s1", "a-x/s4", "b/s2"]
     finally:

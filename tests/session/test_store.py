@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError, ExitCode, LockBusy
-from catty_ctx.session.store import Session, create_session, find_sessions
+from catty_ctx.session.store import Session, create_session
+from catty_ctx.sources import root_sessions
 from support import ROOT, msg, session_event, write_log
 
 
@@ -155,11 +156,11 @@ def test_four_processes_appending_2000_events_each(tmp_path: Path) -> None:
     _race(tmp_path, 2000)
 
 
-def test_find_sessions_walks_a_root_without_entering_sessions(tmp_path: Path) -> None:
+def test_root_sessions_walks_a_root_without_entering_sessions(tmp_path: Path) -> None:
     write_log(tmp_path / "a" / "s1", [session_event("1")])
     write_log(tmp_path / "b" / "c" / "s2", [session_event("2")])
     write_log(tmp_path / "a" / "s1" / "segments" / "nested", [session_event("3")])
-    assert [p.relative_to(tmp_path).as_posix() for p in find_sessions(tmp_path)] == ["a/s1", "b/c/s2"]
+    assert [p.relative_to(tmp_path).as_posix() for p in root_sessions(tmp_path)] == ["a/s1", "b/c/s2"]
 
 
 def test_a_session_being_built_leaves_nothing_behind_when_building_fails(tmp_path: Path) -> None:
