@@ -13,7 +13,7 @@ from the mirror, so it outlives the transcript being rewritten, truncated or del
 
 `sync(..., archive=True)` (a PreCompact) also archives the span since the previous archive as
 the next segment (`compact.segments.write_segment`: the same index, keywords and seq range a
-catty compaction writes) and records `continuation.json`, the state `continuation.Continuation`
+catty compaction writes) and records `continuation.json`, the state `continuation.AgentContinuation`
 keeps event by event.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ from ..session.layout import LOG_NAME
 from ..session.segments import write_segment
 from ..session.store import Session, open_log_for_append, session_folder
 from .continuation import VERSION as STATE_VERSION
-from .continuation import Continuation, render
+from .continuation import AgentContinuation, render
 
 CURSOR_NAME = "mirror.json"
 STATE_NAME = "continuation.json"
@@ -205,7 +205,7 @@ def _span(session: Session, cursor: dict[str, Any]) -> list[Event]:
     return span
 
 
-def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Continuation, trigger: str | None) -> int | None:
+def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: AgentContinuation, trigger: str | None) -> int | None:
     span = _span(session, cursor)
     if not span:
         return None
@@ -217,7 +217,7 @@ def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Co
     return info.segment
 
 
-def _instructions(tracker: Continuation, cwd: str | None) -> None:
+def _instructions(tracker: AgentContinuation, cwd: str | None) -> None:
     """Instruction files for the agent's working folder (the agent keeps them in its prompt,
     never in the transcript)."""
     if not cwd or not os.path.isdir(cwd):
@@ -246,9 +246,9 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
     with session.lock(lock_timeout):
         cursor = read_cursor(mirror) or {}
         had_log = session.log_path.exists() and last_newline_end(session.log_path) > 0
-        tracker = Continuation.from_json(cursor.get("continuation")) if cursor else None
+        tracker = AgentContinuation.from_json(cursor.get("continuation")) if cursor else None
         if tracker is None:
-            tracker = Continuation()
+            tracker = AgentContinuation()
             if had_log:  # a mirror from before the cursor: its state from its own events
                 for ev in session.events(warn=None):
                     tracker.track(ev)
@@ -278,7 +278,7 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
     return report
 
 
-def _record(mirror: Path, cursor: dict[str, Any], tracker: Continuation) -> None:
+def _record(mirror: Path, cursor: dict[str, Any], tracker: AgentContinuation) -> None:
     """The cursor and the continuation state, as they stand (the state first: the cursor names
     what the mirror holds)."""
     cursor["version"] = CURSOR_VERSION
@@ -344,7 +344,7 @@ def load_state(mirror: Path) -> dict[str, Any]:
             return doc
     except (OSError, orjson.JSONDecodeError):
         pass
-    tracker = Continuation()
+    tracker = AgentContinuation()
     with Session.open(str(mirror)) as session:
         for ev in session.events(warn=None):
             tracker.track(ev)
