@@ -31,7 +31,8 @@ from ..formats.ownership import foreign_format
 from ..importers.pipeline import import_to_dir
 from ..prune.options import PruneOptions
 from ..prune.pipeline import prune
-from ..repair.plan import repair_plan, repaired_items
+from ..repair.fix import repaired_items
+from ..repair.plan import repair_plan
 from ..session.blobs import inline_images
 from ..session.events import now_ts
 from ..session.files import fsync_dir
