@@ -229,7 +229,6 @@ LOCAL_IMPORTS = {
     ("formats/roots.py", "importers.detect"): "the importers sit above the registry: the one import up, at run time",
     ("formats/roots.py", "database"): f"sqlite3 only for an agent's database ({STARTUP})",
     ("session/compressed.py", "subprocess"): f"zstd runs only for a compressed rollout ({STARTUP})",
-    ("session/files.py", "shutil"): "a folder replaced whole is rare; every write loads files",
     ("session/jsonl.py", "orjson"): f"the status line reads lines without orjson ({STARTUP})",
     ("session/store.py", "filelock"): f"a plain read takes no lock ({STARTUP})",
     ("sources.py", "importers.pipeline"): f"a catty session's read loads no importer ({STARTUP})",
