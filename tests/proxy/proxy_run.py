@@ -1,0 +1,78 @@
+"""The proxy as a real process on 127.0.0.1 (or inside the agents' loopback namespace), and
+fake upstreams for it: what the proxy tests share."""
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def listen() -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    return s
+
+
+def proxy_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@contextmanager
+def running_proxy(root: Path, upstream: str, *args: str, wrap: Any = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`catty-ctx proxy` on a free port with both upstreams at UPSTREAM; (its URL, the process)."""
+    argv = [sys.executable, "-m", "catty_ctx", "proxy", "--listen", "127.0.0.1:0", "--root", str(root),
+            "--anthropic-upstream", upstream, "--openai-upstream", upstream, *args]
+    proc = subprocess.Popen(wrap(argv) if wrap else argv, stdout=subprocess.PIPE, stderr=open(root.parent / "proxy.stderr", "ab"), env=proxy_env())
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode().strip()
+        assert line.startswith("http://"), f"the proxy did not start: {(root.parent / 'proxy.stderr').read_text()[-2000:]}"
+        yield line, proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def post(url: str, path: str, body: bytes | Any, headers: dict[str, str] | None = None, method: str = "POST") -> tuple[int, dict[str, str], bytes, list[bytes]]:
+    """(status, headers lower-cased, the whole body, the body as the chunks read) of one request."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    data = body if isinstance(body, bytes) else orjson.dumps(body)
+    conn.request(method, path, body=data if method != "GET" else None,
+                 headers={"Content-Type": "application/json", **(headers or {})})
+    resp = conn.getresponse()
+    chunks = []
+    while True:
+        c = resp.read1(65536)
+        if not c:
+            break
+        chunks.append(c)
+    conn.close()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, b"".join(chunks), chunks
+
+
+def session_dirs(root: Path) -> list[Path]:
+    return sorted(p.parent for p in root.rglob("updates.jsonl"))
+
+
+def events(folder: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in (folder / "updates.jsonl").read_bytes().splitlines()]
