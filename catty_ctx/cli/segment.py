@@ -6,8 +6,8 @@ subcommand has its own table, `PARAMS[name]`; typer's commands go on the `segmen
 """
 from __future__ import annotations
 
-from ..compact.segments import grep_segments, list_segments, native_segments, open_segment, segment_path
 from ..errors import ExitCode
+from ..session.segments import grep_segments, list_segments, native_segments, open_segment, segment_path
 from ..subagents import open_agent
 from ..visible import end, stdout_binary
 from . import get_app

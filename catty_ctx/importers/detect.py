@@ -14,7 +14,7 @@ import orjson
 
 from .. import formats as registry
 from ..errors import DataError
-from ..jsonl import numbered_lines
+from ..session.jsonl import numbered_lines
 from .common import open_source
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")

@@ -11,8 +11,8 @@ import time
 
 from .. import formats
 from ..errors import UsageError
-from ..layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
-from ..urls import is_url, url_logs
+from ..fleet.urls import is_url, url_logs
+from ..session.layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
