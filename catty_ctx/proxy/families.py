@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..fingerprint import prefix_fp
+from ..view.fingerprint import prefix_fp
 
 Item = dict[str, Any]
 

@@ -18,11 +18,11 @@ from typing import Any
 import orjson
 
 from .. import defaults
-from ..compact import CompactOptions, compact_session
-from ..fingerprint import canonical
-from ..pairing import ANSWER_TEXT, PairRepair
+from ..compact.pipeline import CompactOptions, compact_session
 from ..prune import PruneOptions, prune_item_stream
-from ..view import view
+from ..view.fingerprint import canonical
+from ..view.fold import view
+from ..view.pairing import ANSWER_TEXT, PairRepair
 from .families import Item, Loc, Parsed, native_prefix_fp
 from .recorder import Conversation
 

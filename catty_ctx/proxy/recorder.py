@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
-from ..files import replace_file
-from ..fingerprint import canonical, extend, prefix_fp, seed
 from ..importers.common import edited_paths, todos_from
-from ..store import Session, create_session
+from ..session.files import replace_file
+from ..session.store import Session, create_session
+from ..view.fingerprint import canonical, extend, prefix_fp, seed
 from .families import Answer, Item
 
 STATE_FILE = "proxy.json"
