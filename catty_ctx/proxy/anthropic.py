@@ -105,7 +105,12 @@ class AnthropicFamily(Family):
         body["messages"] = [m for m in msgs if m is not None]
 
     def set_output(self, body: dict[str, Any], loc: Loc, text: str) -> None:
-        self.messages(body)[loc.msg]["content"][loc.block]["content"] = text
+        """The result at LOC holds TEXT: its message and block copied, never changed where the
+        client's history (what compactions are keyed by) still holds them."""
+        msgs = self.messages(body)
+        content = list(msgs[loc.msg]["content"])
+        content[loc.block] = {**content[loc.block], "content": text}
+        msgs[loc.msg] = {**msgs[loc.msg], "content": content}
 
     def tail_ok(self, msgs: list[Any], k: int) -> bool:
         """Can the live tail start at message K (no result in it answers a call before it)?"""

@@ -99,7 +99,8 @@ class ResponsesFamily(Family):
         body["input"] = [x for x in inp if x is not None]
 
     def set_output(self, body: dict[str, Any], loc: Loc, text: str) -> None:
-        self.messages(body)[loc.msg]["output"] = text
+        inp = self.messages(body)
+        inp[loc.msg] = {**inp[loc.msg], "output": text}  # a copy: the client's item stays as it came
 
     def tail_ok(self, msgs: list[Any], k: int) -> bool:
         x = msgs[k]
@@ -181,7 +182,8 @@ class ChatFamily(Family):
         body["messages"] = [m for m in msgs if m is not None]
 
     def set_output(self, body: dict[str, Any], loc: Loc, text: str) -> None:
-        self.messages(body)[loc.msg]["content"] = text
+        msgs = self.messages(body)
+        msgs[loc.msg] = {**msgs[loc.msg], "content": text}  # a copy: the client's message stays as it came
 
     def tail_ok(self, msgs: list[Any], k: int) -> bool:
         return msgs[k].get("role") in ("user", "assistant")
