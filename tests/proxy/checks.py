@@ -66,13 +66,31 @@ def responses_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
+def same_tokens(m: Any) -> Any:
+    """A message as the provider tokenises it: breakpoints left out, a string content the same
+    as one text block (Claude Code sends the last message as blocks, to carry its breakpoint,
+    and the same message as a string in the next request)."""
+    m = strip_cc(m)
+    if isinstance(m, dict) and isinstance(m.get("content"), str):
+        m = {**m, "content": [{"type": "text", "text": m["content"]}]}
+    return m
+
+
 def prefix_reuse(prev: list[Any], cur: list[Any]) -> float:
-    """The share of CUR's bytes (its messages, breakpoints left out) in the messages it shares
-    with PREV from the start: what a provider's prompt cache can reuse."""
-    a = [orjson.dumps(strip_cc(m), option=orjson.OPT_SORT_KEYS) for m in prev]
-    b = [orjson.dumps(strip_cc(m), option=orjson.OPT_SORT_KEYS) for m in cur]
+    """The share of CUR's bytes (its messages as the provider tokenises them) in the messages
+    it shares with PREV from the start: what a provider's prompt cache can reuse."""
+    a = [orjson.dumps(same_tokens(m), option=orjson.OPT_SORT_KEYS) for m in prev]
+    b = [orjson.dumps(same_tokens(m), option=orjson.OPT_SORT_KEYS) for m in cur]
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     total = sum(map(len, b))
     return sum(map(len, b[:n])) / total if total else 1.0
+
+
+def cached_units(body: dict[str, Any]) -> list[Any]:
+    """A request in the order a provider's prompt cache reads it: tools, system, then the
+    conversation (Anthropic's messages, the Responses input, Chat's messages)."""
+    head = [body.get("tools"), body.get("system", body.get("instructions"))]
+    conv = body.get("messages", body.get("input"))
+    return [*head, *(conv if isinstance(conv, list) else [conv])]

@@ -76,3 +76,85 @@ def session_dirs(root: Path) -> list[Path]:
 
 def events(folder: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in (folder / "updates.jsonl").read_bytes().splitlines()]
+
+
+class _Sock:
+    """One connection's bytes as http.client reads a socket (its file never closed between responses)."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        f.close = lambda: None
+
+    def makefile(self, *args: Any, **kw: Any) -> Any:
+        return self.f
+
+
+def http_bodies(data: bytes) -> list[bytes]:
+    """The bodies of the HTTP responses in DATA (one connection's bytes, keep-alive and chunked framing undone)."""
+    import io
+
+    f = io.BytesIO(data)
+    out = []
+    while f.tell() < len(data):
+        resp = http.client.HTTPResponse(_Sock(f))  # type: ignore[arg-type]
+        resp.begin()
+        out.append(resp.read())
+    return out
+
+
+class Relay:
+    """A TCP relay in front of the proxy that keeps every byte the client receives, per
+    connection: what an agent got, to compare with what the upstream sent."""
+
+    def __init__(self, sock: socket.socket, connect: Any, target: tuple[str, int]) -> None:
+        import threading
+
+        self.sock, self.connect, self.target = sock, connect, target
+        self.received: list[bytearray] = []
+        self.threads: list[threading.Thread] = []
+        self._threading = threading
+        t = threading.Thread(target=self._accept, daemon=True)
+        t.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            up = self.connect()
+            up.connect(self.target)
+            kept = bytearray()
+            self.received.append(kept)
+            for src, dst, keep in ((client, up, None), (up, client, kept)):
+                t = self._threading.Thread(target=self._pump, args=(src, dst, keep), daemon=True)
+                t.start()
+                self.threads.append(t)
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket, keep: bytearray | None) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if keep is not None:
+                    keep.extend(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def bodies(self) -> list[bytes]:
+        return [b for data in self.received for b in http_bodies(bytes(data))]
+
+    def close(self) -> None:
+        self.sock.close()

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from agents.anthropic_fake import FakeAnthropic, text, tool_use
-from checks import anthropic_problems, prefix_reuse
+from checks import anthropic_problems, cached_units, prefix_reuse
 from proxy_run import events, listen, post, proxy_env, running_proxy, session_dirs
 
 pytest.importorskip("aiohttp")
@@ -89,7 +89,7 @@ def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Pa
     for fact in ("PAMPLEMOUSSE", "todo alpha", "todo beta", "todo gamma", "E_PLANTED_7731", "src/parse.c", "include/parse.h", "segment_000.md"):
         assert fact in head, fact
     assert "Fix the parser" not in orjson.dumps(bodies[-1]["messages"][1:]).decode()  # the span is gone from the copy
-    reuse = [prefix_reuse(bodies[i - 1]["messages"], bodies[i]["messages"]) for i in range(1, len(bodies))]
+    reuse = [prefix_reuse(cached_units(bodies[i - 1]), cached_units(bodies[i])) for i in range(1, len(bodies))]
     assert sum(reuse) / len(reuse) >= 0.85, sum(reuse) / len(reuse)
     # after the compaction, each request repeats the replacement byte for byte
     assert all(bodies[i]["messages"][0] == bodies[first]["messages"][0] for i in range(first, len(bodies)) if b"being continued" in orjson.dumps(bodies[i]["messages"][0]))
