@@ -89,7 +89,8 @@ SESSION_KEYS: tuple[tuple[str | None, str, str], ...] = (
     ("claude", "header", "x-claude-code-session-id"),
     ("claude", "metadata", "user_id"),  # metadata.user_id: a JSON string holding session_id
     ("grok", "header", "x-grok-conv-id"),
-    ("codex", "header", "session_id"),
+    ("codex", "header", "session-id"),
+    ("codex", "header", "session_id"),  # older releases
     ("codex", "header", "conversation_id"),
     (None, "body", "prompt_cache_key"),
 )

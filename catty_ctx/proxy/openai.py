@@ -11,6 +11,7 @@ repeats.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -22,6 +23,13 @@ CALLS = {"function_call": "function_call_output", "custom_tool_call": "custom_to
          "local_shell_call": "local_shell_call_output"}
 OUTPUTS = frozenset(CALLS.values())
 _LEADING = ("system", "developer")
+# How a shell tool's output says the command failed: Codex's exec_command text, or a JSON
+# output's exit code (the older shell tool).
+_FAILED = re.compile(r'(?m)^Process exited with code [1-9][0-9]*$|"exit_code":\s*[1-9]')
+
+
+def failed(output: str) -> bool:
+    return _FAILED.search(output[:2000]) is not None
 
 
 def _call(x: dict[str, Any]) -> dict[str, Any]:
@@ -79,8 +87,8 @@ class ResponsesFamily(Family):
             elif kind in OUTPUTS:
                 leading = False
                 out = x.get("output")
-                items.append({"role": "tool", "call_id": str(x.get("call_id")), "output": out if isinstance(out, str) else text_of(out),
-                              "is_error": False})
+                out = out if isinstance(out, str) else text_of(out)
+                items.append({"role": "tool", "call_id": str(x.get("call_id")), "output": out, "is_error": failed(out)})
                 locs.append(Loc(i))
                 open_at = None
         return Parsed(items, locs, lead, kinds)

@@ -56,6 +56,12 @@ def upstream_name(path: str, headers: Any) -> str:
     return "anthropic" if path.startswith("/v1/messages") or "anthropic-version" in headers or "x-api-key" in headers else "openai"
 
 
+def readable_codings(accept: str) -> str:
+    """ACCEPT without the codings the tee cannot read (zstd, br): gzip, deflate and identity stay."""
+    kept = [c for c in accept.split(",") if c.split(";")[0].strip().lower() in ("gzip", "deflate", "identity", "*")]
+    return ",".join(kept) or "identity"
+
+
 @dataclass
 class Prepared:
     """A request the proxy processed: the bytes to send, and how to record the answer."""
@@ -193,6 +199,8 @@ class Proxy:
         base = self.upstreams[upstream]
         url = base + request.rel_url.path_qs
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP]
+        if prepared is not None:  # the answer is read on the side: only codings the tee can undo (the client named them too)
+            headers = [(k, readable_codings(v) if k.lower() == "accept-encoding" else v) for k, v in headers]
         if not isinstance(data, bytes) and request.content_length is not None:  # streamed through: the length the client declared
             headers.append(("Content-Length", str(request.content_length)))
         try:

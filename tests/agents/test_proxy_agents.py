@@ -17,11 +17,11 @@ import pytest
 from agents.anthropic_fake import FakeAnthropic, text, tool_use
 from agents.hooks import recorded, recording_hooks
 from agents.http_fake import Request, Response
-from agents.openai_fake import FakeResponses
-from agents.runner import Claude
+from agents.openai_fake import FakeResponses, Turn, exec_command, function_call, message
+from agents.runner import Claude, Codex
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "proxy"))
-from checks import anthropic_problems, cached_units, prefix_reuse
+from checks import anthropic_problems, cached_units, prefix_reuse, responses_problems
 from proxy_run import Relay, proxy_env, running_proxy, session_dirs
 
 pytest.importorskip("aiohttp")
@@ -133,3 +133,56 @@ def _anthropic_usage(sent: bytes) -> dict[str, int]:
             return {"input": u["input_tokens"], "output": u["output_tokens"], "cache_read": u["cache_read_input_tokens"]}
     u = orjson.loads(sent)["usage"]
     return {"input": u["input_tokens"], "output": u["output_tokens"], "cache_read": u["cache_read_input_tokens"]}
+
+
+PATCH = "*** Begin Patch\n*** Add File: {name}\n+int parse(void);\n*** End Patch\n"
+
+
+def apply_patch(name: str) -> Turn:
+    return Turn([{"type": "custom_tool_call", "id": f"ctc_{name.replace('.', '_')}", "call_id": f"call_patch_{name.replace('.', '_')}",
+                  "name": "apply_patch", "input": PATCH.format(name=name), "status": "completed"}])
+
+
+def _responses_usage(sent: bytes) -> dict[str, int]:
+    for line in sent.splitlines():
+        if line.startswith(b"data: ") and b'"response.completed"' in line:
+            u = orjson.loads(line[6:])["response"]["usage"]
+            cached = u["input_tokens_details"]["cached_tokens"]
+            return {"input": u["input_tokens"] - cached, "output": u["output_tokens"], "cache_read": cached}
+    raise AssertionError("no usage in an answer")
+
+
+@pytest.mark.agents("codex")
+def test_codex_through_the_proxy(codex: Codex, loopback: Any, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    up = SentResponses(loopback.listen())
+    with up, running_proxy(root, up.origin, "--window", "20000", wrap=loopback.wrap) as (url, _):
+        relay = Relay(loopback.listen(), loopback.socket, ("127.0.0.1", int(url.rsplit(":", 1)[1])))
+        c = Codex(loopback, Front(relay.url + "/v1"), codex.exe, codex.home, codex.cwd, model="gpt-5.5")  # type: ignore[arg-type]
+        plan = [{"step": f"todo {n}", "status": "pending"} for n in ("alpha", "beta", "gamma")]
+        up.push(function_call("update_plan", {"plan": plan}), exec_command(f"sh -c \"echo '{ERROR}' >&2; exit 3\""),
+                apply_patch("parse.c"), apply_patch("parse.h"), message("Started."))
+        sid = c.exec(FIRST).check().session_id
+        assert sid
+        for n in range(9):
+            up.push(exec_command(f"seq {n * 100000} {n * 100000 + 1200}"),
+                    message(f"Step {n} read. " + "The numbers rise by one each line and none is missing. " * 30))
+            c.exec(f"step {n}: read the numbers", resume=sid).check()
+        time.sleep(1)
+        relay.close()
+    assert {r.route for r in up.requests} == {"POST /v1/responses"}  # no compaction request of its own
+    bodies = up.bodies()
+    assert [responses_problems(b) for b in bodies] == [[] for _ in bodies]
+    assert not any(orjson.loads(line).get("type") == "compacted" for line in c.rollout(sid).read_bytes().splitlines())
+    dumped = [orjson.dumps(b) for b in bodies]
+    compacted = [i for i, d in enumerate(dumped) if b"This session is being continued" in d]
+    assert compacted, [len(d) for d in dumped]
+    first = compacted[0]
+    assert len(dumped[first]) < len(dumped[first - 1])
+    for fact in (FORBIDDEN, "todo alpha", "todo beta", "todo gamma", "E_PLANTED_7731", "parse.c", "parse.h"):
+        assert fact.encode() in dumped[first], fact
+    reuse = mean_reuse([cached_units(b) for b in bodies])
+    print(f"codex: {len(bodies)} upstream requests, mean prefix reuse {reuse:.3f}")
+    assert reuse >= 0.85
+    assert sorted(relay.bodies()) == sorted(up.sent)
+    check_session(root, [_responses_usage(b) for b in up.sent])
