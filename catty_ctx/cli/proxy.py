@@ -28,7 +28,7 @@ PARAMS = (
     flag("allow_remote", "--allow-remote", help="Listen on an address other than loopback (a warning is printed)."),
     value("anthropic_upstream", "--anthropic-upstream", metavar="URL", help=f"Where Anthropic Messages requests go (default {ANTHROPIC_URL})."),
     value("openai_upstream", "--openai-upstream", metavar="URL", help=f"Where Responses, Chat Completions and other requests go (default {OPENAI_URL})."),
-    value("root", "--root", metavar="DIR", help="Where the conversations are recorded, one session per agent session (default $XDG_DATA_HOME/catty-ctx/proxy)."),
+    value("root", "--root", metavar="DIR", help="Where the conversations are recorded, one session per agent session (default: catty-ctx/proxy under $XDG_DATA_HOME)."),
     value("window", "--window", kind=int, metavar="N", min=1, help="Every conversation's context window in tokens (default: the model's)."),
     value("threshold", "--threshold", kind=float, metavar="PCT", min=1, max=100, help=f"Compact a request at this % of the window (default {DEFAULT_THRESHOLD:g})."),
     value("summarizer", "--summarizer", metavar="SPEC", help=f"Who writes the compaction summary: extractive, cmd:CMD or openai:MODEL (default {SUMMARIZER})."),

@@ -12,6 +12,7 @@ log keeps what the client sent.
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -19,12 +20,12 @@ import orjson
 
 from .. import defaults
 from ..compact.pipeline import CompactOptions, compact_session
-from ..prune import PruneOptions, prune_item_stream
-from ..view.fingerprint import canonical
+from ..prune import PruneOptions, PruneStats, prune_item_stream
 from ..view.fold import view
 from ..view.pairing import ANSWER_TEXT, PairRepair
+from ..view.tokens import item_tokens
 from .families import Item, Loc, Parsed, native_prefix_fp
-from .recorder import Conversation
+from .recorder import Conversation, PendingRecord
 
 STEPS = ("repair", "prune", "compact", "prefire")
 # Context windows by model: the first entry whose marker the model name (or the 1M beta) holds.
@@ -91,22 +92,23 @@ class Lifecycle:
     def window(self, model: str | None, beta: str = "") -> int:
         return self.opts.window or model_window(model, beta)
 
-    async def apply(self, proxy: Any, conv: Conversation, fam: Any, doc: dict[str, Any], parsed: Parsed, seqs: list[int],
+    async def apply(self, conv: Conversation, fam: Any, doc: dict[str, Any], parsed: Parsed, pending: PendingRecord,
                     body: bytes, beta: str = "") -> tuple[bytes, dict[str, Any]]:
-        """The bytes to forward for DOC (BODY when nothing changed) and what was done."""
+        """The bytes to forward for DOC (BODY when nothing changed) and what was done. The
+        request's items are recorded by PENDING: now if a compaction needs them, else later."""
         opts = self.opts
         notes: dict[str, Any] = {}
-        changed = False
-        by_canon = {canonical(it): s for it, s in zip(parsed.items, seqs)}
+        changed = repaired = False
         if "repair" in opts.steps:
-            drops, answers, fixes = repair_plan(parsed)
+            drops, answers, fixes = repair_plan(_unchecked(conv, parsed, pending))
             if fixes:
                 fam.fix(doc, drops, answers, ANSWER_TEXT)
-                events = self._repair_events(parsed, seqs, fixes)
-                await asyncio.to_thread(proxy.recorder.record_repairs, conv, events)
+                pending.fixes = fixes
                 parsed = fam.parse(doc)
-                changed = True
+                changed = repaired = True
                 notes["repaired"] = [f"{r} {c}" for r, c in fixes]
+            else:  # sound up to here: the next request checks only what follows
+                conv.runtime["sound"] = (len(parsed.items), pending.digests[-1] if pending.digests else b"")
         client = list(fam.messages(doc))  # the repaired client history: what compactions are keyed by
         window = self.window(doc.get("model"), beta)
         rep = self._lookup(conv, client)
@@ -114,36 +116,24 @@ class Lifecycle:
             fam.replace_span(doc, rep["lead"], rep["k"], rep["text"])
             changed = True
         out = orjson.dumps(doc) if changed else body
-        if "prune" in opts.steps and len(out) // 4 * 100 >= opts.prune.min_percent * window and self._prune(conv, fam, doc, by_canon, rep, window):
-            changed = True
+        if "prune" in opts.steps and len(out) // 4 * 100 >= opts.prune.min_percent * window \
+                and self._prune(conv, fam, doc, parsed, pending, rep, window, repaired):
             out = orjson.dumps(doc)
         tokens = len(out) // 4
         if "compact" in opts.steps and window > 0:
             if tokens * 100 >= opts.threshold * window:
+                await asyncio.to_thread(pending.flush)  # the compaction summarises the log: this request's items in it
                 new = await self._compact(conv, fam, client, parsed.lead, rep, tokens)
                 if new is not None:
                     doc[fam.list_key] = client
                     fam.replace_span(doc, new["lead"], new["k"], new["text"])
                     if "prune" in opts.steps:
-                        self._prune(conv, fam, doc, by_canon, new, window)
+                        self._prune(conv, fam, doc, parsed, pending, new, window, True)
                     out = orjson.dumps(doc)
                     notes["compacted"] = new["compaction"]
             elif "prefire" in opts.steps and tokens * 100 >= (opts.threshold - opts.lead) * window:
-                self._prefire(conv)
+                self._prefire(conv, pending)
         return out, notes
-
-    # -- repair ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _repair_events(parsed: Parsed, seqs: list[int], fixes: list[tuple[str, str]]) -> list[dict[str, Any]]:
-        result_seq = {it["call_id"]: s for it, s in zip(parsed.items, seqs) if it.get("role") == "tool"}
-        events: list[dict[str, Any]] = []
-        for reason, cid in fixes:
-            if reason == "dangling_call":
-                events.append({"action": "answer", "call_id": cid, "text": ANSWER_TEXT, "reason": reason})
-            elif cid in result_seq:
-                events.append({"action": "drop", "target_seq": result_seq[cid], "call_id": cid, "reason": reason})
-        return events
 
     # -- compaction: lookup, new, prefire ----------------------------------------------------------
 
@@ -194,45 +184,99 @@ class Lifecycle:
         self.log(f"{conv.folder.name}: compacted ({tokens:,} tokens; messages {lead}..{k - 1} replaced; compaction {comp['id']})")
         return rep
 
-    def _prefire(self, conv: Conversation) -> None:
+    def _prefire(self, conv: Conversation, pending: PendingRecord) -> None:
+        """Pass 1 of a two-pass compaction, in a process of its own (`compact --prefire`): its
+        work never holds this loop's interpreter while requests go through."""
         running = conv.runtime.get("prefire")
         if (running is not None and not running.done()) or conv.prefired_at >= 0:
             return
         conv.prefired_at = len(conv.digests)
-        opts = CompactOptions(force=True, prefire=True, mode="segments", summarizer=self.opts.summarizer)
 
-        def run() -> None:
+        async def run() -> None:
             try:
-                compact_session(conv.session, opts)
+                await asyncio.to_thread(pending.flush)  # pass 1 reads the log: this request's items in it
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "catty_ctx", "compact", str(conv.folder), "--prefire", "--force", "--mode", "segments",
+                    "--summarizer", self.opts.summarizer, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.PIPE)
+                _, err = await proc.communicate()
+                if proc.returncode:
+                    self.log(f"{conv.folder.name}: pass 1 failed (exit {proc.returncode}: {err.decode(errors='replace').strip()[-300:]})")
             except Exception as exc:
                 self.log(f"{conv.folder.name}: pass 1 failed ({type(exc).__name__}: {exc})")
 
-        conv.runtime["prefire"] = asyncio.ensure_future(asyncio.to_thread(run))
+        conv.runtime["prefire"] = asyncio.ensure_future(run())
 
     # -- prune -----------------------------------------------------------------------------------
 
-    def _prune(self, conv: Conversation, fam: Any, doc: dict[str, Any], by_canon: dict[bytes, int], rep: dict[str, Any] | None,
-               window: int) -> bool:
-        """Cache-aware prune of the outgoing copy; True when a result was rewritten."""
+    def _prune(self, conv: Conversation, fam: Any, doc: dict[str, Any], client: Parsed, pending: PendingRecord,
+               rep: dict[str, Any] | None, window: int, repaired: bool) -> bool:
+        """Cache-aware prune of the outgoing copy; True when a result was rewritten.
+
+        The strategy is a pure function of the request's items, and between two batches a
+        request is the previous one plus new items: while the new items do not bring the copy
+        to the high mark, the previous request's rewrites are applied again as they were (no
+        replay of the whole history on every request)."""
+        cache = conv.runtime.get("prune")
+        rep_id = rep["compaction"] if rep is not None else None
+        n = cache["n"] if cache else 0
+        if cache and not repaired and cache["rep"] == rep_id and 0 < n <= len(pending.digests) and pending.digests[n - 1] == cache["digest"]:
+            new = sum(item_tokens(it) for it in client.items[n:])
+            if (cache["tokens"] + new) * 100 < window * self.opts.prune.high_percent:
+                at = {it["call_id"]: loc for it, loc in zip(client.items, client.locs) if it.get("role") == "tool" and it["call_id"] in cache["texts"]}
+                for cid, text in cache["texts"].items():
+                    loc = _moved(at.get(cid), rep)
+                    if loc is not None:
+                        fam.set_output(doc, loc, text)
+                return bool(cache["texts"])
         parsed = fam.parse(doc)
         items: list[Item] = []
         where: dict[str, Loc] = {}
+        known = pending.recorded_prefix()
+        seq_of = {it["call_id"]: s for it, s in zip(pending.items[:known], conv.seqs[:known]) if it.get("role") == "tool"}
         overhead = {k: v for k, v in doc.items() if k in ("tools", "functions")}
         if overhead:  # the tool schemas count toward the window as much as the items do
             items.append({"role": "system", "text": orjson.dumps(overhead).decode(), "synthetic": "tool_schemas"})
         for it, loc in zip(parsed.items, parsed.locs):
-            seq = by_canon.get(canonical(it), rep["seq"] if rep is not None else None)
-            items.append({**it, "seq": seq} if seq is not None else it)
             if it.get("role") == "tool":
                 where[it["call_id"]] = loc
+                seq = seq_of.get(it["call_id"])
+                items.append({**it, "seq": seq} if seq is not None else it)
+            else:
+                items.append(it)
         opts = replace(self.opts.prune, session_ref=str(conv.folder))
-        changed = False
-        for vi in prune_item_stream(items, opts, window):
+        stats = PruneStats()
+        texts: dict[str, str] = {}
+        for vi in prune_item_stream(items, opts, window, stats):
             it = vi.item
             if it.get("role") == "tool" and it.get("pruned") and it["call_id"] in where:
                 fam.set_output(doc, where[it["call_id"]], it["output"])
-                changed = True
-        return changed
+                texts[it["call_id"]] = it["output"]
+        conv.runtime["prune"] = {"rep": rep_id, "n": len(client.items), "digest": pending.digests[-1] if pending.digests else b"",
+                                 "tokens": stats.item_tokens_after, "texts": texts}
+        return bool(texts)
+
+
+def _unchecked(conv: Conversation, parsed: Parsed, pending: PendingRecord) -> Parsed:
+    """The part of a request repair has to look at: all of it, or, when it extends a request
+    found sound, from the last item before the new ones that is not a tool result (a run of
+    results belongs to the assistant before it, so the check starts there)."""
+    n, digest = conv.runtime.get("sound") or (0, b"")
+    if not (0 < n <= len(pending.digests) and pending.digests[n - 1] == digest):
+        return parsed
+    s = n - 1
+    while s > 0 and parsed.items[s].get("role") == "tool":
+        s -= 1
+    return Parsed(parsed.items[s:], parsed.locs[s:], parsed.lead, parsed.call_kinds)
+
+
+def _moved(loc: Loc | None, rep: dict[str, Any] | None) -> Loc | None:
+    """Where a client message's item sits once a compaction replaced messages lead..k-1 by one."""
+    if loc is None or rep is None or loc.msg < rep["lead"]:
+        return loc
+    if loc.msg < rep["k"]:
+        return None
+    return Loc(loc.msg - rep["k"] + rep["lead"] + 1, loc.block)
 
 
 def _head_text(conv: Conversation, through_seq: int) -> str:

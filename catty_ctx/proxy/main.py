@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import sys
 from dataclasses import dataclass, replace
@@ -64,4 +65,7 @@ async def _serve(settings: ProxySettings) -> None:
 
 
 def serve(settings: ProxySettings) -> None:
+    # Each request parses a whole history into short-lived objects: collect the young
+    # generation less often, so a 600 KB body is not scanned dozens of times while it is read.
+    gc.set_threshold(50_000, 20, 20)
     asyncio.run(_serve(settings))

@@ -11,6 +11,7 @@ compactions it applies to requests) is `proxy.json` beside the log, replaced who
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from ..importers.common import edited_paths, todos_from
 from ..session.files import replace_file
 from ..session.store import Session, create_session
 from ..view.fingerprint import canonical, extend, prefix_fp, seed
+from ..view.pairing import ANSWER_TEXT
 from .families import Answer, Item
 
 STATE_FILE = "proxy.json"
@@ -100,9 +102,14 @@ class Recorder:
         self.root = root
         self.open: dict[tuple[str, str, str], Conversation] = {}
 
+    @staticmethod
+    def key(agent: str, sid: str, items: list[Item]) -> tuple[str, str, str]:
+        return agent, sid, prefix_fp(items[:2])
+
     def conversation(self, agent: str, sid: str, items: list[Item], *, model: str | None, window: int) -> Conversation:
-        first = prefix_fp(items[:2])
-        key = (agent, sid, first)
+        """The conversation these items belong to, opened (or made) on first sight."""
+        key = self.key(agent, sid, items)
+        first = key[2]
         conv = self.open.get(key)
         if conv is not None:
             return conv
@@ -210,3 +217,38 @@ class Recorder:
         if new:
             conv.session.append([{"kind": "repair", **r} for r in new], warn=None, allow_duplicate_ids=True)
             conv.done.update(f"{r['action']}:{r.get('call_id')}" for r in new)
+
+
+def repair_events(items: list[Item], seqs: list[int], fixes: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The `repair` events of FIXES ((reason, call id), as the lifecycle found them in ITEMS)."""
+    result_seq = {it["call_id"]: s for it, s in zip(items, seqs) if it.get("role") == "tool"}
+    events: list[dict[str, Any]] = []
+    for reason, cid in fixes:
+        if reason == "dangling_call":
+            events.append({"action": "answer", "call_id": cid, "text": ANSWER_TEXT, "reason": reason})
+        elif cid in result_seq:
+            events.append({"action": "drop", "target_seq": result_seq[cid], "call_id": cid, "reason": reason})
+    return events
+
+
+class PendingRecord:
+    """A request's items (and the repairs its copy needed), recorded once: right away when a
+    compaction needs the log current, else after the request went out, off its path."""
+
+    def __init__(self, recorder: Recorder, conv: Conversation, items: list[Item], digests: list[bytes]) -> None:
+        self.recorder, self.conv, self.items, self.digests = recorder, conv, items, digests
+        self.fixes: list[tuple[str, str]] = []
+        self.seqs: list[int] | None = None
+        self._lock = threading.Lock()
+
+    def recorded_prefix(self) -> int:
+        """How many of the items the log already holds (from earlier requests)."""
+        return common_prefix(self.conv.digests, self.digests)
+
+    def flush(self) -> list[int]:
+        with self._lock:
+            if self.seqs is None:
+                self.seqs = self.recorder.record_request(self.conv, self.items, self.digests)
+                if self.fixes:
+                    self.recorder.record_repairs(self.conv, repair_events(self.items, self.seqs, self.fixes))
+            return self.seqs

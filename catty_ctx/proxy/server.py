@@ -27,7 +27,7 @@ from ..visible import one_line
 from .anthropic import ANTHROPIC
 from .families import Answer, conversation_key
 from .openai import CHAT, RESPONSES
-from .recorder import Conversation, Recorder, chain
+from .recorder import Conversation, PendingRecord, Recorder, chain
 from .sse import SSEReader
 
 # Headers of one hop (connection management), never forwarded, and the ones the HTTP stack sets itself.
@@ -180,18 +180,20 @@ class Proxy:
         model = doc.get("model") if isinstance(doc.get("model"), str) else None
         beta = request.headers.get("anthropic-beta", "")
         window = self.lifecycle.window(model, beta) if self.lifecycle is not None else 0
-        conv = await asyncio.to_thread(self.recorder.conversation, agent, sid, parsed.items, model=model, window=window)
+        conv = self.recorder.open.get(self.recorder.key(agent, sid, parsed.items))
+        if conv is None:  # first sight: the session folder is opened or made, off the loop
+            conv = await asyncio.to_thread(self.recorder.conversation, agent, sid, parsed.items, model=model, window=window)
         lock = conv.runtime.setdefault("lock", asyncio.Lock())
         async with lock:
-            pending = conv.runtime.pop("recording", None)
-            if pending is not None:  # the previous answer is recorded before this request is matched
-                await pending
-            digests = chain(parsed.items)
-            seqs = await asyncio.to_thread(self.recorder.record_request, conv, parsed.items, digests)
+            previous = conv.runtime.get("recording")
+            if previous is not None:  # the previous request and answer are recorded before this one is matched
+                await previous
+            pending = PendingRecord(self.recorder, conv, parsed.items, chain(parsed.items))
             out = body
             notes: dict[str, Any] = {}
             if self.lifecycle is not None:
-                out, notes = await self.lifecycle.apply(self, conv, fam, doc, parsed, seqs, body, beta)
+                out, notes = await self.lifecycle.apply(conv, fam, doc, parsed, pending, body, beta)
+            self._after(conv, pending.flush)  # off the request's path
         return Prepared(out, conv, fam, doc.get("stream") is True, notes)
 
     async def forward(self, request: web.Request, upstream: str, data: Any, prepared: Prepared | None) -> web.StreamResponse:
@@ -234,21 +236,32 @@ class Proxy:
         finally:
             await up_cm.__aexit__(None, None, None)
 
-    def _record_later(self, conv: Conversation, tee: Tee) -> None:
-        async def record() -> None:
-            try:
-                answer = tee.answer()
-                if answer is None:
-                    self.log(f"{conv.folder.name}: the answer could not be read; not recorded")
-                    return
-                await asyncio.to_thread(self._record_answer, conv, answer)
-            except Exception as exc:
-                self.log(f"{conv.folder.name}: recording the answer failed ({type(exc).__name__}: {exc})")
+    def _after(self, conv: Conversation, work: Callable[[], object]) -> None:
+        """Run WORK in a thread after the conversation's earlier recording, in order; a failure is one log line."""
+        previous = conv.runtime.get("recording")
 
-        task = asyncio.ensure_future(record())
+        async def run() -> None:
+            if previous is not None:
+                await previous
+            try:
+                await asyncio.to_thread(work)
+            except Exception as exc:
+                self.log(f"{conv.folder.name}: recording failed ({type(exc).__name__}: {exc})")
+
+        task = asyncio.ensure_future(run())
         conv.runtime["recording"] = task
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+
+    def _record_later(self, conv: Conversation, tee: Tee) -> None:
+        def record() -> None:
+            answer = tee.answer()
+            if answer is None:
+                self.log(f"{conv.folder.name}: the answer could not be read; not recorded")
+                return
+            self._record_answer(conv, answer)
+
+        self._after(conv, record)
 
     def _record_answer(self, conv: Conversation, answer: Answer) -> None:
         self.recorder.record_answer(conv, answer)

@@ -98,7 +98,11 @@ def http_bodies(data: bytes) -> list[bytes]:
     while f.tell() < len(data):
         resp = http.client.HTTPResponse(_Sock(f))  # type: ignore[arg-type]
         resp.begin()
-        out.append(resp.read())
+        try:
+            out.append(resp.read())
+        except http.client.IncompleteRead as cut:  # the client hung up once it had the last event, before the end of the framing
+            out.append(cut.partial)
+            break
     return out
 
 
