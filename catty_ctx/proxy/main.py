@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..prune import PruneOptions
+from ..prune.options import PruneOptions
 from ..redact import redact_url
 from .lifecycle import Lifecycle, LifecycleOptions
 from .server import Log, Proxy

@@ -13,16 +13,14 @@ from typing import Any
 
 import orjson
 import pytest
+from support.proxy_checks import anthropic_problems, cached_units, prefix_reuse, responses_problems
+from support.proxy_run import Relay, proxy_env, running_proxy, session_dirs
 
 from agents.anthropic_fake import FakeAnthropic, text, tool_use
 from agents.hooks import recorded, recording_hooks
 from agents.http_fake import Request, Response
 from agents.openai_fake import FakeResponses, Turn, exec_command, function_call, message
 from agents.runner import Claude, Codex
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "proxy"))
-from checks import anthropic_problems, cached_units, prefix_reuse, responses_problems
-from proxy_run import Relay, proxy_env, running_proxy, session_dirs
 
 pytest.importorskip("aiohttp")
 

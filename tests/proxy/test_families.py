@@ -10,14 +10,15 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from catty_ctx.proxy.anthropic import ANTHROPIC  # noqa: E402
-from catty_ctx.proxy.families import conversation_key  # noqa: E402
-from catty_ctx.proxy.lifecycle import repair_plan  # noqa: E402
-from catty_ctx.proxy.openai import CHAT, RESPONSES  # noqa: E402
-from catty_ctx.proxy.sse import SSEReader  # noqa: E402
-from catty_ctx.view.pairing import ANSWER_TEXT  # noqa: E402
-from checks import anthropic_problems, responses_problems  # noqa: E402
-from proxy_run import proxy_env  # noqa: E402
+from support.proxy_checks import anthropic_problems, responses_problems
+from support.proxy_run import proxy_env
+
+from catty_ctx.proxy.anthropic import ANTHROPIC
+from catty_ctx.proxy.families import conversation_key
+from catty_ctx.proxy.lifecycle import repair_plan
+from catty_ctx.proxy.openai import CHAT, RESPONSES
+from catty_ctx.proxy.sse import SSEReader
+from catty_ctx.view.pairing import ANSWER_TEXT
 
 
 def repaired(fam, body):

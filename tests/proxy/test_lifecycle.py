@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 from agents.anthropic_fake import FakeAnthropic, text, tool_use
-from checks import anthropic_problems, cached_units, prefix_reuse
-from proxy_run import events, listen, post, proxy_env, running_proxy, session_dirs
+from support.proxy_checks import anthropic_problems, cached_units, prefix_reuse
+from support.proxy_run import events, listen, post, proxy_env, running_proxy, session_dirs
 
 pytest.importorskip("aiohttp")
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from agents.http_fake import FakeHTTPServer, Request, Response, json_response
-from proxy_run import events, listen, post, proxy_env, running_proxy, session_dirs
+from support.proxy_run import events, listen, post, proxy_env, running_proxy, session_dirs
 
 pytest.importorskip("aiohttp")
 
