@@ -115,14 +115,22 @@ def _from_rule(where: str, name: str, headers: Any, body: dict[str, Any]) -> str
     return value if isinstance(value, str) and value else None
 
 
+def opening(items: list[Item]) -> list[Item]:
+    """The items up to the first user message: the same in every request of a conversation."""
+    for i, item in enumerate(items):
+        if item.get("role") == "user":
+            return items[:i + 1]
+    return items[:1]
+
+
 def conversation_key(client: str, headers: Any, body: dict[str, Any], items: list[Item]) -> tuple[str, str]:
-    """(agent, session id) of a request: by SESSION_KEYS, else the fingerprint of its first items."""
+    """(agent, session id) of a request: by SESSION_KEYS, else the fingerprint of its opening items."""
     for agent, where, name in SESSION_KEYS:
         value = _from_rule(where, name, headers, body)
         if value is not None:
             sid = value if _SAFE_ID.fullmatch(value) and ".." not in value else prefix_fp([value])[:32]
             return agent or client, sid
-    return client, prefix_fp(items[:2])[:32]
+    return client, prefix_fp(opening(items))[:32]
 
 
 def count_breakpoints(value: Any) -> int:

@@ -23,7 +23,7 @@ from ..session.files import replace_file
 from ..session.store import Session, create_session
 from ..view.fingerprint import canonical, extend, prefix_fp, seed
 from ..view.pairing import ANSWER_TEXT
-from .families import Answer, Item
+from .families import Answer, Item, opening
 
 STATE_FILE = "proxy.json"
 ROLES = frozenset({"system", "developer", "user", "assistant"})
@@ -63,7 +63,7 @@ class Conversation:
     agent: str
     session_id: str
     folder: Path
-    first: str  # fingerprint of the first two items: which conversation of a session id this is
+    first: str  # fingerprint of the opening items: which conversation of a session id this is
     digests: list[bytes] = field(default_factory=list)  # the chain of the items recorded
     seqs: list[int] = field(default_factory=list)  # the seq of each recorded item's event
     turns: list[bool] = field(default_factory=list)  # each recorded item opens a turn
@@ -104,7 +104,7 @@ class Recorder:
 
     @staticmethod
     def key(agent: str, sid: str, items: list[Item]) -> tuple[str, str, str]:
-        return agent, sid, prefix_fp(items[:2])
+        return agent, sid, prefix_fp(opening(items))
 
     def conversation(self, agent: str, sid: str, items: list[Item], *, model: str | None, window: int) -> Conversation:
         """The conversation these items belong to, opened (or made) on first sight."""

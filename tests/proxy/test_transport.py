@@ -154,3 +154,28 @@ def test_a_request_it_cannot_parse_passes_through_unchanged(tmp_path: Path) -> N
     assert listed == 200 and raw == b'{"data":[]}'  # an unknown path passes through
     log = (tmp_path / "root" / "proxy.log").read_text().splitlines()
     assert len(log) == 1 and "forwarded unchanged" in log[0] and KEY not in log[0]
+
+
+def test_an_edited_history_is_recorded_as_a_rewind_and_the_turn_again(tmp_path: Path) -> None:
+    def answer(req: Request) -> Response:
+        return json_response({"id": f"msg_{len(up.requests)}", "type": "message", "role": "assistant", "model": "m",
+                              "content": [{"type": "text", "text": f"answer {len(up.requests)}"}], "stop_reason": "end_turn",
+                              "usage": {"input_tokens": 5, "output_tokens": 2}})
+
+    hdr = {"x-api-key": KEY, "x-claude-code-session-id": "rewound-1"}
+    with FakeHTTPServer(listen(), {"POST /v1/messages": answer}) as up, running_proxy(tmp_path / "root", up.origin) as (url, _):
+        one = [{"role": "user", "content": "first"}]
+        post(url, "/v1/messages", {"model": "m", "max_tokens": 9, "messages": one}, hdr)
+        time.sleep(0.3)
+        two = [*one, {"role": "assistant", "content": [{"type": "text", "text": "answer 1"}]}, {"role": "user", "content": "second"}]
+        post(url, "/v1/messages", {"model": "m", "max_tokens": 9, "messages": two}, hdr)
+        time.sleep(0.3)
+        edited = [*one, {"role": "assistant", "content": [{"type": "text", "text": "answer 1"}]}, {"role": "user", "content": "second, edited"}]
+        post(url, "/v1/messages", {"model": "m", "max_tokens": 9, "messages": edited}, hdr)
+        time.sleep(0.3)
+    [folder] = session_dirs(tmp_path / "root")
+    kinds = [(e["kind"], e.get("text") or e.get("to_turn")) for e in events(folder) if e["kind"] in ("message", "rewind")]
+    assert kinds == [("message", "first"), ("message", "answer 1"), ("message", "second"), ("message", "answer 2"),
+                     ("rewind", 1), ("message", "second, edited"), ("message", "answer 3")]
+    view = subprocess.run([sys.executable, "-m", "catty_ctx", "resume", str(folder)], capture_output=True, text=True, env=proxy_env())
+    assert [orjson.loads(x)["text"] for x in view.stdout.splitlines()] == ["first", "answer 1", "second, edited", "answer 3"]
