@@ -8,9 +8,10 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..errors import UsageError
 from ..prune.options import PruneOptions
 from ..redact import redact_url
-from .lifecycle import Lifecycle, LifecycleOptions
+from .lifecycle import STEPS, Lifecycle, LifecycleOptions
 from .server import Log, Proxy
 
 
@@ -34,6 +35,9 @@ class ProxySettings:
 
 
 def build(settings: ProxySettings, log: Log | None = None) -> Proxy:
+    unknown = sorted(settings.steps - set(STEPS))
+    if unknown:
+        raise UsageError(f"proxy_steps: unknown step {', '.join(unknown)} (the steps are {', '.join(STEPS)})")
     root = Path(settings.root)
     root.mkdir(parents=True, exist_ok=True)
     log = log or Log(root)
