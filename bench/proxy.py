@@ -78,7 +78,7 @@ async def answer(request: web.Request) -> web.StreamResponse:
                                                   "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}}
     await resp.write(b"event: message_start\ndata: " + orjson.dumps(start) + b"\n\n")
     await resp.write(b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n')
-    for i in range(CHUNKS):
+    for _ in range(CHUNKS):
         await asyncio.sleep(GAP_S)
         stamp = time.perf_counter_ns()
         delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": f"<{stamp}>"}}
@@ -150,6 +150,39 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def request_path_cpu(msgs: list[dict[str, Any]], n: int) -> list[float]:
+    """CPU seconds of the work done before a request is forwarded (parse, key, fingerprint
+    chain, repair, compaction lookup, prune), in this process, for N requests after a first."""
+    sys.path.insert(0, str(ROOT))
+    from catty_ctx.proxy.anthropic import ANTHROPIC
+    from catty_ctx.proxy.families import conversation_key
+    from catty_ctx.proxy.lifecycle import Lifecycle, LifecycleOptions
+    from catty_ctx.proxy.recorder import PendingRecord, Recorder, chain
+
+    tmp = Path(tempfile.mkdtemp(prefix="proxy-bench-cpu-"))
+    rec = Recorder(tmp)
+    life = Lifecycle(LifecycleOptions(steps=frozenset({"repair", "prune", "compact"})), print)
+    out = []
+
+    async def one(i: int) -> float:
+        data = body(msgs, i)
+        t = time.process_time()
+        doc = orjson.loads(data)
+        parsed = ANTHROPIC.parse(doc)
+        agent, sid = conversation_key("anthropic", {"x-claude-code-session-id": "cpu"}, doc, parsed.items)
+        conv = rec.open.get(rec.key(agent, sid, parsed.items)) or rec.conversation(agent, sid, parsed.items, model="m", window=200_000)
+        pending = PendingRecord(rec, conv, parsed.items, chain(parsed.items))
+        await life.apply(conv, ANTHROPIC, doc, parsed, pending, data)
+        spent = time.process_time() - t
+        pending.flush()
+        return spent
+
+    for i in range(n + 1):
+        out.append(asyncio.run(one(i)))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out[1:]
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -185,6 +218,9 @@ def main() -> None:
               f"first request (records the whole history) {cold:.0f} ms")
         print(f"the proxy's CPU time per request (parse, lifecycle, forward, stream, record), mean of {args.requests}: "
               f"{cpu / args.requests * 1000:.1f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times grow with it)")
+        path = request_path_cpu(msgs, args.requests)
+        print(f"CPU of the request path before forwarding (parse, fingerprints, repair, prune), in-process, median of {args.requests}: "
+              f"{statistics.median(path) * 1000:.1f} ms (min {min(path) * 1000:.1f})")
         print(f"latency per chunk, median: direct {lat['direct']:.3f} ms, proxy {lat['proxy']:.3f} ms: "
               f"+{lat['proxy'] - lat['direct']:.3f} ms (target <= +1 ms)")
         bodies = [body(session(args.tokens, seed=s), 0) for s in range(8)]
