@@ -26,9 +26,18 @@ def _blocks(content: Any) -> list[Any]:
 
 
 def assistant_item(blocks: list[Any]) -> Item:
-    texts = [b.get("text") or "" for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
-    calls = [{"call_id": str(b.get("id")), "name": str(b.get("name") or ""), "args": parse_args(b.get("input"))}
-             for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+    # One pass over the blocks: this runs for every assistant message of every request.
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for b in blocks:
+        if type(b) is not dict:
+            continue
+        kind = b.get("type")
+        if kind == "text":
+            texts.append(b.get("text") or "")
+        elif kind == "tool_use":
+            args = b.get("input")
+            calls.append({"call_id": str(b.get("id")), "name": str(b.get("name") or ""), "args": args if type(args) is dict else parse_args(args)})
     item: Item = {"role": "assistant", "text": "\n".join(texts)}
     if calls:
         item["tool_calls"] = calls
@@ -51,7 +60,13 @@ class AnthropicFamily(Family):
             if not isinstance(m, dict):
                 raise ValueError(f"message {mi} is not an object")
             role = m.get("role")
-            blocks = _blocks(m.get("content"))
+            content = m.get("content")
+            if role == "user" and type(content) is str:  # the common plain prompt
+                leading = False
+                items.append({"role": "user", "text": content})
+                locs.append(Loc(mi))
+                continue
+            blocks = _blocks(content)
             if role == "system":  # Claude Code sends some system text as messages
                 items.append({"role": "system", "text": text_of(m.get("content"))})
                 locs.append(Loc(mi))
