@@ -116,11 +116,12 @@ def _from_rule(where: str, name: str, headers: Any, body: dict[str, Any]) -> str
 
 
 def opening(items: list[Item]) -> list[Item]:
-    """The items up to the first user message: the same in every request of a conversation."""
-    for i, item in enumerate(items):
+    """The first two items, or fewer when a user message comes first: the same in every request
+    of a conversation, from its first (Codex rewrites its context messages after the second)."""
+    for i, item in enumerate(items[:2]):
         if item.get("role") == "user":
             return items[:i + 1]
-    return items[:1]
+    return items[:2]
 
 
 def conversation_key(client: str, headers: Any, body: dict[str, Any], items: list[Item]) -> tuple[str, str]:

@@ -212,9 +212,11 @@ class ChatReader:
         self.model: str | None = None
         self.id: str | None = None
         self.seen = False
+        self.done = False  # [DONE] or a finish_reason came: the answer is whole
 
     def event(self, name: str, data: bytes) -> None:
         if data.strip() == b"[DONE]":
+            self.done = True
             return
         doc = orjson.loads(data)
         if not isinstance(doc, dict):
@@ -227,6 +229,7 @@ class ChatReader:
         for choice in doc.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
+            self.done = self.done or bool(choice.get("finish_reason"))
             delta = choice.get("delta") or {}
             if isinstance(delta.get("content"), str):
                 self.text.append(delta["content"])
@@ -238,14 +241,14 @@ class ChatReader:
                 call["function"]["arguments"] += fn.get("arguments") or ""
 
     def document(self, doc: dict[str, Any]) -> None:
-        self.seen = True
+        self.seen = self.done = True
         self.model, self.id, self.usage = doc.get("model"), doc.get("id"), doc.get("usage")
         msg = ((doc.get("choices") or [{}])[0] or {}).get("message") or {}
         self.text = [msg.get("content") or ""]
         self.calls = dict(enumerate(msg.get("tool_calls") or ()))
 
     def finish(self) -> Answer | None:
-        if not self.seen:
+        if not (self.seen and self.done):
             return None
         msg: dict[str, Any] = {"role": "assistant", "content": "".join(self.text)}
         if self.calls:

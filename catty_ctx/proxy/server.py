@@ -228,8 +228,9 @@ class Proxy:
                         tee.feed(chunk)
                 await out.write_eof()
             except (ConnectionResetError, ClientError) as exc:
+                # Clients hang up once they have the last event, before the stream's end: what the
+                # tee read is recorded if it holds a whole answer (a cut one is not: `finish`).
                 self.log(f"{request.method} {request.path}: stream cut ({type(exc).__name__})")
-                tee = None
             if tee is not None and prepared is not None:
                 self._record_later(prepared.conv, tee)
             return out

@@ -79,7 +79,8 @@ def check_session(root: Path, sent_usage: list[dict[str, int]]) -> Path:
     assert grep.returncode == 0 and ERROR in grep.stdout, grep
     evs = [orjson.loads(x) for x in (folder / "updates.jsonl").read_bytes().splitlines()]
     usage = [(e["input"], e["output"], e["cache_read"]) for e in evs if e["kind"] == "usage"]
-    assert sorted(usage) == sorted((u["input"], u["output"], u["cache_read"]) for u in sent_usage)
+    assert sorted(usage) == sorted((u["input"], u["output"], u["cache_read"]) for u in sent_usage), (
+        session_dirs(root), (root / "proxy.log").read_text() if (root / "proxy.log").exists() else "")
     return folder
 
 
