@@ -20,8 +20,8 @@ import orjson
 
 from .. import defaults
 from ..compact.pipeline import CompactOptions, compact_session
-from ..prune import prune_item_stream
 from ..prune.options import PruneOptions, PruneStats
+from ..prune.pipeline import prune_item_stream
 from ..view.fold import view
 from ..view.pairing import ANSWER_TEXT, PairRepair
 from ..view.tokens import item_tokens

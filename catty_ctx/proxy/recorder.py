@@ -19,8 +19,9 @@ from typing import Any
 import orjson
 
 from ..importers.common import edited_paths, todos_from
+from ..session.create import create_session
 from ..session.files import replace_file
-from ..session.store import Session, create_session
+from ..session.store import Session
 from ..view.fingerprint import canonical, extend, prefix_fp, seed
 from ..view.pairing import ANSWER_TEXT
 from .families import Answer, Item, opening
