@@ -210,6 +210,7 @@ LOCAL_IMPORTS = {
     ("cli/fastpath.py", "inspect"): "the fast parser declares typer commands only when typer parses",
     ("cli/fastpath.py", "typer"): "the fast commands start without typer",
     ("cli/fork.py", "writeback.pipeline"): "a plain fork loads no write-back (tests/cli/test_fork_cli.py)",
+    ("cli/proxy.py", "proxy.main"): "the proxy (aiohttp, the extra catty-ctx[proxy]) loads only when `proxy` serves",
     ("cli/hook.py", "agents"): f"a hook run loads no installer ({STARTUP})",
     ("cli/mcp.py", "agents.mcp_server"): "the recall server's SDK is an extra, loaded only by `mcp`",
     ("cli/output.py", "msgspec.json"): "a table or JSON Lines run loads no msgspec",
