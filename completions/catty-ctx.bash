@@ -49,11 +49,11 @@ _catty_ctx() {
         "fork") opts="--agent --at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
         "hook") opts="--help -h claude codex install uninstall" ;;
         "hook claude") opts="--help -h pre-compact session-start" ;;
-        "hook claude pre-compact") opts="--deadline --help --mirrors -h" ;;
-        "hook claude session-start") opts="--deadline --help --mirrors -h" ;;
+        "hook claude pre-compact") opts="--deadline --help --mirrors --plugin -h" ;;
+        "hook claude session-start") opts="--deadline --help --mirrors --plugin -h" ;;
         "hook codex") opts="--help -h pre-compact session-start" ;;
-        "hook codex pre-compact") opts="--deadline --help --mirrors -h" ;;
-        "hook codex session-start") opts="--deadline --help --mirrors -h" ;;
+        "hook codex pre-compact") opts="--deadline --help --mirrors --plugin -h" ;;
+        "hook codex session-start") opts="--deadline --help --mirrors --plugin -h" ;;
         "hook install") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "hook uninstall") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;

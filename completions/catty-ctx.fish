@@ -119,10 +119,12 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcom
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from pre-compact' -l deadline -r -F -d 'Give up (exit 0, one line on stderr) after this long.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from pre-compact' -l mirrors -r -F -d 'Keep the mirrors here (default: CATTY_CTX_MIRRORS, else…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from pre-compact' -l plugin -d 'Run as the catty-ctx plugin\'s hook: do nothing when the…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from pre-compact' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from pre-compact' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from session-start' -l deadline -r -F -d 'Give up (exit 0, one line on stderr) after this long.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from session-start' -l mirrors -r -F -d 'Keep the mirrors here (default: CATTY_CTX_MIRRORS, else…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from session-start' -l plugin -d 'Run as the catty-ctx plugin\'s hook: do nothing when the…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from session-start' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from claude && __fish_seen_subcommand_from session-start' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex' -a pre-compact -d 'Bring the session\'s mirror up to date and archive the span…'
@@ -130,10 +132,12 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcom
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -l deadline -r -F -d 'Give up (exit 0, one line on stderr) after this long.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -l mirrors -r -F -d 'Keep the mirrors here (default: CATTY_CTX_MIRRORS, else…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -l plugin -d 'Run as the catty-ctx plugin\'s hook: do nothing when the…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from pre-compact' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -l deadline -r -F -d 'Give up (exit 0, one line on stderr) after this long.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -l mirrors -r -F -d 'Keep the mirrors here (default: CATTY_CTX_MIRRORS, else…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -l plugin -d 'Run as the catty-ctx plugin\'s hook: do nothing when the…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from codex && __fish_seen_subcommand_from session-start' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from hook && __fish_seen_subcommand_from install' -l scope -r -F -d 'Claude Code\'s settings file: user…'

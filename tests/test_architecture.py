@@ -16,6 +16,7 @@ TOP_LEVEL = {
     "pyproject.toml", "README.md", ".gitignore",  # metadata
     "catty_ctx", "tests", "fixtures", "man", "completions",  # the design card
     "docs", "bench", ".ci",
+    "plugins", ".claude-plugin", ".agents",  # the plugin and the marketplaces of Claude Code and Codex (docs/agents.md)
 }
 
 
