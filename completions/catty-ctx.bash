@@ -27,7 +27,7 @@ _catty_ctx() {
         "resume|--format") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
         "resume|-f") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
         "search|--agent") COMPREPLY=($(compgen -W "catty claude codex gemini opencode" -- "$cur")); return ;;
-        "usage|--by") COMPREPLY=($(compgen -W "model day week month session project agent" -- "$cur")); return ;;
+        "usage|--by") COMPREPLY=($(compgen -W "model day week month session project agent block" -- "$cur")); return ;;
     esac
     if [[ "$cur" != -* && "$valued" != *" $prev "* ]]; then
         case "$path|$npos" in

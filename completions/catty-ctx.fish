@@ -262,7 +262,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from statusline' -l json -d 'Pr
 complete -c catty-ctx -n '__fish_seen_subcommand_from statusline' -l mirrors -r -F -d 'The hook mirrors\' folder, for the archived segments…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from statusline' -s h -l help -d 'Show the help and exit.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from statusline' -F
-complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l by -x -a 'model day week month session project agent' -d 'Rows by KEY: model, day, week (ISO), month, session…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l by -x -a 'model day week month session project agent block' -d 'Rows by KEY: model, day, week (ISO), month, session…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l since -r -F -d 'Only calls on or after this day (YYYY-MM-DD), in the…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l until -r -F -d 'Only calls on or before this day (YYYY-MM-DD).'
 complete -c catty-ctx -n '__fish_seen_subcommand_from usage' -l json -d 'Print one JSON document (a terminal gets tables, a pipe…'
