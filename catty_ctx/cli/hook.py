@@ -15,7 +15,7 @@ from ..agents import settings as agent_settings
 from ..agents.plugin import claude_plugin_enabled
 from ..defaults import HOOK_DEADLINE
 from ..errors import UsageError
-from . import get_app
+from .app import get_app
 from .errors import note
 from .fastpath import declare as declare_command
 from .fastpath import declare_group, flag, parse_one, value
