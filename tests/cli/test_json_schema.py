@@ -128,6 +128,7 @@ RUNS: list[tuple[str, Callable[[dict[str, Path]], list[str]]]] = [
     ("usage", lambda s: ["usage", str(s["demo"])]),
     ("usage", lambda s: ["usage", str(s["demo"]), "--by", "day"]),
     ("usage", lambda s: ["usage", str(s["root"]), "--by", "session"]),
+    ("usage --by block", lambda s: ["usage", str(s["root"]), "--by", "block"]),
     ("search", lambda s: ["search", str(s["root"]), "pytest"]),
     ("fork", lambda s: ["fork", str(s["demo"]), str(s["base"] / "fork-1")]),
     ("fork --to", lambda s: ["fork", str(s["demo"]), str(s["base"] / "fork-2"), "--to", "claude", "--dry-run"]),
