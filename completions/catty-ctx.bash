@@ -38,7 +38,7 @@ _catty_ctx() {
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import inspect instructions mcp prune repair report resume search segment statusline usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import index inspect instructions mcp prune repair report resume search segment statusline usage" ;;
         "append") opts="--allow-duplicate-ids --create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --no-repair --quiet --session-id --window -h -q" ;;
         "blob") opts="--help --raw -h" ;;
         "compact") opts="--agent --allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
@@ -57,6 +57,7 @@ _catty_ctx() {
         "hook install") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "hook uninstall") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
+        "index") opts="--drop --help --json -h" ;;
         "inspect") opts="--agent --agents --allow-empty --connect-timeout --context --help --items --json --scheduler --seq --stats -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
         "mcp") opts="--codex-home --help --session -h" ;;

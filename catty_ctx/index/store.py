@@ -108,13 +108,15 @@ class Index:
             raise FileNotFoundError(str(self.path))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self.db.execute("pragma journal_mode=wal")
-        self.db.execute("pragma synchronous=normal")
+        self.db.execute("pragma synchronous=normal")  # (a cache: a crash loses at most the last update, read again next time)
         version = self._meta("version")
-        if version is not None and version != str(SCHEMA_VERSION):
+        if version == str(SCHEMA_VERSION):
+            return  # (a query writes nothing: no write-ahead log to fold back in when it closes)
+        if version is not None:
             self.db.close()
             self.path.unlink()
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.db.execute("pragma journal_mode=wal")
         for statement in _SCHEMA:
             self.db.execute(statement)
         self.db.execute("insert or replace into meta values ('version', ?)", (str(SCHEMA_VERSION),))

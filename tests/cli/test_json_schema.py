@@ -130,6 +130,7 @@ RUNS: list[tuple[str, Callable[[dict[str, Path]], list[str]]]] = [
     ("usage", lambda s: ["usage", str(s["root"]), "--by", "session"]),
     ("usage --by block", lambda s: ["usage", str(s["root"]), "--by", "block"]),
     ("search", lambda s: ["search", str(s["root"]), "pytest"]),
+    ("index", lambda s: ["index", str(s["root"])]),
     ("fork", lambda s: ["fork", str(s["demo"]), str(s["base"] / "fork-1")]),
     ("fork --to", lambda s: ["fork", str(s["demo"]), str(s["base"] / "fork-2"), "--to", "claude", "--dry-run"]),
     ("config show", lambda s: ["config", "show"]),
