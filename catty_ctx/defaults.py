@@ -70,7 +70,7 @@ RESUME_FORMAT = "items"
 EXPORT_FORMATS = ("md", "html", "txt")  # export's transcript forms
 
 # The usage ledger (usage)
-USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent")  # the row keys of --by
+USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent", "block")  # the row keys of --by
 
 # The agents' hooks (docs/agents.md): the time a hook command takes at most before it gives up
 # (exit 0, one line), so a compaction is never held up by us.

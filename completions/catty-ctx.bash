@@ -28,7 +28,7 @@ _catty_ctx() {
         "resume|--format") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
         "resume|-f") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;
         "search|--agent") COMPREPLY=($(compgen -W "catty claude codex gemini opencode" -- "$cur")); return ;;
-        "usage|--by") COMPREPLY=($(compgen -W "model day week month session project agent" -- "$cur")); return ;;
+        "usage|--by") COMPREPLY=($(compgen -W "model day week month session project agent block" -- "$cur")); return ;;
     esac
     if [[ "$cur" != -* && "$valued" != *" $prev "* ]]; then
         case "$path|$npos" in
@@ -39,7 +39,7 @@ _catty_ctx() {
     fi
     local opts=""
     case "${path:-__root__}" in
-        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import inspect instructions mcp proxy prune repair report resume search segment statusline usage" ;;
+        "__root__") opts="--help --version -h append blob compact completion config eval export fork hook import index inspect instructions mcp proxy prune repair report resume search segment statusline usage" ;;
         "append") opts="--allow-duplicate-ids --create --cwd --help --lock-timeout --max-tool-bytes --max-user-bytes --model --no-repair --quiet --session-id --window -h -q" ;;
         "blob") opts="--help --raw -h" ;;
         "compact") opts="--agent --allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
@@ -50,14 +50,15 @@ _catty_ctx() {
         "fork") opts="--agent --at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
         "hook") opts="--help -h claude codex install uninstall" ;;
         "hook claude") opts="--help -h pre-compact session-start" ;;
-        "hook claude pre-compact") opts="--deadline --help --mirrors -h" ;;
-        "hook claude session-start") opts="--deadline --help --mirrors -h" ;;
+        "hook claude pre-compact") opts="--deadline --help --mirrors --plugin -h" ;;
+        "hook claude session-start") opts="--deadline --help --mirrors --plugin -h" ;;
         "hook codex") opts="--help -h pre-compact session-start" ;;
-        "hook codex pre-compact") opts="--deadline --help --mirrors -h" ;;
-        "hook codex session-start") opts="--deadline --help --mirrors -h" ;;
+        "hook codex pre-compact") opts="--deadline --help --mirrors --plugin -h" ;;
+        "hook codex session-start") opts="--deadline --help --mirrors --plugin -h" ;;
         "hook install") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "hook uninstall") opts="--codex-home --command --dry-run --help --mcp --scope --settings --statusline -h" ;;
         "import") opts="--dry-run --help --lenient --max-tool-bytes --max-user-bytes --out --session -h" ;;
+        "index") opts="--drop --help --json -h" ;;
         "inspect") opts="--agent --agents --allow-empty --connect-timeout --context --help --items --json --scheduler --seq --stats -h" ;;
         "instructions") opts="--append --help --json --lock-timeout --no-global -h" ;;
         "mcp") opts="--codex-home --help --session -h" ;;

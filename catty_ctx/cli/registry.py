@@ -30,6 +30,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("fork", "fork", "Start a new session DEST from turns 1..N of SESSION; the parent is untouched.", fast=True),
     Command("hook", "hook", "The agents' hook commands (claude, codex) and their installer.", fast=True),
     Command("import", "import_", "Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or a messages array.", fast=True),
+    Command("index", "index", "Index the sessions under the ROOTs for search (SQLite FTS5, incremental).", fast=True),
     Command("inspect", "inspect", "Counts, turns, tokens against the window, largest items, compactions and integrity of a session.", fast=True),
     Command("instructions", "instructions", "Find the instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.", fast=True),
     Command("mcp", "mcp", "A stdio MCP server for the agent to recall its own session: search and show what compactions dropped.", fast=True),
