@@ -30,11 +30,11 @@ from ..view.fold import plan_file
 from ..view.head import continuation_state
 from ..view.tokens import BELOW, OVER, item_tokens, over_threshold, percent_of
 from .artifacts import artifact_doc, artifact_relpath, write_artifact
-from .ladder import SummarizerError, SummaryRequest, WindowTooSmall, tool_schema_tokens
+from .ladder import FITTED_RESERVE, SummarizerError, SummaryRequest, WindowTooSmall, tool_schema_tokens
 from .measure import Measure, checked_head, choose_head, head_tokens, measure, new_head  # noqa: F401 - the package's names
 from .spend import spend_events
 from .summarizers import get_summarizer
-from .twopass import WAIT_S, Lookup, discard, lookup, pass2_items, prefire, recorded, split_point, wait_for_pass1
+from .twopass import WAIT_S, Lookup, cache_path, discard, lookup, pass2_items, prefire, recorded, room_for_pass2, split_point, wait_for_pass1
 
 MODES = COMPACT_MODES
 # How a session stands against its threshold, in every mode's rows (compact, --check, --prefire).
@@ -47,7 +47,7 @@ class CompactResult:
 
     path: str
     session_id: str | None
-    status: str  # compacted | would_compact | prefired | nothing_to_compact | OVER | BELOW
+    status: str  # compacted | would_compact | prefired | cached | no_room | nothing_to_compact | OVER | BELOW
     tokens_before: int
     window: int
     percent: float
@@ -195,8 +195,13 @@ def summary_input(session: Session, m: Measure, opts: CompactOptions, summ: Any)
     state = continuation_state(m.head)
     schema = tool_schema_tokens(m.head.facets.get("prompt_context"))
     request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema, deadline=opts.deadline)
-    if not opts.two_pass or session.directory is None:
+    if session.directory is None:
         return Input(request, None)
+    if not opts.two_pass:  # a note left by --prefire is folded unused: its spend is recorded as waste
+        found = lookup(session.directory, m.items, summ.id) if cache_path(session.directory).is_file() else None
+        if found is not None:
+            found.hit, found.stale, found.unused = False, False, True
+        return Input(request, found)
 
     wait = WAIT_S if opts.prefire_wait is None else opts.prefire_wait
     waited, flying, timed_out = (0.0, False, False) if opts.dry_run else wait_for_pass1(session.directory, wait)
@@ -317,7 +322,7 @@ def _spend(summ: Any, summary: Summary, inp: Input, opts: CompactOptions) -> lis
 
     spend = spend_events(summ, summary.result, purpose="compaction")
     hit = inp.hit
-    return hit.spend + spend if hit is not None and hit.settled else spend
+    return hit.spend_events() + spend if hit is not None and hit.settled else spend
 
 
 def _record_spend(session: Session, spend: list[Event], inp: Input, opts: CompactOptions) -> None:
@@ -360,8 +365,15 @@ def _prefire(session: Session, m: Measure, base: dict[str, Any], opts: CompactOp
     if opts.prefire_from is not None and base["percent"] < opts.prefire_from:
         return CompactResult(status=BELOW, **base)  # below the point where pass 1 starts
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
+    k = split_point(m.items)
+    need, budget = room_for_pass2(m.items, k, m.window, tool_schema_tokens(m.head.facets.get("prompt_context")))
+    if k and need > budget:  # pass 2 could never use the note: pass 1 would be spent for nothing
+        if opts.prefire_from is not None:  # a ROOT's sweep (cron): a row saying so, not a failure each time
+            return CompactResult(status="no_room", summarizer=summ.id, prefix_len=k, **base)
+        raise WindowTooSmall(f"{session.display}: --prefire refused: pass 2 needs up to {need:,} tokens (the note and the live tail) "
+                             f"and the window ({m.window:,}) less the {FITTED_RESERVE:,}-token reserve leaves {max(budget, 0):,}")
     if opts.dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
-        return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
+        return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=k, **base)
 
     pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=opts.redact,
                   session_id=m.session_id, spend=lambda res: spend_events(summ, res, purpose="prefire"))
@@ -369,7 +381,8 @@ def _prefire(session: Session, m: Measure, base: dict[str, Any], opts: CompactOp
         raise SummarizerError(f"{session.display}: {summ.id}: pass 1 failed: {pre.error}")
     return CompactResult(
         status=pre.status, summarizer=summ.id, prefix_len=pre.prefix_len,
-        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp}, artifact=pre.artifact, **base,
+        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp, "spent_tokens": pre.spent_tokens},
+        artifact=pre.artifact, **base,
     )
 
 

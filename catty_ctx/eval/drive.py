@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..compact.ladder import INSTRUCTION, SYSTEM_PROMPT
+from ..compact.ladder import INSTRUCTION, SYSTEM_PROMPT, WindowTooSmall
 from ..compact.pipeline import compact_session
 from ..defaults import DEFAULT_THRESHOLD, EVAL_COMPACTIONS, EVAL_MODE, SUMMARIZER
 from ..errors import DataError
@@ -58,11 +58,12 @@ class Step:
     tokens_before: int
     tokens_after: int
     summary_tokens: int
-    summarizer_seconds: float
+    summarizer_seconds: float  # the compaction's own summariser time: what the next request waited
     input_tokens: int
     output_tokens: int
     violations: int
     two_pass: dict[str, Any] | None = None
+    background_seconds: float = 0.0  # pass 1, run ahead of the compaction: nobody waited on it
 
 
 @dataclass
@@ -73,6 +74,8 @@ class Drive:
     reuse: list[float] = field(default_factory=list)  # prefix reuse of each request vs the one before
     prefires: int = 0
     prefire_hits: int = 0
+    prefires_refused: int = 0  # refused: the window less the reserve cannot hold a note and the tail
+    pass1_tokens: int = 0  # what every pass 1 spent (provider-reported, else estimated)
     wasted_tokens: int = 0
     violations: int = 0
     items: list[dict[str, Any]] = field(default_factory=list)
@@ -280,10 +283,16 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
             # Pass 1 runs early: before the last turn of the part (or now, if this is it).
             if strategy.two_pass and note is None and (next_ends or ends_part):
                 t0 = time.monotonic()
-                pre = compact_session(copy, prefire=True, **options)
-                if pre.status == "prefired":
+                try:
+                    pre = compact_session(copy, prefire=True, **options)
+                except WindowTooSmall:  # refused: pass 2 could never use its note (nothing spent)
+                    out.prefires_refused += 1
+                    pre = None
+                if pre is not None and pre.status == "prefired":
                     out.prefires += 1
-                    note = {"tokens": size_tokens((pre.two_pass or {}).get("note_chars", 0)), "seconds": time.monotonic() - t0}
+                    spent = int((pre.two_pass or {}).get("spent_tokens") or 0)
+                    out.pass1_tokens += spent
+                    note = {"tokens": spent, "seconds": time.monotonic() - t0}
             if not ends_part:
                 continue
             res = compact_session(copy, two_pass=strategy.two_pass, **options)
@@ -292,12 +301,13 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
             if res.status != "compacted":
                 continue
             step = _step(copy, res)
+            step.summarizer_seconds += float((res.two_pass or {}).get("waited_ms") or 0) / 1000  # a pass 1 in flight, waited on
             if note is not None:
-                step.summarizer_seconds += note["seconds"]
+                step.background_seconds += note["seconds"]
                 if (res.two_pass or {}).get("hit"):
                     out.prefire_hits += 1
-                else:  # stale: pass 1 was paid for and thrown away
-                    out.wasted_tokens += note["tokens"]
+                # What pass 1 really spent on notes that bought nothing (stale, no room, replaced).
+                out.wasted_tokens += int((res.two_pass or {}).get("wasted_tokens") or 0)
                 note = None
             out.steps.append(step)
             out.violations += step.violations

@@ -80,7 +80,8 @@ class Tally:
     facts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     violations: int = 0  # provider-invalid pairings found (integrity_violations)
-    seconds: float = 0.0  # the summariser's time (and the prefires')
+    seconds: float = 0.0  # the compactions' summariser time: what the next request waited on
+    background: float = 0.0  # pass 1's time, run ahead of the compaction (nobody waited on it)
     input_tokens: int = 0  # the summariser's calls: what they read ...
     output_tokens: int = 0  # ... and wrote
     summary_tokens: int = 0
@@ -90,6 +91,8 @@ class Tally:
     prefires: int = 0  # two-pass: pass 1 runs ...
     hits: int = 0  # ... whose note the compaction used ...
     wasted: int = 0  # ... and the tokens of those it did not
+    pass1_tokens: int = 0  # what every pass 1 spent
+    refused: int = 0  # prefires refused: no note could ever be used beside the tail
     asked: int = 0  # successor check: questions put to the judge
     answered: int = 0  # and answers holding the fact
 
@@ -114,7 +117,9 @@ class Tally:
         }
         out.update(
             integrity_violations=self.violations,
-            summarizer_seconds=round(self.seconds, 3),
+            summarizer_seconds=round(self.seconds + self.background, 3),
+            user_wait_seconds=round(self.seconds, 3),
+            background_seconds=round(self.background, 3),
             summarizer_input_tokens=self.input_tokens,
             summarizer_output_tokens=self.output_tokens,
             summary_tokens=self.summary_tokens,
@@ -124,6 +129,8 @@ class Tally:
         if two_pass:
             out["prefire_hit_rate"] = round(self.hits / self.prefires, 4) if self.prefires else None
             out["wasted_tokens"] = self.wasted
+            out["pass1_tokens"] = self.pass1_tokens
+            out["prefires_refused"] = self.refused
         if judge:
             out["successor_recall"] = round(self.answered / self.asked, 4) if self.asked else None
         return out
@@ -141,6 +148,7 @@ def tally(drive: Any, facts: list[Fact], missed: list[Fact]) -> Tally:
     t.violations = drive.violations
     for s in drive.steps:
         t.seconds += s.summarizer_seconds
+        t.background += s.background_seconds
         t.input_tokens += s.input_tokens
         t.output_tokens += s.output_tokens
         t.summary_tokens += s.summary_tokens
@@ -148,6 +156,7 @@ def tally(drive: Any, facts: list[Fact], missed: list[Fact]) -> Tally:
     t.reuse_sum = sum(drive.reuse)
     t.requests = len(drive.reuse)
     t.prefires, t.hits, t.wasted = drive.prefires, drive.prefire_hits, drive.wasted_tokens
+    t.pass1_tokens, t.refused = drive.pass1_tokens, drive.prefires_refused
     return t
 
 
