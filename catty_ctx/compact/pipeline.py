@@ -25,7 +25,7 @@ from ..session.layout import REQUESTS_DIR
 from ..session.segments import DETAILS, next_number, write_segment
 from ..session.store import Session
 from ..sources import open_session, resolve, root_sessions
-from ..view.boundary import repair_new_head
+from ..view.boundary import new_view_repairs
 from ..view.fold import plan_file
 from ..view.head import continuation_state
 from ..view.tokens import BELOW, OVER, item_tokens, over_threshold, percent_of
@@ -303,10 +303,12 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
             segment = write_segment(directory, m.span, summary.result.summary, detail=opts.detail, compaction_id=comp["id"]).file
         done, doc, out = finished(planned, opts, inp, summary, comp, segment, head)
         write_artifact(directory, doc, redact=opts.redact)
-        written = session.append_locked([*spend, done], warn=None)  # the lock is already held
-    # The replacement is a boundary: a result that came in for a call the summary folded is
-    # an orphan now, written as such (docs/design.md#m5b); calls still running are left alone.
-    repair_new_head(session, "compaction", closed_only=True, lock_timeout=opts.lock_timeout)
+        # The replacement is a boundary: a result that came in for a call the summary folded
+        # (while the summariser ran) is an orphan now, written as such in the same append
+        # (docs/design.md#m5b); calls still running are left alone.
+        repairs = new_view_repairs(session, [*spend, done], "compaction", closed_only=True)
+        written = session.append_locked([*spend, done, *repairs], warn=None)  # the lock is already held
+        written = written[: len(written) - len(repairs)]
     hit = inp.hit
     if hit is not None and hit.settled:
         discard(directory, hit)  # consumed, or never to match again: its spend is in the log now
