@@ -124,6 +124,73 @@ def test_no_import_cycle_among_catty_ctx_modules() -> None:
     assert cycles(import_graph()) == []
 
 
+# The wings from the bottom up (docs/architecture.md): a module may import its own rung and the
+# rungs below it, never one above. `eval` sits over `agents` because `eval --native` runs the
+# hooks' own reminder as the agents receive it.
+WINGS = (
+    ("leaves", {"errors", "defaults", "visible", "redact", "_version"}),
+    ("session", {"session"}),
+    ("view", {"view"}),
+    ("fleet", {"fleet"}),
+    ("formats", {"formats", "importers", "sources"}),
+    ("mechanisms", {"inspect", "repair", "prune", "compact", "usage", "writeback", "fork", "subagents", "agent_compact",
+                    "appending", "instructions"}),
+    ("readers", {"html", "export", "search", "index"}),
+    ("agents", {"agents", "proxy"}),
+    ("eval", {"eval"}),
+    ("cli", {"cli", "__main__", ""}),
+)
+
+
+def wing_of(module: str) -> int | None:
+    """The rung of MODULE (catty_ctx.X... by its X; the package itself is the API, with the CLI)."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else ""
+    return next((i for i, (_, names) in enumerate(WINGS) if top in names), None)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            mine, theirs = wing_of(module), wing_of(dep)
+            if mine is None or theirs is None:
+                found.append(f"{module}: not in a wing" if mine is None else f"{dep}: not in a wing")
+            elif theirs > mine:
+                found.append(f"{module} ({WINGS[mine][0]}) imports {dep} ({WINGS[theirs][0]})")
+    return sorted(set(found))
+
+
+def test_the_wing_checker_finds_a_planted_upward_import() -> None:
+    planted = {"catty_ctx.session.store": {"catty_ctx.view.fold"}, "catty_ctx.view.fold": {"catty_ctx.session.store"},
+               "catty_ctx.cli.x": {"catty_ctx.agents.hooks"}, "catty_ctx.nowhere": {"catty_ctx.errors"}}
+    assert upward_imports(planted) == ["catty_ctx.nowhere: not in a wing",
+                                       "catty_ctx.session.store (session) imports catty_ctx.view.fold (view)"]
+
+
+def test_no_lower_wing_imports_a_higher_one() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_every_top_level_module_or_package_is_in_a_wing() -> None:
+    tops = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir() if (p.suffix == ".py" or (p / "__init__.py").exists())}
+    assert sorted(t for t in tops - {"__init__"} if wing_of(f"catty_ctx.{t}") is None) == []
+
+
+LOOSE_MAX = 20  # modules at the package root: the API, the leaves and the few that sit between wings
+INIT_MAX = 60  # a package __init__ holds names and a docstring, not machinery
+
+
+def test_few_modules_stay_loose_at_the_package_root() -> None:
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= LOOSE_MAX, loose
+
+
+def test_no_package_init_holds_machinery() -> None:
+    big = {str(p.relative_to(ROOT)): n for p in sorted(PACKAGE.rglob("__init__.py")) if (n := len(p.read_text().splitlines())) > INIT_MAX}
+    assert big == {}
+
+
 # An import inside a function is kept for a heavy part that a light run does without (the start-up
 # tests, e.g. tests/test_startup.py, say which); every other import is at the top of its module.
 FUNCTION_LOCAL_IMPORTS_MAX = 60

@@ -29,7 +29,7 @@ from ..session.compressed import failure as zstd_failure
 from ..session.compressed import program as zstd_program
 from ..session.events import SCHEMA_VERSION, Event, check_event
 from ..session.jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log, surrogate_tolerant_loads
-from ..view.fingerprint import blob_handle
+from ..session.layout import blob_handle
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from .. import formats as registry
 from ..errors import DataError
+from ..formats import registry
 from ..session.jsonl import numbered_lines
 from .common import open_source
 

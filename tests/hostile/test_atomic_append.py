@@ -13,7 +13,7 @@ from support import call, cli, jsonl, msg, result
 
 from catty_ctx.session.blobs import write_blob
 from catty_ctx.session.event_ids import index_path
-from catty_ctx.view.fingerprint import blob_handle
+from catty_ctx.session.layout import blob_handle
 from catty_ctx.session.store import Session, create_session
 
 

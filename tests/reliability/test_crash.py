@@ -281,7 +281,7 @@ def test_kill_9_at_100_random_moments(tmp_path: Path, scenario: Scenario) -> Non
 def test_a_whole_staging_folder_left_by_a_kill_is_never_a_session(tmp_path: Path) -> None:
     """A kill between a fork's (or an import's) last two renames leaves a whole session in its
     hidden staging folder: ROOT walks (repair, compact, usage) skip it."""
-    from catty_ctx.usage import discover
+    from catty_ctx.usage.pipeline import discover
 
     shutil.copytree(FIXTURES / "sessions" / "demo", tmp_path / "real")
     for leftover in (".child.fork-1a2b3c4d-99999.tmp", ".imported.importing-x1y2z3.tmp"):
