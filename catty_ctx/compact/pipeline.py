@@ -259,10 +259,11 @@ def draft_event(planned: Plan, opts: CompactOptions, inp: Input, summary: Summar
 
 
 def choose_final_head(comp: Event, m: Measure, summary: Summary, segment: str | None) -> str:
-    """The fourth stage: `full` or `minimal` (`choose_head`); the backstop's head is always the
-    minimal safe history (system items and the summary, nothing else to go wrong)."""
-    kind = choose_head({**comp, **({"segment": segment} if segment else {})}, m)
-    return "minimal" if summary.cut_off is not None else kind
+    """The fourth stage: `full` or `minimal` (`choose_head`). The backstop's head too: a hung
+    summariser is exactly when the running state (jobs, subagents, instruction files, memory,
+    plan) must not vanish, and the full head is checked like any other (pairing, the window);
+    only a head that fails the check falls back to the minimal safe history."""
+    return choose_head({**comp, **({"segment": segment} if segment else {})}, m)
 
 
 def finished(planned: Plan, opts: CompactOptions, inp: Input, summary: Summary, comp: Event, segment: str | None,

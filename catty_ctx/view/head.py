@@ -113,6 +113,18 @@ def summary_carrier(comp: Event) -> str:
     return f"{SUMMARY_PREAMBLE}\n\n<summary>\n{summary}\n</summary>{mode_hint(comp)}"
 
 
+def instructions_item(facet: Any, present: list[str]) -> dict[str, Any] | None:
+    """The `instructions` facet as one synthetic item, less the files whose text is already in
+    PRESENT (the system items a head keeps, a subagent's own messages): an instruction the
+    system prompt carries is not injected a second time. None when nothing is left."""
+    files = [i for i in facet if isinstance(i, dict)] if isinstance(facet, list) else []
+    parts = [f"# {i.get('path')}\n{i.get('text', '')}" for i in files
+             if not (str(i.get("text") or "").strip() and any(str(i.get("text")).strip() in p for p in present))]
+    if not parts:
+        return None
+    return {"role": "user", "text": "<instructions>\n" + "\n\n".join(parts) + "\n</instructions>", "synthetic": "instructions"}
+
+
 def build_head(comp: Event, state: HeadState) -> list[dict[str, Any]]:
     """The items that stand for everything a compaction folded away, in grok-build's order.
 
@@ -126,10 +138,9 @@ def build_head(comp: Event, state: HeadState) -> list[dict[str, Any]]:
     info = user_info(state)
     if info:
         head.append({"role": "user", "text": info, "synthetic": "user_info"})
-    instructions = state.facets.get("instructions")
-    if isinstance(instructions, list) and instructions:
-        parts = [f"# {i.get('path')}\n{i.get('text', '')}" for i in instructions if isinstance(i, dict)]
-        head.append({"role": "user", "text": "<instructions>\n" + "\n\n".join(parts) + "\n</instructions>", "synthetic": "instructions"})
+    carried = instructions_item(state.facets.get("instructions"), [str(it.get("text") or "") for it in state.system_items])
+    if carried is not None:
+        head.append(carried)
     if state.last_user is not None:
         head.append(state.last_user)
     head.append({"role": "user", "text": summary_carrier(comp), "synthetic": "compaction_summary"})
