@@ -30,7 +30,7 @@ from ..view.fold import plan_file
 from ..view.head import continuation_state
 from ..view.tokens import BELOW, OVER, item_tokens, over_threshold, percent_of
 from .artifacts import artifact_doc, artifact_relpath, write_artifact
-from .ladder import FITTED_RESERVE, SummarizerError, SummaryRequest, WindowTooSmall, tool_schema_tokens
+from .ladder import FITTED_RESERVE, SummarizerError, SummaryRequest, WindowTooSmall
 from .measure import Measure, checked_head, choose_head, head_tokens, measure, new_head  # noqa: F401 - the package's names
 from .spend import spend_events
 from .summarizers import get_summarizer
@@ -193,7 +193,7 @@ def summary_input(session: Session, m: Measure, opts: CompactOptions, summ: Any)
     """The second stage: the request the summariser gets (the view and the state to carry);
     with --two-pass, a matching pass-1 note and the live tail after it instead."""
     state = continuation_state(m.head)
-    schema = tool_schema_tokens(m.head.facets.get("prompt_context"))
+    schema = m.schema
     request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema, deadline=opts.deadline)
     if session.directory is None:
         return Input(request, None)
@@ -365,11 +365,11 @@ def _recorded(directory: Path | None, hit: Any) -> None:
 def _prefire(session: Session, m: Measure, base: dict[str, Any], opts: CompactOptions) -> CompactResult:
     """Two-pass's pass 1 now (its note for a later compaction); nothing is appended."""
     directory = session.require_directory("compact --prefire")
-    if opts.prefire_from is not None and base["percent"] < opts.prefire_from:
+    if opts.prefire_from is not None and not over_threshold(m.tokens, m.window, opts.prefire_from):
         return CompactResult(status=BELOW, **base)  # below the point where pass 1 starts
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
     k = split_point(m.items)
-    need, budget = room_for_pass2(m.items, k, m.window, tool_schema_tokens(m.head.facets.get("prompt_context")))
+    need, budget = room_for_pass2(m.items, k, m.window, m.schema)
     if k and need > budget:  # pass 2 could never use the note: pass 1 would be spent for nothing
         if opts.prefire_from is not None:  # a ROOT's sweep (cron): a row saying so, not a failure each time
             return CompactResult(status="no_room", summarizer=summ.id, prefix_len=k, **base)
