@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_LOCK_TIMEOUT, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
+from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_LOCK_TIMEOUT, DEFAULT_THRESHOLD, PREFIRE_LEAD, SEGMENT_DETAIL, SUMMARIZER
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..fleet.runner import RootRun
 from ..formats.ownership import require_ours
@@ -38,7 +38,6 @@ from .twopass import WAIT_S, Lookup, cache_path, discard, lookup, pass2_items, p
 
 MODES = COMPACT_MODES
 # How a session stands against its threshold, in every mode's rows (compact, --check, --prefire).
-PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
 
 
 @dataclass

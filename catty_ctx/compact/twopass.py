@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 import xxhash
 
+from ..defaults import NOTE1_CAP, NOTE1_MIN_BLOCK, PREFIRE_SPLIT
 from ..errors import WriteError
 from ..redact import redact_text
 from ..session.events import now_ts
@@ -52,9 +53,7 @@ CACHE_SCHEMA = 1
 WAIT_S = 60.0  # how long pass 2 waits for a pass 1 in flight before it runs a single pass
 POLL_S = 0.05
 MARKER_MAX_AGE_S = 3600.0  # a marker older than this is stale, whatever process has its pid now
-SPLIT = 0.95
-NOTE1_MIN_BLOCK = 1_000
-NOTE1_CAP = 12_000
+SPLIT = PREFIRE_SPLIT
 _BLOCK = re.compile(r"<summary>(.*?)</summary>", re.S)
 
 Item = dict[str, Any]

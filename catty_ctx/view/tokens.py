@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..defaults import BYTES_PER_TOKEN, IMAGE_TOKENS
 from .fingerprint import canonical
-
-IMAGE_TOKENS = 765
-BYTES_PER_TOKEN = 4
 
 
 def item_tokens(item: dict[str, Any], canon: bytes | None = None) -> int:
