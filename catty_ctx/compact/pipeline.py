@@ -87,6 +87,9 @@ class CompactOptions:
     redact: bool = True  # redact the artifacts
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     deadline: float | None = COMPACT_DEADLINE  # cut a summariser off after this many seconds
+    # Called once the summariser answered, before the commit, outside the lock: what an agent
+    # writes meanwhile (eval --stress appends there; docs/eval.md#stress).
+    during: Callable[[], None] | None = None
 
 
 @dataclass
@@ -138,6 +141,8 @@ def compact_session(session: Session, opts: CompactOptions | None = None, **opti
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
     inp = summary_input(session, planned.m, opts, summ)
     summary = summarise(summ, inp, planned.m, opts)
+    if opts.during is not None and not opts.dry_run:
+        opts.during()
     comp = draft_event(planned, opts, inp, summary)
     spend = _spend(summ, summary, inp, opts)
     if summary.result.summary is None:

@@ -30,8 +30,8 @@ from ..prune.reuse import prefix_reuse
 from ..session.events import Event, is_real_user
 from ..session.store import Session, create_session, session_window
 from ..view.fold import stream_view, view
-from ..view.providers import FORMATS, sendable
 from ..view.tokens import item_tokens, size_tokens
+from .stress import Stress, provider_violations
 
 APPEND_BATCH = 1_000  # events per append: one lock and one fsync for many lines
 # Each request is rebuilt from the log, so a request after every turn costs turns x log size;
@@ -49,6 +49,7 @@ class Strategy:
     compactions: int = EVAL_COMPACTIONS
     two_pass: bool = False
     summarizer_options: dict[str, Any] = field(default_factory=dict)
+    stress: bool = False  # writes land while each compaction runs; integrity checked after each
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Drive:
     pass1_tokens: int = 0  # what every pass 1 spent (provider-reported, else estimated)
     wasted_tokens: int = 0
     violations: int = 0
+    stress_checks: int = 0  # compactions checked under --stress
     items: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -183,19 +185,6 @@ def append_copied(copy: Session, batch: list[Event], remap: dict[int, int]) -> N
     copy.append(out, warn=None)
 
 
-def provider_violations(items: list[dict[str, Any]]) -> int:
-    """How many of the two provider shapes reject these items (0, 1 or 2)."""
-
-    ok, _ = sendable(items)
-    bad = 0
-    for build, validate in FORMATS.values():
-        try:
-            validate(build(ok))
-        except DataError:
-            bad += 1
-    return bad
-
-
 def _resumed_violations(copy: Session) -> int:
     bad = 0
     for fmt in ("openai", "anthropic"):
@@ -275,6 +264,9 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
         starts, total = turn_starts(source)
         cuts = cut_points(starts, total, strategy.compactions)
         copy = start_copy(source, dest)
+        stress = Stress(copy) if strategy.stress else None
+        if stress is not None:
+            options["during"] = stress.during
         stride = max(1, math.ceil(len(starts) / MAX_REQUESTS))
         for n, (ends_part, batch, next_ends) in enumerate(_lookahead(_batches(source, cuts, starts))):
             append_copied(copy, batch, remap)
@@ -295,7 +287,11 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
                     note = {"tokens": spent, "seconds": time.monotonic() - t0}
             if not ends_part:
                 continue
+            if stress is not None:
+                stress.before()
             res = compact_session(copy, two_pass=strategy.two_pass, **options)
+            if stress is not None and res.status == "compacted":
+                out.violations += stress.check()
             if on_step is not None:
                 on_step()
             if res.status != "compacted":
@@ -314,6 +310,7 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
             requests.send(copy)  # the successor's first request
     if note is not None:
         out.wasted_tokens += note["tokens"]
+    out.stress_checks = stress.checks if stress is not None else 0
     out.violations += _resumed_violations(copy)
     out.items = _resumed_items(copy)
     out.reuse = requests.ratios

@@ -93,6 +93,7 @@ class Tally:
     wasted: int = 0  # ... and the tokens of those it did not
     pass1_tokens: int = 0  # what every pass 1 spent
     refused: int = 0  # prefires refused: no note could ever be used beside the tail
+    stress_checks: int = 0  # --stress: compactions checked with writes landing during them
     asked: int = 0  # successor check: questions put to the judge
     answered: int = 0  # and answers holding the fact
 
@@ -111,7 +112,7 @@ class Tally:
     def from_dict(cls, d: dict[str, Any]) -> Tally:
         return cls(**d)
 
-    def metrics(self, *, two_pass: bool = False, judge: bool = False) -> dict[str, Any]:
+    def metrics(self, *, two_pass: bool = False, judge: bool = False, stress: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             RECALLS[k]: round(self.kept[k] / self.facts[k], 4) if self.facts[k] else None for k in KINDS
         }
@@ -131,6 +132,8 @@ class Tally:
             out["wasted_tokens"] = self.wasted
             out["pass1_tokens"] = self.pass1_tokens
             out["prefires_refused"] = self.refused
+        if stress:
+            out["stress_checks"] = self.stress_checks
         if judge:
             out["successor_recall"] = round(self.answered / self.asked, 4) if self.asked else None
         return out
@@ -157,6 +160,7 @@ def tally(drive: Any, facts: list[Fact], missed: list[Fact]) -> Tally:
     t.requests = len(drive.reuse)
     t.prefires, t.hits, t.wasted = drive.prefires, drive.prefire_hits, drive.wasted_tokens
     t.pass1_tokens, t.refused = drive.pass1_tokens, drive.prefires_refused
+    t.stress_checks = drive.stress_checks
     return t
 
 
