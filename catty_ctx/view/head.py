@@ -16,6 +16,7 @@ from ..session.events import Event
 from .continuation import HEAD_PARTS, VERSION, Continuation, render_lines
 
 CONTINUATION_VERSION = VERSION
+OUTPUTS_KEPT = 20  # handles of externalised outputs a head lists (the latest)
 SUMMARY_PREAMBLE = (
     "This session is being continued from an earlier conversation that ran out of context. "
     "The summary below covers the earlier part of the conversation."
@@ -31,7 +32,7 @@ class HeadState(Continuation):
     compaction and the session event. The user's own words reach the head as its items, and
     what failed as its summary, not through the tracker."""
 
-    FEEDS: ClassVar[dict[str, str]] = {**Continuation.FEEDS, "session": "_session"}
+    FEEDS: ClassVar[dict[str, str]] = {**Continuation.FEEDS, "session": "_session", "tool_result": "_output"}
     KEEPS_CALLS: ClassVar[bool] = False
 
     def __init__(self) -> None:
@@ -41,10 +42,22 @@ class HeadState(Continuation):
         self.last_user: dict[str, Any] | None = None
         self.previous: Event | None = None  # the latest earlier compaction
         self.session: Event | None = None  # the session event (its cwd and model)
+        self.outputs: dict[str, dict[str, Any]] = {}  # blob handle -> the folded result moved there (latest OUTPUTS_KEPT)
 
     def _compaction(self, ev: Event) -> None:
         self.compactions += 1
         self.previous = ev
+
+    def _output(self, ev: Event) -> None:
+        """A result whose output was moved to a blob: its handle is how the agent reads it
+        again once the compaction folded the result away."""
+        self._result(ev)
+        handle = ev.get("blob")
+        if isinstance(handle, str) and handle:
+            self.outputs.pop(handle, None)
+            self.outputs[handle] = {"blob": handle, "call_id": ev.get("call_id"), "seq": ev.get("seq"), "bytes": ev.get("bytes")}
+            while len(self.outputs) > OUTPUTS_KEPT:
+                self.outputs.pop(next(iter(self.outputs)))
 
     def _session(self, ev: Event) -> None:
         if self.session is None:
@@ -63,13 +76,17 @@ class HeadState(Continuation):
 
 
 def continuation_state(state: HeadState) -> dict[str, Any]:
-    """The versioned continuation state a head carries: what a resumed agent must not forget."""
-    return state.state(HEAD_PARTS)
+    """The versioned continuation state a head carries: what a resumed agent must not forget,
+    and the handles of the outputs kept in blobs that the compaction folded away."""
+    return {**state.state(HEAD_PARTS), "outputs": list(state.outputs.values())}
 
 
 def render_state(cs: dict[str, Any]) -> str:
     """The continuation state as the head's system reminder; empty when there is nothing to carry."""
     lines = render_lines(cs)
+    if cs.get("outputs"):
+        lines.append("Full tool outputs kept outside the context (read one with `catty-ctx blob SESSION HANDLE`):")
+        lines.extend(f"- {o['blob']} (result of call {o.get('call_id')}, seq {o.get('seq')}, {o.get('bytes')} bytes)" for o in cs["outputs"])
     return "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>" if lines else ""
 
 

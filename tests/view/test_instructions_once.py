@@ -51,3 +51,24 @@ def test_a_subagents_view_holds_the_projects_agents_md_before_and_after_its_comp
         items = view(sub)
         assert any(it.get("synthetic") == "compaction_summary" for it in items)
         assert _texts(items).count(AGENTS) == 1
+
+
+def test_handles_of_outputs_moved_to_blobs_are_carried_across_a_compaction(tmp_path: Path) -> None:
+    """A result too large to keep inline is a blob the agent reads by its handle; the compaction
+    folds the result away, so the head's reminder lists the handle."""
+    import orjson
+
+    from support import cli
+
+    events = [{"kind": "message", "id": "u1", "role": "user", "text": "dump the table"},
+              {"kind": "message", "id": "a1", "role": "assistant", "text": ""},
+              {"kind": "tool_call", "call_id": "c1", "name": "read_file", "args": {"path": "big.csv"}},
+              {"kind": "tool_result", "call_id": "c1", "output": "row,value\n" * 8_000, "is_error": False},
+              {"kind": "message", "id": "a2", "role": "assistant", "text": "read it"}]
+    s = tmp_path / "s"
+    cli("append", str(s), "--create", "-q", input=b"".join(orjson.dumps(e) + b"\n" for e in events), check=True)
+    log = [orjson.loads(line) for line in (s / "updates.jsonl").read_bytes().splitlines()]
+    handle = next(e["blob"] for e in log if e["kind"] == "tool_result")
+    cli("compact", str(s), "--force", check=True)
+    reminder = next(it["text"] for it in view(s) if it.get("synthetic") == "continuation_state")
+    assert handle in reminder and "catty-ctx blob" in reminder
