@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 _API = {
     "Session": ("session.store", "Session"),
-    "create_session": ("session.store", "create_session"),
+    "create_session": ("session.create", "create_session"),
     "open_session": ("sources", "open_session"),
     "view": ("view.fold", "view"),
     "stream_view": ("view.fold", "stream_view"),
@@ -34,8 +34,8 @@ _API = {
     "import_to_dir": ("importers.pipeline", "import_to_dir"),
     "detect_format": ("importers.detect", "detect"),
     "analyse": ("repair.plan", "analyse"),
-    "repair_session": ("repair.plan", "repair_session"),
-    "repaired_items": ("repair.plan", "repaired_items"),
+    "repair_session": ("repair.fix", "repair_session"),
+    "repaired_items": ("repair.fix", "repaired_items"),
     "fork": ("fork", "fork"),
     "resume": ("fork", "resume"),
     "run_eval": ("eval.pipeline", "run_eval"),

@@ -15,7 +15,7 @@ import orjson
 from ..errors import DataError
 from ..formats import registry
 from ..session.jsonl import numbered_lines
-from .common import open_source
+from .reading import open_source
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _CLAUDE_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot")

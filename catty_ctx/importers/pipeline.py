@@ -21,11 +21,12 @@ import orjson
 from ..errors import DataError, UsageError, WriteError
 from ..formats import registry
 from ..session.blobs import TOOL_LIMIT, USER_LIMIT, ShellCalls, externalize, write_blob
+from ..session.create import write_summary
 from ..session.events import Event
 from ..session.files import new_dir_mode
 from ..session.layout import PART_NAME, STAGING_SUFFIX
 from ..session.new import building, check_dest_name, check_new_session_dest, missing_parents, place_new_session, remove_made
-from ..session.store import new_summary, write_summary
+from ..session.store import new_summary
 from .common import BlobSink, EventBuilder, ImportReport, Warn
 from .detect import detect as detect_format  # `importers.detect` stays the submodule
 

@@ -31,10 +31,11 @@ from ..formats.ownership import foreign_format
 from ..importers.pipeline import import_to_dir
 from ..prune.options import PruneOptions
 from ..prune.pipeline import prune
-from ..repair.plan import repair_plan, repaired_items
+from ..repair.fix import repaired_items
+from ..repair.plan import repair_plan
 from ..session.blobs import inline_images
 from ..session.events import now_ts
-from ..session.files import fsync_dir
+from ..session.files import create_exclusive
 from ..session.layout import LOG_NAME
 from ..session.store import Session, prepare_event, session_window
 from ..view.pairing import repair_items
@@ -232,9 +233,8 @@ def source_view(source: str, opts: WritebackOptions, work: Path) -> tuple[Source
 
 
 def place_new_file(path: Path, data: bytes) -> None:
-    """Create PATH holding DATA, durably, never replacing anything: a temp file beside it,
-    fsynced, then hard-linked to its name (which fails if the name exists) and removed. A
-    failure at any point (a full disk) leaves nothing behind but what was there."""
+    """Create PATH holding DATA, durably, never replacing anything (`files.create_exclusive`):
+    a failure at any point (a full disk) leaves nothing behind but what was there."""
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         raise WriteError(f"{folder}: not a folder; DEST is the folder the new session goes in")
@@ -242,29 +242,12 @@ def place_new_file(path: Path, data: bytes) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise WriteError(f"{folder}: cannot create ({exc.strerror})") from None
-    if os.path.lexists(path):
-        raise WriteError(f"{path}: already exists; fork --to never overwrites a file")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".catty-writeback-", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise WriteError(f"{folder}: cannot write ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), FILE_MODE)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.link(tmp, path)
-    except FileExistsError:
-        raise WriteError(f"{path}: already exists; fork --to never overwrites a file") from None
+        placed = not os.path.lexists(path) and create_exclusive(path, data, durable=True, mode=FILE_MODE)
     except OSError as exc:
         raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
-    finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-    fsync_dir(folder)
+    if not placed:
+        raise WriteError(f"{path}: already exists; fork --to never overwrites a file")
 
 
 # -- the whole step --------------------------------------------------------------------------

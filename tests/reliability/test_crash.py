@@ -20,7 +20,8 @@ import orjson
 import pytest
 
 from catty_ctx.session.events import check_event
-from catty_ctx.repair.plan import analyse, repair_session
+from catty_ctx.repair.plan import analyse
+from catty_ctx.repair.fix import repair_session
 from catty_ctx.session.store import Session
 from catty_ctx.sources import root_sessions
 from support import FIXTURES, ROOT
