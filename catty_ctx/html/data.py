@@ -19,7 +19,7 @@ import orjson
 
 from ..compact.twopass import cache_path
 from ..defaults import DEFAULT_THRESHOLD
-from ..errors import CattyError
+from ..errors import CattyError, NoConversation
 from ..prune import Measure, PruneOptions
 from ..repair.plan import analyse
 from ..session.blobs import blob_path
@@ -333,9 +333,12 @@ def gather(session: Session, *, on_error: Callable[[str], None] | None = None) -
 
 
 def gather_path(target: Any) -> Report:
-    """The report of a session on disk; one that cannot even be opened still gets a report."""
+    """The report of a session on disk; one that cannot even be opened still gets a report (one
+    that holds no conversation is no session: its error is raised, and a ROOT skips it)."""
     try:
         with open_session(target, warn=None) as session:
             return gather(session)
+    except NoConversation:
+        raise
     except CattyError as exc:
         return Report(path=str(target), errors=[str(exc)])

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from .. import formats as registry
-from ..errors import DataError, UsageError, WriteError
+from ..errors import NoConversation, UsageError, WriteError
 from ..session.blobs import TOOL_LIMIT, USER_LIMIT, ShellCalls, externalize, write_blob
 from ..session.events import Event
 from ..session.files import new_dir_mode
@@ -103,7 +103,7 @@ class _ConversationGate:
 
     def finish(self, source: Path) -> None:
         if not self.seen:
-            raise DataError(f"no conversation in {source} (no message or tool call to import); nothing was written")
+            raise NoConversation(source)
 
 
 def resolve_format(fmt: str, source: Path) -> str:
