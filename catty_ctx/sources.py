@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import orjson
 
-from .errors import UsageError
+from .errors import DataError, UsageError
 from .fleet.urls import is_url, url_is_root, url_sessions
 from .formats import FORMATS
 from .formats.ownership import foreign_format, native_refusal
@@ -58,8 +58,13 @@ def resolve(target: str | os.PathLike[str] | NativeSource) -> Target:
     if is_url(name):
         return Target(name, ROOT if url_is_root(name) else SESSION)
     path = Path(name)
-    if path.is_dir() and not (path / LOG_NAME).exists():
-        return Target(name, ROOT)
+    if path.is_dir():
+        try:
+            holds_log = (path / LOG_NAME).exists()
+        except OSError as exc:  # (a folder that cannot be listed: named, never an internal error)
+            raise DataError(f"cannot read ({exc.strerror})", path=name) from None
+        if not holds_log:
+            return Target(name, ROOT)
     native = native_source(path)
     return Target(name, NATIVE, native) if native is not None else Target(name, SESSION)
 
@@ -112,6 +117,7 @@ def import_session(native: NativeSource, *, warn: Warn | None = stderr_warning) 
         "cwd": first.get("cwd"),
         "title": builder.title or "",
         "model": builder.model or first.get("model"),
+        "window": builder.window,  # (one the source records after its session event: Codex's model_context_window)
     }
     return Session(log_path=log, directory=None, display=str(native), _spool=spool, origin=origin,
                    refusal=native_refusal(origin, str(native)))

@@ -17,9 +17,9 @@ from .plan import repair_plan, repair_session
 def root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:
     """One session's document of `repair ROOT` (its plan, applied when WRITE: what `repair S --json`
     prints), here or on a cluster worker."""
-    # A writer opens the source itself (another agent's file is refused there); a check reads
-    # a native session as its import.
-    with (Session.open(directory) if write else open_session(directory, warn=None)) as s:
+    # A writer opens the source itself (another agent's file is refused there, as when named
+    # alone: a native session of the ROOT by its path); a check reads a native session as its import.
+    with (Session.open(getattr(directory, "path", directory)) if write else open_session(directory, warn=None)) as s:
         plan = repair_session(s, lock_timeout=lock_timeout, force=force) if write else repair_plan(s, force=force)
     return plan.document(str(directory), applied=write)
 

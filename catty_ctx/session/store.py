@@ -57,6 +57,12 @@ class Session:
         path = Path(target)
         if path.is_dir():
             log = path / LOG_NAME
+            try:
+                log.stat()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # (a folder that cannot be searched: named, never an internal error)
+                raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
             if log.exists() and not log.is_file():
                 raise DataError("not a regular file", path=str(log))
             if not log.is_file():
@@ -562,8 +568,9 @@ def create_session(
 
 
 def session_window(session: Session, session_event: Event | None = None) -> int:
-    """summary.json's window, else the session event's, else the default (docs/spec.md#events)."""
-    summary = session.summary()
+    """summary.json's window (a native session's: the one its file records, as its import's
+    summary.json has it), else the session event's, else the default (docs/spec.md#events)."""
+    summary = session.summary() if session.origin is None else session.origin
     if summary and isinstance(summary.get("window"), int) and summary["window"] > 0:
         return summary["window"]
     if session_event and isinstance(session_event.get("window"), int) and session_event["window"] > 0:

@@ -130,3 +130,31 @@ def test_every_reading_command_reads_a_hostile_home_whole(tmp_path: Path, where:
                 assert "1b1b1b1b" in err and "-home-user-locked" in err, (args, err)
     finally:
         unlock(at)
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["repair", "--check"], ["prune"], ["resume"], ["export"], ["compact", "--check"],
+                                     ["segment", "list"]])
+def test_a_session_folder_that_cannot_be_read_is_named_not_an_internal_error(tmp_path: Path, command: list[str]) -> None:
+    folder = tmp_path / "sess"
+    shutil.copytree(FIXTURES / "sessions" / next(p.name for p in (FIXTURES / "sessions").iterdir() if (p / "updates.jsonl").is_file()),
+                    folder)
+    folder.chmod(0)
+    try:
+        proc = run([*command, str(folder)], tmp_path)
+    finally:
+        folder.chmod(0o700)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 65, err
+    assert err.splitlines() == [f"catty-ctx: error: {folder}: cannot read (Permission denied)"]
+
+
+def test_repair_of_a_root_holding_another_agents_file_refuses_that_file(tmp_path: Path) -> None:
+    """A writer refuses another agent's file (as when it is named alone), never an internal error."""
+    at = tmp_path / "root"
+    shutil.copytree(AGENTS / "claude-2.1.332/tools-resume-compactions/projects", at / "projects")
+    before = tree(at)
+    proc = run(["repair", str(at)], tmp_path)
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 65, err
+    assert "another agent's session (Claude Code transcript)" in err and "internal error" not in err
+    assert tree(at) == before
