@@ -92,7 +92,13 @@ def open_session(target: str | os.PathLike[str] | NativeSource, *, stdin: IO[byt
     """Open TARGET for reading: a native session is imported into a private spool."""
     native = native_source(target)
     if native is None:
-        return Session.open(target, stdin=stdin)  # type: ignore[arg-type]  # native_source took every NativeSource
+        session = Session.open(target, stdin=stdin)  # type: ignore[arg-type]  # native_source took every NativeSource
+        fmt = foreign_format(session.log_path) if session.stdin else None
+        if fmt is not None:  # (an agent's own transcript piped in: its import is the event stream)
+            session.close()
+            raise DataError(f"{FORMATS[fmt].label}, not catty-ctx events; name the file instead of -, "
+                            f"or pipe its import: catty-ctx import {fmt} FILE | catty-ctx ... -", path="<stdin>")
+        return session
     return import_session(native, warn=warn)
 
 
@@ -117,7 +123,6 @@ def import_session(native: NativeSource, *, warn: Warn | None = stderr_warning) 
         "cwd": first.get("cwd"),
         "title": builder.title or "",
         "model": builder.model or first.get("model"),
-        "window": builder.window,  # (one the source records after its session event: Codex's model_context_window)
     }
     return Session(log_path=log, directory=None, display=str(native), _spool=spool, origin=origin,
                    refusal=native_refusal(origin, str(native)))

@@ -209,7 +209,8 @@ class _Fold:
         first = stats.first or {}
         rep.items = self.items
         rep.session_id = first.get("session_id") if first.get("kind") == "session" else None
-        rep.source = first.get("source") if isinstance(first.get("source"), str) else None
+        source = first.get("source")  # (an import names its agent's format: {"format", "path"})
+        rep.source = source if isinstance(source, str) else source.get("format") if isinstance(source, dict) and isinstance(source.get("format"), str) else None
         if session.origin is not None:
             rep.origin = session.origin
             rep.source = session.origin["format"]

@@ -568,9 +568,8 @@ def create_session(
 
 
 def session_window(session: Session, session_event: Event | None = None) -> int:
-    """summary.json's window (a native session's: the one its file records, as its import's
-    summary.json has it), else the session event's, else the default (docs/spec.md#events)."""
-    summary = session.summary() if session.origin is None else session.origin
+    """summary.json's window, else the session event's, else the default (docs/spec.md#events)."""
+    summary = session.summary()
     if summary and isinstance(summary.get("window"), int) and summary["window"] > 0:
         return summary["window"]
     if session_event and isinstance(session_event.get("window"), int) and session_event["window"] > 0:

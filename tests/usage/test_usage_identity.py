@@ -177,3 +177,45 @@ def led_day(log: Path) -> float:
 
     first = json.loads(log.read_text().splitlines()[0])
     return (epoch(first["timestamp"]) or 0) // 86_400
+
+
+# -- readers agree --------------------------------------------------------------------------------
+
+WILD = sorted([*ROOT.glob("fixtures/import/claude/wild/*/*.jsonl"), *ROOT.glob("fixtures/import/codex/wild/*/rollout-*.jsonl"),
+               CLAUDE_FILE, CODEX_FILE])
+
+
+@pytest.mark.parametrize("source", WILD, ids=lambda p: p.parent.name)
+def test_usage_of_a_file_and_of_its_import_count_the_same_calls(tmp_path: Path, source: Path) -> None:
+    """Over every real file here; a file holding records of several sessions is the sum of each one's import."""
+    sessions: set[Any] = set()
+    for line in source.read_text().splitlines() if "claude" in str(source) else ():
+        try:
+            sessions.add(json.loads(line).get("sessionId"))
+        except (ValueError, AttributeError):
+            continue  # (a cut line)
+    others = sorted(s for s in sessions if isinstance(s, str) and s != source.stem)
+    copies = [imported(source, tmp_path / "main")]
+    for i, sid in enumerate(others):
+        run = cli("import", "auto", str(source), "--session", sid, "--out", str(tmp_path / f"other-{i}"))
+        if run.returncode == 0:
+            copies.append(tmp_path / f"other-{i}")
+    led, _ = U.usage([str(source)], timezone_name="UTC", use_cache=False, allow_empty=True)
+    of_imports, _ = U.usage([str(c) for c in copies], timezone_name="UTC", use_cache=False, allow_empty=True)
+    assert totals(of_imports) == totals(led)
+
+
+def test_report_of_an_import_names_the_agent_it_came_from(tmp_path: Path) -> None:
+    copy = imported(CLAUDE_FILE, tmp_path / "imported")
+    page = cli("report", str(copy))
+    assert page.returncode == 0, page.stderr
+    assert "<dt>source agent</dt><dd>claude</dd>" in page.stdout.decode()
+
+
+@pytest.mark.parametrize("command", ["inspect", "resume", "prune", "export"])
+def test_a_native_transcript_on_stdin_gets_a_hint_naming_import(command: str) -> None:
+    run = cli(command, "-", input=CLAUDE_FILE.read_bytes())
+    assert run.returncode == 65
+    assert run.stderr.decode().splitlines() == [
+        "catty-ctx: error: <stdin>: Claude Code transcript, not catty-ctx events; name the file instead of -, "
+        "or pipe its import: catty-ctx import claude FILE | catty-ctx ... -"]
