@@ -94,7 +94,7 @@ def open_session(target: str | os.PathLike[str] | NativeSource, *, stdin: IO[byt
     if native is None:
         session = Session.open(target, stdin=stdin)  # type: ignore[arg-type]  # native_source took every NativeSource
         fmt = foreign_format(session.log_path) if session.stdin else None
-        if fmt is not None:  # (an agent's own transcript piped in: its import is the event stream)
+        if fmt is not None and FORMATS[fmt].homes:  # (an agent's own transcript piped in: its import is the event stream)
             session.close()
             raise DataError(f"{FORMATS[fmt].label}, not catty-ctx events; name the file instead of -, "
                             f"or pipe its import: catty-ctx import {fmt} FILE | catty-ctx ... -", path="<stdin>")
