@@ -139,11 +139,27 @@ def import_log(native: NativeSource, log: Path, *, warn: Warn | None = stderr_wa
         return import_events(native.format, native.path, lambda ev: write(dumps(ev) + b"\n"), warn=warn, session_id=native.session_id)
 
 
-def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Any]:
+class Found(list[Any]):
+    """`root_sessions`' answer: the sessions, and in `unreadable` the folders and files it could not read."""
+
+    unreadable: list[str]
+
+
+def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False, warn: Warn | None = stderr_warning) -> Found:
     """The one ROOT walker: the sessions under ROOT, catty ones (their folders, or URLs under a
     URL ROOT) and native ones (NativeSource), in walk order; none is a usage error (a cron job
-    pointed at the wrong folder must not pass) unless the caller allows an empty ROOT."""
-    found: list[Any] = url_sessions(str(root)) if is_url(root) else list(walk(root))
+    pointed at the wrong folder must not pass) unless the caller allows an empty ROOT. A folder
+    or a session's file that cannot be read is named to WARN, one line each, and kept in the
+    answer's `unreadable` (a check over the ROOT is then no "fine")."""
+    missed: list[str] = []
+
+    def unreadable(path: str, why: str) -> None:
+        missed.append(path)
+        if warn is not None:
+            warn(f"{path}: cannot read ({why}); skipped")
+
+    found = Found(url_sessions(str(root)) if is_url(root) else walk(root, unreadable))
+    found.unreadable = missed
     if not found and not allow_empty:
         raise UsageError(f"no session under {root}, of catty-ctx or of an agent ({', '.join(f.agent for f in FORMATS.values() if f.homes)}) "
                          "(--allow-empty accepts an empty ROOT)")
