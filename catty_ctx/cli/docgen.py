@@ -18,7 +18,7 @@ import typer
 
 from .._version import __version__
 from ..errors import EXIT_MEANINGS, ExitCode
-from . import app, example_lines, load_commands
+from .app import app, example_lines, load_commands
 from .fastpath import CHOICES
 from .registry import BY_NAME
 
@@ -93,24 +93,19 @@ def _choices(param: Any, path: list[str]) -> list[str]:
     return []
 
 
-def written(text: str) -> str:
-    """A help text as its table writes it (`fastpath.shown` escaped it for typer's rich help)."""
-    return text.replace("\\[", "[")
-
-
 def _describe(cmd: Any, path: list[str]) -> Cmd:
     arguments: list[tuple[str, str, list[str]]] = []
     options: list[Opt] = []
     for p in cmd.params:
         if getattr(p, "param_type_name", "") == "argument":
-            arguments.append((p.metavar or p.name.upper(), written(getattr(p, "help", None) or ""), _choices(p, path)))
+            arguments.append((p.metavar or p.name.upper(), getattr(p, "help", None) or "", _choices(p, path)))
         elif getattr(p, "param_type_name", "") == "option":
             if getattr(p, "hidden", False):
                 continue
             metavar = None if p.is_flag else (p.metavar or p.name.upper())
-            options.append(Opt(list(p.opts) + list(p.secondary_opts), written(p.help or ""), metavar, _choices(p, path)))
+            options.append(Opt(list(p.opts) + list(p.secondary_opts), p.help or "", metavar, _choices(p, path)))
     options.append(Opt(["-h", "--help"], "Show the help and exit.", None))
-    c = Cmd(path, written(cmd.help or "").strip(), example_lines(written(cmd.epilog or "")), arguments, options)
+    c = Cmd(path, (cmd.help or "").strip(), example_lines(cmd.epilog), arguments, options)
     for name, sub in sorted(getattr(cmd, "commands", {}).items()):
         if not getattr(sub, "hidden", False):
             c.subcommands.append(_describe(sub, [*path, name]))

@@ -7,11 +7,12 @@ typer command (`declare`), which takes everything else: help, completion, the ma
 unusual spellings and every error message. The two cannot disagree about what an option is.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
+import re
 from types import MappingProxyType
 from typing import Annotated, Any, NamedTuple, TypeAlias
 
 from ..defaults import CONNECT_TIMEOUT_MIN
-from . import get_app
+from .app import get_app
 from .errors import handle_errors
 
 TYPE_CHECKING = False
@@ -174,6 +175,16 @@ def parse_one(args: "list[str]", params: Params, *positional: str, required: "in
     return {**dict(zip(positional, got[1])), **got[0]}
 
 
+# What rich would read as a style tag in help text (`[mcp]`, `[mcp_servers.catty-recall]`, `[1m]`):
+# its own escape, done here so that help loads no more of rich than typer does.
+_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def shown(text: str) -> str:
+    """TEXT for typer's rich help: every bracketed part shown as written, none read as markup."""
+    return _TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", text)
+
+
 def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epilog: str, positional: "dict[str, Any]",
             on: "Any" = None) -> None:
     """Register NAME on the typer application (or ON, a sub-application of it): RUN's parameters,
@@ -217,12 +228,6 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
                            default=defaults[p])
          for p, annotation in annotations.items()])
     target.command(name, epilog=shown(epilog))(handle_errors(command))
-
-
-def shown(text: str | None) -> str | None:
-    """TEXT as typer's rich help shows it word for word: a `[` escaped, so `catty-ctx[mcp]` or
-    `config.toml ([mcp_servers])` is not read as a markup tag and dropped."""
-    return text.replace("[", "\\[") if text else text
 
 
 def declare_group(name: str, help_text: str, epilog: str, on: "Any" = None) -> "Any":

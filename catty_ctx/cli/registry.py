@@ -14,7 +14,7 @@ class Command(NamedTuple):
     """One command of the program."""
 
     name: str  # as typed: `catty-ctx NAME`
-    module: str  # its module under catty_ctx.cli
+    module: str  # its module under catty_ctx.cli.app
     summary: str  # one line: the top-level help, the main man page and the completions show it
     fast: bool = False  # parses its plain spellings itself, without typer (`fastpath`)
 
@@ -30,9 +30,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("fork", "fork", "Start a new session DEST from turns 1..N of SESSION; the parent is untouched.", fast=True),
     Command("hook", "hook", "The agents' hook commands (claude, codex) and their installer.", fast=True),
     Command("import", "import_", "Import a Claude Code, Codex CLI, opencode or Gemini CLI session, or a messages array.", fast=True),
+    Command("index", "index", "Index the sessions under the ROOTs for search (SQLite FTS5, incremental).", fast=True),
     Command("inspect", "inspect", "Counts, turns, tokens against the window, largest items, compactions and integrity of a session.", fast=True),
     Command("instructions", "instructions", "Find the instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.", fast=True),
     Command("mcp", "mcp", "A stdio MCP server for the agent to recall its own session: search and show what compactions dropped.", fast=True),
+    Command("proxy", "proxy", "Run a local proxy that repairs, prunes, compacts and records an agent's requests on their way out.", fast=True),
     Command("prune", "prune", "Print the pruned request view, one item a line; the log is untouched.", fast=True),
     Command("repair", "repair", "Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.", fast=True),
     Command("report", "report", "A session's context lifecycle as one HTML page that works offline."),

@@ -16,7 +16,8 @@ import orjson
 
 from ..errors import UsageError
 from ..formats.calls import gemini_call
-from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, load_json, not_recognised, shape_error
+from .common import SHAPE_ERRORS, EventBuilder, Warn, not_recognised, shape_error
+from .reading import iter_jsonl, load_json
 
 WHAT = "a Gemini CLI session"
 _MESSAGE_TYPES = ("user", "gemini")

@@ -17,7 +17,7 @@ import pytest
 
 from catty_ctx.errors import DataError
 from catty_ctx.session.events import check_event
-from catty_ctx.importers import import_events, import_to_dir
+from catty_ctx.importers.pipeline import import_events, import_to_dir
 from catty_ctx.importers.detect import detect
 from catty_ctx.session.store import Session
 from catty_ctx.view.fold import view
@@ -146,7 +146,7 @@ def test_the_usage_ledger_counts_the_fixture_responses_once() -> None:
     """The ledger reads Claude files itself; on this fixture it counts each response once:
     msg_01, 02, x, 03, 04, 05, 06 on every branch (not <synthetic>), from 11 usage copies, and
     the 2 calls of its subagent's file (`sess-0001/subagents/`), read with it as its import reads it."""
-    from catty_ctx.usage import usage
+    from catty_ctx.usage.pipeline import usage
 
     ledger, scan = usage([CLAUDE], use_cache=False, jobs=1)
     rep = ledger.document(scan)

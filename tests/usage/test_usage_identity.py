@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from support import cli
 
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
+from catty_ctx.usage.prices import load_prices
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAUDE_HOME = ROOT / "fixtures/agents/claude-2.1.332/tools-resume-compactions"
@@ -164,7 +165,7 @@ def test_codex_cache_writes_are_priced_where_the_model_bills_them(tmp_path: Path
     assert len(calls) == row["calls"]
     written = sum(c["cache_write_input_tokens"] for c in calls.values())
     assert row["cache_write"] == written > 0
-    rates = U.load_prices().rates("gpt-5.6", int(led_day(log)), False)
+    rates = load_prices().rates("gpt-5.6", int(led_day(log)), False)
     assert rates is not None and rates[2] == pytest.approx(1.25 * rates[0])
     expected = row["input"] * rates[0] + row["output"] * rates[1] + written * rates[2] + row["cache_read"] * rates[3]
     assert row["cost_usd"] == pytest.approx(expected, rel=1e-6)
