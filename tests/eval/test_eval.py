@@ -271,3 +271,22 @@ def test_a_summary_under_the_degenerate_floor_is_retried_then_fails_its_run(tmp_
     (artifact,) = (tmp_path / "out").glob("01-*/*/compaction_requests/*.json")
     assert [a["outcome"] for a in orjson.loads(artifact.read_bytes())["attempts"]] == ["degenerate"] * 3
     assert good["metrics"]["state_recall"] == 1.0
+
+
+def test_two_pass_reports_the_wait_apart_from_background_time_and_pass_1s_real_spend(tmp_path: Path) -> None:
+    """Pass 1 runs ahead (background_seconds), the compaction's own call is what the next request
+    waits on (user_wait_seconds); pass1_tokens is what pass 1's calls cost, as the log records them."""
+    import sys
+
+    planted_session(tmp_path / "corpus" / "s1")
+    slow = tmp_path / "slow.py"  # a command summariser that takes 0.3 s a call
+    slow.write_text("import sys, time\nsys.stdin.read()\ntime.sleep(0.3)\nprint('<summary>' + 'The parser work goes on. ' * 60 + '</summary>')\n")
+    (run,) = _run(tmp_path / "corpus", two_pass=True, summarizers=[f"cmd:{sys.executable} {slow}"], out=str(tmp_path / "out"))["runs"]
+    m = run["metrics"]
+    assert m["prefire_hit_rate"] == 1.0 and m["wasted_tokens"] == 0
+    assert m["background_seconds"] >= 3 * 0.3 and m["user_wait_seconds"] >= 3 * 0.3  # three pass 1 runs, three pass 2 calls
+    assert abs(m["summarizer_seconds"] - m["background_seconds"] - m["user_wait_seconds"]) < 0.002  # (each rounded to ms)
+    copy = next((tmp_path / "out").glob("*/*"))
+    events = [orjson.loads(line) for line in (copy / "updates.jsonl").read_bytes().splitlines()]
+    pass1 = [e for e in events if e["kind"] == "usage" and e.get("purpose") == "prefire"]
+    assert len(pass1) == 3 and m["pass1_tokens"] == sum(e["input"] + e["output"] for e in pass1) > 0

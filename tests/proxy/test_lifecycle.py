@@ -59,7 +59,9 @@ def result(call: dict[str, Any], output: str, is_error: bool = False) -> dict[st
 
 def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "30000") as (url, _):
+    # (a window with room for pass 2's note beside the fitted reserve: below about 36,000 tokens
+    # `compact --prefire` is refused, since no note of it could ever be used)
+    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "60000") as (url, _):
         c = Client(url, up)
         todos = {"todos": [{"content": f"todo {n}", "status": "pending", "activeForm": f"doing {n}"} for n in ("alpha", "beta", "gamma")]}
         a = c.send(tool_use("TodoWrite", todos), {"type": "text", "text": f"Fix the parser. Rule: {FORBIDDEN}."})
@@ -71,7 +73,7 @@ def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Pa
         dangling = a["content"][-1]["id"]
         c.msgs[-1]["content"] = [{"type": "text", "text": "Listing."}, *c.msgs[-1]["content"]]
         a = c.send(text("ok"), {"type": "text", "text": "never mind, go on"})
-        for turn in range(70):
+        for turn in range(140):
             a = c.send(tool_use("Bash", {"command": f"cat log{turn}.txt"}), {"type": "text", "text": f"turn {turn}: look at log{turn}.txt. " + NOTE})
             a = c.send(text(f"Read log {turn}."), result(a, f"log {turn}\n" + ("line of log output\n" * 180)))
         time.sleep(0.5)
