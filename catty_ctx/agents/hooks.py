@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..session.files import make_private, private_files
 from .settings import RECALL_SERVER
 
 REMINDER_LIMIT = 10_000
@@ -90,6 +91,8 @@ def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str, *, 
     if transcript is None and not (dest / "updates.jsonl").exists():
         raise HookFailure("the hook's JSON names no transcript_path")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    for folder in (dest.parent, dest):  # a mirror copies a private transcript: others read none of it
+        make_private(folder)
     made = not dest.exists()
     try:
         report = sync(dest, transcript, fmt, sid, archive=archive, trigger=_text(payload, "trigger"), cwd=_text(payload, "cwd"),
@@ -148,7 +151,8 @@ def log_line(root: Path, line: str) -> None:
 
 
 def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable[[], None]) -> None:
-    """Run WORK; any error (or overstaying DEADLINE seconds) is one stderr line and a log line."""
+    """Run WORK; any error (or overstaying DEADLINE seconds) is one stderr line and a log line.
+    What it creates is private (files 0600, folders 0700): mirrors are copies of transcripts."""
 
     def overstayed(_sig: int, _frame: Any) -> None:
         raise HookFailure(f"gave up after the deadline of {deadline:g} s")
@@ -156,7 +160,8 @@ def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable
     previous = signal.signal(signal.SIGALRM, overstayed)
     signal.setitimer(signal.ITIMER_REAL, deadline)
     try:
-        work()
+        with private_files():
+            work()
     except BaseException as exc:
         message = str(exc) if isinstance(exc, HookFailure) else f"{type(exc).__name__}: {exc}"
         line = f"hook {agent} {hook}: {' '.join(message.split())}"

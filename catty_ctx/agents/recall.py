@@ -179,7 +179,8 @@ def agent_homes(name: str) -> list[Path]:
 
 def claude_project_dirs(cwd: Path) -> list[Path]:
     """The folders of each Claude Code home's `projects/` that may hold CWD's transcripts (for a
-    name Claude Code cut and suffixed, every folder that begins as it does)."""
+    name Claude Code cut and suffixed, every folder that begins as it does: its transcripts are
+    then taken only when they say CWD is their working folder, `_claude_transcripts`)."""
     name = project_folder_name(str(cwd))
     out: list[Path] = []
     for home in agent_homes("claude"):
@@ -196,6 +197,8 @@ def claude_project_dirs(cwd: Path) -> list[Path]:
 
 def _claude_transcripts(cwd: Path) -> list[tuple[int, str, Path]]:
     found: list[tuple[int, str, Path]] = []
+    cut = len(project_folder_name(str(cwd))) > SLUG_LIMIT  # folders found by a prefix: another project's may share it
+    want = os.path.realpath(cwd)
     for folder in claude_project_dirs(cwd):
         try:
             entries = list(os.scandir(folder))
@@ -204,11 +207,28 @@ def _claude_transcripts(cwd: Path) -> list[tuple[int, str, Path]]:
         for entry in entries:
             if entry.name.endswith(".jsonl") and not entry.name.startswith("agent-"):
                 try:
-                    if entry.is_file():
+                    if entry.is_file() and (not cut or _transcript_cwd(Path(entry.path)) == want):
                         found.append((entry.stat().st_mtime_ns, entry.name, Path(entry.path)))
                 except OSError:
                     continue
     return found
+
+
+def _transcript_cwd(path: Path, lines: int = 50) -> str | None:
+    """The working folder a Claude Code transcript's first records name (resolved), if any."""
+    try:
+        for n, raw in enumerate(raw_lines(path, warn=None)):
+            if n >= lines:
+                break
+            try:
+                doc = orjson.loads(raw.data)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("cwd"), str):
+                return os.path.realpath(doc["cwd"])
+    except (OSError, CattyError):
+        return None
+    return None
 
 
 def _rollout_cwd(path: Path) -> str | None:

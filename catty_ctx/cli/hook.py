@@ -12,7 +12,7 @@ import sys
 from ..agents import hooks
 from ..agents import settings as agent_settings
 from ..defaults import HOOK_DEADLINE
-from ..errors import UsageError
+from ..errors import DataError, UsageError
 from . import get_app
 from .errors import note
 from .fastpath import declare as declare_command
@@ -132,12 +132,16 @@ def _edit(install: bool, agent: str, scope: str, settings: str | None, statuslin
                 raise UsageError(f"{flag}: not for codex (its hooks live in CODEX_HOME; see --codex-home)")
         from ..agents import codex_install
 
-        changes = codex_install.plan_codex(install, home=codex_home, mcp=mcp, command=command)
+        def plan() -> list[agent_settings.Change]:
+            return codex_install.plan_codex(install, home=codex_home, mcp=mcp, command=command)
     else:
         if codex_home is not None:
             raise UsageError("--codex-home: only for codex")
-        changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp, command=command)
+
+        def plan() -> list[agent_settings.Change]:
+            return agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp, command=command)
     verb = "install" if install else "uninstall"
+    changes = _planned(plan)
     if not changes:
         note(f"{verb} {agent}: nothing to change")
         return
@@ -145,11 +149,20 @@ def _edit(install: bool, agent: str, scope: str, settings: str | None, statuslin
         for change in changes:
             sys.stdout.write(change.diff())
         return
-    agent_settings.apply(changes)
+    with agent_settings.locked([c.path for c in changes]):  # planned again under the lock: another install's change kept
+        changes = _planned(plan)
+        agent_settings.apply(changes)
     for change in changes:
         kept = f" (previous bytes in {agent_settings.backup_path(change.path)})" if change.before is not None else ""
         done = "added" if install else "removed"
         sys.stdout.write(f"{change.path}: {done} {', '.join(change.what)}{kept}\n")
+
+
+def _planned(plan: Any) -> list[agent_settings.Change]:
+    try:
+        return list(plan())
+    except RecursionError:  # a document parsed but too deep to copy or write: refused like one that does not parse
+        raise DataError("the settings are nested too deeply to edit safely: left unchanged") from None
 
 
 def install(agent: str, scope: str = "user", settings: str | None = None, statusline: bool = False, mcp: bool = False,
