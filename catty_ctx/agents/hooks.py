@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..session.files import make_private, private_files
+from ..visible import one_line
 from .settings import RECALL_SERVER
 
 REMINDER_LIMIT = 10_000
@@ -33,7 +34,7 @@ RECALL_TOOL = f"mcp__{RECALL_SERVER}__recall_search"  # how Claude Code names th
 # How each agent shows that tool to its model (Codex: the tool's own name in a namespace named
 # after the server, its '-' made '_').
 RECALL_TOOLS = {"claude": RECALL_TOOL, "codex": f"recall_search (namespace mcp__{RECALL_SERVER.replace('-', '_')})"}
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # whole (fullmatch): `$` would take a final newline
 _LOCK_SHARE = 0.5  # of the deadline, at most, spent waiting for another hook's lock on the mirror
 _READ_SHARE = 0.6  # of the deadline, past which no new step of reading the transcript starts
 
@@ -54,7 +55,7 @@ def mirrors_root(given: str | None = None) -> Path:
 
 def session_id_of(payload: dict[str, Any]) -> str:
     sid = payload.get("session_id")
-    if not isinstance(sid, str) or _SESSION_ID.match(sid) is None or sid in (".", ".."):
+    if not isinstance(sid, str) or _SESSION_ID.fullmatch(sid) is None or sid in (".", ".."):
         raise HookFailure("the hook's session_id is missing or not an id (letters, digits, . _ -)")
     return sid
 
@@ -135,8 +136,9 @@ def reminder(folder: Path, agent: str) -> str:
 
 
 def warn(root: Path, line: str) -> None:
-    """One line on stderr and in the hooks log; the hook goes on."""
-    line = " ".join(line.split())
+    """One line on stderr and in the hooks log; the hook goes on. The line may quote a path or
+    a transcript's text: its controls are shown, never obeyed (`visible.one_line`)."""
+    line = one_line(" ".join(line.split()))
     sys.stderr.write(f"catty-ctx: warning: {line}\n")
     log_line(root, line)
 
@@ -164,9 +166,7 @@ def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable
             work()
     except BaseException as exc:
         message = str(exc) if isinstance(exc, HookFailure) else f"{type(exc).__name__}: {exc}"
-        line = f"hook {agent} {hook}: {' '.join(message.split())}"
-        sys.stderr.write(f"catty-ctx: warning: {line}\n")
-        log_line(root, line)
+        warn(root, f"hook {agent} {hook}: {message}")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

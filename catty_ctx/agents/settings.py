@@ -37,7 +37,7 @@ DEFAULT_COMMAND = "catty-ctx"
 CLAUDE_HOOKS = (("PreCompact", None, "pre-compact"), ("SessionStart", "compact|resume", "session-start"))
 # A handler is ours when its command is exactly what install writes: a plain command line that
 # runs catty-ctx (no shell operator, no word after ours), ending with our subcommand words.
-_CATTY = re.compile(r"(?:^|/)catty[-_]ctx$")
+_CATTY = re.compile(r"(?:^|/)catty[-_]ctx\Z")
 _SHELL = re.compile(r"[;&|<>`()\n]|\$\(")
 OUR_HOOK_TAILS = tuple(("hook", agent, hook) for agent in ("claude", "codex") for hook in ("pre-compact", "session-start"))
 _HANDLER_KEYS = frozenset({"type", "command", "timeout", "additionalContextLimit"})
