@@ -62,6 +62,10 @@ EXPORT_FORMATS = ("md", "html", "txt")  # export's transcript forms
 # The usage ledger (usage)
 USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent")  # the row keys of --by
 
+# Patterns a user or a model gives (search -E, segment grep -E, recall_search): the seconds of
+# matching a regular expression may spend on one session's text, then it is refused (patterns).
+REGEX_BUDGET = 1.0
+
 # The agents' hooks (docs/agents.md): the time a hook command takes at most before it gives up
 # (exit 0, one line), so a compaction is never held up by us.
 HOOK_DEADLINE = 10.0
@@ -92,7 +96,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "USER_LIMIT": (1, 1 << 40), "TOOL_LIMIT": (1, 1 << 40), "ASSISTANT_LIMIT": (1, 1 << 40), "SHELL_LIMIT": (1, 1 << 40),
     "DEFAULT_THRESHOLD": (1.0, 100.0), "MAX_RESPONSE_BYTES": (1, 1 << 40), "COMPACT_DEADLINE": (0.1, 86_400.0),
     "EVAL_COMPACTIONS": (1, 1000), "EVAL_JOBS": (1, 4096), "PRUNE_MIN_PERCENT": (0.0, 100.0), "PRUNE_HIGH_PERCENT": (0.0, 100.0),
-    "PRUNE_LOW_PERCENT": (0.0, 100.0), "HOOK_DEADLINE": (0.1, 3600.0),
+    "PRUNE_LOW_PERCENT": (0.0, 100.0), "HOOK_DEADLINE": (0.1, 3600.0), "REGEX_BUDGET": (0.01, 86_400.0),
 }
 CHOICES: dict[str, tuple[str, ...]] = {"COMPACT_MODE": COMPACT_MODES, "SEGMENT_DETAIL": SEGMENT_DETAILS, "EVAL_MODE": COMPACT_MODES,
                                        "PRUNE_STRATEGY": PRUNE_STRATEGIES, "RESUME_FORMAT": RESUME_FORMATS}

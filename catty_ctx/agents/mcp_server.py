@@ -25,8 +25,11 @@ from mcp.shared.exceptions import MCPError
 
 from .._version import __version__
 from ..errors import CattyError
+from ..visible import one_line
 from .recall import SEARCH_LIMIT, SEARCH_LIMIT_MAX, SHOW_CHARS, SHOW_CHARS_MAX, Recall, RecallError
 from .settings import RECALL_SERVER
+
+_INT_MAX = 10**18 - 1  # an integer argument beyond this names no seq, count or size
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,8 @@ class Arg:
         return out
 
     def check(self, value: Any) -> Any:
+        if self.kind is int and type(value) is int and abs(value) > _INT_MAX:
+            raise RecallError(f"{self.name} must be an integer of at most 18 digits, not {_shown(value)}")
         if self.kind is int and (type(value) is not int):
             if type(value) is float and value.is_integer():
                 value = int(value)
@@ -146,6 +151,8 @@ def answer(recall: Recall, tool: Tool, arguments: dict[str, Any]) -> types.CallT
         return failure(f"cannot read the session: {exc.strerror or exc}")
     except RecursionError:
         return failure("the session is nested too deeply to read")
+    except Exception as exc:  # whatever else: still one line for the model, never a traceback in the protocol
+        return failure(f"cannot answer: {type(exc).__name__}: {one_line(str(exc))[:300]}")
     return types.CallToolResult(content=[types.TextContent(text=orjson.dumps(doc).decode())])
 
 
