@@ -3,10 +3,11 @@
 `read_transcript` brings a transcript's state up to date: the last request's usage and model
 and the compactions of the main conversation (`_tally`), and the session's calls as the usage
 ledger counts them (its Claude Code parser and dedupe, `_price_calls`). The state lives in the
-cache folder; a run reads only the bytes appended since the last one, from the offset kept with
-the transcript's inode and hashes of its first and its last 64 KiB before the offset: a
-transcript rewritten, truncated or replaced is read again from its start. Only the last
-OPEN_CALLS calls are kept whole; older ones are sealed into sums.
+cache folder; a run reads only the bytes appended since the last one, from the file cursor kept
+with it (`session.cursor`: the transcript's device and inode, the offset, fingerprints of its
+first bytes and of its last ones before the offset): a transcript rewritten, truncated or
+replaced is read again from its start. Only the last OPEN_CALLS calls are kept whole; older ones
+are sealed into sums.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import stat
 
 import xxhash
 
+from ..session.cursor import NEW, Cursor, line_end, look
 from ..session.files import replace_file
 from ..session.jsonl import marked_lines
 
@@ -26,8 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-STATE_VERSION = 3
-FINGERPRINT_BYTES = 64 * 1024  # of the transcript's start, and of the bytes just before the offset
+STATE_VERSION = 4  # 4: the file cursor of `session.cursor`
 BLOCK = 8 << 20  # bytes read at a time (a transcript of GiBs costs no more memory than this)
 OPEN_CALLS = 64  # the last calls kept whole for the dedupe (see `_price_calls`)
 # A line is worth parsing only when it holds one of these (a usage, or a compaction's boundary).
@@ -74,19 +75,6 @@ def _calls_file(state: dict[str, Any], folder: str) -> str | None:
     return os.path.join(folder, name) if isinstance(name, str) and os.sep not in name else None
 
 
-def _fingerprint(f: Any, offset: int) -> list[int]:
-    """Hashes of the file's first bytes and of the bytes just before OFFSET (both within it)."""
-    f.seek(0)
-    head = f.read(min(FINGERPRINT_BYTES, offset))
-    start = max(0, offset - FINGERPRINT_BYTES)
-    if start:
-        f.seek(start)
-        tail = f.read(offset - start)
-    else:
-        tail = head
-    return [xxhash.xxh3_64_intdigest(head), xxhash.xxh3_64_intdigest(tail)]
-
-
 def load_state(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
@@ -104,8 +92,8 @@ def save_cache(path: str, data: bytes) -> None:
         pass
 
 
-def _fresh(transcript: str, ino: int) -> dict[str, Any]:
-    return {"v": STATE_VERSION, "path": transcript, "ino": ino, "offset": 0, "fp": [0, 0], "last": None, "model": None,
+def _fresh(transcript: str) -> dict[str, Any]:
+    return {"v": STATE_VERSION, "path": transcript, "last": None, "model": None,
             "compactions": 0, "calls": 0, "cost": 0.0, "unpriced": 0, "sealed_calls": 0, "sealed_cost": 0.0, "sealed_unpriced": 0,
             "rates": {}}
 
@@ -152,28 +140,28 @@ def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, p
     written after it: a run cancelled between the two leaves the state and its calls file as
     they were."""
     st = os.fstat(f.fileno())
-    offset = state.get("offset") if state.get("path") == transcript and state.get("ino") == st.st_ino else None
-    if type(offset) is not int or not 0 <= offset <= st.st_size or (offset and _fingerprint(f, offset) != state.get("fp")):
-        state, offset = _fresh(transcript, st.st_ino), 0
+    read = lambda at, n: os.pread(f.fileno(), n, at)  # noqa: E731 - the cursor's reader of this file
+    reading = look(Cursor.from_json(state) if state.get("path") == transcript else None, st, read)
+    if reading.verdict == NEW:
+        state = _fresh(transcript)
+    offset = reading.start
     scan = state.get("scan")
     pos, scan = offset, scan if type(scan) is int and offset < scan <= st.st_size else offset
     start_scan = scan
     counted_any = False
     while pos < st.st_size:
         if scan > pos:  # inside a line longer than a block: look on for its end
-            f.seek(scan)
-            block = f.read(min(BLOCK, st.st_size - scan))
-            newline = block.find(b"\n")
+            block = read(scan, min(BLOCK, st.st_size - scan))
             if not block:
                 break
+            newline = block.find(b"\n")
             if newline < 0:
                 scan += len(block)
                 continue
             pos = scan = scan + newline + 1
             continue
-        f.seek(pos)
-        data = f.read(min(BLOCK, st.st_size - pos))
-        end = data.rfind(b"\n") + 1  # whole lines only: a line still being written waits for the next run
+        data = read(pos, min(BLOCK, st.st_size - pos))
+        end = line_end(data, 0, len(data))  # whole lines only: a line still being written waits for the next run
         if end == 0:
             if len(data) == BLOCK:
                 scan = pos + len(data)
@@ -187,9 +175,8 @@ def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, p
         pos = scan = pos + end
     if (pos, scan) == (offset, start_scan):
         return state
-    state["offset"] = pos
+    state.update(reading.advance(pos, read).as_json())
     state["scan"] = scan
-    state["fp"] = _fingerprint(f, pos)
     save_cache(state_path, json.dumps(state).encode())
     if counted_any:
         _drop_other_calls(prefix, state["calls_file"])

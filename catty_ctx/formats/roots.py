@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..errors import CattyError
 from ..session.layout import LOG_NAME, is_staging
-from . import FORMATS
+from .registry import FORMATS
 
 
 @dataclass(frozen=True)

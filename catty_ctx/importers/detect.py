@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from .. import formats as registry
 from ..errors import DataError
+from ..formats import registry
 from ..session.jsonl import numbered_lines
-from .common import open_source
+from .reading import open_source
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _CLAUDE_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot")
