@@ -63,7 +63,7 @@ def test_pre_compact_mirrors_the_rollout_and_session_start_prints_the_reminder(t
     out = json.loads(proc.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert "Files edited in this session: parse.py\n" in context and len(context) <= 10_000  # not the failed patch's file
+    assert "Files edited in this session: \"parse.py\"\n" in context and len(context) <= 10_000  # not the failed patch's file
     assert "recall_search (namespace mcp__catty_recall)" in context and str(log.parent) in context
     # the rollout gone: the mirror still answers
     Path(_payload(tmp_path, "x")["transcript_path"]).unlink()
