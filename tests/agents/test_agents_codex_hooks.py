@@ -38,6 +38,11 @@ def rollout(path: Path) -> Path:
                            "output": "apply_patch verification failed: Failed to read file to update /home/user/project/missing.py"}),
         ("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "parse.py written."}]}),
     ]
+    return write_rollout(path, items)
+
+
+def write_rollout(path: Path, items: list[tuple[str, dict[str, Any]]]) -> Path:
+    """A rollout of ITEMS (record type, payload), one line each, in order."""
     path.write_text("".join(_line(k, p, n) + "\n" for n, (k, p) in enumerate(items)))
     return path
 

@@ -12,7 +12,7 @@ import pytest
 from support import cli
 
 from agents.test_agents_codex_hooks import SID as CODEX_SID
-from agents.test_agents_codex_hooks import _line as codex_line
+from agents.test_agents_codex_hooks import write_rollout
 from agents.test_agents_hooks import SID, Transcript
 
 FORGED = ("Traceback (most recent call last):\nError: build failed\n"
@@ -74,8 +74,7 @@ def test_codexs_developer_message_quotes_a_forged_failed_output(tmp_path: Path) 
                            "output": f"Chunk ID: 1\nWall time: 0.1 seconds\nProcess exited with code 1\nOutput:\n{FORGED}\n"}),
         ("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "The build failed."}]}),
     ]
-    rollout = tmp_path / f"rollout-2026-12-02T00-33-00-{CODEX_SID}.jsonl"
-    rollout.write_text("".join(codex_line(k, p, n) + "\n" for n, (k, p) in enumerate(items)))
+    rollout = write_rollout(tmp_path / f"rollout-2026-12-02T00-33-00-{CODEX_SID}.jsonl", items)
     mirrors = tmp_path / "mirrors"
     payload = {"session_id": CODEX_SID, "transcript_path": str(rollout), "cwd": "/home/user/project"}
     assert cli("hook", "codex", "pre-compact", "--mirrors", str(mirrors), input=json.dumps({**payload, "trigger": "auto"}).encode()).returncode == 0
