@@ -34,7 +34,7 @@ from ..session.blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
 from ..session.cursor import NEW, Cursor, look
 from ..session.event_ids import KnownIds, event_key
 from ..session.events import SPAN_KINDS, Event
-from ..session.files import replace_file
+from ..session.files import clear_dead_temps, replace_file
 from ..session.jsonl import MAX_LINE_BYTES, last_newline_end, records
 from ..session.layout import LOG_NAME
 from ..session.segments import read_index, write_segment
@@ -278,6 +278,8 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
                     tracker.track(ev)
         if PENDING in cursor:
             _settle(mirror, session, cursor, tracker)
+        for folder in (mirror, mirror / "blobs", mirror / "segments"):
+            clear_dead_temps(folder)  # what a killed hook left half-written
         _instructions(tracker, cwd)
         for step in range(1 << 30):
             done = SyncReport()
