@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 
 from .._version import __version__
 from ..errors import CattyError
+from ..session.files import clear_dead_spools
 from ..visible import one_line
 from .recall import SEARCH_LIMIT, SEARCH_LIMIT_MAX, SHOW_CHARS, SHOW_CHARS_MAX, Recall, RecallError
 from .settings import RECALL_SERVER
@@ -175,7 +176,23 @@ def build_server(recall: Recall) -> Server[Any]:
 
 
 def serve(recall: Recall) -> None:
-    """Answer MCP requests on stdin and stdout until stdin ends."""
+    """Answer MCP requests on stdin and stdout until stdin ends. A SIGTERM or SIGHUP ends it
+    too, its temporary copy of a native session removed first (the event loop is not waited
+    for: its thread reading stdin may be blocked for good); one a killed server left is removed
+    at the next start."""
+    import os
+    import signal
+
+    clear_dead_spools("native")
+
+    def stop(_sig: int, _frame: Any) -> None:
+        try:
+            recall.close()
+        finally:
+            os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
     server = build_server(recall)
 
     async def run() -> None:

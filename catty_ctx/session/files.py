@@ -235,31 +235,62 @@ def create_exclusive(path: PathArg, data: bytes, *, durable: bool = False, mode:
     return True
 
 
-def clear_dead_temps(folder: PathArg) -> int:
-    """Remove the temp files (`_temp_beside`) in FOLDER whose writer no longer runs (a process
-    killed between creating and renaming one); a live writer's are left. Returns how many."""
-    pattern = re.compile(r"\..+\.[0-9a-f]{12}-(\d+)\.tmp")
-    removed = 0
+def _left_by_the_dead(folder: PathArg, pattern: str) -> list[str]:
+    """The names in FOLDER matching PATTERN (its group 1 a process id) whose process no longer
+    runs: a live one's (or another user's) are not ours to remove."""
+    rx = re.compile(pattern)
     try:
         names = os.listdir(folder)
     except OSError:
-        return 0
+        return []
+    dead = []
     for name in names:
-        m = pattern.fullmatch(name)
+        m = rx.fullmatch(name)
         if m is None or int(m.group(1)) == os.getpid():
             continue
         try:
             os.kill(int(m.group(1)), 0)
-            continue  # its writer runs (or is another user's): not ours to remove
+            continue
         except ProcessLookupError:
-            pass
+            dead.append(name)
         except (OSError, OverflowError):
             continue
+    return dead
+
+
+def clear_dead_temps(folder: PathArg) -> int:
+    """Remove the temp files (`_temp_beside`) in FOLDER whose writer no longer runs (a process
+    killed between creating and renaming one); a live writer's are left. Returns how many."""
+    removed = 0
+    for name in _left_by_the_dead(folder, r"\..+\.[0-9a-f]{12}-(\d+)\.tmp"):
         try:
             os.unlink(os.path.join(folder, name))
             removed += 1
         except OSError:
             pass
+    return removed
+
+
+def spool_prefix(kind: str) -> str:
+    """The name a private temporary folder of KIND starts with (`tempfile`'s prefix): the
+    process's id in it, so a later run can tell one a killed run left (`clear_dead_spools`)."""
+    return f"catty-ctx-{kind}-{os.getpid()}-"
+
+
+def clear_dead_spools(kind: str, folder: str | None = None) -> int:
+    """Remove the temporary folders of KIND (`spool_prefix`) in FOLDER (the temp folder) whose
+    process no longer runs: a full copy of a session that a killed `fork --to` or a stopped
+    recall server left there. A live process's (or another user's) are left. Returns how many."""
+    import shutil
+    import tempfile
+
+    where = folder or tempfile.gettempdir()
+    removed = 0
+    for name in _left_by_the_dead(where, re.escape(f"catty-ctx-{kind}-") + r"(\d+)-[A-Za-z0-9_]+"):
+        path = os.path.join(where, name)
+        if os.path.isdir(path) and not os.path.islink(path) and os.stat(path).st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
     return removed
 
 
