@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, UsageError
-from ..session.files import replace_file
+from ..session.files import clear_dead_temps, replace_file
 
 SCOPES = ("user", "project", "local")
 RECALL_SERVER = "catty-recall"
@@ -133,6 +133,7 @@ def apply(changes: list[Change]) -> None:
         now = _current(change.path)
         if now != change.before:
             raise DataError("changed while it was being edited: left unchanged (run the command again)", path=str(change.path))
+        clear_dead_temps(change.path.parent, of=(change.path.name, backup_path(change.path).name))  # a killed install's
         if change.before is not None:
             mode = stat.S_IMODE(os.stat(change.path, follow_symlinks=False).st_mode)
             replace_file(backup_path(change.path), change.before, mode=mode)

@@ -258,11 +258,13 @@ def _left_by_the_dead(folder: PathArg, pattern: str) -> list[str]:
     return dead
 
 
-def clear_dead_temps(folder: PathArg) -> int:
+def clear_dead_temps(folder: PathArg, of: tuple[str, ...] = ()) -> int:
     """Remove the temp files (`_temp_beside`) in FOLDER whose writer no longer runs (a process
-    killed between creating and renaming one); a live writer's are left. Returns how many."""
+    killed between creating and renaming one); a live writer's are left; with OF, only the temp
+    files of those names (a folder of the user's: nothing else is touched). Returns how many."""
+    names = "|".join(map(re.escape, of)) if of else ".+"
     removed = 0
-    for name in _left_by_the_dead(folder, r"\..+\.[0-9a-f]{12}-(\d+)\.tmp"):
+    for name in _left_by_the_dead(folder, rf"\.(?:{names})\.[0-9a-f]{{12}}-(\d+)\.tmp"):
         try:
             os.unlink(os.path.join(folder, name))
             removed += 1

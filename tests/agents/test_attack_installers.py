@@ -134,3 +134,49 @@ def test_a_file_changed_between_plan_and_write_is_left_unchanged(tmp_path: Path)
     with pytest.raises(DataError, match="changed while"):
         settings.apply(changes)
     assert f.read_text() == '{"model": "opus"}\n'
+
+
+@pytest.mark.slow
+def test_kill_9_campaign_on_install(tmp_path: Path) -> None:
+    """Installs (with --mcp and --statusline) killed at random moments until 400 were killed,
+    each followed by a normal one: the settings file is always the user's or ours whole, the backup the user's
+    bytes, nothing left behind, nothing wider than the user's 0600 files."""
+    import random
+    import signal
+
+    rng = random.Random(43)
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    f, claude_json = folder / "settings.json", tmp_path / "home" / ".claude.json"
+    users = '{\n  "env": {"KEY": "secret"},\n  "model": "opus"\n}\n'
+    env = dict(os.environ, HOME=str(tmp_path / "home"), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    argv = [sys.executable, "-m", "catty_ctx", "hook", "install", "claude", "--settings", str(f), "--mcp", "--statusline"]
+    installed = None
+    kills = 0
+    runs = 0
+    while kills < 400:
+        runs += 1
+        assert runs < 1500
+        for path in (f, claude_json):
+            path.write_text(users if path == f else "{}\n")
+            path.chmod(0o600)
+        for p in list(folder.iterdir()) + list(claude_json.parent.iterdir()):
+            if p.name.endswith(".catty-ctx.bak"):
+                p.unlink()
+        proc = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.0, 0.3))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        now = json.loads(f.read_text())
+        assert now == json.loads(users) or (installed is not None and now == installed) or "statusLine" in now
+        backup = folder / "settings.json.catty-ctx.bak"
+        assert not backup.exists() or backup.read_text() == users
+        assert subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, timeout=60).returncode == 0
+        installed = json.loads(f.read_text())
+        left = [p.name for p in [*folder.iterdir(), *claude_json.parent.iterdir()] if p.name.endswith(".tmp")]
+        assert left == []
+        wide = [p.name for p in [*folder.iterdir(), claude_json, *claude_json.parent.glob("*.bak")] if p.stat().st_mode & 0o077]
+        assert wide == []
+    print(f"install: {kills} of {runs} runs killed")

@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from support import FIXTURES, ROOT, cli
 
 
@@ -79,3 +80,31 @@ def test_a_write_that_fails_leaves_no_empty_dest_folder(tmp_path: Path) -> None:
                           preexec_fn=small_files, timeout=120)
     assert proc.returncode == 73 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow
+def test_kill_9_campaign_on_fork_to(tmp_path: Path) -> None:
+    """60 `fork --to claude` killed at random moments, each followed by a normal one: DEST holds
+    no half file and no temp, the temporary folder no working copy once the next fork ran."""
+    import random
+
+    rng = random.Random(43)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    kills = 0
+    for n in range(60):
+        dest = tmp_path / f"d{n}"
+        proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", "fork", str(FIXTURES / "sessions" / "demo"), str(dest), "--to", "claude"],
+                                env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.05, 1.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        files = list(dest.iterdir()) if dest.exists() else []
+        assert all(not p.name.startswith(".") for p in files)  # no temp beside the new file
+        for p in files:  # a file there is whole: the loader's lines, each JSON
+            assert all(json.loads(line) for line in p.read_text().splitlines())
+        cli("fork", str(FIXTURES / "sessions" / "demo"), str(tmp_path / f"e{n}"), "--to", "claude", check=True)
+        left = [name for name in os.listdir(tempfile.gettempdir()) if name.startswith("catty-ctx-writeback-")]
+        assert left == []
+    print(f"fork --to: {kills} of 60 runs killed")
