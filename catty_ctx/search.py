@@ -12,7 +12,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,9 +20,9 @@ from typing import Any
 
 import orjson
 
-from .errors import UsageError
+from .errors import CattyError, NoConversation, UsageError
+from .index import Index, Report, index_path, needles, ranked, unit_files
 from .patterns import Pattern
-from .session.layout import LOG_NAME
 from .session.segments import grep_segments
 from .sources import describe, open_session, resolve, root_sessions
 
@@ -78,19 +78,6 @@ def _day(value: str | None, what: str) -> float | None:
     return day.timestamp() + (86_400 if what == "--until" else 0)
 
 
-def _files(unit: Any) -> list[Path]:
-    """The files whose bytes hold a session's text: its log (and segments), or the native file."""
-    path = getattr(unit, "path", None)
-    if path is not None:
-        return [Path(path)]
-    folder = Path(unit)
-    out = [folder / LOG_NAME]
-    segments = folder / "segments"
-    if segments.is_dir():
-        out += sorted(segments.glob("segment_*.md"))
-    return out
-
-
 def _holds(files: list[Path], needle: bytes | None, lower: bool) -> bool:
     """Whether any of FILES holds NEEDLE as bytes (mapped, not read into memory)."""
     if needle is None:
@@ -133,18 +120,64 @@ def _texts(ev: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield "compaction", str(ev.get("summary") or "")
 
 
-def search(roots: Iterable[str], query: Query, *, warn: Any = None) -> Iterator[Match]:
-    """Every match of QUERY in the sessions under ROOTS (each a ROOT or one session), in walk order."""
+@dataclass
+class Plan:
+    """What the index gives a search: each ROOT's sessions (as last walked, brought up to date),
+    and the files that may hold a match with their scores (None: every file may)."""
+
+    units: dict[str, list[Any]]
+    scores: dict[str, float] | None
+    report: Report  # what bringing the index up to date read
+
+
+def plan(roots: list[str], query: Query, *, use_index: bool | None = None) -> Plan | None:
+    """The index's plan for QUERY over ROOTS, when an index (docs/search.md#the-index) covers
+    every ROOT (or USE_INDEX says to build it); None otherwise: the search walks and reads."""
+    if use_index is False or (use_index is None and not index_path().is_file()) or not roots:
+        return None
+    if not all(resolve(root).is_root for root in roots):
+        return None
+    with Index() as idx:
+        cover = {root: idx.covering(root) or (os.path.abspath(root) if use_index else None) for root in roots}
+        if any(c is None for c in cover.values()):
+            return None
+        report = idx.update(sorted({c for c in cover.values() if c is not None}))
+        units = {root: [u for u in idx.units(str(cover[root])) if _under(u, root)] for root in roots}
+        wanted = needles(query.pattern, regex=query.regex, ignore_case=query.ignore_case, needle=query.needle())
+        return Plan(units, None if wanted is None else idx.candidates(wanted), report)
+
+
+def _under(unit: Any, root: str) -> bool:
+    top = os.path.abspath(root)
+    where = os.path.abspath(str(getattr(unit, "path", unit)))
+    return where == top or where.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: bool | None = None,
+           on_error: Callable[[Any, CattyError], None] | None = None) -> Iterator[Match]:
+    """Every match of QUERY in the sessions under ROOTS (each a ROOT or one session), in walk
+    order; with the index (when one covers the ROOTs, or USE_INDEX), only the sessions whose
+    files may hold a match are read, best ranked first (BM25 weighed by recency). Under a ROOT, a
+    file that holds no conversation is skipped (a note to WARN), and a session that cannot be
+    read goes to ON_ERROR (without it, its error is raised)."""
     rx = query.compile()
     needle = query.needle()
     since, until = _day(query.since, "--since"), _day(query.until, "--until")
     left = query.limit
+    roots = list(roots)
+    indexed = plan(roots, query, use_index=use_index)
     for root in roots:
-        units = root_sessions(root, allow_empty=True) if resolve(root).is_root else [root]
+        if indexed is not None:
+            units = indexed.units[root] if indexed.scores is None else list(ranked(indexed.units[root], indexed.scores))
+        else:
+            units = root_sessions(root, allow_empty=True) if resolve(root).is_root else [root]
         for unit in units:
             if query.agent is not None and query.agent != getattr(unit, "format", "catty"):
                 continue
-            files = _files(unit)
+            files = unit_files(unit)
+            if indexed is not None and indexed.scores is not None and all(f.is_file() for f in files) \
+                    and not any(str(f) in indexed.scores for f in files):
+                continue  # the index: no file of this session holds the pattern
             if since is not None:
                 try:
                     mtime = max(os.stat(f).st_mtime for f in files if f.exists())
@@ -155,37 +188,54 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None) -> Iterator[
             if not _holds(files, needle, query.ignore_case):
                 continue
             rx.reset()  # each session its budget of matching time
-            with open_session(unit, warn=warn) as s:
-                who = describe(s)
-                sid, cwd, last_ts = "", "", None
-                found: list[Match] = []
-                for ev in s.events(warn=warn):
-                    ts = ev.get("ts") if isinstance(ev.get("ts"), str) else None
-                    last_ts = ts or last_ts
-                    if ev["kind"] == "session":
-                        sid, cwd = str(ev.get("session_id") or ""), str(ev.get("cwd") or who.get("cwd") or "")
-                        continue
-                    if (since is not None and ts and _stamp(ts) < since) or (until is not None and ts and _stamp(ts) >= until):
-                        continue
-                    for role, text in _texts(ev):
-                        if not rx.holds(text):
-                            continue
-                        for line in text.splitlines():
-                            m = rx.search(line)
-                            if m:
-                                found.append(Match(sid, str(who.get("format")), cwd, ts or "", ev["seq"], role, _cut(line, m), str(who.get("path"))))
-                if query.project is not None and query.project not in cwd:
-                    continue
-                if s.directory is not None and (s.directory / "segments").is_dir():
-                    for g in grep_segments(s.directory, query.pattern, matcher=rx):
-                        found.append(Match(sid, str(who.get("format")), cwd, last_ts or "", g.seq, f"segment {g.segment}", g.line, str(who.get("path"))))
-                for match in found:
-                    yield match
-                    if left is not None:
-                        left -= 1
-                        if left <= 0:
-                            return
+            try:
+                found = _matches(unit, rx, query, since, until, warn)
+            except NoConversation as exc:
+                if unit is root:
+                    raise
+                if warn is not None:  # (an agent's bookkeeping file under a ROOT: no session, a note)
+                    warn(f"skipped {exc.source}: it holds no conversation (no message or tool call)")
+                continue
+            except CattyError as exc:
+                if unit is root or on_error is None:
+                    raise
+                on_error(unit, exc)  # (named; the other sessions are searched, the output stays whole)
+                continue
+            for match in found:
+                yield match
+                if left is not None:
+                    left -= 1
+                    if left <= 0:
+                        return
 
+
+def _matches(unit: Any, rx: Pattern, query: Query, since: float | None, until: float | None, warn: Any) -> list[Match]:
+    """The matches in one session (read whole before any is shown: a session that fails shows none)."""
+    with open_session(unit, warn=warn) as s:
+        who = describe(s)
+        sid, cwd, last_ts = "", "", None
+        found: list[Match] = []
+        for ev in s.events(warn=warn):
+            ts = ev.get("ts") if isinstance(ev.get("ts"), str) else None
+            last_ts = ts or last_ts
+            if ev["kind"] == "session":
+                sid, cwd = str(ev.get("session_id") or ""), str(ev.get("cwd") or who.get("cwd") or "")
+                continue
+            if (since is not None and ts and _stamp(ts) < since) or (until is not None and ts and _stamp(ts) >= until):
+                continue
+            for role, text in _texts(ev):
+                if not rx.holds(text):
+                    continue
+                for line in text.splitlines():
+                    m = rx.search(line)
+                    if m:
+                        found.append(Match(sid, str(who.get("format")), cwd, ts or "", ev["seq"], role, _cut(line, m), str(who.get("path"))))
+        if query.project is not None and query.project not in cwd:
+            return []
+        if s.directory is not None and (s.directory / "segments").is_dir():
+            for g in grep_segments(s.directory, query.pattern, matcher=rx):
+                found.append(Match(sid, str(who.get("format")), cwd, last_ts or "", g.seq, f"segment {g.segment}", g.line, str(who.get("path"))))
+        return found
 
 def _stamp(ts: str) -> float:
     try:

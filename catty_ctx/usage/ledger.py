@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from ..defaults import USAGE_BY
 from ..errors import UsageError
+from .blocks import block_keys, describe
 from .copies import dedupe
 from .prices import DAY, TIER_TOKENS, Prices, cost_at, load_prices
 from .times import day_of, iso_week
@@ -103,6 +104,8 @@ def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: 
             keys = [weeks[d] for d in keys]
         elif by == "month":
             keys = [d[:7] for d in keys]
+    elif by == "block":  # (a block depends on every call before it: never folded into a kept fold)
+        keys, folded["spans"] = block_keys(kept)
     else:
         keys = [getattr(r, by) for r in kept]
 
@@ -115,13 +118,14 @@ def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: 
         bk = (k, r.model, inp + cr + cw > tier, cost is None, int(r.ts // day_seconds) if cost is None else 0)
         b = bucket(bk)
         if b is None:
-            b = buckets[bk] = [0, 0, 0, 0, 0, 0]
+            b = buckets[bk] = [0, 0, 0, 0, 0, 0, 0]
         b[0] += inp
         b[1] += r.output
         b[2] += cr
         b[3] += cw
         b[4] += r.reasoning
         b[5] += 1
+        b[6] += r.cache_write_1h  # (of b[3]: priced at the one-hour rate)
         if cost is not None:
             reported[k] = reported.get(k, 0.0) + cost
     if incomplete_sessions:
@@ -152,7 +156,7 @@ def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, dupli
             if r is None:
                 acc[k][7] += b[5]
             else:
-                acc[k][6] += cost_at(r, b[0], b[1], b[2], b[3])
+                acc[k][6] += cost_at(r, b[0], b[1], b[2], b[3], b[6])
     for k in folded["incomplete_rows"]:
         acc[k][8] = True
 
@@ -166,6 +170,8 @@ def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, dupli
         return out
 
     rows = [{by: k, **row(a)} for k, a in sorted(acc.items())]
+    if by == "block":
+        rows = describe(rows, folded["spans"])
     tot = [sum(a[i] for a in acc.values()) for i in range(8)] + [any(a[8] for a in acc.values())]
     return Ledger(by=by, rows=rows, totals=row(tot), incomplete=bool(folded["incomplete_sessions"]), calls_read=calls_read,
                   duplicates=duplicates, prices_date=prices.date, prices_source=prices.source)
