@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 
+from . import defaults
 from .errors import UsageError
 
 TYPE_CHECKING = False
@@ -39,8 +40,6 @@ class Pattern:
     seconds until `reset`), else a fixed string; IGNORE_CASE for both."""
 
     def __init__(self, text: str, *, regex: bool = False, ignore_case: bool = False, budget: float | None = None) -> None:
-        from . import defaults
-
         self.text = text
         self.regex = regex
         self.budget = defaults.REGEX_BUDGET if budget is None else budget

@@ -12,6 +12,8 @@ answered while a large session is read.
 from __future__ import annotations
 
 import functools
+import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -183,9 +185,6 @@ def serve(recall: Recall) -> None:
     too, its temporary copy of a native session removed first (the event loop is not waited
     for: its thread reading stdin may be blocked for good); one a killed server left is removed
     at the next start."""
-    import os
-    import signal
-
     clear_dead_spools("native")
 
     def stop(_sig: int, _frame: Any) -> None:

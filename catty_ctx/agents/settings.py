@@ -12,6 +12,7 @@ held them.
 from __future__ import annotations
 
 import difflib
+import fcntl
 import json
 import os
 import re
@@ -172,8 +173,6 @@ def locked(paths: list[Path]) -> Iterator[None]:
     """Hold an advisory lock on the folder of each of PATHS (the nearest one that exists) while
     a read-change-replace runs, so two installs at once never lose one's change. Nothing is
     written for it: the lock is on the folder itself."""
-    import fcntl
-
     folders = sorted({_existing(p.parent) for p in paths})
     fds: list[int] = []
     try:

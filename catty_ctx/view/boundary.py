@@ -25,8 +25,10 @@ import orjson
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from ..session.event_ids import KnownIds, event_key, split_known
+from ..session.events import now_ts
+from ..session.files import replace_file
 from ..session.jsonl import Warn, last_newline_end, scan_marked
-from ..session.store import Session, prepare_event
+from ..session.store import Session, append_quarantine_record, prepare_event, session_folder
 from .fold import SHAPE_AND_TURN_MARKERS, iter_view, plan_view, scan_markers
 from .integrity import NOT_EXECUTED, PairingChecker
 
@@ -251,9 +253,6 @@ def _keep_conflicting(session: Session, skipped: list[dict[str, Any]]) -> list[d
                    if [ev.get(f) for f in _RESULT_FIELDS] != [logged.get((str(ev.get("agent") or ""), str(ev.get("call_id"))), {}).get(f)
                                                                for f in _RESULT_FIELDS]]
     if conflicting:
-        from ..session.files import replace_file  # (only on this rare path)
-        from ..session.store import append_quarantine_record, now_ts, session_folder
-
         folder = session_folder(session.quarantine_dir)
         name = f"second-results-{os.getpid()}-{os.urandom(4).hex()}.jsonl"
         replace_file(folder / name, b"".join(orjson.dumps(ev) + b"\n" for ev in conflicting))
