@@ -96,6 +96,10 @@ EXPORT_FORMATS = ("md", "html", "txt")  # export's transcript forms
 # The usage ledger (usage)
 USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent", "block")  # the row keys of --by
 
+# Patterns a user or a model gives (search -E, segment grep -E, recall_search): the seconds of
+# matching a regular expression may spend on one session's text, then it is refused (patterns).
+REGEX_BUDGET = 1.0
+
 # The agents' hooks (docs/agents.md): the time a hook command takes at most before it gives up
 # (exit 0, one line), so a compaction is never held up by us.
 HOOK_DEADLINE = 10.0
@@ -117,6 +121,33 @@ TUNABLE: tuple[str, ...] = tuple(n for n, v in list(globals().items())
 SOURCES: dict[str, str] = dict.fromkeys(TUNABLE, "default")
 CONFIG_FILE: str | None = None
 CONFIG_PROBLEM: str | None = None
+CONFIG_BAD_VALUE = False  # the problem is a value out of its range (a usage error, exit 2), not the file
+
+# The range of each number (inclusive; every other number: finite, 0 or more) and the words a
+# word may be: a value outside is refused with the rest of the file.
+_BOUNDS: dict[str, tuple[float, float]] = {
+    "DEFAULT_LOCK_TIMEOUT": (0.0, 86_400.0), "CONNECT_TIMEOUT": (CONNECT_TIMEOUT_MIN, 86_400.0), "CONNECT_TIMEOUT_MIN": (0.001, 3600.0),
+    "USER_LIMIT": (1, 1 << 40), "TOOL_LIMIT": (1, 1 << 40), "ASSISTANT_LIMIT": (1, 1 << 40), "SHELL_LIMIT": (1, 1 << 40),
+    "DEFAULT_THRESHOLD": (1.0, 100.0), "MAX_RESPONSE_BYTES": (1, 1 << 40), "COMPACT_DEADLINE": (0.1, 86_400.0),
+    "EVAL_COMPACTIONS": (1, 1000), "EVAL_JOBS": (1, 4096), "PRUNE_MIN_PERCENT": (0.0, 100.0), "PRUNE_HIGH_PERCENT": (0.0, 100.0),
+    "PRUNE_LOW_PERCENT": (0.0, 100.0), "HOOK_DEADLINE": (0.1, 3600.0), "REGEX_BUDGET": (0.01, 86_400.0),
+}
+CHOICES: dict[str, tuple[str, ...]] = {"COMPACT_MODE": COMPACT_MODES, "SEGMENT_DETAIL": SEGMENT_DETAILS, "EVAL_MODE": COMPACT_MODES,
+                                       "PRUNE_STRATEGY": PRUNE_STRATEGIES, "RESUME_FORMAT": RESUME_FORMATS}
+
+
+def out_of_range(name: str, value: object) -> str | None:
+    """Why VALUE cannot be setting NAME (None: it can)."""
+    if isinstance(value, str):
+        choices = CHOICES.get(name)
+        if choices is not None and value not in choices:
+            return f"one of {', '.join(choices)}"
+        return "a word" if not value.strip() else None
+    low, high = _BOUNDS.get(name, (0, float("inf")))
+    number = float(value)  # type: ignore[arg-type]
+    if number != number or number in (float("inf"), float("-inf")) or not low <= number <= high:
+        return f"a number from {low:g} to {high:g}" if high != float("inf") else f"a finite number, {low:g} or more"
+    return None
 
 
 def config_path() -> str:
@@ -129,7 +160,7 @@ def config_path() -> str:
 
 
 def _load_config() -> None:
-    global CONFIG_FILE, CONFIG_PROBLEM
+    global CONFIG_FILE, CONFIG_PROBLEM, CONFIG_BAD_VALUE
     path = config_path()
     if not _os.path.isfile(path):
         if _os.environ.get("CATTY_CTX_CONFIG"):
@@ -142,7 +173,7 @@ def _load_config() -> None:
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         CONFIG_PROBLEM = f"{path}: not a readable TOML file ({exc})"
         return
     values = globals()
@@ -157,6 +188,10 @@ def _load_config() -> None:
             value = float(value)
         if type(value) is not kind:
             CONFIG_PROBLEM = f"{path}: {key} must be {kind.__name__}, not {type(value).__name__} ({value!r})"
+            return
+        wrong = out_of_range(name, value)
+        if wrong is not None:
+            CONFIG_PROBLEM, CONFIG_BAD_VALUE = f"{path}: {key} must be {wrong}, not {value!r}", True
             return
         changes[name] = value
     for name, value in changes.items():

@@ -24,7 +24,7 @@ from .errors import UsageError
 from .redact import redact_text
 from .session.events import Event
 from .session.store import Session
-from .visible import visible
+from .visible import one_line, visible
 
 FORMATS = EXPORT_FORMATS
 HEAD_LINES = 40  # a long result keeps its first lines ...
@@ -125,8 +125,8 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
 def _md_inline(text: str) -> str:
     """Our heading text (it holds values from the session: tool names, ids) with every Markdown
-    and HTML character escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("&", "&amp;")
+    and HTML character escaped, on one line (a line break in a tool name would end the heading)."""
+    return _MD_SPECIAL.sub(r"\\\1", one_line(text)).replace("&", "&amp;")
 
 
 def _fence(text: str) -> str:

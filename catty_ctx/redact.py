@@ -18,7 +18,7 @@ MARKER = "[REDACTED:{kind}]"
 # word of their own or the end of a longer one (`DB_PASSWORD`, `NPM_TOKEN`, `AWS_SECRET_ACCESS_KEY`):
 # `max_tokens` or `tokenizer` are not such names.
 _SECRET_NAMES = (
-    r"(?:[a-z0-9]+[_\-.])*(?:api[_-]?key|apikey|secret[_-]?access[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|"
+    r"_?(?:[a-z0-9]+[_\-.])*(?:api[_-]?key|apikey|auth[_-]?token|secret[_-]?access[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|"
     r"(?:encryption|signing|master|service|license)[_-]?key|client[_-]?secret|secret|token|passw(?:or)?d|pass|pwd|"
     r"credentials?|session[_-]?id|sessionid)"
 )
@@ -28,24 +28,30 @@ _SCHEMES = "(?:basic|bearer|token|digest|negotiate|apikey)"
 # Values that are code, not a secret (`password: str`, `token = None`).
 _NOT_VALUES = r"(?!(?:str|bytes|int|none|null|true|false|undefined|string|optional|required|secret|password)\b)"
 
+# Where a key may start: a word boundary, or right after an escape (`\n`, `\t`, `\r`, `\"`) of
+# the JSON a value is searched in (redact_many reads serialised values): `…\nsk-ant-…` has no
+# boundary between the escape's letter and the key.
+_B = r"(?:(?<=\\[nrt\"])|\b)"
+
 # (kind, pattern), compiled once below. Ordered: the most specific first, so a key is named by
 # what it is. A pattern with two groups keeps the first (the name) and replaces the second (the value).
 _RULES: tuple[tuple[str, str], ...] = (
     # A key block, up to its END line, or (cut before it) to the end of its base64 lines.
     ("private_key", r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
                     r"|(?:[A-Za-z0-9+/=:,\- \t\r\n]|\\[rnt])*)"),
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
-    ("gitlab_token", r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-[A-Za-z0-9_\-]{20,}"),
-    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("anthropic_key", _B + r"sk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("openai_key", _B + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    ("aws_access_key", _B + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("github_token", _B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    ("gitlab_token", _B + r"gl(?:pat|dt|rt|ptt|cbt|oas|soat|ft|imt|agent)-[A-Za-z0-9_\-]{20,}"),
+    ("huggingface_token", _B + r"hf_[A-Za-z0-9]{30,}"),
+    ("slack_token", _B + r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
     ("webhook_url", r"(?i)\bhttps?://(?:hooks\.slack\.com/(?:services|workflows|triggers)/|(?:discord(?:app)?\.com|[a-z0-9.\-]*\.office\.com)/"
                     r"(?:api/)?webhooks?/)[A-Za-z0-9_/\-@.]+"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
-    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    ("npm_token", _B + r"npm_[A-Za-z0-9]{30,}"),
+    ("google_api_key", _B + r"AIza[0-9A-Za-z_\-]{35}"),
+    ("stripe_key", _B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("jwt", _B + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     # The password of a URL (`postgres://user:pw@host`): the user and the host are kept.
     ("url_password", r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s/:@\"'<>\\]*:)([^\s/@\"'<>\\]+)(?=@)"),
     ("bearer_token", r"(?i)(?<=\bBearer )(?!\[REDACTED)[A-Za-z0-9._~+/\-]{16,}=*"),
@@ -73,6 +79,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "huggingface_token": ("hf_",),
     "slack_token": ("xox",),
     "webhook_url": ("://",),
+    "npm_token": ("npm_",),
     "google_api_key": ("aiza",),
     "stripe_key": ("_live_", "_test_"),
     "jwt": ("eyj",),

@@ -22,6 +22,7 @@ import orjson
 
 from .errors import CattyError, NoConversation, UsageError
 from .index import Index, Report, index_path, needles, ranked, unit_files
+from .patterns import Pattern
 from .session.segments import grep_segments
 from .sources import describe, open_session, resolve, root_sessions
 
@@ -54,11 +55,9 @@ class Query:
     agent: str | None = None  # a format name: catty, claude, codex, ...
     limit: int | None = None
 
-    def compile(self) -> re.Pattern[str]:
-        try:
-            return re.compile(self.pattern if self.regex else re.escape(self.pattern), re.I if self.ignore_case else 0)
-        except re.error as exc:
-            raise UsageError(f"bad regular expression {self.pattern!r}: {exc}") from None
+    def compile(self) -> Pattern:
+        """The pattern, its matching time bounded (`patterns`): a bad one is a UsageError."""
+        return Pattern(self.pattern, regex=self.regex, ignore_case=self.ignore_case)
 
     def needle(self) -> bytes | None:
         """The bytes a file holding a match must hold (the pattern as JSON escapes it), or None
@@ -99,7 +98,7 @@ def _holds(files: list[Path], needle: bytes | None, lower: bool) -> bool:
     return False
 
 
-def _cut(line: str, m: re.Match[str]) -> str:
+def _cut(line: str, m: Any) -> str:
     if len(line) <= CONTEXT_CHARS:
         return line
     start = max(0, m.start() - CONTEXT_CHARS // 3)
@@ -188,6 +187,7 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
                     continue  # nothing in it was written on or after --since
             if not _holds(files, needle, query.ignore_case):
                 continue
+            rx.reset()  # each session its budget of matching time
             try:
                 found = _matches(unit, rx, query, since, until, warn)
             except NoConversation as exc:
@@ -209,7 +209,7 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
                         return
 
 
-def _matches(unit: Any, rx: re.Pattern[str], query: Query, since: float | None, until: float | None, warn: Any) -> list[Match]:
+def _matches(unit: Any, rx: Pattern, query: Query, since: float | None, until: float | None, warn: Any) -> list[Match]:
     """The matches in one session (read whole before any is shown: a session that fails shows none)."""
     with open_session(unit, warn=warn) as s:
         who = describe(s)
@@ -224,6 +224,8 @@ def _matches(unit: Any, rx: re.Pattern[str], query: Query, since: float | None, 
             if (since is not None and ts and _stamp(ts) < since) or (until is not None and ts and _stamp(ts) >= until):
                 continue
             for role, text in _texts(ev):
+                if not rx.holds(text):
+                    continue
                 for line in text.splitlines():
                     m = rx.search(line)
                     if m:
@@ -231,7 +233,7 @@ def _matches(unit: Any, rx: re.Pattern[str], query: Query, since: float | None, 
         if query.project is not None and query.project not in cwd:
             return []
         if s.directory is not None and (s.directory / "segments").is_dir():
-            for g in grep_segments(s.directory, query.pattern, regex=query.regex, ignore_case=query.ignore_case):
+            for g in grep_segments(s.directory, query.pattern, matcher=rx):
                 found.append(Match(sid, str(who.get("format")), cwd, last_ts or "", g.seq, f"segment {g.segment}", g.line, str(who.get("path"))))
         return found
 

@@ -25,6 +25,7 @@ from .fleet.urls import is_url, url_is_root, url_sessions
 from .formats.ownership import foreign_format, native_refusal
 from .formats.registry import FORMATS
 from .formats.roots import NativeSource, walk
+from .session.files import spool_prefix
 from .session.jsonl import Warn, stderr_warning
 from .session.layout import LOG_NAME
 from .session.store import Session
@@ -105,7 +106,7 @@ def open_session(target: str | os.PathLike[str] | NativeSource, *, stdin: IO[byt
 def import_session(native: NativeSource, *, warn: Warn | None = stderr_warning) -> Session:
     """NATIVE's events, imported into a private spool, as a read-only Session naming its source.
     A source the importer refuses raises its error (exit 65 and its one line), nothing written."""
-    spool = tempfile.TemporaryDirectory(prefix="catty-ctx-native-")
+    spool = tempfile.TemporaryDirectory(prefix=spool_prefix("native"))  # (its pid: see `files.clear_dead_spools`)
     log = Path(spool.name) / LOG_NAME
     try:
         report, builder = import_log(native, log, warn=warn)

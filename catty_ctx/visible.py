@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 _ESCAPED = (0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)
 CONTROLS: dict[int, int | str] = {c: 0x2400 + c for c in range(32) if c not in (9, 10)}
 CONTROLS.update({c: f"\\u{c:04x}" for c in _ESCAPED})
-ONE_LINE: dict[int, int | str] = {**CONTROLS, 10: 0x240A}  # a message is one line: a newline in a path would forge another
+# A message is one line: a newline in a path would forge another (and so would the line and
+# paragraph separators, U+2028 and U+2029, where a reader takes them as line breaks).
+ONE_LINE: dict[int, int | str] = {**CONTROLS, 10: 0x240A, 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 def visible(text: str) -> str:

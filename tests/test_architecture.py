@@ -129,7 +129,7 @@ def test_no_import_cycle_among_catty_ctx_modules() -> None:
 # rungs below it, never one above. `eval` sits over `agents` because `eval --native` runs the
 # hooks' own reminder as the agents receive it.
 WINGS = (
-    ("leaves", {"errors", "defaults", "visible", "redact", "_version"}),
+    ("leaves", {"errors", "defaults", "visible", "redact", "patterns", "_version"}),
     ("session", {"session"}),
     ("view", {"view"}),
     ("fleet", {"fleet"}),
@@ -204,6 +204,10 @@ LOCAL_IMPORTS = {
     ("agents/hooks.py", "."): f"a hook with nothing to do loads no mirror ({STARTUP})",
     ("agents/statusline.py", "subprocess"): f"the status line spawns its refresh only when the day's cost is stale ({STARTUP})",
     ("agents/statusline.py", "usage"): f"the status line loads no ledger ({STARTUP})",
+    ("cli/app.py", "agents.hooks"): f"only a hook or the status line under an unusable config warns through the hooks' log ({STARTUP})",
+    ("patterns.py", "regex"): "a fixed string or a light run never loads the regular expression engine",
+    ("session/files.py", "shutil"): "files imports only errno, os, re and stat: the quick paths' writes (the status line's caches)",
+    ("session/files.py", "tempfile"): "files imports only errno, os, re and stat: the quick paths' writes (the status line's caches)",
     ("agents/transcript_tally.py", "msgspec"): f"the status line loads no ledger and no JSON library of the readers ({STARTUP})",
     ("agents/transcript_tally.py", "usage"): f"the status line loads no ledger ({STARTUP})",
     ("cli/app.py", "typer"): f"the fast commands and --help start without typer ({STARTUP}, tests/cli/test_registry.py)",

@@ -29,6 +29,8 @@ def _changed(name: str) -> object:
         return value + 7
     if isinstance(value, float):
         return value + 1.5
+    if name in defaults.CHOICES:  # a word of a vocabulary: another of its words
+        return next(w for w in defaults.CHOICES[name] if w != value)
     return value + "-calibrated"
 
 

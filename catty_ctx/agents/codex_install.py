@@ -284,8 +284,10 @@ def add_tables(text: str, tables: Sequence[tuple[tuple[str, ...], str, dict[str,
     if span is not None:
         new = "".join(lines[: span[1]]) + body + "".join(lines[span[1]:])
     else:
-        lead = "" if not text else nl if text.endswith("\n") else nl + nl
-        new = f"{text}{lead}{BLOCK_BEGIN}{nl}{body}{BLOCK_END}{nl}"
+        # a text without a final newline gets none after the block either: uninstall gives its bytes back
+        ends = not text or text.endswith("\n")
+        lead = "" if not text else nl if ends else nl + nl
+        new = f"{text}{lead}{BLOCK_BEGIN}{nl}{body}{BLOCK_END}{nl if ends else ''}"
     try:
         got = tomllib.loads(new)
     except tomllib.TOMLDecodeError as exc:
@@ -320,6 +322,8 @@ def remove_tables(text: str, ours: Sequence[tuple[str, ...]], path: Path) -> tup
         after = lines[span[1] + 1:]
         if before and not before[-1].strip() and not after:
             before = before[:-1]  # the blank line install put before the block
+            if not lines[span[1]].endswith("\n") and before:  # ... and the final newline it added to a text without one
+                before[-1] = before[-1].rstrip("\r\n")
         new = "".join(before + after)
     expected = doc
     for key_path in removed:

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..session.files import make_private, private_files
+from ..visible import one_line
 from .plugin import PLUGIN, installed_instead
 from .settings import RECALL_SERVER
 
@@ -36,7 +38,7 @@ RECALL_TOOLS = {"claude": RECALL_TOOL, "codex": f"recall_search (namespace mcp__
 # The same tool as the plugin's server (plugins/catty-ctx/.mcp.json) shows it.
 # (Claude Code names a plugin's server plugin_<plugin>_<server>.)
 PLUGIN_RECALL_TOOLS = {"claude": f"mcp__plugin_{PLUGIN}_{RECALL_SERVER}__recall_search", "codex": RECALL_TOOLS["codex"]}
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # whole (fullmatch): `$` would take a final newline
 _LOCK_SHARE = 0.5  # of the deadline, at most, spent waiting for another hook's lock on the mirror
 _READ_SHARE = 0.6  # of the deadline, past which no new step of reading the transcript starts
 
@@ -57,7 +59,7 @@ def mirrors_root(given: str | None = None) -> Path:
 
 def session_id_of(payload: dict[str, Any]) -> str:
     sid = payload.get("session_id")
-    if not isinstance(sid, str) or _SESSION_ID.match(sid) is None or sid in (".", ".."):
+    if not isinstance(sid, str) or _SESSION_ID.fullmatch(sid) is None or sid in (".", ".."):
         raise HookFailure("the hook's session_id is missing or not an id (letters, digits, . _ -)")
     return sid
 
@@ -94,6 +96,8 @@ def update_mirror(payload: dict[str, Any], root: Path, agent: str, fmt: str, *, 
     if transcript is None and not (dest / "updates.jsonl").exists():
         raise HookFailure("the hook's JSON names no transcript_path")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    for folder in (dest.parent, dest):  # a mirror copies a private transcript: others read none of it
+        make_private(folder)
     made = not dest.exists()
     try:
         report = sync(dest, transcript, fmt, sid, archive=archive, trigger=_text(payload, "trigger"), cwd=_text(payload, "cwd"),
@@ -136,8 +140,9 @@ def reminder(folder: Path, agent: str, plugin: bool = False) -> str:
 
 
 def warn(root: Path, line: str) -> None:
-    """One line on stderr and in the hooks log; the hook goes on."""
-    line = " ".join(line.split())
+    """One line on stderr and in the hooks log; the hook goes on. The line may quote a path or
+    a transcript's text: its controls are shown, never obeyed (`visible.one_line`)."""
+    line = one_line(" ".join(line.split()))
     sys.stderr.write(f"catty-ctx: warning: {line}\n")
     log_line(root, line)
 
@@ -152,7 +157,8 @@ def log_line(root: Path, line: str) -> None:
 
 
 def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable[[], None]) -> None:
-    """Run WORK; any error (or overstaying DEADLINE seconds) is one stderr line and a log line."""
+    """Run WORK; any error (or overstaying DEADLINE seconds) is one stderr line and a log line.
+    What it creates is private (files 0600, folders 0700): mirrors are copies of transcripts."""
 
     def overstayed(_sig: int, _frame: Any) -> None:
         raise HookFailure(f"gave up after the deadline of {deadline:g} s")
@@ -160,12 +166,11 @@ def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable
     previous = signal.signal(signal.SIGALRM, overstayed)
     signal.setitimer(signal.ITIMER_REAL, deadline)
     try:
-        work()
+        with private_files():
+            work()
     except BaseException as exc:
         message = str(exc) if isinstance(exc, HookFailure) else f"{type(exc).__name__}: {exc}"
-        line = f"hook {agent} {hook}: {' '.join(message.split())}"
-        sys.stderr.write(f"catty-ctx: warning: {line}\n")
-        log_line(root, line)
+        warn(root, f"hook {agent} {hook}: {message}")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

@@ -12,6 +12,8 @@ answered while a large session is read.
 from __future__ import annotations
 
 import functools
+import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +27,13 @@ from mcp.shared.exceptions import MCPError
 
 from .._version import __version__
 from ..errors import CattyError
+from ..session.files import clear_dead_spools
+from ..visible import one_line
 from .recall import SEARCH_LIMIT, SEARCH_LIMIT_MAX, SHOW_CHARS, SHOW_CHARS_MAX, Recall, RecallError
 from .recall_all import recall_search
 from .settings import RECALL_SERVER
+
+_INT_MAX = 10**18 - 1  # an integer argument beyond this names no seq, count or size
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,8 @@ class Arg:
         return out
 
     def check(self, value: Any) -> Any:
+        if self.kind is int and type(value) is int and abs(value) > _INT_MAX:
+            raise RecallError(f"{self.name} must be an integer of at most 18 digits, not {_shown(value)}")
         if self.kind is int and (type(value) is not int):
             if type(value) is float and value.is_integer():
                 value = int(value)
@@ -149,6 +157,8 @@ def answer(recall: Recall, tool: Tool, arguments: dict[str, Any]) -> types.CallT
         return failure(f"cannot read the session: {exc.strerror or exc}")
     except RecursionError:
         return failure("the session is nested too deeply to read")
+    except Exception as exc:  # whatever else: still one line for the model, never a traceback in the protocol
+        return failure(f"cannot answer: {type(exc).__name__}: {one_line(str(exc))[:300]}")
     return types.CallToolResult(content=[types.TextContent(text=orjson.dumps(doc).decode())])
 
 
@@ -171,7 +181,20 @@ def build_server(recall: Recall) -> Server[Any]:
 
 
 def serve(recall: Recall) -> None:
-    """Answer MCP requests on stdin and stdout until stdin ends."""
+    """Answer MCP requests on stdin and stdout until stdin ends. A SIGTERM or SIGHUP ends it
+    too, its temporary copy of a native session removed first (the event loop is not waited
+    for: its thread reading stdin may be blocked for good); one a killed server left is removed
+    at the next start."""
+    clear_dead_spools("native")
+
+    def stop(_sig: int, _frame: Any) -> None:
+        try:
+            recall.close()
+        finally:
+            os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
     server = build_server(recall)
 
     async def run() -> None:

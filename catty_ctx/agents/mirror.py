@@ -34,15 +34,16 @@ from ..session.blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
 from ..session.cursor import NEW, Cursor, look
 from ..session.event_ids import KnownIds, event_key
 from ..session.events import SPAN_KINDS, Event
-from ..session.files import replace_file
-from ..session.jsonl import last_newline_end, records
+from ..session.files import clear_dead_temps, replace_file
+from ..session.jsonl import MAX_LINE_BYTES, last_newline_end, records
 from ..session.layout import LOG_NAME
-from ..session.segments import write_segment
+from ..session.segments import read_index, write_segment
 from ..session.store import Session, open_log_for_append, session_folder
 from .continuation import VERSION as STATE_VERSION
 from .continuation import AgentContinuation, render
 
 CURSOR_NAME = "mirror.json"
+PENDING = "pending"  # in the cursor file while an append it names is under way (see `_settle`)
 STATE_NAME = "continuation.json"
 CHUNK_NAME = ".appended.jsonl"  # the appended bytes, imported as a file of their own, then removed
 CURSOR_VERSION = 1
@@ -97,23 +98,40 @@ class _Reader:
         return data
 
     def copy(self, start: int, size: int, out: Path, first_line: bytes = b"", limit: int = STEP) -> int:
-        """Copy [START, SIZE) to OUT, cut after its last newline, stopping past LIMIT bytes
-        once a line has ended; the end of that line."""
-        end = start
-        pos = start
+        """Copy the lines of [START, SIZE) to OUT, stopping past LIMIT bytes once a line has
+        ended; the end of the last whole line. A line longer than MAX_LINE_BYTES (the reader's
+        bound) is left out alone (`skipped`: its start and length), so the records around it are
+        still mirrored."""
+        end = line_start = pos = start
+        skipping = False
+        self.skipped: list[tuple[int, int]] = []
         with open(out, "wb") as f:
             f.write(first_line)
+            kept = f.tell()  # the file's end after the last whole line copied
             while pos < size and (pos - start < limit or end == start):
                 room = limit - (pos - start)
                 block = self.at(pos, min(BLOCK, size - pos, room) if room > 0 else min(BLOCK, size - pos))
                 if not block:
                     break
-                f.write(block)
-                newline = block.rfind(b"\n")
-                if newline >= 0:
-                    end = pos + newline + 1
+                i = 0
+                while i < len(block):
+                    newline = block.find(b"\n", i)
+                    stop = len(block) if newline < 0 else newline + 1
+                    if not skipping and pos + stop - line_start > MAX_LINE_BYTES:
+                        skipping = True
+                        f.seek(kept)
+                        f.truncate()
+                    if not skipping:
+                        f.write(block[i:stop])
+                    if newline >= 0:
+                        end = pos + stop
+                        if skipping:
+                            self.skipped.append((line_start, end - line_start))
+                            skipping = False
+                        line_start, kept = end, f.tell()
+                    i = stop
                 pos += len(block)
-            f.truncate(len(first_line) + end - start)
+            f.truncate(kept)
         self.cut = pos < size
         return end
 
@@ -209,6 +227,12 @@ def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Ag
     span = _span(session, cursor)
     if not span:
         return None
+    done = read_index(mirror)
+    if done and type(done[-1].get("seq_to")) is int:  # a run killed after its segment, before its cursor: not archived twice
+        span = [ev for ev in span if ev["seq"] > done[-1]["seq_to"]]
+        if not span:
+            cursor["archived_through"] = done[-1]["seq_to"]
+            return None
     what = f"trigger {trigger}" if trigger else "a compaction"
     summary = (f"Archived by catty-ctx at the agent's PreCompact ({what}): events {span[0]['seq']}..{span[-1]['seq']} "
                "of the mirror, verbatim below.\n\n" + render(tracker.state()))
@@ -252,6 +276,10 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
             if had_log:  # a mirror from before the cursor: its state from its own events
                 for ev in session.events(warn=None):
                     tracker.track(ev)
+        if PENDING in cursor:
+            _settle(mirror, session, cursor, tracker)
+        for folder in (mirror, mirror / "blobs", mirror / "segments"):
+            clear_dead_temps(folder)  # what a killed hook left half-written
         _instructions(tracker, cwd)
         for step in range(1 << 30):
             done = SyncReport()
@@ -261,7 +289,8 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
             report.appended += len(written)
             report.bytes_read += done.bytes_read
             if step == 0:
-                report.mode, report.warning = done.mode, done.warning
+                report.mode = done.mode
+            report.warning = done.warning or report.warning  # (a line left out is said whichever step met it)
             if not session.log_path.exists():
                 return report  # nothing mirrored yet, nothing to keep
             had_log = True
@@ -276,6 +305,27 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
             report.segment = _archive(mirror, session, cursor, tracker, trigger)
             _record(mirror, cursor, tracker)
     return report
+
+
+def _log_end(session: Session) -> int:
+    return last_newline_end(session.log_path) if session.log_path.exists() else 0
+
+
+def _settle(mirror: Path, session: Session, cursor: dict[str, Any], tracker: AgentContinuation) -> None:
+    """A run killed between naming its append (PENDING) and recording the cursor: when the log
+    grew past the end it named, the batch landed (an append is one write, whole or absent), so
+    the cursor it earned is taken and its events are tracked; else it is dropped and the same
+    bytes are read again. Either way no event is appended twice or lost."""
+    pending = cursor.pop(PENDING)
+    log_end = pending.get("log_end") if isinstance(pending, dict) else None
+    if type(log_end) is int and isinstance(pending.get("cursor"), dict) and _log_end(session) > log_end:
+        cursor.update(pending["cursor"])
+        with open(session.log_path, "rb") as f:
+            f.seek(log_end)
+            for ev in records(f, session.display, warn=None):
+                if isinstance(ev, dict):
+                    tracker.track(ev)
+    _record(mirror, cursor, tracker)
 
 
 def _record(mirror: Path, cursor: dict[str, Any], tracker: AgentContinuation) -> None:
@@ -319,18 +369,25 @@ def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt
             first_line = reader.first_line() if fmt in NEEDS_FIRST_LINE and start > 0 else b""
             end = reader.copy(start, st.st_size, chunk, first_line, STEP)
             events = _import_chunk(fmt, chunk, mirror, sid) if end > start else []
-            with open(chunk, "rb") as f:  # the new fingerprint windows: from the bytes just copied
-                moved = reading.advance(end, lambda at, n: os.pread(f.fileno(), n, len(first_line) + at - start))
+            # the new fingerprint windows: bytes just copied, read again (not counted) from the transcript
+            moved = reading.advance(end, lambda at, n: os.pread(fd, n, at))
+            for at, length in reader.skipped:
+                report.warning = (f"{path}: the line at byte {at} is {length} bytes, longer than {MAX_LINE_BYTES}: left out of the "
+                                  "mirror (the records around it are kept)")
         finally:
             try:
                 chunk.unlink()
             except FileNotFoundError:
                 pass
         report.bytes_read = reader.read
-        written = _append(session, _new_events(events, session, first=not had_log, appended=not filtering))
+        fresh = _new_events(events, session, first=not had_log, appended=not filtering)
+        advanced = {"transcript": path, **moved.as_json()}
+        if fresh:  # the cursor the append earns, named before it: a kill between the two is told apart next run
+            _write_json(mirror / CURSOR_NAME, {**cursor, PENDING: {"log_end": _log_end(session), "cursor": advanced}})
+        written = _append(session, fresh)
         report.more = reader.cut and end > start
         report.mode = "first" if not had_log else "rewritten" if not same else "append" if written else "unchanged"
-        cursor.update({"transcript": path, **moved.as_json()})
+        cursor.update(advanced)
         return written
     finally:
         os.close(fd)

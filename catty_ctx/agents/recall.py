@@ -29,6 +29,7 @@ import orjson
 from ..errors import CattyError, DataError
 from ..formats.registry import get, home_folders
 from ..inspect.session import inspect_session
+from ..patterns import Pattern
 from ..session.blobs import open_blob
 from ..session.jsonl import raw_lines
 from ..session.segments import grep_segments, native_segments
@@ -179,7 +180,8 @@ def agent_homes(name: str) -> list[Path]:
 
 def claude_project_dirs(cwd: Path) -> list[Path]:
     """The folders of each Claude Code home's `projects/` that may hold CWD's transcripts (for a
-    name Claude Code cut and suffixed, every folder that begins as it does)."""
+    name Claude Code cut and suffixed, every folder that begins as it does: its transcripts are
+    then taken only when they say CWD is their working folder, `_claude_transcripts`)."""
     name = project_folder_name(str(cwd))
     out: list[Path] = []
     for home in agent_homes("claude"):
@@ -196,6 +198,8 @@ def claude_project_dirs(cwd: Path) -> list[Path]:
 
 def _claude_transcripts(cwd: Path) -> list[tuple[int, str, Path]]:
     found: list[tuple[int, str, Path]] = []
+    cut = len(project_folder_name(str(cwd))) > SLUG_LIMIT  # folders found by a prefix: another project's may share it
+    want = os.path.realpath(cwd)
     for folder in claude_project_dirs(cwd):
         try:
             entries = list(os.scandir(folder))
@@ -204,11 +208,28 @@ def _claude_transcripts(cwd: Path) -> list[tuple[int, str, Path]]:
         for entry in entries:
             if entry.name.endswith(".jsonl") and not entry.name.startswith("agent-"):
                 try:
-                    if entry.is_file():
+                    if entry.is_file() and (not cut or _transcript_cwd(Path(entry.path)) == want):
                         found.append((entry.stat().st_mtime_ns, entry.name, Path(entry.path)))
                 except OSError:
                     continue
     return found
+
+
+def _transcript_cwd(path: Path, lines: int = 50) -> str | None:
+    """The working folder a Claude Code transcript's first records name (resolved), if any."""
+    try:
+        for n, raw in enumerate(raw_lines(path, warn=None)):
+            if n >= lines:
+                break
+            try:
+                doc = orjson.loads(raw.data)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("cwd"), str):
+                return os.path.realpath(doc["cwd"])
+    except (OSError, CattyError):
+        return None
+    return None
 
 
 def _rollout_cwd(path: Path) -> str | None:
@@ -259,15 +280,13 @@ def newest_session(cwd: Path) -> Path:
 # -- recall_search ---------------------------------------------------------------------------
 
 
-def compile_pattern(pattern: str, regex: bool, ignore_case: bool) -> re.Pattern[str]:
+def compile_pattern(pattern: str, regex: bool, ignore_case: bool) -> Pattern:
+    """PATTERN (a model's) with its matching time bounded (`patterns`): one line when it is bad or spends its budget."""
     if not pattern:
         raise RecallError("pattern is empty")
     if len(pattern) > PATTERN_MAX:
         raise RecallError(f"pattern is longer than {PATTERN_MAX} characters")
-    try:
-        return re.compile(pattern if regex else re.escape(pattern), re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise RecallError(f"bad regular expression {pattern!r}: {exc}") from None
+    return Pattern(pattern, regex=regex, ignore_case=ignore_case)
 
 
 def _cut(line: str, start: int, width: int) -> str:
@@ -322,8 +341,8 @@ def event_role(ev: dict[str, Any], tools: dict[str, str]) -> str:
     return str(kind)
 
 
-def _line_matches(text: str, rx: re.Pattern[str]) -> Iterator[dict[str, Any]]:
-    if rx.search(text) is None:
+def _line_matches(text: str, rx: Pattern) -> Iterator[dict[str, Any]]:
+    if not rx.holds(text):
         return
     lines = text.splitlines() or [""]
     for n, line in enumerate(lines):
@@ -335,7 +354,7 @@ def _line_matches(text: str, rx: re.Pattern[str]) -> Iterator[dict[str, Any]]:
         yield {"line_number": n + 1, "line": _cut(line, m.start(), LINE_CHARS), "before": before, "after": after}
 
 
-def search_compacted(session: Session, rx: re.Pattern[str], *, limit: int = SEARCH_LIMIT, archive: Any = None,
+def search_compacted(session: Session, rx: Pattern, *, limit: int = SEARCH_LIMIT, archive: Any = None,
                      pattern: str = "", regex: bool = False, ignore_case: bool = False) -> dict[str, Any]:
     """The first LIMIT matches of RX in the events the session's last compaction covers (its
     `through_seq` and before), each with seq, role or tool and the lines around it; then the
@@ -375,7 +394,7 @@ def search_compacted(session: Session, rx: re.Pattern[str], *, limit: int = SEAR
     seqs = {s for s in seqs if s <= through}
     folder = archive() if archive is not None and compactions else None
     if folder is not None and len(matches) <= limit:
-        for g in grep_segments(folder, pattern, regex=regex, ignore_case=ignore_case):
+        for g in grep_segments(folder, pattern, matcher=rx):
             if g.seq is None or g.seq in seqs:
                 continue  # a segment's heading and summary, or an event the log itself said exactly
             matches.append({"seq": g.seq, "role": g.role, "source": f"segment {g.segment}", "line_number": g.line_number,
@@ -405,7 +424,7 @@ def show_range(seq: int | None, from_seq: int | None, to_seq: int | None, cursor
     if cursor is not None:
         if seq is not None or from_seq is not None or to_seq is not None:
             raise RecallError("give a cursor alone, or seq, or from_seq..to_seq")
-        m = re.fullmatch(r"(\d+):(\d+):(\d+)", cursor)
+        m = re.fullmatch(r"(\d{1,18}):(\d{1,18}):(\d{1,18})", cursor)
         if m is None:
             raise RecallError(f"not a cursor of recall_show: {cursor!r}")
         start, offset, end = (int(g) for g in m.groups())

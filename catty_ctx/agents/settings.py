@@ -12,18 +12,21 @@ held them.
 from __future__ import annotations
 
 import difflib
+import fcntl
 import json
 import os
 import re
 import shlex
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from copy import deepcopy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, UsageError
-from ..session.files import replace_file
+from ..session.files import clear_dead_temps, replace_file
 
 SCOPES = ("user", "project", "local")
 RECALL_SERVER = "catty-recall"
@@ -33,8 +36,13 @@ DEFAULT_COMMAND = "catty-ctx"
 # Claude Code's hook points and what runs at each: PreCompact for both triggers, SessionStart
 # only for the sources that follow a compaction or a resume (startup and clear have nothing to add).
 CLAUDE_HOOKS = (("PreCompact", None, "pre-compact"), ("SessionStart", "compact|resume", "session-start"))
-_OURS = re.compile(r"catty[-_]ctx\b.*\bhook (claude|codex) (pre-compact|session-start)\b")
-_OUR_STATUSLINE = re.compile(r"catty[-_]ctx\b.*\bstatusline\b")
+# A handler is ours when its command is exactly what install writes: a plain command line that
+# runs catty-ctx (no shell operator, no word after ours), ending with our subcommand words.
+_CATTY = re.compile(r"(?:^|/)catty[-_]ctx\Z")
+_SHELL = re.compile(r"[;&|<>`()\n]|\$\(")
+OUR_HOOK_TAILS = tuple(("hook", agent, hook) for agent in ("claude", "codex") for hook in ("pre-compact", "session-start"))
+_HANDLER_KEYS = frozenset({"type", "command", "timeout", "additionalContextLimit"})
+SAFE_INTEGER = 2 ** 53 - 1  # the largest integer every JSON reader (JavaScript's) holds exactly
 
 
 @dataclass
@@ -70,6 +78,19 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} is beyond what JSON readers hold (it would be rewritten as Infinity)")
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > 16 or abs(int(text)) > SAFE_INTEGER:
+        raise ValueError(f"the integer {text[:40]} is beyond JSON's safe range (±2^53-1; its readers would round it)")
+    return int(text)
+
+
 def read_json_object(path: Path) -> tuple[bytes | None, dict[str, Any]]:
     """PATH's bytes (None when there is no such file) and the object they hold ({} for none or
     an empty file). Anything but a regular file holding one plain JSON object is a DataError."""
@@ -85,7 +106,9 @@ def read_json_object(path: Path) -> tuple[bytes | None, dict[str, Any]]:
     if not data.strip():
         return data, {}
     try:
-        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant)
+        doc = json.loads(data.decode("utf-8"), object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float, parse_int=_int)
+    except RecursionError:
+        raise DataError("nested too deeply to edit safely: left unchanged", path=str(path)) from None
     except UnicodeDecodeError:
         raise DataError("is not UTF-8 text: left unchanged", path=str(path)) from None
     except json.JSONDecodeError as exc:
@@ -98,20 +121,76 @@ def read_json_object(path: Path) -> tuple[bytes | None, dict[str, Any]]:
 
 
 def json_text(doc: dict[str, Any]) -> bytes:
-    """DOC as the agents write their settings: two-space indent, UTF-8, a final newline."""
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """DOC as the agents write their settings: two-space indent, UTF-8, a final newline. A lone
+    surrogate (read from a `\\udXXX` escape) is written back as that escape."""
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
 
 
 def apply(changes: list[Change]) -> None:
-    """Write each change: the previous bytes to the backup first, then the file, each atomically."""
+    """Write each change: the previous bytes to the backup first (with the file's own mode: a
+    0600 settings file may hold keys), then the file, each atomically. A file whose bytes are no
+    longer those the change was planned from (another writer came between) is left unchanged."""
     for change in changes:
         change.path.parent.mkdir(parents=True, exist_ok=True)
+        now = _current(change.path)
+        if now != change.before:
+            raise DataError("changed while it was being edited: left unchanged (run the command again)", path=str(change.path))
+        clear_dead_temps(change.path.parent, of=(change.path.name, backup_path(change.path).name))  # a killed install's
         if change.before is not None:
-            replace_file(backup_path(change.path), change.before)
+            mode = stat.S_IMODE(os.stat(change.path, follow_symlinks=False).st_mode)
+            replace_file(backup_path(change.path), change.before, mode=mode)
         if change.remove:
             change.path.unlink(missing_ok=True)
         else:
             replace_file(change.path, change.after)
+
+
+def _current(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def no_link_below(anchor: Path, path: Path) -> None:
+    """Refuse PATH when a folder between ANCHOR (the scope's base, taken as given) and it is a
+    symbolic link: a write there would land outside the place the user named."""
+    try:
+        rest = path.relative_to(anchor).parts[:-1]
+    except ValueError:
+        return
+    here = anchor
+    for part in rest:
+        here = here / part
+        if here.is_symlink():
+            raise DataError(f"{here} is a symbolic link: left unchanged (name the real folder)", path=str(path))
+
+
+@contextmanager
+def locked(paths: list[Path]) -> Iterator[None]:
+    """Hold an advisory lock on the folder of each of PATHS (the nearest one that exists) while
+    a read-change-replace runs, so two installs at once never lose one's change. Nothing is
+    written for it: the lock is on the folder itself."""
+    folders = sorted({_existing(p.parent) for p in paths})
+    fds: list[int] = []
+    try:
+        for folder in folders:
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fds.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _existing(folder: Path) -> Path:
+    folder = folder.absolute()
+    while not folder.is_dir() and folder.parent != folder:
+        folder = folder.parent
+    return folder
 
 
 def backup_path(path: Path) -> Path:
@@ -142,12 +221,30 @@ def hook_command(command: str, agent: str, hook: str) -> str:
     return f"{command} hook {agent} {hook}"
 
 
+def _runs_ours(command: Any, tails: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether COMMAND is a plain command line running catty-ctx with one of TAILS as its last
+    words, as install writes it (`--command` may have named another catty-ctx)."""
+    if not isinstance(command, str) or _SHELL.search(command):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    for tail in tails:
+        head = words[: -len(tail)]
+        if tuple(words[-len(tail):]) == tail and head and (
+                any(_CATTY.search(w) for w in head) or head[-2:] == ["-m", "catty_ctx"]):
+            return True
+    return False
+
+
 def is_our_hook(handler: Any) -> bool:
-    return isinstance(handler, dict) and isinstance(handler.get("command"), str) and _OURS.search(handler["command"]) is not None
+    return isinstance(handler, dict) and handler.get("type") == "command" and set(handler) <= _HANDLER_KEYS \
+        and _runs_ours(handler.get("command"), OUR_HOOK_TAILS)
 
 
 def is_our_statusline(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("command"), str) and _OUR_STATUSLINE.search(value["command"]) is not None
+    return isinstance(value, dict) and _runs_ours(value.get("command"), (("statusline",),))
 
 
 def add_hooks(doc: dict[str, Any], entries: list[tuple[str, str | None, str]], where: str) -> tuple[dict[str, Any], list[str]]:
@@ -339,6 +436,8 @@ def plan_claude(install: bool, *, scope: str = "user", settings: str | None = No
     here = (cwd or Path.cwd()).resolve()
     command_words(command)
     path = claude_settings_path(scope, settings, here)
+    if settings is None:
+        no_link_below(here if scope != "user" else claude_config_dir(), path)
     before, doc = read_json_object(path)
     where = str(path)
     what: list[str]

@@ -70,7 +70,7 @@ FIELDS = {
 DEFAULT_FORMAT = ("{model} · ctx {tokens}/{window} {percent} ({compact_percent} of auto-compact) · {session_cost} session, "
                   "{today_cost} today · {limits} · cached {cached_percent} · {compactions} compactions, {segments} archived")
 UNKNOWN = "?"
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # whole (fullmatch), as the hooks' rule
 
 
 class FormatError(ValueError):
@@ -131,7 +131,7 @@ def mirror_folder(sid: str | None, mirrors: str | None = None) -> str | None:
     $XDG_DATA_HOME/catty-ctx/mirrors, then claude/SID (the hooks' rule, made here with os.path
     alone: the hooks' module loads their installer too, a cost each status line would pay).
     None when SID cannot name a folder (the hooks' rule: letters, digits, `.`, `_`, `-`)."""
-    if sid is None or _SESSION_ID.match(sid) is None or sid in (".", ".."):
+    if sid is None or _SESSION_ID.fullmatch(sid) is None or sid in (".", ".."):
         return None
     root = mirrors or os.environ.get("CATTY_CTX_MIRRORS")
     if not root:

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import stat
 
 import xxhash
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 STATE_VERSION = 4  # 4: the file cursor of `session.cursor`
+BLOCK = 8 << 20  # bytes read at a time (a transcript of GiBs costs no more memory than this)
 OPEN_CALLS = 64  # the last calls kept whole for the dedupe (see `_price_calls`)
 # A line is worth parsing only when it holds one of these (a usage, or a compaction's boundary).
 _MARK = re.compile(rb'"usage"|"compact_boundary"')
@@ -104,10 +106,22 @@ def read_transcript(transcript: str, folder: str, main: str | None = None) -> di
     state_path, prefix = _state_paths(folder, transcript)
     main_calls = None if main is None else _calls_file(load_state(_state_paths(folder, main)[0]), folder)
     try:
-        with open(transcript, "rb") as f:
-            return _catch_up(f, load_state(state_path), transcript, state_path, prefix, main_calls)
+        # never blocks (a FIFO named as the transcript) and reads only a regular file
+        fd = os.open(transcript, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    try:
+        f = os.fdopen(fd, "rb")
+    except OSError:
+        os.close(fd)
+        return None
+    with f:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            return _catch_up(f, load_state(state_path), transcript, state_path, prefix, main_calls)
+        except OSError:
+            return None
 
 
 def subagent_logs(transcript: str) -> list[str]:
@@ -119,30 +133,52 @@ def subagent_logs(transcript: str) -> list[str]:
 
 
 def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, prefix: str, main_calls: str | None) -> dict[str, Any]:
-    """STATE brought up to date with F's bytes past its offset. The calls go to a new calls file
-    named by the offset they are counted to, and the state that names it is written after it: a
-    run cancelled between the two leaves the state and its calls file as they were."""
+    """STATE brought up to date with F's bytes past its offset, read BLOCK bytes at a time (whole
+    lines of each block tallied; a line longer than a block is skipped, `scan` keeping how far
+    its end was looked for, so a run where no line completes is not paid again). The calls go to
+    a new calls file named by the offset they are counted to, and the state that names it is
+    written after it: a run cancelled between the two leaves the state and its calls file as
+    they were."""
     st = os.fstat(f.fileno())
-    reading = look(Cursor.from_json(state) if state.get("path") == transcript else None, st,
-                   lambda at, n: os.pread(f.fileno(), n, at))
+    read = lambda at, n: os.pread(f.fileno(), n, at)  # noqa: E731 - the cursor's reader of this file
+    reading = look(Cursor.from_json(state) if state.get("path") == transcript else None, st, read)
     if reading.verdict == NEW:
         state = _fresh(transcript)
     offset = reading.start
-    if offset == st.st_size:
+    scan = state.get("scan")
+    pos, scan = offset, scan if type(scan) is int and offset < scan <= st.st_size else offset
+    start_scan = scan
+    counted_any = False
+    while pos < st.st_size:
+        if scan > pos:  # inside a line longer than a block: look on for its end
+            block = read(scan, min(BLOCK, st.st_size - scan))
+            if not block:
+                break
+            newline = block.find(b"\n")
+            if newline < 0:
+                scan += len(block)
+                continue
+            pos = scan = scan + newline + 1
+            continue
+        data = read(pos, min(BLOCK, st.st_size - pos))
+        end = line_end(data, 0, len(data))  # whole lines only: a line still being written waits for the next run
+        if end == 0:
+            if len(data) == BLOCK:
+                scan = pos + len(data)
+                continue
+            break
+        if _tally(state, data, end):
+            calls_out = f"{prefix}.{pos + end}.calls"
+            _price_calls(state, f, data, end, _calls_file(state, os.path.dirname(prefix)) if pos else None, calls_out, pos, main_calls)
+            state["calls_file"] = os.path.basename(calls_out)
+            counted_any = True
+        pos = scan = pos + end
+    if (pos, scan) == (offset, start_scan):
         return state
-    f.seek(offset)
-    data = f.read(st.st_size - offset)
-    end = line_end(data, 0, len(data))  # whole lines only: a line still being written waits for the next run
-    if end == 0:
-        return state
-    counted = _tally(state, data, end)
-    if counted:
-        calls_out = f"{prefix}.{offset + end}.calls"
-        _price_calls(state, f, data, end, _calls_file(state, os.path.dirname(prefix)) if offset else None, calls_out, offset, main_calls)
-        state["calls_file"] = os.path.basename(calls_out)
-    state.update(reading.advance(offset + end, lambda at, n: data[at - offset : at - offset + n]).as_json())
+    state.update(reading.advance(pos, read).as_json())
+    state["scan"] = scan
     save_cache(state_path, json.dumps(state).encode())
-    if counted:
+    if counted_any:
         _drop_other_calls(prefix, state["calls_file"])
     return state
 
@@ -243,10 +279,9 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in:
             kept = []
         if len(kept) + state["sealed_calls"] != state["calls"] or len(costs) != len(kept):
             # lost, or not this transcript's: the calls before OFFSET are read again
-            f.seek(0)
-            prefix = f.read(offset)
             kept, sealed = [], set()
-            claude.parse(prefix, 0, len(prefix), transcript, None, kept, [])
+            for block, end in _blocks(f, offset):
+                claude.parse(block, 0, end, transcript, None, kept, [])
             ids = {key_hash("m" + r.msg_id) for r in kept if r.msg_id is not None}
             kept, aliases = copies.collapse_file(kept)
             state.update(sealed_calls=0, sealed_cost=0.0, sealed_unpriced=0)
@@ -285,6 +320,23 @@ def _price_calls(state: dict[str, Any], f: Any, data: bytes, end: int, calls_in:
     state["cost"] = state["sealed_cost"] + sum(c for c in costs if c is not None)
     state["unpriced"] = state["sealed_unpriced"] + sum(1 for c in costs if c is None)
     save_cache(calls_out, msgspec.msgpack.encode((out, aliases, costs, sorted(sealed), sorted(ids))))
+
+
+def _blocks(f: Any, limit: int) -> Any:
+    """F's whole lines before LIMIT, as (bytes, end of their last whole line) at most BLOCK bytes
+    at a time (a line longer than that is passed over)."""
+    pos = 0
+    while pos < limit:
+        f.seek(pos)
+        data = f.read(min(BLOCK, limit - pos))
+        end = data.rfind(b"\n") + 1
+        if not data:
+            return
+        if end == 0:
+            pos += len(data)
+            continue
+        yield data, end
+        pos += end
 
 
 def key_hash(name: str) -> int:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from .. import defaults
 from .._version import __version__
-from ..errors import EXIT_MEANINGS, DataError, ExitCode
+from ..errors import EXIT_MEANINGS, DataError, ExitCode, UsageError
 from .errors import exit_code_for, flush_stdout, guard_closed_stdout, run_guarded
 from .registry import BY_NAME, COMMANDS
 
@@ -137,8 +137,9 @@ def main(argv: "list[str] | None" = None) -> None:
     guard_closed_stdout()
     code: Any = ExitCode.OK
     try:
-        _config_usable()
-        _run(sys.argv[1:] if argv is None else argv)
+        args = sys.argv[1:] if argv is None else argv
+        _config_usable(args)
+        _run(args)
     except SystemExit as exc:
         code = exc.code
     except BaseException as exc:
@@ -149,10 +150,21 @@ def main(argv: "list[str] | None" = None) -> None:
     sys.exit(flush_stdout(code))
 
 
-def _config_usable() -> None:
-    """A config file that cannot be used stops every command (it would change what they do)."""
-    if defaults.CONFIG_PROBLEM is not None:
-        raise DataError(defaults.CONFIG_PROBLEM)
+def _config_usable(args: "list[str]") -> None:
+    """A config file that cannot be used stops every command (it would change what they do):
+    a value out of its range is a usage error, a file that is not usable a data error. The
+    commands an agent runs (its hooks, the status line) fail open instead: one warning line
+    (stderr and the hooks' log), the defaults used (nothing of the file was applied)."""
+    if defaults.CONFIG_PROBLEM is None:
+        return
+    if args[:1] == ["statusline"] or (args[:1] == ["hook"] and args[1:2] in (["claude"], ["codex"])):
+        from ..agents.hooks import mirrors_root, warn  # (only on this path: the status line stays light otherwise)
+
+        given = args[args.index("--mirrors") + 1] if "--mirrors" in args[:-1] else None
+        warn(mirrors_root(given), f"{' '.join(args[:3]) if args[0] == 'hook' else args[0]}: the config is not used, the defaults are: "
+                                  f"{defaults.CONFIG_PROBLEM}")
+        return
+    raise (UsageError if defaults.CONFIG_BAD_VALUE else DataError)(defaults.CONFIG_PROBLEM)
 
 
 def list_commands() -> None:

@@ -14,7 +14,7 @@ from ..agents import hooks
 from ..agents import settings as agent_settings
 from ..agents.plugin import claude_plugin_enabled
 from ..defaults import HOOK_DEADLINE
-from ..errors import UsageError
+from ..errors import DataError, UsageError
 from .app import get_app
 from .errors import note
 from .fastpath import declare as declare_command
@@ -140,7 +140,9 @@ def _edit(install: bool, agent: str, scope: str, settings: str | None, statuslin
         if plugin is not None and install:
             note(f"the catty-ctx plugin ({plugin[0]}) is enabled in config.toml: install trusts its hooks instead of adding ours, "
                  "and leaves its recall server as it is (docs/agents.md#the-plugin)")
-        changes = codex_install.plan_codex(install, home=codex_home, mcp=mcp, command=command, plugin=plugin)
+
+        def plan() -> list[agent_settings.Change]:
+            return codex_install.plan_codex(install, home=codex_home, mcp=mcp, command=command, plugin=plugin)
     else:
         if codex_home is not None:
             raise UsageError("--codex-home: only for codex")
@@ -148,9 +150,12 @@ def _edit(install: bool, agent: str, scope: str, settings: str | None, statuslin
         if enabled is not None:
             note(f"the catty-ctx plugin is enabled in {enabled} (enabledPlugins): its hooks and recall server run, "
                  "so install leaves ours out (docs/agents.md#the-plugin)")
-        changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp and enabled is None,
-                                             command=command, hooks=enabled is None)
+
+        def plan() -> list[agent_settings.Change]:
+            return agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp and enabled is None,
+                                              command=command, hooks=enabled is None)
     verb = "install" if install else "uninstall"
+    changes = _planned(plan)
     if not changes:
         note(f"{verb} {agent}: nothing to change")
         return
@@ -158,11 +163,20 @@ def _edit(install: bool, agent: str, scope: str, settings: str | None, statuslin
         for change in changes:
             sys.stdout.write(change.diff())
         return
-    agent_settings.apply(changes)
+    with agent_settings.locked([c.path for c in changes]):  # planned again under the lock: another install's change kept
+        changes = _planned(plan)
+        agent_settings.apply(changes)
     for change in changes:
         kept = f" (previous bytes in {agent_settings.backup_path(change.path)})" if change.before is not None else ""
         done = "added" if install else "removed"
         sys.stdout.write(f"{change.path}: {done} {', '.join(change.what)}{kept}\n")
+
+
+def _planned(plan: Any) -> list[agent_settings.Change]:
+    try:
+        return list(plan())
+    except RecursionError:  # a document parsed but too deep to copy or write: refused like one that does not parse
+        raise DataError("the settings are nested too deeply to edit safely: left unchanged") from None
 
 
 def install(agent: str, scope: str = "user", settings: str | None = None, statusline: bool = False, mcp: bool = False,

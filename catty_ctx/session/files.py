@@ -55,6 +55,32 @@ def umask() -> int:
     return _umask
 
 
+class private_files:  # a context manager, named like the ones contextlib makes
+    """Inside, what this process creates is its owner's alone (files 0600, folders 0700): for
+    work whose files are copies of private ones (the hooks' mirrors of 0600 transcripts)."""
+
+    def __enter__(self) -> None:
+        global _umask
+        self.before = os.umask(0o077)
+        self.cached, _umask = _umask, self.before | 0o077
+        os.umask(_umask)
+
+    def __exit__(self, *_exc: object) -> None:
+        global _umask
+        os.umask(self.before)
+        _umask = self.cached
+
+
+def make_private(folder: PathArg) -> None:
+    """FOLDER (made by an earlier, wider run) closed to other users, when it is ours to change."""
+    try:
+        st = os.stat(folder, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(folder, stat.S_IMODE(st.st_mode) & 0o700)
+    except OSError:
+        pass
+
+
 # Modes of what a command creates, before the umask: every file alike (log, summary.json,
 # blobs, segments, quarantine), every folder alike (session, blobs/, staging).
 FILE_MODE = 0o666
@@ -78,13 +104,14 @@ def _mode_for(target: str) -> int:
     return st.st_mode & 0o7777 if stat.S_ISREG(st.st_mode) else new_file_mode()
 
 
-def replace_file(path: PathArg, data: bytes, *, durable: bool = True) -> None:
+def replace_file(path: PathArg, data: bytes, *, durable: bool = True, mode: int | None = None) -> None:
     """temp + fsync + rename, then fsync the folder: a reader sees the old file or the new.
 
-    The temp file is private while it is written and takes its final mode before the
+    The temp file is private (0600) while it is written, so one left by a killed writer shows
+    nothing, and takes its final mode (MODE, else PATH's, else the umask's) just before the
     rename. `durable=False` skips both fsyncs, for caches whose loss in a crash only costs time.
     """
-    write_file(path, lambda f: f.write(data), durable=durable)
+    write_file(path, lambda f: f.write(data), durable=durable, mode=mode)
 
 
 def check_replaceable(path: PathArg) -> None:
@@ -105,15 +132,15 @@ def check_replaceable(path: PathArg) -> None:
     os.unlink(tmp)
 
 
-def write_file(path: PathArg, fill: Callable[[IO[bytes]], object], *, durable: bool = True) -> None:
+def write_file(path: PathArg, fill: Callable[[IO[bytes]], object], *, durable: bool = True, mode: int | None = None) -> None:
     """`replace_file` for content too large to hold: FILL writes it into the temp file, which
     then replaces PATH (a rewrite keeps PATH's mode). Nothing is left behind when FILL raises."""
     target = os.fspath(path)
     fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), _mode_for(target))
             fill(f)
+            os.fchmod(f.fileno(), _mode_for(target) if mode is None else mode)
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
@@ -149,8 +176,8 @@ def stage_file(path: PathArg, data: bytes) -> str:
     fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), _mode_for(target))
             f.write(data)
+            os.fchmod(f.fileno(), _mode_for(target))
             f.flush()
             os.fsync(f.fileno())
     except BaseException:
@@ -208,31 +235,64 @@ def create_exclusive(path: PathArg, data: bytes, *, durable: bool = False, mode:
     return True
 
 
-def clear_dead_temps(folder: PathArg) -> int:
-    """Remove the temp files (`_temp_beside`) in FOLDER whose writer no longer runs (a process
-    killed between creating and renaming one); a live writer's are left. Returns how many."""
-    pattern = re.compile(r"\..+\.[0-9a-f]{12}-(\d+)\.tmp")
-    removed = 0
+def _left_by_the_dead(folder: PathArg, pattern: str) -> list[str]:
+    """The names in FOLDER matching PATTERN (its group 1 a process id) whose process no longer
+    runs: a live one's (or another user's) are not ours to remove."""
+    rx = re.compile(pattern)
     try:
         names = os.listdir(folder)
     except OSError:
-        return 0
+        return []
+    dead = []
     for name in names:
-        m = pattern.fullmatch(name)
+        m = rx.fullmatch(name)
         if m is None or int(m.group(1)) == os.getpid():
             continue
         try:
             os.kill(int(m.group(1)), 0)
-            continue  # its writer runs (or is another user's): not ours to remove
+            continue
         except ProcessLookupError:
-            pass
+            dead.append(name)
         except (OSError, OverflowError):
             continue
+    return dead
+
+
+def clear_dead_temps(folder: PathArg, of: tuple[str, ...] = ()) -> int:
+    """Remove the temp files (`_temp_beside`) in FOLDER whose writer no longer runs (a process
+    killed between creating and renaming one); a live writer's are left; with OF, only the temp
+    files of those names (a folder of the user's: nothing else is touched). Returns how many."""
+    names = "|".join(map(re.escape, of)) if of else ".+"
+    removed = 0
+    for name in _left_by_the_dead(folder, rf"\.(?:{names})\.[0-9a-f]{{12}}-(\d+)\.tmp"):
         try:
             os.unlink(os.path.join(folder, name))
             removed += 1
         except OSError:
             pass
+    return removed
+
+
+def spool_prefix(kind: str) -> str:
+    """The name a private temporary folder of KIND starts with (`tempfile`'s prefix): the
+    process's id in it, so a later run can tell one a killed run left (`clear_dead_spools`)."""
+    return f"catty-ctx-{kind}-{os.getpid()}-"
+
+
+def clear_dead_spools(kind: str, folder: str | None = None) -> int:
+    """Remove the temporary folders of KIND (`spool_prefix`) in FOLDER (the temp folder) whose
+    process no longer runs: a full copy of a session that a killed `fork --to` or a stopped
+    recall server left there. A live process's (or another user's) are left. Returns how many."""
+    import shutil
+    import tempfile
+
+    where = folder or tempfile.gettempdir()
+    removed = 0
+    for name in _left_by_the_dead(where, re.escape(f"catty-ctx-{kind}-") + r"(\d+)-[A-Za-z0-9_]+"):
+        path = os.path.join(where, name)
+        if os.path.isdir(path) and not os.path.islink(path) and os.stat(path).st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
     return removed
 
 

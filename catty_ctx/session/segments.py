@@ -22,6 +22,7 @@ import orjson
 
 from ..defaults import SEGMENT_CAP, SEGMENT_DETAIL, SEGMENT_DETAILS, SEGMENT_KEYWORDS
 from ..errors import DataError, UsageError
+from ..patterns import Pattern
 from .events import SPAN_KINDS, Event, now_ts
 from .store import atomic_write, session_folder
 
@@ -30,6 +31,7 @@ BALANCED_TEXT = 2000
 BALANCED_TOOL = 500
 MAX_KEYWORDS = SEGMENT_KEYWORDS
 FILE_KEYS = ("target_file", "file_path", "path", "target_directory", "filename", "file")
+_GREP_BATCH = 512  # segment lines a pattern is asked of at once
 _SEGMENT_NAME = re.compile(r"^segment_(\d{3,})\.md$")
 _HEADER = re.compile(r"^#### \[seq (\d+)\] (\S+)")
 _SPAN = re.compile(r"^- seq: (\d+)\.\.(\d+)$")
@@ -434,25 +436,33 @@ class Match:
         return {"segment": self.segment, "seq": self.seq, "role": self.role, "line_number": self.line_number, "line": self.line}
 
 
-def grep_segments(session_dir: Path, pattern: str, *, ignore_case: bool = False, regex: bool = False) -> Iterator[Match]:
-    """Lines of every segment matching a fixed string (or a regular expression with regex=True)."""
-    flags = re.IGNORECASE if ignore_case else 0
-    try:
-        compiled = re.compile(pattern if regex else re.escape(pattern), flags)
-    except re.error as exc:
-        raise UsageError(f"bad regular expression: {exc}") from None
+def grep_segments(session_dir: Path, pattern: str, *, ignore_case: bool = False, regex: bool = False,
+                  matcher: Pattern | None = None) -> Iterator[Match]:
+    """Lines of every segment matching a fixed string (or a regular expression with regex=True,
+    its matching time bounded: `patterns`); MATCHER, a caller's compiled pattern (and budget)."""
+    compiled = matcher if matcher is not None else Pattern(pattern, regex=regex, ignore_case=ignore_case)
     for row in list_segments(session_dir):
         path = segment_path(session_dir, row["segment"])
         seq: int | None = None
         role: str | None = None
+        batch: list[Match] = []
         with open_segment(path) as f:
             for n, line in enumerate(f, 1):
                 line = line.rstrip("\n")
                 header = _HEADER.match(line)
                 if header:
                     seq, role = int(header.group(1)), header.group(2).rstrip(":")
-                if compiled.search(line):
-                    yield Match(row["segment"], seq, role, n, line)
+                batch.append(Match(row["segment"], seq, role, n, line))
+                if len(batch) == _GREP_BATCH:
+                    yield from _matching(compiled, batch)
+                    batch = []
+        yield from _matching(compiled, batch)
+
+
+def _matching(compiled: Pattern, lines: list[Match]) -> Iterator[Match]:
+    """The LINES that match: the pattern is asked of them all at once first (see `Pattern.holds`)."""
+    if lines and compiled.holds("\n".join(m.line for m in lines)):
+        yield from (m for m in lines if compiled.search(m.line))
 
 
 def native_segments(session: Any) -> Path:

@@ -25,8 +25,10 @@ import orjson
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from ..session.event_ids import KnownIds, event_key, split_known
+from ..session.events import now_ts
+from ..session.files import replace_file
 from ..session.jsonl import Warn, last_newline_end, scan_marked
-from ..session.store import Session, prepare_event
+from ..session.store import Session, append_quarantine_record, prepare_event, session_folder
 from .fold import SHAPE_AND_TURN_MARKERS, iter_view, plan_view, scan_markers
 from .integrity import NOT_EXECUTED, PairingChecker
 
@@ -224,9 +226,39 @@ def append_with_repairs(
         if not allow_duplicate_ids and any(event_key(ev) is not None for ev in pending):
             known = KnownIds(session.log_path, last_newline_end(session.log_path))
             pending, skipped = split_known(pending, known)
+            kept = _keep_conflicting(session, skipped)
             if skipped and warn:
-                warn(f"{session.display}: {len(skipped)} event(s) already in the log (same id) not appended again")
+                warn(f"{session.display}: {len(skipped)} event(s) already in the log (same id) not appended again"
+                     + (f"; {len(kept)} result(s) differing from the one logged kept in {session.quarantine_dir}" if kept else ""))
         return session.append_locked(with_boundary_repairs(session, pending), warn=warn)
+
+
+_RESULT_FIELDS = ("output", "is_error", "blob", "bytes")
+
+
+def _keep_conflicting(session: Session, skipped: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The results of SKIPPED answering a call the log has answered otherwise, kept whole in the
+    session's quarantine (a file and an index record naming the call): the log keeps its first
+    answer, the second is never silently gone. A retried append of the same result keeps nothing."""
+    results = [ev for ev in skipped if ev.get("kind") == "tool_result"]
+    if not results:
+        return []
+    wanted = {(str(ev.get("agent") or ""), str(ev.get("call_id"))) for ev in results}
+    logged: dict[tuple[str, str], dict[str, Any]] = {}
+    for ev in session.events(warn=None):
+        key = (str(ev.get("agent") or ""), str(ev.get("call_id")))
+        if ev["kind"] == "tool_result" and key in wanted and key not in logged:
+            logged[key] = ev
+    conflicting = [ev for ev in results
+                   if [ev.get(f) for f in _RESULT_FIELDS] != [logged.get((str(ev.get("agent") or ""), str(ev.get("call_id"))), {}).get(f)
+                                                               for f in _RESULT_FIELDS]]
+    if conflicting:
+        folder = session_folder(session.quarantine_dir)
+        name = f"second-results-{os.getpid()}-{os.urandom(4).hex()}.jsonl"
+        replace_file(folder / name, b"".join(orjson.dumps(ev) + b"\n" for ev in conflicting))
+        append_quarantine_record(session, {"file": name, "reason": "a second, different result for a call the log has answered",
+                                           "call_ids": [str(ev.get("call_id")) for ev in conflicting], "ts": now_ts()})
+    return conflicting
 
 
 def _late_results(session: Session, through: int | None) -> bool:

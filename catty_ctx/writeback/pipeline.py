@@ -35,7 +35,7 @@ from ..repair.fix import repaired_items
 from ..repair.plan import repair_plan
 from ..session.blobs import inline_images
 from ..session.events import now_ts
-from ..session.files import create_exclusive
+from ..session.files import clear_dead_spools, create_exclusive, spool_prefix
 from ..session.layout import LOG_NAME
 from ..session.store import Session, prepare_event, session_window
 from ..view.pairing import repair_items
@@ -238,16 +238,28 @@ def place_new_file(path: Path, data: bytes) -> None:
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         raise WriteError(f"{folder}: not a folder; DEST is the folder the new session goes in")
+    made = [f for f in (folder, *folder.parents) if not os.path.lexists(f)]  # the folders this call creates
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        _remove_made(made)
         raise WriteError(f"{folder}: cannot create ({exc.strerror})") from None
     try:
         placed = not os.path.lexists(path) and create_exclusive(path, data, durable=True, mode=FILE_MODE)
     except OSError as exc:
+        _remove_made(made)  # a full disk leaves no empty DEST behind
         raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
     if not placed:
         raise WriteError(f"{path}: already exists; fork --to never overwrites a file")
+
+
+def _remove_made(folders: list[Path]) -> None:
+    """The folders a failed write created (deepest first), removed while empty."""
+    for f in folders:
+        try:
+            f.rmdir()
+        except OSError:
+            return
 
 
 # -- the whole step --------------------------------------------------------------------------
@@ -262,7 +274,8 @@ def write_back(source: str, dest: str | os.PathLike[str] | None, opts: Writeback
     session_id = opts.session_id or str(uuid.uuid4())
     if opts.session_id is not None and not writer.valid_session_id(session_id):
         raise UsageError(f"--session-id {session_id!r}: not a UUID")
-    with tempfile.TemporaryDirectory(prefix="catty-ctx-writeback-") as tmp:
+    clear_dead_spools("writeback")  # the working copies of forks killed before they cleaned up
+    with tempfile.TemporaryDirectory(prefix=spool_prefix("writeback")) as tmp:
         view, _fmt, bytes_before = source_view(source, opts, Path(tmp))
     now = datetime.now(timezone.utc)
     steps: list[Step] = to_steps(view.items, view.origins)

@@ -38,6 +38,11 @@ def rollout(path: Path) -> Path:
                            "output": "apply_patch verification failed: Failed to read file to update /home/user/project/missing.py"}),
         ("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "parse.py written."}]}),
     ]
+    return write_rollout(path, items)
+
+
+def write_rollout(path: Path, items: list[tuple[str, dict[str, Any]]]) -> Path:
+    """A rollout of ITEMS (record type, payload), one line each, in order."""
     path.write_text("".join(_line(k, p, n) + "\n" for n, (k, p) in enumerate(items)))
     return path
 
@@ -63,7 +68,7 @@ def test_pre_compact_mirrors_the_rollout_and_session_start_prints_the_reminder(t
     out = json.loads(proc.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = out["hookSpecificOutput"]["additionalContext"]
-    assert "Files edited in this session: parse.py\n" in context and len(context) <= 10_000  # not the failed patch's file
+    assert "Files edited in this session: \"parse.py\"\n" in context and len(context) <= 10_000  # not the failed patch's file
     assert "recall_search (namespace mcp__catty_recall)" in context and str(log.parent) in context
     # the rollout gone: the mirror still answers
     Path(_payload(tmp_path, "x")["transcript_path"]).unlink()
