@@ -259,11 +259,13 @@ def sniff(head: bytes, whole: Callable[[], bytes] | None = None) -> str:
         return OPENCODE
     pos = 0
     decided = False  # (a line decoded: an object of no agent's, not damage)
+    indented = False
     for _ in range(SNIFF_LINES):
         end = head.find(b"\n", pos)
         line = head[pos : end if end >= 0 else len(head)]
         pos = end + 1
         if line.strip() == b"{":
+            indented = True
             break  # (no record of JSON Lines: a document written indented, which the whole of it tells)
         if line.strip():
             kind = _sniff_line(line)
@@ -273,9 +275,13 @@ def sniff(head: bytes, whole: Callable[[], bytes] | None = None) -> str:
         if end < 0:
             break
     if whole is not None and head.lstrip()[:1] == b"{":
-        kind = _sniff_document(whole())
+        data = whole()
+        kind = _sniff_document(data)
         if kind != NOT_A_LOG:
             return kind
+        start = bytes(data[:_SNIFFED])
+        if indented and b'"messages"' in start and (b'"sessionId"' in start or b'"projectHash"' in start):
+            return GEMINI  # (a Gemini CLI chat cut short: its reader names it not valid JSON)
     # No line decoded: JSON Lines whose first lines are damaged are read as Claude Code's (the
     # commonest, its bad lines then named); anything else (a text file) is no log.
     return CLAUDE if head.lstrip()[:1] == b"{" and not decided else NOT_A_LOG

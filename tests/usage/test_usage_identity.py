@@ -220,3 +220,17 @@ def test_a_native_transcript_on_stdin_gets_a_hint_naming_import(command: str) ->
     assert run.stderr.decode().splitlines() == [
         "catty-ctx: error: <stdin>: Claude Code transcript, not catty-ctx events; name the file instead of -, "
         "or pipe its import: catty-ctx import claude FILE | catty-ctx ... -"]
+
+
+def test_a_gemini_chat_cut_short_is_a_bad_line_not_an_empty_ledger(tmp_path: Path) -> None:
+    """An older Gemini CLI chat (one indented JSON document) cut mid-write, under any name: `--strict` refuses it,
+    and without it the cut is named on stderr (not an empty ledger and silence)."""
+    chat = next((ROOT / "fixtures/import/gemini/legacy").glob("session-*.json"))
+    cut = tmp_path / "trunc.json"
+    cut.write_bytes(chat.read_bytes()[:300])
+    strict = cli("usage", str(cut), "--strict", "--no-cache")
+    assert strict.returncode == 65 and strict.stdout == b""
+    assert strict.stderr.decode().startswith(f"catty-ctx: error: {cut}:1: not valid JSON")
+    lenient = cli("usage", str(cut), "--no-cache", "--json")
+    assert lenient.returncode == 0 and f"{cut}:1: not valid JSON" in lenient.stderr.decode()
+    assert json.loads(lenient.stdout)["bad_lines"] == 1
