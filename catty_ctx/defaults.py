@@ -54,6 +54,16 @@ PRUNE_IMAGE_LOW_MIB = 25.0  # ... until it is at most this many
 PRUNE_KEEP = 0  # the most recent tool results never touched (clear_tool_uses `keep`; keep_turns already guards)
 PRUNE_CLEAR_AT_LEAST = 0  # a rewrite must clear at least this many tokens
 
+# The live request path (proxy): docs/proxy.md
+PROXY_PORT = 8742  # --listen's default port on 127.0.0.1
+PROXY_MAX_BODY_BYTES = 32 << 20  # a request body longer than this passes through unprocessed
+PROXY_STEPS = "repair,prune,compact,prefire"  # the lifecycle steps run on each request copy (any subset, comma-separated)
+PROXY_PRUNE_HIGH_PERCENT = 70.0  # cache-aware prune of the request copy: a batch starts at this % of the window ...
+PROXY_PRUNE_LOW_PERCENT = 40.0  # ... and clears old results until the request is at most this %
+PROXY_PREFIRE_LEAD = 10.0  # pass 1 of a two-pass compaction starts this many points before the threshold
+PROXY_PREFIRE_WAIT = 30.0  # seconds a request at the threshold waits for a pass 1 still running, then one pass
+PROXY_TAIL_PERCENT = 10.0  # % of the conversation's tokens a compaction keeps verbatim after the summary (the live tail)
+
 # Request formats (resume)
 RESUME_FORMATS = ("items", "openai", "anthropic")
 RESUME_FORMAT = "items"

@@ -34,6 +34,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("inspect", "inspect", "Counts, turns, tokens against the window, largest items, compactions and integrity of a session.", fast=True),
     Command("instructions", "instructions", "Find the instruction files (AGENTS.md and rules) for DIR, in prompt order, with sources.", fast=True),
     Command("mcp", "mcp", "A stdio MCP server for the agent to recall its own session: search and show what compactions dropped.", fast=True),
+    Command("proxy", "proxy", "Run a local proxy that repairs, prunes, compacts and records an agent's requests on their way out.", fast=True),
     Command("prune", "prune", "Print the pruned request view, one item a line; the log is untouched.", fast=True),
     Command("repair", "repair", "Find and fix what makes a session unloadable or unsendable; nothing is ever deleted.", fast=True),
     Command("report", "report", "A session's context lifecycle as one HTML page that works offline."),

@@ -243,20 +243,3 @@ def fsync_dir(path: PathArg) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def replace_folder(fresh: PathArg, dest: PathArg) -> None:
-    """Put the whole folder FRESH (beside DEST) in DEST's place: DEST moves aside, FRESH takes its
-    name, the old one is removed. A reader sees the old folder or the new, never half of one
-    (a mirror the agents' hooks rebuild; docs/agents.md)."""
-    target = os.fspath(dest)
-    aside = f"{target}.old.{os.urandom(4).hex()}"
-    had = os.path.isdir(target)
-    if had:
-        os.rename(target, aside)
-    os.rename(fresh, target)
-    fsync_dir(os.path.dirname(target) or ".")
-    if had:
-        import shutil
-
-        shutil.rmtree(aside, ignore_errors=True)

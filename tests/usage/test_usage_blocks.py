@@ -13,7 +13,7 @@ import pytest
 from support import cli, write_log
 from support.usage_trees import claude_tree
 
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
 from catty_ctx.usage.blocks import BLOCK_SECONDS, block_keys, current, describe, iso
 from catty_ctx.usage.records import Record
 
