@@ -65,6 +65,16 @@ class DataError(CattyError):
         self.line = line
 
 
+class NoConversation(DataError):
+    """An agent's file holding no conversation (a Claude Code file of a `summary` record alone, a
+    rollout of its header alone): refused when named, skipped with a note under a ROOT
+    (docs/spec.md#a-root-of-sessions)."""
+
+    def __init__(self, source: object) -> None:
+        super().__init__(f"no conversation in {source} (no message or tool call to import); nothing was written")
+        self.source = str(source)
+
+
 class WriteError(CattyError):
     exit_code = ExitCode.CANT_CREATE
 

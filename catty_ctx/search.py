@@ -12,7 +12,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from .errors import UsageError
+from .errors import CattyError, NoConversation, UsageError
 from .index import Index, Report, index_path, needles, ranked, unit_files
 from .session.segments import grep_segments
 from .sources import describe, open_session, resolve, root_sessions
@@ -156,10 +156,13 @@ def _under(unit: Any, root: str) -> bool:
     return where == top or where.startswith(top.rstrip(os.sep) + os.sep)
 
 
-def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: bool | None = None) -> Iterator[Match]:
+def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: bool | None = None,
+           on_error: Callable[[Any, CattyError], None] | None = None) -> Iterator[Match]:
     """Every match of QUERY in the sessions under ROOTS (each a ROOT or one session), in walk
     order; with the index (when one covers the ROOTs, or USE_INDEX), only the sessions whose
-    files may hold a match are read, best ranked first (BM25 weighed by recency)."""
+    files may hold a match are read, best ranked first (BM25 weighed by recency). Under a ROOT, a
+    file that holds no conversation is skipped (a note to WARN), and a session that cannot be
+    read goes to ON_ERROR (without it, its error is raised)."""
     rx = query.compile()
     needle = query.needle()
     since, until = _day(query.since, "--since"), _day(query.until, "--until")
@@ -188,35 +191,52 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
                     continue  # nothing in it was written on or after --since
             if not _holds(files, needle, query.ignore_case):
                 continue
-            with open_session(unit, warn=warn) as s:
-                who = describe(s)
-                sid, cwd, last_ts = "", "", None
-                found: list[Match] = []
-                for ev in s.events(warn=warn):
-                    ts = ev.get("ts") if isinstance(ev.get("ts"), str) else None
-                    last_ts = ts or last_ts
-                    if ev["kind"] == "session":
-                        sid, cwd = str(ev.get("session_id") or ""), str(ev.get("cwd") or who.get("cwd") or "")
-                        continue
-                    if (since is not None and ts and _stamp(ts) < since) or (until is not None and ts and _stamp(ts) >= until):
-                        continue
-                    for role, text in _texts(ev):
-                        for line in text.splitlines():
-                            m = rx.search(line)
-                            if m:
-                                found.append(Match(sid, str(who.get("format")), cwd, ts or "", ev["seq"], role, _cut(line, m), str(who.get("path"))))
-                if query.project is not None and query.project not in cwd:
-                    continue
-                if s.directory is not None and (s.directory / "segments").is_dir():
-                    for g in grep_segments(s.directory, query.pattern, regex=query.regex, ignore_case=query.ignore_case):
-                        found.append(Match(sid, str(who.get("format")), cwd, last_ts or "", g.seq, f"segment {g.segment}", g.line, str(who.get("path"))))
-                for match in found:
-                    yield match
-                    if left is not None:
-                        left -= 1
-                        if left <= 0:
-                            return
+            try:
+                found = _matches(unit, rx, query, since, until, warn)
+            except NoConversation as exc:
+                if unit is root:
+                    raise
+                if warn is not None:  # (an agent's bookkeeping file under a ROOT: no session, a note)
+                    warn(f"skipped {exc.source}: it holds no conversation (no message or tool call)")
+                continue
+            except CattyError as exc:
+                if unit is root or on_error is None:
+                    raise
+                on_error(unit, exc)  # (named; the other sessions are searched, the output stays whole)
+                continue
+            for match in found:
+                yield match
+                if left is not None:
+                    left -= 1
+                    if left <= 0:
+                        return
 
+
+def _matches(unit: Any, rx: re.Pattern[str], query: Query, since: float | None, until: float | None, warn: Any) -> list[Match]:
+    """The matches in one session (read whole before any is shown: a session that fails shows none)."""
+    with open_session(unit, warn=warn) as s:
+        who = describe(s)
+        sid, cwd, last_ts = "", "", None
+        found: list[Match] = []
+        for ev in s.events(warn=warn):
+            ts = ev.get("ts") if isinstance(ev.get("ts"), str) else None
+            last_ts = ts or last_ts
+            if ev["kind"] == "session":
+                sid, cwd = str(ev.get("session_id") or ""), str(ev.get("cwd") or who.get("cwd") or "")
+                continue
+            if (since is not None and ts and _stamp(ts) < since) or (until is not None and ts and _stamp(ts) >= until):
+                continue
+            for role, text in _texts(ev):
+                for line in text.splitlines():
+                    m = rx.search(line)
+                    if m:
+                        found.append(Match(sid, str(who.get("format")), cwd, ts or "", ev["seq"], role, _cut(line, m), str(who.get("path"))))
+        if query.project is not None and query.project not in cwd:
+            return []
+        if s.directory is not None and (s.directory / "segments").is_dir():
+            for g in grep_segments(s.directory, query.pattern, regex=query.regex, ignore_case=query.ignore_case):
+                found.append(Match(sid, str(who.get("format")), cwd, last_ts or "", g.seq, f"segment {g.segment}", g.line, str(who.get("path"))))
+        return found
 
 def _stamp(ts: str) -> float:
     try:

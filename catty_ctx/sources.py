@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import orjson
 
-from .errors import UsageError
+from .errors import DataError, UsageError
 from .fleet.urls import is_url, url_is_root, url_sessions
 from .formats.ownership import foreign_format, native_refusal
 from .formats.registry import FORMATS
@@ -58,8 +58,13 @@ def resolve(target: str | os.PathLike[str] | NativeSource) -> Target:
     if is_url(name):
         return Target(name, ROOT if url_is_root(name) else SESSION)
     path = Path(name)
-    if path.is_dir() and not (path / LOG_NAME).exists():
-        return Target(name, ROOT)
+    if path.is_dir():
+        try:
+            holds_log = (path / LOG_NAME).exists()
+        except OSError as exc:  # (a folder that cannot be listed: named, never an internal error)
+            raise DataError(f"cannot read ({exc.strerror})", path=name) from None
+        if not holds_log:
+            return Target(name, ROOT)
     native = native_source(path)
     return Target(name, NATIVE, native) if native is not None else Target(name, SESSION)
 
@@ -87,7 +92,13 @@ def open_session(target: str | os.PathLike[str] | NativeSource, *, stdin: IO[byt
     """Open TARGET for reading: a native session is imported into a private spool."""
     native = native_source(target)
     if native is None:
-        return Session.open(target, stdin=stdin)  # type: ignore[arg-type]  # native_source took every NativeSource
+        session = Session.open(target, stdin=stdin)  # type: ignore[arg-type]  # native_source took every NativeSource
+        fmt = foreign_format(session.log_path) if session.stdin else None
+        if fmt is not None and FORMATS[fmt].homes:  # (an agent's own transcript piped in: its import is the event stream)
+            session.close()
+            raise DataError(f"{FORMATS[fmt].label}, not catty-ctx events; name the file instead of -, "
+                            f"or pipe its import: catty-ctx import {fmt} FILE | catty-ctx ... -", path="<stdin>")
+        return session
     return import_session(native, warn=warn)
 
 
@@ -128,11 +139,27 @@ def import_log(native: NativeSource, log: Path, *, warn: Warn | None = stderr_wa
         return import_events(native.format, native.path, lambda ev: write(dumps(ev) + b"\n"), warn=warn, session_id=native.session_id)
 
 
-def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Any]:
+class Found(list[Any]):
+    """`root_sessions`' answer: the sessions, and in `unreadable` the folders and files it could not read."""
+
+    unreadable: list[str]
+
+
+def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False, warn: Warn | None = stderr_warning) -> Found:
     """The one ROOT walker: the sessions under ROOT, catty ones (their folders, or URLs under a
     URL ROOT) and native ones (NativeSource), in walk order; none is a usage error (a cron job
-    pointed at the wrong folder must not pass) unless the caller allows an empty ROOT."""
-    found: list[Any] = url_sessions(str(root)) if is_url(root) else list(walk(root))
+    pointed at the wrong folder must not pass) unless the caller allows an empty ROOT. A folder
+    or a session's file that cannot be read is named to WARN, one line each, and kept in the
+    answer's `unreadable` (a check over the ROOT is then no "fine")."""
+    missed: list[str] = []
+
+    def unreadable(path: str, why: str) -> None:
+        missed.append(path)
+        if warn is not None:
+            warn(f"{path}: cannot read ({why}); skipped")
+
+    found = Found(url_sessions(str(root)) if is_url(root) else walk(root, unreadable))
+    found.unreadable = missed
     if not found and not allow_empty:
         raise UsageError(f"no session under {root}, of catty-ctx or of an agent ({', '.join(f.agent for f in FORMATS.values() if f.homes)}) "
                          "(--allow-empty accepts an empty ROOT)")

@@ -78,6 +78,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l compactions -r -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l facts -r -F -d 'Where the facts come from: the session\'s eval.json (file)…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l facts-only -d 'Print the facts (as an eval.json document) and run nothing.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l two-pass -d 'Prefire pass 1 before each part\'s last turn and compact…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l stress -d 'While each compaction runs, a late tool result, a…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l judge -r -F -d 'Successor check: ask this model each fact from the resumed…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l min-recall -r -F -d 'Exit 1 when a run fails or any recall figure of a run is…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l jobs -s j -r -F -d 'Sessions evaluated in J parallel processes.'

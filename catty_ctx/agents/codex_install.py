@@ -355,8 +355,9 @@ def stale_trust(text: str, source: str, ours: dict[str, str]) -> list[tuple[str,
 # -- the plan --------------------------------------------------------------------------------
 
 
-def _change(path: Path, before: bytes | None, after: bytes, what: list[str]) -> Change | None:
-    return None if before == after or not what else Change(path, before, after, what)
+def _change(path: Path, before: bytes | None, after: bytes, what: list[str], remove: bool = False) -> Change | None:
+    """PATH's rewrite; with REMOVE (an uninstall), a file left empty is removed."""
+    return None if before == after or not what else Change(path, before, after, what, remove=remove and not after.strip())
 
 
 def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, command: str = DEFAULT_COMMAND,
@@ -368,7 +369,7 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
 
     Install also drops the trust of our block for a handler of ours that moved (its key names
     its place). Uninstall removes our hooks from hooks.json and, from config.toml, our block's
-    trust entries for them and its recall server.
+    trust entries for them and, with MCP, its recall server: only what its flags name.
     """
     command_words(command)
     root = codex_home(home)
@@ -397,13 +398,13 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
     else:
         new, removed = remove_hooks(doc)
         if removed:
-            changes.append(Change(hooks_path, before, json_text(new), [f"hooks.{e}" for e in removed]))
+            changes.append(Change(hooks_path, before, json_text(new), [f"hooks.{e}" for e in removed], remove=not new))
         trust = our_trust(doc, source)
         ours: list[tuple[str, ...]] = [("hooks", "state", key) for key in trust]
-        ours += [*stale_trust(ctext, source, trust), ("mcp_servers", RECALL_SERVER)]
+        ours += [*stale_trust(ctext, source, trust), *([("mcp_servers", RECALL_SERVER)] if mcp else [])]
         ours += [("hooks", "state", key) for key in (plugin[1] if plugin else {})]
         ctext_new, names = remove_tables(ctext, ours, config_path)
-    change = _change(config_path, cbefore, ctext_new.encode("utf-8"), names)
+    change = _change(config_path, cbefore, ctext_new.encode("utf-8"), names, remove=not install)
     if change is not None:
         changes.append(change)
     return changes

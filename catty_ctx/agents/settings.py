@@ -45,6 +45,7 @@ class Change:
     before: bytes | None
     after: bytes
     what: list[str]
+    remove: bool = False  # an uninstall left the file an empty object: it goes (its bytes before kept in the backup)
 
     def diff(self) -> str:
         old = (self.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
@@ -107,16 +108,23 @@ def apply(changes: list[Change]) -> None:
         change.path.parent.mkdir(parents=True, exist_ok=True)
         if change.before is not None:
             replace_file(backup_path(change.path), change.before)
-        replace_file(change.path, change.after)
+        if change.remove:
+            change.path.unlink(missing_ok=True)
+        else:
+            replace_file(change.path, change.after)
 
 
 def backup_path(path: Path) -> Path:
     return path.with_name(path.name + BACKUP_SUFFIX)
 
 
-def _change(path: Path, before: bytes | None, doc: dict[str, Any], new: dict[str, Any], what: list[str]) -> Change | None:
-    """The rewrite of PATH from DOC to NEW, or None when nothing changes (its bytes stay as they are)."""
-    return None if new == doc else Change(path, before, json_text(new), what)
+def _change(path: Path, before: bytes | None, doc: dict[str, Any], new: dict[str, Any], what: list[str],
+            remove: bool = False) -> Change | None:
+    """The rewrite of PATH from DOC to NEW, or None when nothing changes (its bytes stay as they are);
+    with REMOVE, a NEW that is an empty object removes the file."""
+    if new == doc:
+        return None
+    return Change(path, before, json_text(new), what, remove=remove and not new)
 
 
 # -- the commands we install ---------------------------------------------------------------
@@ -324,9 +332,9 @@ def plan_claude(install: bool, *, scope: str = "user", settings: str | None = No
     """The file changes `hook install claude` (INSTALL) or `hook uninstall claude` makes (without
     HOOKS, install adds no hooks: the plugin's run).
 
-    Uninstall removes every entry of ours it finds in the settings file (hooks, status line) and
-    our MCP server from the file of SCOPE where install puts it (a file it cannot read there is
-    an error only with MCP).
+    Uninstall removes our hooks from the settings file, and only what its flags name besides: our
+    status line with STATUSLINE, our MCP server with MCP (from the file of SCOPE where install
+    puts it). A file it leaves an empty object (one install made) is removed, not left as `{}`.
     """
     here = (cwd or Path.cwd()).resolve()
     command_words(command)
@@ -343,10 +351,10 @@ def plan_claude(install: bool, *, scope: str = "user", settings: str | None = No
             what += more
     else:
         new, removed = remove_hooks(doc)
-        new, more = remove_statusline(new)
+        new, more = remove_statusline(new) if statusline else (new, [])
         what = [f"hooks.{e}" for e in removed] + more
-    changes = [c for c in [_change(path, before, doc, new, what)] if c is not None]
-    if mcp or not install:
+    changes = [c for c in [_change(path, before, doc, new, what, remove=not install)] if c is not None]
+    if mcp:
         mpath = claude_mcp_path(scope)
         try:
             mbefore, mdoc = read_json_object(mpath)
@@ -358,5 +366,5 @@ def plan_claude(install: bool, *, scope: str = "user", settings: str | None = No
             mnew, mwhat = add_server(mdoc, scope, here, command, str(mpath))
         else:
             mnew, mwhat = remove_server(mdoc, scope, here, str(mpath))
-        changes += [c for c in [_change(mpath, mbefore, mdoc, mnew, mwhat)] if c is not None]
+        changes += [c for c in [_change(mpath, mbefore, mdoc, mnew, mwhat, remove=not install)] if c is not None]
     return changes

@@ -80,8 +80,12 @@ def shared(dest: str) -> Option:
 
 
 # The positional arguments several commands share, as `declare` takes them: (metavar, help).
-SESSION_ARG = ("SESSION", "A session directory, an updates.jsonl file, or - for an event stream on stdin.")
-TARGET_ARG = ("SESSION|ROOT", "A session directory, an updates.jsonl file, - for stdin, or a ROOT folder holding sessions at any depth.")
+# (what every reading command takes: docs/architecture.md#formats-and-sources)
+SESSION_ARG = ("SESSION", "A catty session directory or its updates.jsonl, another agent's session file (Claude Code, Codex, "
+                          "Gemini CLI, opencode: read as its import), or - for an event stream on stdin.")
+TARGET_ARG = ("SESSION|ROOT", "A catty session directory or its updates.jsonl, another agent's session file (Claude Code, Codex, "
+                              "Gemini CLI, opencode: read as its import; a writer refuses it), - for an event stream on stdin, "
+                              "or a ROOT folder holding sessions at any depth (an agent's home too).")
 
 
 # The options of a command that can run on a Dask cluster.

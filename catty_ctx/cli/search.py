@@ -1,7 +1,8 @@
 """`catty-ctx search`: a pattern across every session under some ROOTs, catty and native."""
 from __future__ import annotations
 
-from ..errors import ExitCode
+from ..errors import CattyError, ExitCode
+from ..fleet.runner import most_severe
 from ..search import Query, search
 from .errors import warn
 from .fastpath import declare as declare_command
@@ -59,6 +60,14 @@ def run(roots: list[str], pattern: str, regex: bool = False, ignore_case: bool =
         project: str | None = None, agent: str | None = None, limit: int | None = None, as_json: bool = False) -> None:
     """Print the matches of PATTERN under ROOTS; exit 1 when there is none."""
     query = Query(pattern, regex=regex, ignore_case=ignore_case, since=since, until=until, project=project, agent=agent, limit=limit)
-    count = rows_out((m.row() for m in search(roots, query, warn=warn)), _COLUMNS, as_json=as_json, key="matches")
+    failed: list[int] = []
+
+    def unreadable(_unit: object, exc: CattyError) -> None:
+        warn(str(exc))
+        failed.append(int(exc.exit_code))
+
+    count = rows_out((m.row() for m in search(roots, query, warn=warn, on_error=unreadable)), _COLUMNS, as_json=as_json, key="matches")
+    if failed:  # (every other session searched, the output whole; then the most severe)
+        raise SystemExit(most_severe(failed))
     if not count:
         raise SystemExit(int(ExitCode.CHECK_FAILED))

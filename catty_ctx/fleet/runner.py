@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from ..errors import CattyError, ExitCode
+from ..errors import CattyError, ExitCode, NoConversation
 from .cluster import each
 
 # Most severe first: a bug, output that cannot be written, a lost cluster, bad data, a busy lock
@@ -67,13 +67,27 @@ class Forked:
                 yield payload if kind == 0 else CattyError(payload[0], exit_code=ExitCode(payload[1]))
 
 
+class Skipped(str):
+    """What a session that holds no conversation gives under a ROOT (`NoConversation`'s note): no
+    failure, and picklable, so it crosses a worker's boundary as a result."""
+
+
+def _skipping(fn: Callable[..., Any], item: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(item, **kwargs)
+    except NoConversation as exc:
+        return Skipped(f"skipped {exc.source}: it holds no conversation (no message or tool call)")
+
+
 class RootRun:
     """FN over each of SESSIONS (here, in ENGINE's workers: `cluster.Engine` or `Forked`, with
     `cluster.each`), iterated as the results of the sessions that worked, in order; each failure
     goes to ON_ERROR (its path, its error) and counts toward `exit_code`. A result that FAILURE
     turns into an error (a page that says its session is unreadable) counts as that failure and
     is still yielded; one that FINDING holds true (a check that found something) makes the run's
-    exit at least a check's finding. PROGRESS wraps the per-session outcomes."""
+    exit at least a check's finding. PROGRESS wraps the per-session outcomes. A session that holds
+    no conversation (an agent's bookkeeping file) is skipped: its note goes to ON_ERROR as an
+    error of exit 0, which the run's exit does not count."""
 
     def __init__(self, fn: Callable[..., Any], sessions: Iterable[Any], engine: Any = None, *,
                  on_error: Callable[[Any, CattyError], None] | None = None,
@@ -86,8 +100,12 @@ class RootRun:
         self.found = False  # a result FINDING held true
 
     def __iter__(self) -> Iterator[Any]:
-        outcomes = each(self.fn, self.sessions, self.engine, **self.kwargs)
+        outcomes = each(functools.partial(_skipping, self.fn), self.sessions, self.engine, **self.kwargs)
         for path, result in self.progress(outcomes) if self.progress is not None else outcomes:
+            if isinstance(result, Skipped):
+                if self.on_error is not None:
+                    self.on_error(path, CattyError(str(result), exit_code=ExitCode.OK))
+                continue
             error = result if isinstance(result, CattyError) else self.failure(result) if self.failure is not None else None
             if error is not None:
                 self._failed(path, error)

@@ -11,7 +11,7 @@ their main session, which imports them with it (docs/architecture.md#native-sess
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -87,10 +87,25 @@ def tree_sessions(fmt: str, storage: Path) -> list[NativeSource]:
     return found
 
 
-def walk(root: str | os.PathLike[str]) -> Iterator[Path | NativeSource]:
+def _unreadable(path: Path) -> str | None:
+    """Why PATH cannot be opened for reading (None: it can)."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        return exc.strerror or "cannot read"
+    return None
+
+
+def walk(root: str | os.PathLike[str], unreadable: Callable[[str, str], None] | None = None) -> Iterator[Path | NativeSource]:
     """Every session under ROOT in walk order (folders and files by name): a catty session's
-    folder as a Path, a native session as a NativeSource."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    folder as a Path, a native session as a NativeSource. A folder that cannot be listed, or a
+    file named as a session's that cannot be read, goes to UNREADABLE (its path, why)."""
+
+    def unlisted(exc: OSError) -> None:
+        if unreadable is not None:
+            unreadable(str(exc.filename), exc.strerror or "cannot list")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not is_staging(d) and d not in _MEMBER_DIRS)
         if LOG_NAME in filenames:
             dirnames[:] = []
@@ -115,6 +130,9 @@ def walk(root: str | os.PathLike[str]) -> Iterator[Path | NativeSource]:
                 continue
             # A compressed rollout whose plain copy lies beside it (the agent is resuming it) is one session.
             if name.endswith(_COMPRESSED) and name[: -len(_COMPRESSED)] in files:
+                continue
+            if unreadable is not None and (why := _unreadable(path)) is not None:
+                unreadable(str(path), why)
                 continue
             fmt = file_format(path)
             if fmt in expected:

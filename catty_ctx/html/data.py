@@ -19,7 +19,7 @@ import orjson
 
 from ..compact.twopass import cache_path
 from ..defaults import DEFAULT_THRESHOLD
-from ..errors import CattyError
+from ..errors import CattyError, NoConversation
 from ..prune.options import PruneOptions
 from ..prune.pipeline import Measure
 from ..repair.plan import analyse
@@ -210,7 +210,8 @@ class _Fold:
         first = stats.first or {}
         rep.items = self.items
         rep.session_id = first.get("session_id") if first.get("kind") == "session" else None
-        rep.source = first.get("source") if isinstance(first.get("source"), str) else None
+        source = first.get("source")  # (an import names its agent's format: {"format", "path"})
+        rep.source = source if isinstance(source, str) else source.get("format") if isinstance(source, dict) and isinstance(source.get("format"), str) else None
         if session.origin is not None:
             rep.origin = session.origin
             rep.source = session.origin["format"]
@@ -334,9 +335,12 @@ def gather(session: Session, *, on_error: Callable[[str], None] | None = None) -
 
 
 def gather_path(target: Any) -> Report:
-    """The report of a session on disk; one that cannot even be opened still gets a report."""
+    """The report of a session on disk; one that cannot even be opened still gets a report (one
+    that holds no conversation is no session: its error is raised, and a ROOT skips it)."""
     try:
         with open_session(target, warn=None) as session:
             return gather(session)
+    except NoConversation:
+        raise
     except CattyError as exc:
         return Report(path=str(target), errors=[str(exc)])

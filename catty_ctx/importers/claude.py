@@ -178,7 +178,7 @@ def _off_branch_usage(layout: Layout, tree: Tree) -> list[dict[str, Any]]:
         item = items.get(key)
         if item is None:
             items[key] = {"type": OFF_BRANCH_USAGE, "uuid": rec["uuid"], "key": key, "model": msg.get("model"),
-                          "usage": fields, "timestamp": rec.get("timestamp"), "requestId": rid}
+                          "usage": fields, "timestamp": rec.get("timestamp"), "requestId": rid, "session": rec.get("sessionId")}
             continue
         item["timestamp"] = rec.get("timestamp") or item["timestamp"]
         if bigger(fields, item["usage"]):
@@ -215,7 +215,7 @@ def _nested_responses(tree: Tree, sid: str) -> dict[str, list[dict[str, Any]]]:
         item = seen.get(key)
         if item is None:
             item = seen[key] = {"type": OFF_BRANCH_USAGE, "key": key, "model": msg.get("model"), "usage": fields,
-                                "timestamp": rec.get("timestamp"), "requestId": rid, "off_branch": False}
+                                "timestamp": rec.get("timestamp"), "requestId": rid, "off_branch": False, "session": session_of(rec) or sid}
             out.setdefault(agent, []).append(item)
         elif bigger(fields, item["usage"]):
             item["usage"] = fields

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import orjson
 
+from ..formats.calls import claude_call
 from .claude_tree import Tree, queued_prompt
 from .common import SHAPE_ERRORS, EventBuilder, Warn, content_blocks, shape_error, text_of
 
@@ -39,6 +40,12 @@ def usage_fields(usage: Any) -> dict[str, Any] | None:
     }
 
 
+def no_request(fields: dict[str, Any], request_id: Any) -> bool:
+    """Whether a response's usage stands for no request: no request id and no token (a write-back's
+    assistant record, docs/writeback.md; the usage ledger's rule)."""
+    return not request_id and not any(fields[k] for k in ("input", "output", "cache_read", "cache_write"))
+
+
 def bigger(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Is usage a larger snapshot than b? (partial copies of one response happen)."""
     def size(u: dict[str, Any]) -> tuple[int, int]:
@@ -63,6 +70,7 @@ class _Response:
         "raw_usage",
         "request_id",
         "results",
+        "session",
         "texts",
         "thinking",
         "ts",
@@ -77,6 +85,7 @@ class _Response:
         self.last_ts = self.ts
         self.model = msg.get("model")
         self.request_id = rec.get("requestId")
+        self.session = rec.get("sessionId")
         self.texts: list[str] = []
         self.images: list[dict[str, Any]] = []
         self.thinking: list[tuple[str, Any]] = []
@@ -185,11 +194,11 @@ class Converter:
             b.tool_call(call_id, name, args, ts=ts, agent=agent)
         # The usage measures the request that produced this response: it goes before the
         # results, which the next request's context holds on top of it.
-        if r.usage is not None:
+        if r.usage is not None and not no_request(r.usage, r.request_id):
             key = (r.mid or r.uid, r.request_id)
             if key not in self.seen_usage:
                 self.seen_usage.add(key)
-                b.usage(r.model, **r.usage, ts=r.last_ts, agent=agent, request_id=r.request_id)
+                b.usage(r.model, **r.usage, ts=r.last_ts, agent=agent, request_id=claude_call(r.request_id, r.mid, r.session))
         for block, ts in r.results:
             self.result(block, ts)
 
@@ -197,10 +206,10 @@ class Converter:
         """A call made on an abandoned branch (or logged only as a progress record): paid for,
         so counted; an abandoned branch's call is marked, out of the view."""
         key = item["key"]
-        if key in self.seen_usage:
+        if key in self.seen_usage or no_request(item["usage"], item["requestId"]):
             return
         self.seen_usage.add(key)
-        self.b.usage(item["model"], **item["usage"], ts=item["timestamp"], agent=self.agent, request_id=item["requestId"],
+        self.b.usage(item["model"], **item["usage"], ts=item["timestamp"], agent=self.agent, request_id=claude_call(item["requestId"], item["key"][0], item.get("session")),
                      off_branch=item.get("off_branch", True))
 
     # user lines: prompts, tool results, injected text, compaction summaries

@@ -22,6 +22,7 @@ from a parent); `codex_events` turns the records into events.
 """
 from __future__ import annotations
 
+import mmap
 import re
 from collections.abc import Iterable, Iterator
 from itertools import chain
@@ -236,6 +237,24 @@ def _chat_items(msg: dict[str, Any], n: int) -> list[dict[str, Any]]:
     return out
 
 
+_WINDOW = b'"model_context_window":'
+
+
+def recorded_window(path: Path) -> int | None:
+    """The context window the rollout records last (each `token_count` names it: `model_context_window`),
+    found from the end of the file: the session event says it, so every reader of the import
+    stream, piped or on disk, has the window the agent had (None: none recorded, or compressed)."""
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            at = data.rfind(_WINDOW)
+            if at < 0:
+                return None
+            digits = re.match(rb"\s*(\d{1,12})", data[at + len(_WINDOW):at + len(_WINDOW) + 32])
+    except (OSError, ValueError):
+        return None
+    return int(digits.group(1)) or None if digits else None
+
+
 def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | None = None, session_id: str | None = None) -> EventBuilder:
     path = find_session_file(source, session_id)
     report = start.report
@@ -276,6 +295,7 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
         model=model,
         parent_session_id=parent,
         source_path=path,
+        window=recorded_window(path),
     )
     if model:
         b.model = model  # summary.json's model, even when no token count follows

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from ..formats.calls import CODEX_TOTALS, codex_call
 from ..view.snapshot import snapshot_value
 from .common import EventBuilder, split_data_url, text_of, to_ts
 
@@ -33,7 +34,8 @@ def _n(d: Any, key: str) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
 
 
-_TOTAL_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+
+_COUNTS = (*CODEX_TOTALS, "cache_write_input_tokens")
 
 
 class UsageTracker:
@@ -41,8 +43,10 @@ class UsageTracker:
 
     Codex repeats a token_count when nothing new happened; only a change of the cumulative
     `total_token_usage` marks a new request, whose own counts are `last_token_usage` (in
-    files without it: what the totals moved by). Codex's input includes cached tokens:
-    input = input − cached, cache_read = cached. The same rule as the usage ledger's.
+    files without it: what the totals moved by). Codex's input includes the cached tokens and
+    the cache writes: input = input − cached − written, cache_read = cached, cache_write =
+    written. The same rule as the usage ledger's; the call's name (`formats.calls`) is its
+    `request_id`, as the ledger names the rollout's own record.
     """
 
     def __init__(self) -> None:
@@ -53,27 +57,30 @@ class UsageTracker:
         if isinstance(payload.get("model"), str) and payload["model"]:
             self.model = payload["model"]
 
-    def token_count(self, payload: dict[str, Any]) -> dict[str, Any] | None:
+    def token_count(self, payload: dict[str, Any], ts: Any = None) -> dict[str, Any] | None:
         info = payload.get("info")
         if not isinstance(info, dict) or not isinstance(info.get("total_token_usage"), dict):
             return None
         total = info["total_token_usage"]
-        key = tuple(_n(total, k) for k in _TOTAL_KEYS)
+        key = tuple(_n(total, k) for k in _COUNTS)
         if key == self._last_total:
             return None
-        before = self._last_total or (0,) * len(_TOTAL_KEYS)
+        before = self._last_total or (0,) * len(_COUNTS)
         self._last_total = key
         last = info.get("last_token_usage")
         if not isinstance(last, dict):
-            last = {k: max(a - b, 0) for k, a, b in zip(_TOTAL_KEYS, key, before)}
+            last = {k: max(a - b, 0) for k, a, b in zip(_COUNTS, key, before)}
         inp = _n(last, "input_tokens")
         cached = min(_n(last, "cached_input_tokens"), inp)
+        written = min(_n(last, "cache_write_input_tokens"), inp - cached)
         return {
             "model": self.model,
-            "input": inp - cached,
+            "input": inp - cached - written,
             "cache_read": cached,
+            "cache_write": written,
             "output": _n(last, "output_tokens"),
             "reasoning": _n(last, "reasoning_output_tokens"),
+            "request_id": codex_call(ts, key[:len(CODEX_TOTALS)]),
         }
 
 
@@ -378,7 +385,7 @@ def dispatch(conv: Converter, tracker: UsageTracker, ltype: str, payload: dict[s
             window = info.get("model_context_window") if isinstance(info, dict) else None
             if type(window) is int and window > 0:
                 b.window = window
-            usage = tracker.token_count(payload)
+            usage = tracker.token_count(payload, ts)
             if usage is not None:
                 b.usage(usage.pop("model"), **usage, ts=ts)
         elif etype == "user_message":

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
+from ..formats.calls import gemini_call
 from .common import SHAPE_ERRORS, EventBuilder, Warn, not_recognised, shape_error
 from .reading import iter_jsonl, load_json
 
@@ -101,7 +102,7 @@ class _Converter:
                 b.tool_call(str(c.get("id")), str(c.get("name") or ""), c.get("args"), ts=c.get("timestamp") or ts)
             tokens = rec.get("tokens")
             if isinstance(tokens, dict):
-                self.usage(tokens, rec.get("model"), ts)
+                self.usage(tokens, rec.get("model"), ts, rec.get("id"))
             for c in calls:
                 if c.get("status") in ("scheduled", "validating", "executing", "awaiting_approval"):
                     continue  # still running when the file was written: a dangling call
@@ -115,7 +116,7 @@ class _Converter:
             return
         self.seq_of.setdefault(mid, (first, self.turn))
 
-    def usage(self, tokens: dict[str, Any], model: Any, ts: Any) -> None:
+    def usage(self, tokens: dict[str, Any], model: Any, ts: Any, reply_id: Any = None) -> None:
         def n(key: str) -> int:
             v = tokens.get(key)
             return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
@@ -126,7 +127,7 @@ class _Converter:
         # is billed as output, so output is output + thoughts (reasoning: the thoughts alone).
         self.b.usage(model if isinstance(model, str) else None, input=max(prompt - cached, 0) + n("tool"),
                      output=n("output") + thoughts, cache_read=min(cached, prompt) if prompt else cached,
-                     reasoning=thoughts, ts=ts)
+                     reasoning=thoughts, ts=ts, request_id=gemini_call(reply_id) if reply_id is not None and reply_id != "" else None)
 
     def rewind(self, target: str, ts: Any) -> None:
         hit = self.seq_of.get(target)

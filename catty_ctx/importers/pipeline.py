@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import DataError, UsageError, WriteError
+from ..errors import NoConversation, UsageError, WriteError
 from ..formats import registry
 from ..session.blobs import TOOL_LIMIT, USER_LIMIT, ShellCalls, externalize, write_blob
 from ..session.create import write_summary
@@ -104,7 +104,7 @@ class _ConversationGate:
 
     def finish(self, source: Path) -> None:
         if not self.seen:
-            raise DataError(f"no conversation in {source} (no message or tool call to import); nothing was written")
+            raise NoConversation(source)
 
 
 def resolve_format(fmt: str, source: Path) -> str:

@@ -55,6 +55,12 @@ class Session:
         path = Path(target)
         if path.is_dir():
             log = path / LOG_NAME
+            try:
+                log.stat()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # (a folder that cannot be searched: named, never an internal error)
+                raise DataError(f"cannot read ({exc.strerror})", path=str(path)) from None
             if log.exists() and not log.is_file():
                 raise DataError("not a regular file", path=str(log))
             if not log.is_file():

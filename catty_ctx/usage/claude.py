@@ -11,6 +11,7 @@ from typing import Annotated
 
 import msgspec
 
+from ..formats.calls import claude_call
 from ..session.jsonl import marked_lines
 from .lines import MISMATCH, count, json_object, typed_view, whole
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
@@ -29,7 +30,8 @@ Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 Count = Int64 | None
 
 
-_Usage = typed_view("_Usage", input_tokens=Count, output_tokens=Count, cache_creation_input_tokens=Count, cache_read_input_tokens=Count)
+_Usage = typed_view("_Usage", input_tokens=Count, output_tokens=Count, cache_creation_input_tokens=Count, cache_read_input_tokens=Count,
+                    cache_creation=typed_view("_Written", ephemeral_1h_input_tokens=Count) | None)
 _Message = typed_view("_Message", id=str | None, model=str | None, usage=_Usage | None)
 # (a time stamp in RFC 3339 is parsed in C; another form is read by the general decoder)
 _Line = typed_view("_Line", message=_Message | None, timestamp=datetime | None, sessionId=str | None, requestId=str | None,
@@ -98,8 +100,12 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
             bad.append((off, "usage without token counts or timestamp"))
             continue
         ts = t.timestamp() if t.tzinfo is not None else moment(t)
-        append(make(ts, model, inp, out, u.cache_read_input_tokens, cw, o.sessionId or default_session, m.id or None,
-                    o.requestId or None, o.uuid or None, o.isSidechain is True, o.costUSD, o.agentId, project, stem, intern))
+        cc = u.cache_creation
+        rec = make(ts, model, inp, out, u.cache_read_input_tokens, cw, o.sessionId or default_session, m.id or None,
+                   o.requestId or None, o.uuid or None, o.isSidechain is True, o.costUSD, o.agentId, project, stem, intern,
+                   cc.ephemeral_1h_input_tokens if cc is not None else None)
+        if rec is not None:
+            append(rec)
     return state
 
 
@@ -140,17 +146,22 @@ def _whole(mm: Any, start: int, end: int, default_session: str, project: str, st
             return None
         ts = t.timestamp() if t.tzinfo is not None else moment(t)
         mid, rid, uid = m.id or None, o.requestId or None, o.uuid or None
+        cr, cost, cc = u.cache_read_input_tokens, o.costUSD, u.cache_creation
+        if rid is None and not (inp > 0 or out_ > 0 or (cr is not None and cr > 0) or cw > 0):
+            continue  # (see `make`: no request made it)
         session = o.sessionId or default_session
-        key = f"c\0{mid}\0{rid}" if mid and rid else _key(mid, uid, session, ts)
+        key = _key(mid, rid, uid, session, ts)
         model = intern(model, model) if model else UNKNOWN_MODEL
-        cr, cost = u.cache_read_input_tokens, o.costUSD
+        cw = cw if cw >= 0 else 0
+        hour = cc.ephemeral_1h_input_tokens if cc is not None else None
+        hour = min(hour, cw) if hour is not None and hour > 0 else 0
         if o.isSidechain is True:
             agent = o.agentId or stem
             append(Record(ts, model, inp if inp >= 0 else 0, out_ if out_ >= 0 else 0, cr if cr is not None and cr >= 0 else 0,
-                          cw if cw >= 0 else 0, 0, cost, key, True, intern(agent, agent), intern(session, session), project, False, mid, uid))
+                          cw, 0, cost, key, True, intern(agent, agent), intern(session, session), project, False, mid, uid, hour))
         else:
             append(Record(ts, model, inp if inp >= 0 else 0, out_ if out_ >= 0 else 0, cr if cr is not None and cr >= 0 else 0,
-                          cw if cw >= 0 else 0, 0, cost, key, False, main, intern(session, session), project, False, mid, uid))
+                          cw, 0, cost, key, False, main, intern(session, session), project, False, mid, uid, hour))
     return out
 
 
@@ -163,7 +174,9 @@ def record(o: dict[str, Any], default_session: str, project: str, stem: str, int
         inner = d.get("message") if type(d) is dict else None
         if type(inner) is not dict or type(inner.get("message")) is not dict:
             return None
-        o = dict(inner, sessionId=o.get("sessionId"), agentId=inner.get("agentId") or d.get("agentId"))
+        # (a streaming-time snapshot of a subagent's call: a sidechain copy, which the subagent's
+        # own final record, larger, wins over; and the subagent's, not the main loop's)
+        o = dict(inner, sessionId=o.get("sessionId"), agentId=inner.get("agentId") or d.get("agentId"), isSidechain=True)
         m = inner["message"]
     u = m.get("usage", None)
     if type(u) is not dict:
@@ -178,26 +191,36 @@ def record(o: dict[str, Any], default_session: str, project: str, stem: str, int
     if not whole(inp) or not whole(out) or ts is None:
         return "usage without token counts or timestamp"
     cw = u.get("cache_creation_input_tokens")
+    cc = u.get("cache_creation")
     if not whole(cw):
-        cc = u.get("cache_creation")
         cw = sum(count(v) for v in cc.values()) if type(cc) is dict else 0
     cr = u.get("cache_read_input_tokens")
     return make(ts, model, inp, out, cr, cw, get("sessionId") or default_session, m.get("id") or None, get("requestId") or None,
-                get("uuid") or None, get("isSidechain") is True, get("costUSD"), get("agentId"), project, stem, intern)
+                get("uuid") or None, get("isSidechain") is True, get("costUSD"), get("agentId"), project, stem, intern,
+                cc.get("ephemeral_1h_input_tokens") if type(cc) is dict else None)
 
 
-def _key(mid: Any, uid: Any, session: Any, ts: float) -> str | None:
-    """The dedupe key of a record without both a message and a request id."""
-    if mid:
-        # Without a request id: one response's block lines share an Anthropic message id.
-        return f"c\0{mid}\0\0{session}" + ("" if str(mid).startswith("msg_") else f"\0{ts}")
+def _key(mid: Any, rid: Any, uid: Any, session: Any, ts: float) -> str | None:
+    """The dedupe key of a record: the call's name (`formats.calls`, an import's `request_id` too), else its ids."""
+    name = claude_call(rid, mid, session)
+    if name is not None:
+        return f"r\0{name}"
+    if mid:  # (not an Anthropic id: the same only at the same time)
+        return f"c\0{mid}\0\0{session}\0{ts}"
     return f"u\0{session}\0{uid}" if uid else None  # (a uuid alone never joins two sessions: see copies._replay)
 
 
 def make(ts: float, model: Any, inp: int, out: int, cr: Any, cw: int, session: Any, mid: Any, rid: Any, uid: Any, side: bool,
-         cost: Any, agent_id: Any, project: str, stem: str, intern: Any) -> Record:
-    """The record of one usage line's fields (IDs already None when empty)."""
-    key = f"c\0{mid}\0{rid}" if mid and rid else _key(mid, uid, session, ts)
+         cost: Any, agent_id: Any, project: str, stem: str, intern: Any, hour: Any = None) -> Record | None:
+    """The record of one usage line's fields (IDs already None when empty); None when it stands for no request.
+
+    A call is named by its request id (`formats.calls`: a hook mirror or an import of the file
+    keeps it); a record with none and no token counted was made by a tool, not a request (a
+    write-back's assistant record, docs/writeback.md). HOUR: the cache writes kept for an hour.
+    """
+    if rid is None and not (inp > 0 or out > 0 or count(cr) or cw > 0):
+        return None
+    key = _key(mid, rid, uid, session, ts)
     if type(model) is not str or not model:
         model = UNKNOWN_MODEL
     if type(session) is not str:
@@ -206,4 +229,4 @@ def make(ts: float, model: Any, inp: int, out: int, cr: Any, cw: int, session: A
     return Record(ts, intern(model, model), inp if inp >= 0 else 0, out if out >= 0 else 0, count(cr),
                   cw if cw >= 0 else 0, 0, cost if type(cost) in (int, float) else None, key, side, intern(agent, agent),
                   intern(session, session), project, False, mid if type(mid) is str or mid is None else str(mid),
-                  uid if type(uid) is str or uid is None else str(uid))
+                  uid if type(uid) is str or uid is None else str(uid), min(count(hour), cw) if cw > 0 else 0)

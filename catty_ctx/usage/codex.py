@@ -11,6 +11,7 @@ import re
 
 import msgspec
 
+from ..formats.calls import CODEX_TOTALS, codex_call
 from ..session.jsonl import marked_lines
 from .claude import Count
 from .lines import MISMATCH, count, json_object, typed_view
@@ -25,11 +26,12 @@ if TYPE_CHECKING:
     _Fields = tuple[Any, Any, Any, Any, Any, Any, Any, Any, bool]
 
 PATTERN = re.compile(rb'"(?:token_count|turn_context|session_meta)"')
-_TOTALS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+# The counts read: the totals that name a call, then the cache writes (in the input, billed apart where a model prices them).
+_TOTALS = (*CODEX_TOTALS, "cache_write_input_tokens")
 
 
 _Tokens = typed_view("_Tokens", input_tokens=Count, cached_input_tokens=Count, output_tokens=Count, reasoning_output_tokens=Count,
-                     total_tokens=Count)
+                     total_tokens=Count, cache_write_input_tokens=Count)
 _Info = typed_view("_Info", total_token_usage=_Tokens | None, last_token_usage=_Tokens | None)
 _Payload = typed_view("_Payload", type=str | None, info=_Info | None, id=str | None, cwd=str | None, model=str | None)
 _Line = typed_view("_Line", type=str | None, timestamp=str | None, payload=_Payload | None)
@@ -40,11 +42,11 @@ def _general_only(line: bytes) -> Any:
     raise msgspec.ValidationError("typed decoding off")
 
 
-def _counts(t: Any) -> tuple[int, int, int, int, int]:
-    """`lines.count` of each total (typed: each is None or an int64 already)."""
-    a, b, c, d, e = t.input_tokens, t.cached_input_tokens, t.output_tokens, t.reasoning_output_tokens, t.total_tokens
+def _counts(t: Any) -> tuple[int, int, int, int, int, int]:
+    """`lines.count` of each of `_TOTALS` (typed: each is None or an int64 already)."""
+    a, b, c, d, e, f = t.input_tokens, t.cached_input_tokens, t.output_tokens, t.reasoning_output_tokens, t.total_tokens, t.cache_write_input_tokens
     return (a if a is not None and a > 0 else 0, b if b is not None and b > 0 else 0, c if c is not None and c > 0 else 0,
-            d if d is not None and d > 0 else 0, e if e is not None and e > 0 else 0)
+            d if d is not None and d > 0 else 0, e if e is not None and e > 0 else 0, f if f is not None and f > 0 else 0)
 
 
 class _Rollout:
@@ -82,17 +84,19 @@ class _Rollout:
             if total == prev:
                 return None  # Codex repeats the last count when nothing was called
             if last is None:  # older logs: the call is what the totals moved by
-                base = prev or (0, 0, 0, 0, 0)
+                base = prev or (0,) * len(total)
                 last = tuple(max(0, a - b) for a, b in zip(total, base))
             self.prev = total
             ts = epoch(stamp)
             if ts is None:
                 return "token_count without a timestamp"
+            # Codex's input includes the cached tokens and the cache writes.
             inp = last[0]
             cached = min(last[1], inp)
-            # A forked rollout copies its parent's history: the copy has the same time and totals.
-            key = f"x\0{stamp}\0" + "\0".join(map(str, total))
-            recs.append(Record(ts, str(self.model or UNKNOWN_MODEL), inp - cached, last[2], cached, 0, last[3],
+            written = min(last[5], inp - cached)
+            # A forked rollout copies its parent's history: the copy has the same time and totals (its name, as an import's).
+            key = "r\0" + codex_call(stamp, total[:5])
+            recs.append(Record(ts, str(self.model or UNKNOWN_MODEL), inp - cached - written, last[2], cached, written, last[3],
                                None, key, False, MAIN_AGENT, self.session, self.cwd, False, None, None))
         return None
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from ..formats.calls import gemini_call
 from ..session.jsonl import marked_lines
 from .lines import UNDECODABLE, count, json_object, typed_view
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
@@ -84,7 +85,7 @@ def reply(kind: Any, tokens: Any, stamp: Any, model: Any, mid: Any, session: str
     model = intern(model, model) if type(model) is str and model else UNKNOWN_MODEL
     mid = str(mid) if mid is not None and mid != "" else None
     return Record(ts, model, max(prompt - cached, 0) + count(tokens.get("tool")), count(tokens.get("output")) + thoughts,
-                  min(cached, prompt) if prompt else cached, 0, thoughts, None, f"g\0{mid}" if mid else None, False, MAIN_AGENT,
+                  min(cached, prompt) if prompt else cached, 0, thoughts, None, "r\0" + gemini_call(mid) if mid else None, False, MAIN_AGENT,
                   session, project, False, None, None)
 
 

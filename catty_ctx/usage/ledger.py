@@ -118,13 +118,14 @@ def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: 
         bk = (k, r.model, inp + cr + cw > tier, cost is None, int(r.ts // day_seconds) if cost is None else 0)
         b = bucket(bk)
         if b is None:
-            b = buckets[bk] = [0, 0, 0, 0, 0, 0]
+            b = buckets[bk] = [0, 0, 0, 0, 0, 0, 0]
         b[0] += inp
         b[1] += r.output
         b[2] += cr
         b[3] += cw
         b[4] += r.reasoning
         b[5] += 1
+        b[6] += r.cache_write_1h  # (of b[3]: priced at the one-hour rate)
         if cost is not None:
             reported[k] = reported.get(k, 0.0) + cost
     if incomplete_sessions:
@@ -155,7 +156,7 @@ def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, dupli
             if r is None:
                 acc[k][7] += b[5]
             else:
-                acc[k][6] += cost_at(r, b[0], b[1], b[2], b[3])
+                acc[k][6] += cost_at(r, b[0], b[1], b[2], b[3], b[6])
     for k in folded["incomplete_rows"]:
         acc[k][8] = True
 

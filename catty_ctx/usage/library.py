@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     # (first day, as days since 1970-01-01, or None: always) and the rates at and above the tier:
-    # per input, output, cache write and cache read token.
-    Rates = tuple[float, float, float, float]
+    # per input, output, cache write, cache read and one-hour cache write token.
+    Rates = tuple[float, float, float, float, float]
     Period = tuple[int | None, Rates, Rates]
     Resolved = tuple[str, str, list[Period]] | None  # (provider, model, periods), None: unknown
 
@@ -192,7 +192,8 @@ def _rates(mp: Any) -> tuple[Rates, Rates] | None:
         return None
     cw = pair(mp.cache_write_mtok) or inp
     cr = pair(mp.cache_read_mtok) or inp
-    return (inp[0], out[0], cw[0], cr[0]), (inp[1], out[1], cw[1], cr[1])
+    hour = pair(getattr(mp, "cache_write_1h_mtok", None)) or cw  # (Anthropic's one-hour writes: 2x input)
+    return (inp[0], out[0], cw[0], cr[0], hour[0]), (inp[1], out[1], cw[1], cr[1], hour[1])
 
 
 def rates_on(resolved: Resolved, day: int, above: bool) -> Rates | None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
+    from .library import Rates
     from .records import Record
 
 TIER_TOKENS = library.TIER_TOKENS  # the long-context tier of the `*_above_200k_tokens` prices
@@ -77,8 +78,8 @@ class Prices:
         if wanted:
             self.resolved.update(library.resolve(wanted))
 
-    def rates(self, model: str, day: int, above: bool) -> tuple[float, float, float, float] | None:
-        """MODEL's rates per input, output, cache write and cache read token on DAY (days since 1970, UTC); None: no price."""
+    def rates(self, model: str, day: int, above: bool) -> Rates | None:
+        """MODEL's rates (see `rates`) on DAY (days since 1970, UTC); None: no price."""
         entry = self.lookup(model)
         if entry is not None:
             return rates(entry, above)
@@ -156,12 +157,13 @@ def load_prices(override: str | os.PathLike[str] | None = None, files: list[tupl
     return Prices(table, stamp, digest_of(files), [path for path, _ in files], use_library=use_library)
 
 
-def rates(p: dict[str, Any] | None, above: bool) -> tuple[float, float, float, float] | None:
-    """A model's rates per input, output, cache write and cache read token (None: no price).
+def rates(p: dict[str, Any] | None, above: bool) -> Rates | None:
+    """A model's rates per input, output, cache write, cache read and one-hour cache write token (None: no price).
 
     The tier rule: a call whose prompt (input + cache reads + cache writes) is more than
     200,000 tokens is priced entirely at the `*_above_200k_tokens` rates, where the model has
-    them; cache rates a model lacks fall back to its input rate.
+    them; cache rates a model lacks fall back to its input rate, a one-hour write rate to the
+    cache write rate (LiteLLM's `cache_creation_input_token_cost_above_1hr`).
     """
     if p is None or p.get("input_cost_per_token") is None or p.get("output_cost_per_token") is None:
         return None
@@ -175,17 +177,23 @@ def rates(p: dict[str, Any] | None, above: bool) -> tuple[float, float, float, f
         return float(v) if v is not None else fallback
 
     r_in = rate("input_cost_per_token", 0.0)
-    return r_in, rate("output_cost_per_token", 0.0), rate("cache_creation_input_token_cost", r_in), rate("cache_read_input_token_cost", r_in)
+    r_write = rate("cache_creation_input_token_cost", r_in)
+    return (r_in, rate("output_cost_per_token", 0.0), r_write, rate("cache_read_input_token_cost", r_in),
+            rate("cache_creation_input_token_cost_above_1hr", r_write))
 
 
-def price_tokens(p: dict[str, Any] | None, inp: int, out: int, cache_read: int, cache_write: int, above: bool) -> float | None:
+def price_tokens(p: dict[str, Any] | None, inp: int, out: int, cache_read: int, cache_write: int, above: bool,
+                 cache_write_1h: int = 0) -> float | None:
     """Price token counts at a model's rates (None: no price); see `rates` for the tier rule."""
     r = rates(p, above)
-    return None if r is None else cost_at(r, inp, out, cache_read, cache_write)
+    return None if r is None else cost_at(r, inp, out, cache_read, cache_write, cache_write_1h)
 
 
-def cost_at(r: tuple[float, float, float, float], inp: int, out: int, cache_read: int, cache_write: int) -> float:
-    return inp * r[0] + out * r[1] + cache_write * r[2] + cache_read * r[3]
+def cost_at(r: tuple[float, ...], inp: int, out: int, cache_read: int, cache_write: int, cache_write_1h: int = 0) -> float:
+    """The cost of token counts at rates R; CACHE_WRITE_1H of the CACHE_WRITE tokens at the one-hour rate
+    (rates kept by an older version have none: the write rate)."""
+    hour = r[4] if len(r) > 4 else r[2]
+    return inp * r[0] + out * r[1] + (cache_write - cache_write_1h) * r[2] + cache_write_1h * hour + cache_read * r[3]
 
 
 def call_cost(rec: Record, prices: Prices) -> float | None:
@@ -194,4 +202,4 @@ def call_cost(rec: Record, prices: Prices) -> float | None:
         return float(rec.cost)
     above = rec.input + rec.cache_read + rec.cache_write > TIER_TOKENS
     r = prices.rates(rec.model, int(rec.ts // DAY), above)
-    return None if r is None else cost_at(r, rec.input, rec.output, rec.cache_read, rec.cache_write)
+    return None if r is None else cost_at(r, rec.input, rec.output, rec.cache_read, rec.cache_write, rec.cache_write_1h)

@@ -32,6 +32,7 @@ class Record(msgspec.Struct, array_like=True, gc=False):
     incomplete: bool
     msg_id: str | None
     uuid: str | None
+    cache_write_1h: int = 0  # of cache_write: written for an hour (Anthropic bills those at 2x input, not 1.25x)
 
 
 class FileEntry(msgspec.Struct, array_like=True):

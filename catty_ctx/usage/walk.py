@@ -90,7 +90,9 @@ def start_of(p: str) -> tuple[list[tuple[str, str | None]], list[str]]:
         name = os.path.basename(p)
         if name == LOG_NAME:
             return _session(os.path.dirname(p)), []
-        return [(p, named_kind(name, os.path.dirname(p)))], []
+        # A Claude Code session's file is read with its subagents' (`<session>/subagents/`), as its import is.
+        subagents = join(p[: -len(".jsonl")], "subagents") if name.endswith(".jsonl") else ""
+        return [(p, named_kind(name, os.path.dirname(p)))], [subagents] if subagents and os.path.isdir(subagents) else []
     if not os.path.isdir(p):
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):

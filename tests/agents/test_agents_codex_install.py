@@ -84,11 +84,11 @@ def test_a_second_install_changes_nothing_and_uninstall_gives_the_original_back(
     rc, out, err = _install(codex_home, "--mcp")
     assert rc == 0 and out == "" and "nothing to change" in err
     assert (codex_home / "config.toml").read_bytes() == config and (codex_home / "hooks.json").read_bytes() == hooks
-    rc, out, err = _install(codex_home, verb="uninstall")
+    rc, out, err = _install(codex_home, "--mcp", verb="uninstall")
     assert rc == 0, err
     assert (codex_home / "config.toml").read_text() == USERS_TOML  # byte for byte
     assert json.loads((codex_home / "hooks.json").read_text()) == json.loads(USERS_HOOKS)
-    assert _install(codex_home, verb="uninstall")[2].strip().endswith("nothing to change")
+    assert _install(codex_home, "--mcp", verb="uninstall")[2].strip().endswith("nothing to change")
 
 
 def test_install_without_mcp_then_with_it_keeps_one_block(codex_home: Path) -> None:
@@ -97,7 +97,9 @@ def test_install_without_mcp_then_with_it_keeps_one_block(codex_home: Path) -> N
     assert _install(codex_home, "--mcp")[0] == 0
     text = (codex_home / "config.toml").read_text()
     assert text.count(codex_install.BLOCK_BEGIN) == 1 and "[mcp_servers.catty-recall]" in text
-    assert _install(codex_home, verb="uninstall")[0] == 0
+    assert _install(codex_home, verb="uninstall")[0] == 0  # (only what its flags name: the server stays)
+    assert "[mcp_servers.catty-recall]" in (codex_home / "config.toml").read_text()
+    assert _install(codex_home, "--mcp", verb="uninstall")[0] == 0
     assert (codex_home / "config.toml").read_text() == USERS_TOML
 
 
@@ -107,7 +109,7 @@ def test_a_new_home_gets_both_files_and_uninstall_leaves_nothing_of_ours(tmp_pat
     config = tomllib.loads((home / "config.toml").read_text())
     assert len(config["hooks"]["state"]) == 2
     assert _install(home, verb="uninstall")[0] == 0
-    assert (home / "config.toml").read_text() == "" and json.loads((home / "hooks.json").read_text()) == {}
+    assert not (home / "config.toml").exists() and not (home / "hooks.json").exists()  # (install made them: gone, not left empty)
 
 
 def test_a_table_of_ours_with_other_contents_is_refused_with_one_line(codex_home: Path) -> None:

@@ -64,15 +64,17 @@ def test_a_second_install_leaves_the_bytes_unchanged_and_uninstall_gives_the_ori
     proc = cli("hook", "install", "claude", "--settings", str(f), "--statusline")
     assert proc.returncode == 0 and b"nothing to change" in proc.stderr
     assert f.read_bytes() == once and f.stat().st_ino == stat_once.st_ino  # not even rewritten
-    cli("hook", "uninstall", "claude", "--settings", str(f), check=True)
+    cli("hook", "uninstall", "claude", "--settings", str(f), check=True)  # (only what its flags name: the status line stays)
+    assert json.loads(f.read_text())["statusLine"]["command"] == "catty-ctx statusline"
+    cli("hook", "uninstall", "claude", "--settings", str(f), "--statusline", check=True)
     assert json.loads(f.read_text()) == json.loads(USERS_OWN)
     assert list(json.loads(f.read_text())["hooks"]) == ["PreCompact", "Stop"]
-    # and from nothing: a file that only held ours is empty again, not left with empty containers
+    # and from nothing: a file that only held ours goes again, not left as `{}`
     g = tmp_path / "new.json"
     cli("hook", "install", "claude", "--settings", str(g), check=True)
     assert not (tmp_path / "new.json.catty-ctx.bak").exists()  # there were no previous bytes
     cli("hook", "uninstall", "claude", "--settings", str(g), check=True)
-    assert json.loads(g.read_text()) == {}
+    assert not g.exists()
 
 
 def test_uninstall_removes_only_ours_even_beside_the_users_handler_in_one_group(tmp_path: Path, home: Path) -> None:
@@ -153,10 +155,12 @@ def test_mcp_registers_the_recall_server_where_claude_code_reads_it(tmp_path: Pa
     doc = json.loads((home / ".claude.json").read_text())
     assert doc["projects"][str(project.resolve())] == {"allowedTools": [], "mcpServers": {"catty-recall": {
         "type": "stdio", "command": "catty-ctx", "args": ["mcp"]}}}
+    cli("hook", "uninstall", "claude", "--scope", "user", cwd=project, check=True)  # (only what its flags name)
+    assert "catty-recall" in json.loads((home / ".claude.json").read_text())["mcpServers"]
     for scope in ("user", "local", "project"):
-        cli("hook", "uninstall", "claude", "--scope", scope, cwd=project, check=True)
+        cli("hook", "uninstall", "claude", "--scope", scope, "--mcp", cwd=project, check=True)
     assert json.loads((home / ".claude.json").read_text()) == users
-    assert json.loads((project / ".mcp.json").read_text()) == {}
+    assert not (project / ".mcp.json").exists()  # (install made it: gone, not left as `{}`)
 
 
 def test_hook_install_starts_without_typer_and_both_parsers_agree(tmp_path: Path) -> None:
@@ -167,3 +171,13 @@ def test_hook_install_starts_without_typer_and_both_parsers_agree(tmp_path: Path
     both_parsers("hook", "install", "nobody", "--settings", str(f))
     table_is_the_typer_commands("hook install", arguments=["agent"])
     assert os.path.exists(f)
+
+
+def test_uninstall_with_a_settings_file_leaves_the_mcp_file_alone(tmp_path: Path, home: Path) -> None:
+    """`hook uninstall claude --settings FILE` touches FILE only: ~/.claude.json keeps the recall server (issue 41)."""
+    f = tmp_path / "settings.json"
+    cli("hook", "install", "claude", "--settings", str(f), "--mcp", check=True)
+    registered = (home / ".claude.json").read_bytes()
+    cli("hook", "uninstall", "claude", "--settings", str(f), check=True)
+    assert (home / ".claude.json").read_bytes() == registered
+    assert not f.exists()

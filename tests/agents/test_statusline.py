@@ -351,7 +351,7 @@ def test_installed_statusline_command_runs_this_command(tmp_path: Path) -> None:
     path = write(transcript(tmp_path), call(1, 10, 20_000, 0, 5))
     proc = cli(*words[1:], input=json.dumps(payload(path)).encode())
     assert proc.returncode == 0 and b"ctx 20k/200k 10%" in proc.stdout
-    cli("hook", "uninstall", "claude", "--settings", str(settings), check=True)
+    cli("hook", "uninstall", "claude", "--settings", str(settings), "--statusline", check=True)
     assert json.loads(settings.read_text()) == {"model": "opus"}
 
 

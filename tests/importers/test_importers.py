@@ -144,12 +144,14 @@ def test_claude_merges_the_lines_of_one_response_and_keeps_the_largest_usage() -
 
 def test_the_usage_ledger_counts_the_fixture_responses_once() -> None:
     """The ledger reads Claude files itself; on this fixture it counts each response once:
-    msg_01, 02, x, 03, 04, 05, 06 on every branch (not <synthetic>), from 11 usage copies."""
+    msg_01, 02, x, 03, 04, 05, 06 on every branch (not <synthetic>), from 11 usage copies, and
+    the 2 calls of its subagent's file (`sess-0001/subagents/`), read with it as its import reads it."""
     from catty_ctx.usage.pipeline import usage
 
     ledger, scan = usage([CLAUDE], use_cache=False, jobs=1)
     rep = ledger.document(scan)
-    assert rep["totals"]["calls"] == 7 and rep["calls_read"] == 11 and rep["duplicates_dropped"] == 4
+    assert rep["totals"]["calls"] == 7 + 2 and rep["calls_read"] == 11 + 2 and rep["duplicates_dropped"] == 4
+    assert rep["files"] == 2
 
 
 def test_claude_drops_replayed_uuids_and_keeps_the_live_branch() -> None:

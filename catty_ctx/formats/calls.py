@@ -1,0 +1,40 @@
+"""One name for a provider call across every copy of it (docs/usage.md#counting-each-call-once).
+
+A call is met in the agent's own log, its hook mirror, an import, a fork: each copy carries the
+same name, so the usage ledger counts the call once. Claude Code names the request
+(`requestId`); Codex and Gemini CLI name none, so the name is made of what every copy of the
+record keeps: a Codex `token_count`'s time and cumulative totals (a forked rollout copies both),
+a Gemini CLI reply's id; a Claude Code response without a request id (a gateway or a local
+server gave none) by its Anthropic message id within its session. An import writes the name as
+its `usage` event's `request_id`.
+
+Imports nothing: the importers and the usage parsers both load it.
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+# The cumulative totals of a Codex `token_count` that name a call (and tell a new one from a repeat).
+CODEX_TOTALS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+
+
+def claude_call(request_id: object, message_id: object, session: object) -> str | None:
+    """The name of a Claude Code call: its request id, else its Anthropic message id (`msg_…`)
+    within SESSION; None when it has neither (the ledger then knows it by its record)."""
+    if isinstance(request_id, str) and request_id:
+        return request_id
+    if isinstance(message_id, str) and message_id.startswith("msg_"):
+        return f"claude:{session}:{message_id}"
+    return None
+
+
+def codex_call(stamp: object, totals: Iterable[int]) -> str:
+    """The name of the Codex call whose `token_count` at STAMP reached TOTALS (`CODEX_TOTALS`' counts)."""
+    return f"codex:{stamp}:" + ",".join(map(str, totals))
+
+
+def gemini_call(reply_id: object) -> str:
+    """The name of the Gemini CLI call that wrote the reply REPLY_ID."""
+    return f"gemini:{reply_id}"
