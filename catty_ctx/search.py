@@ -128,6 +128,7 @@ class Plan:
     units: dict[str, list[Any]]
     scores: dict[str, float] | None
     report: Report  # what bringing the index up to date read
+    files: dict[str, list[str]]  # each session's indexed files, by str(session)
 
 
 def plan(roots: list[str], query: Query, *, use_index: bool | None = None) -> Plan | None:
@@ -143,8 +144,9 @@ def plan(roots: list[str], query: Query, *, use_index: bool | None = None) -> Pl
             return None
         report = idx.update(sorted({c for c in cover.values() if c is not None}))
         units = {root: [u for u in idx.units(str(cover[root])) if _under(u, root)] for root in roots}
+        files = {k: v for c in {c for c in cover.values() if c is not None} for k, v in idx.unit_paths(c).items()}
         wanted = needles(query.pattern, regex=query.regex, ignore_case=query.ignore_case, needle=query.needle())
-        return Plan(units, None if wanted is None else idx.candidates(wanted), report)
+        return Plan(units, None if wanted is None else idx.candidates(wanted), report, files)
 
 
 def _under(unit: Any, root: str) -> bool:
@@ -168,16 +170,17 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
     indexed = plan(roots, query, use_index=use_index)
     for root in roots:
         if indexed is not None:
-            units = indexed.units[root] if indexed.scores is None else list(ranked(indexed.units[root], indexed.scores))
+            units = indexed.units[root] if indexed.scores is None else list(ranked(indexed.units[root], indexed.scores, indexed.files))
         else:
             units = root_sessions(root, allow_empty=True) if resolve(root).is_root else [root]
         for unit in units:
             if query.agent is not None and query.agent != getattr(unit, "format", "catty"):
                 continue
+            if indexed is not None and indexed.scores is not None:
+                known = indexed.files.get(str(unit))
+                if known and not any(p in indexed.scores for p in known):
+                    continue  # the index: no file of this session holds the pattern
             files = unit_files(unit)
-            if indexed is not None and indexed.scores is not None and all(f.is_file() for f in files) \
-                    and not any(str(f) in indexed.scores for f in files):
-                continue  # the index: no file of this session holds the pattern
             if since is not None:
                 try:
                     mtime = max(os.stat(f).st_mtime for f in files if f.exists())

@@ -19,7 +19,7 @@ import typer
 from .._version import __version__
 from ..errors import EXIT_MEANINGS, ExitCode
 from .app import app, example_lines, load_commands
-from .fastpath import CHOICES
+from .fastpath import CHOICES, as_written
 from .registry import BY_NAME
 
 SHELLS = ("bash", "zsh", "fish")
@@ -98,14 +98,14 @@ def _describe(cmd: Any, path: list[str]) -> Cmd:
     options: list[Opt] = []
     for p in cmd.params:
         if getattr(p, "param_type_name", "") == "argument":
-            arguments.append((p.metavar or p.name.upper(), getattr(p, "help", None) or "", _choices(p, path)))
+            arguments.append((p.metavar or p.name.upper(), as_written(getattr(p, "help", None) or ""), _choices(p, path)))
         elif getattr(p, "param_type_name", "") == "option":
             if getattr(p, "hidden", False):
                 continue
             metavar = None if p.is_flag else (p.metavar or p.name.upper())
-            options.append(Opt(list(p.opts) + list(p.secondary_opts), p.help or "", metavar, _choices(p, path)))
+            options.append(Opt(list(p.opts) + list(p.secondary_opts), as_written(p.help or ""), metavar, _choices(p, path)))
     options.append(Opt(["-h", "--help"], "Show the help and exit.", None))
-    c = Cmd(path, (cmd.help or "").strip(), example_lines(cmd.epilog), arguments, options)
+    c = Cmd(path, as_written(cmd.help or "").strip(), example_lines(as_written(cmd.epilog or "")), arguments, options)
     for name, sub in sorted(getattr(cmd, "commands", {}).items()):
         if not getattr(sub, "hidden", False):
             c.subcommands.append(_describe(sub, [*path, name]))

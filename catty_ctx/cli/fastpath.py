@@ -185,6 +185,14 @@ def shown(text: str) -> str:
     return _TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", text)
 
 
+_SHOWN = re.compile(r"(\\*)\1\\(\[[a-z#/@][^[]*?])")
+
+
+def as_written(text: str) -> str:
+    """TEXT as `shown` took it (the man pages and completions print it without rich)."""
+    return _SHOWN.sub(lambda m: f"{m.group(1)}{m.group(2)}", text)
+
+
 def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epilog: str, positional: "dict[str, Any]",
             on: "Any" = None) -> None:
     """Register NAME on the typer application (or ON, a sub-application of it): RUN's parameters,

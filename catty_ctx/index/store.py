@@ -32,7 +32,7 @@ from ..formats.roots import NativeSource
 from ..session.layout import LOG_NAME
 from ..sources import root_sessions
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 WINDOW = 1024  # bytes hashed at a file's start and before its old end, to tell growth from a rewrite
 MIN_NEEDLE = 3  # the trigram tokenizer finds strings of at least this many characters
 _SCHEMA = (
@@ -40,8 +40,8 @@ _SCHEMA = (
     "create table if not exists roots (root text primary key, walked real)",
     "create table if not exists units (root text, n integer, kind text, format text, path text, sid text, primary key (root, n))",
     "create table if not exists dirs (root text, path text, mtime integer, primary key (root, path))",
-    "create table if not exists files (path text primary key, root text, size integer, mtime integer, ino integer, head integer,"
-    " tail integer, mtime_s real)",
+    "create table if not exists files (path text primary key, root text, unit text, size integer, mtime integer, ino integer,"
+    " head integer, tail integer, mtime_s real)",
     "create table if not exists chunks (id integer primary key, path text)",
     "create index if not exists chunks_path on chunks (path)",
     "create virtual table if not exists body using fts5 (text, content='', tokenize='trigram')",
@@ -156,6 +156,13 @@ class Index:
             out.append(Path(path) if kind == "catty" else NativeSource(fmt, Path(path), sid))
         return out
 
+    def unit_paths(self, root: str) -> dict[str, list[str]]:
+        """The indexed files of each session of ROOT (keyed by the session's path, as `str` names it)."""
+        out: dict[str, list[str]] = {}
+        for unit, path in self.db.execute("select unit, path from files where root = ?", (root,)):
+            out.setdefault(unit, []).append(path)
+        return out
+
     def update(self, roots: Iterable[str]) -> Report:
         """Bring ROOTS (added when new) up to date: walk a ROOT again when one of its folders
         changed, then index the files that changed (only the appended lines of one that grew)."""
@@ -165,10 +172,22 @@ class Index:
             if self._stale(root):
                 self._walk(root)
                 report.walked.append(root)
-            for unit in self.units(root):
-                for f in unit_files(unit):
-                    report.files += 1
-                    self._refresh(root, f, report)
+                for unit in self.units(root):
+                    for f in unit_files(unit):
+                        report.files += 1
+                        self._refresh(root, str(unit), f, report)
+                continue
+            # nothing new under ROOT: a stat of each file it holds tells what changed
+            for path, unit, size, mtime, ino in self.db.execute("select path, unit, size, mtime, ino from files where root = ?",
+                                                                (root,)).fetchall():
+                report.files += 1
+                try:
+                    st = os.stat(path)
+                    if (st.st_size, st.st_mtime_ns, st.st_ino) == (size, mtime, ino):
+                        continue
+                except OSError:
+                    pass
+                self._refresh(root, unit, Path(path), report)
         return report
 
     def _stale(self, root: str) -> bool:
@@ -213,7 +232,7 @@ class Index:
         self.db.execute("delete from files where path = ?", (path,))
         self.db.execute("delete from chunks where path = ?", (path,))
 
-    def _refresh(self, root: str, f: Path, report: Report) -> None:
+    def _refresh(self, root: str, unit: str, f: Path, report: Report) -> None:
         key = _key(f)
         path = str(f)
         row = self.db.execute("select size, mtime, ino, head, tail from files where path = ?", (path,)).fetchone()
@@ -250,7 +269,8 @@ class Index:
                 report.files_grown.append(path)
             cur = self.db.execute("insert into chunks (path) values (?)", (path,))
             self.db.execute("insert into body (rowid, text) values (?, ?)", (cur.lastrowid, _text(data)))
-            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?)", (path, root, size, mtime, ino, head, tail, mtime / 1e9))
+            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (path, root, unit, size, mtime, ino, head, tail, mtime / 1e9))
         report.bytes_read += len(data)
 
     # -- queries ----------------------------------------------------------------------------
@@ -291,8 +311,8 @@ def _line_start(fh: Any, end: int) -> int:
     return 0
 
 
-def ranked(units: list[Any], scores: dict[str, float]) -> Iterator[Any]:
-    """UNITS best first by the best score of their files (stable: the walk's order among equals)."""
-    keyed = [(max((scores.get(str(f), 0.0) for f in unit_files(u)), default=0.0), i, u) for i, u in enumerate(units)]
+def ranked(units: list[Any], scores: dict[str, float], files: dict[str, list[str]]) -> Iterator[Any]:
+    """UNITS best first by the best score of their FILES (stable: the walk's order among equals)."""
+    keyed = [(max((scores.get(f, 0.0) for f in files.get(str(u), ())), default=0.0), i, u) for i, u in enumerate(units)]
     for _score, _i, unit in sorted(keyed, key=lambda k: (-k[0], k[1])):
         yield unit
