@@ -90,8 +90,9 @@ def hooks_json_key_source(home: Path) -> str:
     return os.path.join(os.path.realpath(home), "hooks.json")
 
 
-def our_trust(doc: dict[str, Any], key_source: str) -> dict[str, str]:
-    """Trust key → hash for every handler of ours in the hooks.json document DOC."""
+def our_trust(doc: dict[str, Any], key_source: str, *, whole_file: bool = False) -> dict[str, str]:
+    """Trust key → hash for every handler of ours in the hooks.json document DOC (WHOLE_FILE: DOC
+    is the plugin's own hooks file, every command handler in it is ours)."""
     out: dict[str, str] = {}
     hooks = doc.get("hooks")
     if not isinstance(hooks, dict):
@@ -103,7 +104,7 @@ def our_trust(doc: dict[str, Any], key_source: str) -> dict[str, str]:
             handlers = group.get("hooks") if isinstance(group, dict) else None
             matcher = group.get("matcher") if isinstance(group, dict) else None
             for hi, handler in enumerate(handlers if isinstance(handlers, list) else []):
-                if is_our_hook(handler):
+                if is_our_hook(handler) or (whole_file and isinstance(handler, dict) and handler.get("type") == "command"):
                     key = f"{key_source}:{EVENT_LABELS[event]}:{gi}:{hi}"
                     out[key] = trust_hash(event, matcher if isinstance(matcher, str) else None, handler)
     return out
@@ -139,7 +140,7 @@ def codex_plugin_trust(home: Path) -> tuple[str, dict[str, str]] | None:
         return None
     named = plugin_json(copies[-1] / ".codex-plugin" / "plugin.json").get("hooks")
     relative = os.path.normpath(named if isinstance(named, str) else "hooks/hooks.json").replace(os.sep, "/")
-    return plugin_id, our_trust(plugin_json(copies[-1] / relative), f"{plugin_id}:{relative}")
+    return plugin_id, our_trust(plugin_json(copies[-1] / relative), f"{plugin_id}:{relative}", whole_file=True)
 
 
 # -- config.toml as text ------------------------------------------------------------------

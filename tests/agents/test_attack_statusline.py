@@ -26,9 +26,12 @@ def test_a_fifo_as_the_transcript_is_not_waited_on(tmp_path: Path) -> None:
 
 
 def _peak_after_reading(path: Path, cache: Path) -> tuple[int, dict]:
-    code = ("import resource, json, sys; from catty_ctx.agents.transcript_tally import read_transcript; "
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over an exec, so a child of a large test worker
+    # would report the worker's peak; the high-water mark belongs to the new process's memory.
+    code = ("import json, sys; from catty_ctx.agents.transcript_tally import read_transcript; "
             f"s = read_transcript({str(path)!r}, {str(cache)!r}); "
-            "print(json.dumps([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, s]))")
+            "hwm = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')); "
+            "print(json.dumps([hwm, s]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
     peak, state = json.loads(out.stdout)
     return peak * 1024, state
