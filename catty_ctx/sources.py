@@ -18,7 +18,7 @@ from typing import IO, Any
 import orjson
 
 from .errors import UsageError
-from .formats import FORMATS
+from .formats import FORMATS, grok
 from .formats.roots import NativeSource, walk
 from .jsonl import Warn, stderr_warning
 from .layout import LOG_NAME
@@ -36,8 +36,12 @@ def native_source(target: str | os.PathLike[str] | NativeSource) -> NativeSource
     if str(target) == "-" or is_url(target):
         return None
     path = Path(target)
-    if not path.is_file() or path.name == LOG_NAME:
+    if path.is_dir():  # a Grok Build session folder (catty-ctx's own log has the same name)
+        return NativeSource(grok.GROK, path / LOG_NAME) if grok.is_session_dir(path) else None
+    if not path.is_file():
         return None
+    if path.name == LOG_NAME:
+        return NativeSource(grok.GROK, path) if grok.log_is_grok(path) else None
     fmt = foreign_format(path)
     return NativeSource(fmt, path) if fmt is not None else None
 

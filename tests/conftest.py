@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from scripted_server import endpoint  # noqa: F401 - the local model endpoint fixture, for every test
-from agents.fixtures import agents_setup, claude, codex, fake_anthropic, fake_openai, loopback  # noqa: F401 - the real-agent harness (tests/agents/README.md)
+from agents.fixtures import agents_setup, claude, codex, fake_anthropic, fake_openai, fake_xai, grok, loopback  # noqa: F401 - the real-agent harness (tests/agents/README.md)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

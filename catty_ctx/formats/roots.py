@@ -6,7 +6,9 @@ are (`session_names`) whose first records show that format's marks, each storage
 (`tree_marks`) as its session files, each database (`database`) as its session rows. Folders
 that hold a session's member files (Claude Code's `<id>/subagents/`, workflow subagents under
 it, `tool-results/`) and the older subagent files beside a transcript (`skip_names`) belong to
-their main session, which imports them with it (docs/architecture.md#native-sessions).
+their main session, which imports them with it (docs/architecture.md#native-sessions). A Grok
+Build session is a folder whose `updates.jsonl` is grok's (`formats.grok`); its subagent
+children, folders of their own, belong to their parent.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from ..errors import CattyError
 from ..layout import LOG_NAME, is_staging
-from . import FORMATS
+from . import FORMATS, grok
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,10 @@ def walk(root: str | os.PathLike[str]) -> Iterator[Path | NativeSource]:
         dirnames[:] = sorted(d for d in dirnames if not is_staging(d) and d not in _MEMBER_DIRS)
         if LOG_NAME in filenames:
             dirnames[:] = []
-            yield Path(dirpath)
+            if not grok.is_session_dir(dirpath):
+                yield Path(dirpath)
+            elif not grok.is_child(grok.summary(dirpath)):  # a subagent child is its parent's member
+                yield NativeSource(grok.GROK, Path(dirpath) / LOG_NAME)
             continue
         names = set(dirnames)
         tree = next((f for f in _TREES if all(m in names for m in f.tree_marks)), None)
