@@ -18,9 +18,9 @@ from typing import Any
 # The project (uninstalled) instead of bench/, whose inspect.py would shadow the stdlib module.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from catty_ctx.blobs import externalize  # noqa: E402
-from catty_ctx.store import create_session  # noqa: E402
-from catty_ctx.view import ViewStats, stream_view  # noqa: E402
+from catty_ctx.session.blobs import externalize  # noqa: E402
+from catty_ctx.session.store import create_session  # noqa: E402
+from catty_ctx.view.fold import ViewStats, stream_view  # noqa: E402
 
 
 def _turns(n: int) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, bytes, int]:
 
 def overhead_per_task(tasks: int) -> tuple[float, float]:
     """(cluster start-up seconds, seconds per empty task) on a LocalCluster of 2 processes, one task per item."""
-    from catty_ctx.cluster import Engine
+    from catty_ctx.fleet.cluster import Engine
 
     start = time.perf_counter()
     with Engine("local:2") as engine:
@@ -87,7 +87,7 @@ def overhead_per_task(tasks: int) -> tuple[float, float]:
 def projection(per_session: float, per_task: float, startup: float, n: int = 10**6) -> list[tuple[int, int, float]]:
     """(workers, tasks, seconds) for N sessions: the work spread over the workers, plus the
     scheduler's cost per task (it handles tasks one at a time), plus the start-up."""
-    from catty_ctx.cluster import MAX_BATCH, TASKS_PER_WORKER
+    from catty_ctx.fleet.cluster import MAX_BATCH, TASKS_PER_WORKER
 
     out = []
     for workers in PROJECT_WORKERS:

@@ -20,9 +20,9 @@ import orjson  # noqa: E402
 
 
 from catty_ctx.fork import fork, resume  # noqa: E402
-from catty_ctx.repair import analyse  # noqa: E402
-from catty_ctx.inspect import inspect_session  # noqa: E402
-from catty_ctx.store import Session  # noqa: E402
+from catty_ctx.repair.plan import analyse  # noqa: E402
+from catty_ctx.inspect.session import inspect_session  # noqa: E402
+from catty_ctx.session.store import Session  # noqa: E402
 
 
 def make(path: Path, events: int) -> None:

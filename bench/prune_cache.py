@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from catty_ctx.prune import PruneOptions, prefix_reuse, prune_items  # noqa: E402
-from catty_ctx.view import stream_view  # noqa: E402
+from catty_ctx.view.fold import stream_view  # noqa: E402
 
 WORDS = ("parse token buffer index offset config session result value error retry handler cache "
          "request stream window prefix digest segment window reader writer lock event item").split()

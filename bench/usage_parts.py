@@ -30,7 +30,7 @@ from _util import ROOT, env_with_project  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from catty_ctx.usage import claude, codex, catty, copies, filecache, ledger, records, walk  # noqa: E402
-from catty_ctx.jsonl import marked_lines  # noqa: E402
+from catty_ctx.session.jsonl import marked_lines  # noqa: E402
 
 
 def best(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -76,7 +76,7 @@ def main() -> int:
         return sum(int(line.split("|")[0].split(":")[1]) for line in err.splitlines()[1:]) / 1e6
 
     ours = ("import catty_ctx.usage.claude, catty_ctx.usage.filescan, catty_ctx.usage.ledger, catty_ctx.usage.copies, catty_ctx.usage.kept, "
-            "catty_ctx.usage.prices, catty_ctx.workers, catty_ctx.cli.output")
+            "catty_ctx.usage.prices, catty_ctx.fleet.workers, catty_ctx.cli.output")
     parts.append(("imports (msgspec, the parsers, the fold)", min(import_seconds(ours) - import_seconds("pass") for _ in range(args.repeat))))
     parts.append(("walk (list folders, stat logs)", best(args.repeat, lambda: walk.survey([args.tree]))[0]))
     t_find, lines = best(args.repeat, find)

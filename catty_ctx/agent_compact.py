@@ -7,12 +7,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .compact import compact_session
+from .compact.pipeline import compact_session
 from .errors import LockBusy, UsageError
 from .fork import fork
-from .store import Session, atomic_write, session_folder
+from .session.store import Session, atomic_write, session_folder
 from .subagents import subagent_session
-from .view import plan_file
+from .view.fold import plan_file
 
 
 def compact_agent(target: Any, agent: str, **options: Any) -> Any:

@@ -8,15 +8,15 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from .blobs import externalize, shell_results
-from .boundary import append_with_repairs
 from .defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError
-from .events import Event
-from .jsonl import STDIN_NAME, json_lines
-from .layout import LOG_NAME
-from .ownership import require_ours
-from .store import Session, create_session
+from .formats.ownership import require_ours
+from .session.blobs import externalize, shell_results
+from .session.events import Event
+from .session.jsonl import STDIN_NAME, json_lines
+from .session.layout import LOG_NAME
+from .session.store import Session, create_session
+from .view.boundary import append_with_repairs
 
 
 def read_events(stream: IO[bytes], display: str = STDIN_NAME) -> list[dict[str, Any]]:

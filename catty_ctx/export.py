@@ -21,9 +21,9 @@ import orjson
 
 from .defaults import EXPORT_FORMATS
 from .errors import UsageError
-from .events import Event
 from .redact import redact_text
-from .store import Session
+from .session.events import Event
+from .session.store import Session
 from .visible import visible
 
 FORMATS = EXPORT_FORMATS

@@ -17,18 +17,20 @@ from typing import Any
 
 import orjson
 
-from . import providers
-from .blobs import inline_images, is_handle
-from .boundary import repair_count, repair_new_head
 from .defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import DataError, UsageError, WriteError
-from .events import is_real_user, now_ts
-from .ownership import require_ours
-from .pairing import repair_items
-from .repair import rebuild_summary, repaired_items
-from .store import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME, Session, building, check_dest_name, check_new_session_dest, place_new_session, write_summary
+from .formats.ownership import require_ours
+from .repair.plan import rebuild_summary, repaired_items
+from .session.blobs import inline_images, is_handle
+from .session.events import is_real_user, now_ts
+from .session.layout import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME
+from .session.new import building, check_dest_name, check_new_session_dest, place_new_session
+from .session.store import Session, write_summary
 from .subagents import open_agent
-from .view import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
+from .view import providers
+from .view.boundary import repair_count, repair_new_head
+from .view.fold import SHAPE_AND_TURN_MARKERS, plan_view, scan_markers
+from .view.pairing import repair_items
 
 FORMATS = RESUME_FORMATS
 _TMP_MARK = ".fork-"
@@ -305,7 +307,7 @@ def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq:
         return
     if not src.is_dir():
         return
-    from .compact.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
+    from .session.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
 
     rows = {r["file"]: r for r in read_index(parent_dir) if isinstance(r.get("file"), str)}
     dst = tmp / "segments"

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from .defaults import DEFAULT_LOCK_TIMEOUT
 from .errors import UsageError
-from .events import Event
-from .ownership import require_ours
+from .formats.ownership import require_ours
+from .session.events import Event
 
 if TYPE_CHECKING:
-    from .store import Session
+    from .session.store import Session
 
 
 INSTRUCTION_NAMES = ("AGENTS.md", "CLAUDE.md")

@@ -20,11 +20,11 @@ from typing import Any
 
 import orjson
 
-from .compact.segments import grep_segments
 from .errors import UsageError
-from .layout import LOG_NAME
+from .session.layout import LOG_NAME
+from .session.segments import grep_segments
+from .session.store import is_root
 from .sources import describe, open_session, root_sessions
-from .store import is_root
 
 CONTEXT_CHARS = 160  # a match's line is cut around the match to this many characters
 

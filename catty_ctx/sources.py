@@ -18,13 +18,13 @@ from typing import IO, Any
 import orjson
 
 from .errors import UsageError
+from .fleet.urls import is_url, url_sessions
 from .formats import FORMATS, grok
+from .formats.ownership import foreign_format, native_refusal
 from .formats.roots import NativeSource, walk
-from .jsonl import Warn, stderr_warning
-from .layout import LOG_NAME
-from .ownership import foreign_format, native_refusal
-from .store import Session
-from .urls import is_url, url_sessions
+from .session.jsonl import Warn, stderr_warning
+from .session.layout import LOG_NAME
+from .session.store import Session
 
 Unit = "Path | NativeSource"  # one session of a ROOT
 

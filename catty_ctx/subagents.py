@@ -21,11 +21,11 @@ from typing import Any
 import orjson
 
 from .errors import UsageError
-from .events import is_real_user
-from .jsonl import raw_lines
-from .layout import LOG_NAME
+from .session.events import is_real_user
+from .session.jsonl import raw_lines
+from .session.layout import LOG_NAME
+from .session.store import Session, session_window
 from .sources import open_session
-from .store import Session, session_window
 
 _SEQ_FIELDS = ("through_seq", "from_seq", "target_seq")
 

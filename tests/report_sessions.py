@@ -28,7 +28,7 @@ def _turn(i: int, *, big: int = 0) -> list[dict[str, Any]]:
 
 def rich_session(path: Path, *, url: str = "http://127.0.0.1:9") -> Path:
     from catty_ctx import compact_session, create_session
-    from catty_ctx.blobs import externalize
+    from catty_ctx.session.blobs import externalize
 
     s = create_session(path, session_id="rich-1", window=20_000, model="claude-sonnet-4-5")
     s.append([{"kind": "message", "id": "sys", "role": "system", "text": "You are a test agent."}])

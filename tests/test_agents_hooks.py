@@ -12,7 +12,7 @@ from conftest import FIXTURES, cli
 
 from catty_ctx.agents import mirror as mirror_mod
 from catty_ctx.agents.mirror import WINDOW, sync
-from catty_ctx.store import Session
+from catty_ctx.session.store import Session
 
 TRANSCRIPT = FIXTURES / "import" / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl"
 SID = "5b1c0d2e-0000-4000-8000-00000000c0de"

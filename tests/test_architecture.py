@@ -115,9 +115,9 @@ def test_the_cycle_finder_finds_a_planted_cycle() -> None:
 def test_the_graph_counts_function_local_and_package_imports() -> None:
     graph = import_graph()
     # cli/inspect.py imports the library inside its command function, to start fast
-    assert "catty_ctx.inspect" in graph["catty_ctx.cli.inspect"]
-    # importing catty_ctx.compact.segments runs catty_ctx.compact's __init__
-    assert any(dep == "catty_ctx.compact" for deps in graph.values() for dep in deps)
+    assert "catty_ctx.inspect.session" in graph["catty_ctx.cli.inspect"]
+    # importing catty_ctx.session.segments runs catty_ctx.compact.pipeline's __init__
+    assert any(dep == "catty_ctx.compact.pipeline" for deps in graph.values() for dep in deps)
 
 
 def test_no_import_cycle_among_catty_ctx_modules() -> None:
@@ -170,8 +170,8 @@ def test_no_private_name_is_used_outside_its_module() -> None:
 # Modules that may rename files, and why; every other whole-file write goes through
 # files.replace_file / files.write_file (temp, fsync, rename, fsync the folder).
 RENAMERS = {
-    "files.py": "the one whole-file writer",
-    "newsession.py": "place_new_session: a built session folder goes in place by one rename (a folder is no file to rewrite)",
+    "session/files.py": "the one whole-file writer",
+    "session/new.py": "place_new_session: a built session folder goes in place by one rename (a folder is no file to rewrite)",
 }
 
 
@@ -193,9 +193,9 @@ def test_only_the_whole_file_writer_renames_files() -> None:
 # Modules that read lines themselves, and why; every other reader of a log, an item stream or
 # another agent's JSONL goes through jsonl.py (its limit, torn-tail rule and file:line text).
 LINE_READERS = {
-    "jsonl.py": "the one reader",
-    "compressed.py": "the decompression limit counts what a stream gives: it passes readline on to jsonl's reader",
-    "ownership.py": "a probe of a few lines within a small byte budget: a cut line is a clue, not an error",
+    "session/jsonl.py": "the one reader",
+    "session/compressed.py": "the decompression limit counts what a stream gives: it passes readline on to jsonl's reader",
+    "formats/ownership.py": "a probe of a few lines within a small byte budget: a cut line is a clue, not an error",
     "importers/claude": "a subagent file's first line, read to match it to its session (a probe)",
     "compact/transport.py": "an HTTP answer's event-stream lines, each bounded by the answer's byte cap",
 }
@@ -208,7 +208,7 @@ def test_only_the_reader_reads_lines() -> None:
             if isinstance(node, ast.Attribute) and node.attr in ("readline", "readlines"):  # called, or bound first
                 found.append(path.relative_to(PACKAGE).as_posix())
     assert [f for f in found if not any(f.startswith(allowed) for allowed in LINE_READERS)] == []
-    assert "jsonl.py" in found
+    assert "session/jsonl.py" in found
 
 
 # Calls whose argument is a process exit status.

@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.compact import compact_session
+from catty_ctx.compact.pipeline import compact_session
 from catty_ctx.compact.artifacts import load_artifact
 from catty_ctx.redact import redact_many
-from catty_ctx.store import Session
+from catty_ctx.session.store import Session
 from conftest import call, msg, result, session_event, write_log
 from test_redact import SECRETS
 

@@ -112,7 +112,7 @@ def test_the_compact_summary_is_wrapped_once(tmp_path: Path) -> None:
 
 
 def test_a_summary_without_a_preamble_is_still_wrapped() -> None:
-    from catty_ctx.head import SUMMARY_PREAMBLE, summary_carrier
+    from catty_ctx.view.head import SUMMARY_PREAMBLE, summary_carrier
 
     comp = {"mode": "summary", "through_seq": 4, "summary": "Goal: port the CLI."}
     assert summary_carrier(comp).startswith(SUMMARY_PREAMBLE + "\n\n<summary>\nGoal: port the CLI.\n</summary>")

@@ -14,14 +14,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.compact import checked_head, compact_session, compact_target, measure
+from catty_ctx.compact.measure import checked_head, measure
+from catty_ctx.compact.pipeline import compact_session, compact_target
 from catty_ctx.compact.artifacts import load_artifact, replay
-from catty_ctx.head import HeadState, build_head
-from catty_ctx.compact.segments import list_segments
+from catty_ctx.view.head import HeadState, build_head
+from catty_ctx.session.segments import list_segments
 from catty_ctx.errors import CattyError, LockBusy, UsageError
-from catty_ctx.fingerprint import prefix_fp
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.view.fingerprint import prefix_fp
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 from conftest import ROOT, call, jsonl, msg, result, session_event, write_log
 
 CONSTRAINT = "Never push to the main branch; all work stays on feature/parser."
@@ -245,7 +246,7 @@ def test_a_compaction_landing_meanwhile_refuses_the_commit(tmp_path: Path) -> No
     script.write_text(
         "import sys\nsys.stdin.read()\n"
         f"sys.path.insert(0, {str(ROOT)!r})\n"
-        "from catty_ctx.store import Session\n"
+        "from catty_ctx.session.store import Session\n"
         f"s = Session.open({str(s)!r})\n"
         "s.append([{'kind': 'compaction', 'id': 'other', 'mode': 'summary', 'through_seq': s.next_seq() - 1, 'summary': 'theirs'}])\n"
         "print('x' * 600)\n"
@@ -277,7 +278,7 @@ def test_replay_runs_the_saved_input_through_another_summarizer(tmp_path: Path) 
 
 
 def _kill_during_compaction(s: Path, delay: float, summarizer: str = "extractive", mode: str = "summary") -> None:
-    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from catty_ctx.compact import compact_session; from catty_ctx.store import Session; compact_session(Session.open({str(s)!r}), force=True, summarizer={summarizer!r}, mode={mode!r})"
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from catty_ctx.compact.pipeline import compact_session; from catty_ctx.session.store import Session; compact_session(Session.open({str(s)!r}), force=True, summarizer={summarizer!r}, mode={mode!r})"
     proc = subprocess.Popen([sys.executable, "-c", code])
     try:
         proc.wait(timeout=delay)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 from conftest import cli, jsonl, msg, session_event, write_log
 
 SUMMARY = "<summary>" + "The user wants the parser split; the tokenizer is half done. " * 12 + "</summary>"

@@ -10,10 +10,10 @@ import orjson
 from conftest import cli, jsonl
 from test_compact import planted
 
-from catty_ctx.compact import compact_session
+from catty_ctx.compact.pipeline import compact_session
 from catty_ctx.compact.artifacts import load_artifact
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 
 
 def _silent(folder: Path) -> str:

@@ -9,10 +9,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.compact import compact_session
-from catty_ctx.compact.segments import DETAILS, list_segments
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.compact.pipeline import compact_session
+from catty_ctx.session.segments import DETAILS, list_segments
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 from conftest import ROOT, call, msg, result, session_event, write_log
 
 
@@ -81,7 +81,7 @@ def test_two_compactions_at_once_never_share_a_segment_number(tmp_path: Path) ->
     Session.open(s).append([msg("user", f"filler {i} " + "f" * 300, f"f{i}") for i in range(3000)])
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from catty_ctx.compact import compact_session\nfrom catty_ctx.errors import LockBusy\nfrom catty_ctx.store import Session\n"
+        "from catty_ctx.compact.pipeline import compact_session\nfrom catty_ctx.errors import LockBusy\nfrom catty_ctx.session.store import Session\n"
         f"try:\n    compact_session(Session.open({str(s)!r}), force=True, mode='segments')\n"
         "except LockBusy:\n    sys.exit(75)\n"
     )

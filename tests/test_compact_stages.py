@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from catty_ctx.compact import (CompactOptions, CompactResult, Plan, choose_final_head, commit, draft_event, finished, plan, summarise,
-                               summary_input)
+from catty_ctx.compact.pipeline import CompactOptions, CompactResult, Plan, choose_final_head, commit, draft_event, finished, plan, summarise, summary_input
 from catty_ctx.compact.artifacts import artifact_relpath
 from catty_ctx.compact.measure import measure
 from catty_ctx.compact.summarizers import get_summarizer
-from catty_ctx.store import Session
-from catty_ctx.view import exclusion
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import exclusion
 from conftest import call, msg, result, session_event, write_log
 
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from catty_ctx.announce import DESCRIPTION_LIMIT, Announcer
-from catty_ctx.blobs import externalize, write_blob
+from catty_ctx.view.announce import DESCRIPTION_LIMIT, Announcer
+from catty_ctx.session.blobs import externalize, write_blob
 from catty_ctx.errors import WriteError
 from catty_ctx.instructions import discover_instructions, record_instructions, strip_front_matter
-from catty_ctx.snapshot import context_report, snapshot_event
-from catty_ctx.fingerprint import blob_handle
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.view.snapshot import context_report, snapshot_event
+from catty_ctx.view.fingerprint import blob_handle
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 from conftest import call, msg, result, session_event, write_log
 
 

@@ -1,7 +1,7 @@
 """The continuation state: versioned, built from state events and from edit/write calls."""
 from __future__ import annotations
 
-from catty_ctx.head import CONTINUATION_VERSION, HeadState, continuation_state, render_state
+from catty_ctx.view.head import CONTINUATION_VERSION, HeadState, continuation_state, render_state
 
 
 def _ev(seq: int, kind: str, **kw: object) -> dict:

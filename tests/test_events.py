@@ -6,7 +6,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catty_ctx.events import KIND_RULES, _describe_problem, check_event
+from catty_ctx.session.events import KIND_RULES, _describe_problem, check_event
 
 _values = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False), st.text(max_size=3), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
 _names = st.sampled_from(sorted({n for rules in KIND_RULES.values() for n in rules} | {"v", "seq", "ts", "agent", "x"}))

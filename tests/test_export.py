@@ -10,7 +10,7 @@ from conftest import call, cli, msg, result, session_event, write_log
 from markdown_it import MarkdownIt
 
 from catty_ctx.export import export
-from catty_ctx.store import Session
+from catty_ctx.session.store import Session
 
 SCRIPT = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 FENCE = "```\nnot code any more\n```` and ~~~"

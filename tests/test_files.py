@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from catty_ctx.files import replace_file, write_file
+from catty_ctx.session.files import replace_file, write_file
 
 
 def test_a_streamed_rewrite_replaces_the_file_and_keeps_its_mode(tmp_path: Path) -> None:

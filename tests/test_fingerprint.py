@@ -4,7 +4,7 @@ from __future__ import annotations
 import orjson
 import xxhash
 
-from catty_ctx.fingerprint import Chain, canonical, chain_hex, prefix_fp, seed
+from catty_ctx.view.fingerprint import Chain, canonical, chain_hex, prefix_fp, seed
 from conftest import FIXTURES, cli
 
 VECTORS = orjson.loads((FIXTURES / "fingerprints" / "vectors.json").read_bytes())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from catty_ctx import cluster
+from catty_ctx.fleet import cluster
 from catty_ctx.errors import CattyError, DataError, ExitCode, UsageError
 from conftest import FIXTURES, cli, without_timings
 from usage_trees import claude_tree
@@ -89,7 +89,7 @@ def test_a_batch_brings_back_values_bad_input_and_what_was_written(monkeypatch: 
 
 
 def test_each_runs_here_without_an_engine_and_keeps_bad_input_as_a_value(tmp_path: Path) -> None:
-    from catty_ctx.inspect import root_row
+    from catty_ctx.inspect.session import root_row
 
     sessions = [FIXTURES / "sessions" / "demo", FIXTURES / "bad" / "duplicate-seq"]
     (first, row), (second, error) = cluster.each(root_row, sessions)
@@ -179,8 +179,8 @@ def test_a_url_root_finds_the_sessions_a_local_root_finds(tmp_path: Path) -> Non
     """One rule for both walks: no session inside a session's own folders, no staging folder."""
     import fsspec
 
-    from catty_ctx.store import find_sessions
-    from catty_ctx.urls import url_sessions
+    from catty_ctx.session.store import find_sessions
+    from catty_ctx.fleet.urls import url_sessions
 
     tree = tmp_path / "tree"
     for rel in ("b/s2", "a/s1", "a/s1/segments/old", "a/.s3.fork-1a2b.tmp", "a-x/s4"):

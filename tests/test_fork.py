@@ -13,10 +13,10 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError, UsageError, WriteError
-from catty_ctx.fingerprint import chain_hex
+from catty_ctx.view.fingerprint import chain_hex
 from catty_ctx.fork import fork, resume
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 from conftest import ROOT, call, msg, session_event, write_log
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import orjson
 
-from catty_ctx import providers
-from catty_ctx.fingerprint import canonical
-from catty_ctx.store import Session
-from catty_ctx.view import stream_view
+from catty_ctx.view import providers
+from catty_ctx.view.fingerprint import canonical
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import stream_view
 from conftest import cli, jsonl
 
 PNG_HEAD = b"\x89PNG\r\n\x1a\n"

@@ -23,10 +23,10 @@ from catty_ctx.errors import UsageError
 from catty_ctx.fork import resume
 from catty_ctx.importers import import_events, import_to_dir
 from catty_ctx.importers.detect import detect
-from catty_ctx.integrity import pairing_problems
-from catty_ctx.providers import to_openai
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.view.integrity import pairing_problems
+from catty_ctx.view.providers import to_openai
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 
 from conftest import FIXTURES
 

@@ -16,11 +16,11 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError
-from catty_ctx.events import check_event
+from catty_ctx.session.events import check_event
 from catty_ctx.importers import import_events, import_to_dir
 from catty_ctx.importers.detect import detect
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 
 from conftest import FIXTURES
 

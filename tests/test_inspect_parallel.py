@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catty_ctx import parallel
+from catty_ctx.inspect import two_cores as parallel
 from catty_ctx.errors import DataError
-from catty_ctx.inspect import inspect_session
-from catty_ctx.store import Session
+from catty_ctx.inspect.session import inspect_session
+from catty_ctx.session.store import Session
 from conftest import call, msg, result, session_event, write_log
 
 pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="the two-process path needs fork")
@@ -94,7 +94,7 @@ def test_a_large_log_takes_two_processes_by_default_and_a_small_one_does_not() -
 
     from conftest import ROOT
 
-    code = "from catty_ctx import parallel as p; print(p.can_split(p.PARALLEL_MIN_BYTES - 1), p.can_split(p.PARALLEL_MIN_BYTES))"
+    code = "from catty_ctx.inspect import two_cores as p; print(p.can_split(p.PARALLEL_MIN_BYTES - 1), p.can_split(p.PARALLEL_MIN_BYTES))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=str(ROOT))).stdout.split()
     assert out == ["False", str(len(os.sched_getaffinity(0)) > 1)]

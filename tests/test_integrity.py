@@ -9,10 +9,10 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError
-from catty_ctx.integrity import pairing_problems
-from catty_ctx.repair import analyse, repair_session, repair_stream, repaired_items
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.view.integrity import pairing_problems
+from catty_ctx.repair.plan import analyse, repair_session, repair_stream, repaired_items
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 from conftest import FIXTURES, call, msg, result, session_event, write_log
 
 
@@ -221,7 +221,7 @@ def test_repair_rewriting_the_log_loses_no_concurrent_append(tmp_path: Path) -> 
     log = d / "updates.jsonl"
     script = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from catty_ctx.store import Session\n"
+        "from catty_ctx.session.store import Session\n"
         "s = Session.open(sys.argv[1])\n"
         "for i in range(60):\n"
         "    s.append([{'kind': 'message', 'id': f'w{i}', 'role': 'assistant', 'text': str(i)}], warn=None)\n"

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from catty_ctx.errors import DataError
 from catty_ctx.fork import resume
-from catty_ctx.repair import analyse, repair_session, repaired_items
-from catty_ctx.providers import sendable, validate_anthropic, validate_openai
-from catty_ctx.store import Session
+from catty_ctx.repair.plan import analyse, repair_session, repaired_items
+from catty_ctx.view.providers import sendable, validate_anthropic, validate_openai
+from catty_ctx.session.store import Session
 from conftest import call, msg, result, session_event, write_log
 
 OPS = st.lists(

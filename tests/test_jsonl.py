@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from catty_ctx import jsonl
+from catty_ctx.session import jsonl
 from catty_ctx.errors import DataError, ExitCode
 
 

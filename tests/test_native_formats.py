@@ -5,7 +5,8 @@ import importlib
 import subprocess
 import sys
 
-from catty_ctx import formats, importers, ownership
+from catty_ctx import formats, importers
+from catty_ctx.formats import ownership
 from catty_ctx.importers import detect
 
 

@@ -6,7 +6,7 @@ from typing import Any
 from conftest import call, msg, result, session_event
 
 from catty_ctx.prune import MIB, PruneOptions, PruneStats, prefix_reuse, prune, prune_items
-from catty_ctx.view import ViewItem, stream_view
+from catty_ctx.view.fold import ViewItem, stream_view
 
 WINDOW = 200_000
 

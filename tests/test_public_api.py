@@ -18,7 +18,7 @@ def test_every_public_name_resolves_and_has_a_docstring() -> None:
 
 
 def test_the_repair_entries_are_the_repair_modules_own() -> None:
-    from catty_ctx import repair
+    from catty_ctx.repair import plan as repair
 
     assert catty_ctx.analyse is repair.analyse and catty_ctx.repair_session is repair.repair_session
     assert catty_ctx.repaired_items is repair.repaired_items

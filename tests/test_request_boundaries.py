@@ -10,14 +10,14 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catty_ctx import providers
-from catty_ctx.compact import measure
+from catty_ctx.view import providers
+from catty_ctx.compact.measure import measure
 from catty_ctx.compact.ladder import STAGES, SummaryRequest, _stage_items
 from catty_ctx.compact.twopass import Lookup, pass2_items, split_point
 from catty_ctx.errors import DataError
 from catty_ctx.fork import resume
 from catty_ctx.prune import PruneOptions, prune
-from catty_ctx.store import Session, new_summary, write_summary
+from catty_ctx.session.store import Session, new_summary, write_summary
 from conftest import call, cli, jsonl, msg, result, session_event, write_log
 
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from catty_ctx.errors import CattyError, DataError, ExitCode, LockBusy, UsageError
-from catty_ctx.roots import SEVERITY, RootRun, most_severe
+from catty_ctx.fleet.runner import SEVERITY, RootRun, most_severe
 import pytest
 from conftest import FIXTURES, ROOT, cli, msg, session_event, write_log
 
@@ -178,7 +178,7 @@ def test_repair_of_a_root_exits_by_the_rule_whatever_the_order(tmp_path: Path, n
     with open(torn / "updates.jsonl", "ab") as f:
         f.write(b'{"v":1,"seq":99,"ki')
     (bad / "updates.jsonl").write_bytes(b'{"v":1,"seq":0,"kind":"session"}\nnot json\n' * 3)
-    holder = subprocess.Popen([sys.executable, "-c", f"import sys,time; sys.path.insert(0,{str(ROOT)!r}); from catty_ctx.store import Session; "
+    holder = subprocess.Popen([sys.executable, "-c", f"import sys,time; sys.path.insert(0,{str(ROOT)!r}); from catty_ctx.session.store import Session; "
                                f"l=Session.open({str(busy)!r}).lock(); l.__enter__(); print('held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE)
     try:

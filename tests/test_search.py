@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 from conftest import cli, msg, session_event, write_log
 
-from catty_ctx.compact import compact_session
+from catty_ctx.compact.pipeline import compact_session
 from catty_ctx.search import Query, search
-from catty_ctx.store import Session
+from catty_ctx.session.store import Session
 
 CLAUDE_ID = "11111111-2222-3333-4444-555555555555"
 CODEX_ID = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"

@@ -134,7 +134,7 @@ def test_a_compaction_writes_the_repair_its_new_head_needs(tmp_path: Path) -> No
 def test_the_turn_a_boundary_closes_is_found_reading_backwards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An append at a new turn reads the turn it closes, not the log: the last real user
     message's line, found from the end by chunks (a line cut between chunks included)."""
-    from catty_ctx import boundary
+    from catty_ctx.view import boundary
 
     s = write_log(tmp_path / "s", [session_event(), msg("user", "first " * 500), msg("assistant", "a"), call("c1"), result("c1", "r" * 3000),
                                    msg("user", "second " * 700), msg("assistant", "b"), msg("user", "<note>", synthetic="continuation_state"),

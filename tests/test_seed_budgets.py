@@ -66,7 +66,7 @@ def _tools(n: int) -> list[dict]:
 
 
 def test_tool_schemas_count_in_the_views_total_and_the_threshold(tmp_path: Path) -> None:
-    from catty_ctx.view import tool_schema_tokens
+    from catty_ctx.view.fold import tool_schema_tokens
 
     base = [session_event(window=20_000), msg("user", "hello"), msg("assistant", "hi")]
     plain = write_log(tmp_path / "plain", base)
@@ -87,7 +87,7 @@ def test_tool_schemas_count_in_the_views_total_and_the_threshold(tmp_path: Path)
 
 
 def test_the_announcement_budget_is_the_sessions_and_what_did_not_fit_is_said_once() -> None:
-    from catty_ctx.announce import Announcer
+    from catty_ctx.view.announce import Announcer
 
     def skills(names: list[str]) -> dict:
         return {"kind": "state", "facet": "skills", "value": [{"name": n, "description": "a skill that does things " * 8} for n in names]}

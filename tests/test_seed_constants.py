@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 
-from catty_ctx import announce, blobs, tokens
-from catty_ctx.compact import DEFAULT_THRESHOLD, PREFIRE_LEAD, compact_session, compact_target, measure
-from catty_ctx.compact import ladder, segments, twopass
+from catty_ctx.view import announce, tokens
+from catty_ctx.session import blobs
+from catty_ctx.defaults import DEFAULT_THRESHOLD
+from catty_ctx.compact.pipeline import PREFIRE_LEAD, compact_session, compact_target
+from catty_ctx.compact.measure import measure
+from catty_ctx.compact import ladder, twopass
+from catty_ctx.session import segments
 from catty_ctx.compact.ladder import SummaryRequest, Transient, _stage_items, run_ladder
-from catty_ctx.fingerprint import canonical
+from catty_ctx.view.fingerprint import canonical
 from catty_ctx.prune import PruneOptions, PruneStats, prune
-from catty_ctx.store import Session
+from catty_ctx.session.store import Session
 from conftest import call, msg, result, session_event, write_log
 
 MIB = 1 << 20

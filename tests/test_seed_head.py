@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from catty_ctx.view import view
+from catty_ctx.view.fold import view
 from conftest import msg, session_event, write_log
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.compact.segments import DETAILS, list_segments, render_segment, segment_path, write_segment
+from catty_ctx.session.segments import DETAILS, list_segments, render_segment, segment_path, write_segment
 from catty_ctx.errors import UsageError
-from catty_ctx.store import Session
+from catty_ctx.session.store import Session
 from conftest import cli, jsonl
 
 SUMMARY = "## Current Work\nFixing parse_header in src/parse.py so ParseError is raised for empty input."

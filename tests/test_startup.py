@@ -13,7 +13,7 @@ import orjson
 from conftest import ROOT, plain_run_loads
 
 # Never loaded by a plain read of a catty session.
-HEAVY = ("typer", "click", "rich", "catty_ctx.importers", "catty_ctx.usage", "catty_ctx.compact", "catty_ctx.writeback",
+HEAVY = ("typer", "click", "rich", "catty_ctx.importers", "catty_ctx.usage", "catty_ctx.compact.pipeline", "catty_ctx.writeback",
          "catty_ctx.agents", "sqlite3", "subprocess", "filelock", "asyncio", "http.client", "ssl", "tomllib")
 
 
@@ -36,13 +36,13 @@ def test_a_plain_read_of_a_catty_session_loads_none_of_the_heavy_parts(demo: Pat
 
 
 def test_a_hook_with_nothing_to_do_loads_no_mirror_and_no_importer(tmp_path: Path) -> None:
-    heavy = ("typer", "rich", "catty_ctx.agents.mirror", "catty_ctx.importers", "catty_ctx.store", "orjson", "tomllib", "subprocess")
+    heavy = ("typer", "rich", "catty_ctx.agents.mirror", "catty_ctx.importers", "catty_ctx.session.store", "orjson", "tomllib", "subprocess")
     doc = orjson.dumps({"session_id": "s1", "source": "startup", "transcript_path": str(tmp_path / "none.jsonl")})
     assert plain_run_loads("hook", "claude", "session-start", "--mirrors", str(tmp_path / "m"), input=doc, heavy=heavy) == (0, [])
 
 
 def test_the_status_line_loads_no_ledger_and_no_json_library_of_the_readers(tmp_path: Path) -> None:
-    heavy = ("typer", "rich", "catty_ctx.usage", "catty_ctx.store", "orjson", "msgspec")
+    heavy = ("typer", "rich", "catty_ctx.usage", "catty_ctx.session.store", "orjson", "msgspec")
     doc = orjson.dumps({"session_id": "s1", "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"},
                         "context_window": {"context_window_size": 200000}, "workspace": {"current_dir": str(tmp_path)}})
     assert plain_run_loads("statusline", input=doc, heavy=heavy) == (0, [])

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError, ExitCode, LockBusy
-from catty_ctx.store import Session, create_session, find_sessions
+from catty_ctx.session.store import Session, create_session, find_sessions
 from conftest import ROOT, msg, session_event, write_log
 
 
@@ -122,7 +122,7 @@ def _race(tmp_path: Path, each: int) -> None:
         f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from catty_ctx.store import Session
+        from catty_ctx.session.store import Session
         s = Session.open({str(target)!r})
         w = sys.argv[1]
         for i in range(0, {each}, 4):
@@ -166,7 +166,7 @@ def test_a_session_being_built_leaves_nothing_behind_when_building_fails(tmp_pat
     """Whatever fails while a new session is built in its staging folder, the folder goes; a
     failed write is a WriteError naming the destination (exit 73), anything else passes on."""
     from catty_ctx.errors import WriteError
-    from catty_ctx.store import building
+    from catty_ctx.session.new import building
 
     staging, dest = tmp_path / ".new.staging", tmp_path / "new"
     staging.mkdir()

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from catty_ctx import providers
+from catty_ctx.view import providers
 from conftest import ROOT, call, cli, jsonl, msg, result, session_event, write_log
 
 CLAUDE = ROOT / "fixtures/import/claude/projects/-home-dev-shop"
@@ -100,7 +100,7 @@ def test_an_unknown_agent_is_a_usage_error_naming_the_known_ones(tmp_path: Path)
 
 def test_a_subagents_view_is_read_only(tmp_path: Path) -> None:
     from catty_ctx.errors import DataError
-    from catty_ctx.store import Session
+    from catty_ctx.session.store import Session
     from catty_ctx.subagents import subagent_session
 
     s = two_subagents(tmp_path)

@@ -10,7 +10,7 @@ import pytest
 from catty_ctx.compact.ladder import StreamTimer, SummaryRequest, extract_summary, fit_items, lossy_items
 from catty_ctx.compact.summarizers import CmdSummarizer, OpenAISummarizer, get_summarizer
 from catty_ctx.errors import UsageError
-from catty_ctx.tokens import item_tokens
+from catty_ctx.view.tokens import item_tokens
 from scripted_server import ScriptedServer, error, plain, sse
 
 GOOD = "<summary>\n" + "## 1. Primary Request and Intent\nFix the parser. " * 20 + "\n</summary>"

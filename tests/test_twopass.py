@@ -10,11 +10,11 @@ import orjson
 import pytest
 import xxhash
 
-from catty_ctx.compact import compact_session, compact_target
+from catty_ctx.compact.pipeline import compact_session, compact_target
 from catty_ctx.compact.artifacts import load_artifact
 from catty_ctx.compact.twopass import NOTE1_CAP, cache_path, lookup, note1, pass2_items, split_point
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 from conftest import call, jsonl, msg, result, session_event, write_log
 
 
@@ -72,7 +72,7 @@ def test_prefire_writes_its_cache_and_appends_no_event(tmp_path: Path) -> None:
     assert (s / "updates.jsonl").read_bytes() == before
     items = view(s)
     assert doc["prefix_len"] == res.prefix_len == split_point(items) and doc["summarizer"] == "extractive"
-    from catty_ctx.fingerprint import prefix_fp
+    from catty_ctx.view.fingerprint import prefix_fp
 
     assert doc["fp"] == prefix_fp(items[: doc["prefix_len"]]) and doc["note1"] and doc["pass1_latency_ms"] >= 0
 

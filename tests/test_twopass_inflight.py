@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 
 from catty_ctx.compact.twopass import cache_path, in_flight, marker_path
-from catty_ctx.files import create_exclusive
-from catty_ctx.store import Session
+from catty_ctx.session.files import create_exclusive
+from catty_ctx.session.store import Session
 from conftest import ROOT, cli, jsonl, msg, session_event, write_log
 
 SUMMARY = "<summary>" + "The user wants the parser split; the tokenizer is half done. " * 30 + "</summary>"

@@ -13,7 +13,7 @@ from usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, op
 
 from catty_ctx import usage as U
 from catty_ctx.usage import fanout, filescan, walk
-from catty_ctx.workers import can_fork
+from catty_ctx.fleet.workers import can_fork
 
 
 def _mixed(root: Path) -> list[str]:

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import orjson
 
-from catty_ctx.fingerprint import canonical
-from catty_ctx.tokens import over_threshold
-from catty_ctx.view import ViewStats, stream_view, view
+from catty_ctx.view.fingerprint import canonical
+from catty_ctx.view.tokens import over_threshold
+from catty_ctx.view.fold import ViewStats, stream_view, view
 from conftest import call, msg, result, session_event, write_log
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from catty_ctx import workers
+from catty_ctx.fleet import workers
 
 pytestmark = pytest.mark.skipif(not workers.can_fork(), reason="needs fork and two CPUs")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from ..errors import DataError
-from ..jsonl import first_line
+from ..session.jsonl import first_line
 
 
 def rollout_cwd(path: str) -> str | None:

@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from ..events import Event
 from ..importers.common import edited_paths
+from ..session.events import Event
 
 VERSION = 1
 ITEM_LIMIT = 300  # characters of one constraint, todo or job line in the reminder

@@ -28,16 +28,17 @@ from typing import Any
 import orjson
 import xxhash
 
-from ..blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
-from ..compact.segments import write_segment
 from ..errors import DataError, UsageError
-from ..event_ids import KnownIds, event_key
-from ..events import SPAN_KINDS, Event
-from ..files import replace_file
 from ..importers import import_events
 from ..instructions import discover_instructions
-from ..jsonl import last_newline_end, records
-from ..store import LOG_NAME, Session, open_log_for_append, session_folder
+from ..session.blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
+from ..session.event_ids import KnownIds, event_key
+from ..session.events import SPAN_KINDS, Event
+from ..session.files import replace_file
+from ..session.jsonl import last_newline_end, records
+from ..session.layout import LOG_NAME
+from ..session.segments import write_segment
+from ..session.store import Session, open_log_for_append, session_folder
 from .continuation import VERSION as STATE_VERSION
 from .continuation import Continuation, render
 

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..blobs import open_blob
-from ..compact.segments import grep_segments, native_segments
 from ..errors import CattyError, DataError
 from ..formats import get, home_folders
-from ..inspect import inspect_session
-from ..jsonl import raw_lines
+from ..inspect.session import inspect_session
+from ..session.blobs import open_blob
+from ..session.jsonl import raw_lines
+from ..session.segments import grep_segments, native_segments
 from ..sources import open_session
 from ..usage import usage
 from ..writeback.claude import SLUG_LIMIT, project_folder_name
@@ -39,7 +39,7 @@ from .codex_sessions import newest_rollout
 from .settings import RECALL_SERVER
 
 if TYPE_CHECKING:
-    from ..store import Session
+    from ..session.store import Session
 
 TOOLS = ("recall_search", "recall_show", "context_status", "session_usage")
 # What the model sees: Claude Code names an MCP tool `mcp__<server>__<tool>`; Codex lists the

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, UsageError
-from ..files import replace_file
+from ..session.files import replace_file
 
 SCOPES = ("user", "project", "local")
 RECALL_SERVER = "catty-recall"

@@ -17,8 +17,8 @@ import re
 
 import xxhash
 
-from ..files import replace_file
-from ..jsonl import marked_lines
+from ..session.files import replace_file
+from ..session.jsonl import marked_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 
-from ..blobs import open_blob, session_directory
+from ..session.blobs import open_blob, session_directory
 from ..visible import end, stdout_binary
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one

@@ -7,9 +7,8 @@ much of such a run.
 from __future__ import annotations
 
 from ..agent_compact import compact_agent
-from ..cluster import Engine, engine_for, refuse_writes
-from ..compact import OVER, compact_session, compact_target
 from ..compact.artifacts import replay as run_replay
+from ..compact.pipeline import compact_session, compact_target
 from ..defaults import (
     COMPACT_DEADLINE,
     COMPACT_MODE,
@@ -24,11 +23,13 @@ from ..defaults import (
     SUMMARIZER,
 )
 from ..errors import CattyError, ExitCode, UsageError
-from ..roots import most_severe
+from ..fleet.cluster import Engine, engine_for, refuse_writes
+from ..fleet.runner import most_severe
+from ..fleet.urls import refuse_writes as refuse_url_writes
+from ..session.store import is_root
 from ..sources import root_sessions
-from ..store import is_root
 from ..subagents import open_agent
-from ..urls import refuse_writes as refuse_url_writes
+from ..view.tokens import OVER
 from .errors import warn
 from .fastpath import CLUSTER, flag, parse_one, shared, value
 from .fastpath import declare as declare_command

@@ -5,13 +5,13 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MAX_RESPONSE_BYTES, MIN_SUMMARY_CHARS, SUMMARIZER
 from ..errors import UsageError
 from ..eval import WORST_SHOWN, EvalOptions, corpus_facts, evaluate, open_corpus
 from ..eval.facts import facts_doc
 from ..eval.metrics import lowest_recall
 from ..eval.native import evaluate_native
+from ..fleet.cluster import engine_for
 from . import app
 from .errors import handle_errors, warn
 from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt

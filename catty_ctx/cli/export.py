@@ -6,7 +6,7 @@ import sys
 from ..defaults import EXPORT_FORMATS
 from ..errors import WriteError
 from ..export import export
-from ..files import write_file
+from ..session.files import write_file
 from ..sources import open_session
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, value

@@ -11,15 +11,15 @@ from pathlib import Path as PathType
 
 import orjson
 
-from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT
 from ..errors import ExitCode, UsageError
-from ..inspect import find_event, inspect_root, inspect_session, view_rows
-from ..snapshot import context_report
+from ..fleet.cluster import engine_for
+from ..inspect.session import find_event, inspect_root, inspect_session, view_rows
+from ..inspect.stats import root_stats
+from ..session.store import is_root
 from ..sources import open_session, root_sessions
-from ..stats import root_stats
-from ..store import is_root
 from ..subagents import agent_rows, open_agent
+from ..view.snapshot import context_report
 from .errors import warn
 from .fastpath import CLUSTER, TARGET_ARG, flag, parse_one, shared, value
 from .fastpath import declare as declare_command

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from ..instructions import discover_instructions, record_instructions
-from ..store import Session
+from ..session.store import Session
 from .errors import note, warn
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, shared, value

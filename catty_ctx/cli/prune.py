@@ -26,9 +26,9 @@ from ..defaults import (
     PRUNE_TRIM_TAIL,
 )
 from ..errors import UsageError
-from ..events import DEFAULT_WINDOW
-from ..inspect import is_item_stream, iter_item_lines
+from ..inspect.session import is_item_stream, iter_item_lines
 from ..prune import MIB, PrefixReuse, PruneOptions, PruneStats, item_lines_canon, prune, prune_item_stream
+from ..session.events import DEFAULT_WINDOW
 from ..subagents import open_agent
 from ..visible import end, stdout_binary
 from .errors import warn
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-    from ..view import ViewItem
+    from ..view.fold import ViewItem
 
 # The help's panels of the strategies' own options.
 TIERS = "Tiers (tiered)"

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import sys
 
-from ..cluster import engine_for
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
-from ..ownership import require_ours
-from ..repair import problem_notes, repair_plan, repair_session, repair_stream
-from ..repair_root import repair_root
+from ..fleet.cluster import engine_for
+from ..formats.ownership import require_ours
+from ..repair.plan import problem_notes, repair_plan, repair_session, repair_stream
+from ..repair.root import repair_root
+from ..session.store import Session, is_root
 from ..sources import open_session
-from ..store import Session, is_root
 from .errors import note, warn
 from .fastpath import CLUSTER, TARGET_ARG, flag, parse_one, shared
 from .fastpath import declare as declare_command

@@ -12,8 +12,8 @@ from ..errors import DataError, UsageError, WriteError
 from ..html import build_report, write_root
 from ..html.index import write_file
 from ..html.page import render
+from ..session.store import is_root
 from ..sources import root_sessions
-from ..store import is_root
 from ..subagents import open_agent
 from . import app
 from .errors import handle_errors, note, warn

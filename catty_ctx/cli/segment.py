@@ -6,9 +6,9 @@ subcommand has its own table, `PARAMS[name]`; typer's commands go on the `segmen
 """
 from __future__ import annotations
 
-from ..compact.grok_segments import grok_segments
-from ..compact.segments import grep_segments, list_segments, native_segments, open_segment, segment_path
 from ..errors import ExitCode
+from ..formats.grok_segments import grok_segments
+from ..session.segments import grep_segments, list_segments, native_segments, open_segment, segment_path
 from ..subagents import open_agent
 from ..visible import end, stdout_binary
 from . import get_app

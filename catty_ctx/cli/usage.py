@@ -72,7 +72,7 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
 
     engine = None
     if scheduler is not None or os.environ.get("CATTY_CTX_SCHEDULER"):
-        from ..cluster import engine_for
+        from ..fleet.cluster import engine_for
 
         engine = engine_for(scheduler, connect_timeout)
     bar = _ProgressBar() if stderr_tty() else None

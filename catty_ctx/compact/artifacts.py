@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 
 from ..errors import DataError, UsageError
-from ..events import now_ts
-from ..layout import REQUESTS_DIR
 from ..redact import redact, redact_many, scrub, secret_pieces
-from ..store import atomic_write, session_folder
+from ..session.events import now_ts
+from ..session.layout import REQUESTS_DIR
+from ..session.store import atomic_write, session_folder
 from .ladder import INSTRUCTION, SYSTEM_PROMPT, SummaryRequest, SummaryResult
 from .summarizers import get_summarizer
 

@@ -19,8 +19,8 @@ import orjson
 
 from ..defaults import MIN_SUMMARY_CHARS
 from ..errors import CattyError, ExitCode
-from ..tokens import item_tokens, size_tokens
-from ..view import tool_schema_tokens  # noqa: F401 - re-exported (the ladder's budgets leave room for them)
+from ..view.fold import tool_schema_tokens  # noqa: F401 - re-exported (the ladder's budgets leave room for them)
+from ..view.tokens import item_tokens, size_tokens
 
 Item = dict[str, Any]
 

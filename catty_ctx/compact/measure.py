@@ -11,16 +11,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..announce import Announcer
-from ..events import DEFAULT_WINDOW, SPAN_KINDS, Event
-from ..fingerprint import prefix_fp
-from ..head import HeadState, build_head
-from ..integrity import PairingChecker
-from ..pairing import repair_items
-from ..repair import repaired_items
-from ..store import Session, session_window
-from ..tokens import item_tokens
-from ..view import ViewStats, exclusion, head_items, iter_view, plan_file
+from ..repair.plan import repaired_items
+from ..session.events import DEFAULT_WINDOW, SPAN_KINDS, Event
+from ..session.store import Session, session_window
+from ..view.announce import Announcer
+from ..view.fingerprint import prefix_fp
+from ..view.fold import ViewStats, exclusion, head_items, iter_view, plan_file
+from ..view.head import HeadState, build_head
+from ..view.integrity import PairingChecker
+from ..view.pairing import repair_items
+from ..view.tokens import item_tokens
 from .ladder import WindowTooSmall
 
 

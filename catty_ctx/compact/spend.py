@@ -8,7 +8,7 @@ The extractive summariser calls no model and costs nothing, so it records nothin
 """
 from __future__ import annotations
 
-from ..events import Event, now_ts
+from ..session.events import Event, now_ts
 from .ladder import Summarizer, SummaryResult
 
 AGENT = "compaction"

@@ -34,14 +34,14 @@ from typing import Any
 import orjson
 
 from ..errors import WriteError
-from ..events import now_ts
-from ..files import create_exclusive
-from ..fingerprint import prefix_fp
-from ..head import SUMMARY_PREAMBLE
-from ..layout import PREFIRE_NAME, prefire_origin, prefire_spend
 from ..redact import redact_text
-from ..store import atomic_write, session_folder
-from ..tokens import item_tokens
+from ..session.events import now_ts
+from ..session.files import create_exclusive
+from ..session.layout import PREFIRE_NAME, prefire_origin, prefire_spend
+from ..session.store import atomic_write, session_folder
+from ..view.fingerprint import prefix_fp
+from ..view.head import SUMMARY_PREAMBLE
+from ..view.tokens import item_tokens
 from .artifacts import ARTIFACT_DIR, artifact_doc, artifact_relpath, write_artifact
 from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult
 

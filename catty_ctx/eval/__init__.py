@@ -22,13 +22,14 @@ from typing import Any
 from ..compact.summarizers import get_summarizer
 from ..defaults import EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, SUMMARIZER
 from ..errors import CattyError, UsageError
-from ..roots import Forked, RootRun
+from ..fleet.runner import Forked, RootRun
+from ..fleet.urlcopy import on_copy
+from ..fleet.urls import is_url, url_is_root, url_sessions
+from ..fleet.workers import can_fork
+from ..session.layout import LOG_NAME
+from ..session.store import Session, is_root
 from ..sources import import_log, native_source, root_sessions
-from ..store import LOG_NAME, Session, is_root
-from ..urlcopy import on_copy
-from ..urls import is_url, url_is_root, url_sessions
-from ..view import plan_file
-from ..workers import can_fork
+from ..view.fold import plan_file
 from . import drive as driving  # the submodule: `eval.drive` stays the module, not its function
 from .drive import Strategy
 from .facts import FACTS_NAME, Fact, derive_facts, load_facts

@@ -21,17 +21,17 @@ from typing import Any
 
 import orjson
 
-from ..compact import compact_session
 from ..compact.ladder import INSTRUCTION, SYSTEM_PROMPT
+from ..compact.pipeline import compact_session
 from ..defaults import DEFAULT_THRESHOLD, EVAL_COMPACTIONS, EVAL_MODE, SUMMARIZER
 from ..errors import DataError
-from ..events import Event, is_real_user
 from ..fork import resume
-from ..providers import FORMATS, sendable
 from ..prune import prefix_reuse
-from ..store import Session, create_session, session_window
-from ..tokens import item_tokens, size_tokens
-from ..view import stream_view, view
+from ..session.events import Event, is_real_user
+from ..session.store import Session, create_session, session_window
+from ..view.fold import stream_view, view
+from ..view.providers import FORMATS, sendable
+from ..view.tokens import item_tokens, size_tokens
 
 APPEND_BATCH = 1_000  # events per append: one lock and one fsync for many lines
 # Each request is rebuilt from the log, so a request after every turn costs turns x log size;

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
-from ..events import is_real_user
-from ..head import HeadState, call_path, continuation_state, is_edit_tool
+from ..session.events import is_real_user
+from ..view.head import HeadState, call_path, continuation_state, is_edit_tool
 
 KINDS = ("state", "instruction", "detail")
 FACTS_NAME = "eval.json"

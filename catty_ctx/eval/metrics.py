@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from ..blobs import blob_path
-from ..compact.segments import grep_segments
+from ..session.blobs import blob_path
+from ..session.segments import grep_segments
 from .facts import KINDS, Fact
 
 RECALLS = {"state": "state_recall", "instruction": "instruction_retention", "detail": "detail_recovery"}

@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.hooks import HookFailure, mirror_dir, pre_compact, session_start
-from ..compressed import decompress
 from ..errors import CattyError, UsageError
-from ..events import Event
-from ..jsonl import raw_lines
-from ..roots import RootRun
+from ..fleet.runner import RootRun
+from ..session.compressed import decompress
+from ..session.events import Event
+from ..session.jsonl import raw_lines
+from ..session.store import Session
 from ..sources import import_session, native_source, root_sessions
-from ..store import Session
-from ..view import plan_file
+from ..view.fold import plan_file
 from .facts import KINDS, Fact, derive_facts
 from .folders import work_folder
 from .metrics import in_segments

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..roots import RootRun
+from ..fleet.runner import RootRun
 
 
 @dataclass

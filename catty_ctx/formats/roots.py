@@ -19,7 +19,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from ..errors import CattyError
-from ..layout import LOG_NAME, is_staging
+from ..session.layout import LOG_NAME, is_staging
 from . import FORMATS, grok
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..store import Session
+from ..session.store import Session
 from .data import gather, gather_path
 from .index import write_root as _write_root
 from .page import render

@@ -17,19 +17,19 @@ from typing import Any
 
 import orjson
 
-from ..blobs import blob_path
-from ..compact.segments import list_segments
 from ..compact.twopass import cache_path
 from ..defaults import DEFAULT_THRESHOLD
 from ..errors import CattyError
-from ..events import Event
 from ..prune import Measure, PruneOptions
-from ..repair import analyse
+from ..repair.plan import analyse
+from ..session.blobs import blob_path
+from ..session.events import Event
+from ..session.segments import list_segments
+from ..session.store import Session, session_window
 from ..sources import open_session
-from ..store import Session, session_window
-from ..tokens import item_tokens, percent_of, usage_context
 from ..usage import build_ledger, scan
-from ..view import ViewStats, call_entry, iter_view, message_item, plan_file, result_item
+from ..view.fold import ViewStats, call_entry, iter_view, message_item, plan_file, result_item
+from ..view.tokens import item_tokens, percent_of, usage_context
 
 # The threshold line: compaction's default trigger (docs/spec.md#commands: `compact --threshold`).
 THRESHOLD_PERCENT = DEFAULT_THRESHOLD

@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 import xxhash
 
 from ..errors import CattyError, DataError, WriteError
-from ..files import replace_file
-from ..roots import Forked, RootRun
-from ..store import find_sessions
-from ..workers import can_fork, usable_cpus
+from ..fleet.runner import Forked, RootRun
+from ..fleet.workers import can_fork, usable_cpus
+from ..session.files import replace_file
+from ..session.store import find_sessions
 from .assets import CSP, CSS, JS
 from .data import gather_path
 from .fmt import esc, money, num

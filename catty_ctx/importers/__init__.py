@@ -19,11 +19,13 @@ from typing import Any
 import orjson
 
 from .. import formats as registry
-from ..blobs import TOOL_LIMIT, USER_LIMIT, ShellCalls, externalize, write_blob
 from ..errors import DataError, UsageError, WriteError
-from ..events import Event
-from ..files import new_dir_mode
-from ..store import PART_NAME, STAGING_SUFFIX, building, check_dest_name, check_new_session_dest, missing_parents, new_summary, place_new_session, remove_made, write_summary
+from ..session.blobs import TOOL_LIMIT, USER_LIMIT, ShellCalls, externalize, write_blob
+from ..session.events import Event
+from ..session.files import new_dir_mode
+from ..session.layout import PART_NAME, STAGING_SUFFIX
+from ..session.new import building, check_dest_name, check_new_session_dest, missing_parents, place_new_session, remove_made
+from ..session.store import new_summary, write_summary
 from .common import BlobSink, EventBuilder, ImportReport, Warn
 from .detect import detect as detect_format  # `importers.detect` stays the submodule
 

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from ..snapshot import snapshot_value
+from ..view.snapshot import snapshot_value
 from .claude_events import OFF_BRANCH_USAGE, SYNTHETIC_MODEL, Converter, bigger, usage_fields
 from .claude_tree import WHAT, Layout, Tree, is_message, marked_tip, message_id, own_session, read_tree, select, session_of
 from .common import EventBuilder, ImportReport, Warn, not_recognised, several_sessions

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from ..snapshot import snapshot_value
+from ..view.snapshot import snapshot_value
 from .common import EventBuilder, split_data_url, text_of, to_ts
 
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")

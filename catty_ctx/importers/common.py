@@ -22,14 +22,14 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from ..compressed import NOT_INSTALLED, ZSTD_MAGIC, BoundedStream, inflated_limit
-from ..compressed import command as zstd_command
-from ..compressed import failure as zstd_failure
-from ..compressed import program as zstd_program
 from ..errors import DataError, UsageError
-from ..events import SCHEMA_VERSION, Event, check_event
-from ..fingerprint import blob_handle
-from ..jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log, surrogate_tolerant_loads
+from ..session.compressed import NOT_INSTALLED, ZSTD_MAGIC, BoundedStream, inflated_limit
+from ..session.compressed import command as zstd_command
+from ..session.compressed import failure as zstd_failure
+from ..session.compressed import program as zstd_program
+from ..session.events import SCHEMA_VERSION, Event, check_event
+from ..session.jsonl import MAX_LINE_BYTES, json_problem, numbered_lines, open_log, surrogate_tolerant_loads
+from ..view.fingerprint import blob_handle
 
 EPOCH_TS = "1970-01-01T00:00:00.000Z"
 

@@ -17,7 +17,7 @@ from ..errors import DataError
 from ..formats.grok import LOG as GROK_LOG
 from ..formats.grok import is_session_dir as is_grok_dir
 from ..formats.grok import is_update
-from ..jsonl import numbered_lines
+from ..session.jsonl import numbered_lines
 from .common import open_source
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")

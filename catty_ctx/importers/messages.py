@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..fingerprint import blob_handle
+from ..view.fingerprint import blob_handle
 from .common import SHAPE_ERRORS, EventBuilder, Warn, content_blocks, iter_jsonl, load_json, not_recognised, shape_error, split_data_url, text_of
 
 WHAT = {"openai": "an OpenAI messages array", "anthropic": "an Anthropic messages array"}

@@ -46,13 +46,13 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..blobs import BLOBS_DIR, is_handle
-from ..events import DEFAULT_WINDOW
-from ..fingerprint import canonical
-from ..pairing import view_item_repair
-from ..store import Session, session_window
-from ..tokens import item_tokens
-from ..view import Item, ViewItem, ViewStats, iter_view, plan_file, plan_view
+from ..session.blobs import BLOBS_DIR, is_handle
+from ..session.events import DEFAULT_WINDOW
+from ..session.store import Session, session_window
+from ..view.fingerprint import canonical
+from ..view.fold import Item, ViewItem, ViewStats, iter_view, plan_file, plan_view
+from ..view.pairing import view_item_repair
+from ..view.tokens import item_tokens
 from .forms import BlobSize, Meta, describe
 from .options import MIB, STRATEGIES, PruneOptions, PruneStats
 from .reuse import PrefixReuse, item_lines_canon, prefix_reuse

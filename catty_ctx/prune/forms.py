@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..fingerprint import canonical
-from ..tokens import item_tokens, size_tokens
-from ..view import Item, ViewItem
+from ..view.fingerprint import canonical
+from ..view.fold import Item, ViewItem
+from ..view.tokens import item_tokens, size_tokens
 from .options import PruneOptions
 
 BlobSize = Callable[[str], "int | None"]  # a blob handle -> its size in bytes (None: unknown)

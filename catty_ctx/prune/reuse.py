@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DataError, UsageError
-from ..fingerprint import canonical
-from ..jsonl import json_lines
-from ..view import ViewItem
+from ..session.jsonl import json_lines
+from ..view.fingerprint import canonical
+from ..view.fold import ViewItem
 
 # -- comparing requests ----------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..fingerprint import canonical
-from ..tokens import item_tokens, over_threshold
-from ..view import Item, ViewItem
+from ..view.fingerprint import canonical
+from ..view.fold import Item, ViewItem
+from ..view.tokens import item_tokens, over_threshold
 from .forms import Meta, cleared_args, images_removed_item, omit_reason, placeholder_item, trimmed_item
 from .options import PruneOptions, PruneStats
 

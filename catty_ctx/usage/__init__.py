@@ -31,10 +31,10 @@ import importlib
 import os
 import sys
 
-from ..compressed import ZSTD_MAGIC, program
 from ..errors import CattyError, DataError, UsageError
-from ..jsonl import STDIN_NAME
-from ..urls import is_url
+from ..fleet.urls import is_url
+from ..session.compressed import ZSTD_MAGIC, program
+from ..session.jsonl import STDIN_NAME
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
 from .cachefiles import cache_file, index_file
 from .copies import dedupe
@@ -165,7 +165,7 @@ def strict_refusal(scan: Scan) -> DataError | None:
 def _most_severe(errors: list[CattyError]) -> CattyError:
     """What a run over many PATHs that met ERRORS exits with: the most severe code, by the one rule
     of a ROOT's commands (docs/spec.md#a-root-of-sessions), the first PATH's of that code."""
-    from ..roots import most_severe
+    from ..fleet.runner import most_severe
 
     code = most_severe(e.exit_code for e in errors)
     return next(e for e in errors if e.exit_code == code)

@@ -10,7 +10,7 @@ import sys
 
 import xxhash
 
-from ..files import replace_file, write_file
+from ..session.files import replace_file, write_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

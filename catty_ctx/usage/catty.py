@@ -14,8 +14,8 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ..events import SCHEMA_VERSION, check_event
-from ..jsonl import marked_lines
+from ..session.events import SCHEMA_VERSION, check_event
+from ..session.jsonl import marked_lines
 from .claude import Int64
 from .lines import MISMATCH, NL, UNDECODABLE, count, json_object, whole
 from .records import MAIN_AGENT, Record

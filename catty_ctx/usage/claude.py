@@ -11,7 +11,7 @@ from typing import Annotated
 
 import msgspec
 
-from ..jsonl import marked_lines
+from ..session.jsonl import marked_lines
 from .lines import MISMATCH, count, json_object, typed_view, whole
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch, moment

@@ -11,7 +11,7 @@ import re
 
 import msgspec
 
-from ..jsonl import marked_lines
+from ..session.jsonl import marked_lines
 from .claude import Count
 from .lines import MISMATCH, count, json_object, typed_view
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record

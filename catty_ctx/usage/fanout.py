@@ -14,7 +14,7 @@ import os
 
 import msgspec
 
-from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
+from ..fleet.workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from . import filescan
 from .opencode import survey_storage_file
 from .records import DECODE_ENTRY, ENCODE, Packed

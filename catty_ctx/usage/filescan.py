@@ -14,12 +14,13 @@ import tempfile
 
 import xxhash
 
-from .. import compressed, formats
-from ..files import filled
-from ..jsonl import marked_lines
-from ..urlcopy import on_copy
-from ..urls import filesystem
-from ..workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
+from .. import formats
+from ..fleet.urlcopy import on_copy
+from ..fleet.urls import filesystem
+from ..fleet.workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
+from ..session import compressed
+from ..session.files import filled
+from ..session.jsonl import marked_lines
 from . import filecache
 from .codex import PATTERN
 from .copies import collapse_file
@@ -229,7 +230,7 @@ def validate_catty_logs(found: Survey) -> None:
     """--strict: read every line of each catty log as the store does, not only its usage
     lines, so a corrupt session is a DataError naming file:line even where the ledger would
     not have looked (costs a full parse; the default scan stays a byte search)."""
-    from ..store import Session
+    from ..session.store import Session
 
     def read_all(path: str) -> None:
         for _ in Session.open(path).events(warn=None):

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from ..jsonl import marked_lines
+from ..session.jsonl import marked_lines
 from .lines import UNDECODABLE, count, json_object, typed_view
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from ..formats import grok as layout
-from ..jsonl import marked_lines
+from ..session.jsonl import marked_lines
 from .lines import count, json_object
 from .records import MAIN_AGENT, UNKNOWN_MODEL, Record
 from .times import epoch

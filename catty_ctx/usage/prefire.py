@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 
-from ..events import SCHEMA_VERSION, check_event
-from ..jsonl import first_line
-from ..layout import LOG_NAME, prefire_spend
+from ..session.events import SCHEMA_VERSION, check_event
+from ..session.jsonl import first_line
+from ..session.layout import LOG_NAME, prefire_spend
 from .catty import pending_key, session_state
 from .lines import count, json_object, whole
 from .records import MAIN_AGENT, Record

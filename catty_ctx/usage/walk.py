@@ -11,9 +11,9 @@ import time
 
 from .. import formats
 from ..errors import UsageError
+from ..fleet.urls import is_url, url_logs
 from ..formats import grok
-from ..layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
-from ..urls import is_url, url_logs
+from ..session.layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

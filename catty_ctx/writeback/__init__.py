@@ -23,20 +23,20 @@ from typing import Any
 
 import orjson
 
-from ..blobs import inline_images
-from ..compact import compact_session
+from ..compact.pipeline import compact_session
 from ..defaults import WRITEBACK_AGENTS
 from ..errors import CattyError, DataError, ExitCode, UsageError, WriteError
-from ..events import now_ts
-from ..files import fsync_dir
 from ..fork import fork
+from ..formats.ownership import foreign_format
 from ..importers import import_to_dir
-from ..layout import LOG_NAME
-from ..ownership import foreign_format
-from ..pairing import repair_items
 from ..prune import PruneOptions, prune
-from ..repair import repair_plan, repaired_items
-from ..store import Session, prepare_event, session_window
+from ..repair.plan import repair_plan, repaired_items
+from ..session.blobs import inline_images
+from ..session.events import now_ts
+from ..session.files import fsync_dir
+from ..session.layout import LOG_NAME
+from ..session.store import Session, prepare_event, session_window
+from ..view.pairing import repair_items
 from . import claude, codex
 from .slim import slim
 from .steps import Step, to_steps

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..providers import anthropic_input
+from ..view.providers import anthropic_input
 from .steps import Clock, Step, has_text, parse_ts
 
 # The release whose loader and request these records were checked against; a Claude source's

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..providers import openai_arguments
+from ..view.providers import openai_arguments
 from .steps import Clock, Step, has_text, parse_ts
 
 # The release whose resume these lines were checked against; a Codex source's own version is

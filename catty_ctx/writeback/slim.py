@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..blobs import preview
+from ..session.blobs import preview
 
 Item = dict[str, Any]
 Where = Callable[[Item], str]  # an item → where its full text is ("in SRC at seq N: <command>")

@@ -12,7 +12,7 @@ import pytest
 from conftest import cli, jsonl
 
 from catty_ctx.fork import resume
-from catty_ctx.store import Session
+from catty_ctx.session.store import Session
 
 # Reading native files directly (issue 26 items 2-4) lands with catty_ctx/sources.py; until
 # it is on main the native-reading checks are expected to fail, and they must pass from then on.

@@ -37,7 +37,7 @@ def test_bad_stdin_line_writes_nothing(demo: Path) -> None:
 
 def test_lock_busy_exits_75(demo: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import sys,time; sys.path.insert(0,{str(ROOT)!r}); from catty_ctx.store import Session; l=Session.open({str(demo)!r}).lock(); l.__enter__(); print('held', flush=True); time.sleep(30)"],
+        [sys.executable, "-c", f"import sys,time; sys.path.insert(0,{str(ROOT)!r}); from catty_ctx.session.store import Session; l=Session.open({str(demo)!r}).lock(); l.__enter__(); print('held', flush=True); time.sleep(30)"],
         stdout=subprocess.PIPE,
     )
     try:

@@ -8,9 +8,9 @@ import inspect
 import pytest
 import typer
 
-from catty_ctx import blobs, store
+from catty_ctx.session import blobs, store
 from catty_ctx.cli import app, load_commands
-from catty_ctx.compact import CompactOptions
+from catty_ctx.compact.pipeline import CompactOptions
 from catty_ctx.eval import EvalOptions
 from catty_ctx.fork import resume
 from catty_ctx.prune import MIB, PruneOptions

@@ -151,14 +151,14 @@ def test_a_plain_fork_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -> N
 
 
 def test_a_fork_of_a_session_without_segments_never_loads_the_compact_package(demo: Path, tmp_path: Path) -> None:
-    heavy = ("typer", "click", "rich", "catty_ctx.compact")
+    heavy = ("typer", "click", "rich", "catty_ctx.compact.pipeline")
     assert plain_run_loads("fork", str(demo), str(tmp_path / "a"), heavy=heavy) == (0, [])
     assert (tmp_path / "a" / "summary.json").is_file() and not (tmp_path / "a" / "segments").exists()
     s = tmp_path / "s"
     cli("append", "--create", str(s), "-q", check=True)
     _turn(s, 1, "alpha")
     _compact_segments(s)
-    assert plain_run_loads("fork", str(s), str(tmp_path / "b"), heavy=heavy) == (0, ["catty_ctx.compact"])  # its segments are copied
+    assert plain_run_loads("fork", str(s), str(tmp_path / "b"), heavy=heavy) == (0, [])  # its segments are copied by the session wing
     assert (tmp_path / "b" / "segments" / "segment_000.md").is_file()
 
 

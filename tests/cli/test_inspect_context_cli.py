@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from catty_ctx.snapshot import snapshot_event
+from catty_ctx.view.snapshot import snapshot_event
 from conftest import cli, msg, session_event, write_log
 
 

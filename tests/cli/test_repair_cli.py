@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from catty_ctx.repair import analyse
-from catty_ctx.store import Session
+from catty_ctx.repair.plan import analyse
+from catty_ctx.session.store import Session
 from conftest import FIXTURES, both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands
 
 sys.path.append(str(FIXTURES / "bad"))

@@ -11,10 +11,10 @@ import orjson
 import pytest
 from conftest import call, cli, jsonl, msg, result
 
-from catty_ctx.blobs import write_blob
-from catty_ctx.event_ids import index_path
-from catty_ctx.fingerprint import blob_handle
-from catty_ctx.store import Session, create_session
+from catty_ctx.session.blobs import write_blob
+from catty_ctx.session.event_ids import index_path
+from catty_ctx.view.fingerprint import blob_handle
+from catty_ctx.session.store import Session, create_session
 
 
 def _events(n: int, tag: str, size: int = 50) -> bytes:

@@ -16,7 +16,7 @@ import orjson
 import pytest
 from conftest import cli
 
-from catty_ctx.store import new_summary
+from catty_ctx.session.store import new_summary
 
 TIME = "/usr/bin/time"
 PEAK_LIMIT_KB = 200 * 1024

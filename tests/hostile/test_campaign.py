@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.store import Session, new_summary
+from catty_ctx.session.store import Session, new_summary
 from conftest import cli
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from conftest import cli, write_log
 
-from catty_ctx.store import new_summary
+from catty_ctx.session.store import new_summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 OPENCODE = FIXTURES / "import" / "opencode" / "storage"

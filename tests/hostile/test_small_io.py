@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.files import clear_dead_temps
+from catty_ctx.session.files import clear_dead_temps
 from conftest import cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from catty_ctx.compact.artifacts import load_artifact
-from catty_ctx.compact.segments import list_segments
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.session.segments import list_segments
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 from conftest import FIXTURES, ROOT
 from test_crash import check_after_crash
 
@@ -29,8 +29,8 @@ def _big_demo(tmp_path: Path) -> Path:
 
 
 def _compact(session: Path, mode: str) -> subprocess.Popen[bytes]:
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from catty_ctx.compact import compact_session; "
-            f"from catty_ctx.store import Session; compact_session(Session.open({str(session)!r}), force=True, mode={mode!r})")
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from catty_ctx.compact.pipeline import compact_session; "
+            f"from catty_ctx.session.store import Session; compact_session(Session.open({str(session)!r}), force=True, mode={mode!r})")
     return subprocess.Popen([sys.executable, "-c", code])
 
 

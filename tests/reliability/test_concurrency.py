@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.store import Session, create_session
+from catty_ctx.session.store import Session, create_session
 from conftest import cli
 from test_crash import ENV
 
@@ -24,7 +24,7 @@ COMPACTIONS = 3
 # still writing, however slowly the machine schedules them; it prints how many events it wrote.
 _APPENDER = """
 import os, random, sys
-from catty_ctx.store import Session
+from catty_ctx.session.store import Session
 w, each, path, stop = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 rng = random.Random(w)
 s = Session.open(path)

@@ -19,9 +19,9 @@ from typing import Callable
 import orjson
 import pytest
 
-from catty_ctx.events import check_event
-from catty_ctx.repair import analyse, repair_session
-from catty_ctx.store import Session, find_sessions
+from catty_ctx.session.events import check_event
+from catty_ctx.repair.plan import analyse, repair_session
+from catty_ctx.session.store import Session, find_sessions
 from conftest import FIXTURES, ROOT
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from catty_ctx.errors import DataError
-from catty_ctx.integrity import pairing_problems
-from catty_ctx.store import Session
-from catty_ctx.view import view
+from catty_ctx.view.integrity import pairing_problems
+from catty_ctx.session.store import Session
+from catty_ctx.view.fold import view
 
 _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from .errors import DataError
+from ..errors import DataError
 from .integrity import pairing_problems
 
 Item = dict[str, Any]

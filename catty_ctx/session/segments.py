@@ -22,8 +22,8 @@ import orjson
 
 from ..defaults import SEGMENT_DETAIL, SEGMENT_DETAILS
 from ..errors import DataError, UsageError
-from ..events import SPAN_KINDS, Event, now_ts
-from ..store import atomic_write, session_folder
+from .events import SPAN_KINDS, Event, now_ts
+from .store import atomic_write, session_folder
 
 DETAILS = SEGMENT_DETAILS
 SEGMENT_CAP = 512 * 1024

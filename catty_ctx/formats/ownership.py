@@ -19,14 +19,14 @@ from typing import Any
 
 import orjson
 
-from .compressed import ZSTD_MAGIC
-from .errors import DataError
-from .formats import FORMATS
-from .jsonl import STDIN_NAME
+from ..errors import DataError
+from ..session.compressed import ZSTD_MAGIC
+from ..session.jsonl import STDIN_NAME
+from . import FORMATS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .store import Session
+    from ..session.store import Session
 
 
 def native_refusal(origin: dict[str, Any], display: str) -> str:
@@ -52,7 +52,7 @@ def _detected(value: Any, *, record: bool = False) -> str | None:
     """The importer format of VALUE: a line's RECORD, or a whole document."""
     if isinstance(value, list) and not any(isinstance(m, dict) and "role" in m for m in value):
         return None  # a list of anything is not yet a messages array
-    from .importers.detect import document_format, record_format
+    from ..importers.detect import document_format, record_format
 
     return record_format(value) if record else document_format(value)
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .cluster import Engine, refuse_writes
-from .errors import CattyError
-from .repair import repair_plan, repair_session
-from .roots import RootRun
-from .sources import open_session, root_sessions
-from .store import Session
-from .urls import refuse_writes as refuse_url_writes
+from ..errors import CattyError
+from ..fleet.cluster import Engine, refuse_writes
+from ..fleet.runner import RootRun
+from ..fleet.urls import refuse_writes as refuse_url_writes
+from ..session.store import Session
+from ..sources import open_session, root_sessions
+from .plan import repair_plan, repair_session
 
 
 def root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:

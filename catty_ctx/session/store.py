@@ -21,15 +21,15 @@ from typing import IO, Any
 
 import orjson
 
-from .defaults import DEFAULT_LOCK_TIMEOUT
-from .errors import DataError, LockBusy, UsageError, WriteError
+from ..defaults import DEFAULT_LOCK_TIMEOUT
+from ..errors import DataError, LockBusy, UsageError, WriteError
+from ..fleet.urls import is_url, url_is_root, url_sessions
 from .event_ids import KnownIds, event_key, split_known
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, check_replaceable, commit_staged, discard_staged, fsync_dir, replace_file, stage_file, write_file  # noqa: F401 - re-exported
 from .jsonl import STDIN_NAME, Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
 from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging, session_dirs  # noqa: F401 - re-exported
-from .newsession import building, check_dest_name, check_new_session_dest, missing_parents, place_new_session, remove_made  # noqa: F401 - re-exported
-from .urls import is_url, url_is_root, url_sessions
+from .new import building, check_dest_name, check_new_session_dest, missing_parents, place_new_session, remove_made  # noqa: F401 - re-exported
 
 _CHUNK = 1 << 20
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -35,13 +35,13 @@ from typing import Any
 import orjson
 from xxhash import xxh3_128_digest
 
-from .errors import DataError
-from .events import Event, check_event
-from .integrity import Problem
-from .jsonl import TOO_LONG, json_problem, line_start, numbered_lines, open_log, torn_warning
-from .store import SEQ0_PROBLEM, Session, seq_problem
-from .view import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, plan_file, plan_view, scan_markers
-from .workers import can_fork, start
+from ..errors import DataError
+from ..fleet.workers import can_fork, start
+from ..session.events import Event, check_event
+from ..session.jsonl import TOO_LONG, json_problem, line_start, numbered_lines, open_log, torn_warning
+from ..session.store import SEQ0_PROBLEM, Session, seq_problem
+from ..view.fold import Join, NeedsState, ViewPlan, ViewStats, chunk_start, iter_view, plan_file, plan_view, scan_markers
+from ..view.integrity import Problem
 
 try:
     import fcntl

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .blobs import cut_head
-from .events import DEFAULT_WINDOW, Event
+from ..session.blobs import cut_head
+from ..session.events import DEFAULT_WINDOW, Event
 
 DESCRIPTION_LIMIT = 400  # bytes per description (reference: skill listing)
 ANNOUNCE_SHARE = 0.01  # the whole listing: this share of the window (tokens × 4 bytes)

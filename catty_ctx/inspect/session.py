@@ -13,22 +13,22 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .cluster import Engine
-from .defaults import DEFAULT_THRESHOLD
-from .errors import CattyError, DataError, UsageError
-from .events import DEFAULT_WINDOW, Event
-from .fingerprint import Chain, canonical
-from .integrity import PairingChecker
-from .jsonl import json_problem, raw_lines
-from .parallel import CHUNK_BYTES, can_split, fold_split
-from .roots import RootRun
-from .sources import open_session
-from .store import Session, find_sessions, session_window
-from .tokens import item_tokens, percent_of, threshold_status
-from .view import ViewItem, ViewStats, iter_view, plan_file
+from ..defaults import DEFAULT_THRESHOLD
+from ..errors import CattyError, DataError, UsageError
+from ..fleet.cluster import Engine
+from ..fleet.runner import RootRun
+from ..session.events import DEFAULT_WINDOW, Event
+from ..session.jsonl import json_problem, raw_lines
+from ..session.store import Session, find_sessions, session_window
+from ..sources import open_session
+from ..view.fingerprint import Chain, canonical
+from ..view.fold import ViewItem, ViewStats, iter_view, plan_file
+from ..view.integrity import PairingChecker
+from ..view.tokens import item_tokens, percent_of, threshold_status
+from .two_cores import CHUNK_BYTES, can_split, fold_split
 
 if TYPE_CHECKING:
-    from .cluster import Engine
+    from ..fleet.cluster import Engine
 
 LARGEST = 5
 

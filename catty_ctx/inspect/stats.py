@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from . import defaults
-from .blobs import ShellCalls
-from .errors import CattyError
-from .events import DEFAULT_WINDOW, is_real_user
+from .. import defaults
+from ..errors import CattyError
+from ..session.blobs import ShellCalls
+from ..session.events import DEFAULT_WINDOW, is_real_user
 
 PERCENTILES = (50, 90, 95, 99)
 # metric -> (unit, what it is, the constant that cuts it: its name in the config file, or None)

@@ -16,9 +16,9 @@ import sys
 import time
 import warnings
 
+from ..defaults import CONNECT_TIMEOUT
+from ..errors import CattyError, ExitCode, UsageError
 from .capture import capture_stderr
-from .defaults import CONNECT_TIMEOUT
-from .errors import CattyError, ExitCode, UsageError
 from .urlcopy import on_copy
 from .workers import usable_cpus
 

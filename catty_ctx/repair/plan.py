@@ -20,14 +20,14 @@ from typing import Any
 
 import orjson
 
-from .errors import DataError, ExitCode, WriteError
-from .events import check_event, now_ts
-from .files import write_file
-from .integrity import NOT_EXECUTED as DANGLING_TEXT
-from .jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
-from .ownership import import_hint, require_ours
-from .store import Session, append_quarantine_record, new_summary, prepare_event, quarantine_bytes, session_folder, session_title, write_summary
-from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
+from ..errors import DataError, ExitCode, WriteError
+from ..formats.ownership import import_hint, require_ours
+from ..session.events import check_event, now_ts
+from ..session.files import write_file
+from ..session.jsonl import MAX_LINE_BYTES, json_problem, last_newline_end, raw_lines
+from ..session.store import Session, append_quarantine_record, new_summary, prepare_event, quarantine_bytes, session_folder, session_title, write_summary
+from ..view.fold import SHAPE_AND_TURN_MARKERS, iter_view, plan_file, plan_view, scan_markers
+from ..view.integrity import NOT_EXECUTED as DANGLING_TEXT
 
 # A seq jump larger than this is a corrupt seq, not lost lines: the line is quarantined.
 MAX_GAP = 10_000

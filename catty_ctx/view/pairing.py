@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from .fingerprint import canonical
+from .fold import ViewItem
 from .providers import is_empty
 from .tokens import item_tokens
-from .view import ViewItem
 
 Item = dict[str, Any]
 T = TypeVar("T")

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..formats import grok as layout
-from .segments import segments_dir, write_index
+from ..session.segments import segments_dir, write_index
+from . import grok as layout
 
 _ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(segment_\d{3,}\.md)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|(.*)\|\s*$")
 _NAME = re.compile(r"^segment_(\d{3,})\.md$")

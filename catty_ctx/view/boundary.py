@@ -23,12 +23,12 @@ from typing import Any
 
 import orjson
 
-from .defaults import DEFAULT_LOCK_TIMEOUT
-from .event_ids import KnownIds, event_key, split_known
+from ..defaults import DEFAULT_LOCK_TIMEOUT
+from ..session.event_ids import KnownIds, event_key, split_known
+from ..session.jsonl import Warn, last_newline_end, scan_marked
+from ..session.store import Session, prepare_event
+from .fold import SHAPE_AND_TURN_MARKERS, iter_view, plan_view, scan_markers
 from .integrity import NOT_EXECUTED, PairingChecker
-from .jsonl import Warn, last_newline_end, scan_marked
-from .store import Session, prepare_event
-from .view import SHAPE_AND_TURN_MARKERS, iter_view, plan_view, scan_markers
 
 BOUNDARY_TEXT = {
     "new_turn": NOT_EXECUTED,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from .errors import DataError
+from ..errors import DataError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

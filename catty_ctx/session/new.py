@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import UsageError, WriteError
+from ..errors import UsageError, WriteError
 from .files import fsync_dir
 from .layout import LOG_NAME, PART_NAME
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .events import Event
+from ..session.events import Event
 
 if TYPE_CHECKING:
-    from .store import Session
+    from ..session.store import Session
 
 
 PROMPT_CONTEXT_SCHEMA = 1

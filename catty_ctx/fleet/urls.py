@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-from .errors import UsageError
-from .layout import LOG_NAME, session_dirs
+from ..errors import UsageError
+from ..session.layout import LOG_NAME, session_dirs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

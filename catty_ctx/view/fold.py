@@ -22,12 +22,12 @@ from typing import Any, NamedTuple
 import orjson
 from xxhash import xxh3_128_digest
 
+from ..session.events import Event, check_event
+from ..session.jsonl import scan_marked
+from ..session.store import Session
 from .announce import ANNOUNCED_FACETS, Announcer
-from .events import Event, check_event
 from .fingerprint import seed
 from .head import HeadState, build_head
-from .jsonl import scan_marked
-from .store import Session
 from .tokens import item_tokens, usage_context
 
 Item = dict[str, Any]

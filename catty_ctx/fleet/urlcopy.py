@@ -11,8 +11,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import CattyError
 from .capture import capture_stderr
-from .errors import CattyError
 from .urls import fetch
 
 

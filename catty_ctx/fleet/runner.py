@@ -12,8 +12,8 @@ import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from ..errors import CattyError, ExitCode
 from .cluster import each
-from .errors import CattyError, ExitCode
 
 # Most severe first: a bug, output that cannot be written, a lost cluster, bad data, a busy lock
 # or a failed summariser (worth trying again), a usage error, then a check's finding.

@@ -39,8 +39,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, Union
 
-from .errors import DataError
-from .visible import say
+from ..errors import DataError
+from ..visible import say
 
 if TYPE_CHECKING:
     from pathlib import Path

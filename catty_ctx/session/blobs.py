@@ -18,12 +18,12 @@ from typing import IO, Any
 import orjson
 import xxhash
 
-from .defaults import ASSISTANT_LIMIT, SHELL_LIMIT, SHELL_TOOLS, TOOL_LIMIT, USER_LIMIT
-from .errors import DataError, UsageError, WriteError
-from .files import filled
-from .fingerprint import blob_handle
+from ..defaults import ASSISTANT_LIMIT, SHELL_LIMIT, SHELL_TOOLS, TOOL_LIMIT, USER_LIMIT
+from ..errors import DataError, UsageError, WriteError
+from ..view.fingerprint import blob_handle
+from .files import filled, replace_file
 from .jsonl import scan_marked
-from .store import Session, replace_file, session_folder
+from .store import Session, session_folder
 
 Warn = Callable[[str], None]
 

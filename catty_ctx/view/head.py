@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .events import Event
+from ..session.events import Event
 
 CONTINUATION_VERSION = 1
 SUMMARY_PREAMBLE = (

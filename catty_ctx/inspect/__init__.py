@@ -1,0 +1,2 @@
+"""`inspect` (docs/architecture.md#inspect): one session in one streaming pass (`session`), its
+fold on two cores for large logs (`two_cores`), and the calibration distributions (`stats`)."""
