@@ -33,7 +33,7 @@ _catty_ctx() {
         case "$path|$npos" in
         "completion|0") COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
         "config|0") COMPREPLY=($(compgen -W "show" -- "$cur")); return ;;
-        "import|0") COMPREPLY=($(compgen -W "claude codex opencode gemini openai anthropic auto" -- "$cur")); return ;;
+        "import|0") COMPREPLY=($(compgen -W "claude codex opencode gemini grok openai anthropic auto" -- "$cur")); return ;;
         esac
     fi
     local opts=""

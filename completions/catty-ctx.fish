@@ -161,8 +161,8 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l dry-run -d 'Sho
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l max-user-bytes -r -F -d 'A user message longer than N bytes moves to blobs/ with…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l max-tool-bytes -r -F -d 'A tool output longer than N bytes moves to blobs/ with its…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -s h -l help -d 'Show the help and exit.'
-complete -c catty-ctx -n '__fish_seen_subcommand_from import; and not __fish_seen_subcommand_from claude codex opencode gemini openai anthropic auto' -a 'claude codex opencode gemini openai anthropic auto'
-complete -c catty-ctx -n '__fish_seen_subcommand_from import; and __fish_seen_subcommand_from claude codex opencode gemini openai anthropic auto' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from import; and not __fish_seen_subcommand_from claude codex opencode gemini grok openai anthropic auto' -a 'claude codex opencode gemini grok openai anthropic auto'
+complete -c catty-ctx -n '__fish_seen_subcommand_from import; and __fish_seen_subcommand_from claude codex opencode gemini grok openai anthropic auto' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l items -d 'List the view\'s items with their tokens and cumulative…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l seq -r -F -d 'Print the event with this seq in full.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from inspect' -l context -d 'The prompt-context snapshot: every part with its source…'

@@ -16,6 +16,8 @@ lines are sorted by `_meta.agentTimestampMs`, ties by line). What each kind beco
   parent's turn already counting it.
 - `compaction_checkpoint` → a compaction whose summary is the checkpoint's summary item.
 - `rewind_marker` → a rewind to the turn it names.
+- A call the log never answers (an interrupted turn) gets the answer grok gives it on load: a
+  `repair` event answering it as not executed.
 - Every other line (of a known kind or not) is kept whole as a `grok_update` event: never
   in the view, never dropped.
 
@@ -39,6 +41,7 @@ TICKS_PER_USD = 10_000_000_000
 _IN_VIEW = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
             "turn_completed", "compaction_checkpoint", "rewind_marker")
 _DONE = ("completed", "failed")
+DANGLING_TEXT = "The tool was not executed: the turn was interrupted before its result was recorded."
 
 
 def session_folder(source: Path, session_id: str | None) -> Path:
@@ -140,6 +143,7 @@ class _Replay:
         self.ts: Any = None
         self.compact_start: dict[str, Any] = {}
         self.children: list[str] = []
+        self.open_calls: dict[str, None] = {}  # calls no result has answered yet, in call order
 
     def flush(self) -> None:
         b = self.b
@@ -189,6 +193,7 @@ class _Replay:
             tool = (update.get("_meta") or {}).get("x.ai/tool") or {}
             name = tool.get("name") if isinstance(tool, dict) and tool.get("name") else update.get("title")
             b.tool_call(str(update.get("toolCallId")), str(name or ""), update.get("rawInput"), ts=ts, agent=self.agent)
+            self.open_calls[str(update.get("toolCallId"))] = None
         elif kind == "tool_call_update" and update.get("status") in _DONE:
             cid = str(update.get("toolCallId"))
             raw = _obj(update.get("rawOutput"))
@@ -197,6 +202,7 @@ class _Replay:
                 prompt = raw.get("output_for_prompt")
                 text = prompt if isinstance(prompt, str) else _content_text(update.get("content"))
             b.tool_result(cid, text, is_error=update.get("status") == "failed", ts=ts, agent=self.agent)
+            self.open_calls.pop(cid, None)
             b.end_assistant(self.agent)
         elif kind == "turn_completed" and self.agent is None:
             self.usage(update, ts)
@@ -218,6 +224,15 @@ class _Replay:
             elif kind == "subagent_spawned" and isinstance(update.get("child_session_id"), str):
                 self.children.append(update["child_session_id"])
             b.emit(KEPT_KIND, {"update_kind": str(kind), "update": update}, ts=ts, agent=self.agent)
+
+    def answer_dangling(self) -> None:
+        """Grok's pairing rule on load: a call the log never answered (the turn was interrupted)
+        is answered as not executed before the session goes on; the repair event says so."""
+        if self.open_calls:
+            ids = list(self.open_calls)
+            self.b.emit("repair", {"action": "answer", "call_ids": ids, "count": len(ids), "reason": "grok_dangling_call",
+                                   "text": DANGLING_TEXT}, agent=self.agent)
+            self.open_calls = {}
 
     def usage(self, update: dict[str, Any], ts: Any) -> None:
         u = update.get("usage")
@@ -263,6 +278,7 @@ def _replay(replay: _Replay, log: Path, report: Any, lenient: bool, warn: Warn |
         except SHAPE_ERRORS as exc:
             shape_error(exc, path=str(log), line=lineno, report=report, lenient=lenient, warn=warn)
     replay.flush()
+    replay.answer_dangling()
 
 
 def child_folder(folder: Path, child_id: str) -> Path | None:

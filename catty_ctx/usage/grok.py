@@ -5,7 +5,8 @@ Grok folds a turn's calls, its subagents' included, into that line: `inputTokens
 prompt (cached reads included, so the record's input is the uncached rest), `reasoningTokens`
 a part of `outputTokens`, `costUsdTicks` the server's own cost in 10⁻¹⁰ USD (none when absent,
 partial or zero: absent is not free). A subagent child's own folder repeats what its parent's
-turn already counts, so a child's log gives no records. A fork copies its parent's lines: the
+turn already counts: a walk passes children over (`walk`), a child named as the PATH counts, as
+`grok usage CHILD` does. A fork copies its parent's lines: the
 prompt id keys each record, so the copies collapse into one call when both are read.
 Side calls (titles, turn summaries) and compactions are recorded by no release so far.
 """
@@ -55,8 +56,6 @@ def records_of(update: dict[str, Any], stamp: float, session: str, project: str)
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
     """Append the records of [start, end) to RECS and the bad lines to BAD; the state is the session id."""
     folder = os.path.dirname(os.path.abspath(path))
-    if layout.is_child(layout.summary(folder)):
-        return state  # a subagent child: its parent's turns hold its usage
     session = state if type(state) is str else os.path.basename(folder)
     project = project_of(path)
     for off, line in marked_lines(mm, start, end, MARK):

@@ -132,7 +132,8 @@ def folder_logs(folder: str, listing: tuple[list[str], list[str]], out: list[tup
     subdirs, logs = listing
     prefix = folder if folder.endswith(os.sep) else folder + os.sep  # (join's checks, once per folder)
     if LOG_NAME in logs and grok.CHAT in logs:  # a Grok Build session (its log's content tells): its own files only
-        out.append((prefix + LOG_NAME, None))
+        if not grok.is_child(grok.summary(folder)):  # a subagent child: its parent's turns already count it
+            out.append((prefix + LOG_NAME, None))
         return []
     if LOG_NAME in logs:  # a catty session: its own folders hold no sessions
         out.append((prefix + LOG_NAME, CATTY))

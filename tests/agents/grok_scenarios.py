@@ -84,7 +84,7 @@ def cancel_turn(grok: Grok, timeout: float = 60) -> str:
             time.sleep(0.05)
         time.sleep(0.3)
         os.kill(p.pid, signal.SIGINT)
-        out, err = p.communicate(timeout=timeout)
+        p.communicate(timeout=timeout)
     finally:
         if p.poll() is None:
             p.kill()

@@ -1,0 +1,250 @@
+"""Grok Build's own sessions (issue 39): the real `grok` (pinned, offline against the fake xAI
+server) writes them; every reading command reads them where they lie, writers refuse them,
+`usage` counts them once. The stored fixtures (fixtures/agents/grok-*/, recorded by
+record_fixtures.py) run the same checks on every machine, CLI or not."""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import FIXTURES, cli
+
+from agents.grok_scenarios import SEGMENT_ONLY, grok_session
+from agents.openai_fake import message
+from agents.runner import Grok, read_jsonl
+from agents.xai_fake import run
+from catty_ctx.importers.grok import DANGLING_TEXT
+from catty_ctx.sources import open_session
+from catty_ctx.view.fold import view
+
+STORED = sorted((FIXTURES / "agents").glob("grok-*/*/scenario.json"))
+# Every `sessionUpdate` kind grok 1.0.41 wrote in the scenarios (a plain -p run, resumes, a
+# compaction in segments mode, a foreground subagent, a fork, an interrupted turn).
+KINDS_1_0_41 = {
+    ("session/update", "user_message_chunk"), ("session/update", "agent_message_chunk"), ("session/update", "tool_call"),
+    ("session/update", "tool_call_update"), ("_x.ai/session/update", "turn_completed"),
+    ("_x.ai/session/update", "background_tasks"), ("_x.ai/session/update", "auto_compact_started"),
+    ("_x.ai/session/update", "compaction_checkpoint"), ("_x.ai/session/update", "auto_compact_completed"),
+    ("_x.ai/session/update", "subagent_spawned"), ("_x.ai/session/update", "subagent_finished"),
+}
+_PREAMBLE = ("<user_info>", "<system-reminder>", "This session is being continued")
+_QUERY = re.compile(r"\A<user_query>\n(.*)\n</user_query>\Z", re.S)
+
+
+def ok(*args: str) -> bytes:
+    proc = cli(*args)
+    assert proc.returncode == 0, f"catty-ctx {' '.join(args)}: exit {proc.returncode}\n{proc.stderr.decode()[-2000:]}"
+    return proc.stdout
+
+
+def sessions(home: Path) -> list[Path]:
+    return sorted(p.parent for p in (home / "sessions").glob("*/*/updates.jsonl"))
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def cache_items(folder: Path) -> list[tuple[Any, ...]]:
+    """grok's chat_history.jsonl under the documented mapping (docs/import.md#grok-build): its
+    harness items (the `<user_info>` preamble, `<system-reminder>`s, a compaction's summary
+    item) left out, a prompt unwrapped from `<user_query>`, and a call the file leaves
+    unanswered answered as grok answers it on load (the text is catty-ctx's)."""
+    out: list[tuple[Any, ...]] = []
+    answered = {i["tool_call_id"] for i in read_jsonl(folder / "chat_history.jsonl") if i["type"] == "tool_result"}
+    for item in read_jsonl(folder / "chat_history.jsonl"):
+        t = item["type"]
+        if t == "system":
+            out.append(("system", item["content"]))
+        elif t == "user":
+            text = "\n".join(p.get("text", "") for p in item["content"] if p.get("type") == "text")
+            if item.get("synthetic_reason") or text.startswith(_PREAMBLE):
+                continue
+            m = _QUERY.match(text)
+            out.append(("user", m.group(1) if m else text))
+        elif t == "assistant":
+            out.append(("assistant", item.get("content") or "", tuple(c["id"] for c in item.get("tool_calls") or ())))
+            out.extend(("tool", c["id"], DANGLING_TEXT) for c in item.get("tool_calls") or () if c["id"] not in answered)
+        elif t == "tool_result":
+            out.append(("tool", item["tool_call_id"], item["content"]))
+    return out
+
+
+def view_items(folder: Path) -> list[tuple[Any, ...]]:
+    """catty-ctx's view of the grok folder under the same mapping (the head a compaction
+    rebuilds holds the same harness items, left out alike)."""
+    out: list[tuple[Any, ...]] = []
+    with open_session(folder, warn=None) as session:
+        for item in view(session):
+            role = item["role"]
+            if role == "system":
+                out.append(("system", item["text"]))
+            elif role == "user":
+                if not item.get("synthetic") and not item["text"].startswith(_PREAMBLE):
+                    out.append(("user", item["text"]))
+            elif role == "assistant":
+                out.append(("assistant", item["text"], tuple(c["call_id"] for c in item.get("tool_calls") or ())))
+            elif role == "tool":
+                out.append(("tool", item["call_id"], item["output"]))
+    return out
+
+
+def user_turns_in_export(markdown: str) -> list[str]:
+    """The user turns of `grok export`'s Markdown (`## User` blocks)."""
+    return [b.split("\n## ", 1)[0].strip() for b in markdown.split("## User\n")[1:]]
+
+
+def check_folder(folder: Path, grok_usage: dict[str, Any] | None, grok_export: str | None) -> None:
+    """One session folder grok wrote: every reading command on it, against grok's own answers."""
+    doc = orjson.loads(ok("inspect", str(folder), "--json"))
+    assert doc["source"]["format"] == "grok" and doc["session_id"] == folder.name
+    assert view_items(folder) == cache_items(folder)
+    ok("repair", "--check", str(folder))
+    ok("repair", "--check", str(folder / "updates.jsonl"))
+    md = ok("export", str(folder), "--format", "md").decode()
+    for turn in user_turns_in_export(grok_export or ""):
+        assert turn in md, turn
+    totals = orjson.loads(ok("usage", str(folder), "--json"))["totals"]
+    if grok_usage is not None:
+        want = grok_usage["session"]
+        assert totals["input"] + totals["cache_read"] == want["inputTokens"]
+        assert (totals["cache_read"], totals["cache_write"], totals["output"], totals["reasoning"]) == \
+            (want["cachedReadTokens"], want["cacheCreationTokens"], want["outputTokens"], want["reasoningTokens"])
+        assert totals["calls"] == want["turnCount"]  # one model: a record per turn
+        assert totals["cost_usd"] == pytest.approx(want["costUsdTicks"] / 1e10, abs=1e-6)
+    for fmt in ("openai", "anthropic"):
+        assert orjson.loads(ok("resume", str(folder), "--format", fmt))["messages"]
+
+
+@pytest.mark.agents("grok")
+def test_every_folder_the_real_grok_writes_reads_as_grok_says(grok: Grok) -> None:
+    w = grok_session(grok)
+    home = grok.grok_home
+    folders = sessions(home)
+    assert {f.name for f in folders} == {w.session_id, w.fork_id, w.child_id, w.cancelled_id}
+    said = {}  # grok's own answers first (grok writes its logs/ as it runs), then ours
+    for folder in folders:
+        usage = orjson.loads(grok.run("usage", folder.name).stdout) if (folder / "usage.json").is_file() else None
+        exported = grok.run("export", folder.name, check=False)
+        said[folder] = usage, exported.stdout if exported.returncode == 0 else None
+    main = grok.session_dir(w.session_id)
+    assert user_turns_in_export(said[main][1] or "") == w.prompts[w.session_id]
+    before = digest(home)
+    for folder in folders:
+        check_folder(folder, *said[folder])
+    hits = orjson.loads(ok("segment", "grep", str(main), SEGMENT_ONLY, "--json"))["matches"]
+    assert hits and {h["segment"] for h in hits} == {0}
+    # only segment_000.md holds the first turn's output, of what grok kept: the view does not
+    assert SEGMENT_ONLY not in orjson.dumps(view(open_session(main, warn=None))).decode()
+    assert digest(home) == before, "a reading command changed GROK_HOME"
+
+
+@pytest.mark.agents("grok")
+def test_the_fake_xai_server_bills_what_grok_records(grok: Grok) -> None:
+    grok.server.push(run("echo billed", "echo"), message("Done."))
+    ran = grok.prompt("say it")
+    assert ran.json["text"] == "Done." and ran.session_id
+    last = [u for u in grok.updates(ran.session_id) if u["params"]["update"]["sessionUpdate"] == "turn_completed"][-1]
+    usage = last["params"]["update"]["usage"]
+    bodies = grok.server.bodies()
+    assert len(bodies) == 2 and usage["modelCalls"] == 2 and usage["costUsdTicks"] == ran.json["total_cost_usd_ticks"] > 0
+    outputs = [i for i in bodies[1]["input"] if i.get("type") == "function_call_output"]
+    assert outputs and "billed" in outputs[0]["output"]
+    assert grok.server.errors == [] and grok.server.unscripted == 0
+
+
+# -- the stored fixtures: every machine ------------------------------------------------------
+
+
+def stored() -> tuple[Path, dict[str, Any]]:
+    assert STORED, "no grok fixture stored (record_fixtures.py grok)"
+    return STORED[0].parent / ".grok", orjson.loads(STORED[0].read_bytes())
+
+
+def test_the_fixtures_hold_every_kind_the_release_writes() -> None:
+    home, _ = stored()
+    seen = {(r["method"], r["params"]["update"]["sessionUpdate"]) for f in sessions(home) for r in read_jsonl(f / "updates.jsonl")}
+    assert seen == KINDS_1_0_41
+
+
+def test_stored_folders_read_as_their_cache_says(tmp_path: Path) -> None:
+    home, _ = stored()
+    copy = tmp_path / ".grok"
+    shutil.copytree(home, copy)
+    before = digest(copy)
+    for folder in sessions(copy):
+        usage = orjson.loads((folder / "usage.json").read_bytes()) if (folder / "usage.json").is_file() else None
+        check_folder(folder, usage, None)
+    assert digest(copy) == before
+
+
+def test_a_line_of_an_unknown_kind_is_kept_and_known_ones_are_never_dropped(tmp_path: Path) -> None:
+    home, doc = stored()
+    src = next(f for f in sessions(home) if f.name == doc["session_id"])
+    folder = tmp_path / "%2Fx" / src.name
+    shutil.copytree(src, folder)
+    line = {"timestamp": 1, "method": "_x.ai/session/update",
+            "params": {"sessionId": src.name, "update": {"sessionUpdate": "brand_new_kind", "x": 1}}}
+    with open(folder / "updates.jsonl", "ab") as f:
+        f.write(orjson.dumps(line) + b"\n")
+    events = [orjson.loads(e) for e in ok("import", "grok", str(folder)).splitlines()]
+    kept = [e for e in events if e["kind"] == "grok_update"]
+    assert any(e["update_kind"] == "brand_new_kind" and e["update"]["x"] == 1 for e in kept)
+    lines = read_jsonl(folder / "updates.jsonl")
+    mapped = {"user_message_chunk", "agent_message_chunk", "tool_call", "turn_completed", "compaction_checkpoint"}
+    others = [r for r in lines if r["params"]["update"]["sessionUpdate"] not in mapped
+              and not (r["params"]["update"]["sessionUpdate"] == "tool_call_update" and r["params"]["update"].get("status"))]
+    assert len(kept) == len(others)
+
+
+def test_writers_refuse_a_grok_folder_naming_import(tmp_path: Path) -> None:
+    home, doc = stored()
+    folder = tmp_path / "s"
+    shutil.copytree(next(f for f in sessions(home) if f.name == doc["session_id"]), folder)
+    before = digest(folder)
+    line = orjson.dumps({"kind": "message", "id": "m", "role": "user", "text": "x"}) + b"\n"
+    for args in (["repair", "--force", str(folder)], ["append", str(folder)], ["repair", "--force", str(folder / "updates.jsonl")]):
+        proc = cli(*args, input=line)
+        assert proc.returncode == 65, (args, proc.stderr)
+        assert b"import" in proc.stderr and b"Grok Build" in proc.stderr, proc.stderr
+    assert digest(folder) == before
+
+
+def test_import_auto_writes_a_catty_session(tmp_path: Path) -> None:
+    home, doc = stored()
+    folder = next(f for f in sessions(home) if f.name == doc["session_id"])
+    report = orjson.loads(ok("import", "auto", str(folder / "updates.jsonl"), "--out", str(tmp_path / "out")))
+    assert report["format"] == "grok" and report["user_turns"] == len(doc["prompts"])
+    ok("repair", "--check", str(tmp_path / "out"))
+    one = ok("import", "grok", str(home), "--session", doc["session_id"])
+    assert one == ok("import", "auto", str(folder))
+
+
+def test_usage_reads_the_homes_and_counts_a_child_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, doc = stored()
+    user = tmp_path / "user"
+    shutil.copytree(home, user / ".grok")
+    elsewhere = tmp_path / "elsewhere"
+    parent = next(f for f in sessions(home) if f.name == doc["session_id"])
+    child = next(f for f in sessions(home) if f.name == doc["child_id"])
+    (elsewhere / "sessions" / "b").mkdir(parents=True)
+    shutil.copytree(parent, elsewhere / "sessions" / "b" / parent.name)
+    shutil.copytree(child, elsewhere / "sessions" / "b" / child.name)
+    monkeypatch.setenv("HOME", str(user))
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("GROK_HOME", str(elsewhere))
+    totals = orjson.loads(ok("usage", "--json"))["totals"]
+    parent_usage = orjson.loads((parent / "usage.json").read_bytes())["session"]
+    fork_usage = orjson.loads((next(f for f in sessions(home) if f.name == doc["fork_id"]) / "usage.json").read_bytes())["session"]
+    # the fork holds its parent's turns and one of its own; the child's turn is in its parent's
+    assert totals["input"] + totals["cache_read"] == fork_usage["inputTokens"]
+    assert totals["calls"] == fork_usage["turnCount"] == parent_usage["turnCount"] + 1
+    alone = orjson.loads(ok("usage", str(elsewhere), "--json"))["totals"]
+    assert alone["input"] + alone["cache_read"] == parent_usage["inputTokens"]
