@@ -21,7 +21,7 @@ _catty_ctx() {
         "compact|--detail") COMPREPLY=($(compgen -W "none minimal balanced verbose" -- "$cur")); return ;;
         "export|--format") COMPREPLY=($(compgen -W "md html txt" -- "$cur")); return ;;
         "export|-f") COMPREPLY=($(compgen -W "md html txt" -- "$cur")); return ;;
-        "fork|--to") COMPREPLY=($(compgen -W "claude codex" -- "$cur")); return ;;
+        "fork|--to") COMPREPLY=($(compgen -W "claude codex grok" -- "$cur")); return ;;
         "fork|--prune") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "prune|--strategy") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "resume|--format") COMPREPLY=($(compgen -W "items openai anthropic" -- "$cur")); return ;;

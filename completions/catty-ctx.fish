@@ -98,7 +98,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from export' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l at-turn -r -F -d 'Keep turns 1..N (default: all).'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l model -r -F -d 'The child\'s model.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l cwd -r -F -d 'The child\'s working directory.'
-complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l to -x -a 'claude codex' -d 'Write a NEW native session of that agent (DEST: a folder…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l to -x -a 'claude codex grok' -d 'Write a NEW native session of that agent (DEST: a folder…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l repair -d 'With --to: dangling calls answered, orphans and duplicates…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l prune -x -a 'cache-aware tiered' -d 'With --to: old tool outputs shortened as `prune` does…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l compact -d 'With --to: the span before the tail summarised, as…'

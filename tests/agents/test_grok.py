@@ -18,6 +18,7 @@ from agents.grok_scenarios import SEGMENT_ONLY, grok_session
 from agents.openai_fake import message
 from agents.runner import Grok, read_jsonl
 from agents.xai_fake import run
+from catty_ctx.formats.grok import summary as layout_summary
 from catty_ctx.importers.grok import DANGLING_TEXT
 from catty_ctx.sources import open_session
 from catty_ctx.view.fold import view
@@ -248,3 +249,64 @@ def test_usage_reads_the_homes_and_counts_a_child_once(tmp_path: Path, monkeypat
     assert totals["calls"] == fork_usage["turnCount"] == parent_usage["turnCount"] + 1
     alone = orjson.loads(ok("usage", str(elsewhere), "--json"))["totals"]
     assert alone["input"] + alone["cache_read"] == parent_usage["inputTokens"]
+
+
+# -- fork --to grok --------------------------------------------------------------------------
+
+
+def request_texts(body: dict[str, Any]) -> str:
+    return orjson.dumps(body.get("input") or body.get("messages") or []).decode()
+
+
+@pytest.mark.agents("grok")
+def test_fork_to_grok_is_resumed_by_the_real_grok(grok: Grok, monkeypatch: pytest.MonkeyPatch) -> None:
+    s = grok.server
+    s.push(run("echo forked-source", "echo"), message("Echoed."))
+    sid = grok.prompt("Echo something").session_id
+    s.push(message("Second answer."))
+    grok.prompt("Say more", resume=sid)
+    source = grok.session_dir(sid)
+    before = digest(source)
+    monkeypatch.setenv("GROK_HOME", str(grok.grok_home))
+    out = orjson.loads(ok("fork", str(source), "--to", "grok", "--json"))
+    new = out["session_id"]
+    assert new != sid and out["resume"] == f"grok --resume {new}"
+    folder = Path(out["path"])
+    assert folder.parent == source.parent and layout_summary(folder)["parent_session_id"] == sid
+    assert layout_summary(folder)["session_kind"] == "fork"
+    s.push(message("Resumed."))
+    ran = grok.prompt("Go on", resume=new)
+    assert ran.session_id == new and ran.json["text"] == "Resumed."
+    sent = request_texts(s.bodies()[-1])
+    for turn in ("Echo something", "Say more", "Go on", "forked-source", "Second answer."):
+        assert turn in sent, turn
+    assert digest(source) == before
+    ok("repair", "--check", str(folder))  # and catty-ctx reads what it wrote, as grok left it
+
+
+def test_fork_to_grok_refuses_a_missing_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROK_HOME", str(tmp_path / "nowhere"))
+    proc = cli("fork", str(FIXTURES / "sessions" / "demo"), "--to", "grok")
+    err = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 2 and len(err) == 1 and "no Grok Build home" in err[0], err
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_fork_to_grok_writes_a_folder_grok_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home, doc = stored()
+    (tmp_path / ".grok" / "sessions").mkdir(parents=True)
+    monkeypatch.setenv("GROK_HOME", str(tmp_path / ".grok"))
+    src = next(f for f in sessions(home) if f.name == doc["session_id"])
+    out = orjson.loads(ok("fork", str(src), "--to", "grok", "--json", "--cwd", "/home/user/project"))
+    folder = Path(out["path"])
+    assert folder.parent.name == "%2Fhome%2Fuser%2Fproject" and sorted(p.name for p in folder.iterdir()) == \
+        ["chat_history.jsonl", "summary.json", "updates.jsonl"]
+    meta = layout_summary(folder)
+    for key in ("info", "session_summary", "created_at", "updated_at", "num_messages", "current_model_id"):
+        assert key in meta, key  # grok's required fields
+    assert meta["info"] == {"id": out["session_id"], "cwd": "/home/user/project"} and meta["chat_format_version"] == 1
+    assert read_jsonl(folder / "chat_history.jsonl")[0]["type"] == "system"
+    assert view_items(folder)[1:] == cache_items(folder)[1:]  # the folder reads back as its own cache says
+    assert sorted(p.name for p in tmp_path.rglob(".*.writing-*")) == []
+    proc = cli("fork", str(src), "--to", "grok", "--session-id", out["session_id"], "--cwd", "/home/user/project")
+    assert proc.returncode == 73 and b"already exists" in proc.stderr
