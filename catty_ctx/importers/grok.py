@@ -44,15 +44,17 @@ _DONE = ("completed", "failed")
 DANGLING_TEXT = "The tool was not executed: the turn was interrupted before its result was recorded."
 
 
-def session_folder(source: Path, session_id: str | None) -> Path:
-    """The session folder SOURCE names: the folder, its updates.jsonl, or one session of a home."""
+def session_log(source: Path, session_id: str | None) -> Path:
+    """The log SOURCE names: itself (a session's updates.jsonl, or a copy of its lines under
+    another name), a folder's, or that of one session of a home."""
     if source.is_file():
         if not layout.log_is_grok(source):
             raise not_recognised(str(source), WHAT)
-        return source.parent
+        return source
     found = layout.sessions_under(source, children=bool(session_id))
-    return one_session(found, source, WHAT, session_id=session_id, missing=f"no Grok Build session {session_id}",
-                       named=lambda f: session_id in (f.name, _obj(layout.summary(f).get("info")).get("id")))
+    folder = one_session(found, source, WHAT, session_id=session_id, missing=f"no Grok Build session {session_id}",
+                         named=lambda f: session_id in (f.name, _obj(layout.summary(f).get("info")).get("id")))
+    return Path(folder) / layout.LOG
 
 
 def _ms(rec: dict[str, Any]) -> int:
@@ -290,8 +292,8 @@ def child_folder(folder: Path, child_id: str) -> Path | None:
 
 
 def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | None = None, session_id: str | None = None) -> EventBuilder:
-    folder = session_folder(source, session_id)
-    log = folder / layout.LOG
+    log = session_log(source, session_id)
+    folder = log.parent  # its side files (summary, cache, checkpoints, children) lie beside it
     report = start.report
     lines = _lines(log, report, lenient, warn)
     if not lines:

@@ -310,3 +310,14 @@ def test_fork_to_grok_writes_a_folder_grok_lists(tmp_path: Path, monkeypatch: py
     assert sorted(p.name for p in tmp_path.rglob(".*.writing-*")) == []
     proc = cli("fork", str(src), "--to", "grok", "--session-id", out["session_id"], "--cwd", "/home/user/project")
     assert proc.returncode == 73 and b"already exists" in proc.stderr
+
+
+def test_eval_native_scores_grok_compactions_in_both_columns() -> None:
+    home, doc = stored()
+    report = orjson.loads(ok("eval", "--native", str(home), "--json"))["native"]
+    mine = [c for c in report["compactions"] if doc["session_id"] in c["session"]]
+    assert mine and all(c["agent"] == "grok" and c["error"] is None for c in mine), mine
+    for c in mine:
+        assert c["facts"] > 0 and c["summary_recall"] is not None and c["reminder_recall"] is not None
+        assert c["reminder_chars"] > 0  # our hooks' reminder, built from the updates.jsonl cut at the checkpoint line
+    assert report["total"]["failed"] == 0 and report["total"]["compactions"] == len(report["compactions"])
