@@ -1,10 +1,9 @@
 """Scripted Grok Build sessions the real `grok` writes, shared by the tests and the fixture
 recorder (record_fixtures.py): tool calls, resumes, an automatic compaction in segments
-mode, a foreground subagent, a fork (`--resume --fork-session`) and a cancelled turn.
-
-What headless grok does not allow: a rewind (`/rewind` is the TUI's; `-p "/rewind"` is sent to
-the model as text), so no fixture holds a `rewind_marker` line — the importer's rewind rule is
-tested on a line written after grok's own shape (docs/import.md)."""
+mode (two-pass, grok's default, and single-pass, which keeps `compaction_requests/`), a
+foreground subagent, a fork (`--resume --fork-session`), a `-p` run killed mid-call, and over
+ACP (`grok agent stdio`, `grok_acp`) what headless `-p` cannot do: a turn cancelled
+(`session/cancel`) and a rewind (`_x.ai/rewind/execute`, which needs `force: true` to act)."""
 from __future__ import annotations
 
 import os
@@ -15,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .openai_fake import message
+from .grok_acp import GrokAcp
 from .runner import Grok
 from .scenarios import ERROR
 from .xai_fake import run, spawn, write
@@ -34,6 +34,8 @@ class GrokWritten:
     fork_id: str
     child_id: str
     cancelled_id: str
+    single_id: str
+    acp_id: str
     prompts: dict[str, list[str]] = field(default_factory=dict)
     bodies: list[dict[str, Any]] = field(default_factory=list)
 
@@ -56,14 +58,58 @@ def grok_session(grok: Grok) -> GrokWritten:
     fork = grok.prompt("Continue on a branch", resume=sid, fork=True).session_id
     assert fork and fork != sid
     cancelled = cancel_turn(grok)
+    single = single_pass_compaction(grok)
+    acp = cancel_and_rewind(grok)
     assert s.unscripted == 0 and s.errors == [], (s.unscripted, s.errors)
     children = [d.name for d in (grok.session_dir(sid) / "subagents").iterdir()]
     assert len(children) == 1, children
     main = ["Run the tests", "Fix it", "Check the file", "Use a helper to look around"]
-    return GrokWritten(sid, fork, children[0], cancelled,
+    return GrokWritten(sid, fork, children[0], cancelled, single, acp,
                        {sid: main, fork: [*main, "Continue on a branch"], children[0]: ["List the python files here"],
-                        cancelled: ["Wait for it"]},
+                        cancelled: ["Wait for it"], single: ["Run it once", "Check it once"], acp: ACP_PROMPTS},
                        s.bodies())
+
+
+def single_pass_compaction(grok: Grok) -> str:
+    """A session compacted in one summariser call (GROK_TWO_PASS_COMPACTION=false): grok then
+    keeps the request it sent in `compaction_requests/<id>.json`."""
+    s = grok.server
+    env = {"GROK_TWO_PASS_COMPACTION": "false"}
+    s.push(run("echo 'single pass'", "echo"), message("Echoed."))
+    sid = grok.prompt("Run it once", env=env).session_id
+    assert sid
+    s.push(run("ls", "list", input_tokens=CROSS), message("Listed."))
+    grok.prompt("Check it once", resume=sid, env=env)
+    assert list((grok.session_dir(sid) / "compaction_requests").glob("*.json")), "no compaction request kept"
+    return sid
+
+
+ACP_PROMPTS = ["First prompt", "Second prompt", "Third prompt", "After the rewind"]
+
+
+def cancel_and_rewind(grok: Grok) -> str:
+    """Over ACP: two turns, a third cancelled while its command runs (`turn_completed` with
+    `stop_reason: cancelled` and its usage), a rewind to prompt 1 (the second prompt and what
+    followed leave the model's view; `rewind_marker` in the log), then a new prompt."""
+    s = grok.server
+    with GrokAcp(grok) as acp:
+        sid = acp.new_session()
+        s.push(message("First answer."))
+        acp.prompt(sid, ACP_PROMPTS[0])
+        s.push(message("Second answer."))
+        acp.prompt(sid, ACP_PROMPTS[1])
+        s.push(run("sleep 30", "wait"))
+        pending = acp.start("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": ACP_PROMPTS[2]}]})
+        acp.until(lambda: any((u.get("params") or {}).get("update", {}).get("sessionUpdate") == "tool_call" for u in acp.updates),
+                  "the command's start")
+        time.sleep(0.3)
+        acp.notify("session/cancel", {"sessionId": sid})
+        assert acp.wait(pending)["stopReason"] == "cancelled"
+        done = acp.request("_x.ai/rewind/execute", {"sessionId": sid, "targetPromptIndex": 1, "force": True})
+        assert done["success"] is True, done
+        s.push(message("After the rewind, fresh."))
+        acp.prompt(sid, ACP_PROMPTS[3])
+    return sid
 
 
 def cancel_turn(grok: Grok, timeout: float = 60) -> str:

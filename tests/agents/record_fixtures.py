@@ -55,7 +55,7 @@ def store_grok(exe: Path, ns: LoopbackNamespace, tmp: Path) -> None:
     as `.grok/sessions/...`; the derived search index (a database) left out."""
     home, project = tmp / "grok" / "home", tmp / "grok" / "project"
     project.mkdir(parents=True)
-    folder = OUT / f"grok-{pinned_version('grok')}" / "tools-compaction-subagent-fork-cancel"
+    folder = OUT / f"grok-{pinned_version('grok')}" / "tools-compactions-subagent-fork-cancel-rewind"
     shutil.rmtree(folder, ignore_errors=True)
     with FakeXai(ns.listen()) as server:
         w = grok_session(Grok(ns, server, exe, home, project))
@@ -69,7 +69,8 @@ def store_grok(exe: Path, ns: LoopbackNamespace, tmp: Path) -> None:
     main = next((folder / ".grok" / "sessions").glob(f"*/{w.session_id}/updates.jsonl")).relative_to(folder)
     manifest = {"cli": f"grok {pinned_version('grok')}", "session_id": w.session_id, "file": str(main),
                 "prompts": w.prompts[w.session_id], "fork_id": w.fork_id, "child_id": w.child_id,
-                "cancelled_id": w.cancelled_id, "home": ".grok", "sessions": w.prompts}
+                "cancelled_id": w.cancelled_id, "single_id": w.single_id, "acp_id": w.acp_id, "home": ".grok",
+                "sessions": w.prompts}
     (folder / "scenario.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     print(f"{folder.relative_to(ROOT)}: {sum(1 for _ in folder.rglob('*'))} files")
 
