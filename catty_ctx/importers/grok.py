@@ -10,7 +10,8 @@ lines are sorted by `_meta.agentTimestampMs`, ties by line). What each kind beco
 - `tool_call` → a tool call (`title` is the tool's name, `rawInput` its arguments); the
   terminal `tool_call_update` (`completed`/`failed`) → its result, with the text the model was
   sent: `chat_history.jsonl`'s result for that call when the cache holds it, else
-  `rawOutput.output_for_prompt`, else the update's content.
+  `rawOutput.output_for_prompt`, else the update's content less what grok only shows (a
+  subagent result's `<subagent_meta>` line): with the cache or without, the same view.
 - `turn_completed` → one usage event per model of its `modelUsage` (input counted uncached;
   `costUsdTicks` / 10¹⁰ as the cost, the server's own); a child's is kept whole instead, its
   parent's turn already counting it.
@@ -27,6 +28,7 @@ beside its parent in its cwd's bucket) is imported with it under `agent` = the c
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,8 @@ TICKS_PER_USD = 10_000_000_000
 _IN_VIEW = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
             "turn_completed", "compaction_checkpoint", "rewind_marker")
 _DONE = ("completed", "failed")
+# What grok shows the user in a subagent's result but does not send the model (its cache lacks it).
+_SHOWN_ONLY = re.compile(r"<subagent_meta>[^<]*</subagent_meta>\n\n")
 DANGLING_TEXT = "The tool was not executed: the turn was interrupted before its result was recorded."
 
 
@@ -202,7 +206,7 @@ class _Replay:
             text = self.results.get(cid)
             if text is None:
                 prompt = raw.get("output_for_prompt")
-                text = prompt if isinstance(prompt, str) else _content_text(update.get("content"))
+                text = prompt if isinstance(prompt, str) else _SHOWN_ONLY.sub("", _content_text(update.get("content")))
             b.tool_result(cid, text, is_error=update.get("status") == "failed", ts=ts, agent=self.agent)
             self.open_calls.pop(cid, None)
             b.end_assistant(self.agent)

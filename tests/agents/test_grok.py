@@ -191,6 +191,18 @@ def test_stored_folders_read_as_their_cache_says(tmp_path: Path) -> None:
     assert digest(copy) == before
 
 
+def test_the_view_is_the_same_from_the_cache_or_from_the_log_alone(tmp_path: Path) -> None:
+    """chat_history.jsonl is grok's cache of the model's view: without it (as grok rebuilds it
+    from updates.jsonl) every stored folder reads as the same view."""
+    home, _ = stored()
+    for n, src in enumerate(sessions(home)):
+        folder = tmp_path / str(n) / "%2Fx" / src.name
+        shutil.copytree(src, folder)
+        with_cache = view_items(folder)
+        (folder / "chat_history.jsonl").unlink()
+        assert view_items(folder) == with_cache, src.name
+
+
 def test_a_line_of_an_unknown_kind_is_kept_and_known_ones_are_never_dropped(tmp_path: Path) -> None:
     home, doc = stored()
     src = next(f for f in sessions(home) if f.name == doc["session_id"])
