@@ -20,7 +20,8 @@ lines are sorted by `_meta.agentTimestampMs`, ties by line). What each kind beco
 - A call the log never answers (an interrupted turn) gets the answer grok gives it on load: a
   `repair` event answering it as not executed.
 - Every other line (of a known kind or not) is kept whole as a `grok_update` event: never
-  in the view, never dropped.
+  in the view, never dropped; `subagent_spawned`/`subagent_finished` also update the
+  `subagents` state facet (id, status, type, description, the parent's call).
 
 The system prompt (`system_prompt.txt`, else the cache's first item) opens the session.
 `subagents/<id>/` names the children; each child's own folder (a session of its own, found
@@ -150,6 +151,8 @@ class _Replay:
         self.compact_start: dict[str, Any] = {}
         self.children: list[str] = []
         self.open_calls: dict[str, None] = {}  # calls no result has answered yet, in call order
+        self.spawns: dict[str, bool] = {}  # call id -> whether it spawns a subagent
+        self.subagents: dict[str, dict[str, Any]] = {}  # the `subagents` facet: each child's id, status, type, call
 
     def flush(self) -> None:
         b = self.b
@@ -200,6 +203,7 @@ class _Replay:
             name = tool.get("name") if isinstance(tool, dict) and tool.get("name") else update.get("title")
             b.tool_call(str(update.get("toolCallId")), str(name or ""), update.get("rawInput"), ts=ts, agent=self.agent)
             self.open_calls[str(update.get("toolCallId"))] = None
+            self.spawns[str(update.get("toolCallId"))] = name == "spawn_subagent"
         elif kind == "tool_call_update" and update.get("status") in _DONE:
             cid = str(update.get("toolCallId"))
             raw = _obj(update.get("rawOutput"))
@@ -227,9 +231,26 @@ class _Replay:
             # turn already holds that usage, so it is no usage event here)
             if kind == "auto_compact_started":
                 self.compact_start = update
-            elif kind == "subagent_spawned" and isinstance(update.get("child_session_id"), str):
-                self.children.append(update["child_session_id"])
             b.emit(KEPT_KIND, {"update_kind": str(kind), "update": update}, ts=ts, agent=self.agent)
+            if kind in ("subagent_spawned", "subagent_finished"):
+                self.subagent(kind, update, ts)
+
+    def subagent(self, kind: str, update: dict[str, Any], ts: Any) -> None:
+        """A child spawned or finished: the `subagents` facet as it now stands (what `inspect
+        --agents` and the continuation state read), its parent's call the open spawn_subagent."""
+        child = update.get("child_session_id") or update.get("subagent_id")
+        if not isinstance(child, str) or not child:
+            return
+        entry = self.subagents.setdefault(child, {"id": child})
+        if kind == "subagent_spawned":
+            self.children.append(child)
+            call = next((c for c in reversed(self.open_calls) if self.spawns.get(c)), None)
+            entry.update({"status": "running", "type": update.get("subagent_type"), "description": update.get("description")})
+            if call:
+                entry["call_id"] = call
+        else:
+            entry["status"] = str(update.get("status") or "completed")
+        self.b.state("subagents", [dict(e) for e in self.subagents.values()], ts=ts, agent=self.agent)
 
     def answer_dangling(self) -> None:
         """Grok's pairing rule on load: a call the log never answered (the turn was interrupted)

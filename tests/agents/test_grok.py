@@ -342,3 +342,19 @@ def test_eval_native_scores_grok_compactions_in_both_columns() -> None:
         assert c["facts"] > 0 and c["summary_recall"] is not None and c["reminder_recall"] is not None
         assert c["reminder_chars"] > 0  # our hooks' reminder, built from the updates.jsonl cut at the checkpoint line
     assert report["total"]["failed"] == 0 and report["total"]["compactions"] == len(report["compactions"])
+
+
+def test_inspect_agents_lists_the_subagent_child_with_its_parents_call() -> None:
+    home, doc = stored()
+    parent = next(f for f in sessions(home) if f.name == doc["session_id"])
+    rows = [orjson.loads(line) for line in ok("inspect", str(parent), "--agents").splitlines()]
+    assert [r["agent"] for r in rows] == [doc["child_id"]]
+    row = rows[0]
+    spawn = next(u["params"]["update"] for u in read_jsonl(parent / "updates.jsonl")
+                 if u["params"]["update"]["sessionUpdate"] == "tool_call" and u["params"]["update"]["title"] == "spawn_subagent")
+    assert (row["status"], row["type"], row["parent_call"]) == ("completed", "general-purpose", spawn["toolCallId"])
+    assert row["turns"] == 1
+    # the child's own folder reads on its own too (its turn is its parent's usage: not counted in a walk)
+    child = next(f for f in sessions(home) if f.name == doc["child_id"])
+    assert orjson.loads(ok("inspect", str(child), "--json"))["turns"] == 1
+    assert all(doc["child_id"] not in line for line in ok("inspect", str(home)).decode().splitlines()), "a child listed apart"
