@@ -44,7 +44,7 @@ _catty_ctx() {
         "compact") opts="--agent --allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "config") opts="--help --json -h" ;;
-        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --native --out --retries --scheduler --summarizer --timeout --two-pass -h -j" ;;
+        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --native --out --replay --retries --scheduler --summarizer --timeout --two-pass -h -j" ;;
         "export") opts="--format --help --out --redact -f -h -o" ;;
         "fork") opts="--agent --at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
         "hook") opts="--help -h claude codex install uninstall" ;;

@@ -85,6 +85,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l retries -r -F -d 
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l timeout -r -F -d 'The whole time one call of a cmd: or openai: summariser or…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l max-response-bytes -r -F -d 'Cut an openai: summariser\'s or judge\'s answer longer than…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l native -d 'CORPUS is a ROOT of agents\' own sessions (Claude Code…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l replay -d 'CORPUS is a ROOT of Grok Build sessions: summarise each…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l json -d 'Print one JSON document (a terminal gets tables, a pipe…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler (or one with no…'

@@ -5,7 +5,8 @@ line only when the next one comes, so an `_x.ai` line can precede an earlier ACP
 lines are sorted by `_meta.agentTimestampMs`, ties by line). What each kind becomes:
 
 - `user_message_chunk` → a user message (the chunks of one prompt, text then images, joined;
-  a hidden or interjected prompt is synthetic); `agent_message_chunk` → assistant text;
+  a hidden or interjected prompt is synthetic; a `hostTurn` echo such as `/compact`, which
+  grok never sends the model, is kept as below); `agent_message_chunk` → assistant text;
   `agent_thought_chunk` → reasoning.
 - `tool_call` → a tool call (`title` is the tool's name, `rawInput` its arguments); the
   terminal `tool_call_update` (`completed`/`failed`) → its result, with the text the model was
@@ -172,6 +173,10 @@ class _Replay:
         kind = update["sessionUpdate"]
         ts = _iso(ms, rec)
         eid = str(meta.get("eventId") or f"line-{lineno}")
+        if kind == "user_message_chunk" and _obj(update.get("_meta")).get("hostTurn"):
+            self.flush()  # a command's echo (`/compact`): persisted for grok's turn count, never sent to the model
+            b.emit(KEPT_KIND, {"update_kind": str(kind), "update": update}, ts=ts, agent=self.agent)
+            return
         if kind == "user_message_chunk":
             if self.text:
                 self.flush()

@@ -23,6 +23,7 @@ WINDOW = 40_000  # the fake catalogue's context window: 85% of it crossed compac
 CROSS = 36_000  # an input_tokens reported above the threshold: grok compacts before its next call
 SEGMENT_ONLY = ERROR  # the tool output of the first turn: after the compaction only segment_000.md holds it verbatim
 CHILD_TEXT = "The helper child found parse.py."
+SINGLE_RULE = "You must never touch setup.cfg."
 
 
 @dataclass
@@ -66,20 +67,25 @@ def grok_session(grok: Grok) -> GrokWritten:
     main = ["Run the tests", "Fix it", "Check the file", "Use a helper to look around"]
     return GrokWritten(sid, fork, children[0], cancelled, single, acp,
                        {sid: main, fork: [*main, "Continue on a branch"], children[0]: ["List the python files here"],
-                        cancelled: ["Wait for it"], single: ["Run it once", "Check it once"], acp: ACP_PROMPTS},
+                        cancelled: ["Wait for it"], single: [f"Write the notes. {SINGLE_RULE}", "/compact"], acp: ACP_PROMPTS},
                        s.bodies())
 
 
 def single_pass_compaction(grok: Grok) -> str:
-    """A session compacted in one summariser call (GROK_TWO_PASS_COMPACTION=false): grok then
-    keeps the request it sent in `compaction_requests/<id>.json`."""
+    """A session compacted by hand (`grok -p /compact --resume ID`), in one summariser call
+    (GROK_TWO_PASS_COMPACTION=false): grok keeps the whole history it sent in
+    `compaction_requests/<id>.json`. Its span holds facts `eval` derives (the user's rule, a file
+    edited), which the fake's summary leaves out."""
     s = grok.server
     env = {"GROK_TWO_PASS_COMPACTION": "false"}
-    s.push(run("echo 'single pass'", "echo"), message("Echoed."))
-    sid = grok.prompt("Run it once", env=env).session_id
+    # a window with room for the whole span (grok fits the request into window - 32,768 - the
+    # tools); grok keeps the model list it read first, so it is asked again
+    s.window = 200_000
+    (grok.grok_home / "models_cache.json").unlink(missing_ok=True)
+    s.push(write("notes.txt", "single pass\n"), message("Noted."))
+    sid = grok.prompt(f"Write the notes. {SINGLE_RULE}", env=env).session_id
     assert sid
-    s.push(run("ls", "list", input_tokens=CROSS), message("Listed."))
-    grok.prompt("Check it once", resume=sid, env=env)
+    grok.prompt("/compact", resume=sid, env=env)
     assert list((grok.session_dir(sid) / "compaction_requests").glob("*.json")), "no compaction request kept"
     return sid
 

@@ -358,3 +358,16 @@ def test_inspect_agents_lists_the_subagent_child_with_its_parents_call() -> None
     child = next(f for f in sessions(home) if f.name == doc["child_id"])
     assert orjson.loads(ok("inspect", str(child), "--json"))["turns"] == 1
     assert all(doc["child_id"] not in line for line in ok("inspect", str(home)).decode().splitlines()), "a child listed apart"
+
+
+def test_eval_replay_summarises_grok_requests_again_and_scores_both() -> None:
+    home, doc = stored()
+    report = orjson.loads(ok("eval", "--replay", str(home), "--summarizer", "extractive", "--json"))["replay"]
+    (row,) = report["requests"]  # the single-pass /compact's request (the two-pass ones keep none)
+    assert doc["single_id"] in row["session"] and row["trigger"] == "manual" and row["items"] > 3
+    assert row["facts"] >= 2  # the user's rule and the file edited, derived as --native derives them
+    assert row["grok"]["recall"] is not None and row["replays"][0]["recall"] is not None and row["replays"][0]["error"] is None
+    assert row["replays"][0]["recall"] > row["grok"]["recall"]  # the fake's canned summary names neither
+    assert report["total"]["replay_recall"] == {"extractive": row["replays"][0]["recall"]}
+    proc = cli("eval", "--replay", str(home))
+    assert proc.returncode == 2 and b"--summarizer" in proc.stderr
