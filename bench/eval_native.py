@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent / "tests"))  # the corpus generator the tests use
 
 from _util import catty, env_with_project, run  # noqa: E402
-from native_corpus import write_corpus  # noqa: E402
+from support.native_corpus import write_corpus  # noqa: E402
 
 
 def main() -> None:

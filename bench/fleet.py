@@ -34,7 +34,7 @@ sys.path.append(_HERE)
 from _util import OUT, catty, env_with_project  # noqa: E402
 
 sys.path[:0] = [str(Path(_HERE).parent), str(Path(_HERE).parent / "tests")]
-from usage_trees import claude_tree  # noqa: E402
+from support.usage_trees import claude_tree  # noqa: E402
 
 PROJECT_WORKERS = (8, 64, 512)
 

@@ -50,7 +50,7 @@ sys.path.append(_HERE)
 from _util import OUT, ROOT, catty, env_with_project  # noqa: E402
 
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage  # noqa: E402
+from support.usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage  # noqa: E402
 
 
 def tree_bytes(root: Path) -> tuple[int, int]:

@@ -23,8 +23,7 @@ import orjson
 from .errors import UsageError
 from .session.layout import LOG_NAME
 from .session.segments import grep_segments
-from .session.store import is_root
-from .sources import describe, open_session, root_sessions
+from .sources import describe, open_session, resolve, root_sessions
 
 CONTEXT_CHARS = 160  # a match's line is cut around the match to this many characters
 
@@ -142,7 +141,7 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None) -> Iterator[
     since, until = _day(query.since, "--since"), _day(query.until, "--until")
     left = query.limit
     for root in roots:
-        units = root_sessions(root, allow_empty=True) if is_root(root) else [root]
+        units = root_sessions(root, allow_empty=True) if resolve(root).is_root else [root]
         for unit in units:
             if query.agent is not None and query.agent != getattr(unit, "format", "catty"):
                 continue

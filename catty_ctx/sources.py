@@ -1,5 +1,7 @@
-"""Open anything a reading command is given: a catty session, `-`, or an agent's own session
-file or home (docs/architecture.md#native-sessions).
+"""The one target resolver: what every command and the library are given — `-`, a catty
+session, an agent's own session file, a ROOT of sessions, a URL — classified once (`resolve`),
+opened (`open_session`) or walked (`root_sessions`, the one ROOT walker)
+(docs/architecture.md#formats-and-sources, docs/architecture.md#native-sessions).
 
 A native session is imported in memory, as `catty-ctx import auto FILE | catty-ctx CMD -`
 would: its events go to a private spool (a temporary folder of this process, removed on
@@ -12,13 +14,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
 from .errors import UsageError
-from .fleet.urls import is_url, url_sessions
+from .fleet.urls import is_url, url_is_root, url_sessions
 from .formats import FORMATS, grok
 from .formats.ownership import foreign_format, native_refusal
 from .formats.roots import NativeSource, walk
@@ -27,6 +30,43 @@ from .session.layout import LOG_NAME
 from .session.store import Session
 
 Unit = "Path | NativeSource"  # one session of a ROOT
+STDIN, SESSION, NATIVE, ROOT = "stdin", "session", "native", "root"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A command's target, classified: KIND is `stdin` (`-`), `session` (a catty session folder
+    or log, or a URL naming one), `native` (another agent's session file: NATIVE) or `root` (a
+    folder or URL of sessions)."""
+
+    name: str
+    kind: str
+    native: NativeSource | None = None
+
+    @property
+    def is_root(self) -> bool:
+        return self.kind == ROOT
+
+
+def resolve(target: str | os.PathLike[str] | NativeSource) -> Target:
+    """TARGET classified, by the one rule every command and the library share."""
+    if isinstance(target, NativeSource):
+        return Target(str(target), NATIVE, target)
+    name = os.fspath(target)
+    if name == "-":
+        return Target(name, STDIN)
+    if is_url(name):
+        return Target(name, ROOT if url_is_root(name) else SESSION)
+    path = Path(name)
+    if path.is_dir() and not (path / LOG_NAME).exists():
+        return Target(name, ROOT)
+    native = native_source(path)
+    return Target(name, NATIVE, native) if native is not None else Target(name, SESSION)
+
+
+def is_root(target: str | os.PathLike[str]) -> bool:
+    """Whether TARGET names a ROOT of sessions (`resolve(TARGET).is_root`)."""
+    return resolve(target).is_root
 
 
 def native_source(target: str | os.PathLike[str] | NativeSource) -> NativeSource | None:
@@ -93,8 +133,9 @@ def import_log(native: NativeSource, log: Path, *, warn: Warn | None = stderr_wa
 
 
 def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Any]:
-    """The sessions under ROOT, catty ones (their folders) and native ones (NativeSource), in
-    walk order; none is a usage error unless the caller allows an empty ROOT."""
+    """The one ROOT walker: the sessions under ROOT, catty ones (their folders, or URLs under a
+    URL ROOT) and native ones (NativeSource), in walk order; none is a usage error (a cron job
+    pointed at the wrong folder must not pass) unless the caller allows an empty ROOT."""
     found: list[Any] = url_sessions(str(root)) if is_url(root) else list(walk(root))
     if not found and not allow_empty:
         raise UsageError(f"no session under {root}, of catty-ctx or of an agent ({', '.join(f.agent for f in FORMATS.values() if f.homes)}) "

@@ -9,7 +9,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT
+from support import ROOT
 
 PACKAGE = ROOT / "catty_ctx"
 TOP_LEVEL = {

@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from catty_ctx import defaults
-from conftest import FIXTURES, ROOT, jsonl
-from conftest import forked_process as cli  # a process of its own: the defaults read the config file when they load
+from support import FIXTURES, ROOT, jsonl
+from support import forked_process as cli  # a process of its own: the defaults read the config file when they load
 
 
 def _changed(name: str) -> object:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import browser
+from support import browser
 import orjson
 import pytest
-from conftest import call, cli, msg, result, session_event, write_log
+from support import call, cli, msg, result, session_event, write_log
 from markdown_it import MarkdownIt
 
 from catty_ctx.export import export
@@ -99,7 +99,7 @@ def test_export_reads_an_event_stream(tmp_path: Path, fmt: str) -> None:
 
 
 def test_a_plain_export_starts_without_the_cli_framework(tmp_path: Path) -> None:
-    from conftest import plain_run_loads
+    from support import plain_run_loads
 
     status, loaded = plain_run_loads("export", str(_session(tmp_path)), "--format", "txt")
     assert status == 0 and loaded == []

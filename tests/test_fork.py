@@ -17,7 +17,7 @@ from catty_ctx.view.fingerprint import chain_hex
 from catty_ctx.fork import fork, resume
 from catty_ctx.session.store import Session
 from catty_ctx.view.fold import view
-from conftest import ROOT, call, msg, session_event, write_log
+from support import ROOT, call, msg, session_event, write_log
 
 
 def test_child_view_fingerprints_equal_the_parents_prefix(demo: Path, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import catty_ctx
-from conftest import ROOT
+from support import ROOT
 
 
 def test_every_public_name_resolves_and_has_a_docstring() -> None:

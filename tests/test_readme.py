@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import ROOT
+from support import ROOT
 
 
 def _first_block() -> list[str]:

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import orjson
-from conftest import cli, msg, session_event, write_log
+from support import cli, msg, session_event, write_log
 
 from catty_ctx.compact.pipeline import compact_session
 from catty_ctx.search import Query, search

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import orjson
-from conftest import ROOT, plain_run_loads
+from support import ROOT, plain_run_loads
 
 # Never loaded by a plain read of a catty session.
 HEAVY = ("typer", "click", "rich", "catty_ctx.importers", "catty_ctx.usage", "catty_ctx.compact.pipeline", "catty_ctx.writeback",

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from catty_ctx.view import providers
-from conftest import ROOT, call, cli, jsonl, msg, result, session_event, write_log
+from support import ROOT, call, cli, jsonl, msg, result, session_event, write_log
 
 CLAUDE = ROOT / "fixtures/import/claude/projects/-home-dev-shop"
 

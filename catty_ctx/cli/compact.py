@@ -26,8 +26,7 @@ from ..errors import CattyError, ExitCode, UsageError
 from ..fleet.cluster import Engine, engine_for, refuse_writes
 from ..fleet.runner import most_severe
 from ..fleet.urls import refuse_writes as refuse_url_writes
-from ..session.store import is_root
-from ..sources import root_sessions
+from ..sources import resolve, root_sessions
 from ..subagents import open_agent
 from ..view.tokens import OVER
 from .errors import warn
@@ -124,7 +123,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
         return
     if target is None:
         raise UsageError("compact needs a SESSION or ROOT (or --replay ARTIFACT)")
-    if agent is not None and (prefire or two_pass or target == "-" or _is_root(target)):
+    if agent is not None and (prefire or two_pass or target == "-" or resolve(target).is_root):
         raise UsageError(f"compact --agent {agent} compacts one subagent of one session (not a ROOT nor a stream), in one pass")
 
     errors: list[CattyError] = []
@@ -136,7 +135,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
     sessions = None
     progress = None
     context: Any = engine_for(None if target == "-" else scheduler, connect_timeout)
-    if target != "-" and _is_root(target):
+    if resolve(target).is_root:
         if not (check or dry_run):
             refuse_url_writes(target, "compact")
             if isinstance(context, Engine):
@@ -170,7 +169,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
                  "what it replaced (a session this small gains nothing from compaction)")
     rows = [r.row() for r in results]
     if as_json and len(rows) == 1 and not errors:
-        write_json(rows[0] if target == "-" or not _is_root(target) else {"sessions": rows})
+        write_json(rows[0] if not resolve(target).is_root else {"sessions": rows})
     else:
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     # The most severe of the sessions' codes (docs/spec.md#a-root-of-sessions).
@@ -178,9 +177,6 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
     if code:
         raise SystemExit(code)
 
-
-def _is_root(target: str) -> bool:
-    return is_root(target)
 
 
 def _show_replay(out: dict[str, Any]) -> None:

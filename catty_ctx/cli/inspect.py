@@ -16,8 +16,7 @@ from ..errors import ExitCode, UsageError
 from ..fleet.cluster import engine_for
 from ..inspect.session import find_event, inspect_root, inspect_session, view_rows
 from ..inspect.stats import root_stats
-from ..session.store import is_root
-from ..sources import open_session, root_sessions
+from ..sources import open_session, resolve, root_sessions
 from ..subagents import agent_rows, open_agent
 from ..view.snapshot import context_report
 from .errors import warn
@@ -78,7 +77,7 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
     if stats:
         _stats(target, allow_empty=allow_empty, as_json=as_json)
         return
-    if target != "-" and is_root(target):
+    if resolve(target).is_root:
         for flag_name, given in (("--context", context), ("--agents", agents), ("--agent", agent is not None)):
             if given:
                 raise UsageError(f"{target}: {flag_name} needs one session, not a ROOT")
@@ -121,7 +120,7 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
 
 def _stats(target: str, *, allow_empty: bool, as_json: bool) -> None:
     """`inspect ROOT --stats`: the distributions, a row per quantity (one document with --json)."""
-    found = root_sessions(target, allow_empty=allow_empty) if target != "-" and is_root(target) else [target]
+    found = root_sessions(target, allow_empty=allow_empty) if resolve(target).is_root else [target]
     failed: list[str] = []
 
     def on_error(path: Any, exc: Exception) -> None:

@@ -12,8 +12,8 @@ from ..fleet.cluster import engine_for
 from ..formats.ownership import require_ours
 from ..repair.plan import problem_notes, repair_plan, repair_session, repair_stream
 from ..repair.root import repair_root
-from ..session.store import Session, is_root
-from ..sources import open_session
+from ..session.store import Session
+from ..sources import open_session, resolve
 from .errors import note, warn
 from .fastpath import CLUSTER, TARGET_ARG, flag, parse_one, shared
 from .fastpath import declare as declare_command
@@ -72,7 +72,7 @@ def run(target: str, check: bool = False, dry_run: bool = False, force: bool = F
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT, scheduler: str | None = None, connect_timeout: float = CONNECT_TIMEOUT,
         allow_remote_writes: bool = False) -> None:
     """Repair TARGET (with --check or --dry-run, only report what it would do)."""
-    if target != "-" and is_root(target):
+    if resolve(target).is_root:
         _repair_root(target, check=check, dry_run=dry_run, force=force, allow_empty=allow_empty, as_json=as_json, lock_timeout=lock_timeout,
                      scheduler=scheduler, connect_timeout=connect_timeout, allow_remote_writes=allow_remote_writes)
         return

@@ -12,8 +12,7 @@ from ..errors import DataError, UsageError, WriteError
 from ..html import build_report, write_root
 from ..html.index import write_file
 from ..html.page import render
-from ..session.store import is_root
-from ..sources import root_sessions
+from ..sources import resolve, root_sessions
 from ..subagents import open_agent
 from . import app
 from .errors import handle_errors, note, warn
@@ -55,7 +54,7 @@ def report_cmd(
     goes on past a failed session and exits with the most severe code its sessions met.
     """
 
-    if target != "-" and is_root(target):
+    if resolve(target).is_root:
         if agent is not None:
             raise UsageError(f"{target}: --agent needs one session, not a ROOT")
         if output is None:

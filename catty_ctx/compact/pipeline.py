@@ -23,8 +23,8 @@ from ..session.events import Event
 from ..session.files import clear_dead_temps
 from ..session.layout import REQUESTS_DIR
 from ..session.segments import DETAILS, next_number, write_segment
-from ..session.store import Session, find_sessions, is_root
-from ..sources import open_session
+from ..session.store import Session
+from ..sources import open_session, resolve, root_sessions
 from ..view.boundary import repair_new_head
 from ..view.fold import plan_file
 from ..view.head import continuation_state
@@ -397,11 +397,11 @@ def compact_target(
     """Compact SESSION, or each session under ROOT over its threshold, in order, here or on
     ENGINE's cluster (`cluster.Engine`); errors go to on_error. `sessions` may pass ROOT's
     sessions in; PROGRESS wraps the per-session outcomes."""
-    if target != "-" and is_root(target):
+    if resolve(target).is_root:
         if options.get("prefire"):
             # On a ROOT, prefire the sessions that are getting close (the cron use).
             options.setdefault("prefire_from", options.get("threshold", DEFAULT_THRESHOLD) - PREFIRE_LEAD)
-        found = sessions if sessions is not None else find_sessions(target)
+        found = sessions if sessions is not None else root_sessions(target, allow_empty=True)
         report = (lambda path, exc: on_error(str(path), exc)) if on_error is not None else None
         yield from RootRun(compact_path, found, engine, on_error=report, progress=progress, **options)
         return

@@ -27,8 +27,8 @@ from ..fleet.urlcopy import on_copy
 from ..fleet.urls import is_url, url_is_root, url_sessions
 from ..fleet.workers import can_fork
 from ..session.layout import LOG_NAME
-from ..session.store import Session, is_root
-from ..sources import import_log, native_source, root_sessions
+from ..session.store import Session
+from ..sources import import_log, native_source, resolve, root_sessions
 from ..view.fold import plan_file
 from . import drive as driving  # the submodule: `eval.drive` stays the module, not its function
 from .drive import Strategy
@@ -80,7 +80,7 @@ def open_corpus(corpus: str, *, stdin: Any = None) -> Corpus:
         raise UsageError(f"{corpus}: no such file or directory")
     if p.is_file():
         return _with_native([p], [corpus])
-    if not is_root(p):
+    if not resolve(p).is_root:
         return Corpus([p], [corpus])
     found = root_sessions(p, allow_empty=True)
     if not found:

@@ -3,7 +3,7 @@
 The readers work on files; a URL's files are fetched, one session (or one log, for `usage`)
 at a time, into a private temporary folder, read there by the same code as a local session,
 and every path the readers report (rows, messages, warnings) names the URL again. Listing
-a URL ROOT finds its sessions by the same rule as `store.find_sessions`. fsspec (which
+a URL ROOT finds its sessions by the same rule as a local one (`layout.session_dirs`). fsspec (which
 comes with the `dask` extra) and a scheme's own package (s3fs, gcsfs, …) are imported only
 when a URL is given; a missing one is a usage error naming it.
 """
@@ -56,7 +56,7 @@ def _parts(path: str) -> tuple[str, ...]:
 
 
 def url_sessions(url: str) -> list[str]:
-    """The session URLs (folders holding updates.jsonl) under URL, by `store.find_sessions`'s rule."""
+    """The session URLs (folders holding updates.jsonl) under URL, by `layout.session_dirs`'s rule."""
     fs, root = filesystem(url)
     if not fs.isdir(root):
         raise UsageError(f"{url}: no such folder")

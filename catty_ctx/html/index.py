@@ -18,7 +18,7 @@ from ..errors import CattyError, DataError, WriteError
 from ..fleet.runner import Forked, RootRun
 from ..fleet.workers import can_fork, usable_cpus
 from ..session.files import replace_file
-from ..session.store import find_sessions
+from ..sources import root_sessions
 from .assets import CSP, CSS, JS
 from .data import gather_path
 from .fmt import esc, money, num
@@ -151,7 +151,7 @@ def write_root(root: Path, out: Path, *, sessions: Iterable[Any] | None = None, 
     others go on); without it, the first is raised."""
 
     prepare_dir(out)
-    found = list(sessions if sessions is not None else find_sessions(root))
+    found = list(sessions if sessions is not None else root_sessions(root, allow_empty=True))
     workers = jobs if jobs is not None else (usable_cpus() if can_fork() and len(found) > 8 else 1)
 
     def unreadable(row: dict[str, Any]) -> CattyError | None:

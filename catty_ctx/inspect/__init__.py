@@ -1,2 +1,2 @@
-"""`inspect` (docs/architecture.md#inspect): one session in one streaming pass (`session`), its
+"""`inspect` (docs/architecture.md#the-mechanisms): one session in one streaming pass (`session`), its
 fold on two cores for large logs (`two_cores`), and the calibration distributions (`stats`)."""

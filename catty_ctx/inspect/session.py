@@ -19,8 +19,8 @@ from ..fleet.cluster import Engine
 from ..fleet.runner import RootRun
 from ..session.events import DEFAULT_WINDOW, Event
 from ..session.jsonl import json_problem, raw_lines
-from ..session.store import Session, find_sessions, session_window
-from ..sources import open_session
+from ..session.store import Session, session_window
+from ..sources import open_session, root_sessions
 from ..view.fingerprint import Chain, canonical
 from ..view.fold import ViewItem, ViewStats, iter_view, plan_file
 from ..view.integrity import PairingChecker
@@ -268,6 +268,6 @@ def inspect_root(root: Path, *, on_error: Callable[[Path, CattyError], None], se
     """A row per session under ROOT (or of `sessions`), in order, here or on ENGINE's cluster;
     a broken session is reported and skipped (its code counts toward the run's `exit_code`).
     PROGRESS wraps the per-session outcomes."""
-    return RootRun(root_row, sessions if sessions is not None else find_sessions(root), engine, on_error=on_error, progress=progress)
+    return RootRun(root_row, sessions if sessions is not None else root_sessions(root, allow_empty=True), engine, on_error=on_error, progress=progress)
 
 

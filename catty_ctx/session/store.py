@@ -23,7 +23,6 @@ import orjson
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from ..errors import DataError, LockBusy, UsageError, WriteError
-from ..fleet.urls import is_url, url_is_root, url_sessions
 from .event_ids import KnownIds, event_key, split_known
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, check_replaceable, commit_staged, discard_staged, fsync_dir, replace_file, stage_file, write_file  # noqa: F401 - re-exported
@@ -570,29 +569,3 @@ def session_window(session: Session, session_event: Event | None = None) -> int:
     if session_event and isinstance(session_event.get("window"), int) and session_event["window"] > 0:
         return session_event["window"]
     return DEFAULT_WINDOW
-
-
-def find_sessions(root: str | os.PathLike[str]) -> Iterator[Path]:
-    """Session directories (holding updates.jsonl) under ROOT at any depth, sorted, no symlinks
-    followed, no staging folder of a killed fork or import entered."""
-    for folder in session_dirs(os.walk(root, followlinks=False)):
-        yield Path(folder)
-
-
-def root_sessions(root: str | os.PathLike[str], *, allow_empty: bool = False) -> list[Path]:
-    """The sessions under ROOT; none is a usage error (a cron job pointed at the wrong folder
-    must not pass) unless the caller allows an empty ROOT. A URL ROOT (`urls`) gives session URLs."""
-    if is_url(root):
-        found: list[Any] = url_sessions(str(root))
-    else:
-        found = list(find_sessions(root))
-    if not found and not allow_empty:
-        raise UsageError(f"no catty-ctx session under {root} (--allow-empty accepts an empty ROOT)")
-    return found
-
-
-def is_root(path: str | os.PathLike[str]) -> bool:
-    if is_url(path):
-        return url_is_root(str(path))
-    p = Path(path)
-    return p.is_dir() and not (p / LOG_NAME).exists()

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import cli, jsonl
+from support import cli, jsonl
 
 from catty_ctx.fork import resume
 from catty_ctx.session.store import Session

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES
+from support import FIXTURES
 
 from agents.roundtrip import (
     NATIVE_PENDING,

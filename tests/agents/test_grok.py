@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES, cli
+from support import FIXTURES, cli
 
 from agents.grok_scenarios import SEGMENT_ONLY, grok_session
 from agents.openai_fake import message

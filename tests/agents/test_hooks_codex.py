@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import cli
+from support import cli
 
 from agents.openai_fake import Turn, exec_command, function_call, message
 from agents.runner import ROOT

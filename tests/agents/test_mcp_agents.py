@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 from agents.anthropic_fake import text, tool_use
 from agents.openai_fake import exec_command, function_call, message

@@ -12,8 +12,8 @@ import pytest
 
 from agents.anthropic_fake import text
 from agents.openai_fake import message
-from conftest import cli
-from writeback_sessions import BIG, USER_TURNS, claude_session, codex_session
+from support import cli
+from support.writeback_sessions import BIG, USER_TURNS, claude_session, codex_session
 
 from catty_ctx.repair.plan import DANGLING_TEXT
 from catty_ctx.writeback.claude import project_folder_name

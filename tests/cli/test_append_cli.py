@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import ROOT, cli, jsonl, plain_run, typer_cli
+from support import ROOT, cli, jsonl, plain_run, typer_cli
 
 
 def test_create_then_append_from_stdin(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_appended_stream_is_a_valid_log(demo: Path, tmp_path: Path) -> None:
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_appends_option_table_is_the_typer_commands() -> None:
-    from conftest import table_is_the_typer_commands
+    from support import table_is_the_typer_commands
 
     table_is_the_typer_commands("append")  # (its options, and their least and greatest values)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import cli, jsonl
+from support import cli, jsonl
 
 
 def _append(session: Path, *events: dict, extra: tuple[str, ...] = ()) -> list[dict]:
@@ -84,7 +84,7 @@ def test_blob_starts_without_typer_and_both_parsers_agree(tmp_path: Path) -> Non
     """`blob` parses its two arguments itself (cli/fastpath.py); anything else goes to typer, with the same answers."""
 
     from catty_ctx.cli.blob import parse_args
-    from conftest import both_parsers, plain_run
+    from support import both_parsers, plain_run
 
     s = tmp_path / "s"
     ev = _append(s, {"kind": "message", "id": "u1", "role": "user", "text": "x" * 100_000})[0]

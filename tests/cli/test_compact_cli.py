@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from conftest import both_parsers, cli, cli_on_a_terminal, fixture_session, jsonl, msg, plain_run_loads, session_event, table_is_the_typer_commands, write_log
-from scripted_server import ScriptedServer, error, sse
+from support import both_parsers, cli, cli_on_a_terminal, fixture_session, jsonl, msg, plain_run_loads, session_event, table_is_the_typer_commands, write_log
+from support.scripted_server import ScriptedServer, error, sse
 
 
 def _session(path: Path, window: int = 200_000) -> Path:
@@ -235,7 +235,7 @@ def test_a_plain_compact_never_loads_typer_or_rich(demo: Path, tmp_path: Path) -
 
 
 def test_a_compaction_that_grows_the_view_says_so(tmp_path: Path) -> None:
-    from conftest import msg, session_event, write_log
+    from support import msg, session_event, write_log
 
     usage = {"kind": "usage", "model": "m", "input": 100, "output": 20, "cache_read": 0, "cache_write": 0, "reasoning": 0}
     small = write_log(tmp_path / "small", [session_event("small-1"), msg("user", "hi", "u1"), msg("assistant", "hello", "a1"), usage])
@@ -246,7 +246,7 @@ def test_a_compaction_that_grows_the_view_says_so(tmp_path: Path) -> None:
 
 
 def test_a_compaction_that_shrinks_the_view_does_not_warn(tmp_path: Path) -> None:
-    from conftest import FIXTURES
+    from support import FIXTURES
 
     s = tmp_path / "demo"
     shutil.copytree(FIXTURES / "sessions" / "demo", s)

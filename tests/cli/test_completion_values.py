@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 from catty_ctx.defaults import RESUME_FORMATS, USAGE_BY
 from catty_ctx.importers import FORMATS
@@ -46,7 +46,7 @@ def test_bash_still_completes_files_where_a_path_goes(tmp_path) -> None:
 @pytest.mark.parametrize(("words", "expected"), [CASES[0], CASES[1], CASES[3]])
 def test_zsh_offers_exactly_the_allowed_values(words: list[str], expected: set[str]) -> None:
     line = " ".join(["catty-ctx", *words, ""])
-    proc = subprocess.run(["zsh", "-f", str(ROOT / "tests" / "zsh_complete.zsh"), str(COMPLETIONS), line],
+    proc = subprocess.run(["zsh", "-f", str(ROOT / "tests" / "support" / "zsh_complete.zsh"), str(COMPLETIONS), line],
                           capture_output=True, text=True, timeout=60)
     assert set(proc.stdout.split()) == expected, proc.stderr
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from catty_ctx.cli.docgen import _all, command_tree, generated_files
-from conftest import ROOT, cli
+from support import ROOT, cli
 
 
 def test_committed_man_pages_and_completions_are_fresh() -> None:

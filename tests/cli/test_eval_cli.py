@@ -8,9 +8,9 @@ import pytest
 
 from catty_ctx.eval import EvalOptions, open_corpus, run_eval
 from catty_ctx.eval.facts import KINDS
-from conftest import cli, cli_on_a_terminal
-from eval_corpus import ERROR, FACTS, failing_summarizer, planted_session, poor_summarizer, reader_judge, tree_bytes
-from scripted_server import ScriptedServer, error, sse
+from support import cli, cli_on_a_terminal
+from support.eval_corpus import ERROR, FACTS, failing_summarizer, planted_session, poor_summarizer, reader_judge, tree_bytes
+from support.scripted_server import ScriptedServer, error, sse
 
 METRICS = {
     "state_recall", "instruction_retention", "detail_recovery", "integrity_violations", "summarizer_seconds",

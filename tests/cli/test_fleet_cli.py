@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import forked_cli
+from support import forked_cli
 import orjson
 import pytest
 
-from conftest import FIXTURES, ROOT, cli, msg, session_event, without_timings, write_log
-from fleet_cluster import QUIET
-from usage_trees import claude_tree, codex_rollout
+from support import FIXTURES, ROOT, cli, msg, session_event, without_timings, write_log
+from support.fleet_cluster import QUIET
+from support.usage_trees import claude_tree, codex_rollout
 
 
 def mixed_tree(root: Path, *, extra_sessions: int = 6) -> Path:
@@ -50,7 +50,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    """`catty-ctx ARGS` in a process of its own, forked from one that has imported Dask (tests/forked_cli.py)."""
+    """`catty-ctx ARGS` in a process of its own, forked from one that has imported Dask (tests/support/forked_cli.py)."""
     return subprocess.run([*forked_cli.command(forked_cli.DASK), *args], capture_output=True, timeout=timeout,
                           env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})))
 
@@ -114,7 +114,7 @@ def test_a_file_url_root_on_the_cluster_reads_as_the_folder(tree: Path, dask_clu
 
 
 def test_a_terminal_shows_the_cluster_run_progress(tmp_path: Path, dask_cluster: Any) -> None:
-    from conftest import cli_on_a_terminal
+    from support import cli_on_a_terminal
 
     for i in range(30):
         shutil.copytree(FIXTURES / "sessions" / "demo", tmp_path / "root" / f"s{i:02d}")

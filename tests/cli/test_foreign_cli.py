@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import FIXTURES, cli, msg, session_event, write_log
+from support import FIXTURES, cli, msg, session_event, write_log
 
 IMP = FIXTURES / "import"
 _DOCUMENTS = [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import FIXTURES, both_parsers, cli, plain_run_loads, table_is_the_typer_commands, writes_below
+from support import FIXTURES, both_parsers, cli, plain_run_loads, table_is_the_typer_commands, writes_below
 
 
 def test_fork_at_turn_prints_the_child(demo: Path, tmp_path: Path) -> None:

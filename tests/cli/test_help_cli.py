@@ -88,7 +88,7 @@ def test_only_the_shared_options_declare_json() -> None:
     """--json is spelt once, in fastpath.SHARED: the tables and options.py take it from there."""
     import ast
 
-    from conftest import ROOT
+    from support import ROOT
 
     declared = []
     for path in sorted((ROOT / "catty_ctx" / "cli").glob("*.py")):
@@ -103,7 +103,7 @@ def test_only_the_output_layer_decides_table_lines_or_json() -> None:
     in cli/output.py alone (`form`, used by `emit` and `rows_out`)."""
     import ast
 
-    from conftest import ROOT
+    from support import ROOT
 
     def asks_the_terminal(node: ast.AST) -> bool:
         f = getattr(node, "func", None)

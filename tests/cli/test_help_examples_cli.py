@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import ROOT, cli
+from support import ROOT, cli
 
 from catty_ctx.cli.registry import COMMANDS
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-import forked_cli
-from conftest import FIXTURES, ROOT, cli
+from support import forked_cli
+from support import FIXTURES, ROOT, cli
 
 ROOT_COMMANDS = [
     ["inspect", "{R}"],
@@ -99,7 +99,7 @@ STDOUT_COMMANDS = [
 
 
 def _run_with_stdout(args: list[str], paths: dict[str, str], how: str, n: int) -> subprocess.CompletedProcess[bytes]:
-    """A process of its own (forked from one that has imported the libraries: tests/forked_cli.py)
+    """A process of its own (forked from one that has imported the libraries: tests/support/forked_cli.py)
     with stdout on a full disk or closed."""
     argv = [a.format(N=f"{how}-{n}", **paths) for a in args]
     stdin = paths["LOG"].encode() if "-" in args else b'{"kind":"message","id":"m9","role":"user","text":"hi"}\n'
@@ -184,7 +184,7 @@ def test_resume_of_an_empty_view_is_exit_65(fmt: str, tmp_path: Path) -> None:
 
 
 def _under_umask(mask: int, *args: str, input: bytes = b"", cwd: Path | None = None) -> None:
-    """A process of its own (tests/forked_cli.py: the launcher hands its umask over) under MASK."""
+    """A process of its own (tests/support/forked_cli.py: the launcher hands its umask over) under MASK."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run([*forked_cli.command(forked_cli.LIBRARIES), *args], input=input, capture_output=True, env=env, cwd=cwd,
                           timeout=120, preexec_fn=lambda: os.umask(mask))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import orjson
 
-import forked_cli
-from conftest import FIXTURES, ROOT, both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands, writes_below
+from support import forked_cli
+from support import FIXTURES, ROOT, both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands, writes_below
 
 IMP = FIXTURES / "import"
 CLAUDE = IMP / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl"
@@ -37,7 +37,7 @@ def _db(tmp_path: Path) -> Path:
 
 def _pipe(*import_args: str) -> tuple[int, int, bytes, bytes]:
     """`catty-ctx import … | catty-ctx inspect - --json` through a real OS pipe, each a process of
-    its own (forked from one that imported the libraries: tests/forked_cli.py)."""
+    its own (forked from one that imported the libraries: tests/support/forked_cli.py)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     program = forked_cli.command(forked_cli.LIBRARIES)
     producer = subprocess.Popen([*program, "import", *import_args],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import FIXTURES, both_parsers, cli, jsonl, msg, plain_run, session_event, write_log
+from support import FIXTURES, both_parsers, cli, jsonl, msg, plain_run, session_event, write_log
 
 
 def test_stdin_stream_equals_the_session(demo: Path) -> None:
@@ -107,7 +107,7 @@ def test_version_and_module_entry() -> None:
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_inspects_option_table_is_the_typer_commands() -> None:
-    from conftest import table_is_the_typer_commands
+    from support import table_is_the_typer_commands
 
     table_is_the_typer_commands("inspect")  # (its options, and their least and greatest values)
 

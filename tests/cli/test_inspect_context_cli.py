@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 
 from catty_ctx.view.snapshot import snapshot_event
-from conftest import cli, msg, session_event, write_log
+from support import cli, msg, session_event, write_log
 
 
 def test_a_claude_import_shows_its_known_parts_with_sources(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import orjson
-from conftest import FIXTURES, cli, cli_on_a_terminal, msg, session_event, write_log
+from support import FIXTURES, cli, cli_on_a_terminal, msg, session_event, write_log
 
 
 def _type_names(doc: dict[str, object]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from conftest import both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands, writes_below
+from support import both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands, writes_below
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_append_to_a_missing_session_is_a_usage_error(repo: Path, tmp_path: Path
 def test_concurrent_appends_record_the_state_once(repo: Path, tmp_path: Path) -> None:
     import sys
 
-    from conftest import ROOT
+    from support import ROOT
 
     s = tmp_path / "s"
     cli("append", str(s), "--create", check=True)

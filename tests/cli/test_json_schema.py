@@ -10,7 +10,7 @@ from typing import Any, Callable
 import orjson
 import pytest
 
-from conftest import FIXTURES, ROOT, cli
+from support import FIXTURES, ROOT, cli
 
 DOC = ROOT / "docs" / "json.md"
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FIXTURES, ROOT, cli_on_a_terminal
+from support import FIXTURES, ROOT, cli_on_a_terminal
 
 
 def _root(tmp_path: Path, n: int = 40) -> Path:

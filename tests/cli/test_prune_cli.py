@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from conftest import FIXTURES, both_parsers, call, cli, jsonl, msg, plain_run, result, session_event, write_log
+from support import FIXTURES, both_parsers, call, cli, jsonl, msg, plain_run, result, session_event, write_log
 
 
 def long_session(path: Path, turns: int = 16, size: int = 6000, window: int = 20_000) -> Path:
@@ -159,7 +159,7 @@ def test_stats_item_tokens_agree_with_inspect_of_the_same_request(tmp_path: Path
 # -- the typer-free start (cli/fastpath.py) ------------------------------------------------------
 
 def test_prunes_option_table_is_the_typer_commands() -> None:
-    from conftest import table_is_the_typer_commands
+    from support import table_is_the_typer_commands
 
     table_is_the_typer_commands("prune")  # (its options, and their least and greatest values)
 
@@ -195,7 +195,7 @@ def test_a_plain_prune_never_loads_typer_or_rich(tmp_path: Path) -> None:
 
 
 def test_stats_on_a_terminal_is_a_small_table_and_one_json_line_in_a_pipe(demo: Path) -> None:
-    from conftest import cli_on_a_terminal
+    from support import cli_on_a_terminal
 
     code, _out, shown = cli_on_a_terminal("prune", str(demo), "--stats")
     assert code == 0 and b'{"stats"' not in shown

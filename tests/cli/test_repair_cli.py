@@ -11,7 +11,7 @@ import pytest
 
 from catty_ctx.repair.plan import analyse
 from catty_ctx.session.store import Session
-from conftest import FIXTURES, both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands
+from support import FIXTURES, both_parsers, cli, jsonl, plain_run_loads, table_is_the_typer_commands
 
 sys.path.append(str(FIXTURES / "bad"))
 from make_bad import CORPUS, build  # noqa: E402  (the data-error corpus)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import FIXTURES, cli, jsonl
+from support import FIXTURES, cli, jsonl
 
 
 def test_resume_repairs_in_memory_says_so_and_leaves_the_log(tmp_path: Path) -> None:
@@ -53,7 +53,7 @@ def test_an_unknown_format_is_a_usage_error(demo: Path) -> None:
 def test_resume_starts_without_typer_and_both_parsers_agree(demo: Path) -> None:
     """`resume` parses its plain spellings itself (cli/fastpath.py); anything else goes to typer, with the same answers."""
     from catty_ctx.cli.resume import parse_args
-    from conftest import both_parsers, plain_run, table_is_the_typer_commands
+    from support import both_parsers, plain_run, table_is_the_typer_commands
 
     table_is_the_typer_commands("resume")  # (its options, and their least and greatest values)
     assert parse_args([str(demo), "-f", "openai"]) == {"session": str(demo), "fmt": "openai"}

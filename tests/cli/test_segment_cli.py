@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import both_parsers, cli, plain_run_loads, table_is_the_typer_commands
+from support import both_parsers, cli, plain_run_loads, table_is_the_typer_commands
 
 SUBCOMMANDS = ("list", "show", "grep")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 
-from conftest import cli
+from support import cli
 
 
 def _claude_file(path: Path, *extra: dict) -> Path:

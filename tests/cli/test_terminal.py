@@ -13,8 +13,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-import forked_terminal
-from conftest import ROOT, call, cli, msg, session_event, write_log
+from support import forked_terminal
+from support import ROOT, call, cli, msg, session_event, write_log
 
 # Text that rich would read as markup (or emoji codes) if it ever reached it as a markup string.
 NASTY = ["[/\\]", "[seq 7]", "[bold]x[/bold]", "[link=https://example.invalid]x[/link]", "[bold red]styled?", ":thumbs_up:"]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, cli, jsonl, typer_cli
-from usage_trees import claude_tree, codex_rollout
+from support import ROOT, cli, jsonl, typer_cli
+from support.usage_trees import claude_tree, codex_rollout
 
 ROW_FIELDS = {"input", "output", "cache_read", "cache_write", "reasoning", "calls", "cost_usd", "partial"}
 
@@ -148,7 +148,7 @@ def test_help_describes_the_command_with_an_example() -> None:
 def test_the_fast_option_table_is_the_typer_commands() -> None:
     """`usage` parses its own argv to start without typer; both parsers are made from one table
     (`PARAMS`), and the typer command made from it has exactly the options the fast one knows."""
-    from conftest import table_is_the_typer_commands
+    from support import table_is_the_typer_commands
 
     table_is_the_typer_commands("usage")  # (its options, and their least and greatest values)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import call, cli, jsonl, msg, result
+from support import call, cli, jsonl, msg, result
 
 from catty_ctx.session.blobs import write_blob
 from catty_ctx.session.event_ids import index_path

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import cli
+from support import cli
 
 from catty_ctx.session.store import new_summary
 

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from catty_ctx.session.store import Session, new_summary
-from conftest import cli
+from support import cli
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import cli
+from support import cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SCHEMA = FIXTURES / "import" / "opencode" / "opencode-db.sql"

@@ -1,7 +1,7 @@
 """A hostile model endpoint cannot hold compact, flood its memory, or lure the key elsewhere;
 a scheduler port that accepts and stays silent ends the run with exit 69 within --connect-timeout.
 
-Real HTTP servers on 127.0.0.1 and 127.0.0.2 (tests/malicious_endpoint.py) and real catty-ctx
+Real HTTP servers on 127.0.0.1 and 127.0.0.2 (tests/support/malicious_endpoint.py) and real catty-ctx
 processes, whose peak memory is read from the kernel (wait4).
 """
 from __future__ import annotations
@@ -22,9 +22,9 @@ from catty_ctx.compact.ladder import Deterministic, Transient
 from catty_ctx.compact.transport import post
 from catty_ctx.eval.facts import Fact
 from catty_ctx.eval.judge import Judge, JudgeError
-import forked_cli
-from conftest import ROOT, msg, session_event, write_log
-from malicious_endpoint import (
+from support import forked_cli
+from support import ROOT, msg, session_event, write_log
+from support.malicious_endpoint import (
     Endpoint,
     SilentListener,
     drip,

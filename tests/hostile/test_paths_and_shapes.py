@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import cli, write_log
+from support import cli, write_log
 
 from catty_ctx.session.store import new_summary
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from catty_ctx.redact import redact_text, redact_url
-from conftest import cli, msg, result, call, session_event, write_log
+from support import cli, msg, result, call, session_event, write_log
 
 # (what the value is, the text that holds it, the secret that must not survive)
 SHAPES = [

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from catty_ctx.session.files import clear_dead_temps
-from conftest import cli
+from support import cli
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DEMO = FIXTURES / "sessions" / "demo"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-from conftest import cli, cli_on_a_terminal, jsonl
+from support import cli, cli_on_a_terminal, jsonl
 
 # OSC 52 clipboard write, OSC 8 link, title, screen clear, carriage return, BEL, C1 CSI and OSC,
 # NEL, DEL, bidi override and isolate.

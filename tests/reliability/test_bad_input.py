@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import FIXTURES, cli
+from support import FIXTURES, cli
 
 sys.path.append(str(FIXTURES / "bad"))
 from make_bad import CORPUS, TRICKY, build  # noqa: E402

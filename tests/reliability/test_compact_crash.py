@@ -17,7 +17,7 @@ from catty_ctx.compact.artifacts import load_artifact
 from catty_ctx.session.segments import list_segments
 from catty_ctx.session.store import Session
 from catty_ctx.view.fold import view
-from conftest import FIXTURES, ROOT
+from support import FIXTURES, ROOT
 from test_crash import check_after_crash
 
 

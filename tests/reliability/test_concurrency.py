@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from catty_ctx.session.store import Session, create_session
-from conftest import cli
+from support import cli
 from test_crash import ENV
 
 WRITERS = 4

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from catty_ctx.view.fingerprint import blob_handle
-from conftest import FIXTURES, cli
+from support import FIXTURES, cli
 
 SECRET = b"SECRET-OUTSIDE-THE-SESSION\n"
 HANDLE = blob_handle(SECRET)  # an outside file whose content matches the handle it is reached by

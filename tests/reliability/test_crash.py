@@ -21,8 +21,9 @@ import pytest
 
 from catty_ctx.session.events import check_event
 from catty_ctx.repair.plan import analyse, repair_session
-from catty_ctx.session.store import Session, find_sessions
-from conftest import FIXTURES, ROOT
+from catty_ctx.session.store import Session
+from catty_ctx.sources import root_sessions
+from support import FIXTURES, ROOT
 
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 CLI = [sys.executable, "-m", "catty_ctx"]
@@ -183,7 +184,7 @@ def _new_session_absent_or_complete(trial: Path, base: Path, campaign: Campaign)
     if (trial / "s" / "updates.jsonl").exists():  # fork: the parent is read, never written
         assert (trial / "s" / "updates.jsonl").read_bytes() == (base / "updates.jsonl").read_bytes()
     out = trial / "out"
-    sessions = sorted(find_sessions(trial))
+    sessions = sorted(p for p in root_sessions(trial, allow_empty=True) if isinstance(p, Path))  # the catty ones
     assert sessions == sorted(p for p in (trial / "s", out) if (p / "updates.jsonl").exists()), "a killed writer's leftovers look like a session"
     if not out.exists():
         return
@@ -285,5 +286,5 @@ def test_a_whole_staging_folder_left_by_a_kill_is_never_a_session(tmp_path: Path
     shutil.copytree(FIXTURES / "sessions" / "demo", tmp_path / "real")
     for leftover in (".child.fork-1a2b3c4d-99999.tmp", ".imported.importing-x1y2z3.tmp"):
         shutil.copytree(FIXTURES / "sessions" / "demo", tmp_path / leftover)
-    assert list(find_sessions(tmp_path)) == [tmp_path / "real"]
+    assert root_sessions(tmp_path, allow_empty=True) == [tmp_path / "real"]
     assert [p for p, _ in discover(tmp_path)] == [str(tmp_path / "real" / "updates.jsonl")]

@@ -3,7 +3,7 @@ that cannot be written, a log whose last line is not an event. Each gets one std
 the file and its documented exit code, never an internal error, and nothing is written.
 
 The real program runs in a process of its own, forked from one that imported the libraries
-(tests/forked_cli.py). A file's mode only bites a process without the root's override, so as
+(tests/support/forked_cli.py). A file's mode only bites a process without the root's override, so as
 root the forking process is started with that capability dropped (setpriv), and every run
 forked from it lacks it too.
 """
@@ -16,9 +16,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import forked_cli
+from support import forked_cli
 import pytest
-from conftest import FIXTURES, ROOT
+from support import FIXTURES, ROOT
 
 ERROR = "catty-ctx: error: "
 
