@@ -35,6 +35,7 @@ from ..session.blobs import inline_images
 from ..session.events import now_ts
 from ..session.files import fsync_dir
 from ..session.layout import LOG_NAME
+from ..session.new import place_folder
 from ..session.store import Session, prepare_event, session_window
 from ..view.pairing import repair_items
 from . import claude, codex, grok
@@ -288,14 +289,13 @@ def place_new_folder(path: Path, files: dict[str, bytes]) -> None:
         fsync_dir(tmp)
         if os.path.lexists(path):
             raise WriteError(f"{path}: already exists; fork --to never overwrites a session")
-        os.rename(tmp, path)
+        place_folder(tmp, path)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
     except WriteError:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    fsync_dir(folder)
 
 
 # -- the whole step --------------------------------------------------------------------------

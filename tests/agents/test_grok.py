@@ -371,3 +371,23 @@ def test_eval_replay_summarises_grok_requests_again_and_scores_both() -> None:
     assert report["total"]["replay_recall"] == {"extractive": row["replays"][0]["recall"]}
     proc = cli("eval", "--replay", str(home))
     assert proc.returncode == 2 and b"--summarizer" in proc.stderr
+
+
+def test_buckets_url_encoded_and_hashed_name_their_cwd(tmp_path: Path) -> None:
+    from catty_ctx.formats.grok import bucket_cwd
+
+    assert bucket_cwd(tmp_path / "%2Fhome%2Fu%2Fmy%20proj") == "/home/u/my proj"
+    assert bucket_cwd(tmp_path / "C%3A%5Cgf%5Cproject") == "C:\\gf\\project"
+    hashed = tmp_path / "deep-leaf-0123456789abcdef"
+    hashed.mkdir()
+    assert bucket_cwd(hashed) is None  # no .cwd: the name alone says nothing
+    long_cwd = "/" + "/".join(["d" * 60] * 6) + "/Deep Leaf"
+    (hashed / ".cwd").write_text(long_cwd)
+    assert bucket_cwd(hashed) == long_cwd
+    # a session in the hashed bucket reads with that cwd, its summary.json aside
+    home, doc = stored()
+    src = next(f for f in sessions(home) if f.name == doc["session_id"])
+    shutil.copytree(src, hashed / src.name)
+    (hashed / src.name / "summary.json").unlink()
+    first = orjson.loads(ok("import", "grok", str(hashed / src.name)).splitlines()[0])
+    assert first["kind"] == "session" and first["cwd"] == long_cwd and first["session_id"] == doc["session_id"]
