@@ -29,6 +29,8 @@ SEGMENTS_DIR = "compaction"
 MARK = b'"sessionUpdate"'
 METHODS = ("session/update", "_x.ai/session/update")
 _PROBE_BYTES = 1 << 16
+_FIRST_BYTES = 512
+_CATTY_HEAD = b'{"v":'  # how every catty-ctx event line begins (its envelope's first key)
 
 
 def is_update(record: Any) -> bool:
@@ -45,7 +47,10 @@ def log_is_grok(log: str | os.PathLike[str]) -> bool:
     """Whether the file LOG is a grok log: its first line that is a JSON object is an envelope."""
     try:
         with open(log, "rb") as f:
-            head = f.read(_PROBE_BYTES)
+            head = f.read(_FIRST_BYTES)
+            if head.startswith(_CATTY_HEAD):
+                return False  # (a ROOT walk meets thousands of catty logs: one small read each)
+            head += f.read(_PROBE_BYTES - len(head))
     except OSError:
         return False
     if MARK not in head:
