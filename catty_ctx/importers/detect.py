@@ -119,8 +119,8 @@ def record_format(record: dict[str, Any]) -> str | None:
 def detect(source: Path) -> str:
     """The format name of SOURCE, or a DataError saying it is none of them."""
     if source.is_dir():
-        if is_grok_dir(source) or ((source / "sessions").is_dir() and any((source / "sessions").glob(f"*/*/{GROK_LOG}"))):
-            return "grok"
+        if is_grok_dir(source) or any(is_grok_dir(p.parent) for p in (source / "sessions").glob(f"*/*/{GROK_LOG}")):
+            return "grok"  # a session folder, or a home (its sessions/<bucket>/<id>/)
         for p in (source, *source.parents):
             if ((p / "session").is_dir() and (p / "message").is_dir()) or (p / "storage" / "session").is_dir():
                 return "opencode"

@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 
 from ..formats import grok as layout
-from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, not_recognised, one_session, shape_error
+from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, not_recognised, one_session, several_sessions, shape_error
 
 WHAT = "a Grok Build session"
 KEPT_KIND = "grok_update"  # the event that keeps a line the view has no place for
@@ -58,6 +58,10 @@ def session_log(source: Path, session_id: str | None) -> Path:
             raise not_recognised(str(source), WHAT)
         return source
     found = layout.sessions_under(source, children=bool(session_id))
+    if len(found) > 1 and not session_id:
+        metas = [(f, layout.summary(f)) for f in found]
+        raise several_sessions(source, [(f.name, str(m.get("created_at") or "")[:10], str(m.get("session_summary") or ""))
+                                        for f, m in metas])
     folder = one_session(found, source, WHAT, session_id=session_id, missing=f"no Grok Build session {session_id}",
                          named=lambda f: session_id in (f.name, _obj(layout.summary(f).get("info")).get("id")))
     return Path(folder) / layout.LOG

@@ -243,6 +243,9 @@ def test_import_auto_writes_a_catty_session(tmp_path: Path) -> None:
     ok("repair", "--check", str(tmp_path / "out"))
     one = ok("import", "grok", str(home), "--session", doc["session_id"])
     assert one == ok("import", "auto", str(folder))
+    several = cli("import", "auto", str(home))  # a home holds several: each named, none chosen
+    assert several.returncode == 2 and doc["session_id"].encode() in several.stderr and several.stdout == b""
+    assert doc["child_id"].encode() not in several.stderr  # (a child belongs to its parent)
 
 
 def test_usage_reads_the_homes_and_counts_a_child_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
