@@ -127,6 +127,14 @@ def check_folder(folder: Path, grok_usage: dict[str, Any] | None, grok_export: s
         assert totals["cost_usd"] == pytest.approx(want["costUsdTicks"] / 1e10, abs=1e-6)
     for fmt in ("openai", "anthropic"):
         assert orjson.loads(ok("resume", str(folder), "--format", fmt))["messages"]
+    pruned = [orjson.loads(line) for line in ok("prune", str(folder)).splitlines()]  # the request copy, item by item
+    with open_session(folder, warn=None) as session:
+        assert [i["role"] for i in pruned] == [i["role"] for i in view(session)]
+    assert ok("report", str(folder)).startswith(b"<!DOCTYPE html>")
+    first_user = next((i[1] for i in view_items(folder) if i[0] == "user"), None)
+    if first_user:
+        hits = orjson.loads(ok("search", str(folder), first_user.splitlines()[0], "--json"))["matches"]
+        assert hits and hits[0]["session"] == folder.name and hits[0]["agent"] == "grok"
 
 
 @pytest.mark.agents("grok")
@@ -148,7 +156,8 @@ def test_every_folder_the_real_grok_writes_reads_as_grok_says(grok: Grok) -> Non
     hits = orjson.loads(ok("segment", "grep", str(main), SEGMENT_ONLY, "--json"))["matches"]
     assert hits and {h["segment"] for h in hits} == {0}
     # only segment_000.md holds the first turn's output, of what grok kept: the view does not
-    assert SEGMENT_ONLY not in orjson.dumps(view(open_session(main, warn=None))).decode()
+    with open_session(main, warn=None) as session:
+        assert SEGMENT_ONLY not in orjson.dumps(view(session)).decode()
     assert digest(home) == before, "a reading command changed GROK_HOME"
 
 
