@@ -403,3 +403,19 @@ def test_buckets_url_encoded_and_hashed_name_their_cwd(tmp_path: Path) -> None:
     (hashed / src.name / "summary.json").unlink()
     first = orjson.loads(ok("import", "grok", str(hashed / src.name)).splitlines()[0])
     assert first["kind"] == "session" and first["cwd"] == long_cwd and first["session_id"] == doc["session_id"]
+
+
+@pytest.mark.agents("grok")
+def test_with_no_model_in_the_catalogue_grok_talks_chat_completions(grok: Grok) -> None:
+    grok.server.models = []  # an empty list: grok's default model goes to /v1/chat/completions
+    grok.server.push(run("echo over-chat", "echo"), message("Chatted."))
+    ran = grok.prompt("Use chat completions")
+    assert ran.json["text"] == "Chatted."
+    chats = [r for r in grok.server.calls if r.path == "/v1/chat/completions"]
+    assert len(chats) == 2 and chats[0].json["stream"] is True
+    assert any(m.get("role") == "tool" and "over-chat" in str(m.get("content")) for m in chats[1].json["messages"])
+    usage = [u["params"]["update"]["usage"] for u in grok.updates(ran.session_id)
+             if u["params"]["update"]["sessionUpdate"] == "turn_completed"][-1]
+    assert usage["modelCalls"] == 2 and usage["costUsdTicks"] == ran.json["total_cost_usd_ticks"] > 0
+    folder = grok.session_dir(ran.session_id)
+    assert view_items(folder) == cache_items(folder)
