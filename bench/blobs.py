@@ -19,7 +19,7 @@ from typing import Any
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from catty_ctx.session.blobs import externalize  # noqa: E402
-from catty_ctx.session.store import create_session  # noqa: E402
+from catty_ctx.session.create import create_session  # noqa: E402
 from catty_ctx.view.fold import ViewStats, stream_view  # noqa: E402
 
 

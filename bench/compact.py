@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from catty_ctx.compact.pipeline import compact_session  # noqa: E402
 from catty_ctx.inspect.session import inspect_session  # noqa: E402
-from catty_ctx.session.store import Session, write_summary, new_summary  # noqa: E402
+from catty_ctx.session.store import Session, new_summary
+from catty_ctx.session.create import write_summary  # noqa: E402
 
 TARGET_S = 3.0
 

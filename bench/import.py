@@ -35,7 +35,7 @@ from pathlib import Path  # noqa: E402
 
 import orjson  # noqa: E402
 
-from catty_ctx.importers import import_events, import_to_dir  # noqa: E402
+from catty_ctx.importers.pipeline import import_events, import_to_dir  # noqa: E402
 
 WORDS = ("the cart total coupon parser function return value test fails because items price sum apply once "
          "order docs update branch config module import error line file path read write edit run").split()

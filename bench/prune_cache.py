@@ -21,7 +21,9 @@ from pathlib import Path
 # Put the project where this folder was: bench/inspect.py would shadow the stdlib's inspect.
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from catty_ctx.prune import PruneOptions, prefix_reuse, prune_items  # noqa: E402
+from catty_ctx.prune.options import PruneOptions
+from catty_ctx.prune.reuse import prefix_reuse
+from catty_ctx.prune.pipeline import prune_items  # noqa: E402
 from catty_ctx.view.fold import stream_view  # noqa: E402
 
 WORDS = ("parse token buffer index offset config session result value error retry handler cache "

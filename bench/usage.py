@@ -222,7 +222,7 @@ def main() -> int:
 
         # The library call alone (no interpreter or CLI start): unchanged files, a question not asked before.
         os.environ["XDG_CACHE_HOME"] = str(cache)
-        from catty_ctx import usage as U
+        from catty_ctx.usage import pipeline as U
 
         lib = []
         for by in ("model", "session", "project", "agent", "month"):

@@ -25,7 +25,7 @@ def main() -> None:
             sys.exit(exit_code_for(exc))
         return
     _take_config(sys.argv)
-    from .cli import main as cli_main
+    from .cli.app import main as cli_main
 
     cli_main()
 

@@ -12,10 +12,11 @@ from .defaults import DEFAULT_LOCK_TIMEOUT, TOOL_LIMIT, USER_LIMIT
 from .errors import DataError, UsageError
 from .formats.ownership import require_ours
 from .session.blobs import externalize, shell_results
+from .session.create import create_session
 from .session.events import Event
 from .session.jsonl import STDIN_NAME, json_lines
 from .session.layout import LOG_NAME
-from .session.store import Session, create_session
+from .session.store import Session
 from .view.boundary import append_with_repairs
 
 

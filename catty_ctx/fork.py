@@ -20,12 +20,15 @@ import orjson
 from .defaults import RESUME_FORMAT, RESUME_FORMATS
 from .errors import DataError, UsageError, WriteError
 from .formats.ownership import require_ours
-from .repair.plan import rebuild_summary, repaired_items
+from .repair.fix import repaired_items
+from .repair.plan import rebuild_summary
 from .session.blobs import inline_images, is_handle
+from .session.create import write_summary
 from .session.events import is_real_user, now_ts
 from .session.layout import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME
 from .session.new import building, check_dest_name, check_new_session_dest, place_new_session
-from .session.store import Session, write_summary
+from .session.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
+from .session.store import Session
 from .subagents import open_agent
 from .view import providers
 from .view.boundary import repair_count, repair_new_head
@@ -307,8 +310,6 @@ def _copy_segments(parent_dir: Path, tmp: Path, result: ForkResult, *, last_seq:
         return
     if not src.is_dir():
         return
-    from .session.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
-
     rows = {r["file"]: r for r in read_index(parent_dir) if isinstance(r.get("file"), str)}
     dst = tmp / "segments"
     dst.mkdir()

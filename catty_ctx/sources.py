@@ -22,8 +22,9 @@ import orjson
 
 from .errors import UsageError
 from .fleet.urls import is_url, url_is_root, url_sessions
-from .formats import FORMATS, grok
+from .formats import grok
 from .formats.ownership import foreign_format, native_refusal
+from .formats.registry import FORMATS
 from .formats.roots import NativeSource, walk
 from .session.jsonl import Warn, stderr_warning
 from .session.layout import LOG_NAME
@@ -124,7 +125,7 @@ def import_session(native: NativeSource, *, warn: Warn | None = stderr_warning) 
 def import_log(native: NativeSource, log: Path, *, warn: Warn | None = stderr_warning) -> tuple[Any, Any]:
     """Write NATIVE's events to LOG (a file of a private spool) as `import auto` prints them;
     the import's report and builder."""
-    from .importers import import_events
+    from .importers.pipeline import import_events
 
     with open(log, "wb", buffering=1 << 20) as out:
         write = out.write

@@ -198,7 +198,7 @@ def _add_usage(session: Session, rows: dict[str, dict[str, Any]], prices_file: A
 
 def _agent_ledger(path: Any, prices_file: Any) -> Any:
     """The usage ledger of the log at PATH by agent (the numbers of `usage --by agent`)."""
-    from .usage import usage
+    from .usage.pipeline import usage
 
     return usage([str(path)], by="agent", use_cache=False, prices_file=prices_file)[0]
 

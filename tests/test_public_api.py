@@ -18,10 +18,10 @@ def test_every_public_name_resolves_and_has_a_docstring() -> None:
 
 
 def test_the_repair_entries_are_the_repair_modules_own() -> None:
-    from catty_ctx.repair import plan as repair
+    from catty_ctx.repair import fix, plan
 
-    assert catty_ctx.analyse is repair.analyse and catty_ctx.repair_session is repair.repair_session
-    assert catty_ctx.repaired_items is repair.repaired_items
+    assert catty_ctx.analyse is plan.analyse and catty_ctx.repair_session is fix.repair_session
+    assert catty_ctx.repaired_items is fix.repaired_items
 
 
 def test_the_documented_one_liner_runs() -> None:

@@ -5,6 +5,7 @@ stay out of them; a module that imports one of these at its top would show here.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +47,25 @@ def test_the_status_line_loads_no_ledger_and_no_json_library_of_the_readers(tmp_
     doc = orjson.dumps({"session_id": "s1", "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet"},
                         "context_window": {"context_window_size": 200000}, "workspace": {"current_dir": str(tmp_path)}})
     assert plain_run_loads("statusline", input=doc, heavy=heavy) == (0, [])
+
+
+PIPELINE = ("catty_ctx.compact.pipeline", "catty_ctx.compact.ladder", "catty_ctx.compact.summarizers", "catty_ctx.compact.twopass")
+
+
+def test_segment_grep_and_the_pre_compact_hook_do_not_load_the_compaction_pipeline(tmp_path: Path) -> None:
+    """The segments archive is the session wing's: reading it (segment grep) or writing one as
+    the PreCompact hook does must not load the compaction pipeline."""
+    from agents.test_agents_hooks import SID, Transcript, planted
+
+    session = tmp_path / "s"
+    shutil.copytree(ROOT / "fixtures" / "sessions" / "demo", session)
+    assert plain_run_loads("compact", str(session), "--force", "--mode", "segments", heavy=PIPELINE)[0] == 0
+    assert plain_run_loads("segment", "grep", str(session), "AssertionError", heavy=PIPELINE) == (0, [])
+    (tmp_path / "proj").mkdir()
+    t = Transcript(tmp_path / f"{SID}.jsonl")
+    planted(t)
+    payload = orjson.dumps({"session_id": SID, "transcript_path": str(t.path), "cwd": str(tmp_path / "proj"),
+                            "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""})
+    mirrors = tmp_path / "mirrors"
+    assert plain_run_loads("hook", "claude", "pre-compact", "--mirrors", str(mirrors), input=payload, heavy=PIPELINE) == (0, [])
+    assert (mirrors / "claude" / SID / "segments" / "segment_000.md").is_file()

@@ -2,10 +2,10 @@
 a segment archived at each compaction and the continuation state recorded (docs/agents.md).
 
 The mirror is an ordinary catty session folder. Beside its log, `mirror.json` (the cursor)
-records how far into the transcript it has read: the offset of the last complete line, the
-transcript's inode, and fingerprints of the first and of the last bytes before that offset.
-At each run only the bytes past the offset are read (plus the two fingerprint windows, a few
-KiB), imported by the agent's importer as a file of their own, and appended through
+records how far into the transcript it has read: the file cursor (`session.cursor`: the offset
+of the last complete line, the transcript's device and inode, and fingerprints of the first and
+of the last bytes before that offset). At each run only the bytes past the offset are read (plus
+the two fingerprint windows, a few KiB), imported by the agent's importer as a file of their own, and appended through
 `Session.append_locked` under the session lock, so an event already mirrored (same id) is never
 written twice. A transcript whose fingerprints no longer match was rewritten or cut back: it is
 imported whole and only what the mirror does not hold yet is appended. Nothing is ever removed
@@ -13,7 +13,7 @@ from the mirror, so it outlives the transcript being rewritten, truncated or del
 
 `sync(..., archive=True)` (a PreCompact) also archives the span since the previous archive as
 the next segment (`compact.segments.write_segment`: the same index, keywords and seq range a
-catty compaction writes) and records `continuation.json`, the state `continuation.Continuation`
+catty compaction writes) and records `continuation.json`, the state `continuation.AgentContinuation`
 keeps event by event.
 """
 from __future__ import annotations
@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import xxhash
 
 from ..errors import DataError, UsageError
-from ..importers import import_events
+from ..importers.pipeline import import_events
 from ..instructions import discover_instructions
 from ..session.blobs import TOOL_LIMIT, USER_LIMIT, externalize, write_blob
+from ..session.cursor import NEW, Cursor, look
 from ..session.event_ids import KnownIds, event_key
 from ..session.events import SPAN_KINDS, Event
 from ..session.files import replace_file
@@ -40,13 +40,12 @@ from ..session.layout import LOG_NAME
 from ..session.segments import write_segment
 from ..session.store import Session, open_log_for_append, session_folder
 from .continuation import VERSION as STATE_VERSION
-from .continuation import Continuation, render
+from .continuation import AgentContinuation, render
 
 CURSOR_NAME = "mirror.json"
 STATE_NAME = "continuation.json"
 CHUNK_NAME = ".appended.jsonl"  # the appended bytes, imported as a file of their own, then removed
 CURSOR_VERSION = 1
-WINDOW = 1024  # bytes of each fingerprint window
 BLOCK = 1 << 20
 STEP = 4 << 20  # bytes of the transcript imported and appended at a time (bounds memory, keeps progress)
 _SEQ_FIELDS = ("through_seq", "target_seq")
@@ -65,10 +64,6 @@ class SyncReport:
     segment: int | None = None
     warning: str | None = None  # one line for stderr (the mirror kept everything)
     more: bool = False  # a step stopped before the transcript's end
-
-
-def _fingerprint(data: bytes) -> list[Any]:
-    return [len(data), xxhash.xxh3_64_hexdigest(data)]
 
 
 def _session(mirror: Path) -> Session:
@@ -126,19 +121,6 @@ class _Reader:
         head = self.at(0, min(limit, os.fstat(self.fd).st_size))
         newline = head.find(b"\n")
         return head[: newline + 1] if newline >= 0 else b""
-
-
-def _unchanged(cursor: dict[str, Any], reader: _Reader, st: os.stat_result, transcript: str) -> tuple[bool, bytes, bytes]:
-    """Whether the transcript still starts with what the mirror read (same file, not cut back,
-    both fingerprint windows equal), and the bytes of those windows."""
-    offset = cursor.get("offset")
-    if not isinstance(offset, int) or offset < 0 or cursor.get("transcript") != transcript or cursor.get("inode") != st.st_ino \
-            or st.st_size < offset:
-        return False, b"", b""
-    head = reader.at(0, min(WINDOW, offset))
-    tail = reader.at(max(0, offset - WINDOW), min(WINDOW, offset))
-    same = _fingerprint(head) == cursor.get("head") and _fingerprint(tail) == cursor.get("tail")
-    return same, head, tail
 
 
 def _import_chunk(fmt: str, chunk: Path, mirror: Path, sid: str) -> list[Event]:
@@ -223,7 +205,7 @@ def _span(session: Session, cursor: dict[str, Any]) -> list[Event]:
     return span
 
 
-def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Continuation, trigger: str | None) -> int | None:
+def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: AgentContinuation, trigger: str | None) -> int | None:
     span = _span(session, cursor)
     if not span:
         return None
@@ -235,7 +217,7 @@ def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Co
     return info.segment
 
 
-def _instructions(tracker: Continuation, cwd: str | None) -> None:
+def _instructions(tracker: AgentContinuation, cwd: str | None) -> None:
     """Instruction files for the agent's working folder (the agent keeps them in its prompt,
     never in the transcript)."""
     if not cwd or not os.path.isdir(cwd):
@@ -264,9 +246,9 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
     with session.lock(lock_timeout):
         cursor = read_cursor(mirror) or {}
         had_log = session.log_path.exists() and last_newline_end(session.log_path) > 0
-        tracker = Continuation.from_json(cursor.get("continuation")) if cursor else None
+        tracker = AgentContinuation.from_json(cursor.get("continuation")) if cursor else None
         if tracker is None:
-            tracker = Continuation()
+            tracker = AgentContinuation()
             if had_log:  # a mirror from before the cursor: its state from its own events
                 for ev in session.events(warn=None):
                     tracker.track(ev)
@@ -296,7 +278,7 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
     return report
 
 
-def _record(mirror: Path, cursor: dict[str, Any], tracker: Continuation) -> None:
+def _record(mirror: Path, cursor: dict[str, Any], tracker: AgentContinuation) -> None:
     """The cursor and the continuation state, as they stand (the state first: the cursor names
     what the mirror holds)."""
     cursor["version"] = CURSOR_VERSION
@@ -323,10 +305,9 @@ def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt
     try:
         reader = _Reader(fd)
         st = os.fstat(fd)
-        same, head, tail = _unchanged(cursor, reader, st, path) if cursor else (False, b"", b"")
-        if not same:
-            head = tail = b""
-        start = cursor["offset"] if same else 0
+        reading = look(Cursor.from_json(cursor) if cursor.get("transcript") == path else None, st, reader.at)
+        same = reading.verdict != NEW
+        start = reading.start
         if not same:
             cursor["filter_until"] = st.st_size  # up to here, the file may hold what the mirror holds
         filtering = had_log and start < cursor.get("filter_until", 0)
@@ -338,13 +319,8 @@ def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt
             first_line = reader.first_line() if fmt in NEEDS_FIRST_LINE and start > 0 else b""
             end = reader.copy(start, st.st_size, chunk, first_line, STEP)
             events = _import_chunk(fmt, chunk, mirror, sid) if end > start else []
-            with open(chunk, "rb") as f:  # the new windows: the old ones and the bytes just copied
-                f.seek(len(first_line))
-                copied_head = f.read(min(WINDOW, end - start))
-                f.seek(len(first_line) + max(0, end - start - WINDOW))
-                copied_tail = f.read()
-            new_head = head + copied_head[: WINDOW - len(head)] if start < WINDOW else head
-            new_tail = (tail + copied_tail)[-WINDOW:]
+            with open(chunk, "rb") as f:  # the new fingerprint windows: from the bytes just copied
+                moved = reading.advance(end, lambda at, n: os.pread(f.fileno(), n, len(first_line) + at - start))
         finally:
             try:
                 chunk.unlink()
@@ -354,8 +330,7 @@ def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt
         written = _append(session, _new_events(events, session, first=not had_log, appended=not filtering))
         report.more = reader.cut and end > start
         report.mode = "first" if not had_log else "rewritten" if not same else "append" if written else "unchanged"
-        cursor.update({"transcript": path, "inode": st.st_ino, "offset": end, "head": _fingerprint(new_head),
-                       "tail": _fingerprint(new_tail)})
+        cursor.update({"transcript": path, **moved.as_json()})
         return written
     finally:
         os.close(fd)
@@ -369,7 +344,7 @@ def load_state(mirror: Path) -> dict[str, Any]:
             return doc
     except (OSError, orjson.JSONDecodeError):
         pass
-    tracker = Continuation()
+    tracker = AgentContinuation()
     with Session.open(str(mirror)) as session:
         for ev in session.events(warn=None):
             tracker.track(ev)

@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import CattyError, DataError
-from ..formats import get, home_folders
+from ..formats.registry import get, home_folders
 from ..inspect.session import inspect_session
 from ..session.blobs import open_blob
 from ..session.jsonl import raw_lines
 from ..session.segments import grep_segments, native_segments
 from ..sources import open_session
-from ..usage import usage
+from ..usage.pipeline import usage
 from ..writeback.claude import SLUG_LIMIT, project_folder_name
 from .codex_sessions import newest_rollout
 from .settings import RECALL_SERVER

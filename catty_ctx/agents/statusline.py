@@ -193,7 +193,7 @@ def today_cost(root: str, folder: str, *, every: float = TODAY_EVERY, now: float
 
 def refresh_today(root: str, folder: str, day: str) -> float | None:
     """Ask the usage ledger for DAY's cost under ROOT and keep it (see `today_cost`)."""
-    from ..usage import usage
+    from ..usage.pipeline import usage
 
     try:
         ledger, _scan = usage([root], by="day", since=day, until=day, allow_empty=True)

@@ -3,10 +3,11 @@
 `read_transcript` brings a transcript's state up to date: the last request's usage and model
 and the compactions of the main conversation (`_tally`), and the session's calls as the usage
 ledger counts them (its Claude Code parser and dedupe, `_price_calls`). The state lives in the
-cache folder; a run reads only the bytes appended since the last one, from the offset kept with
-the transcript's inode and hashes of its first and its last 64 KiB before the offset: a
-transcript rewritten, truncated or replaced is read again from its start. Only the last
-OPEN_CALLS calls are kept whole; older ones are sealed into sums.
+cache folder; a run reads only the bytes appended since the last one, from the file cursor kept
+with it (`session.cursor`: the transcript's device and inode, the offset, fingerprints of its
+first bytes and of its last ones before the offset): a transcript rewritten, truncated or
+replaced is read again from its start. Only the last OPEN_CALLS calls are kept whole; older ones
+are sealed into sums.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import re
 
 import xxhash
 
+from ..session.cursor import NEW, Cursor, line_end, look
 from ..session.files import replace_file
 from ..session.jsonl import marked_lines
 
@@ -25,8 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-STATE_VERSION = 3
-FINGERPRINT_BYTES = 64 * 1024  # of the transcript's start, and of the bytes just before the offset
+STATE_VERSION = 4  # 4: the file cursor of `session.cursor`
 OPEN_CALLS = 64  # the last calls kept whole for the dedupe (see `_price_calls`)
 # A line is worth parsing only when it holds one of these (a usage, or a compaction's boundary).
 _MARK = re.compile(rb'"usage"|"compact_boundary"')
@@ -72,19 +73,6 @@ def _calls_file(state: dict[str, Any], folder: str) -> str | None:
     return os.path.join(folder, name) if isinstance(name, str) and os.sep not in name else None
 
 
-def _fingerprint(f: Any, offset: int) -> list[int]:
-    """Hashes of the file's first bytes and of the bytes just before OFFSET (both within it)."""
-    f.seek(0)
-    head = f.read(min(FINGERPRINT_BYTES, offset))
-    start = max(0, offset - FINGERPRINT_BYTES)
-    if start:
-        f.seek(start)
-        tail = f.read(offset - start)
-    else:
-        tail = head
-    return [xxhash.xxh3_64_intdigest(head), xxhash.xxh3_64_intdigest(tail)]
-
-
 def load_state(path: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
@@ -102,8 +90,8 @@ def save_cache(path: str, data: bytes) -> None:
         pass
 
 
-def _fresh(transcript: str, ino: int) -> dict[str, Any]:
-    return {"v": STATE_VERSION, "path": transcript, "ino": ino, "offset": 0, "fp": [0, 0], "last": None, "model": None,
+def _fresh(transcript: str) -> dict[str, Any]:
+    return {"v": STATE_VERSION, "path": transcript, "last": None, "model": None,
             "compactions": 0, "calls": 0, "cost": 0.0, "unpriced": 0, "sealed_calls": 0, "sealed_cost": 0.0, "sealed_unpriced": 0,
             "rates": {}}
 
@@ -135,14 +123,16 @@ def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, p
     named by the offset they are counted to, and the state that names it is written after it: a
     run cancelled between the two leaves the state and its calls file as they were."""
     st = os.fstat(f.fileno())
-    offset = state.get("offset") if state.get("path") == transcript and state.get("ino") == st.st_ino else None
-    if type(offset) is not int or not 0 <= offset <= st.st_size or (offset and _fingerprint(f, offset) != state.get("fp")):
-        state, offset = _fresh(transcript, st.st_ino), 0
+    reading = look(Cursor.from_json(state) if state.get("path") == transcript else None, st,
+                   lambda at, n: os.pread(f.fileno(), n, at))
+    if reading.verdict == NEW:
+        state = _fresh(transcript)
+    offset = reading.start
     if offset == st.st_size:
         return state
     f.seek(offset)
     data = f.read(st.st_size - offset)
-    end = data.rfind(b"\n") + 1  # whole lines only: a line still being written waits for the next run
+    end = line_end(data, 0, len(data))  # whole lines only: a line still being written waits for the next run
     if end == 0:
         return state
     counted = _tally(state, data, end)
@@ -150,8 +140,7 @@ def _catch_up(f: Any, state: dict[str, Any], transcript: str, state_path: str, p
         calls_out = f"{prefix}.{offset + end}.calls"
         _price_calls(state, f, data, end, _calls_file(state, os.path.dirname(prefix)) if offset else None, calls_out, offset, main_calls)
         state["calls_file"] = os.path.basename(calls_out)
-    state["offset"] = offset + end
-    state["fp"] = _fingerprint(f, offset + end)
+    state.update(reading.advance(offset + end, lambda at, n: data[at - offset : at - offset + n]).as_json())
     save_cache(state_path, json.dumps(state).encode())
     if counted:
         _drop_other_calls(prefix, state["calls_file"])

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
-from . import app
+from .app import app
 from .docgen import SHELLS, completion
 from .errors import handle_errors
 from .fastpath import allow

@@ -18,7 +18,7 @@ import typer
 
 from .._version import __version__
 from ..errors import EXIT_MEANINGS, ExitCode
-from . import app, example_lines, load_commands
+from .app import app, example_lines, load_commands
 from .fastpath import CHOICES
 from .registry import BY_NAME
 

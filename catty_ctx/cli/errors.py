@@ -1,7 +1,7 @@
 """The single error path: library errors become one stderr line and their exit code.
 
 Typer is imported only by the typer wrapper, so a command run without the CLI framework (see
-`catty_ctx.cli.main`) shares the same messages and codes through `run_guarded`.
+`catty_ctx.cli.app.main`) shares the same messages and codes through `run_guarded`.
 """
 from __future__ import annotations
 

@@ -7,13 +7,13 @@ import typer
 
 from ..defaults import CONNECT_TIMEOUT, EVAL_COMPACTIONS, EVAL_JOBS, EVAL_MODE, MAX_RESPONSE_BYTES, MIN_SUMMARY_CHARS, SUMMARIZER
 from ..errors import UsageError
-from ..eval import WORST_SHOWN, EvalOptions, corpus_facts, evaluate, open_corpus
 from ..eval.facts import facts_doc
 from ..eval.metrics import lowest_recall
 from ..eval.native import evaluate_native
+from ..eval.pipeline import WORST_SHOWN, EvalOptions, corpus_facts, evaluate, open_corpus
 from ..eval.replay import replay as replay_requests
 from ..fleet.cluster import engine_for
-from . import app
+from .app import app
 from .errors import handle_errors, warn
 from .options import ConnectTimeoutOpt, JsonOpt, SchedulerOpt
 from .output import Column, emit, progress_iter, show, table, text, write_json

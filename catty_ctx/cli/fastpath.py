@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Annotated, Any, NamedTuple, TypeAlias
 
 from ..defaults import CONNECT_TIMEOUT_MIN
-from . import get_app
+from .app import get_app
 from .errors import handle_errors
 
 TYPE_CHECKING = False

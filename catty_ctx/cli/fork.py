@@ -93,7 +93,7 @@ def run(session: str, dest: str | None = None, at_turn: int | None = None, model
 
 
 def _write_back(session: str, dest: str | None, agent: str, *, dry_run: bool, as_json: bool, **options: Any) -> None:
-    from ..writeback import WritebackOptions, write_back
+    from ..writeback.pipeline import WritebackOptions, write_back
 
     result = write_back(session, dest, WritebackOptions(agent=agent, **options), dry_run=dry_run)
     doc = result.as_dict()

@@ -13,7 +13,7 @@ from ..agents import hooks
 from ..agents import settings as agent_settings
 from ..defaults import HOOK_DEADLINE
 from ..errors import UsageError
-from . import get_app
+from .app import get_app
 from .errors import note
 from .fastpath import declare as declare_command
 from .fastpath import declare_group, flag, parse_one, value

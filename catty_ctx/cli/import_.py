@@ -9,9 +9,9 @@ from __future__ import annotations
 import orjson
 
 from ..defaults import TOOL_LIMIT, USER_LIMIT
-from ..formats import NAMES, names_text
-from ..importers import import_events, import_to_dir
+from ..formats.registry import NAMES, names_text
 from ..importers.common import is_routine_skip
+from ..importers.pipeline import import_events, import_to_dir
 from ..visible import end, stdout_binary
 from .errors import note, warn
 from .fastpath import declare as declare_command

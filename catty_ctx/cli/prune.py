@@ -27,7 +27,9 @@ from ..defaults import (
 )
 from ..errors import UsageError
 from ..inspect.session import is_item_stream, iter_item_lines
-from ..prune import MIB, PrefixReuse, PruneOptions, PruneStats, item_lines_canon, prune, prune_item_stream
+from ..prune.options import MIB, PruneOptions, PruneStats
+from ..prune.pipeline import prune, prune_item_stream
+from ..prune.reuse import PrefixReuse, item_lines_canon
 from ..session.events import DEFAULT_WINDOW
 from ..subagents import open_agent
 from ..visible import end, stdout_binary

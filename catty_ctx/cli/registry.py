@@ -14,7 +14,7 @@ class Command(NamedTuple):
     """One command of the program."""
 
     name: str  # as typed: `catty-ctx NAME`
-    module: str  # its module under catty_ctx.cli
+    module: str  # its module under catty_ctx.cli.app
     summary: str  # one line: the top-level help, the main man page and the completions show it
     fast: bool = False  # parses its plain spellings itself, without typer (`fastpath`)
 

@@ -10,7 +10,8 @@ import sys
 from ..defaults import CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT
 from ..fleet.cluster import engine_for
 from ..formats.ownership import require_ours
-from ..repair.plan import problem_notes, repair_plan, repair_session, repair_stream
+from ..repair.fix import repair_session, repair_stream
+from ..repair.plan import problem_notes, repair_plan
 from ..repair.root import repair_root
 from ..session.store import Session
 from ..sources import open_session, resolve

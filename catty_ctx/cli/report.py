@@ -14,7 +14,7 @@ from ..html.index import write_file
 from ..html.page import render
 from ..sources import resolve, root_sessions
 from ..subagents import open_agent
-from . import app
+from .app import app
 from .errors import handle_errors, note, warn
 from .options import AgentOpt, TargetArg
 from .output import form, progress_iter

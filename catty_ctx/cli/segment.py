@@ -11,7 +11,7 @@ from ..formats.grok_segments import grok_segments
 from ..session.segments import grep_segments, list_segments, native_segments, open_segment, segment_path
 from ..subagents import open_agent
 from ..visible import end, stdout_binary
-from . import get_app
+from .app import get_app
 from .fastpath import declare as declare_command
 from .fastpath import declare_group, flag, parse_one, shared
 from .output import Column, rows_out

@@ -11,7 +11,8 @@ from typing import Annotated
 
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
 from ..errors import UsageError
-from ..usage import BY_CHOICES, strict_refusal, usage
+from ..usage.ledger import BY_CHOICES
+from ..usage.pipeline import strict_refusal, usage
 from .errors import warn
 from .fastpath import CLUSTER, flag, parse, shared, value
 from .fastpath import declare as declare_command
@@ -21,7 +22,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..usage import Ledger, Scan
+    from ..usage.ledger import Ledger
+    from ..usage.outcome import Scan
 
 BY_HELP = "Rows by KEY: model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
 PATHS_HELP = ("A Claude Code config dir or projects tree, a Codex home or sessions tree, a Gemini CLI home or chat, opencode's data "

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..view.head import call_path, is_edit_tool
+from ..view.continuation import call_path, is_edit_tool
 from .ladder import Summarizer, SummaryRequest, SummaryResult
 
 Item = dict[str, Any]

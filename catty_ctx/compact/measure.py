@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..repair.plan import repaired_items
+from ..repair.fix import repaired_items
 from ..session.events import DEFAULT_WINDOW, SPAN_KINDS, Event
 from ..session.store import Session, session_window
 from ..view.announce import Announcer

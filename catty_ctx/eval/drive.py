@@ -26,9 +26,10 @@ from ..compact.pipeline import compact_session
 from ..defaults import DEFAULT_THRESHOLD, EVAL_COMPACTIONS, EVAL_MODE, SUMMARIZER
 from ..errors import DataError
 from ..fork import resume
-from ..prune import prefix_reuse
+from ..prune.reuse import prefix_reuse
+from ..session.create import create_session
 from ..session.events import Event, is_real_user
-from ..session.store import Session, create_session, session_window
+from ..session.store import Session, session_window
 from ..view.fold import stream_view, view
 from ..view.providers import FORMATS, sendable
 from ..view.tokens import item_tokens, size_tokens

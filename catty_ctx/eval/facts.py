@@ -19,7 +19,7 @@ import orjson
 
 from ..errors import DataError
 from ..session.events import is_real_user
-from ..view.head import HeadState, call_path, continuation_state, is_edit_tool
+from ..view.head import HeadState
 
 KINDS = ("state", "instruction", "detail")
 FACTS_NAME = "eval.json"
@@ -110,29 +110,6 @@ def _first_rule(text: str) -> str | None:
     return None
 
 
-class _EditOutcomes:
-    """Which files only failed edits touched: an agent's own list of edited files (the
-    `edited_files` facet) names a file at the call, before its result says it failed."""
-
-    def __init__(self) -> None:
-        self.calls: dict[str, str] = {}  # call_id -> path, still running
-        self.ok: set[str] = set()
-        self.failed: set[str] = set()
-
-    def track(self, ev: dict[str, Any]) -> None:
-        if ev.get("kind") == "tool_call" and is_edit_tool(str(ev.get("name", ""))):
-            path = call_path(ev.get("args"))
-            if path is not None:
-                self.calls[str(ev.get("call_id"))] = path
-        elif ev.get("kind") == "tool_result":
-            path = self.calls.pop(str(ev.get("call_id")), None)
-            if path is not None:
-                (self.failed if ev.get("is_error") else self.ok).add(path)
-
-    def failed_only(self) -> set[str]:
-        return self.failed - self.ok - set(self.calls.values())
-
-
 def derive_facts(events: Iterable[dict[str, Any]], plan: Any = None, *, since: int = 0) -> list[Fact]:
     """The facts of a session's main loop, by kind, each kind in a fixed order (deterministic).
 
@@ -152,14 +129,12 @@ def derive_facts(events: Iterable[dict[str, Any]], plan: Any = None, *, since: i
                 seen.add(fact)
                 by_kind[kind].append(fact)
 
-    edits = _EditOutcomes()
     for ev in events:
         if ev.get("agent") is not None:
             continue  # a subagent's turns never reach the main loop's successor
         if plan is not None and (plan.is_excluded(ev["seq"]) or ev["seq"] in plan.drops):
             continue
         head.track(ev)
-        edits.track(ev)
         kind = ev.get("kind")
         if ev["seq"] < since:
             continue
@@ -174,8 +149,8 @@ def derive_facts(events: Iterable[dict[str, Any]], plan: Any = None, *, since: i
             add("instruction", _first_rule(inst["text"]))
     for c in said:
         add("instruction", c)
-    cs = continuation_state(head)
-    failed_only = edits.failed_only()
+    cs = head.state()
+    failed_only = set(cs["failed_edits"])  # the `edited_files` facet names a file at the call, before its result says it failed
     for t in cs["todos"]:
         add("state", t.get("text"))
     add("state", cs["plan"])

@@ -22,7 +22,7 @@ import orjson
 from ..errors import DataError
 from ..session.compressed import ZSTD_MAGIC
 from ..session.jsonl import STDIN_NAME
-from . import FORMATS
+from .registry import FORMATS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ..errors import CattyError
 from ..session.layout import LOG_NAME, is_staging
-from . import FORMATS, grok
+from . import grok
+from .registry import FORMATS
 
 
 @dataclass(frozen=True)

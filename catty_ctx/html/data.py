@@ -20,14 +20,15 @@ import orjson
 from ..compact.twopass import cache_path
 from ..defaults import DEFAULT_THRESHOLD
 from ..errors import CattyError
-from ..prune import Measure, PruneOptions
+from ..prune.options import PruneOptions
+from ..prune.pipeline import Measure
 from ..repair.plan import analyse
 from ..session.blobs import blob_path
 from ..session.events import Event
 from ..session.segments import list_segments
 from ..session.store import Session, session_window
 from ..sources import open_session
-from ..usage import build_ledger, scan
+from ..usage.pipeline import build_ledger, scan
 from ..view.fold import ViewStats, call_entry, iter_view, message_item, plan_file, result_item
 from ..view.tokens import item_tokens, percent_of, usage_context
 

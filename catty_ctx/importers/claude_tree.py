@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .common import ImportReport, Warn, iter_jsonl
+from .common import ImportReport, Warn
+from .reading import iter_jsonl
 
 WHAT = "a Claude Code session"
 MESSAGE_TYPES = ("user", "assistant", "system")

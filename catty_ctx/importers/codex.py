@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .codex_events import TURN_STARTS, Converter, UsageTracker, dispatch, is_harness, snapshot, words
-from .common import SHAPE_ERRORS, EventBuilder, SourceLine, Warn, iter_jsonl, load_json, not_recognised, one_session, shape_error, text_of, to_ts
+from .common import SHAPE_ERRORS, EventBuilder, Warn, not_recognised, one_session, shape_error, text_of, to_ts
+from .reading import SourceLine, iter_jsonl, load_json
 
 WHAT = "a Codex CLI session"
 _LINE_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")

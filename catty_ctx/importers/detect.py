@@ -12,13 +12,13 @@ from typing import Any
 
 import orjson
 
-from .. import formats as registry
 from ..errors import DataError
+from ..formats import registry
 from ..formats.grok import LOG as GROK_LOG
 from ..formats.grok import is_session_dir as is_grok_dir
 from ..formats.grok import is_update
 from ..session.jsonl import numbered_lines
-from .common import open_source
+from .reading import open_source
 
 _CODEX_TYPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
 _CLAUDE_TYPES = ("user", "assistant", "system", "summary", "file-history-snapshot")

@@ -15,7 +15,8 @@ from typing import Any
 import orjson
 
 from ..errors import UsageError
-from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, load_json, not_recognised, shape_error
+from .common import SHAPE_ERRORS, EventBuilder, Warn, not_recognised, shape_error
+from .reading import iter_jsonl, load_json
 
 WHAT = "a Gemini CLI session"
 _MESSAGE_TYPES = ("user", "gemini")

@@ -37,7 +37,8 @@ from typing import Any
 import orjson
 
 from ..formats import grok as layout
-from .common import SHAPE_ERRORS, EventBuilder, Warn, iter_jsonl, not_recognised, one_session, several_sessions, shape_error
+from .common import SHAPE_ERRORS, EventBuilder, Warn, not_recognised, one_session, several_sessions, shape_error
+from .reading import iter_jsonl
 
 WHAT = "a Grok Build session"
 KEPT_KIND = "grok_update"  # the event that keeps a line the view has no place for

@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..view.fingerprint import blob_handle
-from .common import SHAPE_ERRORS, EventBuilder, Warn, content_blocks, iter_jsonl, load_json, not_recognised, shape_error, split_data_url, text_of
+from ..session.layout import blob_handle
+from .common import SHAPE_ERRORS, EventBuilder, Warn, content_blocks, not_recognised, shape_error, split_data_url, text_of
+from .reading import iter_jsonl, load_json
 
 WHAT = {"openai": "an OpenAI messages array", "anthropic": "an Anthropic messages array"}
 _ROLES = ("system", "developer", "user", "assistant", "tool", "function")

@@ -20,8 +20,9 @@ import orjson
 
 from ..errors import DataError
 from ..formats.database import UNREADABLE, open_read_only
-from .common import SHAPE_ERRORS, EventBuilder, Warn, load_json, not_recognised, one_session, shape_error, split_data_url
+from .common import SHAPE_ERRORS, EventBuilder, Warn, not_recognised, one_session, shape_error, split_data_url
 from .detect import is_opencode_export
+from .reading import load_json
 
 WHAT = "an opencode session"
 _PENDING = ("pending", "running")

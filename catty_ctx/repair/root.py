@@ -11,7 +11,8 @@ from ..fleet.runner import RootRun
 from ..fleet.urls import refuse_writes as refuse_url_writes
 from ..session.store import Session
 from ..sources import open_session, root_sessions
-from .plan import repair_plan, repair_session
+from .fix import repair_session
+from .plan import repair_plan
 
 
 def root_row(directory: Any, *, write: bool, force: bool = False, lock_timeout: float = 30.0) -> dict[str, Any]:

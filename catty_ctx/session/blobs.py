@@ -20,9 +20,9 @@ import xxhash
 
 from ..defaults import ASSISTANT_LIMIT, SHELL_LIMIT, SHELL_TOOLS, TOOL_LIMIT, USER_LIMIT
 from ..errors import DataError, UsageError, WriteError
-from ..view.fingerprint import blob_handle
 from .files import filled, replace_file
 from .jsonl import scan_marked
+from .layout import blob_handle
 from .store import Session, session_folder
 
 Warn = Callable[[str], None]

@@ -177,28 +177,35 @@ def discard_staged(tmp: str) -> None:
         pass
 
 
-def create_exclusive(path: PathArg, data: bytes) -> bool:
+def create_exclusive(path: PathArg, data: bytes, *, durable: bool = False, mode: int | None = None) -> bool:
     """Create PATH holding DATA unless it exists: False when another process got there first.
 
     The bytes are written to a temp file and hard-linked into place, so the name never shows
     a half-written file and of two callers at once exactly one wins (a marker both can claim).
+    DURABLE: the file and then its folder are fsynced (a new session file that must survive a
+    crash), not only written (a marker). MODE: the file's mode (default: a new file's).
     """
     target = os.fspath(path)
     fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), new_file_mode())
+            os.fchmod(f.fileno(), new_file_mode() if mode is None else mode)
             f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         try:
             os.link(tmp, target)
         except FileExistsError:
             return False
-        return True
     finally:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+    if durable:
+        fsync_dir(os.path.dirname(target) or ".")
+    return True
 
 
 def clear_dead_temps(folder: PathArg) -> int:
@@ -236,20 +243,3 @@ def fsync_dir(path: PathArg) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def replace_folder(fresh: PathArg, dest: PathArg) -> None:
-    """Put the whole folder FRESH (beside DEST) in DEST's place: DEST moves aside, FRESH takes its
-    name, the old one is removed. A reader sees the old folder or the new, never half of one
-    (a mirror the agents' hooks rebuild; docs/agents.md)."""
-    target = os.fspath(dest)
-    aside = f"{target}.old.{os.urandom(4).hex()}"
-    had = os.path.isdir(target)
-    if had:
-        os.rename(target, aside)
-    os.rename(fresh, target)
-    fsync_dir(os.path.dirname(target) or ".")
-    if had:
-        import shutil
-
-        shutil.rmtree(aside, ignore_errors=True)

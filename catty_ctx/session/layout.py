@@ -1,11 +1,14 @@
 """Names of a session's files and folders on disk (docs/spec.md#the-session-directory).
 
-Kept apart from the store, with no imports but os, so a quick reader (the usage ledger's walk)
-can tell sessions from staging folders without loading the store.
+Kept apart from the store, with no imports but os and xxhash, so a quick reader (the usage
+ledger's walk, an importer naming a blob) can tell sessions from staging folders and name a
+blob's file without loading the store.
 """
 from __future__ import annotations
 
 import os
+
+import xxhash
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,3 +70,8 @@ def session_dirs(walk: Iterable[tuple[str, list[str], list[str]]]) -> Iterator[s
         if LOG_NAME in filenames:
             dirnames[:] = []
             yield dirpath
+
+
+def blob_handle(data: bytes) -> str:
+    """A blob's file name under `blobs/`: its content address, xxh3-128 hex of its bytes."""
+    return xxhash.xxh3_128_hexdigest(data)

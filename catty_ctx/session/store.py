@@ -13,7 +13,6 @@ import shutil
 import stat
 import sys
 import tempfile
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +24,9 @@ from ..defaults import DEFAULT_LOCK_TIMEOUT
 from ..errors import DataError, LockBusy, UsageError, WriteError
 from .event_ids import KnownIds, event_key, split_known
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
-from .files import FILE_MODE, check_replaceable, commit_staged, discard_staged, fsync_dir, replace_file, stage_file, write_file  # noqa: F401 - re-exported
+from .files import FILE_MODE, check_replaceable, commit_staged, discard_staged, replace_file, stage_file, write_file
 from .jsonl import STDIN_NAME, Warn, last_newline_end, numbered_lines, read_last_line, records, stderr_warning
-from .layout import LOG_NAME, PART_NAME, QUARANTINE_NAME, STAGING_SUFFIX, SUMMARY_NAME, is_staging, session_dirs  # noqa: F401 - re-exported
-from .new import building, check_dest_name, check_new_session_dest, missing_parents, place_new_session, remove_made  # noqa: F401 - re-exported
+from .layout import LOG_NAME, QUARANTINE_NAME, SUMMARY_NAME
 
 _CHUNK = 1 << 20
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -521,44 +519,6 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def summary_document(summary: dict[str, Any]) -> bytes:
     return orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n"
-
-
-def write_summary(directory: Path, summary: dict[str, Any]) -> None:
-    atomic_write(directory / SUMMARY_NAME, summary_document(summary))
-
-
-def create_session(
-    directory: str | os.PathLike[str],
-    *,
-    session_id: str | None = None,
-    window: int | None = None,
-    model: str | None = None,
-    cwd: str | None = None,
-    parent_session_id: str | None = None,
-    source: Any = None,
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
-) -> Session:
-    """Make a session directory with its session event (seq 0) and summary.json.
-
-    An existing session is opened as it is (creating is idempotent).
-    """
-    path = Path(directory)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WriteError(f"{path}: cannot create session directory ({exc.strerror})") from None
-    log = path / LOG_NAME
-    session = Session(log_path=log, directory=path, display=str(log))
-    with session.lock(lock_timeout):
-        if log.exists() and last_newline_end(log) > 0:
-            return session
-        event: dict[str, Any] = {"kind": "session", "session_id": session_id or str(uuid.uuid4())}
-        for key, value in (("parent_session_id", parent_session_id), ("cwd", cwd), ("model", model), ("window", window), ("source", source)):
-            if value is not None:
-                event[key] = value
-        os.close(open_log_for_append(log, session.display))
-        session.append_locked([event], warn=None)
-    return session
 
 
 def session_window(session: Session, session_event: Event | None = None) -> int:

@@ -12,13 +12,12 @@ import os
 import shutil
 import tempfile
 
-import xxhash
-
-from .. import formats
 from ..fleet.urlcopy import on_copy
 from ..fleet.urls import filesystem
 from ..fleet.workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
+from ..formats import registry as formats
 from ..session import compressed
+from ..session.cursor import Cursor, line_end, look, may_resume
 from ..session.files import filled
 from ..session.jsonl import marked_lines
 from . import filecache
@@ -46,8 +45,6 @@ BAD_SAMPLES_PER_FILE = 5
 WRITE_BEHIND_FILES = 64  # logs read in full past which the per-file cache is written by a thread (when asked)
 PARALLEL_MIN_BYTES = 8 << 20  # below this a worker pool costs more than it saves
 ZST_INFLATION = 8  # a compressed rollout is weighed as this many times its size (zstd on JSON Lines: about 5-12x)
-_CHECK_BYTES = 4096  # bytes hashed at the start and at the end of what was parsed
-_NL = b"\n"
 
 
 def _parser_module(kind: str) -> Any:
@@ -66,10 +63,6 @@ _PARSERS: dict[str, Any] = {}
 
 def parser(kind: str) -> Callable[..., Any]:
     return _parser_module(kind).parse
-
-
-def _digest(mm: Any, a: int, b: int) -> int:
-    return xxhash.xxh64_intdigest(mm[a:b])
 
 
 def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[int, str]]:
@@ -131,20 +124,17 @@ def scan_file(task: Task) -> Scanned:
             return path, None, 0, f"cannot read ({exc})"
         size = len(mm)
         try:
-            start = 0
-            if prev is not None and prev.ino == st.st_ino and 0 < prev.off <= size and prev.kind is not None and \
-                    not one_document(mm, path, prev.kind):
-                off = prev.off
-                if _digest(mm, 0, min(off, _CHECK_BYTES)) == prev.head and _digest(mm, max(0, off - _CHECK_BYTES), off) == prev.tail:
-                    start = off
-                    entry.kind, entry.state, entry.recs, entry.read = prev.kind, prev.state, prev.recs, prev.read
-                    entry.aliases = prev.aliases
-                    entry.bad, entry.samples = prev.bad, prev.samples
+            resumable = prev is not None and prev.kind is not None and not one_document(mm, path, prev.kind)
+            reading = look(_cursor(prev) if prev is not None and resumable else None, st, lambda at, n: mm[at : at + n])
+            start = reading.start
+            if start and prev is not None:
+                entry.kind, entry.state, entry.recs, entry.read = prev.kind, prev.state, prev.recs, prev.read
+                entry.aliases = prev.aliases
+                entry.bad, entry.samples = prev.bad, prev.samples
             if entry.kind is None:
                 entry.kind = sniff(sniff_head(mm, size), lambda: mm[0:size])
             document = one_document(mm, path, entry.kind)
-            last_nl = mm.rfind(_NL, start, size)
-            end = last_nl + 1 if last_nl >= 0 else start
+            end = line_end(mm, start, size)
             if document:
                 end = size  # (one JSON document, whole: no line of it is torn)
             elif end < size and _whole_record(mm[end:size]):
@@ -167,13 +157,16 @@ def scan_file(task: Task) -> Scanned:
                 entry.samples = entry.samples + [(line_number(mm, off), why) for off, why in bad[:room]]
             if end < size:
                 entry.torn = line_number(mm, end)
-            entry.off = end
-            entry.head = _digest(mm, 0, min(end, _CHECK_BYTES))
-            entry.tail = _digest(mm, max(0, end - _CHECK_BYTES), end)
+            entry.dev, entry.ino, entry.off, entry.head, entry.tail = reading.advance(end, lambda at, n: mm[at : at + n]).fields()
             return path, entry, size - start, None
         finally:
             if type(mm) is not bytes:
                 mm.close()
+
+
+def _cursor(entry: FileEntry) -> Cursor:
+    """The file cursor an entry keeps in its fields."""
+    return Cursor(entry.dev, entry.ino, entry.off, entry.head, entry.tail)
 
 
 def _whole_record(tail: bytes) -> bool:
@@ -292,7 +285,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 if path.endswith(_ZST):  # read whole, and decompressed: its work is that of a larger log
                     sizes[path] = size * ZST_INFLATION
                 else:
-                    sizes[path] = size - (prev.off if prev is not None and prev.ino == ino and prev.off <= size else 0)
+                    sizes[path] = size - (prev.off if prev is not None and may_resume(prev.ino, prev.off, ino, size) else 0)
         plans.append((arg, files, old, new, gen))
     result.files = sum(len(files) for _arg, files in found)
 
@@ -400,7 +393,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             seen += 1
             if k == (size, mtime, ino):
                 continue
-            if k[2] != ino or size < k[0] or path.endswith((_ZST, OPENCODE_DB)) or _is_document(path):
+            if not may_resume(k[2], k[0], ino, size) or path.endswith((_ZST, OPENCODE_DB)) or _is_document(path):
                 # (a compressed log, a document, a database are never resumed)
                 return None
             tasks.append((path, kind, None, False, (size, mtime, ino)))  # (its entry is taken from the cache below)

@@ -36,8 +36,9 @@ class Record(msgspec.Struct, array_like=True, gc=False):
 
 class FileEntry(msgspec.Struct, array_like=True):
     """One log as scanned: its key (size, mtime, inode), where parsing stopped (after the last
-    complete line), hashes of the first and last bytes before that point, the parser's state,
-    the records, and the bad lines (a count, the first few as (line, why), a torn tail's line)."""
+    complete line) and hashes of the first and last bytes before that point (with the inode and
+    DEV: the file cursor, `session.cursor`), the parser's state, the records, and the bad lines (a
+    count, the first few as (line, why), a torn tail's line)."""
 
     size: int
     mtime: int
@@ -53,6 +54,7 @@ class FileEntry(msgspec.Struct, array_like=True):
     samples: list[tuple[int, str]] = []
     torn: int = 0
     aliases: list[tuple[str, str, str | None, int]] = []  # the dropped copies' keys and uuid pairs (see copies.collapse_file)
+    dev: int = 0
 
 
 # What a scan of one file gives: (path, entry or None, bytes parsed, error or None).

@@ -9,10 +9,10 @@ import os
 import stat
 import time
 
-from .. import formats
 from ..errors import UsageError
 from ..fleet.urls import is_url, url_logs
 from ..formats import grok
+from ..formats import registry as formats
 from ..session.layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
 
 TYPE_CHECKING = False

@@ -67,8 +67,3 @@ def chain_hex(items: Iterable[Any]) -> Iterator[str]:
     chain = Chain()
     for item in items:
         yield chain.add(item).hex()
-
-
-def blob_handle(data: bytes) -> str:
-    """Content address of a payload: xxh3-128 hex of its bytes."""
-    return xxhash.xxh3_128_hexdigest(data)

@@ -3,19 +3,19 @@
 The view calls `build_head` for the latest compaction: the original system items, the
 user-info item (the environment the user works in), the instructions, the last real user query, the summary carrier with its mode hint, and a
 system reminder carrying the continuation state, so an agent resumes knowing what it was
-doing. The continuation state is a versioned structure built from `state` events and from
-the log itself (files touched by edit/write calls), so it survives any number of rounds:
-every head is rebuilt from the whole log up to its `through_seq`, never from the previous
-head.
+doing. The continuation state (tracked and rendered by `continuation`, as a hook's reminder is)
+is a versioned structure built from `state` events and from the log itself (files touched by
+edit/write calls), so it survives any number of rounds: every head is rebuilt from the whole
+log up to its `through_seq`, never from the previous head.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from ..session.events import Event
+from .continuation import HEAD_PARTS, VERSION, Continuation, render_lines
 
-CONTINUATION_VERSION = 1
+CONTINUATION_VERSION = VERSION
 SUMMARY_PREAMBLE = (
     "This session is being continued from an earlier conversation that ran out of context. "
     "The summary below covers the earlier part of the conversation."
@@ -23,141 +23,54 @@ SUMMARY_PREAMBLE = (
 # Summaries that already open with a continuation preamble (Claude Code writes its compaction
 # summary as the whole message it sends) are carried as they are.
 CARRIED_PREAMBLES = ("This session is being continued from a previous conversation", SUMMARY_PREAMBLE[:60])
-# Argument names that carry the file a tool works on (grok-build's list plus common peers).
-PATH_ARGS = ("path", "file_path", "target_file", "filePath", "filename", "file", "notebook_path")
-_EDIT_WORDS = ("edit", "write", "create", "replace", "patch", "insert", "delete_file", "str_replace")
-_ACTIONABLE = ("pending", "in_progress")
 
 
-def call_path(args: Any) -> str | None:
-    """The file a tool call targets, if its arguments name one."""
-    if isinstance(args, dict):
-        for key in PATH_ARGS:
-            value = args.get(key)
-            if isinstance(value, str) and value:
-                return value
-    return None
+class HeadState(Continuation):
+    """What the head needs from the events a compaction folded away (small, streamed): the
+    continuation tracker, and the system items, the last real user message, the latest earlier
+    compaction and the session event. The user's own words reach the head as its items, and
+    what failed as its summary, not through the tracker."""
 
-
-@lru_cache(maxsize=1024)  # a session uses few tool names, each many times
-def is_edit_tool(name: str) -> bool:
-    low = name.lower()
-    return any(word in low for word in _EDIT_WORDS)
-
-
-class HeadState:
-    """What the head needs from the events a compaction folded away (small, streamed)."""
-
-    __slots__ = ("_pending_edits", "edits", "facets", "last_user", "previous", "seen_user", "session", "system_items")
+    FEEDS: ClassVar[dict[str, str]] = {**Continuation.FEEDS, "session": "_session"}
+    KEEPS_CALLS: ClassVar[bool] = False
 
     def __init__(self) -> None:
+        super().__init__()
         self.system_items: list[dict[str, Any]] = []
         self.seen_user = False
         self.last_user: dict[str, Any] | None = None
-        self.facets: dict[str, Any] = {}
-        # path -> still possible (a call without a result, or one that succeeded)
-        self.edits: dict[str, bool] = {}
-        self._pending_edits: dict[str, str] = {}  # call_id -> path
         self.previous: Event | None = None  # the latest earlier compaction
         self.session: Event | None = None  # the session event (its cwd and model)
 
-    def track(self, ev: Event) -> None:
-        kind = ev.get("kind")
-        if kind == "message":
-            role = ev.get("role")
-            if role in ("system", "developer") and not self.seen_user and not ev.get("synthetic"):
-                self.system_items.append({"seq": ev["seq"], "role": role, "text": ev["text"]})
-            elif role == "user" and not ev.get("synthetic"):
-                self.seen_user = True
-                item: dict[str, Any] = {"seq": ev["seq"], "role": "user", "text": ev["text"]}
-                if ev.get("images"):
-                    item["images"] = ev["images"]
-                self.last_user = item
-        elif kind == "tool_call":
-            path = call_path(ev.get("args"))
-            if path is not None and is_edit_tool(str(ev.get("name", ""))):
-                self._pending_edits[ev["call_id"]] = path
-                self.edits.setdefault(path, False)
-        elif kind == "tool_result":
-            path = self._pending_edits.pop(ev.get("call_id"), None)  # type: ignore[arg-type]  # no call_id: nothing found
-            if path is not None and not ev.get("is_error"):
-                self.edits[path] = True
-        elif kind == "state" and isinstance(ev.get("facet"), str):
-            self.facets[ev["facet"]] = ev.get("value")
-        elif kind == "compaction":
-            self.previous = ev
-        elif kind == "session" and self.session is None:
+    def _compaction(self, ev: Event) -> None:
+        self.compactions += 1
+        self.previous = ev
+
+    def _session(self, ev: Event) -> None:
+        if self.session is None:
             self.session = ev
 
-    def edited_files(self) -> list[str]:
-        """The `edited_files` facet, then files edited by calls (failed-only edits left out)."""
-        out: list[str] = []
-        seen: set[str] = set()
-        facet = self.facets.get("edited_files")
-        for path in facet if isinstance(facet, list) else ():
-            if isinstance(path, str) and path not in seen:
-                seen.add(path)
-                out.append(path)
-        pending = set(self._pending_edits.values())
-        for path, ok in self.edits.items():
-            if (ok or path in pending) and path not in seen:
-                seen.add(path)
-                out.append(path)
-        return out
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+    def _message(self, ev: Event) -> None:
+        role = ev.get("role")
+        if role in ("system", "developer") and not self.seen_user and not ev.get("synthetic"):
+            self.system_items.append({"seq": ev["seq"], "role": role, "text": ev["text"]})
+        elif role == "user" and not ev.get("synthetic"):
+            self.seen_user = True
+            item: dict[str, Any] = {"seq": ev["seq"], "role": "user", "text": ev["text"]}
+            if ev.get("images"):
+                item["images"] = ev["images"]
+            self.last_user = item
 
 
 def continuation_state(state: HeadState) -> dict[str, Any]:
-    """The versioned continuation state: what a resumed agent must not forget."""
-    f = state.facets
-    todos = _dicts(f.get("todos"))
-    plan = f.get("plan")
-    memory = f.get("memory")
-    return {
-        "version": CONTINUATION_VERSION,
-        "edited_files": state.edited_files(),
-        "instructions": [str(i.get("path")) for i in _dicts(f.get("instructions"))],
-        "skills": [{"name": s.get("name"), "description": s.get("description")} for s in _dicts(f.get("skills"))],
-        "jobs": [j for j in _dicts(f.get("jobs")) if j.get("status") == "running"],
-        "todos": [t for t in todos if t.get("status") in _ACTIONABLE],
-        "todos_done": sum(1 for t in todos if t.get("status") == "completed"),
-        "subagents": [a for a in _dicts(f.get("subagents")) if a.get("status") == "running"],
-        "mcp": [{"name": m.get("name"), "tools": m.get("tools")} for m in _dicts(f.get("mcp"))],
-        "memory": [str(m) for m in memory] if isinstance(memory, list) else [],
-        "plan": plan if isinstance(plan, str) and plan else None,
-    }
+    """The versioned continuation state a head carries: what a resumed agent must not forget."""
+    return state.state(HEAD_PARTS)
 
 
 def render_state(cs: dict[str, Any]) -> str:
-    """The continuation state as a system reminder; empty when there is nothing to carry.
-
-    Skills and MCP servers stay in the structure but are not repeated here: the view's
-    announcer lists them right after the head (see context.Announcer)."""
-    lines: list[str] = []
-    if cs["edited_files"]:
-        lines.append("Files edited in this session: " + ", ".join(cs["edited_files"]))
-    if cs["instructions"]:
-        lines.append("Instruction files in effect: " + ", ".join(cs["instructions"]))
-    for j in cs["jobs"]:
-        lines.append(f"Background job {j.get('id')} running: {j.get('command')}")
-    if cs["todos"] or cs["todos_done"]:
-        lines.append("Todos:")
-        lines.extend(f"- [{t.get('status')}] {t.get('text', '')}" for t in cs["todos"])
-        if cs["todos_done"]:
-            lines.append(f"({cs['todos_done']} todo(s) already completed)")
-    for a in cs["subagents"]:
-        lines.append(f"Subagent {a.get('id')} ({a.get('type')}) running: {a.get('description')}")
-    if cs["memory"]:
-        lines.append("Memory:")
-        lines.extend(f"- {m}" for m in cs["memory"])
-    if cs["plan"]:
-        lines.append(f"Plan: {cs['plan']}")
-    if not lines:
-        return ""
-    return "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>"
+    """The continuation state as the head's system reminder; empty when there is nothing to carry."""
+    lines = render_lines(cs)
+    return "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>" if lines else ""
 
 
 # The user-info item: the environment the user works in, as the prompt context recorded it.

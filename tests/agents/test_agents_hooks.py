@@ -11,7 +11,8 @@ import pytest
 from support import FIXTURES, cli
 
 from catty_ctx.agents import mirror as mirror_mod
-from catty_ctx.agents.mirror import WINDOW, sync
+from catty_ctx.agents.mirror import sync
+from catty_ctx.session.cursor import WINDOW
 from catty_ctx.session.store import Session
 
 TRANSCRIPT = FIXTURES / "import" / "claude" / "projects" / "-home-dev-shop" / "sess-0001.jsonl"

@@ -14,7 +14,7 @@ from support import both_parsers, cli, plain_run_loads, table_is_the_typer_comma
 
 from catty_ctx.agents.statusline import AUTOCOMPACT_BUFFER, FIELDS, OUTPUT_RESERVE, compact_point, mirror_folder, read_payload, render, status
 from catty_ctx.agents.transcript_tally import OPEN_CALLS
-from catty_ctx.usage import usage
+from catty_ctx.usage.pipeline import usage
 
 SID = "0a1b2c3d-0000-4000-8000-000000000001"
 MODEL = "claude-sonnet-4-5-20250929"

@@ -11,7 +11,7 @@ import pytest
 from support import ROOT
 
 from catty_ctx.defaults import RESUME_FORMATS, USAGE_BY
-from catty_ctx.importers import FORMATS
+from catty_ctx.importers.pipeline import FORMATS
 
 COMPLETIONS = ROOT / "completions"
 # (the words before the cursor, what the word at the cursor may be)

@@ -9,11 +9,11 @@ import pytest
 import typer
 
 from catty_ctx.session import blobs, store
-from catty_ctx.cli import app, load_commands
+from catty_ctx.cli.app import app, load_commands
 from catty_ctx.compact.pipeline import CompactOptions
-from catty_ctx.eval import EvalOptions
+from catty_ctx.eval.pipeline import EvalOptions
 from catty_ctx.fork import resume
-from catty_ctx.prune import MIB, PruneOptions
+from catty_ctx.prune.options import MIB, PruneOptions
 
 _PRUNE = PruneOptions()
 _EVAL = EvalOptions()

@@ -71,7 +71,7 @@ def test_completion_command_prints_the_committed_script() -> None:
 
 def test_each_command_runs_with_only_its_own_module_loaded() -> None:
     """The CLI imports just the invoked command's module; every command still resolves."""
-    from catty_ctx.cli import COMMAND_MODULES
+    from catty_ctx.cli.app import COMMAND_MODULES
 
     for name in COMMAND_MODULES:
         proc = cli(name, "--help")

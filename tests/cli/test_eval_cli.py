@@ -6,7 +6,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.eval import EvalOptions, open_corpus, run_eval
+from catty_ctx.eval.pipeline import EvalOptions, open_corpus, run_eval
 from catty_ctx.eval.facts import KINDS
 from support import cli, cli_on_a_terminal
 from support.eval_corpus import ERROR, FACTS, failing_summarizer, planted_session, poor_summarizer, reader_judge, tree_bytes

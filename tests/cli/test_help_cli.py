@@ -67,7 +67,7 @@ def test_every_json_option_is_the_shared_declaration() -> None:
     so the same help, the same flag, the same meaning."""
     import typer
 
-    from catty_ctx.cli import app, load_commands
+    from catty_ctx.cli.app import app, load_commands
 
     load_commands()
     found = {}

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from catty_ctx.cli import COMMAND_MODULES, FAST_COMMANDS
+from catty_ctx.cli.app import COMMAND_MODULES, FAST_COMMANDS
 from catty_ctx.cli.registry import BY_NAME, COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ def _help_commands(text: str) -> list[str]:
 
 def test_the_top_level_help_lists_the_registry_from_it_alone() -> None:
     # A fresh interpreter: which command modules did `--help` import?
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom catty_ctx.cli.app import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "sys.stderr.write(' '.join(m for m in sys.modules if m.startswith('catty_ctx.cli.')))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", TERM="dumb"))

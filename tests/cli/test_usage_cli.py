@@ -198,7 +198,7 @@ def test_both_parsers_give_the_same_output_and_exit(tmp_path: Path, monkeypatch:
 
 def test_a_plain_usage_run_never_loads_typer_or_rich(tmp_path: Path) -> None:
     codex = _codex(tmp_path)
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    code = ("import sys\nfrom catty_ctx.cli.app import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
             "print(code, sorted(m for m in ('typer', 'click', 'rich', 'dask', 'distributed', 'fsspec') if m in sys.modules), file=sys.stderr)")
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     for _ in range(2):
@@ -211,7 +211,7 @@ def test_no_usage_run_loads_orjson_cold_or_after_an_append(tmp_path: Path) -> No
     loads dataclasses, uuid and more) costs more than an incremental run's own work."""
     claude_tree(tmp_path / "claude", seed=3, projects=1, sessions=2)
     codex = _codex(tmp_path)
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    pass\n"
+    code = ("import sys\nfrom catty_ctx.cli.app import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    pass\n"
             "print(sorted(m for m in ('orjson', 'msgspec') if m in sys.modules), file=sys.stderr)")
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
 
@@ -238,7 +238,7 @@ def test_a_cached_answer_loads_no_decoder_and_no_scan(tmp_path: Path) -> None:
     (each costs more start-up than the whole answer)."""
     codex = _codex(tmp_path)
     heavy = ("msgspec", "orjson", "catty_ctx.usage.records", "catty_ctx.usage.claude", "catty_ctx.usage.codex")
-    code = ("import sys\nfrom catty_ctx.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    pass\n"
+    code = ("import sys\nfrom catty_ctx.cli.app import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    pass\n"
             f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)")
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     first, again = (subprocess.run([sys.executable, "-c", code, "usage", str(codex)], capture_output=True, cwd=ROOT, env=env) for _ in range(2))

@@ -18,7 +18,8 @@ from catty_ctx.compact import ladder, twopass
 from catty_ctx.session import segments
 from catty_ctx.compact.ladder import SummaryRequest, Transient, _stage_items, run_ladder
 from catty_ctx.view.fingerprint import canonical
-from catty_ctx.prune import PruneOptions, PruneStats, prune
+from catty_ctx.prune.options import PruneOptions, PruneStats
+from catty_ctx.prune.pipeline import prune
 from catty_ctx.session.store import Session
 from support import call, msg, result, session_event, write_log
 

@@ -8,10 +8,10 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError, UsageError
-from catty_ctx.eval import open_corpus, session_facts
+from catty_ctx.eval.pipeline import open_corpus, session_facts
 from catty_ctx.eval.drive import cut_points
 from catty_ctx.eval.facts import Fact, derive_facts, error_line, load_facts
-from catty_ctx.importers import import_to_dir
+from catty_ctx.importers.pipeline import import_to_dir
 from catty_ctx.session.store import Session
 from support import FIXTURES, call, msg, result
 from support.eval_corpus import CONSTRAINT, EDITED, ERROR, JOB, TODO, copying_summarizer, failing_summarizer, planted_session, poor_summarizer, tree_bytes

@@ -76,7 +76,7 @@ def test_retries_bounds_the_attempts_at_a_temporary_failure(corpus: Path, tmp_pa
 
 def test_retries_is_refused_below_zero(corpus: Path) -> None:
     from catty_ctx.errors import UsageError
-    from catty_ctx.eval import EvalOptions
+    from catty_ctx.eval.pipeline import EvalOptions
 
     r = cli("eval", str(corpus), "--retries", "-1")
     assert r.returncode == 2 and b"--retries" in r.stderr

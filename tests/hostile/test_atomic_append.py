@@ -13,8 +13,9 @@ from support import call, cli, jsonl, msg, result
 
 from catty_ctx.session.blobs import write_blob
 from catty_ctx.session.event_ids import index_path
-from catty_ctx.view.fingerprint import blob_handle
-from catty_ctx.session.store import Session, create_session
+from catty_ctx.session.layout import blob_handle
+from catty_ctx.session.store import Session
+from catty_ctx.session.create import create_session
 
 
 def _events(n: int, tag: str, size: int = 50) -> bytes:

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from catty_ctx.importers import import_events
+from catty_ctx.importers.pipeline import import_events
 
 from support import FIXTURES, cli, msg, session_event, write_log
 

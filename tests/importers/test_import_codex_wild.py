@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
 from catty_ctx.errors import UsageError
 from catty_ctx.fork import resume
-from catty_ctx.importers import import_events, import_to_dir
+from catty_ctx.importers.pipeline import import_events, import_to_dir
 from catty_ctx.importers.detect import detect
 from catty_ctx.view.integrity import pairing_problems
 from catty_ctx.view.providers import to_openai

@@ -17,7 +17,7 @@ import pytest
 
 from catty_ctx.errors import DataError
 from catty_ctx.session.events import check_event
-from catty_ctx.importers import import_events, import_to_dir
+from catty_ctx.importers.pipeline import import_events, import_to_dir
 from catty_ctx.importers.detect import detect
 from catty_ctx.session.store import Session
 from catty_ctx.view.fold import view
@@ -145,7 +145,7 @@ def test_claude_merges_the_lines_of_one_response_and_keeps_the_largest_usage() -
 def test_the_usage_ledger_counts_the_fixture_responses_once() -> None:
     """The ledger reads Claude files itself; on this fixture it counts each response once:
     msg_01, 02, x, 03, 04, 05, 06 on every branch (not <synthetic>), from 11 usage copies."""
-    from catty_ctx.usage import usage
+    from catty_ctx.usage.pipeline import usage
 
     ledger, scan = usage([CLAUDE], use_cache=False, jobs=1)
     rep = ledger.document(scan)

@@ -5,7 +5,8 @@ import importlib
 import subprocess
 import sys
 
-from catty_ctx import formats, importers
+from catty_ctx.formats import registry as formats
+from catty_ctx.importers import pipeline as importers
 from catty_ctx.formats import ownership
 from catty_ctx.importers import detect
 
@@ -58,6 +59,6 @@ def test_homes_follow_the_variables(tmp_path) -> None:
 
 
 def test_the_registry_is_cheap_to_import() -> None:
-    code = "import sys, catty_ctx; before = set(sys.modules); import catty_ctx.formats; print(sorted(set(sys.modules) - before))"
+    code = "import sys, catty_ctx; before = set(sys.modules); import catty_ctx.formats.registry; print(sorted(set(sys.modules) - before))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['catty_ctx.formats']"
+    assert out.strip() == "['catty_ctx.formats', 'catty_ctx.formats.registry']"

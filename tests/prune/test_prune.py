@@ -5,7 +5,9 @@ from typing import Any
 
 from support import call, msg, result, session_event
 
-from catty_ctx.prune import MIB, PruneOptions, PruneStats, prefix_reuse, prune, prune_items
+from catty_ctx.prune.options import MIB, PruneOptions, PruneStats
+from catty_ctx.prune.reuse import prefix_reuse
+from catty_ctx.prune.pipeline import prune, prune_items
 from catty_ctx.view.fold import ViewItem, stream_view
 
 WINDOW = 200_000

@@ -11,7 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from catty_ctx.session.store import Session, create_session
+from catty_ctx.session.store import Session
+from catty_ctx.session.create import create_session
 from support import cli
 from test_crash import ENV
 

@@ -14,7 +14,7 @@ from typing import Callable
 import orjson
 import pytest
 
-from catty_ctx.view.fingerprint import blob_handle
+from catty_ctx.session.layout import blob_handle
 from support import FIXTURES, cli
 
 SECRET = b"SECRET-OUTSIDE-THE-SESSION\n"

@@ -20,7 +20,8 @@ import orjson
 import pytest
 
 from catty_ctx.session.events import check_event
-from catty_ctx.repair.plan import analyse, repair_session
+from catty_ctx.repair.plan import analyse
+from catty_ctx.repair.fix import repair_session
 from catty_ctx.session.store import Session
 from catty_ctx.sources import root_sessions
 from support import FIXTURES, ROOT
@@ -281,7 +282,7 @@ def test_kill_9_at_100_random_moments(tmp_path: Path, scenario: Scenario) -> Non
 def test_a_whole_staging_folder_left_by_a_kill_is_never_a_session(tmp_path: Path) -> None:
     """A kill between a fork's (or an import's) last two renames leaves a whole session in its
     hidden staging folder: ROOT walks (repair, compact, usage) skip it."""
-    from catty_ctx.usage import discover
+    from catty_ctx.usage.pipeline import discover
 
     shutil.copytree(FIXTURES / "sessions" / "demo", tmp_path / "real")
     for leftover in (".child.fork-1a2b3c4d-99999.tmp", ".imported.importing-x1y2z3.tmp"):

@@ -32,3 +32,23 @@ def test_a_write_that_fails_half_way_leaves_the_old_file_and_no_temp(tmp_path: P
         write_file(path, fill)
     assert path.read_bytes() == b"{}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+
+
+def test_one_exclusive_create_serves_the_marker_and_the_durable_new_file(tmp_path: Path) -> None:
+    """files.create_exclusive is the one exclusive create: a marker (first caller wins) and, with
+    `durable`, fork --to's new session file (writeback.place_new_file goes through it)."""
+    import ast
+
+    from catty_ctx.session.files import create_exclusive
+
+    marker = tmp_path / "m"
+    assert create_exclusive(marker, b"1") and not create_exclusive(marker, b"2")
+    assert marker.read_bytes() == b"1"
+    made = tmp_path / "new.jsonl"
+    assert create_exclusive(made, b"x\n", durable=True, mode=0o600)
+    assert made.read_bytes() == b"x\n" and made.stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "new.jsonl"]  # no temp left
+    package = Path(__file__).resolve().parents[2] / "catty_ctx"
+    linkers = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
+                     if any(isinstance(n, ast.Attribute) and n.attr == "link" for n in ast.walk(ast.parse(p.read_text()))))
+    assert linkers == ["session/files.py"]

@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from catty_ctx.errors import DataError, ExitCode, LockBusy
-from catty_ctx.session.store import Session, create_session
+from catty_ctx.session.store import Session
+from catty_ctx.session.create import create_session
 from catty_ctx.sources import root_sessions
 from support import ROOT, msg, session_event, write_log
 

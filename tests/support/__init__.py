@@ -117,7 +117,7 @@ def plain_run(command: str, *args: str, input: bytes | None = None,
     """Run COMMAND ARGS (INPUT on stdin) through the program's entry point in a fresh interpreter (as the
     installed script does): its exit code, which of the modules HEAVY it imported on the way, and the
     process (its stdout, and its stderr without the line that said so)."""
-    code = ("import sys\nfrom catty_ctx.cli import main\ncode = None\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
+    code = ("import sys\nfrom catty_ctx.cli.app import main\ncode = None\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
             f"loaded = sorted(m for m in {heavy!r} if m in sys.modules)\nimport json\nprint(json.dumps([code, loaded]), file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", code, command, *args], input=input, capture_output=True, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120, check=False)
@@ -143,7 +143,7 @@ def table_is_the_typer_commands(name: str, arguments: list[str] | None = None) -
 
     import typer
 
-    from catty_ctx.cli import COMMAND_MODULES, get_app, load_commands
+    from catty_ctx.cli.app import COMMAND_MODULES, get_app, load_commands
     from catty_ctx.cli.fastpath import minimums, options
 
     group, _, sub = name.partition(" ")

@@ -14,7 +14,7 @@ import pytest
 from msgspec.structs import replace
 
 import catty_ctx
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
 from catty_ctx.usage import filescan
 from support import write_log
 from support.usage_trees import claude_tree, codex_rollout
@@ -218,7 +218,7 @@ def test_day_rows_use_the_local_zone_unless_a_zone_is_given(tmp_path: Path) -> N
     codex_rollout(tmp_path / "rollout-x.jsonl", _codex_steps())
     assert [r["day"] for r in ledger([tmp_path], by="day", tz="UTC").rows] == ["2026-02-01"]
     assert [r["day"] for r in ledger([tmp_path], by="day", tz="Asia/Tokyo").rows] == ["2026-02-01", "2026-02-02"]
-    code = ("import sys; from catty_ctx import usage as U; l, _ = U.usage([sys.argv[1]], by='day'); print([r['day'] for r in l.rows])")
+    code = ("import sys; from catty_ctx.usage.pipeline import usage; l, _ = usage([sys.argv[1]], by='day'); print([r['day'] for r in l.rows])")
     env = dict(os.environ, TZ="America/Los_Angeles", PYTHONPATH=str(Path(catty_ctx.__file__).parent.parent))
     out = subprocess.run([__import__("sys").executable, "-c", code, str(tmp_path)], capture_output=True, env=env, check=True).stdout
     assert out.strip() == b"['2026-02-01']"  # 09:00Z and 23:59Z are both Feb 1 in Los Angeles
@@ -355,7 +355,7 @@ def test_a_warm_run_never_imports_the_price_library(tmp_path: Path) -> None:
     """The models a run meets are resolved once and kept in the price index: a later process
     over new logs of the same models prices them without importing the library."""
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(Path(catty_ctx.__file__).parent.parent))
-    probe = ("import sys; from catty_ctx.usage import usage; led, _ = usage([sys.argv[1]], use_cache=False, jobs=1); "
+    probe = ("import sys; from catty_ctx.usage.pipeline import usage; led, _ = usage([sys.argv[1]], use_cache=False, jobs=1); "
              "print(led.totals['cost_usd'] is not None, 'genai_prices.data' in sys.modules, 'genai_prices.update_prices' in sys.modules)")
     # (the library's updater, its only code that reaches the network, is never even imported)
     for i, expect in ((0, "True True False"), (1, "True False False")):

@@ -14,7 +14,8 @@ from support import cli as run_cli
 from support import write_log
 from support.usage_trees import Truth, claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage
 
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
+from catty_ctx.usage import walk as usage_walk
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,7 +203,7 @@ def test_a_text_file_or_an_empty_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes" / "README.md").write_text("# notes\n")
     (tmp_path / "notes" / "data.jsonl").write_text('{"a": 1}\n{"b": 2}\n')
     proc = cli(str(ROOT / "README.md"), env=env)
-    assert proc.returncode == 65 and b"README.md: not a " + U.walk.AGENTS.encode() + b" log" in proc.stderr
+    assert proc.returncode == 65 and b"README.md: not a " + usage_walk.AGENTS.encode() + b" log" in proc.stderr
     assert proc.stderr.count(b"\n") == 1 and proc.stdout == b""
     for folder in ("empty", "notes"):
         proc = cli(str(tmp_path / folder), env=env)

@@ -17,7 +17,7 @@ import orjson
 import pytest
 from support import FIXTURES, ROOT
 
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
 from catty_ctx.usage import filescan
 
 WILD = FIXTURES / "import" / "codex" / "wild"

@@ -11,7 +11,7 @@ import pytest
 from support import write_log
 from support.usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage
 
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
 from catty_ctx.usage import fanout, filescan, walk
 from catty_ctx.fleet.workers import can_fork
 

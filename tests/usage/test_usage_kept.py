@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
 from catty_ctx.usage import filecache, filescan
 from support.usage_trees import claude_tree
 

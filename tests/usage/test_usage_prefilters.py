@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catty_ctx import usage as U
+from catty_ctx.usage import pipeline as U
 from catty_ctx.usage import opencode, walk
 
 TOKENS = {"input": 120, "output": 30, "reasoning": 7, "cache": {"read": 900, "write": 40}}

@@ -13,7 +13,7 @@ from catty_ctx.session.blobs import externalize, write_blob
 from catty_ctx.errors import WriteError
 from catty_ctx.instructions import discover_instructions, record_instructions, strip_front_matter
 from catty_ctx.view.snapshot import context_report, snapshot_event
-from catty_ctx.view.fingerprint import blob_handle
+from catty_ctx.session.layout import blob_handle
 from catty_ctx.session.store import Session
 from catty_ctx.view.fold import view
 from support import call, msg, result, session_event, write_log

@@ -10,7 +10,8 @@ import pytest
 
 from catty_ctx.errors import DataError
 from catty_ctx.view.integrity import pairing_problems
-from catty_ctx.repair.plan import analyse, repair_session, repair_stream, repaired_items
+from catty_ctx.repair.plan import analyse
+from catty_ctx.repair.fix import repair_session, repair_stream, repaired_items
 from catty_ctx.session.store import Session
 from catty_ctx.view.fold import view
 from support import FIXTURES, call, msg, result, session_event, write_log

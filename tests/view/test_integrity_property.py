@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from catty_ctx.errors import DataError
 from catty_ctx.fork import resume
-from catty_ctx.repair.plan import analyse, repair_session, repaired_items
+from catty_ctx.repair.plan import analyse
+from catty_ctx.repair.fix import repair_session, repaired_items
 from catty_ctx.view.providers import sendable, validate_anthropic, validate_openai
 from catty_ctx.session.store import Session
 from support import call, msg, result, session_event, write_log

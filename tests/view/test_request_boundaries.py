@@ -16,8 +16,10 @@ from catty_ctx.compact.ladder import STAGES, SummaryRequest, _stage_items
 from catty_ctx.compact.twopass import Lookup, pass2_items, split_point
 from catty_ctx.errors import DataError
 from catty_ctx.fork import resume
-from catty_ctx.prune import PruneOptions, prune
-from catty_ctx.session.store import Session, new_summary, write_summary
+from catty_ctx.prune.options import PruneOptions
+from catty_ctx.prune.pipeline import prune
+from catty_ctx.session.store import Session, new_summary
+from catty_ctx.session.create import write_summary
 from support import call, cli, jsonl, msg, result, session_event, write_log
 
 
