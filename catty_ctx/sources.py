@@ -92,7 +92,7 @@ def open_session(target: str | os.PathLike[str] | NativeSource, *, stdin: IO[byt
     """Open TARGET for reading: a native session is imported into a private spool."""
     native = native_source(target)
     if native is None:
-        return Session.open(target, stdin=stdin)  # type: ignore[arg-type]  # native_source took every NativeSource
+        return Session.open(target, stdin=stdin)  # (native_source took every NativeSource)
     return import_session(native, warn=warn)
 
 

@@ -36,6 +36,11 @@ class NativeSource:
     def __str__(self) -> str:
         return f"{self.path}#{self.session_id}" if self.session_id else str(self.path)
 
+    def __fspath__(self) -> str:
+        """The file it lies in: what a writer handed a ROOT's unit opens, to refuse it as another
+        agent's (`ownership.require_ours`, exit 65 naming `import`) rather than fail on it."""
+        return str(self.path)
+
 
 _MEMBER_DIRS = frozenset(d for f in FORMATS.values() for d in f.member_dirs)
 _SKIP = tuple(p for f in FORMATS.values() for p in f.skip_names)

@@ -419,3 +419,15 @@ def test_with_no_model_in_the_catalogue_grok_talks_chat_completions(grok: Grok) 
     assert usage["modelCalls"] == 2 and usage["costUsdTicks"] == ran.json["total_cost_usd_ticks"] > 0
     folder = grok.session_dir(ran.session_id)
     assert view_items(folder) == cache_items(folder)
+
+
+def test_writers_over_a_grok_home_refuse_each_session_and_change_nothing(tmp_path: Path) -> None:
+    home, _ = stored()
+    copy = tmp_path / ".grok"
+    shutil.copytree(home, copy)
+    before = digest(copy)
+    for args in (["repair", str(copy)], ["compact", str(copy)]):
+        proc = cli(*args)
+        refused = [line for line in proc.stderr.decode().splitlines() if "Grok Build session" in line and "import grok" in line]
+        assert proc.returncode == 65 and len(refused) == len(sessions(copy)) - 1, (args, proc.stderr)  # (the child: its parent's)
+    assert digest(copy) == before
