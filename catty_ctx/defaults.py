@@ -32,6 +32,30 @@ MIN_SUMMARY_CHARS = 500  # a model summary shorter than this is degenerate and r
 MAX_RESPONSE_BYTES = 32 << 20  # an openai: answer (a streamed one's bytes in all) longer than this is cut
 COMPACT_DEADLINE = 300.0  # seconds a compaction may wait for its summariser (the seed's backstop), then the minimal head
 
+# Two-pass compaction (the seed's M7)
+PREFIRE_LEAD = 10.0  # points below the threshold at which a ROOT's --prefire takes a session
+PREFIRE_SPLIT = 0.95  # share of the view's estimated tokens pass 1 summarises (clamped 0.05-0.95)
+NOTE1_CAP = 12_000  # characters of pass 1's note kept
+NOTE1_MIN_BLOCK = 1_000  # a <summary> block is the note only when longer than this (characters)
+
+# The summariser's retries and input ladder (the seed's M6)
+ATTEMPTS_PER_STAGE = 3  # attempts at each stage of the ladder
+RETRY_BACKOFF = 3.0  # seconds before the second attempt (doubling); CATTY_CTX_RETRY_BACKOFF overrides
+FITTED_RESERVE = 32_768  # tokens the fitted stage (and pass 2) leaves free of the window
+LOSSY_FRACTION = 0.70  # share of the window the lossy stage fits into
+
+# The segments archive (the seed's M4)
+SEGMENT_CAP = 512 * 1024  # bytes of one segment file, cut between whole events
+SEGMENT_KEYWORDS = 8  # keywords per segment in INDEX.md
+
+# Announcements of skills, tools and MCP servers (the view)
+DESCRIPTION_LIMIT = 400  # bytes of one description in a listing
+ANNOUNCE_SHARE = 0.01  # share of the window a whole listing may take
+
+# The token estimator (the seed's M1)
+BYTES_PER_TOKEN = 4  # bytes of an item's canonical form per estimated token
+IMAGE_TOKENS = 765  # tokens per image
+
 # The continuation eval (eval)
 EVAL_MODE = "segments"  # the compaction mode evaluated
 EVAL_COMPACTIONS = 3  # compactions per session: its turns are split into this many parts
@@ -54,13 +78,23 @@ PRUNE_IMAGE_LOW_MIB = 25.0  # ... until it is at most this many
 PRUNE_KEEP = 0  # the most recent tool results never touched (clear_tool_uses `keep`; keep_turns already guards)
 PRUNE_CLEAR_AT_LEAST = 0  # a rewrite must clear at least this many tokens
 
+# The live request path (proxy): docs/proxy.md
+PROXY_PORT = 8742  # --listen's default port on 127.0.0.1
+PROXY_MAX_BODY_BYTES = 32 << 20  # a request body longer than this passes through unprocessed
+PROXY_STEPS = "repair,prune,compact,prefire"  # the lifecycle steps run on each request copy (any subset, comma-separated)
+PROXY_PRUNE_HIGH_PERCENT = 70.0  # cache-aware prune of the request copy: a batch starts at this % of the window ...
+PROXY_PRUNE_LOW_PERCENT = 40.0  # ... and clears old results until the request is at most this %
+PROXY_PREFIRE_LEAD = 10.0  # pass 1 of a two-pass compaction starts this many points before the threshold
+PROXY_PREFIRE_WAIT = 30.0  # seconds a request at the threshold waits for a pass 1 still running, then one pass
+PROXY_TAIL_PERCENT = 10.0  # % of the conversation's tokens a compaction keeps verbatim after the summary (the live tail)
+
 # Request formats (resume)
 RESUME_FORMATS = ("items", "openai", "anthropic")
 RESUME_FORMAT = "items"
 EXPORT_FORMATS = ("md", "html", "txt")  # export's transcript forms
 
 # The usage ledger (usage)
-USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent")  # the row keys of --by
+USAGE_BY = ("model", "day", "week", "month", "session", "project", "agent", "block")  # the row keys of --by
 
 # The agents' hooks (docs/agents.md): the time a hook command takes at most before it gives up
 # (exit 0, one line), so a compaction is never held up by us.
@@ -125,9 +159,40 @@ def _load_config() -> None:
             CONFIG_PROBLEM = f"{path}: {key} must be {kind.__name__}, not {type(value).__name__} ({value!r})"
             return
         changes[name] = value
+    for name, value in changes.items():
+        bad = _out_of_range(name, value)
+        if bad:
+            CONFIG_PROBLEM = f"{path}: {name.lower()} = {value!r}: {bad}"
+            return
     values.update(changes)
     SOURCES.update(dict.fromkeys(changes, path))
     CONFIG_FILE = path
+
+
+# What each kind of setting must be: shares of 1, percents, counts of at least 1, the rest >= 0.
+SHARES = frozenset({"PREFIRE_SPLIT", "LOSSY_FRACTION", "ANNOUNCE_SHARE"})
+PERCENTS = frozenset({"DEFAULT_THRESHOLD", "PREFIRE_LEAD", "PRUNE_MIN_PERCENT", "PRUNE_HIGH_PERCENT", "PRUNE_LOW_PERCENT"})
+AT_LEAST_ONE = frozenset({"ATTEMPTS_PER_STAGE", "BYTES_PER_TOKEN", "NOTE1_CAP", "SEGMENT_CAP", "EVAL_COMPACTIONS", "EVAL_JOBS",
+                           "USER_LIMIT", "TOOL_LIMIT", "ASSISTANT_LIMIT", "SHELL_LIMIT"})
+CHOICES = {"COMPACT_MODE": COMPACT_MODES, "SEGMENT_DETAIL": SEGMENT_DETAILS, "EVAL_MODE": COMPACT_MODES, "PRUNE_STRATEGY": PRUNE_STRATEGIES,
+            "RESUME_FORMAT": RESUME_FORMATS}
+
+
+def _out_of_range(name: str, value: object) -> str:
+    """Why VALUE cannot be NAME's ("" when it can)."""
+    if name in CHOICES:
+        return "" if value in CHOICES[name] else f"must be one of {', '.join(CHOICES[name])}"
+    if not isinstance(value, (int, float)):
+        return ""
+    if value != value or value in (float("inf"), float("-inf")):
+        return "must be a finite number"
+    if name in SHARES:
+        return "" if 0 < value <= 1 else "must be a share of 1 (more than 0, at most 1)"
+    if name in PERCENTS:
+        return "" if 0 <= value <= 100 else "must be a percentage (0 to 100)"
+    if name in AT_LEAST_ONE:
+        return "" if value >= 1 else "must be at least 1"
+    return "" if value >= 0 else "must not be negative"
 
 
 _load_config()

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from .errors import UsageError
-from .session.layout import LOG_NAME
+from .index import Index, Report, index_path, needles, ranked, unit_files
 from .session.segments import grep_segments
 from .sources import describe, open_session, resolve, root_sessions
 
@@ -79,19 +79,6 @@ def _day(value: str | None, what: str) -> float | None:
     return day.timestamp() + (86_400 if what == "--until" else 0)
 
 
-def _files(unit: Any) -> list[Path]:
-    """The files whose bytes hold a session's text: its log (and segments), or the native file."""
-    path = getattr(unit, "path", None)
-    if path is not None:
-        return [Path(path)]
-    folder = Path(unit)
-    out = [folder / LOG_NAME]
-    segments = folder / "segments"
-    if segments.is_dir():
-        out += sorted(segments.glob("segment_*.md"))
-    return out
-
-
 def _holds(files: list[Path], needle: bytes | None, lower: bool) -> bool:
     """Whether any of FILES holds NEEDLE as bytes (mapped, not read into memory)."""
     if needle is None:
@@ -134,18 +121,61 @@ def _texts(ev: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield "compaction", str(ev.get("summary") or "")
 
 
-def search(roots: Iterable[str], query: Query, *, warn: Any = None) -> Iterator[Match]:
-    """Every match of QUERY in the sessions under ROOTS (each a ROOT or one session), in walk order."""
+@dataclass
+class Plan:
+    """What the index gives a search: each ROOT's sessions (as last walked, brought up to date),
+    and the files that may hold a match with their scores (None: every file may)."""
+
+    units: dict[str, list[Any]]
+    scores: dict[str, float] | None
+    report: Report  # what bringing the index up to date read
+
+
+def plan(roots: list[str], query: Query, *, use_index: bool | None = None) -> Plan | None:
+    """The index's plan for QUERY over ROOTS, when an index (docs/search.md#the-index) covers
+    every ROOT (or USE_INDEX says to build it); None otherwise: the search walks and reads."""
+    if use_index is False or (use_index is None and not index_path().is_file()) or not roots:
+        return None
+    if not all(resolve(root).is_root for root in roots):
+        return None
+    with Index() as idx:
+        cover = {root: idx.covering(root) or (os.path.abspath(root) if use_index else None) for root in roots}
+        if any(c is None for c in cover.values()):
+            return None
+        report = idx.update(sorted({c for c in cover.values() if c is not None}))
+        units = {root: [u for u in idx.units(str(cover[root])) if _under(u, root)] for root in roots}
+        wanted = needles(query.pattern, regex=query.regex, ignore_case=query.ignore_case, needle=query.needle())
+        return Plan(units, None if wanted is None else idx.candidates(wanted), report)
+
+
+def _under(unit: Any, root: str) -> bool:
+    top = os.path.abspath(root)
+    where = os.path.abspath(str(getattr(unit, "path", unit)))
+    return where == top or where.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: bool | None = None) -> Iterator[Match]:
+    """Every match of QUERY in the sessions under ROOTS (each a ROOT or one session), in walk
+    order; with the index (when one covers the ROOTs, or USE_INDEX), only the sessions whose
+    files may hold a match are read, best ranked first (BM25 weighed by recency)."""
     rx = query.compile()
     needle = query.needle()
     since, until = _day(query.since, "--since"), _day(query.until, "--until")
     left = query.limit
+    roots = list(roots)
+    indexed = plan(roots, query, use_index=use_index)
     for root in roots:
-        units = root_sessions(root, allow_empty=True) if resolve(root).is_root else [root]
+        if indexed is not None:
+            units = indexed.units[root] if indexed.scores is None else list(ranked(indexed.units[root], indexed.scores))
+        else:
+            units = root_sessions(root, allow_empty=True) if resolve(root).is_root else [root]
         for unit in units:
             if query.agent is not None and query.agent != getattr(unit, "format", "catty"):
                 continue
-            files = _files(unit)
+            files = unit_files(unit)
+            if indexed is not None and indexed.scores is not None and all(f.is_file() for f in files) \
+                    and not any(str(f) in indexed.scores for f in files):
+                continue  # the index: no file of this session holds the pattern
             if since is not None:
                 try:
                     mtime = max(os.stat(f).st_mtime for f in files if f.exists())

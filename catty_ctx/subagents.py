@@ -26,6 +26,7 @@ from .session.jsonl import raw_lines
 from .session.layout import LOG_NAME
 from .session.store import Session, session_window
 from .sources import open_session
+from .view.head import instructions_item
 
 _SEQ_FIELDS = ("through_seq", "from_seq", "target_seq")
 
@@ -49,9 +50,12 @@ def subagent_session(session: Session, agent: str) -> Session:
     first: dict[str, Any] = {}
     model = None
     mine: list[dict[str, Any]] = []
+    project: Any = None  # the main loop's instruction files (the subagent gets them too)
     for ev in session.events(warn=None):
         if ev["seq"] == 0 and ev["kind"] == "session":
             first = ev
+        if ev["kind"] == "state" and ev.get("facet") == "instructions" and ev.get("agent") is None:
+            project = ev.get("value")
         if ev.get("agent") != agent:
             continue
         mine.append(ev)
@@ -71,15 +75,16 @@ def subagent_session(session: Session, agent: str) -> Session:
         if value is not None:
             head[key] = value
     head["subagent"] = {"agent": agent, "parent": str(session.directory or session.display)}
+    given = _project_instructions(project, mine, mine[0]["ts"])
     try:
         with open(log, "wb", buffering=1 << 20) as out:
             out.write(orjson.dumps(head) + b"\n")
-            for i, ev in enumerate(mine, 1):
+            for i, ev in enumerate([*given, *mine], 1):
                 ev = {k: v for k, v in ev.items() if k != "agent"}
                 ev["seq"] = i
                 for key in _SEQ_FIELDS:
-                    if type(ev.get(key)) is int:
-                        ev[key] = bisect.bisect_right(old, ev[key])  # the last of its events at or before that seq
+                    if type(ev.get(key)) is int:  # the last of its events at or before that seq
+                        ev[key] = bisect.bisect_right(old, ev[key]) + len(given)
                 out.write(orjson.dumps(ev) + b"\n")
     except BaseException:
         spool.cleanup()
@@ -88,11 +93,25 @@ def subagent_session(session: Session, agent: str) -> Session:
     origin = {"format": "subagent", "agent": agent, "label": f"subagent {agent}", "path": parent, "session_id": agent,
               "parent_session_id": parent_id, "cwd": first.get("cwd"), "title": "", "model": head.get("model"),
               "directory": str(session.directory) if session.directory is not None else None,
-              "seqs": old}  # the parent's seq of each of its events (new seq i is old[i - 1])
+              "seqs": [old[0]] * len(given) + old}  # the parent's seq of each of its events (new seq i is seqs[i - 1])
     # The parent's folder stays the subagent's for what the log names there (blobs, segments):
     # read only, since the lock refuses a Session with an origin.
     return Session(log_path=log, directory=session.directory, display=f"{session.display} (agent {agent})", _spool=spool,
                    origin=origin, refusal=_refusal(agent, parent))
+
+
+def _project_instructions(project: Any, mine: list[dict[str, Any]], ts: str) -> list[dict[str, Any]]:
+    """The project's instruction files as a subagent's view starts with them (the seed: a
+    subagent gets the full AGENTS.md): their facet, so that a head after the subagent's own
+    compaction keeps them, and the item, so that its view before one holds them. Nothing when
+    the subagent records instructions of its own, or its messages already carry the text."""
+    if any(ev["kind"] == "state" and ev.get("facet") == "instructions" for ev in mine):
+        return []
+    item = instructions_item(project, [str(ev.get("text") or "") for ev in mine if ev["kind"] == "message"])
+    if item is None:
+        return []
+    return [{"v": 1, "ts": ts, "kind": "state", "facet": "instructions", "value": project},
+            {"v": 1, "ts": ts, "kind": "message", "id": "project-instructions", **item}]
 
 
 def _status(facet: Any) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ TOP_LEVEL = {
     "pyproject.toml", "README.md", ".gitignore",  # metadata
     "catty_ctx", "tests", "fixtures", "man", "completions",  # the design card
     "docs", "bench", ".ci",
+    "plugins", ".claude-plugin", ".agents",  # the plugin and the marketplaces of Claude Code and Codex (docs/agents.md)
 }
 
 
@@ -202,7 +203,7 @@ LOCAL_IMPORTS = {
     ("agents/hooks.py", "mirror"): f"a hook with nothing to do loads no mirror ({STARTUP})",
     ("agents/hooks.py", "."): f"a hook with nothing to do loads no mirror ({STARTUP})",
     ("agents/statusline.py", "subprocess"): f"the status line spawns its refresh only when the day's cost is stale ({STARTUP})",
-    ("agents/statusline.py", "usage.pipeline"): f"the status line loads no ledger ({STARTUP})",
+    ("agents/statusline.py", "usage"): f"the status line loads no ledger ({STARTUP})",
     ("agents/transcript_tally.py", "msgspec"): f"the status line loads no ledger and no JSON library of the readers ({STARTUP})",
     ("agents/transcript_tally.py", "usage"): f"the status line loads no ledger ({STARTUP})",
     ("cli/app.py", "typer"): f"the fast commands and --help start without typer ({STARTUP}, tests/cli/test_registry.py)",
@@ -210,6 +211,7 @@ LOCAL_IMPORTS = {
     ("cli/fastpath.py", "inspect"): "the fast parser declares typer commands only when typer parses",
     ("cli/fastpath.py", "typer"): "the fast commands start without typer",
     ("cli/fork.py", "writeback.pipeline"): "a plain fork loads no write-back (tests/cli/test_fork_cli.py)",
+    ("cli/proxy.py", "proxy.main"): "the proxy (aiohttp, the extra catty-ctx[proxy]) loads only when `proxy` serves",
     ("cli/hook.py", "agents"): f"a hook run loads no installer ({STARTUP})",
     ("cli/mcp.py", "agents.mcp_server"): "the recall server's SDK is an extra, loaded only by `mcp`",
     ("cli/output.py", "msgspec.json"): "a table or JSON Lines run loads no msgspec",

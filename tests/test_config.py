@@ -19,6 +19,12 @@ def _changed(name: str) -> object:
     value = getattr(defaults, name)
     if isinstance(value, bool):
         raise AssertionError(name)
+    if name in defaults.CHOICES:  # another of the values it takes
+        return next(c for c in defaults.CHOICES[name] if c != value)
+    if name in defaults.SHARES:
+        return value / 2
+    if name in defaults.PERCENTS:
+        return value - 1.5 if value > 50 else value + 1.5
     if isinstance(value, int):
         return value + 7
     if isinstance(value, float):

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
-from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, command_words, hook_command, is_our_hook, json_text, read_json_object, remove_hooks
+from .plugin import PLUGIN, plugin_json
+from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, codex_home, command_words, hook_command, is_our_hook, json_text, read_json_object, remove_hooks
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -57,15 +58,6 @@ _NO_MATCHER_EVENTS = ("UserPromptSubmit", "Stop")
 BLOCK_BEGIN = "# >>> catty-ctx hook install codex: its tables, taken out by `catty-ctx hook uninstall codex`"
 BLOCK_END = "# <<< catty-ctx"
 _HEADER = re.compile(r"^\s*\[")
-
-
-def codex_home(given: str | None = None) -> Path:
-    """Codex's home: GIVEN, else CODEX_HOME, else ~/.codex."""
-    if given:
-        return Path(given)
-    if os.environ.get("CODEX_HOME"):
-        return Path(os.environ["CODEX_HOME"])
-    return Path.home() / ".codex"
 
 
 # -- trust -----------------------------------------------------------------------------------
@@ -115,6 +107,39 @@ def our_trust(doc: dict[str, Any], key_source: str) -> dict[str, str]:
                     key = f"{key_source}:{EVENT_LABELS[event]}:{gi}:{hi}"
                     out[key] = trust_hash(event, matcher if isinstance(matcher, str) else None, handler)
     return out
+
+
+def codex_plugin_enabled(home: Path) -> str | None:
+    """The id of the catty-ctx plugin (`catty-ctx@MARKETPLACE`) when HOME's config.toml enables
+    it (`[plugins."catty-ctx@…"]`), else None; a config.toml that cannot be read enables nothing."""
+    try:
+        plugins = parse_toml((home / "config.toml").read_text(encoding="utf-8"), home / "config.toml").get("plugins")
+    except (OSError, UnicodeDecodeError, DataError):
+        return None
+    if not isinstance(plugins, dict):
+        return None
+    return next((k for k, v in plugins.items() if k.split("@", 1)[0] == PLUGIN and "@" in k and isinstance(v, dict)
+                 and v.get("enabled", True) is True), None)
+
+
+def codex_plugin_trust(home: Path) -> tuple[str, dict[str, str]] | None:
+    """When HOME's config.toml enables the plugin: its id and the trust Codex needs to run its
+    hooks (trust key -> hash). Codex keys a plugin's handler by the plugin's id, the hooks file
+    its manifest names (relative to the plugin) and the handler's place, and hashes it as any
+    handler; the hooks are read from the copy Codex installed (plugins/cache/, the newest)."""
+    plugin_id = codex_plugin_enabled(home)
+    if plugin_id is None:
+        return None
+    try:
+        copies = sorted((p for p in (home / "plugins" / "cache" / plugin_id.split("@", 1)[1] / PLUGIN).iterdir() if p.is_dir()),
+                        key=lambda p: p.stat().st_mtime_ns)
+    except OSError:
+        return None
+    if not copies:
+        return None
+    named = plugin_json(copies[-1] / ".codex-plugin" / "plugin.json").get("hooks")
+    relative = os.path.normpath(named if isinstance(named, str) else "hooks/hooks.json").replace(os.sep, "/")
+    return plugin_id, our_trust(plugin_json(copies[-1] / relative), f"{plugin_id}:{relative}")
 
 
 # -- config.toml as text ------------------------------------------------------------------
@@ -334,9 +359,12 @@ def _change(path: Path, before: bytes | None, after: bytes, what: list[str]) -> 
     return None if before == after or not what else Change(path, before, after, what)
 
 
-def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, command: str = DEFAULT_COMMAND) -> list[Change]:
+def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, command: str = DEFAULT_COMMAND,
+               plugin: tuple[str, dict[str, str]] | None = None) -> list[Change]:
     """The file changes `hook install codex` (INSTALL) or `hook uninstall codex` makes in Codex's
     home HOME: hooks.json, and config.toml's trust entries (and with MCP its recall server).
+    With PLUGIN (the catty-ctx plugin's id and trust, plugin.codex_plugin_trust), install
+    writes that trust instead of hooks of its own, and uninstall takes it out too.
 
     Install also drops the trust of our block for a handler of ours that moved (its key names
     its place). Uninstall removes our hooks from hooks.json and, from config.toml, our block's
@@ -352,15 +380,16 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
     changes: list[Change] = []
     if install:
         entries = [(event, matcher, hook_command(command, "codex", hook)) for event, matcher, hook in CODEX_HOOKS]
-        new, added = add_hooks(doc, entries, str(hooks_path))
+        new, added = add_hooks(doc, entries, str(hooks_path)) if plugin is None else (doc, [])
         if "SessionStart" in added:
             new["hooks"]["SessionStart"][-1]["hooks"][0]["additionalContextLimit"] = CONTEXT_LIMIT
         if added:
             changes.append(Change(hooks_path, before, json_text(new), [f"hooks.{e}" for e in added]))
-        trust = our_trust(new, source)
+        trust = our_trust(new, source) if plugin is None else {}
         tables: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
             (("hooks", "state", key), *trust_table(key, digest)) for key, digest in trust.items()]
-        if mcp:
+        tables += [(("hooks", "state", key), *trust_table(key, digest)) for key, digest in (plugin[1] if plugin else {}).items()]
+        if mcp and plugin is None:
             tables.append((("mcp_servers", RECALL_SERVER), *server_table(command, root)))
         ctext_new, stale = remove_tables(ctext, stale_trust(ctext, source, trust), config_path)
         ctext_new, names = add_tables(ctext_new, tables, config_path)
@@ -372,6 +401,7 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
         trust = our_trust(doc, source)
         ours: list[tuple[str, ...]] = [("hooks", "state", key) for key in trust]
         ours += [*stale_trust(ctext, source, trust), ("mcp_servers", RECALL_SERVER)]
+        ours += [("hooks", "state", key) for key in (plugin[1] if plugin else {})]
         ctext_new, names = remove_tables(ctext, ours, config_path)
     change = _change(config_path, cbefore, ctext_new.encode("utf-8"), names)
     if change is not None:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .plugin import PLUGIN, installed_instead
 from .settings import RECALL_SERVER
 
 REMINDER_LIMIT = 10_000
@@ -32,6 +33,9 @@ RECALL_TOOL = f"mcp__{RECALL_SERVER}__recall_search"  # how Claude Code names th
 # How each agent shows that tool to its model (Codex: the tool's own name in a namespace named
 # after the server, its '-' made '_').
 RECALL_TOOLS = {"claude": RECALL_TOOL, "codex": f"recall_search (namespace mcp__{RECALL_SERVER.replace('-', '_')})"}
+# The same tool as the plugin's server (plugins/catty-ctx/.mcp.json) shows it.
+# (Claude Code names a plugin's server plugin_<plugin>_<server>.)
+PLUGIN_RECALL_TOOLS = {"claude": f"mcp__plugin_{PLUGIN}_{RECALL_SERVER}__recall_search", "codex": RECALL_TOOLS["codex"]}
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _LOCK_SHARE = 0.5  # of the deadline, at most, spent waiting for another hook's lock on the mirror
 _READ_SHARE = 0.6  # of the deadline, past which no new step of reading the transcript starts
@@ -116,14 +120,14 @@ def _remove_empty(folder: Path) -> None:
         pass
 
 
-def reminder(folder: Path, agent: str) -> str:
+def reminder(folder: Path, agent: str, plugin: bool = False) -> str:
     """The continuation reminder built from the mirror in FOLDER, at most REMINDER_LIMIT characters,
     ending with how to recover exact details (the recall tool, the `segment grep` line)."""
     from . import continuation, mirror
 
     body = continuation.render(mirror.load_state(folder))
     tail = (f"To recover an exact detail of the earlier conversation (an error message, a command's output, "
-            f"a file's content), call the tool {RECALL_TOOLS.get(agent, RECALL_TOOL)} with a pattern when it is available, or run:\n"
+            f"a file's content), call the tool {(PLUGIN_RECALL_TOOLS if plugin else RECALL_TOOLS).get(agent, RECALL_TOOL)} with a pattern when it is available, or run:\n"
             f"catty-ctx segment grep {shlex.quote(str(folder))} 'PATTERN'")
     room = REMINDER_LIMIT - len(tail)
     if len(body) > room:
@@ -167,14 +171,27 @@ def fail_open(agent: str, hook: str, root: Path, deadline: float, work: Callable
         signal.signal(signal.SIGALRM, previous)
 
 
-def pre_compact(agent: str, fmt: str, stdin: Any, root: Path, deadline: float = 10.0) -> None:
+def left_to_install(agent: str, hook: str, payload: dict[str, Any], root: Path) -> bool:
+    """For the plugin's hook: True (and a line in the log) when `hook install`'s entries are in
+    the agent's settings, which then run this hook instead (docs/agents.md#the-plugin)."""
+    found = installed_instead(agent, payload)
+    if found is not None:
+        log_line(root, f"hook {agent} {hook} --plugin: left to the hooks `hook install` wrote in {found}")
+    return found is not None
+
+
+def pre_compact(agent: str, fmt: str, stdin: Any, root: Path, deadline: float = 10.0, plugin: bool = False) -> None:
     payload = read_payload(stdin)
+    if plugin and left_to_install(agent, "pre-compact", payload, root):
+        return
     update_mirror(payload, root, agent, fmt, archive=True, lock_timeout=deadline * _LOCK_SHARE, budget=deadline * _READ_SHARE)
 
 
-def session_start(agent: str, fmt: str, stdin: Any, stdout: Any, root: Path, deadline: float = 10.0) -> None:
+def session_start(agent: str, fmt: str, stdin: Any, stdout: Any, root: Path, deadline: float = 10.0, plugin: bool = False) -> None:
     payload = read_payload(stdin)
     if payload.get("source") not in ("compact", "resume"):
+        return
+    if plugin and left_to_install(agent, "session-start", payload, root):
         return
     sid = session_id_of(payload)
     mirror = mirror_dir(root, agent, sid)
@@ -186,5 +203,5 @@ def session_start(agent: str, fmt: str, stdin: Any, stdout: Any, root: Path, dea
         warn(root, f"hook {agent} session-start: {exc}")
     if not (mirror / "updates.jsonl").exists():
         raise HookFailure(f"no mirror of session {sid} yet")
-    text = reminder(mirror, agent)
+    text = reminder(mirror, agent, plugin)
     stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}) + "\n")

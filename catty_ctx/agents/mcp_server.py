@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from .._version import __version__
 from ..errors import CattyError
 from .recall import SEARCH_LIMIT, SEARCH_LIMIT_MAX, SHOW_CHARS, SHOW_CHARS_MAX, Recall, RecallError
+from .recall_all import recall_search
 from .settings import RECALL_SERVER
 
 
@@ -111,8 +112,10 @@ TOOLS = {t.name: t for t in (
          (Arg("pattern", str, "What to look for: a fixed string (a Python regular expression with regex=true).", required=True),
           Arg("regex", bool, "Read pattern as a regular expression.", default=False),
           Arg("ignore_case", bool, "Match regardless of case.", default=False),
-          Arg("limit", int, "At most this many matches.", default=SEARCH_LIMIT, least=1, most=SEARCH_LIMIT_MAX)),
-         Recall.search),
+          Arg("limit", int, "At most this many matches.", default=SEARCH_LIMIT, least=1, most=SEARCH_LIMIT_MAX),
+          Arg("scope", str, 'Where to look: "session" (this session, up to its last compaction) or "all" (every session '
+                            "of this project, Claude Code's and Codex's, best ranked first).", default="session")),
+         recall_search),
     Tool("recall_show",
          "The exact text of this session's events: one seq, or from_seq..to_seq. An answer holds at most max_chars "
          "characters; when there is more, next_cursor is set: call again with cursor=next_cursor (and nothing else).",

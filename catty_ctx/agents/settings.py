@@ -201,6 +201,15 @@ def remove_hooks(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 # -- Claude Code ---------------------------------------------------------------------------
 
 
+def codex_home(given: str | None = None) -> Path:
+    """Codex's home: GIVEN, else CODEX_HOME, else ~/.codex."""
+    if given:
+        return Path(given)
+    if os.environ.get("CODEX_HOME"):
+        return Path(os.environ["CODEX_HOME"])
+    return Path.home() / ".codex"
+
+
 def claude_config_dir() -> Path:
     """Claude Code's configuration folder: CLAUDE_CONFIG_DIR, else ~/.claude."""
     given = os.environ.get("CLAUDE_CONFIG_DIR")
@@ -311,8 +320,9 @@ def remove_statusline(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def plan_claude(install: bool, *, scope: str = "user", settings: str | None = None, statusline: bool = False,
-                mcp: bool = False, command: str = DEFAULT_COMMAND, cwd: Path | None = None) -> list[Change]:
-    """The file changes `hook install claude` (INSTALL) or `hook uninstall claude` makes.
+                mcp: bool = False, command: str = DEFAULT_COMMAND, cwd: Path | None = None, hooks: bool = True) -> list[Change]:
+    """The file changes `hook install claude` (INSTALL) or `hook uninstall claude` makes (without
+    HOOKS, install adds no hooks: the plugin's run).
 
     Uninstall removes every entry of ours it finds in the settings file (hooks, status line) and
     our MCP server from the file of SCOPE where install puts it (a file it cannot read there is
@@ -326,7 +336,7 @@ def plan_claude(install: bool, *, scope: str = "user", settings: str | None = No
     what: list[str]
     if install:
         entries = [(event, matcher, hook_command(command, "claude", hook)) for event, matcher, hook in CLAUDE_HOOKS]
-        new, added = add_hooks(doc, entries, where)
+        new, added = add_hooks(doc, entries, where) if hooks else (doc, [])
         what = [f"hooks.{e}" for e in added]
         if statusline:
             new, more = add_statusline(new, command, where)

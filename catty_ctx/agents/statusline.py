@@ -20,6 +20,7 @@ import os
 import re
 import sys
 import time
+from datetime import datetime
 
 import xxhash
 
@@ -57,9 +58,17 @@ FIELDS = {
     "segments": "archived segments in the session's hook mirror",
     "session_id": "the session's id",
     "source": "where the context figures come from: transcript, status (the JSON's own) or none",
+    "five_hour_percent": "the 5-hour rate limit used, in percent (Claude Code's rate_limits: Pro and Max plans)",
+    "five_hour_resets": "when the 5-hour limit resets (epoch seconds; shown as local HH:MM)",
+    "seven_day_percent": "the 7-day rate limit used, in percent (rate_limits)",
+    "seven_day_resets": "when the 7-day limit resets (epoch seconds; shown as the local day and HH:MM)",
+    "block_cost": "the running 5-hour block's cost in USD over every Claude Code session (usage --by block)",
+    "block_burn": "the running block's burn rate, USD per hour",
+    "block_ends": "when the running block ends (epoch seconds; shown as local HH:MM)",
+    "limits": "the 5-hour and 7-day limits when the JSON carries rate_limits, else the running block's cost and burn rate",
 }
 DEFAULT_FORMAT = ("{model} · ctx {tokens}/{window} {percent} ({compact_percent} of auto-compact) · {session_cost} session, "
-                  "{today_cost} today · cached {cached_percent} · {compactions} compactions, {segments} archived")
+                  "{today_cost} today · {limits} · cached {cached_percent} · {compactions} compactions, {segments} archived")
 UNKNOWN = "?"
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -157,6 +166,28 @@ def _today_path(root: str, folder: str) -> str:
     return os.path.join(folder, f"today-{xxhash.xxh64_hexdigest(root.encode('utf-8', 'surrogateescape'))}.json")
 
 
+def rate_limits(payload: dict[str, Any]) -> dict[str, float | None]:
+    """The JSON's `rate_limits` (five_hour and seven_day: used_percentage, resets_at in epoch
+    seconds) as the fields name them; all None when it carries none (API keys, older releases)."""
+    limits = field_object(payload, "rate_limits")
+    out: dict[str, float | None] = {}
+    for name in ("five_hour", "seven_day"):
+        window = field_object(limits, name)
+        out[f"{name}_percent"] = plain_number(window.get("used_percentage"))
+        out[f"{name}_resets"] = plain_number(window.get("resets_at"))
+    return out
+
+
+def kept_block(root: str, folder: str, now: float | None = None) -> dict[str, Any]:
+    """The running block's cost, burn rate and end as the ledger last gave them (kept with the
+    day's cost, see `today_cost`); nothing when it has ended since or none was running."""
+    block = load_state(_today_path(root, folder)).get("block")
+    now = time.time() if now is None else now
+    if not isinstance(block, dict) or plain_number(block.get("ends")) is None or block["ends"] <= now:
+        return {"block_cost": None, "block_burn": None, "block_ends": None}
+    return {"block_cost": plain_number(block.get("cost")), "block_burn": plain_number(block.get("burn")), "block_ends": block["ends"]}
+
+
 def today_cost(root: str, folder: str, *, every: float = TODAY_EVERY, now: float | None = None, inline: bool = True) -> float | None:
     """Today's (local date) cost of the calls under ROOT, from the usage ledger, kept EVERY seconds.
 
@@ -176,8 +207,8 @@ def today_cost(root: str, folder: str, *, every: float = TODAY_EVERY, now: float
         return None
     if inline:
         return refresh_today(root, folder, day)
-    # Marked as asked (with the figure so far), so the runs until the answer start no other.
-    save_cache(path, json.dumps({"v": STATE_VERSION, "day": day, "at": now, "cost": known}).encode())
+    # Marked as asked (with the figures so far), so the runs until the answer start no other.
+    save_cache(path, json.dumps({"v": STATE_VERSION, "day": day, "at": now, "cost": known, "block": kept.get("block")}).encode())
     import subprocess
 
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -192,15 +223,21 @@ def today_cost(root: str, folder: str, *, every: float = TODAY_EVERY, now: float
 
 
 def refresh_today(root: str, folder: str, day: str) -> float | None:
-    """Ask the usage ledger for DAY's cost under ROOT and keep it (see `today_cost`)."""
-    from ..usage.pipeline import usage
+    """Ask the usage ledger for DAY's cost under ROOT, and for the running 5-hour block's, and
+    keep them (see `today_cost`)."""
+    from ..usage import blocks, pipeline
 
+    block = None
     try:
-        ledger, _scan = usage([root], by="day", since=day, until=day, allow_empty=True)
+        ledger, _scan = pipeline.usage([root], by="day", since=day, until=day, allow_empty=True)
         cost = plain_number(ledger.totals.get("cost_usd"))
+        running = blocks.current(pipeline.usage([root], by="block", allow_empty=True)[0].rows)
+        if running is not None:
+            start = datetime.fromisoformat(running["block"].replace("Z", "+00:00")).timestamp()
+            block = {"cost": running["cost_usd"], "burn": running["cost_per_hour"], "ends": start + blocks.BLOCK_SECONDS}
     except (CattyError, OSError):
         cost = None
-    save_cache(_today_path(root, folder), json.dumps({"v": STATE_VERSION, "day": day, "at": time.time(), "cost": cost}).encode())
+    save_cache(_today_path(root, folder), json.dumps({"v": STATE_VERSION, "day": day, "at": time.time(), "cost": cost, "block": block}).encode())
     return cost
 
 
@@ -237,6 +274,9 @@ def status(payload: dict[str, Any], *, folder: str | None = None, mirrors: str |
         session_cost = plain_number(sum(s["cost"] for s in logs))
     if session_cost is None:
         session_cost = plain_number(field_object(payload, "cost").get("total_cost_usd"))
+    root = projects_root(transcript)
+    today = today_cost(root, folder, every=today_every, now=now, inline=today_inline)
+    limits = {**rate_limits(payload), **kept_block(root, folder, now)}
     segments = None
     sid = some_text(payload.get("session_id"))
     mirror = mirror_folder(sid, mirrors)
@@ -252,12 +292,24 @@ def status(payload: dict[str, Any], *, folder: str | None = None, mirrors: str |
         "compact_percent": _share(tokens, point),
         "cached_percent": _share(last[1], tokens) if last and tokens else None,
         "session_cost": session_cost,
-        "today_cost": today_cost(projects_root(transcript), folder, every=today_every, now=now, inline=today_inline),
+        "today_cost": today,
         "compactions": state["compactions"] if state is not None else None,
         "segments": segments,
         "session_id": sid,
         "source": source,
+        **limits,
+        "limits": limits_text(limits),
     }
+
+
+def limits_text(fields: dict[str, Any]) -> str | None:
+    """`5h 23% · 7d 41%` (the rate limits the JSON carries), else `block $1.84 at $0.92/h` (the
+    running block's), else None."""
+    if fields["five_hour_percent"] is not None or fields["seven_day_percent"] is not None:
+        return " · ".join(f"{label} {fieldsome_text(name, fields[name])}" for label, name in (("5h", "five_hour_percent"), ("7d", "seven_day_percent")))
+    if fields["block_cost"] is not None:
+        return f"block {fieldsome_text('block_cost', fields['block_cost'])} at {fieldsome_text('block_burn', fields['block_burn'])}"
+    return None
 
 
 def _share(part: int | None, whole: int | None) -> float | None:
@@ -289,6 +341,10 @@ def fieldsome_text(name: str, value: Any) -> str:
         return _percentsome_text(value)
     if name.endswith("cost"):
         return f"${value:.2f}"
+    if name == "block_burn":
+        return f"${value:.2f}/h"
+    if name.endswith(("_resets", "_ends")):
+        return time.strftime("%a %H:%M" if name.startswith("seven") else "%H:%M", time.localtime(value))
     return one_line(str(value))
 
 

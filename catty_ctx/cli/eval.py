@@ -24,13 +24,15 @@ _COLUMNS = [
     ("instr", "instruction_retention"),
     ("detail", "detail_recovery"),
     ("violations", "integrity_violations"),
-    ("summ s", "summarizer_seconds"),
+    ("wait s", "user_wait_seconds"),
+    ("bg s", "background_seconds"),
     ("summ in", "summarizer_input_tokens"),
     ("summ out", "summarizer_output_tokens"),
     ("summary", "summary_tokens"),
     ("saved", "tokens_saved"),
     ("cached", "cached_input_ratio"),
     ("prefire hit", "prefire_hit_rate"),
+    ("pass1", "pass1_tokens"),
     ("wasted", "wasted_tokens"),
     ("successor", "successor_recall"),
 ]
@@ -55,6 +57,7 @@ def eval_cmd(
     facts: Annotated[str | None, typer.Option("--facts", metavar="auto|file", help="Where the facts come from: the session's eval.json (file), or derived from the log (auto). Default: eval.json where a session has one.")] = None,
     facts_only: Annotated[bool, typer.Option("--facts-only", help="Print the facts (as an eval.json document) and run nothing.")] = False,
     two_pass: Annotated[bool, typer.Option("--two-pass", help="Prefire pass 1 before each part's last turn and compact with --two-pass; adds prefire_hit_rate and wasted_tokens.")] = False,
+    stress: Annotated[bool, typer.Option("--stress", help="While each compaction runs, a late tool result, a cancelled turn and a new turn land; the view is checked after each (integrity_violations; adds stress_checks).")] = False,
     judge: Annotated[str | None, typer.Option("--judge", metavar="cmd:CMD|openai:MODEL", help="Successor check: ask this model each fact from the resumed request alone; adds successor_recall.")] = None,
     min_recall: Annotated[float | None, typer.Option("--min-recall", min=0, max=1, metavar="X", help="Exit 1 when a run fails or any recall figure of a run is below X.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, metavar="J", help="Sessions evaluated in J parallel processes.")] = EVAL_JOBS,
@@ -94,7 +97,7 @@ def eval_cmd(
         emit(doc, as_json=as_json, show=_show_replay, lines=[*doc["replay"]["requests"], {"total": doc["replay"]["total"]}])
         return
     if native:
-        given = [name for name, value in (("--summarizer", summarizer), ("--mode", mode), ("--two-pass", two_pass), ("--judge", judge),
+        given = [name for name, value in (("--summarizer", summarizer), ("--mode", mode), ("--two-pass", two_pass), ("--stress", stress), ("--judge", judge),
                                           ("--facts", facts), ("--facts-only", facts_only), ("--scheduler", scheduler),
                                           ("--jobs", jobs != EVAL_JOBS), ("--compactions", compactions != EVAL_COMPACTIONS),
                                           ("--retries", retries is not None)) if value]
@@ -105,7 +108,7 @@ def eval_cmd(
 
     opts = EvalOptions(
         summarizers=summarizer or [SUMMARIZER], modes=mode or [EVAL_MODE], compactions=compactions, facts=facts,
-        two_pass=two_pass, judge=judge, jobs=jobs, out=out, summarizer_options={"min_chars": min_summary_chars}, timeout=timeout,
+        two_pass=two_pass, stress=stress, judge=judge, jobs=jobs, out=out, summarizer_options={"min_chars": min_summary_chars}, timeout=timeout,
         max_response_bytes=max_response_bytes, retries=retries,
     )
     c = open_corpus(corpus)

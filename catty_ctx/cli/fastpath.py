@@ -7,6 +7,7 @@ typer command (`declare`), which takes everything else: help, completion, the ma
 unusual spellings and every error message. The two cannot disagree about what an option is.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
+import re
 from types import MappingProxyType
 from typing import Annotated, Any, NamedTuple, TypeAlias
 
@@ -170,6 +171,16 @@ def parse_one(args: "list[str]", params: Params, *positional: str, required: "in
     return {**dict(zip(positional, got[1])), **got[0]}
 
 
+# What rich would read as a style tag in help text (`[mcp]`, `[mcp_servers.catty-recall]`, `[1m]`):
+# its own escape, done here so that help loads no more of rich than typer does.
+_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def shown(text: str) -> str:
+    """TEXT for typer's rich help: every bracketed part shown as written, none read as markup."""
+    return _TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", text)
+
+
 def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epilog: str, positional: "dict[str, Any]",
             on: "Any" = None) -> None:
     """Register NAME on the typer application (or ON, a sub-application of it): RUN's parameters,
@@ -195,7 +206,7 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
             hint = list[str] if metavar.endswith("...") else str | None if defaults[dest] is None else str
             if allowed:
                 allow(path, dest, allowed[0])
-            annotations[dest] = Annotated[hint, typer.Argument(metavar=metavar, help=help_text)]
+            annotations[dest] = Annotated[hint, typer.Argument(metavar=metavar, help=shown(help_text))]
         else:
             annotations[dest] = given
     for o in params:
@@ -206,13 +217,13 @@ def declare(name: str, run: "Callable[..., None]", params: Params, doc: str, epi
     def command(**kwargs: "Any") -> None:
         run(**kwargs)
 
-    command.__doc__ = doc
+    command.__doc__ = shown(doc)
     command.__annotations__ = {**annotations, "return": None}
     command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # typer reads a function's __signature__
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation,
                            default=defaults[p])
          for p, annotation in annotations.items()])
-    target.command(name, epilog=epilog)(handle_errors(command))
+    target.command(name, epilog=shown(epilog))(handle_errors(command))
 
 
 def declare_group(name: str, help_text: str, epilog: str, on: "Any" = None) -> "Any":
@@ -220,7 +231,7 @@ def declare_group(name: str, help_text: str, epilog: str, on: "Any" = None) -> "
     application, or on ON, a sub-application of it; the sub-application."""
     import typer
 
-    group = typer.Typer(help=help_text, epilog=epilog, no_args_is_help=True)
+    group = typer.Typer(help=shown(help_text), epilog=shown(epilog), no_args_is_help=True)
     (get_app() if on is None else on).add_typer(group, name=name)
     return group
 
@@ -230,8 +241,8 @@ def typer_option(o: Option, optional: bool = False) -> Any:
     import typer
 
     if o.kind is None:
-        return Annotated[bool, typer.Option(*o.names, help=o.help, **o.settings)]
-    return Annotated[o.kind | None if optional else o.kind, typer.Option(*o.names, metavar=o.metavar, help=o.help, **o.settings)]
+        return Annotated[bool, typer.Option(*o.names, help=shown(o.help), **o.settings)]
+    return Annotated[o.kind | None if optional else o.kind, typer.Option(*o.names, metavar=o.metavar, help=shown(o.help), **o.settings)]
 
 
 # (command path, parameter) → its allowed values, as `declare` (or a plain typer command, through

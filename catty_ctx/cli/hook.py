@@ -8,9 +8,11 @@ Each subcommand has its own option table, `PARAMS["install"]`, `PARAMS["claude p
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from ..agents import hooks
 from ..agents import settings as agent_settings
+from ..agents.plugin import claude_plugin_enabled
 from ..defaults import HOOK_DEADLINE
 from ..errors import UsageError
 from .app import get_app
@@ -39,6 +41,8 @@ _INSTALL = (
 _HOOK = (
     value("deadline", "--deadline", kind=float, metavar="SECONDS", help="Give up (exit 0, one line on stderr) after this long.", min=0.1),
     value("mirrors", "--mirrors", metavar="DIR", help="Keep the mirrors here (default: CATTY_CTX_MIRRORS, else $XDG_DATA_HOME/catty-ctx/mirrors)."),
+    flag("plugin", "--plugin", help="Run as the catty-ctx plugin's hook: do nothing when the hooks `hook install` writes are in "
+                                    "the agent's settings (they run instead); name the plugin's recall tool."),
 )
 PARAMS: dict[str, Any] = {"install": _INSTALL, "uninstall": _INSTALL, "claude pre-compact": _HOOK, "claude session-start": _HOOK,
                           "codex pre-compact": _HOOK, "codex session-start": _HOOK}
@@ -132,11 +136,20 @@ def _edit(install: bool, agent: str, scope: str, settings: str | None, statuslin
                 raise UsageError(f"{flag}: not for codex (its hooks live in CODEX_HOME; see --codex-home)")
         from ..agents import codex_install
 
-        changes = codex_install.plan_codex(install, home=codex_home, mcp=mcp, command=command)
+        plugin = codex_install.codex_plugin_trust(codex_install.codex_home(codex_home))
+        if plugin is not None and install:
+            note(f"the catty-ctx plugin ({plugin[0]}) is enabled in config.toml: install trusts its hooks instead of adding ours, "
+                 "and leaves its recall server as it is (docs/agents.md#the-plugin)")
+        changes = codex_install.plan_codex(install, home=codex_home, mcp=mcp, command=command, plugin=plugin)
     else:
         if codex_home is not None:
             raise UsageError("--codex-home: only for codex")
-        changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp, command=command)
+        enabled = claude_plugin_enabled(Path.cwd()) if install else None
+        if enabled is not None:
+            note(f"the catty-ctx plugin is enabled in {enabled} (enabledPlugins): its hooks and recall server run, "
+                 "so install leaves ours out (docs/agents.md#the-plugin)")
+        changes = agent_settings.plan_claude(install, scope=scope, settings=settings, statusline=statusline, mcp=mcp and enabled is None,
+                                             command=command, hooks=enabled is None)
     verb = "install" if install else "uninstall"
     if not changes:
         note(f"{verb} {agent}: nothing to change")
@@ -164,14 +177,15 @@ def uninstall(agent: str, scope: str = "user", settings: str | None = None, stat
     _edit(False, agent, scope, settings, statusline, mcp, command, dry_run, codex_home)
 
 
-def _hook(agent: str, hook: str, deadline: float, mirrors: str | None) -> None:
+def _hook(agent: str, hook: str, deadline: float, mirrors: str | None, plugin: bool) -> None:
     root = hooks.mirrors_root(mirrors)
     fmt = "claude" if agent == "claude" else "codex"
     if hook == "pre-compact":
-        hooks.fail_open(agent, hook, root, deadline, lambda: hooks.pre_compact(agent, fmt, sys.stdin.buffer, root, deadline))
+        hooks.fail_open(agent, hook, root, deadline, lambda: hooks.pre_compact(agent, fmt, sys.stdin.buffer, root, deadline, plugin))
         return
     out: list[str] = []
-    hooks.fail_open(agent, hook, root, deadline, lambda: hooks.session_start(agent, fmt, sys.stdin.buffer, _Collect(out), root, deadline))
+    hooks.fail_open(agent, hook, root, deadline,
+                    lambda: hooks.session_start(agent, fmt, sys.stdin.buffer, _Collect(out), root, deadline, plugin))
     sys.stdout.write("".join(out))
 
 
@@ -185,24 +199,24 @@ class _Collect:
         self.into.append(text)
 
 
-def claude_pre_compact(deadline: float = HOOK_DEADLINE, mirrors: str | None = None) -> None:
+def claude_pre_compact(deadline: float = HOOK_DEADLINE, mirrors: str | None = None, plugin: bool = False) -> None:
     """Claude Code's PreCompact: bring the mirror up to date."""
-    _hook("claude", "pre-compact", deadline, mirrors)
+    _hook("claude", "pre-compact", deadline, mirrors, plugin)
 
 
-def claude_session_start(deadline: float = HOOK_DEADLINE, mirrors: str | None = None) -> None:
+def claude_session_start(deadline: float = HOOK_DEADLINE, mirrors: str | None = None, plugin: bool = False) -> None:
     """Claude Code's SessionStart: the continuation reminder after a compaction or a resume."""
-    _hook("claude", "session-start", deadline, mirrors)
+    _hook("claude", "session-start", deadline, mirrors, plugin)
 
 
-def codex_pre_compact(deadline: float = HOOK_DEADLINE, mirrors: str | None = None) -> None:
+def codex_pre_compact(deadline: float = HOOK_DEADLINE, mirrors: str | None = None, plugin: bool = False) -> None:
     """Codex's PreCompact: bring the mirror of the rollout up to date."""
-    _hook("codex", "pre-compact", deadline, mirrors)
+    _hook("codex", "pre-compact", deadline, mirrors, plugin)
 
 
-def codex_session_start(deadline: float = HOOK_DEADLINE, mirrors: str | None = None) -> None:
+def codex_session_start(deadline: float = HOOK_DEADLINE, mirrors: str | None = None, plugin: bool = False) -> None:
     """Codex's SessionStart: the continuation reminder after a compaction or a resume."""
-    _hook("codex", "session-start", deadline, mirrors)
+    _hook("codex", "session-start", deadline, mirrors, plugin)
 
 
 RUNS: dict[str, Any] = {"install": install, "uninstall": uninstall, "claude pre-compact": claude_pre_compact,

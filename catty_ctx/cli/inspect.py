@@ -133,6 +133,8 @@ def _stats(target: str, *, allow_empty: bool, as_json: bool) -> None:
         write_json(doc)
     else:
         rows = [{"metric": name, **row} for name, row in doc["distributions"].items()]
+        # The estimator's error per model, as rows of the same table (metric estimate_ratio:MODEL).
+        rows += [{"metric": f"estimate_ratio:{model}", **row} for model, row in doc["estimator"].items()]
         rows_out(iter(rows), STATS_COLUMNS, as_json=False, key="distributions")
     if failed:
         raise SystemExit(int(ExitCode.DATA))

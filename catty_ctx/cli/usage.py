@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from ..usage.ledger import Ledger
     from ..usage.outcome import Scan
 
-BY_HELP = "Rows by KEY: model, day, week (ISO), month, session, project or agent (main loop vs each subagent)."
+BY_HELP = ("Rows by KEY: model, day, week (ISO), month, session, project, agent (main loop vs each subagent) or block "
+           "(5-hour windows from each window's first call, with burn rate and the current one's projection).")
 PATHS_HELP = ("A Claude Code config dir or projects tree, a Codex home or sessions tree, a Gemini CLI home or chat, opencode's data "
               "folder, storage, opencode.db or export, a catty session or ROOT, one log file, or - for a log on stdin; told apart by "
               "content. None: the agents' standard homes that exist.")
@@ -150,14 +151,24 @@ def _show(ledger: "Ledger") -> None:
     cols = [Column(ledger.by, "path" if ledger.by == "project" else "text"), *(Column(k, "num") for k in keys[1:-1]), Column("cost_usd", "num", "cost")]
     number = (lambda n: f"{n:,}") if console().width >= 130 else _short
 
+    blocks = ledger.by == "block"
+    if blocks:
+        cols.append(Column("cost/h", "num", "cost"))
+
     def cells(key: str, r: "dict[str, Any]") -> "list[Any]":
         cost = _money(r["cost_usd"]) + ("*" if r["partial"] else "")
-        return [key, *(number(r[c]) for c in keys[1:7]), cost]
+        more = [_money(r.get("cost_per_hour"))] if blocks else []
+        return [key, *(number(r[c]) for c in keys[1:7]), cost, *more]
 
-    body = [cells(str(r[ledger.by]), r) for r in ledger.rows]
-    body.append(cells("total", ledger.totals))
+    body = [cells(str(r[ledger.by]) + (" (now)" if r.get("active") else ""), r) for r in ledger.rows]
+    body.append(cells("total", ledger.totals) if not blocks else [*cells("total", ledger.totals)[:-1], ""])
     parts = [table(None, cols, body)]
     notes = []
+    running = next((r for r in ledger.rows if r.get("projection")), None) if blocks else None
+    if running is not None:
+        p = running["projection"]
+        notes.append(f"current block ends {running['end']}: at {_money(running['cost_per_hour'])}/h, "
+                     f"{p['tokens']:,} tokens and {_money(p['cost_usd'])} by then ({p['minutes_left']:g} min left)")
     if any(r["partial"] for r in ledger.rows):
         notes.append("* partial: some calls have no price" + (", or the ledger is incomplete" if ledger.incomplete else ""))
     source = ledger.prices_source or {}

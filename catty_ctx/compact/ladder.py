@@ -17,17 +17,14 @@ from typing import Any
 
 import orjson
 
-from ..defaults import MIN_SUMMARY_CHARS
+from ..defaults import ATTEMPTS_PER_STAGE, FITTED_RESERVE, LOSSY_FRACTION, MIN_SUMMARY_CHARS, RETRY_BACKOFF
 from ..errors import CattyError, ExitCode
 from ..view.fold import tool_schema_tokens  # noqa: F401 - re-exported (the ladder's budgets leave room for them)
 from ..view.tokens import item_tokens, size_tokens
 
 Item = dict[str, Any]
 
-ATTEMPTS_PER_STAGE = 3
-BACKOFF_S = 3.0
-FITTED_RESERVE = 32_768
-LOSSY_FRACTION = 0.70
+BACKOFF_S = RETRY_BACKOFF
 CMD_TIMEOUT_S = 600.0
 HTTP_TIMEOUT_S = 300.0  # the whole of one request: connection, answer, body
 

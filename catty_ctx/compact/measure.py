@@ -39,6 +39,7 @@ class Measure:
     items: list[dict[str, Any]] = field(default_factory=list)
     span: list[Event] = field(default_factory=list)  # what a segment archives (segments mode)
     repaired: list[str] = field(default_factory=list)  # what the repaired view fixed, if anything
+    schema: int = 0  # the tool definitions' tokens: the latest `prompt_context.tools` or `tools` facet (the view's rule)
 
     @property
     def span_from(self) -> int:
@@ -103,6 +104,7 @@ def measure(session: Session, *, keep_items: bool = True, keep_span: bool = Fals
         session_id=ev0.get("session_id") if ev0 else None,
         window=session_window(session, ev0),
         tokens=stats.tokens,
+        schema=stats.schema_tokens or 0,
         fp=fp,
         last_seq=last[0],
         previous=plan.compaction,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_LOCK_TIMEOUT, DEFAULT_THRESHOLD, SEGMENT_DETAIL, SUMMARIZER
+from ..defaults import COMPACT_DEADLINE, COMPACT_MODE, COMPACT_MODES, DEFAULT_LOCK_TIMEOUT, DEFAULT_THRESHOLD, PREFIRE_LEAD, SEGMENT_DETAIL, SUMMARIZER
 from ..errors import CattyError, ExitCode, LockBusy, UsageError
 from ..fleet.runner import RootRun
 from ..formats.ownership import require_ours
@@ -25,20 +25,19 @@ from ..session.layout import REQUESTS_DIR
 from ..session.segments import DETAILS, next_number, write_segment
 from ..session.store import Session
 from ..sources import open_session, resolve, root_sessions
-from ..view.boundary import repair_new_head
+from ..view.boundary import new_view_repairs
 from ..view.fold import plan_file
 from ..view.head import continuation_state
 from ..view.tokens import BELOW, OVER, item_tokens, over_threshold, percent_of
 from .artifacts import artifact_doc, artifact_relpath, write_artifact
-from .ladder import SummarizerError, SummaryRequest, WindowTooSmall, tool_schema_tokens
+from .ladder import FITTED_RESERVE, SummarizerError, SummaryRequest, WindowTooSmall
 from .measure import Measure, checked_head, choose_head, head_tokens, measure, new_head  # noqa: F401 - the package's names
 from .spend import spend_events
 from .summarizers import get_summarizer
-from .twopass import WAIT_S, Lookup, discard, lookup, pass2_items, prefire, recorded, split_point, wait_for_pass1
+from .twopass import WAIT_S, Lookup, cache_path, discard, lookup, pass2_items, prefire, recorded, room_for_pass2, split_point, wait_for_pass1
 
 MODES = COMPACT_MODES
 # How a session stands against its threshold, in every mode's rows (compact, --check, --prefire).
-PREFIRE_LEAD = 10.0  # a ROOT prefires sessions within this many points of their threshold
 
 
 @dataclass
@@ -47,7 +46,7 @@ class CompactResult:
 
     path: str
     session_id: str | None
-    status: str  # compacted | would_compact | prefired | nothing_to_compact | OVER | BELOW
+    status: str  # compacted | would_compact | prefired | cached | no_room | nothing_to_compact | OVER | BELOW
     tokens_before: int
     window: int
     percent: float
@@ -88,6 +87,9 @@ class CompactOptions:
     redact: bool = True  # redact the artifacts
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     deadline: float | None = COMPACT_DEADLINE  # cut a summariser off after this many seconds
+    # Called once the summariser answered, before the commit, outside the lock: what an agent
+    # writes meanwhile (eval --stress appends there; docs/eval.md#stress).
+    during: Callable[[], None] | None = None
 
 
 @dataclass
@@ -139,6 +141,8 @@ def compact_session(session: Session, opts: CompactOptions | None = None, **opti
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
     inp = summary_input(session, planned.m, opts, summ)
     summary = summarise(summ, inp, planned.m, opts)
+    if opts.during is not None and not opts.dry_run:
+        opts.during()
     comp = draft_event(planned, opts, inp, summary)
     spend = _spend(summ, summary, inp, opts)
     if summary.result.summary is None:
@@ -193,10 +197,15 @@ def summary_input(session: Session, m: Measure, opts: CompactOptions, summ: Any)
     """The second stage: the request the summariser gets (the view and the state to carry);
     with --two-pass, a matching pass-1 note and the live tail after it instead."""
     state = continuation_state(m.head)
-    schema = tool_schema_tokens(m.head.facets.get("prompt_context"))
+    schema = m.schema
     request = SummaryRequest(items=m.items, state=state, window=m.window, tool_schema_tokens=schema, deadline=opts.deadline)
-    if not opts.two_pass or session.directory is None:
+    if session.directory is None:
         return Input(request, None)
+    if not opts.two_pass:  # a note left by --prefire is folded unused: its spend is recorded as waste
+        found = lookup(session.directory, m.items, summ.id) if cache_path(session.directory).is_file() else None
+        if found is not None:
+            found.hit, found.stale, found.unused = False, False, True
+        return Input(request, found)
 
     wait = WAIT_S if opts.prefire_wait is None else opts.prefire_wait
     waited, flying, timed_out = (0.0, False, False) if opts.dry_run else wait_for_pass1(session.directory, wait)
@@ -254,10 +263,11 @@ def draft_event(planned: Plan, opts: CompactOptions, inp: Input, summary: Summar
 
 
 def choose_final_head(comp: Event, m: Measure, summary: Summary, segment: str | None) -> str:
-    """The fourth stage: `full` or `minimal` (`choose_head`); the backstop's head is always the
-    minimal safe history (system items and the summary, nothing else to go wrong)."""
-    kind = choose_head({**comp, **({"segment": segment} if segment else {})}, m)
-    return "minimal" if summary.cut_off is not None else kind
+    """The fourth stage: `full` or `minimal` (`choose_head`). The backstop's head too: a hung
+    summariser is exactly when the running state (jobs, subagents, instruction files, memory,
+    plan) must not vanish, and the full head is checked like any other (pairing, the window);
+    only a head that fails the check falls back to the minimal safe history."""
+    return choose_head({**comp, **({"segment": segment} if segment else {})}, m)
 
 
 def finished(planned: Plan, opts: CompactOptions, inp: Input, summary: Summary, comp: Event, segment: str | None,
@@ -298,10 +308,12 @@ def commit(session: Session, planned: Plan, opts: CompactOptions, inp: Input, su
             segment = write_segment(directory, m.span, summary.result.summary, detail=opts.detail, compaction_id=comp["id"]).file
         done, doc, out = finished(planned, opts, inp, summary, comp, segment, head)
         write_artifact(directory, doc, redact=opts.redact)
-        written = session.append_locked([*spend, done], warn=None)  # the lock is already held
-    # The replacement is a boundary: a result that came in for a call the summary folded is
-    # an orphan now, written as such (docs/design.md#m5b); calls still running are left alone.
-    repair_new_head(session, "compaction", closed_only=True, lock_timeout=opts.lock_timeout)
+        # The replacement is a boundary: a result that came in for a call the summary folded
+        # (while the summariser ran) is an orphan now, written as such in the same append
+        # (docs/design.md#m5b); calls still running are left alone.
+        repairs = new_view_repairs(session, [*spend, done], "compaction", closed_only=True)
+        written = session.append_locked([*spend, done, *repairs], warn=None)  # the lock is already held
+        written = written[: len(written) - len(repairs)]
     hit = inp.hit
     if hit is not None and hit.settled:
         discard(directory, hit)  # consumed, or never to match again: its spend is in the log now
@@ -317,7 +329,7 @@ def _spend(summ: Any, summary: Summary, inp: Input, opts: CompactOptions) -> lis
 
     spend = spend_events(summ, summary.result, purpose="compaction")
     hit = inp.hit
-    return hit.spend + spend if hit is not None and hit.settled else spend
+    return hit.spend_events() + spend if hit is not None and hit.settled else spend
 
 
 def _record_spend(session: Session, spend: list[Event], inp: Input, opts: CompactOptions) -> None:
@@ -357,11 +369,18 @@ def _recorded(directory: Path | None, hit: Any) -> None:
 def _prefire(session: Session, m: Measure, base: dict[str, Any], opts: CompactOptions) -> CompactResult:
     """Two-pass's pass 1 now (its note for a later compaction); nothing is appended."""
     directory = session.require_directory("compact --prefire")
-    if opts.prefire_from is not None and base["percent"] < opts.prefire_from:
+    if opts.prefire_from is not None and not over_threshold(m.tokens, m.window, opts.prefire_from):
         return CompactResult(status=BELOW, **base)  # below the point where pass 1 starts
     summ = get_summarizer(opts.summarizer, **(opts.summarizer_options or {}))
+    k = split_point(m.items)
+    need, budget = room_for_pass2(m.items, k, m.window, m.schema)
+    if k and need > budget:  # pass 2 could never use the note: pass 1 would be spent for nothing
+        if opts.prefire_from is not None:  # a ROOT's sweep (cron): a row saying so, not a failure each time
+            return CompactResult(status="no_room", summarizer=summ.id, prefix_len=k, **base)
+        raise WindowTooSmall(f"{session.display}: --prefire refused: pass 2 needs up to {need:,} tokens (the note and the live tail) "
+                             f"and the window ({m.window:,}) less the {FITTED_RESERVE:,}-token reserve leaves {max(budget, 0):,}")
     if opts.dry_run:  # pass 1 is the expensive part: say where it would cut, run nothing
-        return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=split_point(m.items), **base)
+        return CompactResult(status="would_prefire", summarizer=summ.id, prefix_len=k, **base)
 
     pre = prefire(directory, m.items, summ, window=m.window, state=continuation_state(m.head), redact=opts.redact,
                   session_id=m.session_id, spend=lambda res: spend_events(summ, res, purpose="prefire"))
@@ -369,7 +388,8 @@ def _prefire(session: Session, m: Measure, base: dict[str, Any], opts: CompactOp
         raise SummarizerError(f"{session.display}: {summ.id}: pass 1 failed: {pre.error}")
     return CompactResult(
         status=pre.status, summarizer=summ.id, prefix_len=pre.prefix_len,
-        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp}, artifact=pre.artifact, **base,
+        two_pass={"pass1_latency_ms": pre.pass1_latency_ms, "note_chars": pre.note_chars, "fp": pre.fp, "spent_tokens": pre.spent_tokens},
+        artifact=pre.artifact, **base,
     )
 
 

@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import xxhash
 
+from ..defaults import NOTE1_CAP, NOTE1_MIN_BLOCK, PREFIRE_SPLIT
 from ..errors import WriteError
 from ..redact import redact_text
 from ..session.events import now_ts
@@ -43,7 +45,7 @@ from ..view.fingerprint import prefix_fp
 from ..view.head import SUMMARY_PREAMBLE
 from ..view.tokens import item_tokens
 from .artifacts import ARTIFACT_DIR, artifact_doc, artifact_relpath, write_artifact
-from .ladder import FITTED_RESERVE, Summarizer, SummaryRequest, SummaryResult
+from .ladder import FITTED_RESERVE, INSTRUCTION, SYSTEM_PROMPT, Summarizer, SummaryRequest, SummaryResult
 
 CACHE_NAME = PREFIRE_NAME
 MARKER_NAME = "prefire.running"
@@ -51,9 +53,7 @@ CACHE_SCHEMA = 1
 WAIT_S = 60.0  # how long pass 2 waits for a pass 1 in flight before it runs a single pass
 POLL_S = 0.05
 MARKER_MAX_AGE_S = 3600.0  # a marker older than this is stale, whatever process has its pid now
-SPLIT = 0.95
-NOTE1_MIN_BLOCK = 1_000
-NOTE1_CAP = 12_000
+SPLIT = PREFIRE_SPLIT
 _BLOCK = re.compile(r"<summary>(.*?)</summary>", re.S)
 
 Item = dict[str, Any]
@@ -79,6 +79,26 @@ def split_point(items: Sequence[Item], fraction: float = SPLIT) -> int:
     return k
 
 
+def prompt_key() -> str:
+    """The prompt part of a note's key: a note written for another prompt is not this one's."""
+    return xxhash.xxh3_64_hexdigest(f"{SYSTEM_PROMPT}\0{INSTRUCTION}".encode())
+
+
+def carrier(note: str) -> Item:
+    """NOTE1 as pass 2 sends it: a summary carrier."""
+    return {"role": "user", "text": f"{SUMMARY_PREAMBLE}\n\n<summary>\n{note}\n</summary>", "synthetic": "compaction_summary"}
+
+
+def room_for_pass2(items: Sequence[Item], k: int, window: int, tool_schema_tokens: int = 0) -> tuple[int, int]:
+    """(what pass 2 would send at most with a note cut from a pass 1 at K, its budget): the
+    leading system item, a note of the full cap and the live tail after K, against window less
+    the fitted reserve and the tool schemas. When the first exceeds the second, no note of pass 1
+    can ever be used, so running it is pure waste (docs/compact.md#two-pass-compaction)."""
+    lead = item_tokens(items[0]) if items and items[0].get("role") == "system" else 0
+    need = lead + item_tokens(carrier("x" * NOTE1_CAP)) + sum(item_tokens(i) for i in items[k:])
+    return need, window - FITTED_RESERVE - tool_schema_tokens
+
+
 def note1(raw: str) -> str:
     """The last <summary> block over 1,000 characters, else the whole output; capped."""
     blocks = [b.strip() for b in _BLOCK.findall(raw) if len(b.strip()) > NOTE1_MIN_BLOCK]
@@ -96,6 +116,7 @@ class PrefireResult:
     error: str | None = None
     result: SummaryResult | None = None  # pass 1's answer
     artifact: str | None = None  # its request artifact, relative to the session
+    spent_tokens: int = 0  # what its calls cost (provider-reported, else estimated)
 
 
 def marker_path(session_dir: Path) -> Path:
@@ -144,6 +165,11 @@ def prefire(
     if k == 0:
         return PrefireResult("nothing_to_prefire", 0, None, None, 0)
     prefix = list(items[:k])
+    fp = prefix_fp(prefix)
+    cached = _valid_note(session_dir, k, fp, summarizer.id)
+    if cached is not None:  # the same prefix, summariser and prompt: the note is there, paid for
+        return PrefireResult("cached", k, fp, cached.get("pass1_latency_ms"), len(str(cached.get("note1") or "")),
+                             artifact=cached.get("artifact"), spent_tokens=spent_tokens(prefire_spend(cached)))
     marker = marker_path(session_dir)
     session_folder(marker.parent)  # never a link out of the session
     if not _claim(marker, {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "prefix_len": k, "summarizer": summarizer.id}):
@@ -153,7 +179,6 @@ def prefire(
         request = SummaryRequest(items=prefix, state=state, window=window)
         res = summarizer.summarize(request)
         latency = round((time.monotonic() - t0) * 1000, 1)
-        fp = prefix_fp(prefix)
         aid = f"prefire-{uuid.uuid4()}"
         doc1 = artifact_doc(
             compaction_id=aid, session_id=session_id, trigger="prefire", mode="summary", through_seq=_last_seq(prefix),
@@ -214,6 +239,7 @@ def _write_cache(
         "prefix_len": k,
         "summarizer": summarizer.id,
         "fp": fp,
+        "prompt": prompt_key(),
         "note1": note,
         "pass1_latency_ms": latency,
         "attempts": res.attempts,
@@ -221,7 +247,28 @@ def _write_cache(
         "spend": spend,  # usage events of pass 1's calls, recorded by the compaction that reads this
     }
     atomic_write(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    return PrefireResult("prefired", k, fp, latency, len(note), result=res, artifact=artifact)
+    own = artifact[: -len(".json")].rsplit("/", 1)[-1] + ":"
+    return PrefireResult("prefired", k, fp, latency, len(note), result=res, artifact=artifact,
+                         spent_tokens=spent_tokens(e for e in spend if str(e.get("prefire_call")).startswith(own)))
+
+
+def spent_tokens(events: Any) -> int:
+    """What usage events cost in tokens: input, output and cached input (the provider's figures,
+    else the estimate the event carries)."""
+    return sum(int(e.get("input") or 0) + int(e.get("output") or 0) + int(e.get("cache_read") or 0) for e in events)
+
+
+def _valid_note(session_dir: Path, k: int, fp: str, summarizer_id: str) -> dict[str, Any] | None:
+    """The cache when it holds a note for exactly this key (prefix length and fingerprint,
+    summariser, prompt), else None."""
+    try:
+        doc = orjson.loads(cache_path(session_dir).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict) or not doc.get("note1"):
+        return None
+    key = (doc.get("prefix_len"), doc.get("fp"), doc.get("summarizer"), doc.get("prompt"))
+    return doc if key == (k, fp, summarizer_id, prompt_key()) else None
 
 
 def _unrecorded(path: Path) -> list[dict[str, Any]]:
@@ -246,31 +293,43 @@ class Lookup:
     in_flight: bool = False
     timed_out: bool = False
     no_room: bool = False  # the note matched but the live tail after it does not fit beside it
-
-
+    unused: bool = False  # a single-pass compaction (no --two-pass) folded the prefix the note was for
     own: str = ""  # `prefire_call` prefix of the note's own pass (the rest was carried from notes it replaced)
 
     @property
     def settled(self) -> bool:
         """The note was read and decided on (used, stale, or no room beside it): its spend goes
         into the log with this compaction and the cache is dropped."""
-        return self.hit or self.stale or self.no_room
+        return self.hit or self.stale or self.no_room or self.unused
+
+    @property
+    def lost(self) -> bool:
+        """No part of the note reached a summary: all of its spend is waste."""
+        return self.stale or self.no_room or self.unused
+
+    def wasted(self, event: dict[str, Any]) -> bool:
+        """Whether the pass-1 usage EVENT bought nothing: its note was not used, or it was
+        carried from a note this one replaced."""
+        return self.lost or bool(self.own and not str(event.get("prefire_call")).startswith(self.own))
+
+    def spend_events(self) -> list[dict[str, Any]]:
+        """Pass 1's usage events as the ledger records them: the wasted ones marked `wasted`."""
+        return [{**e, "wasted": True} if self.wasted(e) else e for e in self.spend]
 
     @property
     def wasted_tokens(self) -> int:
         """Tokens pass 1 spent on notes that cannot be used: all of them when stale, else those
         of the notes this one replaced (carried in its cache)."""
-        return sum(int(e.get("input") or 0) + int(e.get("output") or 0) + int(e.get("cache_read") or 0) for e in self.spend
-                   if self.stale or self.no_room or (self.own and not str(e.get("prefire_call")).startswith(self.own)))
+        return spent_tokens(e for e in self.spend if self.wasted(e))
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"hit": self.hit, "stale": self.stale, "pass1_latency_ms": self.pass1_latency_ms, "waited_ms": self.waited_ms}
         if self.in_flight:
             out.update(in_flight=True, timed_out=self.timed_out)
-        if self.stale or self.no_room:  # why a note there was not used: one pass instead
-            out["fallback"] = "no_room" if self.no_room else "stale"
+        if self.lost:  # why a note there was not used: one pass instead
+            out["fallback"] = "no_room" if self.no_room else "single_pass" if self.unused else "stale"
         wasted = self.wasted_tokens
-        if self.stale or self.no_room or wasted:
+        if self.lost or wasted:
             out["wasted_tokens"] = wasted
         return out
 
@@ -294,6 +353,8 @@ def lookup(session_dir: Path, items: Sequence[Item], summarizer_id: str) -> Look
         return Lookup(False, True, None, k, latency, "summariser", spend, own=_own(doc))
     if doc.get("fp") != prefix_fp(items[:k]):
         return Lookup(False, True, None, k, latency, "prefix fingerprint", spend, own=_own(doc))
+    if doc.get("prompt", prompt_key()) != prompt_key():  # (a note from before the prompt was keyed: its own prompt)
+        return Lookup(False, True, None, k, latency, "prompt", spend, own=_own(doc))
     return Lookup(True, False, note, k, latency, None, spend, own=_own(doc))
 
 
@@ -311,12 +372,12 @@ def pass2_items(items: Sequence[Item], hit: Lookup, window: int, tool_schema_tok
     window under the fitted reserve, the note alone), so the caller runs a single pass.
     """
     lead: list[Item] = [items[0]] if items and items[0].get("role") == "system" else []
-    carrier = {"role": "user", "text": f"{SUMMARY_PREAMBLE}\n\n<summary>\n{hit.note}\n</summary>", "synthetic": "compaction_summary"}
+    note = carrier(hit.note or "")
     tail = list(items[hit.prefix_len:])
-    used = sum(item_tokens(i) for i in lead) + item_tokens(carrier) + sum(item_tokens(i) for i in tail)
+    used = sum(item_tokens(i) for i in lead) + item_tokens(note) + sum(item_tokens(i) for i in tail)
     if not tail or used > window - FITTED_RESERVE - tool_schema_tokens:
         return None
-    return [*lead, carrier, *tail]
+    return [*lead, note, *tail]
 
 
 def recorded(session_dir: Path, spend: Sequence[dict[str, Any]]) -> None:

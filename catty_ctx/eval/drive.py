@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ..compact.ladder import INSTRUCTION, SYSTEM_PROMPT
+from ..compact.ladder import INSTRUCTION, SYSTEM_PROMPT, WindowTooSmall
 from ..compact.pipeline import compact_session
 from ..defaults import DEFAULT_THRESHOLD, EVAL_COMPACTIONS, EVAL_MODE, SUMMARIZER
 from ..errors import DataError
@@ -31,8 +31,8 @@ from ..session.create import create_session
 from ..session.events import Event, is_real_user
 from ..session.store import Session, session_window
 from ..view.fold import stream_view, view
-from ..view.providers import FORMATS, sendable
 from ..view.tokens import item_tokens, size_tokens
+from .stress import Stress, provider_violations
 
 APPEND_BATCH = 1_000  # events per append: one lock and one fsync for many lines
 # Each request is rebuilt from the log, so a request after every turn costs turns x log size;
@@ -50,6 +50,7 @@ class Strategy:
     compactions: int = EVAL_COMPACTIONS
     two_pass: bool = False
     summarizer_options: dict[str, Any] = field(default_factory=dict)
+    stress: bool = False  # writes land while each compaction runs; integrity checked after each
 
 
 @dataclass
@@ -59,11 +60,12 @@ class Step:
     tokens_before: int
     tokens_after: int
     summary_tokens: int
-    summarizer_seconds: float
+    summarizer_seconds: float  # the compaction's own summariser time: what the next request waited
     input_tokens: int
     output_tokens: int
     violations: int
     two_pass: dict[str, Any] | None = None
+    background_seconds: float = 0.0  # pass 1, run ahead of the compaction: nobody waited on it
 
 
 @dataclass
@@ -74,8 +76,11 @@ class Drive:
     reuse: list[float] = field(default_factory=list)  # prefix reuse of each request vs the one before
     prefires: int = 0
     prefire_hits: int = 0
+    prefires_refused: int = 0  # refused: the window less the reserve cannot hold a note and the tail
+    pass1_tokens: int = 0  # what every pass 1 spent (provider-reported, else estimated)
     wasted_tokens: int = 0
     violations: int = 0
+    stress_checks: int = 0  # compactions checked under --stress
     items: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -181,19 +186,6 @@ def append_copied(copy: Session, batch: list[Event], remap: dict[int, int]) -> N
     copy.append(out, warn=None)
 
 
-def provider_violations(items: list[dict[str, Any]]) -> int:
-    """How many of the two provider shapes reject these items (0, 1 or 2)."""
-
-    ok, _ = sendable(items)
-    bad = 0
-    for build, validate in FORMATS.values():
-        try:
-            validate(build(ok))
-        except DataError:
-            bad += 1
-    return bad
-
-
 def _resumed_violations(copy: Session) -> int:
     bad = 0
     for fmt in ("openai", "anthropic"):
@@ -273,6 +265,9 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
         starts, total = turn_starts(source)
         cuts = cut_points(starts, total, strategy.compactions)
         copy = start_copy(source, dest)
+        stress = Stress(copy) if strategy.stress else None
+        if stress is not None:
+            options["during"] = stress.during
         stride = max(1, math.ceil(len(starts) / MAX_REQUESTS))
         for n, (ends_part, batch, next_ends) in enumerate(_lookahead(_batches(source, cuts, starts))):
             append_copied(copy, batch, remap)
@@ -281,30 +276,42 @@ def drive(source_path: Path, dest: Path, strategy: Strategy, *, threshold: float
             # Pass 1 runs early: before the last turn of the part (or now, if this is it).
             if strategy.two_pass and note is None and (next_ends or ends_part):
                 t0 = time.monotonic()
-                pre = compact_session(copy, prefire=True, **options)
-                if pre.status == "prefired":
+                try:
+                    pre = compact_session(copy, prefire=True, **options)
+                except WindowTooSmall:  # refused: pass 2 could never use its note (nothing spent)
+                    out.prefires_refused += 1
+                    pre = None
+                if pre is not None and pre.status == "prefired":
                     out.prefires += 1
-                    note = {"tokens": size_tokens((pre.two_pass or {}).get("note_chars", 0)), "seconds": time.monotonic() - t0}
+                    spent = int((pre.two_pass or {}).get("spent_tokens") or 0)
+                    out.pass1_tokens += spent
+                    note = {"tokens": spent, "seconds": time.monotonic() - t0}
             if not ends_part:
                 continue
+            if stress is not None:
+                stress.before()
             res = compact_session(copy, two_pass=strategy.two_pass, **options)
+            if stress is not None and res.status == "compacted":
+                out.violations += stress.check()
             if on_step is not None:
                 on_step()
             if res.status != "compacted":
                 continue
             step = _step(copy, res)
+            step.summarizer_seconds += float((res.two_pass or {}).get("waited_ms") or 0) / 1000  # a pass 1 in flight, waited on
             if note is not None:
-                step.summarizer_seconds += note["seconds"]
+                step.background_seconds += note["seconds"]
                 if (res.two_pass or {}).get("hit"):
                     out.prefire_hits += 1
-                else:  # stale: pass 1 was paid for and thrown away
-                    out.wasted_tokens += note["tokens"]
+                # What pass 1 really spent on notes that bought nothing (stale, no room, replaced).
+                out.wasted_tokens += int((res.two_pass or {}).get("wasted_tokens") or 0)
                 note = None
             out.steps.append(step)
             out.violations += step.violations
             requests.send(copy)  # the successor's first request
     if note is not None:
         out.wasted_tokens += note["tokens"]
+    out.stress_checks = stress.checks if stress is not None else 0
     out.violations += _resumed_violations(copy)
     out.items = _resumed_items(copy)
     out.reuse = requests.ratios

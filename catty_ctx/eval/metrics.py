@@ -80,7 +80,8 @@ class Tally:
     facts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     violations: int = 0  # provider-invalid pairings found (integrity_violations)
-    seconds: float = 0.0  # the summariser's time (and the prefires')
+    seconds: float = 0.0  # the compactions' summariser time: what the next request waited on
+    background: float = 0.0  # pass 1's time, run ahead of the compaction (nobody waited on it)
     input_tokens: int = 0  # the summariser's calls: what they read ...
     output_tokens: int = 0  # ... and wrote
     summary_tokens: int = 0
@@ -90,6 +91,9 @@ class Tally:
     prefires: int = 0  # two-pass: pass 1 runs ...
     hits: int = 0  # ... whose note the compaction used ...
     wasted: int = 0  # ... and the tokens of those it did not
+    pass1_tokens: int = 0  # what every pass 1 spent
+    refused: int = 0  # prefires refused: no note could ever be used beside the tail
+    stress_checks: int = 0  # --stress: compactions checked with writes landing during them
     asked: int = 0  # successor check: questions put to the judge
     answered: int = 0  # and answers holding the fact
 
@@ -108,13 +112,15 @@ class Tally:
     def from_dict(cls, d: dict[str, Any]) -> Tally:
         return cls(**d)
 
-    def metrics(self, *, two_pass: bool = False, judge: bool = False) -> dict[str, Any]:
+    def metrics(self, *, two_pass: bool = False, judge: bool = False, stress: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {
             RECALLS[k]: round(self.kept[k] / self.facts[k], 4) if self.facts[k] else None for k in KINDS
         }
         out.update(
             integrity_violations=self.violations,
-            summarizer_seconds=round(self.seconds, 3),
+            summarizer_seconds=round(self.seconds + self.background, 3),
+            user_wait_seconds=round(self.seconds, 3),
+            background_seconds=round(self.background, 3),
             summarizer_input_tokens=self.input_tokens,
             summarizer_output_tokens=self.output_tokens,
             summary_tokens=self.summary_tokens,
@@ -124,6 +130,10 @@ class Tally:
         if two_pass:
             out["prefire_hit_rate"] = round(self.hits / self.prefires, 4) if self.prefires else None
             out["wasted_tokens"] = self.wasted
+            out["pass1_tokens"] = self.pass1_tokens
+            out["prefires_refused"] = self.refused
+        if stress:
+            out["stress_checks"] = self.stress_checks
         if judge:
             out["successor_recall"] = round(self.answered / self.asked, 4) if self.asked else None
         return out
@@ -141,6 +151,7 @@ def tally(drive: Any, facts: list[Fact], missed: list[Fact]) -> Tally:
     t.violations = drive.violations
     for s in drive.steps:
         t.seconds += s.summarizer_seconds
+        t.background += s.background_seconds
         t.input_tokens += s.input_tokens
         t.output_tokens += s.output_tokens
         t.summary_tokens += s.summary_tokens
@@ -148,6 +159,8 @@ def tally(drive: Any, facts: list[Fact], missed: list[Fact]) -> Tally:
     t.reuse_sum = sum(drive.reuse)
     t.requests = len(drive.reuse)
     t.prefires, t.hits, t.wasted = drive.prefires, drive.prefire_hits, drive.wasted_tokens
+    t.pass1_tokens, t.refused = drive.pass1_tokens, drive.prefires_refused
+    t.stress_checks = drive.stress_checks
     return t
 
 

@@ -251,6 +251,7 @@ class EvalOptions:
     compactions: int = EVAL_COMPACTIONS
     facts: str | None = None  # auto | file | None (the file where a session has one)
     two_pass: bool = False
+    stress: bool = False
     judge: str | None = None
     jobs: int = EVAL_JOBS
     out: str | None = None
@@ -357,7 +358,7 @@ def _run(corpus: Corpus, opts: EvalOptions, facts: list[list[Fact]], progress: C
     runs = list(itertools.product(opts.summarizers, opts.modes))
     tasks = []
     for r, (summ, mode) in enumerate(runs):
-        strategy = Strategy(summ, mode, opts.compactions, opts.two_pass, opts.options_for(summ))
+        strategy = Strategy(summ, mode, opts.compactions, opts.two_pass, opts.options_for(summ), stress=opts.stress)
         run_dir = work / f"{r + 1:02d}-{_slug(summ)}-{mode}"
         for i, path in enumerate(corpus.paths):
             name = f"{i + 1:04d}-{_slug(_session_name(path))}"
@@ -384,7 +385,7 @@ def _run(corpus: Corpus, opts: EvalOptions, facts: list[list[Fact]], progress: C
             else:
                 got = Tally.from_dict(o["tally"])
                 total.add(got)
-                entry.update(metrics=got.metrics(two_pass=opts.two_pass, judge=opts.judge is not None), missed=o["missed"])
+                entry.update(metrics=got.metrics(two_pass=opts.two_pass, judge=opts.judge is not None, stress=opts.stress), missed=o["missed"])
             per_session.append(entry)
         row: dict[str, Any] = {
             "summarizer": summ,
@@ -392,7 +393,7 @@ def _run(corpus: Corpus, opts: EvalOptions, facts: list[list[Fact]], progress: C
             "compactions": opts.compactions,
             "sessions": len(mine),
             "facts": sum(len(facts[o["index"]]) for o in mine),
-            "metrics": None if error else total.metrics(two_pass=opts.two_pass, judge=opts.judge is not None),
+            "metrics": None if error else total.metrics(two_pass=opts.two_pass, judge=opts.judge is not None, stress=opts.stress),
             "per_session": per_session,
         }
         if error:

@@ -5,7 +5,10 @@ The seed's numbers (a 40 KB tool output, 20,000 characters of terminal, 85 % of 
 …) are one runtime's choices. This reads a ROOT's sessions once each and gives, for the
 quantities those constants cut, their distribution on one's own traces: tool output sizes
 (terminal outputs apart), turn sizes, the context at each compaction and the time between
-compactions, each with the share over the constant that applies to it today.
+compactions, each with the share over the constant that applies to it today; and, per model,
+the estimator's error: the estimate of each request the view shows (`bytes_per_token`,
+`image_tokens`) over the prompt size its provider reported, so the divisor can be set from
+one's own traces.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from .. import defaults
 from ..errors import CattyError
 from ..session.blobs import ShellCalls
 from ..session.events import DEFAULT_WINDOW, is_real_user
+from ..view.fold import ViewStats, exclusion, iter_view, plan_file
 
 PERCENTILES = (50, 90, 95, 99)
 # metric -> (unit, what it is, the constant that cuts it: its name in the config file, or None)
@@ -116,17 +120,40 @@ def distribution(values: list[float], constant: float | None = None) -> dict[str
     return out
 
 
+def _estimates(session: Any, col: _Collect, ratios: dict[str, list[float]]) -> None:
+    """Feed COL every event of SESSION while the view streams, and add to RATIOS, per model,
+    estimate / provider prompt of each main-loop request on the live view (after the latest
+    compaction, off any rewound branch: before them the view held other items)."""
+    plan = plan_file(session.log_path)
+    excluded = exclusion(plan.excluded)
+    after = plan.compaction["through_seq"] if plan.compaction else -1
+    vstats = ViewStats()
+
+    def tap(events: Iterable[dict[str, Any]]) -> Iterable[dict[str, Any]]:
+        for ev in events:
+            col.feed(ev)
+            if ev["kind"] == "usage" and ev.get("agent") is None and ev["seq"] > after and not excluded(ev["seq"]):
+                prompt = sum(int(ev.get(k) or 0) for k in ("input", "cache_read", "cache_write"))
+                if prompt > 0 and isinstance(ev.get("model"), str):
+                    estimate = vstats.sum_tokens + (vstats.schema_tokens or 0)
+                    ratios.setdefault(ev["model"], []).append(round(estimate / prompt, 4))
+            yield ev
+
+    for _ in iter_view(tap(session.events(warn=None)), plan, stats=vstats):
+        pass
+
+
 def root_stats(sessions: Iterable[Any], *, open_session: Callable[[Any], Any], on_error: Callable[[Any, Exception], None]) -> dict[str, Any]:
     """The distributions over SESSIONS (each opened with OPEN_SESSION; a broken one reported
     through ON_ERROR and left out)."""
     samples: dict[str, list[float]] = {name: [] for name in METRICS}
+    ratios: dict[str, list[float]] = {}
     read = 0
     for target in sessions:
         try:
             with open_session(target) as session:
                 col = _Collect(samples)
-                for ev in session.events(warn=None):
-                    col.feed(ev)
+                _estimates(session, col, ratios)
                 col.finish()
             read += 1
         except CattyError as exc:
@@ -139,4 +166,7 @@ def root_stats(sessions: Iterable[Any], *, open_session: Callable[[Any], Any], o
             row["constant"] = constant
             row["value"] = value
         dists[name] = row
-    return {"sessions": read, "distributions": dists}
+    # The estimator against the providers: estimate / reported prompt, per model (1.0 is exact;
+    # above 1 it over-counts). Median and p90 say which bytes_per_token fits one's own traces.
+    estimator = {model: {"unit": "estimate / actual", **distribution(v)} for model, v in sorted(ratios.items())}
+    return {"sessions": read, "distributions": dists, "estimator": estimator}

@@ -95,6 +95,7 @@ class Measure:
         self._usage_seq = -1
         self._seq = -1
         self._pending: tuple[int, int] | None = None
+        self.schema = 0  # the tool definitions' tokens (the view's: the latest state event declaring them)
 
     def feed(self, vi: ViewItem, stats: ViewStats | None = None) -> None:
         seq = vi.item.get("seq")
@@ -121,8 +122,9 @@ class Measure:
 
     @property
     def overhead(self) -> int:
-        """The overhead of the last usage against the unpruned items."""
-        return usage_overhead(self.usages[-1], self.usages[-1].unpruned) if self.usages else 0
+        """The overhead of the last usage against the unpruned items; without one, the tool
+        schemas the request carries (counted as inspect and compact count them)."""
+        return usage_overhead(self.usages[-1], self.usages[-1].unpruned) if self.usages else self.schema
 
     def plan(self, window: int) -> Plan:
         opts = self.opts
@@ -130,7 +132,7 @@ class Measure:
             plan = plan_tiered(self.metas, self.call_ids, self.content + self.overhead, window, opts)
             plan.overhead = self.overhead
         else:
-            plan = plan_cache_aware(self.metas, self.call_ids, self.usages, window, opts)
+            plan = plan_cache_aware(self.metas, self.call_ids, self.usages, window, opts, self.schema)
         plan.images = plan_images(self.metas, opts)
         return plan
 
@@ -198,6 +200,7 @@ def prune(source: Any, opts: PruneOptions, *, window: int | None = None, stats: 
     for vi in fix(iter_view(events(False), vplan, stats=vstats)):
         measure.feed(vi, vstats)
     measure.note_usage(vstats, end=True)  # a usage after the last item
+    measure.schema = vstats.schema_tokens or 0
     st.repaired = fix.notes()
     if window is None:
         window = session_window(source, first) if not isinstance(source, (list, tuple)) else _event_window(first)

@@ -118,8 +118,10 @@ def usage_overhead(u: Usage | None, pruned_before: int) -> int:
     return max(0, u.context - pruned_before)
 
 
-def plan_cache_aware(metas: Sequence[Meta], call_ids: Sequence[str], usages: Sequence[Usage], window: int, opts: PruneOptions) -> Plan:
-    """Batches replayed over the view: at the high-water mark, clear oldest-first to the low one."""
+def plan_cache_aware(metas: Sequence[Meta], call_ids: Sequence[str], usages: Sequence[Usage], window: int, opts: PruneOptions,
+                     schema: int = 0) -> Plan:
+    """Batches replayed over the view: at the high-water mark, clear oldest-first to the low one.
+    SCHEMA (the tool definitions' tokens) counts until a usage, which counted them, is seen."""
     plan = Plan(reason=omit_reason(opts))
     high = window * opts.high_percent
     low = window * opts.low_percent / 100
@@ -132,7 +134,7 @@ def plan_cache_aware(metas: Sequence[Meta], call_ids: Sequence[str], usages: Seq
     frontier = 0  # results before it are cleared or never will be
     failed: tuple[int, int] | None = None
     u_i = 0
-    extra = 0  # overhead of the latest usage
+    extra = schema  # overhead of the latest usage (before one: the tool schemas the request carries)
 
     def batch(total: int) -> int:
         """Clear the oldest eligible results until the request is under the low mark."""

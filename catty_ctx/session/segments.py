@@ -20,16 +20,15 @@ from typing import IO, Any
 
 import orjson
 
-from ..defaults import SEGMENT_DETAIL, SEGMENT_DETAILS
+from ..defaults import SEGMENT_CAP, SEGMENT_DETAIL, SEGMENT_DETAILS, SEGMENT_KEYWORDS
 from ..errors import DataError, UsageError
 from .events import SPAN_KINDS, Event, now_ts
 from .store import atomic_write, session_folder
 
 DETAILS = SEGMENT_DETAILS
-SEGMENT_CAP = 512 * 1024
 BALANCED_TEXT = 2000
 BALANCED_TOOL = 500
-MAX_KEYWORDS = 8
+MAX_KEYWORDS = SEGMENT_KEYWORDS
 FILE_KEYS = ("target_file", "file_path", "path", "target_directory", "filename", "file")
 _SEGMENT_NAME = re.compile(r"^segment_(\d{3,})\.md$")
 _HEADER = re.compile(r"^#### \[seq (\d+)\] (\S+)")

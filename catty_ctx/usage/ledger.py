@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from ..defaults import USAGE_BY
 from ..errors import UsageError
+from .blocks import block_keys, describe
 from .copies import dedupe
 from .prices import DAY, TIER_TOKENS, Prices, cost_at, load_prices
 from .times import day_of, iso_week
@@ -103,6 +104,8 @@ def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: 
             keys = [weeks[d] for d in keys]
         elif by == "month":
             keys = [d[:7] for d in keys]
+    elif by == "block":  # (a block depends on every call before it: never folded into a kept fold)
+        keys, folded["spans"] = block_keys(kept)
     else:
         keys = [getattr(r, by) for r in kept]
 
@@ -166,6 +169,8 @@ def ledger_of(folded: Folded, *, by: str, prices: Prices, calls_read: int, dupli
         return out
 
     rows = [{by: k, **row(a)} for k, a in sorted(acc.items())]
+    if by == "block":
+        rows = describe(rows, folded["spans"])
     tot = [sum(a[i] for a in acc.values()) for i in range(8)] + [any(a[8] for a in acc.values())]
     return Ledger(by=by, rows=rows, totals=row(tot), incomplete=bool(folded["incomplete_sessions"]), calls_read=calls_read,
                   duplicates=duplicates, prices_date=prices.date, prices_source=prices.source)

@@ -207,7 +207,9 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         validate_catty_logs(found)
     key = ""
     question = (by, timezone_name or local_zone_key(), lo, hi, digest_of(prices), allow_empty, sources)
-    if use_cache and not empty:
+    # Blocks say what runs now (active, projection) and fold all calls at once: neither an answer nor a fold is kept.
+    keep_answers = use_cache and by != "block"
+    if keep_answers and not empty:
         # An answer is stored only after the question was checked in full (time zone, price table), so a hit needs no checks.
         key = query_key(found, question)
         hit = answers.get(key)
@@ -217,7 +219,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     tz = timezone_named(timezone_name)
     table = load_prices(prices_file, prices)
     got = None
-    if use_cache and lo is None and ran is None and not empty:  # (with --since the files read depend on the day: always the full run)
+    if keep_answers and lo is None and ran is None and not empty:  # (with --since the files read depend on the day: always the full run)
         from .kept import adjusted
 
         got = adjusted(answers_file, question, found, by=by, tz=tz, until=hi, prices=table)
@@ -247,13 +249,13 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         # Compressed logs left unread for want of the zstd program are read once it is installed:
         # neither this answer nor this fold is kept (they would stand for the unchanged files).
         use_cache = use_cache and not _zstd_missing(found)
-        if use_cache and lo is None and all(result.logs):  # (an empty PATH is asked again in full: see _refusal)
+        if keep_answers and use_cache and lo is None and all(result.logs):  # (an empty PATH is asked again in full: see _refusal)
             from .kept import keep
 
             warning = keep(answers_file, question, found, result, folded, kept)
             if warning:
                 result.warnings.append(warning)
-    if use_cache:
+    if keep_answers and use_cache:
         as_hit = Scan(files=result.files, bad_lines=result.bad_lines, bad_samples=result.bad_samples)
         answers.pop(key, None)
         answers[key] = {"ledger": ledger.kept(), "files": result.files,

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..defaults import ANNOUNCE_SHARE, DESCRIPTION_LIMIT
 from ..session.blobs import cut_head
 from ..session.events import DEFAULT_WINDOW, Event
 
-DESCRIPTION_LIMIT = 400  # bytes per description (reference: skill listing)
-ANNOUNCE_SHARE = 0.01  # the whole listing: this share of the window (tokens × 4 bytes)
+# DESCRIPTION_LIMIT: bytes per description (reference: skill listing); ANNOUNCE_SHARE: the
+# whole listing's share of the window (tokens × 4 bytes). Both calibratable (defaults).
 ANNOUNCED_FACETS = ("skills", "tools", "mcp")
 _HEADINGS = {
     "skills": "Skills available (load one when the task calls for it):",

@@ -229,15 +229,47 @@ def append_with_repairs(
         return session.append_locked(with_boundary_repairs(session, pending), warn=warn)
 
 
+def _late_results(session: Session, through: int | None) -> bool:
+    """Whether a main-loop result after THROUGH (the latest compaction's) answers a call at or
+    before it: a result that came in while the summariser ran, an orphan once the head replaces
+    its call, though the raw log pairs it by id (a byte scan of the tool lines)."""
+    if through is None:
+        return False
+    calls: dict[str, int] = {}
+    late: list[str] = []
+    for _, line in scan_marked(session.log_path, _TOOL_LINES):
+        try:
+            ev = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(ev, dict) or ev.get("agent") is not None or not isinstance(ev.get("call_id"), str) or type(ev.get("seq")) is not int:
+            continue
+        if ev.get("kind") == "tool_call":
+            calls.setdefault(ev["call_id"], ev["seq"])
+        elif ev.get("kind") == "tool_result" and ev["seq"] > through:
+            late.append(ev["call_id"])
+    return any(calls.get(cid, through + 1) <= through for cid in late)
+
+
+def new_view_repairs(session: Session, pending: list[dict[str, Any]], reason: str, *, closed_only: bool) -> list[dict[str, Any]]:
+    """The repairs the main loop's view needs once PENDING (a compaction, say) is appended: the
+    caller holds the lock and appends them right after PENDING, in the same write. With
+    CLOSED_ONLY, calls of the turn still open are left alone (tools running)."""
+    next_seq = session.next_seq()
+    before = [prepare_event(ev, next_seq + i) for i, ev in enumerate(pending)]
+    markers = [*_markers(session), *before]
+    folds = [m for m in markers if m.get("kind") == "compaction" and m.get("agent") is None and type(m.get("through_seq")) is int]
+    through = folds[-1]["through_seq"] if folds else None
+    if None not in _leftover_agents(session, before) and not _late_results(session, through):
+        return []
+    problems, last_user = view_problems(_session_events(session, before), markers, agent=None)
+    return plan_repairs(problems, reason, open_after=last_user if closed_only else None)
+
+
 def repair_new_head(session: Session, reason: str, *, closed_only: bool, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> list[dict[str, Any]]:
-    """After a compaction's or a fork's commit: the repairs the new view needs, appended
-    (the main loop's view; with CLOSED_ONLY, calls of the turn still open are left alone)."""
+    """After a fork's commit: the repairs the new view needs, appended (see new_view_repairs)."""
     with session.lock(lock_timeout):
-        if None not in _leftover_agents(session, []):
-            return []
-        markers = _markers(session)
-        problems, last_user = view_problems(session.events(warn=None), markers, agent=None)
-        found = plan_repairs(problems, reason, open_after=last_user if closed_only else None)
+        found = new_view_repairs(session, [], reason, closed_only=closed_only)
         return session.append_locked(found, warn=None) if found else []
 
 

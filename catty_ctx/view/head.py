@@ -16,6 +16,7 @@ from ..session.events import Event
 from .continuation import HEAD_PARTS, VERSION, Continuation, render_lines
 
 CONTINUATION_VERSION = VERSION
+OUTPUTS_KEPT = 20  # handles of externalised outputs a head lists (the latest)
 SUMMARY_PREAMBLE = (
     "This session is being continued from an earlier conversation that ran out of context. "
     "The summary below covers the earlier part of the conversation."
@@ -31,7 +32,7 @@ class HeadState(Continuation):
     compaction and the session event. The user's own words reach the head as its items, and
     what failed as its summary, not through the tracker."""
 
-    FEEDS: ClassVar[dict[str, str]] = {**Continuation.FEEDS, "session": "_session"}
+    FEEDS: ClassVar[dict[str, str]] = {**Continuation.FEEDS, "session": "_session", "tool_result": "_output"}
     KEEPS_CALLS: ClassVar[bool] = False
 
     def __init__(self) -> None:
@@ -41,10 +42,22 @@ class HeadState(Continuation):
         self.last_user: dict[str, Any] | None = None
         self.previous: Event | None = None  # the latest earlier compaction
         self.session: Event | None = None  # the session event (its cwd and model)
+        self.outputs: dict[str, dict[str, Any]] = {}  # blob handle -> the folded result moved there (latest OUTPUTS_KEPT)
 
     def _compaction(self, ev: Event) -> None:
         self.compactions += 1
         self.previous = ev
+
+    def _output(self, ev: Event) -> None:
+        """A result whose output was moved to a blob: its handle is how the agent reads it
+        again once the compaction folded the result away."""
+        self._result(ev)
+        handle = ev.get("blob")
+        if isinstance(handle, str) and handle:
+            self.outputs.pop(handle, None)
+            self.outputs[handle] = {"blob": handle, "call_id": ev.get("call_id"), "seq": ev.get("seq"), "bytes": ev.get("bytes")}
+            while len(self.outputs) > OUTPUTS_KEPT:
+                self.outputs.pop(next(iter(self.outputs)))
 
     def _session(self, ev: Event) -> None:
         if self.session is None:
@@ -63,13 +76,17 @@ class HeadState(Continuation):
 
 
 def continuation_state(state: HeadState) -> dict[str, Any]:
-    """The versioned continuation state a head carries: what a resumed agent must not forget."""
-    return state.state(HEAD_PARTS)
+    """The versioned continuation state a head carries: what a resumed agent must not forget,
+    and the handles of the outputs kept in blobs that the compaction folded away."""
+    return {**state.state(HEAD_PARTS), "outputs": list(state.outputs.values())}
 
 
 def render_state(cs: dict[str, Any]) -> str:
     """The continuation state as the head's system reminder; empty when there is nothing to carry."""
     lines = render_lines(cs)
+    if cs.get("outputs"):
+        lines.append("Full tool outputs kept outside the context (read one with `catty-ctx blob SESSION HANDLE`):")
+        lines.extend(f"- {o['blob']} (result of call {o.get('call_id')}, seq {o.get('seq')}, {o.get('bytes')} bytes)" for o in cs["outputs"])
     return "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>" if lines else ""
 
 
@@ -113,6 +130,18 @@ def summary_carrier(comp: Event) -> str:
     return f"{SUMMARY_PREAMBLE}\n\n<summary>\n{summary}\n</summary>{mode_hint(comp)}"
 
 
+def instructions_item(facet: Any, present: list[str]) -> dict[str, Any] | None:
+    """The `instructions` facet as one synthetic item, less the files whose text is already in
+    PRESENT (the system items a head keeps, a subagent's own messages): an instruction the
+    system prompt carries is not injected a second time. None when nothing is left."""
+    files = [i for i in facet if isinstance(i, dict)] if isinstance(facet, list) else []
+    parts = [f"# {i.get('path')}\n{i.get('text', '')}" for i in files
+             if not (str(i.get("text") or "").strip() and any(str(i.get("text")).strip() in p for p in present))]
+    if not parts:
+        return None
+    return {"role": "user", "text": "<instructions>\n" + "\n\n".join(parts) + "\n</instructions>", "synthetic": "instructions"}
+
+
 def build_head(comp: Event, state: HeadState) -> list[dict[str, Any]]:
     """The items that stand for everything a compaction folded away, in grok-build's order.
 
@@ -126,10 +155,9 @@ def build_head(comp: Event, state: HeadState) -> list[dict[str, Any]]:
     info = user_info(state)
     if info:
         head.append({"role": "user", "text": info, "synthetic": "user_info"})
-    instructions = state.facets.get("instructions")
-    if isinstance(instructions, list) and instructions:
-        parts = [f"# {i.get('path')}\n{i.get('text', '')}" for i in instructions if isinstance(i, dict)]
-        head.append({"role": "user", "text": "<instructions>\n" + "\n\n".join(parts) + "\n</instructions>", "synthetic": "instructions"})
+    carried = instructions_item(state.facets.get("instructions"), [str(it.get("text") or "") for it in state.system_items])
+    if carried is not None:
+        head.append(carried)
     if state.last_user is not None:
         head.append(state.last_user)
     head.append({"role": "user", "text": summary_carrier(comp), "synthetic": "compaction_summary"})

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..defaults import BYTES_PER_TOKEN, IMAGE_TOKENS
 from .fingerprint import canonical
-
-IMAGE_TOKENS = 765
-BYTES_PER_TOKEN = 4
 
 
 def item_tokens(item: dict[str, Any], canon: bytes | None = None) -> int:
@@ -51,10 +49,24 @@ def threshold_status(used: int, window: int, percent: float) -> str:
 
 
 def over_threshold(used: int, window: int, percent: float) -> bool:
-    """used*100 >= window*percent; never true for an empty window."""
+    """used*100 >= window*percent, exactly (161 of 1,000 is at 16.1 %, which float products
+    miss: 1000 * 16.1 is 16100.000000000002); never true for an empty window."""
     if window <= 0:
         return False
-    return used * 100 >= window * percent
+    if percent != percent or abs(percent) == float("inf"):
+        return used * 100 >= window * percent
+    num, den = exact_ratio(percent)
+    return used * 100 * den >= window * num
+
+
+def exact_ratio(value: float) -> tuple[int, int]:
+    """A finite VALUE as the decimal fraction its shortest form reads (16.1 -> 161/10), so a
+    percentage typed as a decimal compares as written."""
+    text = repr(float(value))
+    if "e" in text:  # an exponent: the binary value itself
+        return float(value).as_integer_ratio()
+    whole, _, frac = text.partition(".")
+    return int(whole + frac), 10 ** len(frac)
 
 
 def percent_of(used: int, window: int) -> float:

@@ -91,6 +91,14 @@ class LoopbackNamespace:
 
     def listen(self, backlog: int = 64) -> socket.socket:
         """A TCP socket bound to 127.0.0.1 (free port) and listening, inside the namespace."""
+        s = self.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", 0))
+        s.listen(backlog)
+        return s
+
+    def socket(self) -> socket.socket:
+        """A new TCP socket that belongs to the namespace (to listen on, or to connect from)."""
         result: list[socket.socket | BaseException] = []
 
         def open_inside() -> None:
@@ -102,12 +110,8 @@ class LoopbackNamespace:
                         raise OSError(ctypes.get_errno(), "setns")
                 finally:
                     os.close(fd)
-                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                s.bind(("127.0.0.1", 0))
-                s.listen(backlog)
-                result.append(s)
-            except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+                result.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            except BaseException as e:
                 result.append(e)
 
         # The thread joins the namespace and ends: the test process's own threads never move.

@@ -223,6 +223,7 @@ class Codex:
     config: dict[str, Any] = field(default_factory=dict)
     extra_toml: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    features: dict[str, bool] = field(default_factory=dict)  # over the defaults: plugins, remote plugins and apps off
 
     @property
     def codex_home(self) -> Path:
@@ -238,7 +239,9 @@ class Codex:
         lines += ["", "[model_providers.fake]", 'name = "fake"', f"base_url = {toml_value(self.server.base_url)}",
                   'env_key = "FAKE_OPENAI_KEY"', 'wire_api = "responses"', "request_max_retries = 0", "stream_max_retries = 0",
                   "", "[analytics]", "enabled = false",
-                  "", "[features]", "plugins = false", "remote_plugin = false", "apps = false", ""]
+                  "", "[features]"]
+        features = {"plugins": False, "remote_plugin": False, "apps": False, **self.features}
+        lines += [f"{k} = {toml_value(v)}" for k, v in features.items()] + [""]
         return "\n".join(lines) + self.extra_toml
 
     def environment(self, **extra: str) -> dict[str, str]:

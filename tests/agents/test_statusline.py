@@ -365,3 +365,34 @@ def test_statusline_starts_without_typer_and_both_parsers_agree(tmp_path: Path) 
     both_parsers("statusline", "--format", "{tokens} {percent}", input=doc)
     both_parsers("statusline", "--format", "{bad}", input=doc)
     table_is_the_typer_commands("statusline")
+
+
+def test_the_rate_limits_claude_code_sends_show_as_both_percentages(tmp_path: Path) -> None:
+    path = write(transcript(tmp_path), call(1, 100, 50_000, 0, 10))
+    resets = time.time() + 3600
+    doc = payload(path, rate_limits={"five_hour": {"used_percentage": 23.5, "resets_at": resets},
+                                     "seven_day": {"used_percentage": 41.2, "resets_at": resets + 86_400 * 3}})
+    got = fields(doc)
+    assert (got["five_hour_percent"], got["seven_day_percent"], got["five_hour_resets"]) == (23.5, 41.2, resets)
+    code, line, _err = run_line(doc)
+    assert code == 0 and " · 5h 24% · 7d 41% · " in line
+    code, line, _err = run_line(doc, "--format", "{five_hour_percent} until {five_hour_resets} | {seven_day_percent} | {limits}")
+    assert line == f"24% until {time.strftime('%H:%M', time.localtime(resets))} | 41% | 5h 24% · 7d 41%\n"
+    # a field of the wrong kind is unknown, not a failure
+    odd = fields(payload(path, rate_limits={"five_hour": {"used_percentage": "23"}, "seven_day": []}))
+    assert odd["five_hour_percent"] is None and odd["problem"] is None
+
+
+def test_without_rate_limits_the_line_shows_the_running_blocks_cost_and_burn_rate(tmp_path: Path) -> None:
+    now = time.time()
+    path = write(transcript(tmp_path), call(1, 100, 50_000, 2_000, 400, t=now - 1800) + call(2, 300, 90_000, 0, 900, t=now - 60))
+    write(transcript(tmp_path, "0a1b2c3d-0000-4000-8000-000000000002"), call(7, 5, 20_000, 10, 99, t=now - 1200))  # another session
+    ledger, _scan = usage([transcript(tmp_path).parent.parent], by="block", use_cache=False)
+    running = ledger.rows[-1]
+    assert running["active"] and running["calls"] == 3
+    got = status(payload(path), folder=str(tmp_path / "state"))  # the ledger asked in this process
+    assert got["block_cost"] == pytest.approx(running["cost_usd"]) and got["block_burn"] == pytest.approx(running["cost_per_hour"])
+    assert got["five_hour_percent"] is None and got["limits"] == f"block ${running['cost_usd']:.2f} at ${running['cost_per_hour']:.2f}/h"
+    assert f" · {got['limits']} · " in render(got)
+    # nothing known: the field is `?`
+    assert render(dict.fromkeys(FIELDS), "{limits}|{block_burn}") == "?|?"

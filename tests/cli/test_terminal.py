@@ -136,6 +136,7 @@ TABLES = {
     "segment grep": lambda p: ["segment", "grep", str(p["s"]), "e"],
     "usage": lambda p: ["usage", str(p["s"])],
     "usage --by day": lambda p: ["usage", str(p["s"]), "--by", "day"],
+    "usage --by block": lambda p: ["usage", str(p["s"]), "--by", "block"],
     "repair --check": lambda p: ["repair", str(p["dangling"]), "--check"],
     "repair --check ROOT": lambda p: ["repair", str(p["root"]), "--check"],
     "compact --check ROOT": lambda p: ["compact", str(p["root"]), "--check"],

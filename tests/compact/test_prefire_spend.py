@@ -39,6 +39,15 @@ def _append_usage(s: Path, n: int) -> None:
         f.write(orjson.dumps(ev) + b"\n")
 
 
+def _append_turn(s: Path) -> None:
+    """One more turn (the prefix pass 1 takes moves: a new key, so a new pass)."""
+    log = s / "updates.jsonl"
+    seq = len(jsonl(log.read_bytes()))
+    with log.open("ab") as f:
+        for i, ev in enumerate((msg("user", "and the docs too " * 20, "u-more"), msg("assistant", "docs done " * 40, "a-more"))):
+            f.write(orjson.dumps({"v": 1, "seq": seq + i, "ts": "2026-11-01T00:02:00.000Z", **ev}) + b"\n")
+
+
 def _cmd_summarizer(tmp_path: Path) -> str:
     """A local command summariser: it reports no tokens and no request id (its events carry the
     estimate, and only `prefire_call` names them)."""
@@ -134,6 +143,7 @@ def test_a_second_prefire_keeps_the_spend_of_the_note_it_replaces(tmp_path: Path
         monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
         cli("compact", str(s), "--prefire", "--summarizer", "openai:m-sum", check=True)
         (first,) = _spend_in_cache(s)
+        _append_turn(s)
         cli("compact", str(s), "--prefire", "--summarizer", "openai:m-sum", check=True)
         carried, second = _spend_in_cache(s)
         assert carried == first and second["input"] == 910 and second["prefire_call"] != first["prefire_call"]
@@ -169,6 +179,7 @@ def test_the_cached_ledger_follows_the_cache_appearing_changing_and_going(tmp_pa
     check(2)
     _append_usage(s, 3)  # the log grows while the cache waits
     check(3)
+    _append_turn(s)  # a new turn: the next prefire has another key
     cli("compact", str(s), "--prefire", "--summarizer", spec, check=True)  # replaced (new file, one more call)
     check(4)
     cli("compact", str(s), "--force", "--two-pass", "--summarizer", spec, check=True)  # gone: its events in the log
@@ -227,6 +238,7 @@ def test_a_note_replaced_while_pass_two_runs_survives_the_compaction(tmp_path: P
     spec = f"cmd:{sys.executable} {script}"
     cli("compact", str(s), "--prefire", "--summarizer", spec, check=True)
     shutil.copy2(cache, old_note)
+    _append_turn(s)  # (the second note is for a longer prefix; the first still matches the live view)
     cli("compact", str(s), "--prefire", "--summarizer", spec, check=True)
     first, second = _spend_in_cache(s)
     shutil.copy2(cache, new_note)

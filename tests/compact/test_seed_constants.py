@@ -64,10 +64,10 @@ def test_the_code_uses_the_seed_constant(what: str, seed: float, code: float) ->
 # -- behaviour at each boundary ------------------------------------------------------------------
 
 
-def _talk(path: Path, window: int, turns: int = 6) -> Path:
+def _talk(path: Path, window: int, turns: int = 6, size: int = 400) -> Path:
     events = [session_event(window=window), msg("system", "sys")]
     for i in range(turns):
-        events += [msg("user", f"turn {i} " + "u" * 400, f"u{i}"), msg("assistant", f"step {i} " + "a" * 400, f"a{i}")]
+        events += [msg("user", f"turn {i} " + "u" * size, f"u{i}"), msg("assistant", f"step {i} " + "a" * size, f"a{i}")]
     return write_log(path, events)
 
 
@@ -85,9 +85,10 @@ def test_85_percent_triggers_and_just_under_does_not(tmp_path: Path) -> None:
 
 
 def test_a_root_prefires_from_75_percent(tmp_path: Path) -> None:
-    t = measure(Session.open(_talk(tmp_path / "probe", 200_000)), keep_items=False).tokens
-    _talk(tmp_path / "root" / "at75", int(t * 100 / 75.0))
-    _talk(tmp_path / "root" / "at74", int(t * 100 / 74.6))
+    # (sessions large enough that the window less the fitted reserve holds a note and the tail)
+    t = measure(Session.open(_talk(tmp_path / "probe", 200_000, size=40_000)), keep_items=False).tokens
+    _talk(tmp_path / "root" / "at75", int(t * 100 / 75.0), size=40_000)
+    _talk(tmp_path / "root" / "at74", int(t * 100 / 74.6), size=40_000)
     statuses = {Path(r.path).name: r.status for r in compact_target(str(tmp_path / "root"), prefire=True)}
     assert statuses == {"at75": "prefired", "at74": "below_threshold"}
 

@@ -48,9 +48,9 @@ def test_prune_batches_match_prune_stats_and_prefires_are_marked(rich: Path, ric
     stats = orjson.loads(cli("prune", str(rich), "--stats", check=True).stderr.splitlines()[-1])["stats"]
     assert stats["batches"] >= 1
     assert len(rich_page.with_attr("data-prune")) == stats["batches"]
-    # At this 20,000-token window the live tail cannot fit beside the prefired note (the fitted
-    # reserve alone is 32,768 tokens): the two-pass compaction ran one pass; a second note waits.
-    assert sorted(a["data-prefire"] for a in rich_page.with_attr("data-prefire")) == ["miss", "pending"]
+    # At this 20,000-token window no note fits beside the live tail (the fitted reserve alone is
+    # 32,768 tokens): no prefire ran, and the two-pass compaction found no note.
+    assert sorted(a["data-prefire"] for a in rich_page.with_attr("data-prefire")) == ["miss"]
 
 
 def test_a_prefired_note_that_two_pass_used_is_marked_a_hit(tmp_path: Path) -> None:
@@ -63,6 +63,10 @@ def test_a_prefired_note_that_two_pass_used_is_marked_a_hit(tmp_path: Path) -> N
     compact_session(s, force=True, two_pass=True)
     page = Page(cli("report", str(tmp_path / "s"), check=True).stdout.decode())
     assert [a["data-prefire"] for a in page.with_attr("data-prefire")] == ["hit"]
+    s.append([{"kind": "message", "id": f"n{i}", "role": "user" if i % 2 else "assistant", "text": f"more text {i} " * 40} for i in range(1, 13)])
+    compact_session(s, prefire=True)  # a note waiting for the next compaction
+    page = Page(cli("report", str(tmp_path / "s"), check=True).stdout.decode())
+    assert [a["data-prefire"] for a in page.with_attr("data-prefire")] == ["hit", "pending"]
 
 
 def test_session_text_is_escaped_never_markup(rich_page: Page) -> None:

@@ -2,7 +2,8 @@
 
 `rich_session` holds everything a page shows: tool calls and results, an error result, a
 message carrying HTML (a script, an image and a stylesheet pointing at URL), a blob, a
-subagent's usage, two compactions (the second two-pass after a prefire) and a pending prefire.
+subagent's usage and two compactions (the second a two-pass one that finds no note: at this
+20,000-token window the fitted reserve leaves no room for one, so `--prefire` is refused).
 """
 from __future__ import annotations
 
@@ -35,14 +36,12 @@ def rich_session(path: Path, *, url: str = "http://127.0.0.1:9") -> Path:
     s.append([ev for i in range(1, 6) for ev in _turn(i)])
     compact_session(s, force=True, mode="segments")
     s.append([ev for i in range(6, 10) for ev in _turn(i)])
-    compact_session(s, prefire=True)
     compact_session(s, force=True, two_pass=True)
     s.append([{"kind": "message", "id": "evil", "role": "user", "text": HOSTILE.format(url=url)}])
     big = [externalize(ev, path, user_limit=0, tool_limit=40_000) for ev in _turn(10, big=60_000)]
     s.append(big)
     s.append([{"kind": "usage", "agent": "explore-1", "model": "claude-haiku-4-5", "input": 500, "output": 50, "cache_read": 0, "cache_write": 0, "reasoning": 0}])
     s.append([ev for i in range(11, 14) for ev in _turn(i)])
-    compact_session(s, prefire=True)
     return path
 
 

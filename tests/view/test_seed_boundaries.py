@@ -3,6 +3,7 @@ cancellation, a compaction and a fork write the repairs the view needs; a call w
 is still open is never touched."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import orjson
@@ -19,6 +20,18 @@ def _append(s: Path, *events: dict, extra: tuple[str, ...] = ()) -> list[dict]:
     r = cli("append", str(s), *extra, input=b"".join(orjson.dumps(e) + b"\n" for e in events))
     assert r.returncode == 0, r.stderr
     return jsonl(r.stdout)
+
+
+def _late_result_summarizer(tmp_path: Path, s: Path) -> str:
+    """A command summariser during whose run the tool call r1 finishes (its result appended)."""
+    late = orjson.dumps(result("r1", "done")).decode()
+    script = tmp_path / "summarise.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        "sys.stdin.read()\n"
+        f"subprocess.run([sys.executable, '-m', 'catty_ctx', 'append', {str(s)!r}, '-q'], input={late!r}.encode(), check=True)\n"
+        "print('<summary>' + 'The user asked for a build; it is running. ' * 30 + '</summary>')\n")
+    return f"cmd:{sys.executable} {script}"
 
 
 def _dangling(tmp_path: Path) -> Path:
@@ -109,18 +122,9 @@ def test_a_fork_at_a_turn_writes_the_repairs_its_view_needs(tmp_path: Path) -> N
 def test_a_compaction_writes_the_repair_its_new_head_needs(tmp_path: Path) -> None:
     """A tool finishes while the summariser runs: its result comes after the head that folded
     its call, an orphan the compaction's commit records as such (reason compaction)."""
-    import sys
-
     s = write_log(tmp_path / "s", [session_event(), msg("user", "build it " * 50), msg("assistant", "running"), call("r1", "Bash"),
                                    msg("assistant", "waiting " * 50), call("r2", "Bash")])
-    late = orjson.dumps(result("r1", "done")).decode()
-    script = tmp_path / "summarise.py"
-    script.write_text(
-        "import subprocess, sys\n"
-        "sys.stdin.read()\n"
-        f"subprocess.run([sys.executable, '-m', 'catty_ctx', 'append', {str(s)!r}, '-q'], input={late!r}.encode(), check=True)\n"
-        "print('<summary>' + 'The user asked for a build; it is running. ' * 30 + '</summary>')\n")
-    r = cli("compact", str(s), "--force", "--summarizer", f"cmd:{sys.executable} {script}")
+    r = cli("compact", str(s), "--force", "--summarizer", _late_result_summarizer(tmp_path, s))
     assert r.returncode == 0, r.stderr
     log = _lines(s)
     kinds = [e["kind"] for e in log]
@@ -148,3 +152,22 @@ def test_the_turn_a_boundary_closes_is_found_reading_backwards(tmp_path: Path, m
         sub = data.index(b'"text":"sub"')
         assert boundary.turn_start(s / "updates.jsonl", {"A"}) == data.rindex(b"\n", 0, sub) + 1
         assert boundary.turn_start(s / "updates.jsonl", {"B"}) == 0
+
+
+def test_a_late_result_alone_is_repaired_in_the_compactions_own_append_and_a_fork_inherits_a_clean_view(tmp_path: Path) -> None:
+    """The same late result with no other call left over in the log: every call id has a result
+    somewhere in the raw log, yet the view after the commit holds an orphan. The repair goes in
+    the compaction's own append (the event right after it), and `repair --check` is clean after
+    the compaction and after a fork of the compacted session."""
+    s = write_log(tmp_path / "s", [session_event(), msg("user", "build it " * 50), msg("assistant", "running"), call("r1", "Bash")])
+    r = cli("compact", str(s), "--force", "--summarizer", _late_result_summarizer(tmp_path, s))
+    assert r.returncode == 0, r.stderr
+    log = _lines(s)
+    comp = next(e for e in log if e["kind"] == "compaction")
+    (rep,) = [e for e in log if e["kind"] == "repair"]
+    assert (rep["action"], rep["reason"], rep["seq"]) == ("drop", "compaction", comp["seq"] + 1)
+    assert rep["target_seq"] == next(e["seq"] for e in log if e["kind"] == "tool_result")
+    assert cli("repair", str(s), "--check").returncode == 0
+    r = cli("fork", str(s), str(tmp_path / "child"))
+    assert r.returncode == 0, r.stderr
+    assert cli("repair", str(tmp_path / "child"), "--check").returncode == 0

@@ -1,0 +1,298 @@
+"""The search index: which files of which sessions hold a string, answered by SQLite FTS5 (docs/search.md#the-index).
+
+One database under the cache folder ($XDG_CACHE_HOME/catty-ctx/index/search.sqlite, or
+CATTY_CTX_INDEX) holds, per ROOT indexed, its sessions as the ROOT walker found them and the
+folders it walked (their mtimes: a new file changes its folder's), and per file its key (size,
+mtime, inode) and its bytes as text in an FTS5 table with the trigram tokenizer, so that any
+string of three characters or more is found as a substring (case folded), as the byte
+prefilter of `search` finds it in the file. The index only says which files may hold a match:
+`search` still reads those and matches as it does without it, so deleting the database changes
+no match.
+
+Brought up to date before each use: a file that only grew (its first and last bytes before the
+old end unchanged) has only its new lines added as a row of their own (JSON Lines end each
+write with a newline, and no needle holds one, so no match spans two rows); any other change
+indexes the file again. A folder whose mtime moved means the ROOT is walked again. The FTS
+table is contentless (the text is not stored twice); rows of files indexed again are dropped
+from the `chunks` map and so from every answer.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from ..formats.roots import NativeSource
+from ..session.layout import LOG_NAME
+from ..sources import root_sessions
+
+SCHEMA_VERSION = 1
+WINDOW = 1024  # bytes hashed at a file's start and before its old end, to tell growth from a rewrite
+MIN_NEEDLE = 3  # the trigram tokenizer finds strings of at least this many characters
+_SCHEMA = (
+    "create table if not exists meta (key text primary key, value text)",
+    "create table if not exists roots (root text primary key, walked real)",
+    "create table if not exists units (root text, n integer, kind text, format text, path text, sid text, primary key (root, n))",
+    "create table if not exists dirs (root text, path text, mtime integer, primary key (root, path))",
+    "create table if not exists files (path text primary key, root text, size integer, mtime integer, ino integer, head integer,"
+    " tail integer, mtime_s real)",
+    "create table if not exists chunks (id integer primary key, path text)",
+    "create index if not exists chunks_path on chunks (path)",
+    "create virtual table if not exists body using fts5 (text, content='', tokenize='trigram')",
+)
+
+
+def index_path() -> Path:
+    """The index database: CATTY_CTX_INDEX, else $XDG_CACHE_HOME/catty-ctx/index/search.sqlite."""
+    given = os.environ.get("CATTY_CTX_INDEX")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "catty-ctx" / "index" / "search.sqlite"
+
+
+@dataclass
+class Report:
+    """What bringing the index up to date did."""
+
+    walked: list[str] = field(default_factory=list)  # the ROOTs walked again
+    files_read: list[str] = field(default_factory=list)  # files (re)indexed whole
+    files_grown: list[str] = field(default_factory=list)  # files whose appended lines alone were read
+    bytes_read: int = 0
+    files: int = 0
+
+
+def unit_files(unit: Any) -> list[Path]:
+    """The files whose bytes hold a session's text: its log and segments, or the native file."""
+    path = getattr(unit, "path", None)
+    if path is not None:
+        return [Path(path)]
+    folder = Path(unit)
+    out = [folder / LOG_NAME]
+    segments = folder / "segments"
+    if segments.is_dir():
+        out += sorted(segments.glob("segment_*.md"))
+    return out
+
+
+def _key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
+def _hash(f: Any, offset: int, size: int) -> int:
+    f.seek(offset)
+    return xxhash.xxh3_64_intdigest(f.read(size)) & 0x7FFF_FFFF_FFFF_FFFF  # (an SQLite integer is signed)
+
+
+def _text(data: bytes) -> str:
+    # (a needle is valid UTF-8, and the decoder keeps every valid sequence: no match is lost)
+    return data.decode("utf-8", "replace")
+
+
+class Index:
+    """The index database, open (created when missing)."""
+
+    def __init__(self, path: Path | None = None, *, create: bool = True) -> None:
+        self.path = path or index_path()
+        if not create and not self.path.is_file():
+            raise FileNotFoundError(str(self.path))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.db.execute("pragma synchronous=normal")  # (a cache: a crash loses at most the last update, read again next time)
+        version = self._meta("version")
+        if version == str(SCHEMA_VERSION):
+            return  # (a query writes nothing: no write-ahead log to fold back in when it closes)
+        if version is not None:
+            self.db.close()
+            self.path.unlink()
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        self.db.execute("pragma journal_mode=wal")
+        for statement in _SCHEMA:
+            self.db.execute(statement)
+        self.db.execute("insert or replace into meta values ('version', ?)", (str(SCHEMA_VERSION),))
+
+    def _meta(self, key: str) -> str | None:
+        try:
+            row = self.db.execute("select value from meta where key = ?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return None if row is None else row[0]
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- ROOTs ------------------------------------------------------------------------------
+
+    def roots(self) -> list[str]:
+        return [r for (r,) in self.db.execute("select root from roots order by root")]
+
+    def covering(self, root: str) -> str | None:
+        """The indexed ROOT that is ROOT or holds it, or None."""
+        target = os.path.abspath(root)
+        for indexed in self.roots():
+            if target == indexed or target.startswith(indexed.rstrip(os.sep) + os.sep):
+                return indexed
+        return None
+
+    def units(self, root: str) -> list[Path | NativeSource]:
+        out: list[Path | NativeSource] = []
+        for kind, fmt, path, sid in self.db.execute("select kind, format, path, sid from units where root = ? order by n", (root,)):
+            out.append(Path(path) if kind == "catty" else NativeSource(fmt, Path(path), sid))
+        return out
+
+    def update(self, roots: Iterable[str]) -> Report:
+        """Bring ROOTS (added when new) up to date: walk a ROOT again when one of its folders
+        changed, then index the files that changed (only the appended lines of one that grew)."""
+        report = Report()
+        for given in roots:
+            root = os.path.abspath(given)
+            if self._stale(root):
+                self._walk(root)
+                report.walked.append(root)
+            for unit in self.units(root):
+                for f in unit_files(unit):
+                    report.files += 1
+                    self._refresh(root, f, report)
+        return report
+
+    def _stale(self, root: str) -> bool:
+        if self.db.execute("select 1 from roots where root = ?", (root,)).fetchone() is None:
+            return True
+        for path, mtime in self.db.execute("select path, mtime from dirs where root = ?", (root,)).fetchall():
+            try:
+                if os.stat(path).st_mtime_ns != mtime:
+                    return True
+            except OSError:
+                return True
+        return False
+
+    def _walk(self, root: str) -> None:
+        units = root_sessions(root, allow_empty=True)
+        dirs = []
+        for dirpath, dirnames, _files in os.walk(root, followlinks=False):
+            dirnames.sort()
+            try:
+                dirs.append((root, dirpath, os.stat(dirpath).st_mtime_ns))
+            except OSError:
+                continue
+        rows = []
+        for n, unit in enumerate(units):
+            if isinstance(unit, NativeSource):
+                rows.append((root, n, "native", unit.format, str(unit.path), unit.session_id))
+            else:
+                rows.append((root, n, "catty", "catty", str(unit), None))
+        keep = {str(f) for unit in units for f in unit_files(unit)}
+        with self.db:
+            self.db.execute("begin")
+            self.db.execute("delete from units where root = ?", (root,))
+            self.db.execute("delete from dirs where root = ?", (root,))
+            self.db.executemany("insert into units values (?, ?, ?, ?, ?, ?)", rows)
+            self.db.executemany("insert into dirs values (?, ?, ?)", dirs)
+            gone = [p for (p,) in self.db.execute("select path from files where root = ?", (root,)) if p not in keep]
+            for p in gone:
+                self._forget(p)
+            self.db.execute("insert or replace into roots values (?, ?)", (root, time.time()))
+
+    def _forget(self, path: str) -> None:
+        self.db.execute("delete from files where path = ?", (path,))
+        self.db.execute("delete from chunks where path = ?", (path,))
+
+    def _refresh(self, root: str, f: Path, report: Report) -> None:
+        key = _key(f)
+        path = str(f)
+        row = self.db.execute("select size, mtime, ino, head, tail from files where path = ?", (path,)).fetchone()
+        if key is None or not f.is_file():
+            if row is not None:
+                with self.db:
+                    self.db.execute("begin")
+                    self._forget(path)
+            return
+        size, mtime, ino = key
+        if row is not None and tuple(row[:3]) == key:
+            return
+        try:
+            with open(f, "rb") as fh:
+                start = 0
+                if row is not None and row[2] == ino and size > row[0] and row[0] >= 1:
+                    old = row[0]
+                    if (_hash(fh, 0, min(WINDOW, old)) == row[3] and _hash(fh, max(0, old - WINDOW), min(WINDOW, old)) == row[4]):
+                        fh.seek(old - 1)
+                        # (a row starts after a newline: back up to the last one before the old end)
+                        start = old if fh.read(1) == b"\n" else _line_start(fh, old)
+                fh.seek(start)
+                data = fh.read(size - start)
+                head = _hash(fh, 0, min(WINDOW, size))
+                tail = _hash(fh, max(0, size - WINDOW), min(WINDOW, size))
+        except OSError:
+            return
+        with self.db:
+            self.db.execute("begin")
+            if start == 0:
+                self.db.execute("delete from chunks where path = ?", (path,))
+                report.files_read.append(path)
+            else:
+                report.files_grown.append(path)
+            cur = self.db.execute("insert into chunks (path) values (?)", (path,))
+            self.db.execute("insert into body (rowid, text) values (?, ?)", (cur.lastrowid, _text(data)))
+            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?)", (path, root, size, mtime, ino, head, tail, mtime / 1e9))
+        report.bytes_read += len(data)
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def candidates(self, needles: list[str]) -> dict[str, float] | None:
+        """The indexed files holding every one of NEEDLES (each a substring, case folded; each
+        asked apart, as a file's rows may hold them apart), with a score (BM25 weighed by
+        recency, higher first); None when no needle is long enough to ask."""
+        usable = [n for n in needles if len(n) >= MIN_NEEDLE]
+        if not usable:
+            return None
+        now = time.time()
+        found: dict[str, float] | None = None
+        for needle in usable:
+            phrase = '"' + needle.replace('"', '""') + '"'
+            ranks = dict(self.db.execute("select rowid, bm25(body) from body where body match ?", (phrase,)).fetchall())
+            scores: dict[str, float] = {}
+            # (rows of files indexed again since are in no chunk: dropped here)
+            for row, path, mtime in self.db.execute("select c.id, c.path, f.mtime_s from chunks c join files f on f.path = c.path"
+                                                    " where c.id in (select rowid from body where body match ?)", (phrase,)):
+                age_days = max(0.0, (now - (mtime or now)) / 86_400)
+                scores[path] = max(scores.get(path, 0.0), -ranks[row] / (1.0 + age_days / 7.0))
+            found = scores if found is None else {p: found[p] + v for p, v in scores.items() if p in found}
+        return found
+
+
+def _line_start(fh: Any, end: int) -> int:
+    """The offset just after the last newline before END (0 when there is none)."""
+    pos = end
+    while pos > 0:
+        step = min(65536, pos)
+        fh.seek(pos - step)
+        block = fh.read(step)
+        at = block.rfind(b"\n")
+        if at >= 0:
+            return pos - step + at + 1
+        pos -= step
+    return 0
+
+
+def ranked(units: list[Any], scores: dict[str, float]) -> Iterator[Any]:
+    """UNITS best first by the best score of their files (stable: the walk's order among equals)."""
+    keyed = [(max((scores.get(str(f), 0.0) for f in unit_files(u)), default=0.0), i, u) for i, u in enumerate(units)]
+    for _score, _i, unit in sorted(keyed, key=lambda k: (-k[0], k[1])):
+        yield unit

@@ -1,0 +1,164 @@
+"""The proxy as a real process on 127.0.0.1 (or inside the agents' loopback namespace), and
+fake upstreams for it: what the proxy tests share."""
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout
+
+
+def listen() -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    return s
+
+
+def proxy_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@contextmanager
+def running_proxy(root: Path, upstream: str, *args: str, wrap: Any = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`catty-ctx proxy` on a free port with both upstreams at UPSTREAM; (its URL, the process)."""
+    argv = [sys.executable, "-m", "catty_ctx", "proxy", "--listen", "127.0.0.1:0", "--root", str(root),
+            "--anthropic-upstream", upstream, "--openai-upstream", upstream, *args]
+    proc = subprocess.Popen(wrap(argv) if wrap else argv, stdout=subprocess.PIPE, stderr=open(root.parent / "proxy.stderr", "ab"), env=proxy_env())
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode().strip()
+        assert line.startswith("http://"), f"the proxy did not start: {(root.parent / 'proxy.stderr').read_text()[-2000:]}"
+        yield line, proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def post(url: str, path: str, body: bytes | Any, headers: dict[str, str] | None = None, method: str = "POST") -> tuple[int, dict[str, str], bytes, list[bytes]]:
+    """(status, headers lower-cased, the whole body, the body as the chunks read) of one request."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    data = body if isinstance(body, bytes) else orjson.dumps(body)
+    conn.request(method, path, body=data if method != "GET" else None,
+                 headers={"Content-Type": "application/json", **(headers or {})})
+    resp = conn.getresponse()
+    chunks = []
+    while True:
+        c = resp.read1(65536)
+        if not c:
+            break
+        chunks.append(c)
+    conn.close()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, b"".join(chunks), chunks
+
+
+def session_dirs(root: Path) -> list[Path]:
+    return sorted(p.parent for p in root.rglob("updates.jsonl"))
+
+
+def events(folder: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in (folder / "updates.jsonl").read_bytes().splitlines()]
+
+
+class _Sock:
+    """One connection's bytes as http.client reads a socket (its file never closed between responses)."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        f.close = lambda: None
+
+    def makefile(self, *args: Any, **kw: Any) -> Any:
+        return self.f
+
+
+def http_bodies(data: bytes) -> list[bytes]:
+    """The bodies of the HTTP responses in DATA (one connection's bytes, keep-alive and chunked framing undone)."""
+    import io
+
+    f = io.BytesIO(data)
+    out = []
+    while f.tell() < len(data):
+        resp = http.client.HTTPResponse(_Sock(f))  # type: ignore[arg-type]
+        resp.begin()
+        try:
+            out.append(resp.read())
+        except http.client.IncompleteRead as cut:  # the client hung up once it had the last event, before the end of the framing
+            out.append(cut.partial)
+            break
+    return out
+
+
+class Relay:
+    """A TCP relay in front of the proxy that keeps every byte the client receives, per
+    connection: what an agent got, to compare with what the upstream sent."""
+
+    def __init__(self, sock: socket.socket, connect: Any, target: tuple[str, int]) -> None:
+        import threading
+
+        self.sock, self.connect, self.target = sock, connect, target
+        self.received: list[bytearray] = []
+        self.threads: list[threading.Thread] = []
+        self._threading = threading
+        t = threading.Thread(target=self._accept, daemon=True)
+        t.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            up = self.connect()
+            up.connect(self.target)
+            kept = bytearray()
+            self.received.append(kept)
+            for src, dst, keep in ((client, up, None), (up, client, kept)):
+                t = self._threading.Thread(target=self._pump, args=(src, dst, keep), daemon=True)
+                t.start()
+                self.threads.append(t)
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket, keep: bytearray | None) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if keep is not None:
+                    keep.extend(data)
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def bodies(self) -> list[bytes]:
+        return [b for data in self.received for b in http_bodies(bytes(data))]
+
+    def close(self) -> None:
+        self.sock.close()
