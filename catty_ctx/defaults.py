@@ -64,7 +64,7 @@ EVAL_JOBS = 1  # sessions evaluated at once
 # Request-copy pruning (prune): grok-build's values (and Anthropic's clear_tool_uses knobs)
 PRUNE_STRATEGIES = ("cache-aware", "tiered")
 PRUNE_STRATEGY = "cache-aware"
-WRITEBACK_AGENTS = ("claude", "codex")  # the agents `fork --to` writes sessions of
+WRITEBACK_AGENTS = ("claude", "codex", "grok")  # the agents `fork --to` writes sessions of
 PRUNE_MIN_PERCENT = 50.0  # tiered runs only when the request is at least this % of the window
 PRUNE_KEEP_TURNS = 3  # results younger than this many turns are never touched
 PRUNE_OMIT_AGE = 10  # tiered: from this age on, a placeholder

@@ -22,6 +22,7 @@ import orjson
 
 from .errors import DataError, UsageError
 from .fleet.urls import is_url, url_is_root, url_sessions
+from .formats import grok
 from .formats.ownership import foreign_format, native_refusal
 from .formats.registry import FORMATS
 from .formats.roots import NativeSource, walk
@@ -82,8 +83,12 @@ def native_source(target: str | os.PathLike[str] | NativeSource) -> NativeSource
     if str(target) == "-" or is_url(target):
         return None
     path = Path(target)
-    if not path.is_file() or path.name == LOG_NAME:
+    if path.is_dir():  # a Grok Build session folder (catty-ctx's own log has the same name)
+        return NativeSource(grok.GROK, path / LOG_NAME) if grok.is_session_dir(path) else None
+    if not path.is_file():
         return None
+    if path.name == LOG_NAME:
+        return NativeSource(grok.GROK, path) if grok.log_is_grok(path) else None
     fmt = foreign_format(path)
     return NativeSource(fmt, path) if fmt is not None else None
 
@@ -93,7 +98,7 @@ def open_session(target: str | os.PathLike[str] | NativeSource, *, stdin: IO[byt
     """Open TARGET for reading: a native session is imported into a private spool."""
     native = native_source(target)
     if native is None:
-        session = Session.open(target, stdin=stdin)  # type: ignore[arg-type]  # native_source took every NativeSource
+        session = Session.open(target, stdin=stdin)  # (native_source took every NativeSource)
         fmt = foreign_format(session.log_path) if session.stdin else None
         if fmt is not None and FORMATS[fmt].homes:  # (an agent's own transcript piped in: its import is the event stream)
             session.close()

@@ -21,7 +21,7 @@ _catty_ctx() {
         "compact|--detail") COMPREPLY=($(compgen -W "none minimal balanced verbose" -- "$cur")); return ;;
         "export|--format") COMPREPLY=($(compgen -W "md html txt" -- "$cur")); return ;;
         "export|-f") COMPREPLY=($(compgen -W "md html txt" -- "$cur")); return ;;
-        "fork|--to") COMPREPLY=($(compgen -W "claude codex" -- "$cur")); return ;;
+        "fork|--to") COMPREPLY=($(compgen -W "claude codex grok" -- "$cur")); return ;;
         "fork|--prune") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
         "proxy|--print-env") COMPREPLY=($(compgen -W "claude codex" -- "$cur")); return ;;
         "prune|--strategy") COMPREPLY=($(compgen -W "cache-aware tiered" -- "$cur")); return ;;
@@ -34,7 +34,7 @@ _catty_ctx() {
         case "$path|$npos" in
         "completion|0") COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return ;;
         "config|0") COMPREPLY=($(compgen -W "show" -- "$cur")); return ;;
-        "import|0") COMPREPLY=($(compgen -W "claude codex opencode gemini openai anthropic auto" -- "$cur")); return ;;
+        "import|0") COMPREPLY=($(compgen -W "claude codex opencode gemini grok openai anthropic auto" -- "$cur")); return ;;
         esac
     fi
     local opts=""
@@ -45,7 +45,7 @@ _catty_ctx() {
         "compact") opts="--agent --allow-empty --allow-remote-writes --check --connect-timeout --deadline --detail --dry-run --force --help --json --lock-timeout --max-response-bytes --min-summary-chars --mode --no-redact --prefire --prefire-wait --replay --scheduler --summarizer --threshold --timeout --two-pass -h" ;;
         "completion") opts="--help -h" ;;
         "config") opts="--help --json -h" ;;
-        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --native --out --retries --scheduler --stress --summarizer --timeout --two-pass -h -j" ;;
+        "eval") opts="--compactions --connect-timeout --facts --facts-only --help --jobs --json --judge --max-response-bytes --min-recall --min-summary-chars --mode --native --out --replay --retries --scheduler --stress --summarizer --timeout --two-pass -h -j" ;;
         "export") opts="--format --help --out --redact -f -h -o" ;;
         "fork") opts="--agent --at-turn --compact --cwd --dry-run --help --json --max-bytes --model --prune --repair --session-id --to -h" ;;
         "hook") opts="--help -h claude codex install uninstall" ;;

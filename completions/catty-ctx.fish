@@ -88,6 +88,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l retries -r -F -d 
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l timeout -r -F -d 'The whole time one call of a cmd: or openai: summariser or…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l max-response-bytes -r -F -d 'Cut an openai: summariser\'s or judge\'s answer longer than…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l native -d 'CORPUS is a ROOT of agents\' own sessions (Claude Code…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l replay -d 'CORPUS is a ROOT of Grok Build sessions: summarise each…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l json -d 'Print one JSON document (a terminal gets tables, a pipe…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l scheduler -r -F -d 'Run the per-session work on a Dask cluster: a scheduler…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from eval' -l connect-timeout -r -F -d 'Give up on an unreachable --scheduler (or one with no…'
@@ -101,7 +102,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from export' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l at-turn -r -F -d 'Keep turns 1..N (default: all).'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l model -r -F -d 'The child\'s model.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l cwd -r -F -d 'The child\'s working directory.'
-complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l to -x -a 'claude codex' -d 'Write a NEW native session of that agent (DEST: a folder…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l to -x -a 'claude codex grok' -d 'Write a NEW native session of that agent (DEST: a folder…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l repair -d 'With --to: dangling calls answered, orphans and duplicates…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l prune -x -a 'cache-aware tiered' -d 'With --to: old tool outputs shortened as `prune` does…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from fork' -l compact -d 'With --to: the span before the tail summarised, as…'
@@ -168,8 +169,8 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l dry-run -d 'Sho
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l max-user-bytes -r -F -d 'A user message longer than N bytes moves to blobs/ with…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -l max-tool-bytes -r -F -d 'A tool output longer than N bytes moves to blobs/ with its…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from import' -s h -l help -d 'Show the help and exit.'
-complete -c catty-ctx -n '__fish_seen_subcommand_from import; and not __fish_seen_subcommand_from claude codex opencode gemini openai anthropic auto' -a 'claude codex opencode gemini openai anthropic auto'
-complete -c catty-ctx -n '__fish_seen_subcommand_from import; and __fish_seen_subcommand_from claude codex opencode gemini openai anthropic auto' -F
+complete -c catty-ctx -n '__fish_seen_subcommand_from import; and not __fish_seen_subcommand_from claude codex opencode gemini grok openai anthropic auto' -a 'claude codex opencode gemini grok openai anthropic auto'
+complete -c catty-ctx -n '__fish_seen_subcommand_from import; and __fish_seen_subcommand_from claude codex opencode gemini grok openai anthropic auto' -F
 complete -c catty-ctx -n '__fish_seen_subcommand_from index' -l drop -d 'Delete the index (every ROOT\'s) and build nothing…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from index' -l json -d 'Print one JSON document (a terminal gets tables, a pipe…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from index' -s h -l help -d 'Show the help and exit.'

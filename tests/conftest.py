@@ -16,7 +16,7 @@ pytest.register_assert_rewrite("support")  # its checks fail with the values the
 
 from support import FIXTURES, ROOT, DaskCluster  # noqa: E402
 from support.scripted_server import endpoint  # noqa: F401 - the local model endpoint fixture, for every test
-from agents.fixtures import agents_setup, claude, codex, fake_anthropic, fake_openai, loopback  # noqa: F401 - the real-agent harness (tests/agents/README.md)
+from agents.fixtures import agents_setup, claude, codex, fake_anthropic, fake_openai, fake_xai, grok, loopback  # noqa: F401 - the real-agent harness (tests/agents/README.md)
 
 
 

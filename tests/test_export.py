@@ -105,10 +105,12 @@ def test_a_plain_export_starts_without_the_cli_framework(tmp_path: Path) -> None
     assert status == 0 and loaded == []
 
 
-AGENT_FILES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "agents").glob("*/*/**/*.jsonl"))
+_AGENTS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
+# Claude Code's and Codex's session files, and Grok Build's logs (a grok folder's other .jsonl are its side files)
+AGENT_FILES = sorted([*_AGENTS_DIR.glob("c*/*/**/*.jsonl"), *_AGENTS_DIR.glob("grok-*/*/.grok/sessions/*/*/updates.jsonl")])
 
 
-@pytest.mark.parametrize("native", AGENT_FILES, ids=lambda p: p.parts[-5] if "sessions" in p.parts else p.parts[-4])
+@pytest.mark.parametrize("native", AGENT_FILES, ids=lambda p: p.parts[-2] if p.name == "updates.jsonl" else p.parts[-5] if "sessions" in p.parts else p.parts[-4])
 def test_export_reads_an_agents_own_session_file_as_its_import_does(native: Path) -> None:
     # (what users export most: a Claude Code or Codex file where it lies; never "lacks field 'v'")
     direct = cli("export", str(native))
@@ -116,4 +118,4 @@ def test_export_reads_an_agents_own_session_file_as_its_import_does(native: Path
     imported = cli("import", "auto", str(native))
     piped = cli("export", "-", input=imported.stdout)
     assert piped.returncode == 0 and direct.stdout == piped.stdout
-    assert b"agent: claude" in direct.stdout or b"agent: codex" in direct.stdout
+    assert any(b"agent: " + name in direct.stdout for name in (b"claude", b"codex", b"grok"))

@@ -11,6 +11,7 @@ from ..eval.facts import facts_doc
 from ..eval.metrics import lowest_recall
 from ..eval.native import evaluate_native
 from ..eval.pipeline import WORST_SHOWN, EvalOptions, corpus_facts, evaluate, open_corpus
+from ..eval.replay import replay as replay_requests
 from ..fleet.cluster import engine_for
 from .app import app
 from .errors import handle_errors, warn
@@ -65,7 +66,8 @@ def eval_cmd(
     retries: Annotated[int | None, typer.Option("--retries", min=0, metavar="N", help="Ask a cmd: or openai: summariser again up to N times per stage after a temporary failure (exit 75, HTTP 5xx or 429, a timeout) or a degenerate summary (default 2). A deterministic failure (any other exit status, an HTTP 4xx) is never asked again.")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.1, metavar="SECONDS", help="The whole time one call of a cmd: or openai: summariser or judge may take, connection, answer and body included (default 600 for cmd:, 300 for openai:).")] = None,
     max_response_bytes: Annotated[int, typer.Option("--max-response-bytes", min=1, metavar="BYTES", help="Cut an openai: summariser's or judge's answer longer than this (a stream's bytes in all).")] = MAX_RESPONSE_BYTES,
-    native: Annotated[bool, typer.Option("--native", help="CORPUS is a ROOT of agents' own sessions (Claude Code, Codex): score each compaction the agent recorded, its summary alone and with our reminder.")] = False,
+    native: Annotated[bool, typer.Option("--native", help="CORPUS is a ROOT of agents' own sessions (Claude Code, Codex, Grok Build): score each compaction the agent recorded, its summary alone and with our reminder.")] = False,
+    replay: Annotated[bool, typer.Option("--replay", help="CORPUS is a ROOT of Grok Build sessions: summarise each compaction request grok kept again with each --summarizer, and score both summaries on the span's facts.")] = False,
     as_json: JsonOpt = False,
     scheduler: SchedulerOpt = None,
     connect_timeout: ConnectTimeoutOpt = CONNECT_TIMEOUT,
@@ -82,6 +84,18 @@ def eval_cmd(
     reported and left out, and the exit is the most severe code the sessions met. With --scheduler the sessions run on a
     Dask cluster whose workers see the corpus (and --out) by the same paths.
     """
+    if replay:
+        given = [name for name, value in (("--native", native), ("--mode", mode), ("--two-pass", two_pass), ("--judge", judge),
+                                          ("--facts", facts), ("--facts-only", facts_only), ("--scheduler", scheduler), ("--out", out))
+                 if value]
+        if given:
+            raise UsageError(f"--replay re-summarises grok's own compaction requests: {', '.join(given)} does not apply")
+        options: dict[str, Any] = {"min_chars": min_summary_chars, "max_response_bytes": max_response_bytes}
+        if timeout is not None:
+            options["timeout"] = timeout
+        doc = replay_requests(corpus, summarizer or [], **options)
+        emit(doc, as_json=as_json, show=_show_replay, lines=[*doc["replay"]["requests"], {"total": doc["replay"]["total"]}])
+        return
     if native:
         given = [name for name, value in (("--summarizer", summarizer), ("--mode", mode), ("--two-pass", two_pass), ("--stress", stress), ("--judge", judge),
                                           ("--facts", facts), ("--facts-only", facts_only), ("--scheduler", scheduler),
@@ -189,6 +203,20 @@ def _native(root: str, out: str | None, as_json: bool, min_recall: float | None)
     code = done.exit_code(min_recall)  # the most severe (docs/spec.md#a-root-of-sessions)
     if code:
         raise SystemExit(code)
+
+
+def _show_replay(report: dict[str, Any]) -> None:
+    doc = report["replay"]
+    specs = list(doc["total"]["replay_recall"])
+    columns = [Column("session", "path"), Column("request", "path"), Column("facts", "num"), Column("grok", "num"),
+               *(Column(spec, "num") for spec in specs)]
+    rows = []
+    for r in doc["requests"]:
+        found = {p["summarizer"]: (_cell(p["recall"]) if not p["error"] else "failed") for p in r["replays"]}
+        rows.append([r["session"], r["request"], r["facts"], _cell(r["grok"]["recall"]), *(found.get(spec, "") for spec in specs)])
+    t = doc["total"]
+    rows.append([f"total ({t['requests']} requests)", "", t["facts"], _cell(t["grok_recall"]), *(_cell(t["replay_recall"][s]) for s in specs)])
+    show(table(None, columns, rows))
 
 
 def _show_native(report: dict[str, Any]) -> None:

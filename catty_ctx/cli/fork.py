@@ -23,7 +23,7 @@ PARAMS = (
     value("at_turn", "--at-turn", kind=int, metavar="N", help="Keep turns 1..N (default: all).", min=0),
     value("model", "--model", metavar="M", help="The child's model."),
     value("cwd", "--cwd", metavar="DIR", help="The child's working directory."),
-    value("to", "--to", metavar="claude|codex", help="Write a NEW native session of that agent (DEST: a folder, default the agent's own for the cwd).", choices=WRITEBACK_AGENTS),
+    value("to", "--to", metavar="claude|codex|grok", help="Write a NEW native session of that agent (DEST: a folder, default the agent's own for the cwd).", choices=WRITEBACK_AGENTS),
     flag("repair", "--repair", help="With --to: dangling calls answered, orphans and duplicates dropped (always applied: the default)."),
     value("prune", "--prune", metavar="STRATEGY", help="With --to: old tool outputs shortened as `prune` does (cache-aware or tiered).", choices=PRUNE_STRATEGIES),
     flag("compact", "--compact", help="With --to: the span before the tail summarised, as `compact --force` does."),
@@ -44,7 +44,7 @@ FORK_DOC = """Start a new session DEST from turns 1..N of SESSION; the parent is
     DEST is built in a temporary directory beside it and renamed into place, so a crash
     leaves no half DEST. Symbolic links are never followed out of SESSION.
 
-    With --to claude|codex, SESSION is any session catty-ctx reads (native or catty) and DEST
+    With --to claude|codex|grok, SESSION is any session catty-ctx reads (native or catty) and DEST
     a folder (default: the agent's own folder for the session's cwd): a NEW native session is
     written there from the repaired view (--prune, --compact, --at-turn, --max-bytes choose
     what it holds); SESSION is never opened for writing and no file is ever replaced (exit 73).
@@ -77,9 +77,9 @@ def run(session: str, dest: str | None = None, at_turn: int | None = None, model
     given = [name for name, v in (("--repair", repair), ("--prune", prune), ("--compact", compact), ("--max-bytes", max_bytes),
                                   ("--session-id", session_id)) if v]
     if given:
-        raise UsageError(f"{given[0]} needs --to claude|codex")
+        raise UsageError(f"{given[0]} needs --to claude|codex|grok")
     if dest is None:
-        raise UsageError("fork needs DEST (or --to claude|codex)")
+        raise UsageError("fork needs DEST (or --to claude|codex|grok)")
 
     result = fork(session, dest, at_turn=at_turn, model=model, cwd=cwd, dry_run=dry_run, agent=agent)
     for path in result.skipped:

@@ -7,6 +7,7 @@ subcommand has its own table, `PARAMS[name]`; typer's commands go on the `segmen
 from __future__ import annotations
 
 from ..errors import ExitCode
+from ..formats.grok_segments import grok_segments
 from ..session.segments import grep_segments, list_segments, native_segments, open_segment, segment_path
 from ..subagents import open_agent
 from ..visible import end, stdout_binary
@@ -83,6 +84,10 @@ def _session_dir(session: str, agent: str | None = None) -> Path:
     # Another agent's session, or a subagent's view: its own compactions' spans, derived in its spool.
     if opened.origin is not None:
         _OPENED.append(opened)  # its spool stays until the command ends
+        if opened.origin.get("format") == "grok":  # Grok Build keeps its own archive: read it as it lies
+            own = grok_segments(opened.origin["path"], opened.log_path.parent / "grok")
+            if own is not None:
+                return own
         return native_segments(opened)
     return opened.require_directory("segment")
 

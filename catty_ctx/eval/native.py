@@ -1,7 +1,8 @@
 """`eval --native ROOT`: what the agents' own compactions kept, and what our reminder adds.
 
 For every compaction an agent recorded in its own session files under ROOT (Claude Code's
-`compact_boundary` and summary, Codex's `compacted`), the facts of the span it summarised are
+`compact_boundary` and summary, Codex's `compacted`, Grok Build's `compaction_checkpoint` with
+its checkpoint's summary item), the facts of the span it summarised are
 derived as `--facts auto` derives a session's (the user's constraints and the errors of the
 span, the state as it stood: pending todos, files edited and not failed, running jobs) and
 looked for in (a) the agent's summary alone and (b) that summary plus the continuation
@@ -39,7 +40,7 @@ from .folders import work_folder
 from .metrics import in_segments
 from .verdict import Evaluation
 
-AGENTS = {"claude": "claude", "codex": "codex"}  # formats whose compactions are cut at their line -> hook agent
+AGENTS = {"claude": "claude", "codex": "codex", "grok": "grok"}  # formats whose compactions are cut at their line -> hook agent
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 COLUMNS = ("summary", "reminder")  # (a) and (b)
 
@@ -97,6 +98,13 @@ def _offsets(source: Path, wanted: list[Event], agent: str) -> dict[str, tuple[i
                 if raw.lineno in lines:
                     out[f"line-{raw.lineno}"] = (raw.offset, end)
                 continue
+            if agent == "grok":  # its compaction_checkpoint line, by the checkpoint's id
+                if b"compaction_checkpoint" in raw.data and any(n in raw.data for n in needles):
+                    update = _grok_update(raw.data)
+                    cid = update.get("checkpoint_id")
+                    if update.get("sessionUpdate") == "compaction_checkpoint" and cid in ids and cid not in out:
+                        out[cid] = (raw.offset, end)
+                continue
             if open_boundary is not None and b"isCompactSummary" in raw.data:
                 out[open_boundary] = (out[open_boundary][0], end)
                 open_boundary = None
@@ -110,6 +118,16 @@ def _offsets(source: Path, wanted: list[Event], agent: str) -> dict[str, tuple[i
                     out[uid] = (raw.offset, end)
                     open_boundary = uid if rec.get("subtype") == "compact_boundary" else None
     return out
+
+
+def _grok_update(data: bytes) -> dict[str, Any]:
+    try:
+        rec = json.loads(data)
+    except ValueError:
+        return {}
+    params = rec.get("params") if isinstance(rec, dict) else None
+    update = params.get("update") if isinstance(params, dict) else None
+    return update if isinstance(update, dict) else {}
 
 
 def _opened(source: Path) -> Any:
@@ -161,7 +179,7 @@ def find_cases(root: str, *, on_error: Callable[[Any, CattyError], None] | None 
     one = native_source(p) if p.is_file() else None
     found = [one] if one is not None else [f for f in root_sessions(p, allow_empty=True) if native_source(f) is not None]
     if p.is_file() and one is None:
-        raise UsageError(f"{root}: not an agent's own session file (--native reads Claude Code and Codex sessions)")
+        raise UsageError(f"{root}: not an agent's own session file (--native reads Claude Code, Codex and Grok Build sessions)")
     run = RootRun(_cases_of, found, on_error=on_error)
     return [case for cases in run for case in cases], run
 

@@ -26,6 +26,7 @@ class Format:
         "database",
         "forms",
         "home_env",
+        "home_env_adds",
         "home_env_list",
         "homes",
         "importer",
@@ -50,6 +51,7 @@ class Format:
         own_usage: bool = True,
         home_env: str | None = None,
         home_env_list: bool = False,
+        home_env_adds: bool = False,
         homes: tuple[str, ...] = (),
         session_names: tuple[str, ...] = (),
         skip_names: tuple[str, ...] = (),
@@ -71,6 +73,7 @@ class Format:
         self.usage = name if own_usage else None
         self.home_env = home_env  # the variable that moves its home
         self.home_env_list = home_env_list  # ... holding a comma-separated list of homes
+        self.home_env_adds = home_env_adds  # ... read besides the default homes, not instead of them
         self.homes = homes  # default homes ("~" the user's home, "$XDG_DATA_HOME" with its default)
         # A ROOT's layout: file names (glob patterns) that hold one main session each (the content
         # decides: the walk reads a few lines), names that belong to another session (old
@@ -132,12 +135,25 @@ OPENCODE = Format(
     tree_marks=("session", "message"),
     database="opencode.db",
 )
+GROK = Format(
+    "grok",
+    agent="Grok Build",
+    label="Grok Build session",
+    forms=("jsonl",),
+    home_env="GROK_HOME",
+    home_env_adds=True,  # a session run with GROK_HOME elsewhere and one in ~/.grok are both the user's
+    homes=("~/.grok",),
+    # A session is a folder whose updates.jsonl carries grok's envelopes (formats.grok decides
+    # by content: the name is catty-ctx's own log's); the folders inside it hold its members.
+    session_names=("updates.jsonl",),
+    member_dirs=("subagents", "compaction", "compaction_checkpoints", "compaction_requests", "terminal"),
+)
 OPENAI = Format("openai", agent="OpenAI messages", label="OpenAI messages document", forms=("document", "jsonl"),
                 importer="messages", own_usage=False)
 ANTHROPIC = Format("anthropic", agent="Anthropic messages", label="Anthropic messages document", forms=("document", "jsonl"),
                    importer="messages", own_usage=False)
 
-FORMATS: dict[str, Format] = {f.name: f for f in (CLAUDE, CODEX, OPENCODE, GEMINI, OPENAI, ANTHROPIC)}
+FORMATS: dict[str, Format] = {f.name: f for f in (CLAUDE, CODEX, OPENCODE, GEMINI, GROK, OPENAI, ANTHROPIC)}
 NAMES = tuple(FORMATS)  # in the order `import --help` lists them
 AGENTS = tuple(f for f in FORMATS.values() if f.homes)  # the formats an agent keeps in a home folder
 AGENT_NAMES = tuple(f.name for f in AGENTS)
@@ -165,12 +181,14 @@ def with_form(form: str) -> tuple[str, ...]:
 
 def home_folders(fmt: Format, environ: Mapping[str, str], user_home: str) -> list[str]:
     """Where FMT keeps its sessions for a user (existing or not), in the order they are read:
-    the folders its variable names, else its defaults."""
+    the folders its variable names, else its defaults (and them too when its variable adds)."""
     value = environ.get(fmt.home_env or "") if fmt.home_env else None
+    defaults = [_expand(h, environ, user_home) for h in fmt.homes]
     if value and fmt.home_env != "XDG_DATA_HOME":
         parts = value.split(",") if fmt.home_env_list else [value]
-        return [_expand(p.strip(), environ, user_home) for p in parts if p.strip()]
-    return [_expand(h, environ, user_home) for h in fmt.homes]
+        named = [_expand(p.strip(), environ, user_home) for p in parts if p.strip()]
+        return [*named, *(d for d in defaults if d not in named)] if fmt.home_env_adds else named
+    return defaults
 
 
 def homes(environ: Mapping[str, str] | None = None, user_home: str | None = None) -> Iterator[tuple[Format, str]]:

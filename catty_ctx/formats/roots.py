@@ -6,7 +6,9 @@ are (`session_names`) whose first records show that format's marks, each storage
 (`tree_marks`) as its session files, each database (`database`) as its session rows. Folders
 that hold a session's member files (Claude Code's `<id>/subagents/`, workflow subagents under
 it, `tool-results/`) and the older subagent files beside a transcript (`skip_names`) belong to
-their main session, which imports them with it (docs/architecture.md#native-sessions).
+their main session, which imports them with it (docs/architecture.md#native-sessions). A Grok
+Build session is a folder whose `updates.jsonl` is grok's (`formats.grok`); its subagent
+children, folders of their own, belong to their parent.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from ..errors import CattyError
 from ..session.layout import LOG_NAME, is_staging
+from . import grok
 from .registry import FORMATS
 
 
@@ -32,6 +35,11 @@ class NativeSource:
 
     def __str__(self) -> str:
         return f"{self.path}#{self.session_id}" if self.session_id else str(self.path)
+
+    def __fspath__(self) -> str:
+        """The file it lies in: what a writer handed a ROOT's unit opens, to refuse it as another
+        agent's (`ownership.require_ours`, exit 65 naming `import`) rather than fail on it."""
+        return str(self.path)
 
 
 _MEMBER_DIRS = frozenset(d for f in FORMATS.values() for d in f.member_dirs)
@@ -109,7 +117,10 @@ def walk(root: str | os.PathLike[str], unreadable: Callable[[str, str], None] | 
         dirnames[:] = sorted(d for d in dirnames if not is_staging(d) and d not in _MEMBER_DIRS)
         if LOG_NAME in filenames:
             dirnames[:] = []
-            yield Path(dirpath)
+            if not grok.is_session_dir(dirpath):
+                yield Path(dirpath)
+            elif not grok.is_child(grok.summary(dirpath)):  # a subagent child is its parent's member
+                yield NativeSource(grok.GROK, Path(dirpath) / LOG_NAME)
             continue
         names = set(dirnames)
         tree = next((f for f in _TREES if all(m in names for m in f.tree_marks)), None)

@@ -14,6 +14,9 @@ import orjson
 
 from ..errors import DataError
 from ..formats import registry
+from ..formats.grok import LOG as GROK_LOG
+from ..formats.grok import is_session_dir as is_grok_dir
+from ..formats.grok import is_update
 from ..session.jsonl import numbered_lines
 from .reading import open_source
 
@@ -45,6 +48,8 @@ def _jsonl_format(records: list[dict[str, Any]]) -> str | None:
     if records and _is_codex_header(records[0]):
         return "codex"
     for r in records:
+        if is_update(r):
+            return "grok"
         t = r.get("type")
         if (t in _CODEX_TYPES and "payload" in r) or (r.get("record_type") == "state" and t is None):
             return "codex"
@@ -114,6 +119,8 @@ def record_format(record: dict[str, Any]) -> str | None:
 def detect(source: Path) -> str:
     """The format name of SOURCE, or a DataError saying it is none of them."""
     if source.is_dir():
+        if is_grok_dir(source) or any(is_grok_dir(p.parent) for p in (source / "sessions").glob(f"*/*/{GROK_LOG}")):
+            return "grok"  # a session folder, or a home (its sessions/<bucket>/<id>/)
         for p in (source, *source.parents):
             if ((p / "session").is_dir() and (p / "message").is_dir()) or (p / "storage" / "session").is_dir():
                 return "opencode"

@@ -33,6 +33,13 @@ def place_new_session(staging: Path, dest: Path) -> None:
     fsync_dir(staging)
     if dest.is_dir():
         dest.rmdir()  # empty (callers check): rename cannot replace a folder everywhere
+    place_folder(staging, dest)
+
+
+def place_folder(staging: Path, dest: Path) -> None:
+    """A fully built folder (its files fsynced) renamed to DEST, which callers have seen absent,
+    then DEST's parent fsynced: the one rename of a folder (also another agent's new session,
+    `writeback.place_new_folder`)."""
     os.rename(staging, dest)
     fsync_dir(dest.parent)
 

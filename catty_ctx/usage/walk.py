@@ -11,6 +11,7 @@ import time
 
 from ..errors import UsageError
 from ..fleet.urls import is_url, url_logs
+from ..formats import grok
 from ..formats import registry as formats
 from ..session.layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
 
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 # The kinds of log (None until its content tells): the agents' formats of the registry that have a
 # usage parser (`formats`: its `usage` module here), and catty-ctx's own.
 CATTY = "catty"
-CLAUDE, CODEX, GEMINI, OPENCODE = (formats.CLAUDE.name, formats.CODEX.name, formats.GEMINI.name, formats.OPENCODE.name)
+CLAUDE, CODEX, GEMINI, OPENCODE, GROK = (formats.CLAUDE.name, formats.CODEX.name, formats.GEMINI.name, formats.OPENCODE.name,
+                                         formats.GROK.name)
 USAGE_FORMATS = tuple(f for f in formats.AGENTS if f.usage)
 NOT_A_LOG = "none"  # a file whose content is no agent's log (named as a PATH: refused; met in a walk: passed over)
 AGENTS = ", ".join(f.agent for f in USAGE_FORMATS) + " or catty-ctx"
@@ -34,6 +36,7 @@ PREFIRE = "prefire"
 _PENDING = os.path.join(REQUESTS_DIR, PREFIRE_NAME)
 _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
+_GROK_HOME_MARKS = (".metadata_version", "models_cache.json", "trusted_folders.toml")  # (config.toml is Codex's too)
 _GEMINI_HOME_MARKS = ("settings.json", "oauth_creds.json", "google_accounts.json", "installation_id", "GEMINI.md", "user_id")
 COMPRESSED = ".jsonl.zst"  # a rollout Codex compressed (a week untouched): read whole through zstd (`compressed`)
 OPENCODE_DB = formats.OPENCODE.database or "opencode.db"
@@ -69,7 +72,8 @@ def discover(path: str | os.PathLike[str], listings: Listings | None = None) -> 
     PATH is a catty session (directory or log), a ROOT of them, a Claude Code config dir or
     its projects tree, a Codex home or its sessions tree, a Gemini CLI home (`~/.gemini`: its
     `tmp/<project>/chats/session-*`), opencode's data folder or its `storage` (message and part
-    files, and `opencode.db`), or one log file of any of these. Codex's compressed rollouts
+    files, and `opencode.db`), a Grok Build home (`~/.grok`: its `sessions/`) or session folder,
+    or one log file of any of these. Codex's compressed rollouts
     (`rollout-*.jsonl.zst`) are Codex logs wherever they lie.
     LISTINGS, when given, remembers each folder's listing (see `Listings`).
     """
@@ -89,14 +93,16 @@ def start_of(p: str) -> tuple[list[tuple[str, str | None]], list[str]]:
     if os.path.isfile(p):
         name = os.path.basename(p)
         if name == LOG_NAME:
-            return _session(os.path.dirname(p)), []
+            return ([(p, GROK)] if grok.log_is_grok(p) else _session(os.path.dirname(p))), []
         # A Claude Code session's file is read with its subagents' (`<session>/subagents/`), as its import is.
         subagents = join(p[: -len(".jsonl")], "subagents") if name.endswith(".jsonl") else ""
         return [(p, named_kind(name, os.path.dirname(p)))], [subagents] if subagents and os.path.isdir(subagents) else []
     if not os.path.isdir(p):
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):
-        return _session(p), []
+        return ([(join(p, LOG_NAME), GROK)] if grok.is_session_dir(p) else _session(p)), []
+    if _is_grok_home(p):
+        return [], [join(p, "sessions")]
     roots = [join(p, "projects")] if _is_home(p, "projects", _CLAUDE_HOME_MARKS, lambda n: n.startswith("-")) else []
     if _is_home(p, "sessions", _CODEX_HOME_MARKS, lambda n: len(n) == 4 and n.isdigit()):
         roots += [r for r in (join(p, "sessions"), join(p, "archived_sessions")) if os.path.isdir(r)]
@@ -127,6 +133,10 @@ def folder_logs(folder: str, listing: tuple[list[str], list[str]], out: list[tup
     """Add the logs of FOLDER, whose LISTING `Listings.get` gave, to OUT; its folders to walk, in name order."""
     subdirs, logs = listing
     prefix = folder if folder.endswith(os.sep) else folder + os.sep  # (join's checks, once per folder)
+    if LOG_NAME in logs and grok.CHAT in logs:  # a Grok Build session (its log's content tells): its own files only
+        if not grok.is_child(grok.summary(folder)):  # a subagent child: its parent's turns already count it
+            out.append((prefix + LOG_NAME, None))
+        return []
     if LOG_NAME in logs:  # a catty session: its own folders hold no sessions
         out.append((prefix + LOG_NAME, CATTY))
         if REQUESTS_DIR in subdirs:  # (told by the listing: no stat for a session without one)
@@ -238,6 +248,11 @@ def key_stat(path: str, st: os.stat_result) -> tuple[int, int]:
     return st.st_size + wal.st_size, max(st.st_mtime_ns, wal.st_mtime_ns)
 
 
+def _is_grok_home(p: str) -> bool:
+    """Is P Grok Build's home (read only `sessions/`)? Yes when it has `sessions/` and one of grok's own files."""
+    return os.path.isdir(os.path.join(p, "sessions")) and any(os.path.exists(os.path.join(p, m)) for m in _GROK_HOME_MARKS)
+
+
 def _is_gemini_home(p: str) -> bool:
     """Is P Gemini CLI's home (read only `tmp/`)? Yes when it has `tmp/` and one of Gemini CLI's own files."""
     return os.path.isdir(os.path.join(p, "tmp")) and any(os.path.exists(os.path.join(p, m)) for m in _GEMINI_HOME_MARKS)
@@ -318,6 +333,8 @@ def one_document(mm: Any, path: str, kind: str | None) -> bool:
 
 def _sniff_line(line: bytes) -> str | None:
     """The kind a JSON Lines file whose line is LINE is, NOT_A_LOG for an object of no agent's, None: not an object."""
+    if grok.MARK in line and grok.is_update(_decoded(line)):
+        return GROK
     if b'"seq"' not in line and b'"payload"' not in line and b'"projectHash"' not in line and any(k in line for k in _CLAUDE_KEYS):
         return CLAUDE  # (told without decoding the line)
     obj = _decoded(line)
@@ -372,7 +389,8 @@ def homes(environ: Any = None) -> tuple[list[tuple[str, str]], list[str]]:
 
     From the format registry (`formats.home_folders`): Claude Code's `CLAUDE_CONFIG_DIR` (a
     comma-separated list), else `~/.config/claude` and `~/.claude`; Codex's `CODEX_HOME`, else
-    `~/.codex`; Gemini CLI's `~/.gemini`; opencode's `$XDG_DATA_HOME/opencode`.
+    `~/.codex`; Gemini CLI's `~/.gemini`; opencode's `$XDG_DATA_HOME/opencode`; Grok Build's
+    `GROK_HOME` and `~/.grok`.
     """
     env = os.environ if environ is None else environ
     user_home = env.get("HOME") or os.path.expanduser("~")

@@ -37,9 +37,10 @@ from ..session.blobs import inline_images
 from ..session.events import now_ts
 from ..session.files import clear_dead_spools, create_exclusive, spool_prefix
 from ..session.layout import LOG_NAME
+from ..session.new import place_folder
 from ..session.store import Session, prepare_event, session_window
 from ..view.pairing import repair_items
-from . import claude, codex
+from . import claude, codex, grok
 from .slim import slim
 from .steps import Step, to_steps
 
@@ -104,6 +105,8 @@ def _writer(agent: str) -> Any:
         return claude
     if agent == "codex":
         return codex
+    if agent == "grok":
+        return grok
     raise UsageError(f"unknown agent '{agent}' for --to (one of {', '.join(AGENTS)})")
 
 
@@ -215,7 +218,7 @@ def source_view(source: str, opts: WritebackOptions, work: Path) -> tuple[Source
         cwd=opts.cwd or first.get("cwd") or os.getcwd(),
         model=opts.model or model or first.get("model"),
         agent_version=version,
-        source_id=first.get("session_id"),
+        source_id=first.get("parent_session_id") or first.get("session_id"),  # (the copy is a fork: its parent is the source)
         notes=notes,
         calls_repaired=sum(1 for it in items if it.get("role") == "tool" and it.get("synthetic")),
     )
@@ -262,6 +265,30 @@ def _remove_made(folders: list[Path]) -> None:
             return
 
 
+def place_new_folder(path: Path, files: dict[str, bytes]) -> None:
+    """Create the folder PATH holding FILES (name → bytes), durably, never over anything: built
+    as a hidden sibling (which the agent's listing skips), each file fsynced, then renamed into
+    place. A failure leaves nothing behind but what was there."""
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.writing-", dir=folder))
+    except OSError as exc:
+        raise WriteError(f"{folder}: cannot write ({exc.strerror})") from None
+    try:
+        for name, data in files.items():
+            create_exclusive(tmp / name, data, durable=True, mode=FILE_MODE)
+        if os.path.lexists(path):
+            raise WriteError(f"{path}: already exists; fork --to never overwrites a session")
+        place_folder(tmp, path)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise WriteError(f"{path}: cannot write ({exc.strerror})") from None
+    except WriteError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 # -- the whole step --------------------------------------------------------------------------
 
 
@@ -271,7 +298,7 @@ def write_back(source: str, dest: str | os.PathLike[str] | None, opts: Writeback
     writer = _writer(opts.agent)
     if opts.max_bytes is not None and opts.max_bytes < 1:
         raise UsageError("--max-bytes must be at least 1")
-    session_id = opts.session_id or str(uuid.uuid4())
+    session_id = opts.session_id or (writer.new_session_id() if hasattr(writer, "new_session_id") else str(uuid.uuid4()))
     if opts.session_id is not None and not writer.valid_session_id(session_id):
         raise UsageError(f"--session-id {session_id!r}: not a UUID")
     clear_dead_spools("writeback")  # the working copies of forks killed before they cleaned up
@@ -292,7 +319,10 @@ def write_back(source: str, dest: str | os.PathLike[str] | None, opts: Writeback
     if existing is not None:
         raise WriteError(f"{existing}: already exists; fork --to never overwrites a file")
     if not dry_run:
-        place_new_file(path, data)
+        if hasattr(writer, "session_files"):  # an agent whose session is a folder of files (Grok Build)
+            place_new_folder(path, writer.session_files(records, steps, view, session_id, now))
+        else:
+            place_new_file(path, data)
     return WritebackResult(
         agent=opts.agent, session_id=session_id, path=path, resume=writer.resume_command(session_id),
         records=len(records), bytes_before=bytes_before, bytes_after=len(data), calls_repaired=view.calls_repaired,

@@ -15,7 +15,8 @@ import pytest
 from .anthropic_fake import FakeAnthropic
 from .netns import LoopbackNamespace, NamespaceUnavailable, unavailable_reason
 from .openai_fake import FakeResponses
-from .runner import Claude, Codex, locate
+from .runner import Claude, Codex, Grok, locate
+from .xai_fake import FakeXai
 
 REQUIRE_ENV = "CATTY_CTX_REQUIRE_AGENTS"
 
@@ -95,3 +96,19 @@ def codex(request: pytest.FixtureRequest, loopback: LoopbackNamespace, fake_open
     exe = require("codex")
     (tmp_path / "project").mkdir(exist_ok=True)
     return Codex(loopback, fake_openai, exe, tmp_path / "codex-home", tmp_path / "project")
+
+
+@pytest.fixture
+def fake_xai(loopback: LoopbackNamespace) -> Iterator[FakeXai]:
+    """A fake xAI server in the namespace (Responses, chat completions, the model list), empty script."""
+    with FakeXai(loopback.listen()) as server:
+        yield server
+
+
+@pytest.fixture
+def grok(request: pytest.FixtureRequest, loopback: LoopbackNamespace, fake_xai: FakeXai, tmp_path: Path) -> Grok:
+    """Grok Build with a fresh HOME (tmp_path/grok-home, GROK_HOME its .grok) and project."""
+    _marked(request)
+    exe = require("grok")
+    (tmp_path / "project").mkdir(exist_ok=True)
+    return Grok(loopback, fake_xai, exe, tmp_path / "grok-home", tmp_path / "project")

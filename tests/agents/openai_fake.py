@@ -61,6 +61,14 @@ def _message_item(text: str) -> dict[str, Any]:
             "content": [{"type": "output_text", "text": text, "annotations": []}]}
 
 
+def counts(req: Request, turn: Turn) -> tuple[int, int]:
+    """(input, output) tokens of TURN answering REQ: its usage's, else the body's bytes / 4
+    and a sixteenth of each output item's bytes."""
+    inp = int(turn.usage.get("input_tokens", max(1, len(req.body) // 4)))
+    out = int(turn.usage.get("output_tokens", sum(max(1, len(orjson.dumps(i)) // 16) for i in turn.output)))
+    return inp, out
+
+
 Script = Turn | Callable[[Request], Turn]
 
 
@@ -92,18 +100,20 @@ class FakeResponses(ScriptedModel[Turn]):
         return json_response({"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]})
 
     def _responses(self, req: Request) -> Response:
-        turn = self.next_reply(req)
+        return self.stream(req, self.next_reply(req))
+
+    def stream(self, req: Request, turn: Turn, **extra_usage: Any) -> Response:
+        """TURN as the SSE events of a response to REQ (EXTRA_USAGE added to its usage)."""
         if turn.status >= 400:
             return json_response({"error": turn.error or {"type": "server_error", "message": "error"}}, turn.status)
         body = req.json or {}
         rid = f"resp_fake{next(self._ids):06d}{uuid.uuid4().hex[:8]}"
-        inp = int(turn.usage.get("input_tokens", max(1, len(req.body) // 4)))
-        out = int(turn.usage.get("output_tokens", sum(max(1, len(orjson.dumps(i)) // 16) for i in turn.output)))
+        inp, out = counts(req, turn)
         usage = {"input_tokens": inp,
                  "input_tokens_details": {"cached_tokens": int(turn.usage.get("cached_tokens", 0))},
                  "output_tokens": out,
                  "output_tokens_details": {"reasoning_tokens": int(turn.usage.get("reasoning_tokens", 0))},
-                 "total_tokens": inp + out}
+                 "total_tokens": inp + out, **extra_usage}
         model = body.get("model") or DEFAULT_MODEL
         head = {"id": rid, "object": "response", "created_at": 0, "model": model, "status": "in_progress", "output": []}
         events: list[tuple[str, Any]] = [("response.created", {"type": "response.created", "response": head})]
@@ -120,4 +130,4 @@ class FakeResponses(ScriptedModel[Turn]):
         else:
             events.append(("response.completed", {"type": "response.completed",
                                                   "response": {**head, "status": "completed", "output": turn.output, "usage": usage}}))
-        return sse_response(events)
+        return sse_response([(e, {**d, "sequence_number": n}) for n, (e, d) in enumerate(events)])

@@ -18,13 +18,14 @@ import orjson
 from .anthropic_fake import FakeAnthropic
 from .netns import LoopbackNamespace
 from .openai_fake import FakeResponses
+from .xai_fake import FakeXai
 
 ROOT = Path(__file__).resolve().parents[2]
 # The pins: one place, read by the harness and installed by .ci/run.
 PINS_FILE = ROOT / ".ci" / "agents" / "package.json"
 CI_BIN = ROOT / ".ci" / "agents" / "node_modules" / ".bin"
-BIN_ENV = "CATTY_CTX_AGENTS_BIN"  # a folder holding `claude` and `codex` (an npm .bin)
-PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+BIN_ENV = "CATTY_CTX_AGENTS_BIN"  # a folder holding `claude`, `codex` and `grok` (an npm .bin)
+PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex", "grok": "@xai-official/grok"}
 
 
 def pinned_version(agent: str) -> str:
@@ -106,6 +107,17 @@ def _run(ns: LoopbackNamespace, argv: list[str], env: dict[str, str], cwd: Path,
     return Ran(argv, p.returncode, p.stdout, p.stderr, time.monotonic() - t)
 
 
+def with_json(ran: Ran, id_key: str) -> Ran:
+    """RAN with its stdout parsed into `.json` (None: not JSON) and the session id at ID_KEY."""
+    try:
+        ran.json = orjson.loads(ran.stdout)
+    except orjson.JSONDecodeError:
+        ran.json = None
+    if isinstance(ran.json, dict):
+        ran.session_id = ran.json.get(id_key)
+    return ran
+
+
 def only(found: list[Path], what: str) -> Path:
     assert len(found) == 1, f"{what}: {len(found)} files found {found}"
     return found[0]
@@ -170,14 +182,7 @@ class Claude:
             argv += ["--resume", resume]
         if skip_permissions:
             argv.append("--dangerously-skip-permissions")
-        ran = self.run(*argv, *args, **kw)
-        try:
-            ran.json = orjson.loads(ran.stdout)
-        except orjson.JSONDecodeError:
-            ran.json = None
-        if isinstance(ran.json, dict):
-            ran.session_id = ran.json.get("session_id")
-        return ran
+        return with_json(self.run(*argv, *args, **kw), "session_id")
 
     def transcripts(self) -> list[Path]:
         """Every main transcript under ~/.claude/projects (subagents left out), oldest first."""
@@ -278,3 +283,55 @@ class Codex:
 
     def records(self, session_id: str) -> list[dict[str, Any]]:
         return read_jsonl(self.rollout(session_id))
+
+
+@dataclass
+class Grok:
+    """Grok Build in `-p` mode against `server`, with HOME = `home` and GROK_HOME =
+    `home/.grok`; every xAI URL points at the server, an API key selects key auth."""
+
+    ns: LoopbackNamespace
+    server: FakeXai
+    exe: Path
+    home: Path
+    cwd: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def grok_home(self) -> Path:
+        return self.home / ".grok"
+
+    def environment(self, **extra: str) -> dict[str, str]:
+        base = self.server.base_url
+        urls = {k: base for k in ("GROK_XAI_API_BASE_URL", "GROK_CLI_CHAT_PROXY_BASE_URL", "GROK_MODELS_BASE_URL",
+                                  "GROK_FEEDBACK_BASE_URL", "GROK_TRACE_UPLOAD_URL", "GROK_MANAGED_CONFIG_URL")}
+        return base_env(self.home, GROK_HOME=str(self.grok_home), XAI_API_KEY="xai-fake", GROK_DISABLE_AUTOUPDATER="1",
+                        **urls, **self.env, **extra)
+
+    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120, stdin: str | None = None,
+            cwd: Path | None = None, check: bool = True) -> Ran:
+        """`grok ARGS` as is."""
+        ran = _run(self.ns, [str(self.exe), *args], self.environment(**(env or {})), cwd or self.cwd, timeout, stdin)
+        return ran.check() if check else ran
+
+    def prompt(self, text: str, *args: str, resume: str | None = None, fork: bool = False, **kw: Any) -> Ran:
+        """`grok -p TEXT --always-approve --output-format json [--resume ID [--fork-session]]
+        [ARGS]`: the parsed result in `.json`, its `sessionId` in `.session_id`."""
+        argv = ["-p", text, "--always-approve", "--output-format", "json"]
+        if resume:
+            argv += ["--resume", resume]
+        if fork:
+            argv.append("--fork-session")
+        return with_json(self.run(*argv, *args, **kw), "sessionId")
+
+    def session_dirs(self) -> list[Path]:
+        """Every session folder under GROK_HOME/sessions (subagent children too), oldest first."""
+        found = [p.parent for p in (self.grok_home / "sessions").glob("*/*/summary.json")]
+        return sorted(found, key=lambda p: p.stat().st_mtime_ns)
+
+    def session_dir(self, session_id: str) -> Path:
+        return only([p.parent for p in (self.grok_home / "sessions").glob(f"*/{session_id}/summary.json")],
+                    f"session folder of {session_id}")
+
+    def updates(self, session_id: str) -> list[dict[str, Any]]:
+        return read_jsonl(self.session_dir(session_id) / "updates.jsonl")

@@ -27,8 +27,8 @@ def scenario(manifest: Path) -> tuple[Path, dict[str, Any]]:
     return manifest.parent / doc["file"], doc
 
 
-def test_both_clis_have_stored_sessions() -> None:
-    assert sorted(p.parent.parent.name.split("-")[0] for p in STORED) == ["claude", "codex"]
+def test_every_cli_has_stored_sessions() -> None:
+    assert sorted(p.parent.parent.name.split("-")[0] for p in STORED) == ["claude", "codex", "grok"]
 
 
 @pytest.mark.parametrize("manifest", STORED, ids=IDS)

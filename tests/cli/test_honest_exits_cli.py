@@ -36,7 +36,7 @@ def test_a_root_holding_no_session_is_a_usage_error_unless_allowed(args: list[st
     argv = [a.replace("{R}", str(root)) for a in args]
     proc = cli(*argv)
     err = proc.stderr.decode()
-    assert proc.returncode == 2 and err.splitlines() == [f"catty-ctx: error: no session under {root}, of catty-ctx or of an agent (Claude Code, Codex, opencode, Gemini CLI) (--allow-empty accepts an empty ROOT)"], err
+    assert proc.returncode == 2 and err.splitlines() == [f"catty-ctx: error: no session under {root}, of catty-ctx or of an agent (Claude Code, Codex, opencode, Gemini CLI, Grok Build) (--allow-empty accepts an empty ROOT)"], err
     assert proc.stdout == b""
     allowed = cli(*argv, "--allow-empty")
     assert allowed.returncode == 0, allowed.stderr.decode()

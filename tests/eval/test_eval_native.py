@@ -171,8 +171,8 @@ def test_one_session_file_is_a_root(corpus: tuple[Path, list[Session]]) -> None:
 
 
 def test_the_compactions_the_real_agents_recorded(tmp_path: Path) -> None:
-    """The files the pinned Claude Code and Codex wrote themselves: every compaction found, cut and
-    followed by the hooks."""
+    """The files the pinned Claude Code, Codex and Grok Build wrote themselves: every compaction
+    found, cut and followed by the hooks (grok's: its `compaction_checkpoint` lines)."""
     from support import FIXTURES
 
     root = FIXTURES / "agents"
@@ -180,10 +180,12 @@ def test_the_compactions_the_real_agents_recorded(tmp_path: Path) -> None:
     for f in root.rglob("*.jsonl"):
         for line in f.read_bytes().splitlines():
             rec = orjson.loads(line)
-            expected += rec.get("subtype") == "compact_boundary" or rec.get("type") == "compacted"
+            update = (rec.get("params") or {}).get("update") or {} if f.name == "updates.jsonl" else {}
+            expected += rec.get("subtype") == "compact_boundary" or rec.get("type") == "compacted" \
+                or update.get("sessionUpdate") == "compaction_checkpoint"
     doc = _report(str(root), "--out", str(tmp_path / "out"))
     assert doc["total"]["compactions"] == expected >= 2 and doc["total"]["failed"] == 0
-    assert {e["agent"] for e in doc["compactions"]} == {"claude", "codex"}
+    assert {e["agent"] for e in doc["compactions"]} == {"claude", "codex", "grok"}
     assert all(e["reminder_chars"] > 0 for e in doc["compactions"])
 
 

@@ -25,7 +25,7 @@ def test_import_detect_and_ownership_read_the_registry() -> None:
     assert set(importers._MODULES) == set(formats.NAMES)
     assert ownership.LABELS == {name: f.label for name, f in formats.FORMATS.items()}
     assert formats.label("claude") == "Claude Code transcript" and formats.label("nope") == "nope"
-    assert set(formats.AGENT_NAMES) == {"claude", "codex", "gemini", "opencode"}
+    assert set(formats.AGENT_NAMES) == {"claude", "codex", "gemini", "grok", "opencode"}
     assert "gemini" in formats.with_form("jsonl") and "opencode" not in formats.with_form("jsonl")
 
 
@@ -50,6 +50,9 @@ def test_homes_follow_the_variables(tmp_path) -> None:
     assert formats.home_folders(formats.get("codex"), {"CODEX_HOME": "/c"}, home) == ["/c"]
     assert formats.home_folders(formats.get("opencode"), {}, home) == [f"{home}/.local/share/opencode"]
     assert formats.home_folders(formats.get("opencode"), {"XDG_DATA_HOME": "/d"}, home) == ["/d/opencode"]
+    # GROK_HOME adds a home: ~/.grok stays read (a session run elsewhere and the usual ones)
+    assert formats.home_folders(formats.get("grok"), {"GROK_HOME": "/g"}, home) == ["/g", f"{home}/.grok"]
+    assert formats.home_folders(formats.get("grok"), {}, home) == [f"{home}/.grok"]
     (tmp_path / ".codex").mkdir()
     (tmp_path / ".gemini").mkdir()
     assert [(f.name, p) for f, p in formats.homes({}, home)] == [("codex", f"{home}/.codex"), ("gemini", f"{home}/.gemini")]
