@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import DataError
 from .plugin import PLUGIN, plugin_json
-from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, codex_home, command_words, hook_command, is_our_hook, json_text, read_json_object, remove_hooks
+from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, codex_home, command_words, hook_command, is_our_hook, is_plugin_hook, json_text, read_json_object, remove_hooks
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -103,7 +103,7 @@ def our_trust(doc: dict[str, Any], key_source: str) -> dict[str, str]:
             handlers = group.get("hooks") if isinstance(group, dict) else None
             matcher = group.get("matcher") if isinstance(group, dict) else None
             for hi, handler in enumerate(handlers if isinstance(handlers, list) else []):
-                if is_our_hook(handler):
+                if is_our_hook(handler) or is_plugin_hook(handler):
                     key = f"{key_source}:{EVENT_LABELS[event]}:{gi}:{hi}"
                     out[key] = trust_hash(event, matcher if isinstance(matcher, str) else None, handler)
     return out

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import CattyError, DataError
+from ..errors import CattyError, DataError, UsageError
 from ..formats.registry import get, home_folders
 from ..inspect.session import inspect_session
 from ..patterns import Pattern
@@ -286,7 +286,10 @@ def compile_pattern(pattern: str, regex: bool, ignore_case: bool) -> Pattern:
         raise RecallError("pattern is empty")
     if len(pattern) > PATTERN_MAX:
         raise RecallError(f"pattern is longer than {PATTERN_MAX} characters")
-    return Pattern(pattern, regex=regex, ignore_case=ignore_case)
+    try:
+        return Pattern(pattern, regex=regex, ignore_case=ignore_case)
+    except UsageError as exc:
+        raise RecallError(str(exc)) from None
 
 
 def _cut(line: str, start: int, width: int) -> str:

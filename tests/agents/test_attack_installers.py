@@ -47,11 +47,11 @@ def test_uninstall_keeps_the_users_hooks_that_merely_mention_our_command(tmp_pat
 
 def test_uninstall_takes_out_what_install_wrote_with_another_command(tmp_path: Path) -> None:
     f = tmp_path / "settings.json"
-    f.write_text("{}\n")
     for command in ("/opt/tools/bin/catty-ctx", "python3 -m catty_ctx"):
+        f.write_text('{"model": "opus"}\n')
         assert cli("hook", "install", "claude", "--settings", str(f), "--statusline", "--command", command).returncode == 0
-        assert cli("hook", "uninstall", "claude", "--settings", str(f)).returncode == 0
-        assert json.loads(f.read_text()) == {}
+        assert cli("hook", "uninstall", "claude", "--settings", str(f), "--statusline").returncode == 0
+        assert json.loads(f.read_text()) == {"model": "opus"}
 
 
 def test_project_scope_does_not_write_through_a_linked_claude_folder(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_codex_config_without_a_final_newline_gets_its_bytes_back(tmp_path: Path
     for text in ('model = "o3"', 'model = "o3"\r\n[tools]\nweb = true', "# only a comment"):
         config.write_bytes(text.encode())
         assert cli("hook", "install", "codex", "--codex-home", str(codex), "--mcp").returncode == 0
-        assert cli("hook", "uninstall", "codex", "--codex-home", str(codex)).returncode == 0
+        assert cli("hook", "uninstall", "codex", "--codex-home", str(codex), "--mcp").returncode == 0
         assert config.read_bytes() == text.encode()
 
 

@@ -112,7 +112,18 @@ def test_the_head_and_the_hook_reminder_come_from_the_one_renderer() -> None:
     assert head == "<system-reminder>\n" + "\n".join(body) + "\n</system-reminder>"
     lines = hook.splitlines()
     assert lines[0].startswith("catty-ctx kept the continuation state of this session") and "events 1..13" in lines[0]
-    assert lines[1:] == [*body[:8], "The last tool error (seq 6, Write):", "denied", "The user's last message: Fix the parser.", *body[8:]]
+    # ... and quotes every piece of the session's text on one line (issue 43: it is data, never a line of the reminder)
+    quoted_body = [
+        'Files edited in this session: "src/parse.py", "tests/test_parse.py"',
+        'Instruction files in effect: "AGENTS.md"',
+        'Background job "j1" running: "make watch"',
+        "Todos:", '- ["in_progress"] "write tests"', '- ["pending"] "ship"', "(1 todo(s) already completed)",
+        'Subagent "s1" ("explore") running: "map the code"',
+        "Memory:", '- "prefers tabs"',
+        'Plan: "1. parse 2. test"',
+    ]
+    assert lines[1:] == [*quoted_body[:8], 'The last tool error (seq 6, "Write"):', '"denied"', 'The user\'s last message: "Fix the parser."',
+                         *quoted_body[8:]]
 
 
 def test_the_users_words_and_the_last_error_only_in_the_hooks_reminder() -> None:
@@ -121,8 +132,8 @@ def test_the_users_words_and_the_last_error_only_in_the_hooks_reminder() -> None
             _ev(16, "tool_result", call_id="d", output="E-4711 in parse.py:12", is_error=True)]
     assert _head_reminder(said) == _head_reminder(SESSION)  # a head carries the user's message and the summary as items
     hook = _hook_reminder(said).splitlines()
-    assert hook[1:3] == ["The user's standing instructions (their own words; they still hold):", "- Never touch the lockfile."]
-    assert hook[hook.index("The last tool error (seq 16, Bash):") + 1] == "E-4711 in parse.py:12"
+    assert hook[1:3] == ["The user's standing instructions (their own words; they still hold):", '- "Never touch the lockfile."']
+    assert hook[hook.index('The last tool error (seq 16, "Bash"):') + 1] == '"E-4711 in parse.py:12"'
 
 
 def test_a_hooks_items_are_bounded_a_heads_are_not() -> None:
