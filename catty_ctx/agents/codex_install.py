@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import DataError
 from .plugin import PLUGIN, plugin_json
-from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, codex_home, command_words, hook_command, is_our_hook, json_text, read_json_object, remove_hooks
+from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, codex_home, command_words, hook_command, is_our_hook, is_plugin_hook, json_text, read_json_object, remove_hooks
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -90,9 +90,8 @@ def hooks_json_key_source(home: Path) -> str:
     return os.path.join(os.path.realpath(home), "hooks.json")
 
 
-def our_trust(doc: dict[str, Any], key_source: str, *, whole_file: bool = False) -> dict[str, str]:
-    """Trust key → hash for every handler of ours in the hooks.json document DOC (WHOLE_FILE: DOC
-    is the plugin's own hooks file, every command handler in it is ours)."""
+def our_trust(doc: dict[str, Any], key_source: str) -> dict[str, str]:
+    """Trust key → hash for every handler of ours in the hooks.json document DOC."""
     out: dict[str, str] = {}
     hooks = doc.get("hooks")
     if not isinstance(hooks, dict):
@@ -104,7 +103,7 @@ def our_trust(doc: dict[str, Any], key_source: str, *, whole_file: bool = False)
             handlers = group.get("hooks") if isinstance(group, dict) else None
             matcher = group.get("matcher") if isinstance(group, dict) else None
             for hi, handler in enumerate(handlers if isinstance(handlers, list) else []):
-                if is_our_hook(handler) or (whole_file and isinstance(handler, dict) and handler.get("type") == "command"):
+                if is_our_hook(handler) or is_plugin_hook(handler):
                     key = f"{key_source}:{EVENT_LABELS[event]}:{gi}:{hi}"
                     out[key] = trust_hash(event, matcher if isinstance(matcher, str) else None, handler)
     return out
@@ -140,7 +139,7 @@ def codex_plugin_trust(home: Path) -> tuple[str, dict[str, str]] | None:
         return None
     named = plugin_json(copies[-1] / ".codex-plugin" / "plugin.json").get("hooks")
     relative = os.path.normpath(named if isinstance(named, str) else "hooks/hooks.json").replace(os.sep, "/")
-    return plugin_id, our_trust(plugin_json(copies[-1] / relative), f"{plugin_id}:{relative}", whole_file=True)
+    return plugin_id, our_trust(plugin_json(copies[-1] / relative), f"{plugin_id}:{relative}")
 
 
 # -- config.toml as text ------------------------------------------------------------------

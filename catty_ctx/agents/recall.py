@@ -288,7 +288,7 @@ def compile_pattern(pattern: str, regex: bool, ignore_case: bool) -> Pattern:
         raise RecallError(f"pattern is longer than {PATTERN_MAX} characters")
     try:
         return Pattern(pattern, regex=regex, ignore_case=ignore_case)
-    except UsageError as exc:  # (a bad pattern is the model's to fix: a tool error, never the server's)
+    except UsageError as exc:
         raise RecallError(str(exc)) from None
 
 

@@ -243,6 +243,14 @@ def is_our_hook(handler: Any) -> bool:
         and _runs_ours(handler.get("command"), OUR_HOOK_TAILS)
 
 
+# The plugin's own handlers (plugins/catty-ctx/hooks/): a shell line that runs our hook with --plugin.
+_PLUGIN_HOOK = re.compile(r"\bcatty[-_]ctx hook (?:claude|codex) (?:pre-compact|session-start) --plugin(?:;|\s|$)")
+
+
+def is_plugin_hook(handler: Any) -> bool:
+    return isinstance(handler, dict) and isinstance(handler.get("command"), str) and _PLUGIN_HOOK.search(handler["command"]) is not None
+
+
 def is_our_statusline(value: Any) -> bool:
     return isinstance(value, dict) and _runs_ours(value.get("command"), (("statusline",),))
 

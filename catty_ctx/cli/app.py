@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from .. import defaults
 from .._version import __version__
-from ..errors import EXIT_MEANINGS, DataError, ExitCode, UsageError
+from ..errors import EXIT_MEANINGS, DataError, ExitCode
 from .errors import exit_code_for, flush_stdout, guard_closed_stdout, run_guarded
 from .registry import BY_NAME, COMMANDS
 
@@ -151,9 +151,8 @@ def main(argv: "list[str] | None" = None) -> None:
 
 
 def _config_usable(args: "list[str]") -> None:
-    """A config file that cannot be used stops every command (it would change what they do):
-    a value out of its range is a usage error, a file that is not usable a data error. The
-    commands an agent runs (its hooks, the status line) fail open instead: one warning line
+    """A config file that cannot be used (a value out of its range too) stops every command (it
+    would change what they do), exit 65. The commands an agent runs (its hooks, the status line) fail open instead: one warning line
     (stderr and the hooks' log), the defaults used (nothing of the file was applied)."""
     if defaults.CONFIG_PROBLEM is None:
         return
@@ -164,7 +163,7 @@ def _config_usable(args: "list[str]") -> None:
         warn(mirrors_root(given), f"{' '.join(args[:3]) if args[0] == 'hook' else args[0]}: the config is not used, the defaults are: "
                                   f"{defaults.CONFIG_PROBLEM}")
         return
-    raise (UsageError if defaults.CONFIG_BAD_VALUE else DataError)(defaults.CONFIG_PROBLEM)
+    raise DataError(defaults.CONFIG_PROBLEM)
 
 
 def list_commands() -> None:

@@ -48,10 +48,10 @@ def test_uninstall_keeps_the_users_hooks_that_merely_mention_our_command(tmp_pat
 def test_uninstall_takes_out_what_install_wrote_with_another_command(tmp_path: Path) -> None:
     f = tmp_path / "settings.json"
     for command in ("/opt/tools/bin/catty-ctx", "python3 -m catty_ctx"):
-        f.write_text("{}\n")
+        f.write_text('{"model": "opus"}\n')
         assert cli("hook", "install", "claude", "--settings", str(f), "--statusline", "--command", command).returncode == 0
         assert cli("hook", "uninstall", "claude", "--settings", str(f), "--statusline").returncode == 0
-        assert not f.exists() or json.loads(f.read_text()) == {}  # (a settings file left empty is removed, its bytes in the backup)
+        assert json.loads(f.read_text()) == {"model": "opus"}
 
 
 def test_project_scope_does_not_write_through_a_linked_claude_folder(tmp_path: Path) -> None:

@@ -112,12 +112,18 @@ def test_the_head_and_the_hook_reminder_come_from_the_one_renderer() -> None:
     assert head == "<system-reminder>\n" + "\n".join(body) + "\n</system-reminder>"
     lines = hook.splitlines()
     assert lines[0].startswith("catty-ctx kept the continuation state of this session") and "events 1..13" in lines[0]
-    # the hook quotes the session's own text (a JSON string per piece: issue 43's rule), the head does not
-    quoted = ['Files edited in this session: "src/parse.py", "tests/test_parse.py"', 'Instruction files in effect: "AGENTS.md"',
-              'Background job "j1" running: "make watch"', "Todos:", '- ["in_progress"] "write tests"', '- ["pending"] "ship"',
-              "(1 todo(s) already completed)", 'Subagent "s1" ("explore") running: "map the code"', "Memory:", '- "prefers tabs"',
-              'Plan: "1. parse 2. test"']
-    assert lines[1:] == [*quoted[:8], 'The last tool error (seq 6, "Write"):', '"denied"', 'The user\'s last message: "Fix the parser."', *quoted[8:]]
+    # ... and quotes every piece of the session's text on one line (issue 43: it is data, never a line of the reminder)
+    quoted_body = [
+        'Files edited in this session: "src/parse.py", "tests/test_parse.py"',
+        'Instruction files in effect: "AGENTS.md"',
+        'Background job "j1" running: "make watch"',
+        "Todos:", '- ["in_progress"] "write tests"', '- ["pending"] "ship"', "(1 todo(s) already completed)",
+        'Subagent "s1" ("explore") running: "map the code"',
+        "Memory:", '- "prefers tabs"',
+        'Plan: "1. parse 2. test"',
+    ]
+    assert lines[1:] == [*quoted_body[:8], 'The last tool error (seq 6, "Write"):', '"denied"', 'The user\'s last message: "Fix the parser."',
+                         *quoted_body[8:]]
 
 
 def test_the_users_words_and_the_last_error_only_in_the_hooks_reminder() -> None:
