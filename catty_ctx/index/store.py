@@ -9,8 +9,9 @@ prefilter of `search` finds it in the file. The index only says which files may 
 `search` still reads those and matches as it does without it, so deleting the database changes
 no match.
 
-Brought up to date before each use: a file that only grew (its first and last bytes before the
-old end unchanged) has only its new lines added as a row of their own (JSON Lines end each
+Brought up to date before each use: a file that only grew (the one cursor, `session.cursor`,
+tells it: the same file, its first bytes and those before the old offset unchanged) has only
+its new lines added as a row of their own (JSON Lines end each
 write with a newline, and no needle holds one, so no match spans two rows); any other change
 indexes the file again. A folder whose mtime moved means the ROOT is walked again. The FTS
 table is contentless (the text is not stored twice); rows of files indexed again are dropped
@@ -20,28 +21,27 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import xxhash
-
 from ..formats.roots import NativeSource
+from ..session.cursor import NEW, UNCHANGED, Cursor, line_end, look
 from ..session.layout import LOG_NAME
 from ..sources import root_sessions
 
-SCHEMA_VERSION = 2
-WINDOW = 1024  # bytes hashed at a file's start and before its old end, to tell growth from a rewrite
+SCHEMA_VERSION = 3
 MIN_NEEDLE = 3  # the trigram tokenizer finds strings of at least this many characters
 _SCHEMA = (
     "create table if not exists meta (key text primary key, value text)",
     "create table if not exists roots (root text primary key, walked real)",
     "create table if not exists units (root text, n integer, kind text, format text, path text, sid text, primary key (root, n))",
     "create table if not exists dirs (root text, path text, mtime integer, primary key (root, path))",
-    "create table if not exists files (path text primary key, root text, unit text, size integer, mtime integer, ino integer,"
-    " head integer, tail integer, mtime_s real)",
+    "create table if not exists files (path text primary key, root text, unit text, size integer, mtime integer, dev integer,"
+    " ino integer, offset integer, head integer, tail integer, mtime_s real)",
     "create table if not exists chunks (id integer primary key, path text)",
     "create index if not exists chunks_path on chunks (path)",
     "create virtual table if not exists body using fts5 (text, content='', tokenize='trigram')",
@@ -81,17 +81,9 @@ def unit_files(unit: Any) -> list[Path]:
     return out
 
 
-def _key(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns, st.st_ino
-
-
-def _hash(f: Any, offset: int, size: int) -> int:
-    f.seek(offset)
-    return xxhash.xxh3_64_intdigest(f.read(size)) & 0x7FFF_FFFF_FFFF_FFFF  # (an SQLite integer is signed)
+def _signed(value: int) -> int:
+    """VALUE (a device, an inode, a 64-bit digest) as an SQLite integer holds it (signed)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def _text(data: bytes) -> str:
@@ -178,13 +170,12 @@ class Index:
                         self._refresh(root, str(unit), f, report)
                 continue
             # nothing new under ROOT: a stat of each file it holds tells what changed
-            for path, unit, size, mtime, ino in self.db.execute("select path, unit, size, mtime, ino from files where root = ?",
-                                                                (root,)).fetchall():
+            for path, unit, size, mtime in self.db.execute("select path, unit, size, mtime from files where root = ?", (root,)).fetchall():
                 report.files += 1
                 try:
                     st = os.stat(path)
-                    if (st.st_size, st.st_mtime_ns, st.st_ino) == (size, mtime, ino):
-                        continue
+                    if (st.st_size, st.st_mtime_ns) == (size, mtime):
+                        continue  # (a file moved or rewritten in place shows a new mtime: the cursor tells it then)
                 except OSError:
                     pass
                 self._refresh(root, unit, Path(path), report)
@@ -233,44 +224,48 @@ class Index:
         self.db.execute("delete from chunks where path = ?", (path,))
 
     def _refresh(self, root: str, unit: str, f: Path, report: Report) -> None:
-        key = _key(f)
+        """Index what F holds that the index lacks: the lines appended since (the one cursor,
+        session.cursor, tells a grown file from another), else the whole file again."""
         path = str(f)
-        row = self.db.execute("select size, mtime, ino, head, tail from files where path = ?", (path,)).fetchone()
-        if key is None or not f.is_file():
+        row = self.db.execute("select size, mtime, dev, ino, offset, head, tail from files where path = ?", (path,)).fetchone()
+        try:
+            st = os.stat(f)
+            fh = open(f, "rb") if stat.S_ISREG(st.st_mode) else None
+        except OSError:
+            fh = None
+        if fh is None:
             if row is not None:
                 with self.db:
                     self.db.execute("begin")
                     self._forget(path)
             return
-        size, mtime, ino = key
-        if row is not None and tuple(row[:3]) == key:
-            return
-        try:
-            with open(f, "rb") as fh:
-                start = 0
-                if row is not None and row[2] == ino and size > row[0] and row[0] >= 1:
-                    old = row[0]
-                    if (_hash(fh, 0, min(WINDOW, old)) == row[3] and _hash(fh, max(0, old - WINDOW), min(WINDOW, old)) == row[4]):
-                        fh.seek(old - 1)
-                        # (a row starts after a newline: back up to the last one before the old end)
-                        start = old if fh.read(1) == b"\n" else _line_start(fh, old)
+        with fh:
+
+            def read(start: int, length: int) -> bytes:
                 fh.seek(start)
-                data = fh.read(size - start)
-                head = _hash(fh, 0, min(WINDOW, size))
-                tail = _hash(fh, max(0, size - WINDOW), min(WINDOW, size))
-        except OSError:
-            return
+                return fh.read(length)
+
+            try:
+                reading = look(None if row is None else Cursor(*(v & 0xFFFF_FFFF_FFFF_FFFF for v in row[2:7])), st, read)
+                if row is not None and reading.verdict == UNCHANGED and (st.st_size, st.st_mtime_ns) == tuple(row[:2]):
+                    return
+                data = read(reading.start, st.st_size - reading.start)
+                # (to the end of the last complete line; a line still being written is indexed now and again, whole, next time)
+                cursor = reading.advance(reading.start + line_end(data, 0, len(data)), read)
+            except OSError:
+                return
         with self.db:
             self.db.execute("begin")
-            if start == 0:
+            if reading.verdict == NEW:
                 self.db.execute("delete from chunks where path = ?", (path,))
                 report.files_read.append(path)
-            else:
+            elif data:
                 report.files_grown.append(path)
-            cur = self.db.execute("insert into chunks (path) values (?)", (path,))
-            self.db.execute("insert into body (rowid, text) values (?, ?)", (cur.lastrowid, _text(data)))
-            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (path, root, unit, size, mtime, ino, head, tail, mtime / 1e9))
+            if data:
+                cur = self.db.execute("insert into chunks (path) values (?)", (path,))
+                self.db.execute("insert into body (rowid, text) values (?, ?)", (cur.lastrowid, _text(data)))
+            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (path, root, unit, st.st_size, st.st_mtime_ns, *(_signed(v) for v in cursor.fields()), st.st_mtime))
         report.bytes_read += len(data)
 
     # -- queries ----------------------------------------------------------------------------
@@ -295,20 +290,6 @@ class Index:
                 scores[path] = max(scores.get(path, 0.0), -ranks[row] / (1.0 + age_days / 7.0))
             found = scores if found is None else {p: found[p] + v for p, v in scores.items() if p in found}
         return found
-
-
-def _line_start(fh: Any, end: int) -> int:
-    """The offset just after the last newline before END (0 when there is none)."""
-    pos = end
-    while pos > 0:
-        step = min(65536, pos)
-        fh.seek(pos - step)
-        block = fh.read(step)
-        at = block.rfind(b"\n")
-        if at >= 0:
-            return pos - step + at + 1
-        pos -= step
-    return 0
 
 
 def ranked(units: list[Any], scores: dict[str, float], files: dict[str, list[str]]) -> Iterator[Any]:
