@@ -171,8 +171,8 @@ def _load_config() -> None:
         changes[name] = value
     for name, value in changes.items():
         bad = _out_of_range(name, value)
-        if bad:  # a bad value is a usage error (exit 2), as out_of_range's
-            CONFIG_PROBLEM, CONFIG_BAD_VALUE = f"{path}: {name.lower()} = {value!r}: {bad}", True
+        if bad:
+            CONFIG_PROBLEM = f"{path}: {name.lower()} = {value!r}: {bad}"
             return
     values.update(changes)
     SOURCES.update(dict.fromkeys(changes, path))

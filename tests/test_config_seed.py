@@ -54,14 +54,14 @@ def _other(key: str) -> str:
 @pytest.mark.parametrize(("text", "problem"), [
     ("prefire_split = 1.5\n", "prefire_split = 1.5: must be a share of 1"),
     ("bytes_per_token = 0\n", "bytes_per_token = 0: must be at least 1"),
-    ("fitted_reserve = -1\n", "fitted_reserve must be"),
-    ("default_threshold = 140.0\n", "default_threshold must be"),
-    ('compact_mode = "everything"\n', "compact_mode must be"),
+    ("fitted_reserve = -1\n", "fitted_reserve = -1: must not be negative"),
+    ("default_threshold = 140.0\n", "default_threshold = 140.0: must be a percentage"),
+    ('compact_mode = "everything"\n', "compact_mode = 'everything': must be one of summary, transcript, segments"),
 ])
 def test_a_value_out_of_range_stops_with_one_line(tmp_path: Path, text: str, problem: str) -> None:
     proc = cli("config", "show", *_config(tmp_path, text))
     err = proc.stderr.decode()
-    assert proc.returncode == 2 and proc.stdout == b"" and problem in err and len(err.splitlines()) == 1, err  # a bad value: exit 2
+    assert proc.returncode == 65 and proc.stdout == b"" and problem in err and len(err.splitlines()) == 1, err
 
 
 # -- one behaviour per constant ------------------------------------------------------------------
