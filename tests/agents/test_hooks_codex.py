@@ -91,7 +91,7 @@ def test_codex_runs_our_trusted_hooks_through_an_automatic_compaction(codex: Any
     assert all("Files edited in this session" not in b for b in bodies[:after])
     ours = next(i["content"][0]["text"] for i in s.bodies()[after]["input"]
                 if i.get("role") == "developer" and "catty-ctx kept the continuation state" in request_text(i))
-    assert "Files edited in this session: parse.py\n" in ours  # the failed patch's file left out
+    assert 'Files edited in this session: "parse.py"\n' in ours  # the failed patch's file left out
     assert CONSTRAINT in ours.split("The user's standing instructions", 1)[1]
     assert "apply_patch verification failed" in ours  # the last tool error
     assert f"recall_search (namespace {NAMESPACE})" in ours and f"catty-ctx segment grep {mirror}" in ours
