@@ -245,6 +245,7 @@ LOCAL_IMPORTS = {
     ("usage/filescan.py", "session.store"): "catty logs are validated only under --strict",
     ("usage/library.py", "genai_prices"): "the price library only when the price index lacks a model",
     ("usage/library.py", "genai_prices.types"): "the price library only when the price index lacks a model",
+    ("usage/library.py", "."): "the shipped price table only when the price index lacks a model",
     ("usage/pipeline.py", "shutil"): "a URL PATH's copies only",
     ("usage/pipeline.py", "tempfile"): "a URL PATH's copies only",
     ("usage/pipeline.py", "fleet.runner"): "the warm usage answer loads no runner",
