@@ -16,13 +16,10 @@ priced as Bedrock prices them), Vertex (`claude-…@20250929`), gateway prefixes
 """
 from __future__ import annotations
 
-import importlib.util
 import marshal
 import os
 import re
 import sys
-import types
-from datetime import date
 
 from .cachefiles import cache_file, read_bytes, write_cache_file
 
@@ -133,6 +130,9 @@ def snapshot() -> Any:
     """The library's bundled price data, loaded without its package's front module: that one
     imports the updater (an HTTP client fetching newer prices), which the ledger never runs, so
     it is not even loaded (and its import time is saved)."""
+    import importlib.util
+    import types
+
     stand_in = _PACKAGE not in sys.modules  # (imported by the caller: its front module is there)
     if stand_in:
         spec = importlib.util.find_spec(_PACKAGE)
@@ -166,6 +166,8 @@ def _from_library(name: str) -> Resolved:
 
 def _periods(model: Any) -> list[Period]:
     """A model's price periods (prices by time of day, such as off-peak discounts, are left out: the base ones stand)."""
+    from datetime import date
+
     from genai_prices.types import ModelPrice, StartDateConstraint
 
     prices = model.prices

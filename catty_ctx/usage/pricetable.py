@@ -1,4 +1,4 @@
-"""The price library's data shipped with the package: names resolved as the library resolves them, without loading it (docs/usage.md#prices).
+"""The price library's data shipped with the package: names resolved as the library resolves them, without loading it (docs/usage.md#cost).
 
 genai-prices' import (pydantic and a 1.6 MB data module) costs a first run, one with no price
 index yet, more than reading a home of logs. So each release ships `pricetable.bin`: the
