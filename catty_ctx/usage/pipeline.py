@@ -258,7 +258,8 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         # Compressed logs left unread for want of the zstd program are read once it is installed:
         # neither this answer nor this fold is kept (they would stand for the unchanged files).
         use_cache = use_cache and not _zstd_missing(found)
-        if keep_answers and use_cache and lo is None and all(result.logs):  # (an empty PATH is asked again in full: see _refusal)
+        # (an empty PATH is asked again in full: see _refusal; a cold run keeps no fold: see `kept.keep`)
+        if keep_answers and use_cache and lo is None and all(result.logs) and result.from_cache:
             from .kept import keep
 
             warning = keep(answers_file, question, found, result, folded, kept)
