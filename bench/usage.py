@@ -1,29 +1,38 @@
-"""Benchmark: `catty-ctx usage` against ccusage on a generated Claude Code tree, or a mixed home.
+"""Benchmark: `catty-ctx usage` against ccusage, on a generated Claude Code tree and on a mixed home, in one run.
 
 Runs both side by side, interleaved (so background load hits both alike), and prints the
-median walls and their ratios for four cases: cold (no cache), warm (unchanged files), after
-appending to one file (where catty-ctx must read only that file's new bytes), and cold
-`--since` a day that 90 % of the files were last written before. It also checks that both
-report the same tokens per day, and shows what the command line's start-up alone costs, so
-the ledger's own time can be told apart from the interpreter's (and the floor under any run
-that parses: the interpreter with the decoder imported). Cold runs also show their CPU
-seconds (user + system, worker processes included), steadier than walls on a shared machine.
-With --mixed it also times the floor under any Python reader of those homes (bench/read_floor.py:
-a bare interpreter that reads every file on all CPUs, then the same scanning every line as JSON),
-so that what the ledger adds can be told from what reading the bytes alone costs.
+median walls and their ratios, on each of two homes: a generated Claude Code tree of 80 long
+sessions (about 84 MB) and a mixed HOME of all four agents (about 245 MB: 62 % Claude Code,
+19 % Codex, 10 % Gemini CLI, 9 % opencode's storage and database), where catty-ctx runs
+`usage` with no PATH (the homes) and ccusage its default run (which reads the four agents too).
+The cases, each against ccusage's same run:
 
-    python bench/usage.py [--size-mb 210 | --sessions 80] [--mixed] [--runs 5] [--ccusage PATH] [--tree DIR]
+- first run: no cache folder at all (no price index either), as right after installing;
+- price index kept, `--no-cache` (no cache of any log read or written);
+- warm: unchanged files, the caches of the run before;
+- `--since` a day that 90 % of the logs were last written before, first run (against ccusage's
+  `daily --since`): each log's mtime is its last record's time, as the agent left it.
 
---size-mb: a tree of that many MB of 100-session batches (about 1,000 files for 210 MB);
---sessions N: one batch of N long sessions (80 make about 80 MB). Each log's mtime is set to
-its last record's time, as the agent writing it would have left it. --mixed: a HOME of that
-many MB holding all four agents (about 62 % Claude Code, 19 % Codex, 10 % Gemini CLI, 9 %
-opencode's storage and database), where catty-ctx runs `usage` with no PATH (the homes) and
-ccusage its default run (which reads the four agents too): the cold case is the issue's figure.
-A cold run keeps the price index (it stands for the installed price library, resolved once:
-docs/usage.md); the first run after installing, without it, is timed apart. ccusage comes from
-`npm install ccusage@20.0.24` (its bin/ccusage), `--ccusage PATH`, $CATTY_CTX_CCUSAGE or the
-PATH. Targets: cold ≤ 0.5× ccusage, after an append ≤ 0.1×, warm ≈ 30 ms, cold --since ≤ 0.15×.
+It also checks that both report the same tokens per day (the whole tree; the Claude Code and
+Codex parts of the mixed home, where the counting rules are the same, and the same parts since
+the day), shows what the command line's start-up alone costs, the interpreter alone and with
+the decoder imported (the floor under any run that parses), and CPU seconds beside the first
+runs' walls (user + system, worker processes included: steadier on a shared machine). The
+closing table has the four ratios of both homes and the load average (`os.getloadavg`) when
+each was measured: on a shared machine the ratios measured in the same run are what count.
+
+catty-ctx runs as installed from a wheel: bytecode compiled, and without the editable install's
+path finder, which a development environment loads at every start (pathlib and urllib.parse,
+10-40 ms): the interpreter runs with -S and the project's and the environment's package folders
+on PYTHONPATH, and the floors run alike. ccusage comes from `npm install ccusage@20.0.24` (its
+bin/ccusage), `--ccusage PATH`, $CATTY_CTX_CCUSAGE or the PATH.
+
+    python bench/usage.py [--runs 5] [--only tree|mixed] [--sessions 80 | --size-mb N] [--mixed-mb 245] [--ccusage PATH]
+
+--sessions N: the tree is one batch of N long sessions (80 make about 84 MB); --size-mb N
+instead: batches of 100 sessions up to N MB (about 1,000 files for 210 MB). The trees are
+generated once into bench/out and reused. Targets (issue 45): first run and `--no-cache` <= 0.5x,
+`--since` <= 0.25x, warm <= 0.08x.
 """
 from __future__ import annotations
 
@@ -34,10 +43,12 @@ _HERE = sys.path.pop(0)
 
 import argparse  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import resource  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
+import sysconfig  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
@@ -47,10 +58,24 @@ from typing import Any  # noqa: E402
 import orjson  # noqa: E402
 
 sys.path.append(_HERE)
-from _util import OUT, ROOT, catty, env_with_project  # noqa: E402
+from _util import OUT, ROOT, env_with_project  # noqa: E402
 
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from support.usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage  # noqa: E402
+
+# The program as its installed script runs it, without the site module (see above).
+ENTRY = "import sys; from catty_ctx.__main__ import main; sys.argv[0] = 'catty-ctx'; main()"
+CATTY = [sys.executable, "-S", "-c", ENTRY]
+BARE = [sys.executable, "-S", "-c", "pass"]
+WITH_DECODER = [sys.executable, "-S", "-c", "import msgspec.json, msgspec.msgpack"]
+
+
+def installed_env(**extra: str) -> dict[str, str]:
+    """`env_with_project` for a run without the site module: the project and the environment's package folders on the path."""
+    env = env_with_project(**extra)
+    folders = dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    env["PYTHONPATH"] = os.pathsep.join(folders)
+    return env
 
 
 def tree_bytes(root: Path) -> tuple[int, int]:
@@ -114,27 +139,65 @@ def make_mixed_home(home: Path, size_mb: int) -> None:
         if sum(len(orjson.dumps(d)) for d in db_docs) > want * 0.04:
             break
     opencode_db(data / "opencode.db", db_docs)
+    last_written(home)
 
 
-def since_day(root: Path, share_older: float = 0.9) -> str:
-    """The day (YYYYMMDD, UTC) that SHARE_OLDER of the logs were last written before."""
-    days = sorted(datetime.fromtimestamp(p.stat().st_mtime, timezone.utc).strftime("%Y%m%d") for p in root.rglob("*.jsonl"))
-    return days[min(len(days) - 1, int(len(days) * share_older))]
+_ISO = re.compile(rb'"(20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"')
+_MILLIS = re.compile(rb'"(?:created|completed|updated)"\s*:\s*(1\d{12})\b')
 
 
-CPU: list[float] = []  # CPU seconds (user + system, the command and the processes it waited for) of each `timed` run
+def last_written(home: Path) -> None:
+    """Each Codex rollout's, Gemini CLI chat's and opencode storage file's mtime its last record's time, as the
+    agent left it (a part file without a time its message's; the Claude Code logs got theirs in `make_tree`;
+    the database keeps the time it was written)."""
+    storage = home / ".local" / "share" / "opencode" / "storage"
+    messages: dict[str, float] = {}
+
+    def stamp(path: Path, fallback: float | None = None) -> float | None:
+        data = path.read_bytes()
+        stamps = [datetime.fromisoformat(m.decode().replace("Z", "+00:00")).timestamp() for m in _ISO.findall(data)]
+        stamps += [int(m) / 1000 for m in _MILLIS.findall(data)]
+        when = max(stamps) if stamps else fallback
+        if when is not None:
+            os.utime(path, (when, when))
+        return when
+
+    for path in [*(home / ".codex").rglob("*.jsonl"), *(home / ".gemini").rglob("*.json*"), *(storage / "session").rglob("*.json")]:
+        stamp(path)
+    for path in (storage / "message").rglob("*.json"):
+        when = stamp(path)
+        if when is not None:
+            messages[path.stem] = when
+    for path in (storage / "part").rglob("*.json"):
+        stamp(path, messages.get(path.parent.name))
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, bytes]:
+def since_day(root: Path, share_older: float = 0.9, by_bytes: bool = False) -> str:
+    """The day (YYYYMMDD, UTC) that SHARE_OLDER of the logs under ROOT (of their bytes, BY_BYTES) were last written before."""
+    days: list[tuple[str, int]] = sorted((datetime.fromtimestamp(st.st_mtime, timezone.utc).strftime("%Y%m%d"), st.st_size if by_bytes else 1)
+                                         for st in (p.stat() for p in logs_under(root)))
+    total, seen = sum(w for _d, w in days), 0
+    for day, weight in days:
+        seen += weight
+        if seen > total * share_older:
+            return day
+    return days[-1][0]
+
+
+def logs_under(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.suffix in (".jsonl", ".json", ".db") and p.is_file()]
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
+    """Wall and CPU seconds (user + system, the processes it waited for included) of one run, and its stdout."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT)  # not bench/: its inspect.py would shadow the stdlib
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
-    return wall, proc.stdout
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, proc.stdout
 
 
 def days_of_ccusage(out: bytes) -> dict[str, tuple[int, ...]]:
@@ -146,196 +209,177 @@ def days_of_ours(out: bytes) -> dict[str, tuple[int, ...]]:
     return {r["day"]: (r["input"], r["output"], r["cache_read"], r["cache_write"]) for r in orjson.loads(out)["rows"]}
 
 
+class Home:
+    """One home to compare on: how each program is asked about it, and where catty-ctx keeps its caches."""
+
+    def __init__(self, name: str, cc: list[str], us: list[str], env_cc: dict[str, str], env_us: dict[str, str], cache: Path,
+                 day: str, agree: Any) -> None:
+        self.name, self.cc, self.us, self.env_cc, self.env_us, self.cache, self.day = name, cc, us, env_cc, env_us, cache, day
+        self.agree = agree  # (ccusage's output, ours, the day or None) -> the same tokens per day
+
+
+def compare(home: Home, runs: int, floors: dict[str, tuple[list[str], dict[str, str]]]) -> dict[str, Any]:
+    """The cases of the module's doc on HOME, RUNS times each, interleaved with ccusage's; medians and load averages."""
+    walls: dict[str, list[float]] = {k: [] for k in ("cc", "first", "nocache", "cc_since", "since", "warm", *floors)}
+    cpus: dict[str, list[float]] = {"cc": [], "first": [], "cc_since": [], "since": []}
+    loads = []
+    agree = True
+    for _ in range(runs):
+        wall, cpu, out_cc = timed(home.cc, home.env_cc)
+        walls["cc"].append(wall)
+        cpus["cc"].append(cpu)
+        shutil.rmtree(home.cache, ignore_errors=True)  # (no cache folder at all: no price index either)
+        wall, cpu, out_us = timed(home.us, home.env_us)
+        walls["first"].append(wall)
+        cpus["first"].append(cpu)
+        agree = agree and home.agree(out_cc, out_us, None)
+        walls["nocache"].append(timed([*home.us, "--no-cache"], home.env_us)[0])
+        wall, cpu, out_cc = timed([*home.cc, "--since", home.day], home.env_cc)
+        walls["cc_since"].append(wall)
+        cpus["cc_since"].append(cpu)
+        shutil.rmtree(home.cache, ignore_errors=True)
+        wall, cpu, out_us = timed([*home.us, "--since", home.day], home.env_us)
+        walls["since"].append(wall)
+        cpus["since"].append(cpu)
+        agree = agree and home.agree(out_cc, out_us, home.day)
+        for name, (cmd, env) in floors.items():
+            walls[name].append(timed(cmd, env)[0])
+        loads.append(os.getloadavg()[0])
+    timed(home.us, home.env_us)  # (the caches of this run: the warm runs' answer)
+    for _ in range(runs):
+        walls["warm"].append(timed(home.us, home.env_us)[0])
+    med = statistics.median
+    return {"wall": {k: med(v) for k, v in walls.items()}, "cpu": {k: med(v) for k, v in cpus.items()}, "agree": agree,
+            "load": (min(loads), max(loads))}
+
+
+def report(home: Home, got: dict[str, Any], floor_names: dict[str, str]) -> None:
+    w, c = got["wall"], got["cpu"]
+    base, base_since = w["cc"], w["cc_since"]
+    lo, hi = got["load"]
+    print(f"  same tokens per day as ccusage: {'yes' if got['agree'] else 'NO'}; load average {lo:.1f}-{hi:.1f} during the runs")
+    print(f"  {'':40}{'ccusage':>10}{'catty-ctx':>11}{'ratio':>8}   target")
+    rows = [("first run (no cache folder at all)", base, w["first"], "<= 0.50"),
+            ("  CPU seconds (user + system)", c["cc"], c["first"], ""),
+            ("price index kept, --no-cache", base, w["nocache"], "<= 0.50"),
+            ("warm (unchanged files)", base, w["warm"], "<= 0.08"),
+            (f"--since {home.day}, first run", base_since, w["since"], "<= 0.25"),
+            ("  CPU seconds (user + system)", c["cc_since"], c["since"], "")]
+    for label, theirs, ours, target in rows:
+        print(f"  {label:40}{theirs:>9.3f}s{ours:>10.3f}s{ours / theirs:>8.3f}   {target}")
+    for name, label in floor_names.items():
+        print(f"  {label:40}{'':>10}{w[name]:>10.3f}s{w[name] / base:>8.3f}")
+
+
+def tree_home(args: Any, scratch: Path) -> tuple[Home, str]:
+    tree = args.tree or OUT / (f"usage-claude-{args.sessions}sessions" if args.sessions else f"usage-claude-{args.size_mb}mb")
+    tree.mkdir(parents=True, exist_ok=True)
+    make_tree(tree, args.size_mb, args.sessions)
+    size, nfiles = tree_bytes(tree)
+    cache = scratch / "cache-tree"
+    env_cc = dict(os.environ, CLAUDE_CONFIG_DIR=str(tree), HOME=str(scratch), TZ="UTC")
+    env_us = installed_env(XDG_CACHE_HOME=str(cache), TZ="UTC")
+    day = since_day(tree)
+    cut = datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc).timestamp()
+    older = sum(p.stat().st_mtime < cut for p in tree.rglob("*.jsonl"))
+
+    def agree(theirs: bytes, ours: bytes, _day: str | None) -> bool:
+        return days_of_ccusage(theirs) == days_of_ours(ours)
+
+    home = Home("tree", [args.ccusage, "daily", "--json", "--offline", "--breakdown", "--timezone", "UTC"],
+                [*CATTY, "usage", str(tree), "--by", "day", "--json", "--timezone", "UTC"], env_cc, env_us, cache, day, agree)
+    return home, (f"{size / 2**20:.1f} MB in {nfiles} files (Claude Code layout); {older} of {nfiles} logs last written before {day}")
+
+
+def mixed_home(args: Any, scratch: Path) -> tuple[Home, str, list[str]]:
+    home_dir = args.home or OUT / f"usage-mixed-{args.mixed_mb}mb"
+    make_mixed_home(home_dir, args.mixed_mb)
+    parts = {name: tree_size(home_dir / name) for name in (".claude", ".codex", ".gemini", ".local/share/opencode")}
+    cache = scratch / "cache-mixed"
+    env_cc = dict(os.environ, HOME=str(home_dir), TZ="UTC")
+    env_cc.pop("CLAUDE_CONFIG_DIR", None)
+    env_us = installed_env(XDG_CACHE_HOME=str(cache), TZ="UTC", HOME=str(home_dir))
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME"):
+        env_us.pop(name, None)
+    day = since_day(home_dir, by_bytes=True)  # (opencode's thousands of small files would make the share by count a day of them)
+    logs = logs_under(home_dir)
+    cut = datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc).timestamp()
+    older = sum(p.stat().st_mtime < cut for p in logs)
+    older_bytes = sum(p.stat().st_size for p in logs if p.stat().st_mtime < cut) / sum(p.stat().st_size for p in logs)
+
+    def agree(_theirs: bytes, _ours: bytes, since: str | None) -> bool:
+        # ccusage reads all four homes too, but counts Gemini CLI's thinking tokens apart from output and
+        # opencode's messages (a message's last step) instead of its steps (docs/usage.md): the tokens
+        # per day are compared on the Claude Code and Codex parts, where the rules are the same.
+        more = ["--since", since] if since else []
+        same = True
+        for agent, folder in (("claude", ".claude"), ("codex", ".codex")):
+            _w, _c, theirs = timed([args.ccusage, agent, "daily", "--json", "--offline", "--timezone", "UTC", *more], env_cc)
+            _w, _c, ours = timed([*CATTY, "usage", str(home_dir / folder), "--by", "day", "--json", "--timezone", "UTC", "--no-cache", *more],
+                                 env_us)
+            same = same and days_of_ccusage(theirs) == days_of_ours(ours)
+        return same
+
+    home = Home("mixed", [args.ccusage, "daily", "--json", "--offline", "--breakdown", "--timezone", "UTC"],
+                [*CATTY, "usage", "--by", "day", "--json", "--timezone", "UTC"], env_cc, env_us, cache, day, agree)
+    about = (f"{sum(parts.values()) / 2**20:.1f} MB (" + ", ".join(f"{n} {b / 2**20:.0f} MB" for n, b in parts.items())
+             + f"); {older} of {len(logs)} session files, {older_bytes:.0%} of their bytes, last written before {day}")
+    return home, about, [str(home_dir / name) for name in parts]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size-mb", type=int, default=210)
-    ap.add_argument("--sessions", type=int, help="instead of --size-mb: one batch of this many long sessions")
-    ap.add_argument("--mixed", action="store_true", help="a HOME of all four agents, read with no PATH (see above)")
+    ap.add_argument("--sessions", type=int, default=80, help="the tree: one batch of this many long sessions")
+    ap.add_argument("--size-mb", type=int, help="instead of --sessions: a tree of this many MB of 100-session batches")
+    ap.add_argument("--mixed-mb", type=int, default=245, help="the mixed home's size")
+    ap.add_argument("--only", choices=("tree", "mixed"), help="one of the two homes")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--ccusage", default=os.environ.get("CATTY_CTX_CCUSAGE") or shutil.which("ccusage"))
-    ap.add_argument("--tree", type=Path, help="where the tree is generated (kept and reused; default bench/out/usage-claude-<size>mb)")
+    ap.add_argument("--tree", type=Path, help="where the tree is generated (kept and reused; default bench/out/usage-claude-...)")
+    ap.add_argument("--home", type=Path, help="where the mixed home is generated (kept and reused; default bench/out/usage-mixed-...)")
     args = ap.parse_args()
+    if args.size_mb:
+        args.sessions = None
     if not args.ccusage:
         print("ccusage not found: npm install ccusage@20.0.24 in a scratch folder and pass --ccusage .../node_modules/.bin/ccusage")
         return 2
-
-    if args.mixed:
-        return mixed(args)
     scratch = Path(tempfile.mkdtemp(prefix="catty-usage-bench-"))
     try:
-        tree = args.tree or OUT / (f"usage-claude-{args.sessions}sessions" if args.sessions else f"usage-claude-{args.size_mb}mb")
-        tree.mkdir(parents=True, exist_ok=True)
-        make_tree(tree, args.size_mb, args.sessions)
-        size, nfiles = tree_bytes(tree)
-        cache = scratch / "cache"
-        env_cc = dict(os.environ, CLAUDE_CONFIG_DIR=str(tree), HOME=str(scratch), TZ="UTC")
-        env_us = env_with_project(XDG_CACHE_HOME=str(cache), TZ="UTC")
-        cc = [args.ccusage, "daily", "--json", "--offline", "--breakdown", "--timezone", "UTC"]
-        us = [*catty(), "usage", str(tree), "--by", "day", "--json", "--timezone", "UTC"]
         empty = scratch / "empty"
         empty.mkdir()
-        start_only = [*catty(), "usage", str(empty), "--json", "--no-cache", "--allow-empty"]
-        # The floor under every run that parses: the interpreter, and the interpreter with the decoder imported.
-        bare = [sys.executable, "-c", "pass"]
-        with_decoder = [sys.executable, "-c", "import msgspec.json, msgspec.msgpack"]
-
-        cc_walls, cold, warm, appended, starts, bares, decoders = [], [], [], [], [], [], []
-        agree = True
-        cc_cpu, cold_cpu = [], []
-        for _ in range(args.runs):
-            wall, out_cc = timed(cc, env_cc)
-            cc_walls.append(wall)
-            cc_cpu.append(CPU[-1])
-            clear_caches(cache)
-            wall, out_us = timed(us, env_us)
-            cold.append(wall)
-            cold_cpu.append(CPU[-1])
-            agree = agree and days_of_ccusage(out_cc) == days_of_ours(out_us)
-            starts.append(timed(start_only, env_us)[0])
-            bares.append(timed(bare, env_us)[0])
-            decoders.append(timed(with_decoder, env_us)[0])
-        for _ in range(args.runs):
-            warm.append(timed(us, env_us)[0])
-        target = sorted(tree.rglob("*.jsonl"), key=lambda p: p.stat().st_size)[-1]
-        read_back: list[dict[str, Any]] = []
-        for i in range(args.runs):
-            line = {"type": "assistant", "sessionId": "bench", "timestamp": "2026-03-01T12:00:00.000Z", "requestId": f"req_bench{i}",
-                    "message": {"id": f"msg_bench{i}", "model": "claude-sonnet-4-20250514", "content": [],
-                                "usage": {"input_tokens": 1, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}}
-            with open(target, "ab") as f:
-                f.write(orjson.dumps(line) + b"\n")
-            wall, out = timed(us, env_us)
-            appended.append(wall)
-            read_back.append(orjson.loads(out))
-
-        # "Since yesterday" on a tree that 90 % of the logs were last written before, cold.
-        day = since_day(tree)
-        older = sum(p.stat().st_mtime < datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc).timestamp() for p in tree.rglob("*.jsonl"))
-        cc_since, since = [], []
-        for _ in range(args.runs):
-            wall, out_cc = timed([*cc, "--since", day], env_cc)
-            cc_since.append(wall)
-            clear_caches(cache)
-            wall, out_us = timed([*us, "--since", day], env_us)
-            since.append(wall)
-            agree = agree and days_of_ccusage(out_cc) == days_of_ours(out_us)
-
-        # The library call alone (no interpreter or CLI start): unchanged files, a question not asked before.
-        os.environ["XDG_CACHE_HOME"] = str(cache)
-        from catty_ctx.usage import pipeline as U
-
-        lib = []
-        for by in ("model", "session", "project", "agent", "month"):
-            t = time.perf_counter()
-            U.usage([str(tree)], by=by, timezone_name="UTC")
-            lib.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        U.usage([str(tree)], by="month", timezone_name="UTC")
-        lib_answer = time.perf_counter() - t
-
-        med = statistics.median
-        base = med(cc_walls)
-        print(f"tree: {size / 2**20:.1f} MB in {nfiles} files (Claude Code layout), {args.runs} runs each, medians; {os.cpu_count()} CPUs, "
-              f"load average {os.getloadavg()[0]:.1f} at the end")
-        print(f"same tokens per day as ccusage: {'yes' if agree else 'NO'}")
-        print(f"{'':34}{'ccusage':>10}{'catty-ctx':>11}{'ratio':>8}   target")
-        print(f"{'cold (no cache)':34}{base:>9.3f}s{med(cold):>10.3f}s{med(cold) / base:>8.3f}   <= 0.50")
-        print(f"{'  cold, CPU seconds (user + system)':34}{med(cc_cpu):>9.3f}s{med(cold_cpu):>10.3f}s{med(cold_cpu) / med(cc_cpu):>8.3f}")
-        print(f"{'warm (unchanged files)':34}{base:>9.3f}s{med(warm):>10.3f}s{med(warm) / base:>8.3f}   ~ 30 ms")
-        print(f"{'after appending to one file':34}{base:>9.3f}s{med(appended):>10.3f}s{med(appended) / base:>8.3f}   <= 0.10")
-        parsed = {(d["files_parsed"], d["bytes_parsed"]) for d in read_back}
-        print(f"  files and bytes read after each append: {sorted(parsed)} (one line appended each time)")
-        base_since = med(cc_since)
-        print(f"{'cold --since ' + day:34}{base_since:>9.3f}s{med(since):>10.3f}s{med(since) / base_since:>8.3f}   <= 0.15")
-        print(f"  {older} of {nfiles} files last written before {day}")
-        print(f"{'catty-ctx start-up alone (empty dir)':34}{'':>10}{med(starts):>10.3f}s{med(starts) / base:>8.3f}")
-        print(f"{'  the interpreter alone':34}{'':>10}{med(bares):>10.3f}s{med(bares) / base:>8.3f}")
-        print(f"{'  the interpreter + msgspec import':34}{'':>10}{med(decoders):>10.3f}s{med(decoders) / base:>8.3f}")
-        print(f"{'library call, warm, new question':34}{'':>10}{med(lib):>10.3f}s{med(lib) / base:>8.3f}")
-        print(f"{'library call, warm, same question':34}{'':>10}{lib_answer:>10.3f}s{lib_answer / base:>8.3f}")
-        return 0 if agree else 1
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def clear_caches(cache: Path) -> None:
-    """A cold run: no cache of any log (the price index stays: it stands for the installed library)."""
-    for p in cache.glob("catty-ctx/*"):
-        if not p.name.startswith("prices-index-"):
-            p.unlink()
-
-
-def mixed(args: Any) -> int:
-    """`usage` with no PATH on a mixed HOME against ccusage's default run on it, cold and warm."""
-    home = args.tree or OUT / f"usage-mixed-{args.size_mb}mb"
-    make_mixed_home(home, args.size_mb)
-    scratch = Path(tempfile.mkdtemp(prefix="catty-usage-bench-"))
-    try:
-        cache = scratch / "cache"
-        parts = {name: tree_size(home / name) for name in (".claude", ".codex", ".gemini", ".local/share/opencode")}
-        env_cc = dict(os.environ, HOME=str(home), TZ="UTC")
-        env_cc.pop("CLAUDE_CONFIG_DIR", None)
-        env_us = env_with_project(XDG_CACHE_HOME=str(cache), TZ="UTC", HOME=str(home))
-        for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME"):
-            env_us.pop(name, None)
-        cc = [args.ccusage, "daily", "--json", "--offline", "--breakdown", "--timezone", "UTC"]
-        us = [*catty(), "usage", "--by", "day", "--json", "--timezone", "UTC"]
-        timed(us, env_us)  # (the price index: once per library version)
-        # The floor: a bare interpreter that only reads every file of the homes (and then also scans
-        # every line as JSON), on all CPUs (bench/read_floor.py).
-        homes = [str(home / name) for name in parts]
-        floors = {"read": [sys.executable, str(Path(_HERE) / "read_floor.py"), *homes],
-                  "scan": [sys.executable, str(Path(_HERE) / "read_floor.py"), "--scan", *homes]}
-        cc_walls, cold, warm, first = [], [], [], []
-        cc_cpu, cold_cpu = [], []
-        empty = scratch / "empty"
-        empty.mkdir()
-        floors["start"] = [*catty(), "usage", str(empty), "--json", "--no-cache", "--allow-empty"]  # (catty-ctx's own start-up)
-        floor_walls: dict[str, list[float]] = {name: [] for name in floors}
-        for _ in range(args.runs):
-            wall, _out_cc = timed(cc, env_cc)
-            cc_walls.append(wall)
-            cc_cpu.append(CPU[-1])
-            clear_caches(cache)
-            wall, out_us = timed(us, env_us)
-            cold.append(wall)
-            cold_cpu.append(CPU[-1])
-            for name, cmd in floors.items():
-                floor_walls[name].append(timed(cmd, env_us if name == "start" else env_cc)[0])
-        for _ in range(args.runs):
-            warm.append(timed(us, env_us)[0])
-        for _ in range(max(1, args.runs // 2)):
-            shutil.rmtree(cache, ignore_errors=True)
-            first.append(timed(us, env_us)[0])
-        doc = orjson.loads(out_us)
-        agents = sorted({s["agent"] for s in doc["sources"]})
-        # ccusage reads all four homes too, but counts Gemini CLI's thinking tokens apart from output and
-        # opencode's messages (a message's last step) instead of its steps (docs/usage.md): the
-        # tokens per day are compared on the Claude Code and Codex parts, where the rules are the same.
-        agree = True
-        for agent, folder in (("claude", ".claude"), ("codex", ".codex")):
-            _w, theirs = timed([args.ccusage, agent, "daily", "--json", "--offline", "--timezone", "UTC"], env_cc)
-            _w, ours = timed([*catty(), "usage", str(home / folder), "--by", "day", "--json", "--timezone", "UTC"], env_us)
-            agree = agree and days_of_ccusage(theirs) == days_of_ours(ours)
-        med = statistics.median
-        base = med(cc_walls)
-        print(f"mixed home: {sum(parts.values()) / 2**20:.1f} MB ("
-              + ", ".join(f"{n} {b / 2**20:.0f} MB" for n, b in parts.items()) + f"), {args.runs} runs each, medians; "
-              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
-        print(f"catty-ctx read the homes of: {', '.join(agents)}; {doc['totals']['calls']} calls, {doc['files']} files")
-        print(f"same tokens per day as ccusage on the Claude Code and Codex parts: {'yes' if agree else 'NO'}")
-        print(f"{'':34}{'ccusage':>10}{'catty-ctx':>11}{'ratio':>8}   target")
-        print(f"{'cold, no PATH (no log cache)':34}{base:>9.3f}s{med(cold):>10.3f}s{med(cold) / base:>8.3f}   <= 0.50")
-        print(f"{'  cold, CPU seconds (user + system)':34}{med(cc_cpu):>9.3f}s{med(cold_cpu):>10.3f}s{med(cold_cpu) / med(cc_cpu):>8.3f}")
-        print(f"{'  floor: read every file':34}{base:>9.3f}s{med(floor_walls['read']):>10.3f}s{med(floor_walls['read']) / base:>8.3f}"
-              "   (a bare interpreter, all CPUs)")
-        print(f"{'  floor: read, scan lines as JSON':34}{base:>9.3f}s{med(floor_walls['scan']):>10.3f}s{med(floor_walls['scan']) / base:>8.3f}"
-              "   (nothing built, nothing summed)")
-        print(f"{'  catty-ctx start-up alone':34}{base:>9.3f}s{med(floor_walls['start']):>10.3f}s{med(floor_walls['start']) / base:>8.3f}"
-              "   (usage of an empty folder)")
-        print(f"{'  first run, no price index':34}{base:>9.3f}s{med(first):>10.3f}s{med(first) / base:>8.3f}   (once per library version)")
-        print(f"{'warm (unchanged files)':34}{base:>9.3f}s{med(warm):>10.3f}s{med(warm) / base:>8.3f}   ~ 30 ms")
-        return 0 if agree else 1
+        env = installed_env(XDG_CACHE_HOME=str(scratch / "cache-floor"), TZ="UTC")
+        floors = {"start": ([*CATTY, "usage", str(empty), "--json", "--no-cache", "--allow-empty"], env), "bare": (BARE, env),
+                  "decoder": (WITH_DECODER, env)}
+        names = {"start": "catty-ctx start-up alone (empty folder)", "bare": "  the interpreter alone", "decoder": "  the interpreter + msgspec"}
+        results: list[tuple[Home, dict[str, Any]]] = []
+        ok = True
+        print(f"{os.cpu_count()} CPUs; {args.runs} runs of each case, medians; ccusage {args.ccusage}")
+        if args.only in (None, "tree"):
+            home, about = tree_home(args, scratch)
+            print(f"\nthe tree: {about}")
+            got = compare(home, args.runs, floors)
+            report(home, got, names)
+            results.append((home, got))
+            ok = ok and got["agree"]
+        if args.only in (None, "mixed"):
+            home, about, folders = mixed_home(args, scratch)
+            print(f"\nthe mixed home, no PATH (catty-ctx reads four agents' homes here, ccusage its default run): {about}")
+            # The floor under any Python reader of those homes (bench/read_floor.py): a bare interpreter that reads
+            # every file on all CPUs, then the same scanning every line as JSON.
+            floor = Path(_HERE) / "read_floor.py"
+            mixed_floors = {**floors, "read": ([sys.executable, "-S", str(floor), *folders], env),
+                            "scan": ([sys.executable, "-S", str(floor), "--scan", *folders], env)}
+            got = compare(home, args.runs, mixed_floors)
+            report(home, got, {**names, "read": "floor: read every file (all CPUs)", "scan": "floor: read and scan lines as JSON"})
+            results.append((home, got))
+            ok = ok and got["agree"]
+        print("\nratios to ccusage 20.0.24 (wall, medians)   first run   --no-cache   warm   --since   load average")
+        for home, got in results:
+            w = got["wall"]
+            print(f"  {home.name:40}{w['first'] / w['cc']:>10.3f}{w['nocache'] / w['cc']:>13.3f}{w['warm'] / w['cc']:>7.3f}"
+                  f"{w['since'] / w['cc_since']:>10.3f}   {got['load'][0]:.1f}-{got['load'][1]:.1f}")
+        print("  targets                                      0.50         0.50   0.08      0.25")
+        return 0 if ok else 1
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -33,15 +33,17 @@ PLAN_TREES = 64  # folders of a tree left to the workers before this process sto
 PLAN_LISTINGS = 512  # folders this process lists at most
 FEW_FILES = 256  # a tree no larger than this, all listed here, goes the ordinary way (no worker)
 RUN_FILES = 8  # files per segment of a folder's files
+_UNREAD = -1  # the bytes read of a log last written before the day asked about (`--since`): it is passed over
 _DB = filescan.OPENCODE_DB
 _Seen = dict[str, tuple[int, int, list[str], list[str]]]
 _DECODE = msgspec.msgpack.Decoder(tuple[int, tuple[list[tuple[int, list[tuple[str, str | None, int, int, int]], list[Packed]]], _Seen]]).decode
 
 
 def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, progress: Progress | None = None,
-                    ) -> tuple[Survey, tuple[list[Scanned], dict[str, bytes]]] | None:
+                    since_ns: int | None = None) -> tuple[Survey, tuple[list[Scanned], dict[str, bytes]]] | None:
     """`walk.survey(PATHS, LISTINGS)` and what `filescan.scan` reads of it, as (survey, (scanned, packed
-    entries)), on JOBS processes; None when the tree is too small for workers to pay (or none can be had)."""
+    entries)), on JOBS processes; None when the tree is too small for workers to pay (or none can be had).
+    A log last written before SINCE_NS (epoch nanoseconds) is surveyed, not read, as `filescan.scan` passes it over."""
     jobs = jobs or usable_cpus()
     if jobs <= 1 or not can_fork():
         return None
@@ -77,15 +79,18 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
             scanned: list[Scanned] = []
             for path, kind in logs:
                 if kind == OPENCODE and path.endswith(".json"):  # (thousands of small files: one open each, no stat)
-                    got = survey_storage_file(path, filescan.BAD_SAMPLES_PER_FILE)
+                    got = survey_storage_file(path, filescan.BAD_SAMPLES_PER_FILE, since_ns)
                     if got is not None:
                         rows.append((path, kind, *got[0]))
-                        scanned.append(got[1])
+                        scanned.append(got[1] if got[1] is not None else (path, None, _UNREAD, None))
                     continue
                 row = survey_row(path, kind)
                 if row is not None:
                     rows.append(row)
-                    scanned.append(filescan.scan_file((path, kind, None, False, row[2:])))
+                    if since_ns is not None and row[3] < since_ns:
+                        scanned.append((path, None, _UNREAD, None))
+                    else:
+                        scanned.append(filescan.scan_file((path, kind, None, False, row[2:])))
             out.append((place, rows, scanned))
         return out, memo.seen
 
@@ -110,7 +115,7 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
         if progress is not None:
             progress(finished, len(items))
     found: Survey = [(arg, [row for place, _folder, _logs in segs for row in placed[place][0]]) for arg, segs in segments]
-    results = [one for _arg, segs in segments for place, _folder, _logs in segs for one in placed[place][1]]
+    results = [one for _arg, segs in segments for place, _folder, _logs in segs for one in placed[place][1] if one[2] != _UNREAD]
     paths = [row[0] for _arg, rows in found for row in rows]
     if len(set(paths)) == len(paths):
         return found, (results, packed)
@@ -124,7 +129,8 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
                 if row[0] not in taken:
                     taken.add(row[0])
                     kept.append(row)
-                    results.append(one)
+                    if one[2] != _UNREAD:
+                        results.append(one)
         found[i] = arg, kept
     return found, (results, packed)
 

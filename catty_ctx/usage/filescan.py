@@ -262,8 +262,11 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     kept: dict[str, FileEntry] = {}  # unchanged files' entries, decoded
     skipped: dict[str, int] = {}
     for arg, listing in found:
-        if ran is not None:  # (every log read already, none cached: see fanout)
-            plans.append((arg, [row[0] for row in listing], {}, {}, 0))
+        if ran is not None:  # (every log read already, none cached, those last written before the day passed over: see fanout)
+            read = [row[0] for row in listing if since_ns is None or row[3] >= since_ns]
+            if len(read) < len(listing):
+                skipped[arg] = len(listing) - len(read)
+            plans.append((arg, read, {}, {}, 0))
             continue
         gen, old = filecache.load_cache(arg) if use_cache else (0, {})
         new: dict[str, Any] = {}

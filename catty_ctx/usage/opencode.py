@@ -114,17 +114,20 @@ def scan_storage_file(path: str, key: tuple[int, int, int] | None, samples: int)
     return _read_storage(fd, path, key, samples)
 
 
-def survey_storage_file(path: str, samples: int) -> tuple[tuple[int, int, int], Scanned] | None:
+def survey_storage_file(path: str, samples: int, since_ns: int | None = None) -> tuple[tuple[int, int, int], Scanned | None] | None:
     """`walk.survey_row` and `scan_storage_file` of a storage file in one open: (its key, taken from
-    the open file, and what the scan reads of it); None where the survey passes a file over (gone
-    since the walk, or not a regular file: opened without blocking, so a FIFO is told, not waited on)."""
+    the open file, and what the scan reads of it: None for a file last written before SINCE_NS, which
+    the scan passes over); None where the survey passes a file over (gone since the walk, or not a
+    regular file: opened without blocking, so a FIFO is told, not waited on)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
     except OSError:  # (one that cannot be opened is named as the survey and the scan name it)
         row = survey_row(path, OPENCODE)
-        return None if row is None else (row[2:], scan_storage_file(path, row[2:], samples))
+        if row is None:
+            return None
+        return row[2:], scan_storage_file(path, row[2:], samples) if since_ns is None or row[3] >= since_ns else None
     try:
         st = os.fstat(fd)
     except OSError:
@@ -134,6 +137,9 @@ def survey_storage_file(path: str, samples: int) -> tuple[tuple[int, int, int], 
         os.close(fd)
         return None
     key = st.st_size, st.st_mtime_ns, st.st_ino
+    if since_ns is not None and st.st_mtime_ns < since_ns:
+        os.close(fd)
+        return key, None
     return key, _read_storage(fd, path, key, samples)
 
 

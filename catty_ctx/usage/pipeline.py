@@ -194,10 +194,16 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         answers = {}
     listings = Listings(cached.get("dirs"))
     ran = None
-    if not strict and engine is None and lo is None and not cached and _cold(paths, answers_file, use_cache):
+    since_at = since_ns = None
+    if lo is not None:  # "Since yesterday": a log last written before that day began holds no call of it.
+        from .times import day_start, timezone_named
+
+        since_at = day_start(lo, timezone_named(timezone_name))
+        since_ns = int(since_at * 1e9)  # (as `filescan.scan` takes it)
+    if not strict and engine is None and not cached and _cold(paths, answers_file, use_cache):
         from .fanout import survey_and_scan
 
-        fanned = survey_and_scan([os.fspath(p) for p in paths], listings, jobs, progress)
+        fanned = survey_and_scan([os.fspath(p) for p in paths], listings, jobs, progress, since_ns)
         if fanned is not None:
             found, ran = fanned
     if ran is None:
@@ -223,7 +229,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     from .copies import dedupe
     from .ledger import fold_calls, ledger_of
     from .prices import load_prices
-    from .times import day_start, timezone_named
+    from .times import timezone_named
 
     tz = timezone_named(timezone_name)
     table = load_prices(prices_file, prices)
@@ -238,9 +244,8 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     else:
         from .filescan import scan
 
-        # "Since yesterday": a log last written before that day began holds no call of it.
         result = scan(found, jobs=jobs, use_cache=use_cache, progress=progress, strict=strict,
-                      modified_since=day_start(lo, tz) if lo else None, engine=engine, write_behind=True, ran=ran)
+                      modified_since=since_at, engine=engine, write_behind=True, ran=ran)
         if sources is None:
             refusals = [r for (arg, _files), logs in zip(found, result.logs) if (r := _refusal(arg, logs, result.not_logs, allow_empty))]
             if refusals:

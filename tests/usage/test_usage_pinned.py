@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,15 @@ QUESTIONS = {"day": ["--by", "day"], "model": ["--by", "model"], "session": ["--
 
 
 def _last_written(root: Path) -> None:
-    """Each log's mtime the time of its last record, as the agent writing it left it (so `--since` can skip)."""
+    """Each log's mtime the time of its last record, as the agent writing it left it (so `--since` can
+    skip); opencode's storage files their message's time (a part: the first day of the trees)."""
+    for doc in root.rglob("storage/*/*/*.json"):
+        if not doc.is_file():
+            continue  # (the FIFO among them)
+        times = orjson.loads(doc.read_bytes()).get("time")
+        when = times.get("created", 0) / 1000 if type(times) is dict else 0
+        when = when or datetime(2026, 1, 31, tzinfo=timezone.utc).timestamp()
+        os.utime(doc, (when, when))
     for log in root.rglob("*.jsonl"):
         last = ""
         for line in log.read_bytes().splitlines()[-5:]:
