@@ -13,7 +13,7 @@ class ExitCode(enum.IntEnum):
 
     OK = 0
     CHECK_FAILED = 1  # a check found problems (repair --check, compact --check)
-    USAGE = 2  # bad arguments, missing paths
+    USAGE = 2  # bad arguments, missing paths, a config file that cannot be used
     DATA = 65  # bad input data (EX_DATAERR)
     UNAVAILABLE = 69  # the Dask scheduler cannot be reached, or lost the run (EX_UNAVAILABLE)
     INTERNAL = 70  # a bug in catty-ctx, never bad input (EX_SOFTWARE)
@@ -26,7 +26,7 @@ class ExitCode(enum.IntEnum):
 EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success",
     ExitCode.CHECK_FAILED: "a check found problems (repair --check, compact --check)",
-    ExitCode.USAGE: "usage error (a bad option, a missing path, a ROOT with no session)",
+    ExitCode.USAGE: "usage error (a bad option, a missing path, a ROOT with no session, a config file that cannot be used)",
     ExitCode.DATA: "bad input data (the message names file:line; another agent's file given to a writer)",
     ExitCode.UNAVAILABLE: "the --scheduler cannot be reached (refused, timed out) or lost the run",
     ExitCode.INTERNAL: "internal error (a bug in catty-ctx)",
