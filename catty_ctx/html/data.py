@@ -293,10 +293,10 @@ def _pending_prefire(directory: Path, rep: Report) -> None:
 
 def _usage(session: Session, rep: Report) -> None:
     found = scan([str(session.log_path)], use_cache=False, jobs=1)
-    by_model = build_ledger(found.records, by="model")
+    by_model = build_ledger(found.records, by="model", running=found.running)
     rep.usage_by_model = by_model.rows
     rep.usage_totals = by_model.totals
-    rep.usage_by_agent = build_ledger(found.records, by="agent").rows
+    rep.usage_by_agent = build_ledger(found.records, by="agent", running=found.running).rows
 
 
 def _blob_sizes(directory: Path, rep: Report) -> None:
