@@ -72,7 +72,7 @@ def test_a_lone_surrogate_escape_is_kept_not_an_internal_error(tmp_path: Path) -
     assert '"half a pair: \\ud800"' in f.read_text()
     assert json.loads(f.read_text())["note"] == "half a pair: \ud800"
     assert cli("hook", "uninstall", "claude", "--settings", str(f)).returncode == 0
-    assert f.read_text() == '{\n  "note": "half a pair: \\ud800"\n}\n'
+    assert f.read_text() == '{"note": "half a pair: \\ud800"}\n'  # (the user's bytes back: the escape, the one line)
 
 
 @pytest.mark.parametrize("depth", [900, 100_000])
