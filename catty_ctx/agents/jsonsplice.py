@@ -54,7 +54,7 @@ def edited(text: str, old: Any, new: Any) -> str | None:
     start = _skip(text, 0)
     try:
         edits = _value(text, start, old, new, style)
-    except (_Unspliceable, ValueError, RecursionError):
+    except (_Unspliceable, ValueError, IndexError, RecursionError):  # (the whole document is written instead)
         return None
     out = []
     at = 0
