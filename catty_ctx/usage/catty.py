@@ -1,5 +1,5 @@
 """Usage records of a catty log: its `usage` events (docs/design.md#m9: `agent` and `incomplete` kept),
-and whether a subagent is running by its `subagents` facets (docs/usage.md#incomplete-and-partial).
+and whether a subagent is running by its `subagents` facets (docs/usage.md#incomplete-and-partial-grok-builds-rules).
 
 Marked lines are decoded into a msgspec Struct of the envelope and the usage fields; only an
 event that is valid as the store checks it (`events.check_event`) is taken from it. Any other

@@ -1,5 +1,5 @@
 """Issue 42, a running subagent: a catty session whose `subagents` facet lists a subagent as
-running has not logged all its calls yet, so its bill is incomplete (docs/usage.md#incomplete-and-partial)
+running has not logged all its calls yet, so its bill is incomplete (docs/usage.md#incomplete-and-partial-grok-builds-rules)
 — on a full scan, on an answer adjusted after an append, and on a new question asked of the kept calls."""
 from __future__ import annotations
 
