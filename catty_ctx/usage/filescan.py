@@ -9,10 +9,7 @@ from __future__ import annotations
 import importlib
 import mmap
 import os
-import shutil
-import tempfile
 
-from ..fleet.urlcopy import on_copy
 from ..fleet.urls import filesystem
 from ..fleet.workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from ..formats import registry as formats
@@ -211,6 +208,9 @@ def scan_file_packed(task: Task) -> bytes:
 
 def _fetched(url: str) -> Any:
     """A local temporary copy of the log at URL, open for reading (the parsers search a memory map)."""
+    import shutil
+    import tempfile
+
     fs, path = filesystem(url)
 
     def fetch(copy: IO[bytes]) -> None:
@@ -224,6 +224,7 @@ def validate_catty_logs(found: Survey) -> None:
     """--strict: read every line of each catty log as the store does, not only its usage
     lines, so a corrupt session is a DataError naming file:line even where the ledger would
     not have looked (costs a full parse; the default scan stays a byte search)."""
+    from ..fleet.urlcopy import on_copy
     from ..session.store import Session
 
     def read_all(path: str) -> None:

@@ -22,7 +22,6 @@ from typing import Any
 
 import msgspec
 
-from ..formats.database import UNREADABLE, open_read_only
 from .lines import UNDECODABLE, count
 from .records import MAIN_AGENT, UNKNOWN_MODEL, FileEntry, Record
 from .walk import OPENCODE, survey_row
@@ -208,6 +207,8 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 def db_records(path: str, bad: list[tuple[int, str]] | None = None) -> list[Record]:
     """The calls of an `opencode.db`, opened read-only (its write-ahead log included); a database
     that cannot be read is one entry of BAD."""
+    from ..formats.database import UNREADABLE, open_read_only  # (sqlite3 only for a database: a scan of logs loads none)
+
     out: list[Record] = []
     try:
         con = open_read_only(path)
