@@ -147,7 +147,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
             return progress_iter(outcomes, label="sessions", total=total)
     if agent is not None:
         if check:  # a measure of its view, which any session (a native one too) can give
-            with open_agent(target, agent, warn=None) as sub:
+            with open_agent(target, agent, warn=warn) as sub:
                 results = [compact_session(sub, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
                                            summarizer_options=options, redact=not no_redact, check=True, deadline=deadline)]
         else:

@@ -127,7 +127,7 @@ def _stats(target: str, *, allow_empty: bool, as_json: bool) -> None:
         failed.append(str(exc))
         warn(str(exc))
 
-    doc = root_stats(progress_iter(iter(found), label="sessions", total=len(found)), open_session=lambda t: open_session(t, warn=None),
+    doc = root_stats(progress_iter(iter(found), label="sessions", total=len(found)), open_session=lambda t: open_session(t, warn=warn),
                      on_error=on_error)
     if as_json:
         write_json(doc)

@@ -131,8 +131,6 @@ def test_what_a_root_cannot_read_is_named_and_a_check_is_no_fine(tmp_path: Path,
         unlock(at)
 
 
-@pytest.mark.xfail(strict=True, reason="not done yet: readers of native files refuse a line that is JSON but no object "
-                                       "(exit 65) where usage skips it with a warning (issue 41, Deliver 3)")
 @pytest.mark.parametrize("where", ["", ".claude"])
 def test_every_reading_command_reads_a_hostile_home_whole(tmp_path: Path, where: str) -> None:
     at = home(tmp_path / "home")
