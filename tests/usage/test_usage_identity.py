@@ -22,6 +22,7 @@ CLAUDE_HOME = ROOT / "fixtures/agents/claude-2.1.332/tools-resume-compactions"
 CLAUDE_FILE = next((CLAUDE_HOME / "projects/-home-user-project").glob("*.jsonl"))
 CODEX_HOME = ROOT / "fixtures/agents/codex-0.171.0/tools-resume-compactions"
 CODEX_FILE = next((CODEX_HOME / "sessions").rglob("rollout-*.jsonl"))
+OPENCODE_STORAGE = ROOT / "fixtures/import/opencode/storage"  # steps of a message, and messages without steps
 
 
 def ledger(*paths: Path) -> U.Ledger:
@@ -43,7 +44,7 @@ def imported(source: Path, out: Path, fmt: str = "auto") -> Path:
 # -- one identity across copies ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source", [CLAUDE_FILE, CODEX_FILE], ids=["claude", "codex"])
+@pytest.mark.parametrize("source", [CLAUDE_FILE, CODEX_FILE, OPENCODE_STORAGE], ids=["claude", "codex", "opencode"])
 def test_an_import_beside_its_source_counts_each_call_once(tmp_path: Path, source: Path) -> None:
     alone = ledger(source)
     assert alone.totals["calls"] > 0
@@ -51,7 +52,7 @@ def test_an_import_beside_its_source_counts_each_call_once(tmp_path: Path, sourc
     assert totals(ledger(copy)) == totals(alone)  # the import holds the same calls
     both = ledger(source, copy)
     assert totals(both) == totals(alone)
-    assert both.duplicates == alone.totals["calls"]
+    assert both.duplicates == alone.duplicates + alone.totals["calls"]  # (every call of the copy; an opencode message its steps stand for)
 
 
 def test_a_mirrored_home_counts_each_call_once(tmp_path: Path) -> None:
