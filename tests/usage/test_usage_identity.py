@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from support import cli
 
+from catty_ctx.proxy.families import usage_fields
 from catty_ctx.usage import pipeline as U
 from catty_ctx.usage.prices import load_prices
 
@@ -135,6 +136,15 @@ def test_one_hour_cache_writes_price_at_twice_the_input_rate(tmp_path: Path) -> 
     assert row["cache_write"] == 10_000
     # claude-sonnet-4-5: input $3/M, 5-minute writes 1.25x ($3.75/M), one-hour writes 2x ($6/M)
     assert row["cost_usd"] == pytest.approx(3 * 3e-6 + 4_000 * 3.75e-6 + 6_000 * 6e-6, rel=1e-9)
+    # an import keeps the split on its usage event (`cache_write_1h`), so its ledger prices the same;
+    # so does a proxy session recording the same response
+    copy = imported(log, tmp_path / "imported", "claude")
+    assert b'"cache_write":10000,' in (copy / "updates.jsonl").read_bytes()
+    assert b'"cache_write_1h":6000' in (copy / "updates.jsonl").read_bytes()
+    assert ledger(copy).rows[0]["cost_usd"] == pytest.approx(row["cost_usd"], rel=1e-9)
+    assert totals(ledger(log, copy)) == totals(ledger(log))
+    assert usage_fields(usage, openai=False) == {"input": 3, "output": 0, "cache_read": 0, "cache_write": 10_000, "cache_write_1h": 6_000,
+                                                 "reasoning": 0}
     # a user's table names the one-hour rate as LiteLLM does
     table = tmp_path / "prices.json"
     table.write_text(json.dumps({"claude-sonnet-4-5": {"input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6,
