@@ -48,7 +48,8 @@ class Answer:
     items: list[Item] = field(default_factory=list)
     usage: dict[str, int] | None = None
     model: str | None = None
-    request_id: str | None = None
+    request_id: str | None = None  # the response's own id (Anthropic's `msg_…`)
+    header_id: str | None = None  # the upstream's `request-id` header, which Claude Code records as `requestId`
 
 
 class Family:
