@@ -46,6 +46,7 @@ def home(at: Path, *, hostile: bool = True, bad_line: bool = True) -> Path:
     (chats / "logs.json").write_text(json.dumps([{"sessionId": "x", "messageId": 0, "type": "user", "message": "hi",
                                                    "timestamp": "2026-10-01T10:00:00.000Z"}]))
     shutil.copytree(FIXTURES / "import/opencode/storage", at / ".local/share/opencode/storage")
+    shutil.copytree(AGENTS / "grok-1.0.41/tools-compactions-subagent-fork-cancel-rewind/.grok", at / ".grok")
     if not hostile:
         return at
     locked_file = project / "1b1b1b1b-0000-4000-8000-000000000000.jsonl"
