@@ -25,7 +25,7 @@ from .lines import json_object, line_number
 from .opencode import scan_storage_file
 from .outcome import Scan
 from .records import DECODE_ENTRY, DECODE_PACKED_ITEM, DECODE_SCANNED, ENCODE, FileEntry
-from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, one_document, sniff, sniff_head, survey
+from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, UNLISTED, key_stat, one_document, sniff, sniff_head, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,6 +91,12 @@ def scan_file(task: Task) -> Scanned:
     (a catty log is checked whole before the scan: `validate_catty_logs`).
     """
     path, kind, prev, strict, key = task
+    if kind == UNLISTED:  # a folder the walk could not list: named as a log that could not be read
+        try:
+            os.listdir(path)
+        except OSError as exc:
+            return path, None, 0, f"cannot read ({exc.strerror or exc})"
+        return path, None, 0, "cannot read (not listed)"
     if kind == OPENCODE and path.endswith(".json") and "://" not in path:
         return scan_storage_file(path, key, BAD_SAMPLES_PER_FILE)
     if path.endswith(_ZST) or kind == PREFIRE or _is_document(path):
