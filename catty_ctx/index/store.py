@@ -23,17 +23,19 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import CattyError
 from ..formats.roots import NativeSource
 from ..session.cursor import NEW, UNCHANGED, Cursor, line_end, look
 from ..session.layout import LOG_NAME
 from ..sources import root_sessions
+from .texts import Texts, read_texts, texts_key
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIN_NEEDLE = 3  # the trigram tokenizer finds strings of at least this many characters
 _SCHEMA = (
     "create table if not exists meta (key text primary key, value text)",
@@ -41,9 +43,10 @@ _SCHEMA = (
     "create table if not exists units (root text, n integer, kind text, format text, path text, sid text, primary key (root, n))",
     "create table if not exists dirs (root text, path text, mtime integer, primary key (root, path))",
     "create table if not exists files (path text primary key, root text, unit text, size integer, mtime integer, dev integer,"
-    " ino integer, offset integer, head integer, tail integer, mtime_s real)",
+    " ino integer, offset integer, head integer, tail integer, mtime_s real, ctime integer)",
     "create table if not exists chunks (id integer primary key, path text)",
     "create index if not exists chunks_path on chunks (path)",
+    "create table if not exists texts (unit text primary key, root text, key blob, meta blob, body blob)",
     "create virtual table if not exists body using fts5 (text, content='', tokenize='trigram')",
 )
 
@@ -66,6 +69,7 @@ class Report:
     files_grown: list[str] = field(default_factory=list)  # files whose appended lines alone were read
     bytes_read: int = 0
     files: int = 0
+    sessions_read: int = 0  # sessions whose texts were read whole and kept (`keep_all`)
 
 
 def unit_files(unit: Any) -> list[Path]:
@@ -170,12 +174,12 @@ class Index:
                         self._refresh(root, str(unit), f, report)
                 continue
             # nothing new under ROOT: a stat of each file it holds tells what changed
-            for path, unit, size, mtime in self.db.execute("select path, unit, size, mtime from files where root = ?", (root,)).fetchall():
+            for path, unit, *known in self.db.execute("select path, unit, size, mtime, ctime, ino from files where root = ?", (root,)).fetchall():
                 report.files += 1
                 try:
                     st = os.stat(path)
-                    if (st.st_size, st.st_mtime_ns) == (size, mtime):
-                        continue  # (a file moved or rewritten in place shows a new mtime: the cursor tells it then)
+                    if [st.st_size, st.st_mtime_ns, st.st_ctime_ns, _signed(st.st_ino)] == known:
+                        continue  # (a file written, moved or replaced shows a new ctime or inode: the cursor tells what changed)
                 except OSError:
                     pass
                 self._refresh(root, unit, Path(path), report)
@@ -217,6 +221,9 @@ class Index:
             gone = [p for (p,) in self.db.execute("select path from files where root = ?", (root,)) if p not in keep]
             for p in gone:
                 self._forget(p)
+            sessions = {str(unit) for unit in units}
+            self.db.executemany("delete from texts where unit = ?",
+                                [(u,) for (u,) in self.db.execute("select unit from texts where root = ?", (root,)) if u not in sessions])
             self.db.execute("insert or replace into roots values (?, ?)", (root, time.time()))
 
     def _forget(self, path: str) -> None:
@@ -227,7 +234,7 @@ class Index:
         """Index what F holds that the index lacks: the lines appended since (the one cursor,
         session.cursor, tells a grown file from another), else the whole file again."""
         path = str(f)
-        row = self.db.execute("select size, mtime, dev, ino, offset, head, tail from files where path = ?", (path,)).fetchone()
+        row = self.db.execute("select size, mtime, dev, ino, offset, head, tail, ctime from files where path = ?", (path,)).fetchone()
         try:
             st = os.stat(f)
             fh = open(f, "rb") if stat.S_ISREG(st.st_mode) else None
@@ -247,7 +254,7 @@ class Index:
 
             try:
                 reading = look(None if row is None else Cursor(*(v & 0xFFFF_FFFF_FFFF_FFFF for v in row[2:7])), st, read)
-                if row is not None and reading.verdict == UNCHANGED and (st.st_size, st.st_mtime_ns) == tuple(row[:2]):
+                if row is not None and reading.verdict == UNCHANGED and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (row[0], row[1], row[7]):
                     return
                 data = read(reading.start, st.st_size - reading.start)
                 # (to the end of the last complete line; a line still being written is indexed now and again, whole, next time)
@@ -264,9 +271,52 @@ class Index:
             if data:
                 cur = self.db.execute("insert into chunks (path) values (?)", (path,))
                 self.db.execute("insert into body (rowid, text) values (?, ?)", (cur.lastrowid, _text(data)))
-            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (path, root, unit, st.st_size, st.st_mtime_ns, *(_signed(v) for v in cursor.fields()), st.st_mtime))
+            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (path, root, unit, st.st_size, st.st_mtime_ns, *(_signed(v) for v in cursor.fields()), st.st_mtime, st.st_ctime_ns))
         report.bytes_read += len(data)
+
+    # -- each session's texts (index/texts.py) -----------------------------------------------
+
+    def kept_texts(self, unit: str, key: bytes) -> Texts | None:
+        """UNIT's texts as kept, when they were kept under KEY (the files unchanged since)."""
+        row = self.db.execute("select meta, body from texts where unit = ? and key = ?", (unit, key)).fetchone()
+        return None if row is None else Texts.unpack(*row)
+
+    def keep_texts(self, unit: str, key: bytes, texts: Texts) -> None:
+        root = self.db.execute("select root from files where unit = ? limit 1", (unit,)).fetchone()
+        self.db.execute("insert or replace into texts values (?, ?, ?, ?, ?)", (unit, None if root is None else root[0], key, *texts.pack()))
+
+    def texts(self, unit: Any, warn: Callable[[str], None] | None) -> Texts:
+        """UNIT's texts: those kept when their key still holds (what reading it warned said again
+        to WARN), else read whole (its errors raised) and kept."""
+        key = texts_key(unit)
+        if key is not None:
+            kept = self.kept_texts(str(unit), key)
+            if kept is not None:
+                if warn is not None:
+                    for message in kept.warnings:
+                        warn(message)
+                return kept
+        texts = read_texts(unit, warn)
+        if key is not None and texts.segments_error is None and texts_key(unit) == key:
+            self.keep_texts(str(unit), key, texts)
+        return texts
+
+    def keep_all(self, roots: list[str]) -> int:
+        """Read and keep the texts of every session of the indexed ROOTS whose kept texts are
+        missing or stale; how many were read (one that fails is left to `search`, which says why)."""
+        read = 0
+        for root in roots:
+            for unit in self.units(os.path.abspath(root)):
+                key = texts_key(unit)
+                if key is None or self.kept_texts(str(unit), key) is not None:
+                    continue
+                try:
+                    self.texts(unit, None)
+                except CattyError:
+                    continue
+                read += 1
+        return read
 
     # -- queries ----------------------------------------------------------------------------
 
