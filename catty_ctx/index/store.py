@@ -299,7 +299,10 @@ class Index:
                 return kept
         texts = read_texts(unit, warn)
         if key is not None and texts.segments_error is None and texts_key(unit) == key:
-            self.keep_texts(str(unit), key, texts)
+            try:
+                self.keep_texts(str(unit), key, texts)
+            except sqlite3.Error:
+                pass  # (a cache that cannot be written, or is busy: read again next time)
         return texts
 
     def keep_all(self, roots: list[str]) -> int:
