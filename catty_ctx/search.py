@@ -117,38 +117,50 @@ def _cut(line: str, m: Any) -> str:
 
 @dataclass
 class Plan:
-    """What the index gives a search: each ROOT's sessions (as last walked, brought up to date),
-    and the files that may hold a match with their scores (None: every file may)."""
+    """What the index gives a search: each ROOT's sessions (as last walked, brought up to date)
+    that may hold a match, and the files that may with their scores (None: every file may)."""
 
     units: dict[str, list[Any]]
     scores: dict[str, float] | None
     report: Report  # what bringing the index up to date read
     files: dict[str, list[str]]  # each session's indexed files, by str(session)
-    path: Path  # the index: each session's texts kept there (index/texts.py)
 
 
-def plan(roots: list[str], query: Query, *, use_index: bool | None = None) -> Plan | None:
+def plan(roots: list[str], query: Query, *, use_index: bool | None = None, idx: Index | None = None) -> Plan | None:
     """The index's plan for QUERY over ROOTS, when an index (docs/search.md#the-index) covers
-    every ROOT (or USE_INDEX says to build it); None otherwise: the search walks and reads."""
-    if use_index is False or (use_index is None and not index_path().is_file()) or not roots:
+    every ROOT (or USE_INDEX says to build it); None otherwise: the search walks and reads.
+    IDX: the index, open (else it is opened and closed here)."""
+    if use_index is False or (use_index is None and idx is None and not index_path().is_file()) or not roots:
         return None
     if not all(resolve(root).is_root for root in roots):
         return None
-    with Index() as idx:
-        cover = {root: idx.covering(root) or (os.path.abspath(root) if use_index else None) for root in roots}
-        if any(c is None for c in cover.values()):
-            return None
-        report = idx.update(sorted({c for c in cover.values() if c is not None}))
-        units = {root: [u for u in idx.units(str(cover[root])) if _under(u, root)] for root in roots}
-        files = {k: v for c in {c for c in cover.values() if c is not None} for k, v in idx.unit_paths(c).items()}
-        wanted = needles(query.pattern, regex=query.regex, ignore_case=query.ignore_case, needle=query.needle())
-        return Plan(units, None if wanted is None else idx.candidates(wanted), report, files, idx.path)
+    if idx is None:
+        with Index() as opened:
+            return plan(roots, query, use_index=use_index, idx=opened)
+    cover = {root: idx.covering(root) or (os.path.abspath(root) if use_index else None) for root in roots}
+    if any(c is None for c in cover.values()):
+        return None
+    report = idx.update(sorted({c for c in cover.values() if c is not None}))
+    files = {k: v for c in {c for c in cover.values() if c is not None} for k, v in idx.unit_paths(c).items()}
+    wanted = needles(query.pattern, regex=query.regex, ignore_case=query.ignore_case, needle=query.needle())
+    scores = None if wanted is None else idx.candidates(wanted)
+    units = {root: idx.units(str(cover[root]), _picker(root, scores, files)) for root in roots}
+    return Plan(units, scores, report, files)
 
 
-def _under(unit: Any, root: str) -> bool:
+def _picker(root: str, scores: dict[str, float] | None, files: dict[str, list[str]]) -> Callable[[str, str], bool]:
+    """Whether a session (its key and path, as the index keeps them: absolute) lies under ROOT
+    and may hold a match (a file of it the index returned, or no file the index knows)."""
     top = os.path.abspath(root)
-    where = os.path.abspath(str(getattr(unit, "path", unit)))
-    return where == top or where.startswith(top.rstrip(os.sep) + os.sep)
+    inside = top.rstrip(os.sep) + os.sep
+
+    def pick(key: str, path: str) -> bool:
+        if path != top and not path.startswith(inside):
+            return False
+        known = files.get(key) if scores is not None else None
+        return not known or any(p in scores for p in known)  # type: ignore[operator]
+
+    return pick
 
 
 def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: bool | None = None,
@@ -162,10 +174,10 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
     for day, what in ((query.since, "--since"), (query.until, "--until")):
         _day(day, what)  # (a bad day is said before the index is opened)
     roots = list(roots)
-    indexed = plan(roots, query, use_index=use_index)
-    store = None if indexed is None else Index(indexed.path)
+    store = Index() if use_index is True or (use_index is None and index_path().is_file()) else None
     try:
-        yield from _search(roots, query, rx, indexed, store, warn, on_error)
+        indexed = None if store is None else plan(roots, query, use_index=use_index, idx=store)
+        yield from _search(roots, query, rx, indexed, store if indexed is not None else None, warn, on_error)
     finally:
         if store is not None:
             store.close()
@@ -184,10 +196,6 @@ def _search(roots: list[str], query: Query, rx: Pattern, indexed: Plan | None, s
         for unit in units:
             if query.agent is not None and query.agent != getattr(unit, "format", "catty"):
                 continue
-            if indexed is not None and indexed.scores is not None:
-                known = indexed.files.get(str(unit))
-                if known and not any(p in indexed.scores for p in known):
-                    continue  # the index: no file of this session holds the pattern
             files = unit_files(unit)
             if since is not None:
                 try:

@@ -51,9 +51,7 @@ def run(roots: list[str] | None = None, drop: bool = False, as_json: bool = Fals
     with Index() as idx:
         where = idx.path
         if drop:
-            idx.close()
-            for suffix in ("", "-wal", "-shm"):
-                where.with_name(where.name + suffix).unlink(missing_ok=True)
+            idx.drop()
             report = None
         else:
             if not roots:

@@ -20,6 +20,7 @@ from the `chunks` map and so from every answer.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import stat
 import time
@@ -33,7 +34,7 @@ from ..formats.roots import NativeSource
 from ..session.cursor import NEW, UNCHANGED, Cursor, line_end, look
 from ..session.layout import LOG_NAME
 from ..sources import root_sessions
-from .texts import Texts, read_texts, texts_key
+from .texts import Texts, forget, keep, kept, read_texts, signed, texts_folder, texts_key
 
 SCHEMA_VERSION = 4
 MIN_NEEDLE = 3  # the trigram tokenizer finds strings of at least this many characters
@@ -46,7 +47,7 @@ _SCHEMA = (
     " ino integer, offset integer, head integer, tail integer, mtime_s real, ctime integer)",
     "create table if not exists chunks (id integer primary key, path text)",
     "create index if not exists chunks_path on chunks (path)",
-    "create table if not exists texts (unit text primary key, root text, key blob, meta blob, body blob)",
+    "create table if not exists texts (unit text primary key, root text, key blob, meta blob, name text, size integer, digest integer)",
     "create virtual table if not exists body using fts5 (text, content='', tokenize='trigram')",
 )
 
@@ -85,11 +86,6 @@ def unit_files(unit: Any) -> list[Path]:
     return out
 
 
-def _signed(value: int) -> int:
-    """VALUE (a device, an inode, a 64-bit digest) as an SQLite integer holds it (signed)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
 def _text(data: bytes) -> str:
     # (a needle is valid UTF-8, and the decoder keeps every valid sequence: no match is lost)
     return data.decode("utf-8", "replace")
@@ -105,12 +101,14 @@ class Index:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         self.db.execute("pragma synchronous=normal")  # (a cache: a crash loses at most the last update, read again next time)
+        self.db.execute("pragma mmap_size=17179869184")  # (pages read in place, not copied through read(): a session's kept texts are MBs)
         version = self._meta("version")
         if version == str(SCHEMA_VERSION):
             return  # (a query writes nothing: no write-ahead log to fold back in when it closes)
         if version is not None:
             self.db.close()
             self.path.unlink()
+            shutil.rmtree(texts_folder(self.path), ignore_errors=True)
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         self.db.execute("pragma journal_mode=wal")
         for statement in _SCHEMA:
@@ -126,6 +124,13 @@ class Index:
 
     def close(self) -> None:
         self.db.close()
+
+    def drop(self) -> None:
+        """Delete the index: its database (and its write-ahead log) and the kept texts."""
+        self.db.close()
+        for suffix in ("", "-wal", "-shm"):
+            self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        shutil.rmtree(texts_folder(self.path), ignore_errors=True)
 
     def __enter__(self) -> Index:
         return self
@@ -146,10 +151,12 @@ class Index:
                 return indexed
         return None
 
-    def units(self, root: str) -> list[Path | NativeSource]:
+    def units(self, root: str, pick: Callable[[str, str], bool] | None = None) -> list[Path | NativeSource]:
+        """ROOT's sessions in walk order (those PICK takes, given each one's `str` and path)."""
         out: list[Path | NativeSource] = []
         for kind, fmt, path, sid in self.db.execute("select kind, format, path, sid from units where root = ? order by n", (root,)):
-            out.append(Path(path) if kind == "catty" else NativeSource(fmt, Path(path), sid))
+            if pick is None or pick(f"{path}#{sid}" if sid else path, path):
+                out.append(Path(path) if kind == "catty" else NativeSource(fmt, Path(path), sid))
         return out
 
     def unit_paths(self, root: str) -> dict[str, list[str]]:
@@ -178,7 +185,7 @@ class Index:
                 report.files += 1
                 try:
                     st = os.stat(path)
-                    if [st.st_size, st.st_mtime_ns, st.st_ctime_ns, _signed(st.st_ino)] == known:
+                    if [st.st_size, st.st_mtime_ns, st.st_ctime_ns, signed(st.st_ino)] == known:
                         continue  # (a file written, moved or replaced shows a new ctime or inode: the cursor tells what changed)
                 except OSError:
                     pass
@@ -222,8 +229,8 @@ class Index:
             for p in gone:
                 self._forget(p)
             sessions = {str(unit) for unit in units}
-            self.db.executemany("delete from texts where unit = ?",
-                                [(u,) for (u,) in self.db.execute("select unit from texts where root = ?", (root,)) if u not in sessions])
+            forget(self.db, texts_folder(self.path),
+                   [u for (u,) in self.db.execute("select unit from texts where root = ?", (root,)) if u not in sessions])
             self.db.execute("insert or replace into roots values (?, ?)", (root, time.time()))
 
     def _forget(self, path: str) -> None:
@@ -272,19 +279,18 @@ class Index:
                 cur = self.db.execute("insert into chunks (path) values (?)", (path,))
                 self.db.execute("insert into body (rowid, text) values (?, ?)", (cur.lastrowid, _text(data)))
             self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (path, root, unit, st.st_size, st.st_mtime_ns, *(_signed(v) for v in cursor.fields()), st.st_mtime, st.st_ctime_ns))
+                            (path, root, unit, st.st_size, st.st_mtime_ns, *(signed(v) for v in cursor.fields()), st.st_mtime, st.st_ctime_ns))
         report.bytes_read += len(data)
 
     # -- each session's texts (index/texts.py) -----------------------------------------------
 
     def kept_texts(self, unit: str, key: bytes) -> Texts | None:
         """UNIT's texts as kept, when they were kept under KEY (the files unchanged since)."""
-        row = self.db.execute("select meta, body from texts where unit = ? and key = ?", (unit, key)).fetchone()
-        return None if row is None else Texts.unpack(*row)
+        return kept(self.db, texts_folder(self.path), unit, key)
 
     def keep_texts(self, unit: str, key: bytes, texts: Texts) -> None:
         root = self.db.execute("select root from files where unit = ? limit 1", (unit,)).fetchone()
-        self.db.execute("insert or replace into texts values (?, ?, ?, ?, ?)", (unit, None if root is None else root[0], key, *texts.pack()))
+        keep(self.db, texts_folder(self.path), unit, None if root is None else root[0], key, texts)
 
     def texts(self, unit: Any, warn: Callable[[str], None] | None) -> Texts:
         """UNIT's texts: those kept when their key still holds (what reading it warned said again
@@ -301,7 +307,7 @@ class Index:
         if key is not None and texts.segments_error is None and texts_key(unit) == key:
             try:
                 self.keep_texts(str(unit), key, texts)
-            except sqlite3.Error:
+            except (sqlite3.Error, OSError):
                 pass  # (a cache that cannot be written, or is busy: read again next time)
         return texts
 
@@ -312,7 +318,7 @@ class Index:
         for root in roots:
             for unit in self.units(os.path.abspath(root)):
                 key = texts_key(unit)
-                if key is None or self.kept_texts(str(unit), key) is not None:
+                if key is None or self.db.execute("select 1 from texts where unit = ? and key = ?", (str(unit), key)).fetchone():
                     continue
                 try:
                     self.texts(unit, None)

@@ -20,8 +20,10 @@ it are matched.
 from __future__ import annotations
 
 import bisect
+import mmap
 import os
 import re
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,7 @@ import xxhash
 from ..errors import CattyError
 from ..formats.roots import NativeSource
 from ..session.cursor import WINDOW
+from ..session.files import replace_file
 from ..session.layout import LOG_NAME, QUARANTINE_NAME
 from ..session.segments import segment_lines
 from ..sources import describe, open_session
@@ -51,25 +54,26 @@ class Texts:
     contexts: list[list[str]] = field(default_factory=lambda: [["", ""]])  # (session id, cwd) as each session event set them
     events: list[list[Any]] = field(default_factory=list)  # [seq, ts or None, role, context number, start, end] of each text
     segments: list[list[Any]] = field(default_factory=list)  # [segment, seq, role, line number, start, end] of each line
-    body: bytes = b""
+    body: Any = b""  # bytes, or the kept file mapped (mmap: find, slices and re alike)
+    ascii: bool = True  # whether the body is ASCII (re's case folding of bytes is ASCII's)
     warnings: list[str] = field(default_factory=list)  # what reading it said (said again when kept texts are used)
     segments_error: CattyError | None = None  # a segments archive that could not be read (raised when it is asked)
 
     def text(self, start: int, end: int) -> str:
         return self.body[start:end].decode(*_ENCODING)
 
-    def pack(self) -> tuple[bytes, bytes]:
-        return orjson.dumps([self.format, self.path, self.last_ts, self.contexts, self.events, self.segments, self.warnings]), self.body
+    def meta(self) -> bytes:
+        return orjson.dumps([self.format, self.path, self.last_ts, self.contexts, self.events, self.segments, self.warnings, self.ascii])
 
     @classmethod
-    def unpack(cls, meta: bytes, body: bytes) -> Texts:
-        fmt, path, last_ts, contexts, events, segments, warnings = orjson.loads(meta)
-        return cls(fmt, path, last_ts, contexts, events, segments, body, warnings)
+    def unpack(cls, meta: bytes, body: Any) -> Texts:
+        fmt, path, last_ts, contexts, events, segments, warnings, ascii_ = orjson.loads(meta)
+        return cls(fmt, path, last_ts, contexts, events, segments, body=body, warnings=warnings, ascii=ascii_)
 
     def holding(self, needles: list[str] | None, ignore_case: bool) -> tuple[list[list[Any]], list[list[Any]]]:
         """The events and segment lines whose text may hold a match: those holding the longest of
         NEEDLES (strings every match holds; None: every one), found in one scan of the body."""
-        if not needles or (ignore_case and not self.body.isascii()):  # (re's case folding of bytes is ASCII's)
+        if not needles or (ignore_case and not self.ascii):
             return self.events, self.segments
         needle = max(needles, key=len).encode(*_ENCODING)
         if ignore_case:
@@ -148,6 +152,7 @@ def read_texts(unit: Any, warn: Callable[[str], None] | None) -> Texts:
             except CattyError as exc:
                 texts.segments, texts.segments_error = [], exc
         texts.body = b"".join(body.parts)
+        texts.ascii = texts.body.isascii()
         return texts
 
 
@@ -193,3 +198,52 @@ def texts_key(unit: Any) -> bytes | None:
             row = [str(f)]  # (missing: its coming changes the key)
         key.append(row)
     return orjson.dumps(key)
+
+
+# -- kept in the index: the metadata in its database, the body in a file of its own beside it,
+# mapped when used (a query reads only the pages it searches, none copied) -------------------
+
+
+def texts_folder(index: Path) -> Path:
+    return index.with_name(index.name + ".texts")
+
+
+def kept(db: sqlite3.Connection, folder: Path, unit: str, key: bytes) -> Texts | None:
+    """UNIT's texts kept under KEY, or None (never kept, stale, or the body's file not the one kept)."""
+    row = db.execute("select meta, name, size, digest from texts where unit = ? and key = ?", (unit, key)).fetchone()
+    if row is None:
+        return None
+    meta, name, size, digest = row
+    try:
+        with open(folder / name, "rb") as f:
+            if os.fstat(f.fileno()).st_size != size:
+                return None
+            body: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except (OSError, ValueError):
+        return None
+    if signed(xxhash.xxh3_64_intdigest(body)) != digest:
+        return None
+    return Texts.unpack(meta, body)
+
+
+def keep(db: sqlite3.Connection, folder: Path, unit: str, root: str | None, key: bytes, texts: Texts) -> None:
+    """Keep TEXTS of UNIT under KEY: the body's file first (private: it is the sessions' text), then the row."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    name = xxhash.xxh3_128_hexdigest(unit.encode("utf-8", "surrogatepass")) + ".txt"
+    body = bytes(texts.body)
+    replace_file(folder / name, body, durable=False, mode=0o600)
+    db.execute("insert or replace into texts values (?, ?, ?, ?, ?, ?, ?)",
+               (unit, root, key, texts.meta(), name, len(body), signed(xxhash.xxh3_64_intdigest(body))))
+
+
+def forget(db: sqlite3.Connection, folder: Path, units: list[str]) -> None:
+    """Drop the kept texts of UNITS (their rows, then their files)."""
+    names = [n for u in units for (n,) in db.execute("select name from texts where unit = ?", (u,))]
+    db.executemany("delete from texts where unit = ?", [(u,) for u in units])
+    for name in names:
+        (folder / name).unlink(missing_ok=True)
+
+
+def signed(value: int) -> int:
+    """VALUE (a device, an inode, a 64-bit digest) as an SQLite integer holds it (signed)."""
+    return value - (1 << 64) if value >= 1 << 63 else value

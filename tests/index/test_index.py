@@ -150,5 +150,5 @@ def test_index_from_the_command_line(tmp_path: Path, index_file: Path) -> None:
     assert second["files_read"] == [] and second["bytes_read"] == 0
     assert cli("search", str(root), "NOT-THERE-7").returncode == 1
     dropped = cli("index", "--drop")
-    assert dropped.returncode == 0 and not index_file.exists()
+    assert dropped.returncode == 0 and not index_file.exists() and not index_file.with_name(index_file.name + ".texts").exists()
     assert cli("index").returncode == 2

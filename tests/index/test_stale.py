@@ -143,3 +143,12 @@ def test_a_subagent_transcript_appearing_changes_the_key(root: Path) -> None:
     sub.parent.mkdir(parents=True)
     sub.write_text("")
     assert before is not None and texts_key(unit) != before
+
+
+def test_a_kept_body_changed_or_gone_is_read_again(root: Path, reads: list[str]) -> None:
+    folder = Path(os.environ["CATTY_CTX_INDEX"] + ".texts")
+    bodies = sorted(folder.iterdir())
+    assert len(bodies) == 4 and all(b.stat().st_mode & 0o777 == 0o600 for b in bodies)  # the sessions' text: private
+    bodies[0].write_bytes(bodies[0].read_bytes()[::-1])
+    bodies[1].unlink()
+    assert same(root, "the") and len(reads) == 2
