@@ -131,7 +131,8 @@ def main() -> None:
         report.sessions_read = idx.keep_all(roots)
     print(f"index: built in {time.perf_counter() - t:,.1f} s (FTS {built:,.1f} s, {report.bytes_read / 1e6:,.0f} MB read; "
           f"the texts of {report.sessions_read} sessions {time.perf_counter() - t - built:,.1f} s), "
-          f"{sum(p.stat().st_size for p in index.parent.glob(index.name + '*')) / 1e6:,.0f} MB on disk")
+          f"{sum(p.stat().st_size for p in index.parent.glob(index.name + '*') if p.is_file()) / 1e6:,.0f} MB on disk "
+          f"and {sum(p.stat().st_size for p in index.parent.glob(index.name + '.texts/*')) / 1e6:,.0f} MB of kept texts beside it")
     for label, needle in (("one match each kind", NEEDLE), ("no match", ABSENT)):
         found = list(search(roots, Query(needle)))
         ours = median_ms(lambda needle=needle: list(search(roots, Query(needle))), args.runs)  # type: ignore[misc]
