@@ -140,9 +140,18 @@ class Lifecycle:
 
     @staticmethod
     def _lookup(conv: Conversation, client: list[Any]) -> dict[str, Any] | None:
-        """The latest compaction whose replaced prefix this request repeats exactly."""
+        """The latest compaction whose replaced prefix this request repeats exactly. The
+        messages of the last request it matched are kept: a request that repeats them (one
+        comparison in C) matches without fingerprinting the span again."""
+        seen = conv.runtime.get("matched")
         for rep in reversed(conv.replacements):
-            if rep["k"] <= len(client) and native_prefix_fp(client, rep["k"]) == rep["fp"]:
+            k = rep["k"]
+            if k > len(client):
+                continue
+            if seen is not None and seen[0] is rep and client[:k] == seen[1]:
+                return rep
+            if native_prefix_fp(client, k) == rep["fp"]:
+                conv.runtime["matched"] = (rep, client[:k])
                 return rep
         return None
 

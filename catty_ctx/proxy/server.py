@@ -21,13 +21,16 @@ from typing import Any
 
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from ..redact import redact_text, redact_url
 from ..visible import one_line
 from .anthropic import ANTHROPIC
 from .families import Answer, conversation_key
 from .openai import CHAT, RESPONSES
-from .recorder import Conversation, PendingRecord, Recorder, chain
+from .recorder import Conversation, PendingRecord, Recorder
+from .reuse import ParseCache
 from .sse import SSEReader
 
 # Headers of one hop (connection management), never forwarded, and the ones the HTTP stack sets itself.
@@ -71,6 +74,7 @@ class Prepared:
     family: Any
     stream: bool
     notes: dict[str, Any] = field(default_factory=dict)
+    sent: asyncio.Event | None = None  # set once the answer's first bytes went to the client (or it failed)
 
 
 class Log:
@@ -106,11 +110,20 @@ class Proxy:
         self.client: ClientSession | None = None
         self.runner: web.AppRunner | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.parses = ParseCache()
+        self.via: dict[str, tuple[Any, Any]] = {}  # upstream -> (proxy, proxy auth) from the environment, read once
 
     async def start(self, host: str, port: int) -> int:
         self.root.mkdir(parents=True, exist_ok=True)
-        # No timeout of ours: a slow or dead upstream is the client's to give up on.
-        self.client = ClientSession(auto_decompress=False, timeout=ClientTimeout(total=None), trust_env=True,
+        # No timeout of ours: a slow or dead upstream is the client's to give up on. The
+        # environment's HTTP(S)_PROXY is read once here, not per request; no netrc: the proxy
+        # never adds a credential the client did not send.
+        for name, base in self.upstreams.items():
+            try:
+                self.via[name] = get_env_proxy_for_url(URL(base))
+            except LookupError:
+                pass
+        self.client = ClientSession(auto_decompress=False, timeout=ClientTimeout(total=None), trust_env=False,
                                     connector=TCPConnector(limit=0), skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept"))
         app = web.Application(client_max_size=0)
         app.router.add_route("*", "/{tail:.*}", self.handle)
@@ -175,7 +188,7 @@ class Proxy:
         if not isinstance(doc, dict):
             raise ValueError("the body is not a JSON object")
         fam = route.family
-        parsed = fam.parse(doc)
+        parsed, digests = self.parses.parse(fam, doc)
         agent, sid = conversation_key(fam.client, request.headers, doc, parsed.items)
         model = doc.get("model") if isinstance(doc.get("model"), str) else None
         beta = request.headers.get("anthropic-beta", "")
@@ -188,15 +201,23 @@ class Proxy:
             previous = conv.runtime.get("recording")
             if previous is not None:  # the previous request and answer are recorded before this one is matched
                 await previous
-            pending = PendingRecord(self.recorder, conv, parsed.items, chain(parsed.items))
+            pending = PendingRecord(self.recorder, conv, parsed.items, digests)
             out = body
             notes: dict[str, Any] = {}
             if self.lifecycle is not None:
                 out, notes = await self.lifecycle.apply(conv, fam, doc, parsed, pending, body, beta)
-            self._after(conv, pending.flush)  # off the request's path
-        return Prepared(out, conv, fam, doc.get("stream") is True, notes)
+            sent = asyncio.Event()
+            self._after(conv, pending.flush, sent)  # off the request's path: once the answer's first bytes are out
+        return Prepared(out, conv, fam, doc.get("stream") is True, notes, sent)
 
     async def forward(self, request: web.Request, upstream: str, data: Any, prepared: Prepared | None) -> web.StreamResponse:
+        try:
+            return await self._forward(request, upstream, data, prepared)
+        finally:
+            if prepared is not None and prepared.sent is not None:
+                prepared.sent.set()
+
+    async def _forward(self, request: web.Request, upstream: str, data: Any, prepared: Prepared | None) -> web.StreamResponse:
         assert self.client is not None
         base = self.upstreams[upstream]
         url = base + request.rel_url.path_qs
@@ -206,7 +227,8 @@ class Proxy:
         if not isinstance(data, bytes) and request.content_length is not None:  # streamed through: the length the client declared
             headers.append(("Content-Length", str(request.content_length)))
         try:
-            up_cm = self.client.request(request.method, url, headers=headers, data=data, allow_redirects=False)
+            via, via_auth = self.via.get(upstream, (None, None))
+            up_cm = self.client.request(request.method, url, headers=headers, data=data, allow_redirects=False, proxy=via, proxy_auth=via_auth)
             up = await up_cm.__aenter__()
         except (ClientError, OSError, asyncio.TimeoutError) as exc:
             self.log(f"{request.method} {request.path}: upstream {redact_url(base)} unreachable ({type(exc).__name__}: {exc})")
@@ -221,9 +243,13 @@ class Proxy:
                 out.content_length = up.content_length
             await out.prepare(request)
             tee = Tee(prepared, up.headers) if prepared is not None and up.status == 200 else None
+            sent = prepared.sent if prepared is not None else None
             try:
                 async for chunk in up.content.iter_any():
                     await out.write(chunk)
+                    if sent is not None:
+                        sent.set()
+                        sent = None
                     if tee is not None:
                         tee.feed(chunk)
                 await out.write_eof()
@@ -237,13 +263,17 @@ class Proxy:
         finally:
             await up_cm.__aexit__(None, None, None)
 
-    def _after(self, conv: Conversation, work: Callable[[], object]) -> None:
-        """Run WORK in a thread after the conversation's earlier recording, in order; a failure is one log line."""
+    def _after(self, conv: Conversation, work: Callable[[], object], gate: asyncio.Event | None = None) -> None:
+        """Run WORK in a thread after the conversation's earlier recording, in order, and once
+        GATE is set (so its disk writes never compete with the request on its way); a failure
+        is one log line."""
         previous = conv.runtime.get("recording")
 
         async def run() -> None:
             if previous is not None:
                 await previous
+            if gate is not None:
+                await gate.wait()
             try:
                 await asyncio.to_thread(work)
             except Exception as exc:
