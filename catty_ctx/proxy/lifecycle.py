@@ -136,6 +136,29 @@ class Lifecycle:
                 self._prefire(conv, pending)
         return out, notes
 
+    def preview(self, conv: Conversation, fam: Any, doc: dict[str, Any], parsed: Parsed, body: bytes) -> bytes:
+        """DOC as the conversation's next request would go out, read-only (a token count):
+        repaired, with the compaction its prefix has, and the last prune batch's rewrites."""
+        changed = False
+        if "repair" in self.opts.steps:
+            drops, answers, fixes = repair_plan(parsed)
+            if fixes:
+                fam.fix(doc, drops, answers, ANSWER_TEXT)
+                parsed, changed = fam.parse(doc), True
+        rep = self._lookup(conv, list(fam.messages(doc))) if "compact" in self.opts.steps else None
+        cache = conv.runtime.get("prune") if "prune" in self.opts.steps else None
+        if rep is not None:
+            fam.replace_span(doc, rep["lead"], rep["k"], rep["text"])
+            changed = True
+        if cache and cache["texts"] and cache["rep"] == (rep["compaction"] if rep is not None else None):
+            for it, loc in zip(parsed.items, parsed.locs):
+                text = cache["texts"].get(it["call_id"]) if it.get("role") == "tool" else None
+                at = _moved(loc, rep) if text is not None else None
+                if at is not None:
+                    fam.set_output(doc, at, text)
+                    changed = True
+        return orjson.dumps(doc) if changed else body
+
     # -- compaction: lookup, new, prefire ----------------------------------------------------------
 
     @staticmethod

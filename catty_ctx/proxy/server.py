@@ -45,10 +45,11 @@ class Route:
 
     family: Any
     upstream: str  # anthropic | openai
+    count: bool = False  # a token count: the copy the conversation's next request would send, nothing recorded
 
 
 ROUTES = {"/v1/messages": Route(ANTHROPIC, "anthropic"), "/v1/responses": Route(RESPONSES, "openai"),
-          "/v1/chat/completions": Route(CHAT, "openai")}
+          "/v1/chat/completions": Route(CHAT, "openai"), "/v1/messages/count_tokens": Route(ANTHROPIC, "anthropic", count=True)}
 
 
 def upstream_name(path: str, headers: Any) -> str:
@@ -152,7 +153,10 @@ class Proxy:
             self.log(f"{request.method} {request.path}: body over the cap ({self.body_cap:,} bytes): passed through unprocessed")
         elif route is not None and request.method == "POST" and self.record:
             try:
-                prepared = await self.prepare(route, request, head)
+                if route.count:
+                    head = await self.count_copy(route, request, head)
+                else:
+                    prepared = await self.prepare(route, request, head)
             except Exception as exc:  # fail-open: the original request goes out unchanged
                 self.log(f"{request.method} {request.path}: forwarded unchanged ({type(exc).__name__}: {exc})")
         data: Any = prepared.body if prepared is not None else (head if whole else self._rest(request, head))
@@ -209,6 +213,25 @@ class Proxy:
             sent = asyncio.Event()
             self._after(conv, pending.flush, sent)  # off the request's path: once the answer's first bytes are out
         return Prepared(out, conv, fam, doc.get("stream") is True, notes, sent)
+
+    async def count_copy(self, route: Route, request: web.Request, body: bytes) -> bytes:
+        """A token count of a conversation the proxy carries counts what its next request
+        would send: BODY with the conversation's repairs, compaction and prune batch applied
+        (nothing recorded, nothing compacted); any other count goes as it came."""
+        if self.lifecycle is None:
+            return body
+        doc = orjson.loads(body)
+        if not isinstance(doc, dict):
+            return body
+        fam = route.family
+        parsed = fam.parse(doc)
+        agent, sid = conversation_key(fam.client, request.headers, doc, parsed.items)
+        conv = self.recorder.open.get(self.recorder.key(agent, sid, parsed.items))
+        if conv is None:
+            return body
+        async with conv.runtime.setdefault("lock", asyncio.Lock()):
+            out: bytes = self.lifecycle.preview(conv, fam, doc, parsed, body)
+            return out
 
     async def forward(self, request: web.Request, upstream: str, data: Any, prepared: Prepared | None) -> web.StreamResponse:
         try:

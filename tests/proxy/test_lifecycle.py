@@ -112,3 +112,36 @@ def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Pa
         (u["input_tokens"], u["output_tokens"], u["cache_read_input_tokens"], u["cache_creation_input_tokens"]) for u in c.usage]
     ledger = orjson.loads(catty("usage", str(folder), "--json").stdout)
     assert orjson.dumps(ledger).count(str(sum(u["input_tokens"] for u in c.usage)).encode()) >= 1
+
+
+def test_count_tokens_counts_the_copy_the_next_request_would_send(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "30000", "--no-prefire") as (url, _):
+        c = Client(url, up)
+        a = c.send(tool_use("Bash", {"command": "make"}), {"type": "text", "text": f"Fix the parser. Rule: {FORBIDDEN}."})
+        turn = 0
+        while not any(b"being continued" in orjson.dumps(b) for b in up.bodies()):
+            a = c.send(text(f"Read log {turn}."), result(a, f"log {turn}\n" + ("line of log output\n" * 180)))
+            a = c.send(tool_use("Bash", {"command": f"cat log{turn + 1}.txt"}), {"type": "text", "text": f"turn {turn}: go on. " + NOTE})
+            turn += 1
+            assert turn < 60, "never compacted"
+        time.sleep(0.5)
+        [folder] = session_dirs(root)
+        recorded = (folder / "updates.jsonl").read_bytes()
+        hdr = {"x-api-key": "k", "anthropic-version": "2023-06-01", "x-claude-code-session-id": SID}
+        ask = {"model": "claude-sonnet-4-5", "system": [{"type": "text", "text": "You are a careful coding agent.", "cache_control": {"type": "ephemeral"}}],
+               "tools": [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("Bash", "Edit", "TodoWrite")],
+               "messages": [*c.msgs, {"role": "user", "content": [result(a, "done")]}]}
+        status, _, raw, _ = post(url, "/v1/messages/count_tokens?beta=true", ask, hdr)
+        assert status == 200, raw
+        sent = [r for r in up.requests if r.path == "/v1/messages/count_tokens"]
+        assert len(sent) == 1
+        counted = sent[0].json
+        assert b"being continued" in orjson.dumps(counted["messages"][0]) and b"Fix the parser" not in orjson.dumps(counted["messages"][1:])
+        assert orjson.loads(raw)["input_tokens"] < len(orjson.dumps(ask)) // 4  # smaller than what the client holds
+        # another conversation's count goes as it came
+        other = {**ask, "messages": [{"role": "user", "content": "how long is this?"}]}
+        assert post(url, "/v1/messages/count_tokens", other, {**hdr, "x-claude-code-session-id": "another-session"})[0] == 200
+        assert [r for r in up.requests if r.path == "/v1/messages/count_tokens"][1].body == orjson.dumps(other)
+        time.sleep(0.3)
+    assert (folder / "updates.jsonl").read_bytes() == recorded  # a count records nothing
