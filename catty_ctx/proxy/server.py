@@ -32,6 +32,7 @@ from .openai import CHAT, RESPONSES
 from .recorder import Conversation, PendingRecord, Recorder
 from .reuse import ParseCache
 from .sse import SSEReader
+from .summarize import client_headers
 
 # Headers of one hop (connection management), never forwarded, and the ones the HTTP stack sets itself.
 HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
@@ -209,7 +210,8 @@ class Proxy:
             out = body
             notes: dict[str, Any] = {}
             if self.lifecycle is not None:
-                out, notes = await self.lifecycle.apply(conv, fam, doc, parsed, pending, body, beta)
+                call = (self.upstreams[route.upstream] + request.rel_url.path_qs, client_headers(request.headers))
+                out, notes = await self.lifecycle.apply(conv, fam, doc, parsed, pending, body, beta, call)
             sent = asyncio.Event()
             self._after(conv, pending.flush, sent)  # off the request's path: once the answer's first bytes are out
         return Prepared(out, conv, fam, doc.get("stream") is True, notes, sent)

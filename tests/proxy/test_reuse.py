@@ -7,14 +7,11 @@ import copy
 from typing import Any
 
 import orjson
-import pytest
 
-pytest.importorskip("aiohttp")
-
-from catty_ctx.proxy.anthropic import ANTHROPIC  # noqa: E402
-from catty_ctx.proxy.openai import CHAT, RESPONSES  # noqa: E402
-from catty_ctx.proxy.recorder import chain  # noqa: E402
-from catty_ctx.proxy.reuse import ParseCache, common_len  # noqa: E402
+from catty_ctx.proxy.anthropic import ANTHROPIC
+from catty_ctx.proxy.openai import CHAT, RESPONSES
+from catty_ctx.proxy.recorder import chain
+from catty_ctx.proxy.reuse import ParseCache, common_len
 
 
 def same_as_full(cache: ParseCache, fam: Any, body: dict[str, Any]) -> None:
@@ -79,6 +76,6 @@ def test_chat_completions() -> None:
 
 def test_common_len() -> None:
     a = list(range(100))
-    for b in (a, a[:50], a[:97] + [-1, -2], a[:3] + [-1] + a[4:], [-1] + a[1:], a + [5, 6], []):
+    for b in (a, a[:50], [*a[:97], -1, -2], [*a[:3], -1, *a[4:]], [-1, *a[1:]], [*a, 5, 6], []):
         want = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         assert common_len(a, b) == want, b[:5]

@@ -1,0 +1,82 @@
+"""With no `--summarizer` named, both passes of a conversation's compaction are asked of the
+client's own upstream, with the client's credentials and model; the credential reaches that
+upstream and nothing else: no session file, artifact, note, log line (docs/proxy.md)."""
+from __future__ import annotations
+
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from agents.anthropic_fake import FakeAnthropic, Reply, text, tool_use
+from agents.http_fake import FakeHTTPServer, Request, json_response
+from support.proxy_run import Client, events, listen, result, running_proxy, session_dirs
+
+pytest.importorskip("aiohttp")
+
+KEY = "sk-ant-api03-" + "Pass1CredentialOnlyUpstream" * 3
+SID = "7a1e0c55-9d3b-4f1e-8c2a-1b2c3d4e5f60"
+NOTE = "Keep in mind what the earlier logs said about the parser and the header handling. " * 12
+SUMMARY = "UPSTREAM-SUMMARY-OF-THE-SPAN: the parser was fixed; the logs were read one by one. " * 12
+
+
+def is_summary_request(req: Request) -> bool:
+    msgs = (req.json or {}).get("messages") or []
+    return len(msgs) == 1 and isinstance(msgs[0].get("content"), str) and msgs[0]["content"].startswith("<conversation>")
+
+
+class Upstream(FakeAnthropic):
+    """The client's replies in order; a summary request (the summariser's prompt) answered with SUMMARY."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        super().__init__(listen(), fallback=self.answer)
+
+    def push(self, *replies: Any) -> None:
+        self.replies.extend(replies)
+
+    def answer(self, req: Request) -> Reply:
+        return text(SUMMARY) if is_summary_request(req) else self.replies.popleft()
+
+
+def test_pass_1_and_pass_2_go_to_the_clients_upstream_with_its_credentials(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with Upstream() as up, FakeHTTPServer(listen(), {"POST /v1/chat/completions": lambda r: json_response({})}) as other, \
+            running_proxy(root, up.origin, "--window", "60000", "--no-prune", "--summarizer", "upstream",
+                          "--openai-upstream", other.origin) as (url, _):
+        c = Client(url, up, SID, key=KEY)
+        a = c.send(tool_use("Bash", {"command": "make"}), {"type": "text", "text": "Fix the parser."})
+        turn = 0
+        while not any(b"UPSTREAM-SUMMARY" in orjson.dumps(b) for b in up.bodies() if not is_summary_request_body(b)):
+            a = c.send(text(f"Read log {turn}."), result(a, f"log {turn}\n" + ("line of log output\n" * 180)))
+            a = c.send(tool_use("Bash", {"command": f"cat log{turn + 1}.txt"}), {"type": "text", "text": f"turn {turn}: go on. " + NOTE})
+            turn += 1
+            assert turn < 80, "never compacted with the upstream's summary"
+        time.sleep(0.5)
+    summaries = [r for r in up.requests if is_summary_request(r)]
+    assert len(summaries) >= 2  # pass 1 (prefired) and pass 2 (at the threshold)
+    for r in summaries:
+        assert r.path == "/v1/messages" and r.query == {"beta": ["true"]}  # where the client's requests went
+        assert r.headers["x-api-key"] == KEY and r.headers["anthropic-version"] == "2023-06-01"
+        assert r.json["model"] == "claude-sonnet-4-5"
+    assert other.requests == []
+
+    [folder] = session_dirs(root)
+    evs = events(folder)
+    [comp] = [e for e in evs if e["kind"] == "compaction"]
+    assert comp["summarizer"] == "upstream:claude-sonnet-4-5"
+    assert comp["two_pass"]["pass1_latency_ms"] is not None  # pass 1's note was used
+    spend = [e for e in evs if e["kind"] == "usage" and e.get("agent") == "compaction"]
+    assert {e["purpose"] for e in spend} == {"prefire", "compaction"}, spend
+    # the credential went nowhere else: no file the proxy wrote holds it
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "proxy.log" for p in written) and any(p.suffix == ".json" and "compaction_requests" in p.parts for p in written)
+    leaks = [p for p in written if KEY.encode() in p.read_bytes() or KEY[-24:].encode() in p.read_bytes()]
+    assert leaks == []
+
+
+def is_summary_request_body(body: Any) -> bool:
+    msgs = (body or {}).get("messages") or []
+    return len(msgs) == 1 and isinstance(msgs[0].get("content"), str) and msgs[0]["content"].startswith("<conversation>")
