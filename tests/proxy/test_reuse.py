@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 import orjson
+import pytest
 
 from catty_ctx.proxy.anthropic import ANTHROPIC
 from catty_ctx.proxy.openai import CHAT, RESPONSES
@@ -79,3 +80,30 @@ def test_common_len() -> None:
     for b in (a, a[:50], [*a[:97], -1, -2], [*a[:3], -1, *a[4:]], [-1, *a[1:]], [*a, 5, 6], []):
         want = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         assert common_len(a, b) == want, b[:5]
+
+
+def test_the_proxy_collects_cyclic_garbage_between_requests() -> None:
+    import gc
+    import weakref
+
+    pytest.importorskip("aiohttp")
+    from catty_ctx.proxy.server import GC_YOUNG, collect_garbage
+
+    class Node:
+        pass
+
+    gc.disable()
+    try:
+        gc.collect()
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # type: ignore[attr-defined]
+        gone = weakref.ref(a)
+        del a, b
+        collect_garbage()  # too few allocations yet: nothing is collected
+        assert gone() is not None
+        keep = [[] for _ in range(GC_YOUNG)]
+        collect_garbage()
+        assert gone() is None
+        del keep
+    finally:
+        gc.enable()
