@@ -11,8 +11,13 @@ from typing import Any
 import orjson
 import pytest
 from agents.anthropic_fake import FakeAnthropic, Reply, text, tool_use
-from agents.http_fake import FakeHTTPServer, Request, json_response
+from agents.http_fake import FakeHTTPServer, Request, Response, json_response
+from agents.openai_fake import FakeResponses, message
 from support.proxy_run import Client, events, listen, result, running_proxy, session_dirs
+
+from catty_ctx.compact.ladder import SummaryRequest
+from catty_ctx.compact.spend import spend_events
+from catty_ctx.proxy.summarize import UpstreamSummarizer, summarizer_of
 
 pytest.importorskip("aiohttp")
 
@@ -23,8 +28,7 @@ SUMMARY = "UPSTREAM-SUMMARY-OF-THE-SPAN: the parser was fixed; the logs were rea
 
 
 def is_summary_request(req: Request) -> bool:
-    msgs = (req.json or {}).get("messages") or []
-    return len(msgs) == 1 and isinstance(msgs[0].get("content"), str) and msgs[0]["content"].startswith("<conversation>")
+    return is_summary_request_body(req.json)
 
 
 class Upstream(FakeAnthropic):
@@ -80,3 +84,31 @@ def test_pass_1_and_pass_2_go_to_the_clients_upstream_with_its_credentials(tmp_p
 def is_summary_request_body(body: Any) -> bool:
     msgs = (body or {}).get("messages") or []
     return len(msgs) == 1 and isinstance(msgs[0].get("content"), str) and msgs[0]["content"].startswith("<conversation>")
+
+
+def test_the_upstream_summariser_speaks_responses_and_chat_completions(tmp_path: Path) -> None:
+    items = [{"role": "user", "text": "Fix the parser."}, {"role": "assistant", "text": "Done: the header check was off by one."}]
+    bearer = {"Authorization": f"Bearer {KEY}", "session_id": "s-1"}
+    with FakeResponses(listen()) as up:
+        up.push(message(SUMMARY, input_tokens=900, cached_tokens=100))
+        summ = summarizer_of(UpstreamSummarizer("responses", up.origin + "/v1/responses", bearer, "gpt-5.5").spec())
+        res = summ.summarize(SummaryRequest(items=items, state={}, window=200_000))
+        [req] = up.calls
+    assert res.summary is not None and "UPSTREAM-SUMMARY" in res.summary and KEY not in repr(summ)
+    assert req.headers["authorization"] == f"Bearer {KEY}" and req.json["model"] == "gpt-5.5" and req.json["store"] is False
+    [spend] = spend_events(summ, res, purpose="prefire")
+    assert (spend["model"], spend["input"], spend["cache_read"], spend["purpose"]) == ("gpt-5.5", 800, 100, "prefire")
+
+    def chat(r: Request) -> Response:
+        chunks = [b"data: " + orjson.dumps({"id": "c1", "model": "gpt-4o", "choices": [{"index": 0, "delta": {"content": SUMMARY}}]}) + b"\n\n",
+                  b"data: " + orjson.dumps({"id": "c1", "model": "gpt-4o", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                                            "usage": {"prompt_tokens": 500, "completion_tokens": 70}}) + b"\n\n", b"data: [DONE]\n\n"]
+        return Response(200, {"Content-Type": "text/event-stream"}, chunks)
+
+    with FakeHTTPServer(listen(), {"POST /v1/chat/completions": chat}) as up2:
+        summ = UpstreamSummarizer("chat", up2.origin + "/v1/chat/completions", bearer, "gpt-4o")
+        res = summ.summarize(SummaryRequest(items=items, state={}, window=128_000))
+        [req] = up2.requests
+    assert res.summary is not None and "UPSTREAM-SUMMARY" in res.summary
+    assert req.headers["authorization"] == f"Bearer {KEY}" and req.json["messages"][0]["role"] == "system"
+    assert [(e["input"], e["output"]) for e in spend_events(summ, res, purpose="compaction")] == [(500, 70)]
