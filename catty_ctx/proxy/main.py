@@ -8,11 +8,13 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..compact.summarizers import get_summarizer
 from ..errors import UsageError
 from ..prune.options import PruneOptions
 from ..redact import redact_url
 from .lifecycle import STEPS, Lifecycle, LifecycleOptions
 from .server import Log, Proxy
+from .summarize import SPEC
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,11 @@ def build(settings: ProxySettings, log: Log | None = None) -> Proxy:
     unknown = sorted(settings.steps - set(STEPS))
     if unknown:
         raise UsageError(f"proxy_steps: unknown step {', '.join(unknown)} (the steps are {', '.join(STEPS)})")
+    if settings.summarizer != SPEC:  # a spec it cannot use is refused now, not at the first compaction
+        try:
+            get_summarizer(settings.summarizer)
+        except UsageError as exc:
+            raise UsageError(f"--summarizer: {exc}; or {SPEC}, the client's own upstream") from None
     root = Path(settings.root)
     root.mkdir(parents=True, exist_ok=True)
     log = log or Log(root)
