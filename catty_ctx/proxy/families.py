@@ -29,6 +29,9 @@ class Loc(NamedTuple):
     block: int = -1
 
 
+Mark = tuple[int, int, bool, int | None]
+
+
 @dataclass
 class Parsed:
     """A request read as items. `lead`: the native messages at the front that a compaction
@@ -38,6 +41,9 @@ class Parsed:
     locs: list[Loc]
     lead: int = 0
     call_kinds: dict[str, str] = field(default_factory=dict)  # call id -> the native call type (Responses)
+    # The parser's state before each native message and after the last: (items so far, lead,
+    # still leading, the assistant item calls may join): where a later parse resumes (reuse.py).
+    marks: list[Mark] = field(default_factory=list)
 
 
 @dataclass
@@ -59,6 +65,27 @@ class Family:
     name = ""
     client = ""
     list_key = "messages"
+
+    def head(self, body: dict[str, Any]) -> Any:
+        """What of BODY besides its list the items depend on (its system text)."""
+        return None
+
+    def parse(self, body: dict[str, Any]) -> Parsed:
+        return self.parse_from(body, None, 0)[0]
+
+    def parse_from(self, body: dict[str, Any], prev: Parsed | None, start: int) -> tuple[Parsed, int]:  # pragma: no cover - interface
+        """BODY's items, the first START native messages read as PREV read them (the same head
+        and messages); and how many leading items are PREV's unchanged (their digests hold)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def resume(prev: Parsed | None, start: int) -> tuple[int, list[Item], list[Loc], list[Mark], int, bool, int | None]:
+        """Where a parse starts: native message START with PREV's items, locs and marks before
+        it and the parser's state there, or (when PREV has no such message) the top."""
+        if prev is None or not 0 < start < len(prev.marks):
+            return 0, [], [], [], 0, True, None
+        at, lead, leading, open_at = prev.marks[start]
+        return start, prev.items[:at], prev.locs[:at], prev.marks[:start], lead, leading, open_at
 
     def messages(self, body: dict[str, Any]) -> list[Any]:
         msgs = body.get(self.list_key)
