@@ -217,7 +217,7 @@ LOCAL_IMPORTS = {
     ("cli/fork.py", "writeback.pipeline"): "a plain fork loads no write-back (tests/cli/test_fork_cli.py)",
     ("cli/proxy.py", "proxy.main"): "the proxy (aiohttp, the extra catty-ctx[proxy]) loads only when `proxy` serves",
     ("cli/hook.py", "agents"): f"a hook run loads no installer ({STARTUP})",
-    ("cli/mcp.py", "agents.mcp_server"): "the recall server's SDK is an extra, loaded only by `mcp`",
+    ("cli/mcp.py", "agents.mcp_server"): "the recall server's SDK is an extra, loaded only by `mcp`, while it answers the handshake",
     ("cli/output.py", "msgspec.json"): "a table or JSON Lines run loads no msgspec",
     ("cli/output.py", "rich"): f"output to a pipe loads no rich ({STARTUP})",
     ("cli/usage.py", "fleet.cluster"): "Dask only with --scheduler",
@@ -353,6 +353,7 @@ LINE_READERS = {
     "formats/ownership.py": "a probe of a few lines within a small byte budget: a cut line is a clue, not an error",
     "importers/claude": "a subagent file's first line, read to match it to its session (a probe)",
     "compact/transport.py": "an HTTP answer's event-stream lines, each bounded by the answer's byte cap",
+    "agents/mcp_start.py": "the MCP wire's first line, bounded, read as the SDK's transport reads the rest (the handshake answered before it loads)",
 }
 
 

@@ -103,7 +103,7 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
             warn(f"{sample}; skipped")
         warn(f"{scan.bad_lines} unreadable line{'s' if scan.bad_lines != 1 else ''} skipped")
     if ledger.incomplete:
-        warn("a session's usage is incomplete (a subagent was still running): costs are withheld")
+        warn("a session's usage is incomplete (a subagent is still running, or was when a call was logged): costs are withheld")
     emit_rendered(as_json=as_json, show=lambda: _show(ledger), document=lambda: ledger.document(scan),
                   rendered=lambda: ledger.rendered or render(ledger, scan))
 

@@ -30,35 +30,36 @@ _FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "calls")
 
 
 def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | None = None, since: str | None = None,
-                 until: str | None = None, prices: Prices | None = None) -> Ledger:
+                 until: str | None = None, prices: Prices | None = None, running: Iterable[str] = ()) -> Ledger:
     """Fold calls into rows: input, output, cache_read, cache_write, reasoning, calls, cost_usd, partial.
 
     A row is partial when some of its calls have no price (its cost counts the priced ones;
     with none priced it is null).
-    A session holding an `incomplete` usage makes the ledger incomplete: every row with calls of
-    that session is partial and shows no cost, and neither do the totals.
+    A session holding an `incomplete` usage, or RUNNING a subagent, makes the ledger incomplete:
+    every row with calls of that session is partial and shows no cost, and neither do the totals.
     """
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
     records = list(records)
     kept = dedupe(records)
-    folded = fold_calls(kept, by=by, tz=tz, since=since, until=until)
+    folded = fold_calls(kept, by=by, tz=tz, since=since, until=until, running=running)
     return ledger_of(folded, by=by, prices=prices or load_prices(), calls_read=len(records), duplicates=len(records) - len(kept))
 
 
 def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: str | None = None, until: str | None = None,
-               into: Folded | None = None) -> Folded:
+               into: Folded | None = None, running: Iterable[str] = ()) -> Folded:
     """The deduped calls summed into (row, model, tier, unpriced, UTC day) buckets, INTO's when given.
 
     What the rows are made of (`ledger_of`), kept between runs so that calls appended to a log
-    can be added to it (see `kept`). Reported costs are added in call order.
+    can be added to it (see `kept`). Reported costs are added in call order. The sessions
+    RUNNING a subagent (`Scan.running`) are incomplete as a session with an `incomplete` call is.
     """
     folded = into if into is not None else {"buckets": {}, "reported": {}, "incomplete_rows": [], "incomplete_sessions": []}
     day = day_of(tz)
     if since or until:
         lo, hi = since or "0000-00-00", until or "9999-99-99"
         kept = [r for r in kept if lo <= day(r.ts) <= hi]
-    incomplete_sessions = {r.session for r in kept if r.incomplete}
+    incomplete_sessions = {r.session for r in kept if r.incomplete}.union(running)
 
     if by in ("day", "week", "month"):
         keys = [day(r.ts) for r in kept]

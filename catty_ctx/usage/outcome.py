@@ -38,6 +38,7 @@ class Scan:
         self.writing: list[tuple[int, Writing]] = []  # (index in generations, its cache being written)
         self.logs: list[int] = []  # per PATH: the files that are an agent's log (or were not read: --since)
         self.not_logs: list[str] = []  # files that are no agent's log
+        self.running: list[str] = []  # sessions with a subagent running: their calls are not all logged (incomplete)
 
     def settle(self) -> None:
         """Wait for the per-file caches `scan(..., write_behind=True)` is still writing; one that

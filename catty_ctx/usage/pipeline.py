@@ -254,7 +254,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
                 raise _most_severe([*refusals, *([refusal] if refusal else [])])
         try:
             kept = dedupe(result.records)
-            folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
+            folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi, running=result.running)
         finally:
             result.settle()  # (the per-file caches a thread wrote meanwhile)
         # The workers already collapsed each file's own copies: those count as duplicates too.
