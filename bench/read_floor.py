@@ -8,7 +8,7 @@ them) with one open and whole reads, the files dealt between one forked process 
 msgspec's JSON scanner as raw values (every byte checked, nothing built): the least that
 reading a log's lines as JSON costs. It imports nothing of catty-ctx, builds
 no record and sums nothing, so its time is what the interpreter, the system calls and the
-JSON scan cost before any ledger work. bench/usage.py --mixed times it beside ccusage.
+JSON scan cost before any ledger work. bench/usage.py times it beside ccusage on the mixed home.
 """
 from __future__ import annotations
 
