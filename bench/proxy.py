@@ -1,9 +1,10 @@
 """Benchmark: what `catty-ctx proxy` adds to a request, against a direct connection, in one run
 (docs/proxy.md#speed).
 
-- time to the first byte of a streamed answer to a 150,000-token Anthropic request (a coding
-  session of ~600 items; each request repeats the history and adds a turn, as an agent does),
-  median over the requests after the first (target: <= 10 ms added);
+- time to the first byte of a streamed answer to a 150,000-token Anthropic Messages request
+  and to a Responses request of the same size (a coding session of ~2,000 messages; each
+  request repeats the history and adds a turn, as an agent does), direct and through the
+  proxy in the same run, median over the requests after the first (target: <= 10 ms added);
 - latency per streamed chunk: the upstream stamps each chunk with the time it sent it, the
   client subtracts it from the time it got it (target: <= 1 ms added, median);
 - the proxy's peak memory with 8 sessions sending such requests at once (target: <= 200 MB).
@@ -67,6 +68,27 @@ def body(msgs: list[dict[str, Any]], extra: int) -> bytes:
                          "messages": conv})
 
 
+def responses_body(msgs: list[dict[str, Any]], extra: int) -> bytes:
+    """The same session as a Responses request (Codex's shape: messages, function calls, outputs)."""
+    inp: list[dict[str, Any]] = [{"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are a coding agent."}]}]
+    for m in msgs:
+        content = m["content"]
+        if isinstance(content, str):
+            inp.append({"type": "message", "role": m["role"], "content": [{"type": "input_text", "text": content}]})
+            continue
+        for b in content:
+            if b["type"] == "text":
+                kind = "output_text" if m["role"] == "assistant" else "input_text"
+                inp.append({"type": "message", "role": m["role"], "content": [{"type": kind, "text": b["text"]}]})
+            elif b["type"] == "tool_use":
+                inp.append({"type": "function_call", "call_id": b["id"], "name": "shell", "arguments": orjson.dumps(b["input"]).decode()})
+            elif b["type"] == "tool_result":
+                inp.append({"type": "function_call_output", "call_id": b["tool_use_id"], "output": b["content"]})
+    inp += [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"follow-up {i}"}]} for i in range(extra + 1)]
+    return orjson.dumps({"model": "gpt-5-codex", "instructions": "You are Codex.", "stream": True, "store": False,
+                         "prompt_cache_key": "bench", "input": inp})
+
+
 # -- the upstream: aiohttp on its own loop in a thread -----------------------------------------------
 
 
@@ -90,6 +112,23 @@ async def answer(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+async def responses_answer(request: web.Request) -> web.StreamResponse:
+    await request.read()
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    await resp.write(b'event: response.created\ndata: {"type":"response.created","response":{"id":"resp_b","status":"in_progress"}}\n\n')
+    for _ in range(CHUNKS):
+        await asyncio.sleep(GAP_S)
+        delta = {"type": "response.output_text.delta", "output_index": 0, "delta": f"<{time.perf_counter_ns()}>"}
+        await resp.write(b"event: response.output_text.delta\ndata: " + orjson.dumps(delta) + b"\n\n")
+    done = {"type": "response.completed", "response": {"id": "resp_b", "model": "gpt-5-codex", "status": "completed",
+                                                        "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}],
+                                                        "usage": {"input_tokens": 10, "output_tokens": 40}}}
+    await resp.write(b"event: response.completed\ndata: " + orjson.dumps(done) + b"\n\n")
+    await resp.write_eof()
+    return resp
+
+
 def start_upstream() -> int:
     ready: list[int] = []
 
@@ -97,6 +136,7 @@ def start_upstream() -> int:
         loop = asyncio.new_event_loop()
         app = web.Application(client_max_size=1 << 30)
         app.router.add_post("/v1/messages", answer)
+        app.router.add_post("/v1/responses", responses_answer)
         runner = web.AppRunner(app, access_log=None)
         loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -113,12 +153,15 @@ def start_upstream() -> int:
 # -- the client ------------------------------------------------------------------------------------
 
 
-def request(port: int, data: bytes, sid: str) -> tuple[float, list[float]]:
+def request(port: int, data: bytes, sid: str, path: str = "/v1/messages") -> tuple[float, list[float]]:
     """(time to the first body byte in s, the latency of each text chunk in s)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     t0 = time.perf_counter()
-    conn.request("POST", "/v1/messages", body=data, headers={"Content-Type": "application/json", "x-api-key": "bench",
-                                                             "anthropic-version": "2023-06-01", "x-claude-code-session-id": sid})
+    if path == "/v1/messages":
+        headers = {"Content-Type": "application/json", "x-api-key": "bench", "anthropic-version": "2023-06-01", "x-claude-code-session-id": sid}
+    else:
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer bench", "session_id": sid}
+    conn.request("POST", path, body=data, headers=headers)
     resp = conn.getresponse()
     first = resp.read1(65536)
     ttfb = time.perf_counter() - t0
@@ -126,7 +169,7 @@ def request(port: int, data: bytes, sid: str) -> tuple[float, list[float]]:
     buf = first
     while True:
         now = time.perf_counter_ns()
-        for part in buf.split(b'"text":"<')[1:]:
+        for part in buf.split(b'":"<')[1:]:
             lat.append((now - int(part.split(b">", 1)[0])) / 1e9)
         buf = resp.read1(65536)
         if not buf:
@@ -138,7 +181,8 @@ def request(port: int, data: bytes, sid: str) -> tuple[float, list[float]]:
 def proxy(root: Path, upstream: int) -> tuple[subprocess.Popen[bytes], int]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", "proxy", "--listen", "127.0.0.1:0", "--root", str(root),
-                             "--anthropic-upstream", f"http://127.0.0.1:{upstream}", *EXTRA], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                             "--anthropic-upstream", f"http://127.0.0.1:{upstream}", "--openai-upstream", f"http://127.0.0.1:{upstream}",
+                             "--summarizer", "extractive", *EXTRA], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdout is not None
     url = proc.stdout.readline().decode().strip()
     return proc, int(url.rsplit(":", 1)[1])
@@ -157,10 +201,12 @@ def request_path_cpu(msgs: list[dict[str, Any]], n: int) -> list[float]:
     from catty_ctx.proxy.anthropic import ANTHROPIC
     from catty_ctx.proxy.families import conversation_key
     from catty_ctx.proxy.lifecycle import Lifecycle, LifecycleOptions
-    from catty_ctx.proxy.recorder import PendingRecord, Recorder, chain
+    from catty_ctx.proxy.recorder import PendingRecord, Recorder
+    from catty_ctx.proxy.reuse import ParseCache
 
     tmp = Path(tempfile.mkdtemp(prefix="proxy-bench-cpu-"))
     rec = Recorder(tmp)
+    parses = ParseCache()
     life = Lifecycle(LifecycleOptions(steps=frozenset({"repair", "prune", "compact"})), print)
     out = []
 
@@ -168,10 +214,10 @@ def request_path_cpu(msgs: list[dict[str, Any]], n: int) -> list[float]:
         data = body(msgs, i)
         t = time.process_time()
         doc = orjson.loads(data)
-        parsed = ANTHROPIC.parse(doc)
+        parsed, digests = parses.parse(ANTHROPIC, doc)
         agent, sid = conversation_key("anthropic", {"x-claude-code-session-id": "cpu"}, doc, parsed.items)
         conv = rec.open.get(rec.key(agent, sid, parsed.items)) or rec.conversation(agent, sid, parsed.items, model="m", window=200_000)
-        pending = PendingRecord(rec, conv, parsed.items, chain(parsed.items))
+        pending = PendingRecord(rec, conv, parsed.items, digests)
         await life.apply(conv, ANTHROPIC, doc, parsed, pending, data)
         spent = time.process_time() - t
         pending.flush()
@@ -201,7 +247,7 @@ def main() -> None:
     try:
         msgs = session(args.tokens)
         print(f"request: {len(msgs)} messages, {len(body(msgs, 0)):,} bytes (~{len(body(msgs, 0)) // 4:,} tokens)")
-        runs: dict[str, list[tuple[float, list[float]]]] = {"direct": [], "proxy": []}
+        runs: dict[str, list[tuple[float, list[float]]]] = {"direct": [], "proxy": [], "direct-r": [], "proxy-r": []}
         cpu = 0.0
         for i in range(args.requests + 1):  # the same conversation growing by a turn; direct and proxy alternate
             data = body(msgs, i)
@@ -210,19 +256,27 @@ def main() -> None:
             runs["proxy"].append(request(port, data, "bench-one"))
             time.sleep(0.2)  # the answer's recording, after the stream, counted with its request
             cpu += cpu_s(proc.pid) - before if i else 0.0
+            data = responses_body(msgs, i)
+            runs["direct-r"].append(request(upstream, data, "bench-direct", "/v1/responses"))
+            runs["proxy-r"].append(request(port, data, "bench-codex", "/v1/responses"))
+            time.sleep(0.2)
         ttfb = {k: statistics.median(t for t, _ in v[1:]) * 1000 for k, v in runs.items()}
         lat = {k: statistics.median(x for _, ls in v[1:] for x in ls) * 1000 for k, v in runs.items()}
         cold = runs["proxy"][0][0] * 1000
-        print(f"time to first byte, median of {args.requests}: direct {ttfb['direct']:.2f} ms, proxy {ttfb['proxy']:.2f} ms: "
-              f"+{ttfb['proxy'] - ttfb['direct']:.2f} ms ({ttfb['proxy'] / ttfb['direct']:.2f}x; target <= +10 ms); "
-              f"first request (records the whole history) {cold:.0f} ms")
+        load = os.getloadavg()
+        for name, d, p in (("Anthropic Messages", "direct", "proxy"), ("Responses", "direct-r", "proxy-r")):
+            print(f"time to first byte, {name}, median of {args.requests}: direct {ttfb[d]:.2f} ms, proxy {ttfb[p]:.2f} ms: "
+                  f"+{ttfb[p] - ttfb[d]:.2f} ms added ({ttfb[p] / ttfb[d]:.2f}x; target <= +10 ms)")
+        print(f"first request (records the whole history) {cold:.0f} ms; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} "
+              f"on {os.cpu_count()} CPUs (wall times grow with it)")
         print(f"the proxy's CPU time per request (parse, lifecycle, forward, stream, record), mean of {args.requests}: "
-              f"{cpu / args.requests * 1000:.1f} ms; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times grow with it)")
+              f"{cpu / args.requests * 1000:.1f} ms")
         path = request_path_cpu(msgs, args.requests)
         print(f"CPU of the request path before forwarding (parse, fingerprints, repair, prune), in-process, median of {args.requests}: "
               f"{statistics.median(path) * 1000:.1f} ms (min {min(path) * 1000:.1f})")
-        print(f"latency per chunk, median: direct {lat['direct']:.3f} ms, proxy {lat['proxy']:.3f} ms: "
-              f"+{lat['proxy'] - lat['direct']:.3f} ms (target <= +1 ms)")
+        for name, d, p in (("Anthropic Messages", "direct", "proxy"), ("Responses", "direct-r", "proxy-r")):
+            print(f"latency per chunk, {name}, median: direct {lat[d]:.3f} ms, proxy {lat[p]:.3f} ms: "
+                  f"+{lat[p] - lat[d]:.3f} ms (target <= +1 ms)")
         bodies = [body(session(args.tokens, seed=s), 0) for s in range(8)]
         for rnd in range(2):
             threads = [threading.Thread(target=request, args=(port, b, f"bench-c{s}")) for s, b in enumerate(bodies)]

@@ -81,6 +81,7 @@ PRUNE_CLEAR_AT_LEAST = 0  # a rewrite must clear at least this many tokens
 # The live request path (proxy): docs/proxy.md
 PROXY_PORT = 8742  # --listen's default port on 127.0.0.1
 PROXY_MAX_BODY_BYTES = 32 << 20  # a request body longer than this passes through unprocessed
+PROXY_SUMMARIZER = "upstream"  # who writes the proxy's summaries: upstream (the client's own, its credentials and model) or a --summarizer spec
 PROXY_STEPS = "repair,prune,compact,prefire"  # the lifecycle steps run on each request copy (any subset, comma-separated)
 PROXY_PRUNE_HIGH_PERCENT = 70.0  # cache-aware prune of the request copy: a batch starts at this % of the window ...
 PROXY_PRUNE_LOW_PERCENT = 40.0  # ... and clears old results until the request is at most this %

@@ -67,11 +67,11 @@ class DataError(CattyError):
 
 class NoConversation(DataError):
     """An agent's file holding no conversation (a Claude Code file of a `summary` record alone, a
-    rollout of its header alone): refused when named, skipped with a note under a ROOT
-    (docs/spec.md#a-root-of-sessions)."""
+    rollout of its header alone, Gemini CLI's `logs.json`): refused when named, skipped with a
+    note under a ROOT (docs/spec.md#a-root-of-sessions). WHY: what the file holds instead."""
 
-    def __init__(self, source: object) -> None:
-        super().__init__(f"no conversation in {source} (no message or tool call to import); nothing was written")
+    def __init__(self, source: object, why: str = "no message or tool call to import") -> None:
+        super().__init__(f"no conversation in {source} ({why}); nothing was written")
         self.source = str(source)
 
 

@@ -204,7 +204,7 @@ complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l openai-upstream 
 complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l root -r -F -d 'Where the conversations are recorded, one session per…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l window -r -F -d 'Every conversation\'s context window in tokens (default…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l threshold -r -F -d 'Compact a request at this % of the window (default 85).'
-complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l summarizer -r -F -d 'Who writes the compaction summary: extractive, cmd:CMD or…'
+complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l summarizer -r -F -d 'Who writes the compaction summaries: upstream (the…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l max-body-bytes -r -F -d 'A request body longer than this passes through unprocessed…'
 complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l no-repair -d 'Do not repair tool pairing in the request copy.'
 complete -c catty-ctx -n '__fish_seen_subcommand_from proxy' -l no-prune -d 'Do not prune old tool results in the request copy.'

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..defaults import DEFAULT_THRESHOLD, PROXY_MAX_BODY_BYTES, PROXY_PORT, PROXY_PREFIRE_LEAD, PROXY_PREFIRE_WAIT, PROXY_PRUNE_HIGH_PERCENT, PROXY_PRUNE_LOW_PERCENT, PROXY_STEPS, SUMMARIZER
+from ..defaults import DEFAULT_THRESHOLD, PROXY_MAX_BODY_BYTES, PROXY_PORT, PROXY_PREFIRE_LEAD, PROXY_PREFIRE_WAIT, PROXY_PRUNE_HIGH_PERCENT, PROXY_PRUNE_LOW_PERCENT, PROXY_STEPS, PROXY_SUMMARIZER
 from ..errors import UsageError
 from .fastpath import declare as declare_command
 from .fastpath import flag, parse_one, value
@@ -31,7 +31,8 @@ PARAMS = (
     value("root", "--root", metavar="DIR", help="Where the conversations are recorded, one session per agent session (default: catty-ctx/proxy under $XDG_DATA_HOME)."),
     value("window", "--window", kind=int, metavar="N", min=1, help="Every conversation's context window in tokens (default: the model's)."),
     value("threshold", "--threshold", kind=float, metavar="PCT", min=1, max=100, help=f"Compact a request at this % of the window (default {DEFAULT_THRESHOLD:g})."),
-    value("summarizer", "--summarizer", metavar="SPEC", help=f"Who writes the compaction summary: extractive, cmd:CMD or openai:MODEL (default {SUMMARIZER})."),
+    value("summarizer", "--summarizer", metavar="SPEC", help="Who writes the compaction summaries: upstream (the client's own upstream, with the credentials and model of "
+          f"the request that needs one), extractive, cmd:CMD or openai:MODEL (default {PROXY_SUMMARIZER})."),
     value("max_body_bytes", "--max-body-bytes", kind=int, metavar="BYTES", min=0,
           help=f"A request body longer than this passes through unprocessed (default {PROXY_MAX_BODY_BYTES:,})."),
     flag("no_repair", "--no-repair", help="Do not repair tool pairing in the request copy.", panel=STEPS),
@@ -111,7 +112,7 @@ def run(listen: str | None = None, allow_remote: bool = False, anthropic_upstrea
     settings = ProxySettings(
         host=host, port=port, root=root or default_root(),
         upstreams={"anthropic": anthropic_upstream or ANTHROPIC_URL, "openai": openai_upstream or OPENAI_URL},
-        window=window, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, summarizer=summarizer or SUMMARIZER,
+        window=window, threshold=DEFAULT_THRESHOLD if threshold is None else threshold, summarizer=summarizer or PROXY_SUMMARIZER,
         body_cap=PROXY_MAX_BODY_BYTES if max_body_bytes is None else max_body_bytes, steps=frozenset(steps), record=not no_record,
         lead=PROXY_PREFIRE_LEAD, prefire_wait=PROXY_PREFIRE_WAIT, prune_high=PROXY_PRUNE_HIGH_PERCENT, prune_low=PROXY_PRUNE_LOW_PERCENT,
         warn_remote=not _is_loopback(host))

@@ -30,7 +30,7 @@ from ..view.fold import plan_file
 from ..view.head import continuation_state
 from ..view.tokens import BELOW, OVER, item_tokens, over_threshold, percent_of
 from .artifacts import artifact_doc, artifact_relpath, write_artifact
-from .ladder import FITTED_RESERVE, SummarizerError, SummaryRequest, WindowTooSmall
+from .ladder import FITTED_RESERVE, Summarizer, SummarizerError, SummaryRequest, WindowTooSmall
 from .measure import Measure, checked_head, choose_head, head_tokens, measure, new_head  # noqa: F401 - the package's names
 from .spend import spend_events
 from .summarizers import get_summarizer
@@ -76,7 +76,7 @@ class CompactOptions:
     force: bool = False  # compact below the threshold too
     mode: str = COMPACT_MODE  # summary | transcript | segments
     detail: str = SEGMENT_DETAIL  # how much of each item a segment keeps
-    summarizer: str = SUMMARIZER
+    summarizer: str | Summarizer = SUMMARIZER
     summarizer_options: dict[str, Any] | None = None
     dry_run: bool = False  # write nothing
     check: bool = False  # only say whether the session is over its threshold

@@ -55,7 +55,7 @@ def _env_backoff() -> float:
     return value
 
 
-class _ModelSummarizer(Summarizer):
+class ModelSummarizer(Summarizer):
     def __init__(self, *, attempts: int = ATTEMPTS_PER_STAGE, backoff: float | None = None, min_chars: int = MIN_SUMMARY_CHARS) -> None:
         self.attempts = attempts
         self.backoff = backoff if backoff is not None else _env_backoff()
@@ -96,7 +96,7 @@ CMD_OVERFLOW_LINE = "context_length_exceeded"
 CMD_TEMPFAIL_STATUS = 75
 
 
-class CmdSummarizer(_ModelSummarizer):
+class CmdSummarizer(ModelSummarizer):
     """The prompt on the command's stdin, the summary from its stdout (argv, no shell)."""
 
     def __init__(self, command: str, *, timeout: float = CMD_TIMEOUT_S, **kw: Any) -> None:
@@ -148,7 +148,7 @@ def is_overflow(status: int, body: str) -> bool:
     return status == 413 or (status == 400 and any(m in low for m in _OVERFLOW_MARKERS))
 
 
-class OpenAISummarizer(_ModelSummarizer):
+class OpenAISummarizer(ModelSummarizer):
     """An OpenAI-compatible /chat/completions endpoint, streamed (stdlib http.client: no new dependency)."""
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None, timeout: float = HTTP_TIMEOUT_S,
@@ -166,7 +166,7 @@ class OpenAISummarizer(_ModelSummarizer):
         self.max_response_bytes = max_response_bytes
 
     def call_once(self, prompt: Prompt, timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
-        from .transport import error_text, post
+        from .transport import post
 
         # include_usage: the stream's last chunk carries the tokens the provider counted.
         body = orjson.dumps({"model": self.model, "messages": prompt.messages(), "stream": True, "stream_options": {"include_usage": True}})
@@ -174,18 +174,26 @@ class OpenAISummarizer(_ModelSummarizer):
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         with post(f"{self.base_url}/chat/completions", body, headers, timeout=self.timeout, max_bytes=self.max_response_bytes) as answer:
-            if answer.status >= 400:
-                text = error_text(answer)
-                if is_overflow(answer.status, text):
-                    raise Overflow(f"HTTP {answer.status}: {_error_message(text)}")
-                if answer.status >= 500 or answer.status in (408, 409, 429):
-                    raise Transient(f"HTTP {answer.status}: {_error_message(text)}")
-                raise Deterministic(f"HTTP {answer.status}: {_error_message(text)}")
+            check_status(answer)
             if "text/event-stream" in answer.header("Content-Type"):
                 return _read_sse(answer.lines(), timer)
             data = answer.body()
             timer.delta(time.monotonic())
             return _message_content(data), _usage_of(data)
+
+
+def check_status(answer: Any) -> None:
+    """Raise what an error answer means to the ladder: Overflow, Transient (5xx, 408, 409, 429) or Deterministic."""
+    if answer.status < 400:
+        return
+    from .transport import error_text
+
+    text = error_text(answer)
+    if is_overflow(answer.status, text):
+        raise Overflow(f"HTTP {answer.status}: {_error_message(text)}")
+    if answer.status >= 500 or answer.status in (408, 409, 429):
+        raise Transient(f"HTTP {answer.status}: {_error_message(text)}")
+    raise Deterministic(f"HTTP {answer.status}: {_error_message(text)}")
 
 
 def _error_message(text: str) -> str:
@@ -266,8 +274,11 @@ def _read_sse(lines: Iterable[bytes], timer: StreamTimer) -> tuple[str, dict[str
 # -- choosing one ----------------------------------------------------------------------------
 
 
-def get_summarizer(spec: str, **options: Any) -> Summarizer:
-    """`extractive`, `cmd:CMD` or `openai:MODEL` (options: attempts, backoff, min_chars, timeout; max_response_bytes for openai:)."""
+def get_summarizer(spec: str | Summarizer, **options: Any) -> Summarizer:
+    """`extractive`, `cmd:CMD` or `openai:MODEL` (options: attempts, backoff, min_chars, timeout; max_response_bytes for openai:);
+    a summariser already made (the proxy's, which calls its client's upstream) is itself."""
+    if isinstance(spec, Summarizer):
+        return spec
     if spec == "extractive":
         return ExtractiveSummarizer()
     kind, _, rest = spec.partition(":")

@@ -338,7 +338,7 @@ def gather_path(target: Any) -> Report:
     """The report of a session on disk; one that cannot even be opened still gets a report (one
     that holds no conversation is no session: its error is raised, and a ROOT skips it)."""
     try:
-        with open_session(target, warn=None) as session:
+        with open_session(target) as session:  # (a native session's skipped lines named on stderr)
             return gather(session)
     except NoConversation:
         raise

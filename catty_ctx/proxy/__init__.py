@@ -7,7 +7,9 @@ compaction). Only the `proxy` command imports this package; it needs the extra
 `catty-ctx[proxy]` (aiohttp).
 
 Modules: `sse` (the tee's event reader), `families` (the API families and the session-key
-table), `anthropic` and `openai` (each family's request and answer shapes), `recorder`
-(conversations as sessions), `lifecycle` (repair, prune, compaction on the request copy),
-`server` (the HTTP server and client).
+table), `anthropic` and `openai` (each family's request and answer shapes), `reuse` (the
+previous request's parse, reused), `recorder` (conversations as sessions), `lifecycle`
+(repair, prune, compaction on the request copy), `summarize` (the client's upstream as the
+summariser), `pass1` (pass 1 in a process of its own), `server` (the HTTP server and client),
+`main` (settings, the event loop).
 """

@@ -48,15 +48,21 @@ class AnthropicFamily(Family):
     name = "anthropic"
     client = "anthropic"
 
-    def parse(self, body: dict[str, Any]) -> Parsed:
-        items: list[Item] = []
-        locs: list[Loc] = []
-        system = body.get("system")
-        if system:
-            items.append({"role": "system", "text": text_of(system)})
-            locs.append(Loc(-1))
-        lead, leading = 0, True
-        for mi, m in enumerate(self.messages(body)):
+    def head(self, body: dict[str, Any]) -> Any:
+        return body.get("system")
+
+    def parse_from(self, body: dict[str, Any], prev: Parsed | None, start: int) -> tuple[Parsed, int]:
+        msgs = self.messages(body)
+        start, items, locs, marks, lead, leading, _ = self.resume(prev, start)
+        if not start:
+            system = body.get("system")
+            if system:
+                items.append({"role": "system", "text": text_of(system)})
+                locs.append(Loc(-1))
+        fresh = len(items)
+        for mi in range(start, len(msgs)):
+            m = msgs[mi]
+            marks.append((len(items), lead, leading, None))
             if not isinstance(m, dict):
                 raise ValueError(f"message {mi} is not an object")
             role = m.get("role")
@@ -95,7 +101,8 @@ class AnthropicFamily(Family):
                     item["synthetic"] = "with_results"
                 items.append(item)
                 locs.append(Loc(mi))
-        return Parsed(items, locs, lead)
+        marks.append((len(items), lead, leading, None))
+        return Parsed(items, locs, lead, marks=marks), fresh
 
     def fix(self, body: dict[str, Any], drops: set[Loc], answers: dict[int, list[str]], text: str) -> None:
         """Drop the result blocks DROPS; answer the calls of each assistant message (by index) with TEXT."""

@@ -29,6 +29,9 @@ class Loc(NamedTuple):
     block: int = -1
 
 
+Mark = tuple[int, int, bool, int | None]
+
+
 @dataclass
 class Parsed:
     """A request read as items. `lead`: the native messages at the front that a compaction
@@ -38,6 +41,9 @@ class Parsed:
     locs: list[Loc]
     lead: int = 0
     call_kinds: dict[str, str] = field(default_factory=dict)  # call id -> the native call type (Responses)
+    # The parser's state before each native message and after the last: (items so far, lead,
+    # still leading, the assistant item calls may join): where a later parse resumes (reuse.py).
+    marks: list[Mark] = field(default_factory=list)
 
 
 @dataclass
@@ -48,7 +54,8 @@ class Answer:
     items: list[Item] = field(default_factory=list)
     usage: dict[str, int] | None = None
     model: str | None = None
-    request_id: str | None = None
+    request_id: str | None = None  # the response's own id (Anthropic's `msg_…`)
+    header_id: str | None = None  # the upstream's `request-id` header, which Claude Code records as `requestId`
 
 
 class Family:
@@ -58,6 +65,27 @@ class Family:
     name = ""
     client = ""
     list_key = "messages"
+
+    def head(self, body: dict[str, Any]) -> Any:
+        """What of BODY besides its list the items depend on (its system text)."""
+        return None
+
+    def parse(self, body: dict[str, Any]) -> Parsed:
+        return self.parse_from(body, None, 0)[0]
+
+    def parse_from(self, body: dict[str, Any], prev: Parsed | None, start: int) -> tuple[Parsed, int]:  # pragma: no cover - interface
+        """BODY's items, the first START native messages read as PREV read them (the same head
+        and messages); and how many leading items are PREV's unchanged (their digests hold)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def resume(prev: Parsed | None, start: int) -> tuple[int, list[Item], list[Loc], list[Mark], int, bool, int | None]:
+        """Where a parse starts: native message START with PREV's items, locs and marks before
+        it and the parser's state there, or (when PREV has no such message) the top."""
+        if prev is None or not 0 < start < len(prev.marks):
+            return 0, [], [], [], 0, True, None
+        at, lead, leading, open_at = prev.marks[start]
+        return start, prev.items[:at], prev.locs[:at], prev.marks[:start], lead, leading, open_at
 
     def messages(self, body: dict[str, Any]) -> list[Any]:
         msgs = body.get(self.list_key)
@@ -154,8 +182,12 @@ def usage_fields(u: Any, *, openai: bool) -> dict[str, int] | None:
         return v if type(v) is int and v > 0 else 0
 
     if not openai:
-        return {"input": n(u, "input_tokens"), "output": n(u, "output_tokens"), "cache_read": n(u, "cache_read_input_tokens"),
-                "cache_write": n(u, "cache_creation_input_tokens"), "reasoning": 0}
+        fields = {"input": n(u, "input_tokens"), "output": n(u, "output_tokens"), "cache_read": n(u, "cache_read_input_tokens"),
+                  "cache_write": n(u, "cache_creation_input_tokens"), "reasoning": 0}
+        hour = min(n(u.get("cache_creation"), "ephemeral_1h_input_tokens"), fields["cache_write"])
+        if hour:  # (one-hour cache writes, billed apart: docs/format.md)
+            fields["cache_write_1h"] = hour
+        return fields
     if "prompt_tokens" in u:  # Chat Completions
         cached = n(u.get("prompt_tokens_details"), "cached_tokens")
         return {"input": max(n(u, "prompt_tokens") - cached, 0), "output": n(u, "completion_tokens"), "cache_read": cached,

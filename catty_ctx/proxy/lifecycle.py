@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from .. import defaults
+from ..compact.ladder import SummarizerError, WindowTooSmall
 from ..compact.pipeline import CompactOptions, compact_session
 from ..prune.options import PruneOptions, PruneStats
 from ..prune.pipeline import prune_item_stream
@@ -27,6 +28,7 @@ from ..view.pairing import ANSWER_TEXT, PairRepair
 from ..view.tokens import item_tokens
 from .families import Item, Loc, Parsed, native_prefix_fp
 from .recorder import Conversation, PendingRecord
+from .summarize import SPEC, UpstreamSummarizer
 
 STEPS = ("repair", "prune", "compact", "prefire")
 # Context windows by model: the first entry whose marker the model name (or the 1M beta) holds.
@@ -54,7 +56,7 @@ class LifecycleOptions:
     lead: float = defaults.PROXY_PREFIRE_LEAD
     prefire_wait: float = defaults.PROXY_PREFIRE_WAIT
     tail_percent: float = defaults.PROXY_TAIL_PERCENT
-    summarizer: str = defaults.SUMMARIZER
+    summarizer: str = defaults.PROXY_SUMMARIZER  # `upstream`: the client's upstream, credentials and model
     prune: PruneOptions = field(default_factory=lambda: PruneOptions(high_percent=defaults.PROXY_PRUNE_HIGH_PERCENT,
                                                                      low_percent=defaults.PROXY_PRUNE_LOW_PERCENT))
 
@@ -94,9 +96,11 @@ class Lifecycle:
         return self.opts.window or model_window(model, beta)
 
     async def apply(self, conv: Conversation, fam: Any, doc: dict[str, Any], parsed: Parsed, pending: PendingRecord,
-                    body: bytes, beta: str = "") -> tuple[bytes, dict[str, Any]]:
+                    body: bytes, beta: str = "", call: tuple[str, dict[str, str]] | None = None) -> tuple[bytes, dict[str, Any]]:
         """The bytes to forward for DOC (BODY when nothing changed) and what was done. The
-        request's items are recorded by PENDING: now if a compaction needs them, else later."""
+        request's items are recorded by PENDING: now if a compaction needs them, else later.
+        CALL (the upstream URL and the client's headers) is where a summary is asked for when
+        the summariser is the upstream's."""
         opts = self.opts
         notes: dict[str, Any] = {}
         changed = repaired = False
@@ -124,7 +128,7 @@ class Lifecycle:
         if "compact" in opts.steps and window > 0:
             if tokens * 100 >= opts.threshold * window:
                 await asyncio.to_thread(pending.flush)  # the compaction summarises the log: this request's items in it
-                new = await self._compact(conv, fam, client, parsed.lead, rep, tokens)
+                new = await self._compact(conv, fam, client, parsed.lead, rep, tokens, self.summarizer(conv, fam, doc, call))
                 if new is not None:
                     doc[fam.list_key] = client
                     fam.replace_span(doc, new["lead"], new["k"], new["text"])
@@ -133,16 +137,58 @@ class Lifecycle:
                     out = orjson.dumps(doc)
                     notes["compacted"] = new["compaction"]
             elif "prefire" in opts.steps and tokens * 100 >= (opts.threshold - opts.lead) * window:
-                self._prefire(conv, pending)
+                self._prefire(conv, pending, self.summarizer(conv, fam, doc, call))
         return out, notes
+
+    def preview(self, conv: Conversation, fam: Any, doc: dict[str, Any], parsed: Parsed, body: bytes) -> bytes:
+        """DOC as the conversation's next request would go out, read-only (a token count):
+        repaired, with the compaction its prefix has, and the last prune batch's rewrites."""
+        changed = False
+        if "repair" in self.opts.steps:
+            drops, answers, fixes = repair_plan(parsed)
+            if fixes:
+                fam.fix(doc, drops, answers, ANSWER_TEXT)
+                parsed, changed = fam.parse(doc), True
+        rep = self._lookup(conv, list(fam.messages(doc))) if "compact" in self.opts.steps else None
+        cache = conv.runtime.get("prune") if "prune" in self.opts.steps else None
+        if rep is not None:
+            fam.replace_span(doc, rep["lead"], rep["k"], rep["text"])
+            changed = True
+        if cache and cache["texts"] and cache["rep"] == (rep["compaction"] if rep is not None else None):
+            for it, loc in zip(parsed.items, parsed.locs):
+                text = cache["texts"].get(it["call_id"]) if it.get("role") == "tool" else None
+                at = _moved(loc, rep) if text is not None else None
+                if at is not None:
+                    fam.set_output(doc, at, text)
+                    changed = True
+        return orjson.dumps(doc) if changed else body
 
     # -- compaction: lookup, new, prefire ----------------------------------------------------------
 
+    def summarizer(self, conv: Conversation, fam: Any, doc: dict[str, Any], call: tuple[str, dict[str, str]] | None) -> str | UpstreamSummarizer:
+        """Who summarises this conversation: `--summarizer` when named, else its own upstream
+        (the offline extractive one when the request names no model or the upstream refused)."""
+        if self.opts.summarizer != SPEC:
+            return self.opts.summarizer
+        model = doc.get("model")
+        if call is None or not isinstance(model, str) or not model or conv.runtime.get("upstream_refused"):
+            return "extractive"
+        return UpstreamSummarizer(fam.name, call[0], call[1], model)
+
     @staticmethod
     def _lookup(conv: Conversation, client: list[Any]) -> dict[str, Any] | None:
-        """The latest compaction whose replaced prefix this request repeats exactly."""
+        """The latest compaction whose replaced prefix this request repeats exactly. The
+        messages of the last request it matched are kept: a request that repeats them (one
+        comparison in C) matches without fingerprinting the span again."""
+        seen = conv.runtime.get("matched")
         for rep in reversed(conv.replacements):
-            if rep["k"] <= len(client) and native_prefix_fp(client, rep["k"]) == rep["fp"]:
+            k = rep["k"]
+            if k > len(client):
+                continue
+            if seen is not None and seen[0] is rep and client[:k] == seen[1]:
+                return rep
+            if native_prefix_fp(client, k) == rep["fp"]:
+                conv.runtime["matched"] = (rep, client[:k])
                 return rep
         return None
 
@@ -162,15 +208,24 @@ class Lifecycle:
         return None
 
     async def _compact(self, conv: Conversation, fam: Any, client: list[Any], lead: int, prev: dict[str, Any] | None,
-                       tokens: int) -> dict[str, Any] | None:
+                       tokens: int, summarizer: str | UpstreamSummarizer) -> dict[str, Any] | None:
         k = self._split(fam, client, lead, prev["k"] if prev is not None else lead)
         if k is None:
             self.log(f"{conv.folder.name}: over the threshold ({tokens:,} tokens) but no live tail to keep; not compacted")
             return None
         pending = conv.runtime.get("prefire")
-        opts = CompactOptions(force=True, mode="segments", summarizer=self.opts.summarizer, two_pass="prefire" in self.opts.steps,
+        opts = CompactOptions(force=True, mode="segments", summarizer=summarizer, two_pass="prefire" in self.opts.steps,
                               prefire_wait=self.opts.prefire_wait)
-        result = await asyncio.to_thread(compact_session, conv.session, opts)
+        try:
+            result = await asyncio.to_thread(compact_session, conv.session, opts)
+        except SummarizerError as exc:
+            if not isinstance(summarizer, UpstreamSummarizer) or isinstance(exc, WindowTooSmall):
+                raise
+            # The upstream would not summarise (a credential scoped to its client's own prompts,
+            # a model that refuses): this conversation is summarised offline from now on.
+            conv.runtime["upstream_refused"] = True
+            self.log(f"{conv.folder.name}: the upstream's summary failed ({exc}); summarised offline instead")
+            result = await asyncio.to_thread(compact_session, conv.session, replace(opts, summarizer="extractive"))
         if pending is not None and not pending.done():
             self.log(f"{conv.folder.name}: pass 1 still running at the threshold")
         if result.event is None:
@@ -185,22 +240,24 @@ class Lifecycle:
         self.log(f"{conv.folder.name}: compacted ({tokens:,} tokens; messages {lead}..{k - 1} replaced; compaction {comp['id']})")
         return rep
 
-    def _prefire(self, conv: Conversation, pending: PendingRecord) -> None:
-        """Pass 1 of a two-pass compaction, in a process of its own (`compact --prefire`): its
-        work never holds this loop's interpreter while requests go through."""
+    def _prefire(self, conv: Conversation, pending: PendingRecord, summarizer: str | UpstreamSummarizer) -> None:
+        """Pass 1 of a two-pass compaction, in a process of its own (`proxy.pass1`, which runs
+        `compact --prefire`): its work never holds this loop's interpreter while requests go
+        through. The job, the client's headers with it, goes through the child's stdin alone."""
         running = conv.runtime.get("prefire")
         if (running is not None and not running.done()) or conv.prefired_at >= 0:
             return
         conv.prefired_at = len(conv.digests)
+        spec = summarizer.spec() if isinstance(summarizer, UpstreamSummarizer) else summarizer
+        job = orjson.dumps({"folder": str(conv.folder), "summarizer": spec})
 
         async def run() -> None:
             try:
                 await asyncio.to_thread(pending.flush)  # pass 1 reads the log: this request's items in it
                 proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-m", "catty_ctx", "compact", str(conv.folder), "--prefire", "--force", "--mode", "segments",
-                    "--summarizer", self.opts.summarizer, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+                    sys.executable, "-m", "catty_ctx.proxy.pass1", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
                     stderr=asyncio.subprocess.PIPE)
-                _, err = await proc.communicate()
+                _, err = await proc.communicate(job)
                 if proc.returncode:
                     self.log(f"{conv.folder.name}: pass 1 failed (exit {proc.returncode}: {err.decode(errors='replace').strip()[-300:]})")
             except Exception as exc:

@@ -8,11 +8,13 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..compact.summarizers import get_summarizer
 from ..errors import UsageError
 from ..prune.options import PruneOptions
 from ..redact import redact_url
 from .lifecycle import STEPS, Lifecycle, LifecycleOptions
 from .server import Log, Proxy
+from .summarize import SPEC
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,11 @@ def build(settings: ProxySettings, log: Log | None = None) -> Proxy:
     unknown = sorted(settings.steps - set(STEPS))
     if unknown:
         raise UsageError(f"proxy_steps: unknown step {', '.join(unknown)} (the steps are {', '.join(STEPS)})")
+    if settings.summarizer != SPEC:  # a spec it cannot use is refused now, not at the first compaction
+        try:
+            get_summarizer(settings.summarizer)
+        except UsageError as exc:
+            raise UsageError(f"--summarizer: {exc}; or {SPEC}, the client's own upstream") from None
     root = Path(settings.root)
     root.mkdir(parents=True, exist_ok=True)
     log = log or Log(root)
@@ -69,7 +76,7 @@ async def _serve(settings: ProxySettings) -> None:
 
 
 def serve(settings: ProxySettings) -> None:
-    # Each request parses a whole history into short-lived objects: collect the young
-    # generation less often, so a 600 KB body is not scanned dozens of times while it is read.
-    gc.set_threshold(50_000, 20, 20)
+    # Each request parses a whole history: the cyclic collector runs between requests, once
+    # an answer is out (server.collect_garbage), never in the middle of one.
+    gc.disable()
     asyncio.run(_serve(settings))

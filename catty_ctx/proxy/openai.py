@@ -48,20 +48,30 @@ class ResponsesFamily(Family):
     client = "openai"
     list_key = "input"
 
-    def parse(self, body: dict[str, Any]) -> Parsed:
-        items: list[Item] = []
-        locs: list[Loc] = []
-        kinds: dict[str, str] = {}
-        if isinstance(body.get("instructions"), str) and body["instructions"]:
+    def head(self, body: dict[str, Any]) -> Any:
+        return body.get("instructions")
+
+    def parse_from(self, body: dict[str, Any], prev: Parsed | None, start: int) -> tuple[Parsed, int]:
+        plain = isinstance(body.get("input"), str)
+        start, items, locs, marks, lead, leading, open_at = self.resume(None if plain else prev, start)
+        if not start and isinstance(body.get("instructions"), str) and body["instructions"]:
             items.append({"role": "system", "text": body["instructions"]})
             locs.append(Loc(-1))
-        if isinstance(body.get("input"), str):
+        if plain:
             items.append({"role": "user", "text": body["input"]})
             locs.append(Loc(-1))
-            return Parsed(items, locs, 0, kinds)
-        lead, leading = 0, True
-        open_at: int | None = None  # the assistant item calls may still join
-        for i, x in enumerate(self.messages(body)):
+            return Parsed(items, locs, 0), 0
+        inp = self.messages(body)
+        kinds: dict[str, str] = dict(prev.call_kinds) if prev is not None and start else {}
+        fresh = len(items)
+        if open_at is not None:  # calls may still join it: a copy of its own (PREV keeps its item)
+            joined = items[open_at] = dict(items[open_at])
+            if "tool_calls" in joined:
+                joined["tool_calls"] = list(joined["tool_calls"])
+            fresh = open_at
+        for i in range(start, len(inp)):
+            x = inp[i]
+            marks.append((len(items), lead, leading, open_at))
             if not isinstance(x, dict):
                 raise ValueError(f"input item {i} is not an object")
             kind = x.get("type") or ("message" if "role" in x else None)
@@ -91,7 +101,8 @@ class ResponsesFamily(Family):
                 items.append({"role": "tool", "call_id": str(x.get("call_id")), "output": out, "is_error": failed(out)})
                 locs.append(Loc(i))
                 open_at = None
-        return Parsed(items, locs, lead, kinds)
+        marks.append((len(items), lead, leading, open_at))
+        return Parsed(items, locs, lead, kinds, marks), fresh
 
     def fix(self, body: dict[str, Any], drops: set[Loc], answers: dict[int, list[str]], text: str) -> None:
         inp: list[Any] = list(self.messages(body))
@@ -153,11 +164,13 @@ class ChatFamily(Family):
     name = "chat"
     client = "openai"
 
-    def parse(self, body: dict[str, Any]) -> Parsed:
-        items: list[Item] = []
-        locs: list[Loc] = []
-        lead, leading = 0, True
-        for i, m in enumerate(self.messages(body)):
+    def parse_from(self, body: dict[str, Any], prev: Parsed | None, start: int) -> tuple[Parsed, int]:
+        msgs = self.messages(body)
+        start, items, locs, marks, lead, leading, _ = self.resume(prev, start)
+        fresh = len(items)
+        for i in range(start, len(msgs)):
+            m = msgs[i]
+            marks.append((len(items), lead, leading, None))
             if not isinstance(m, dict):
                 raise ValueError(f"message {i} is not an object")
             role = str(m.get("role"))
@@ -176,7 +189,8 @@ class ChatFamily(Family):
                     item["tool_calls"] = calls
                 items.append(item)
             locs.append(Loc(i))
-        return Parsed(items, locs, lead)
+        marks.append((len(items), lead, leading, None))
+        return Parsed(items, locs, lead, marks=marks), fresh
 
     def fix(self, body: dict[str, Any], drops: set[Loc], answers: dict[int, list[str]], text: str) -> None:
         msgs: list[Any] = list(self.messages(body))

@@ -11,6 +11,7 @@ followed (a 3xx goes back to the client as it came), and no header is ever logge
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 import zlib
@@ -21,14 +22,18 @@ from typing import Any
 
 import orjson
 from aiohttp import ClientError, ClientSession, ClientTimeout, TCPConnector, web
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from ..redact import redact_text, redact_url
 from ..visible import one_line
 from .anthropic import ANTHROPIC
 from .families import Answer, conversation_key
 from .openai import CHAT, RESPONSES
-from .recorder import Conversation, PendingRecord, Recorder, chain
+from .recorder import Conversation, PendingRecord, Recorder
+from .reuse import ParseCache
 from .sse import SSEReader
+from .summarize import client_headers
 
 # Headers of one hop (connection management), never forwarded, and the ones the HTTP stack sets itself.
 HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer",
@@ -42,10 +47,11 @@ class Route:
 
     family: Any
     upstream: str  # anthropic | openai
+    count: bool = False  # a token count: the copy the conversation's next request would send, nothing recorded
 
 
 ROUTES = {"/v1/messages": Route(ANTHROPIC, "anthropic"), "/v1/responses": Route(RESPONSES, "openai"),
-          "/v1/chat/completions": Route(CHAT, "openai")}
+          "/v1/chat/completions": Route(CHAT, "openai"), "/v1/messages/count_tokens": Route(ANTHROPIC, "anthropic", count=True)}
 
 
 def upstream_name(path: str, headers: Any) -> str:
@@ -71,6 +77,22 @@ class Prepared:
     family: Any
     stream: bool
     notes: dict[str, Any] = field(default_factory=dict)
+    sent: asyncio.Event | None = None  # set once the answer's first bytes went to the client (or it failed)
+
+
+# The cyclic garbage collector runs here, when an answer is out, not wherever a request's
+# parse happens to allocate (`serve` turns the automatic one off): a collection of the young
+# generation takes milliseconds once the parses of whole histories are alive. The same
+# thresholds as the automatic collector's, counted the same way.
+GC_YOUNG, GC_OLDER = 50_000, 10
+
+
+def collect_garbage() -> None:
+    if gc.isenabled():
+        return
+    young, middle, old = gc.get_count()
+    if young >= GC_YOUNG:
+        gc.collect(2 if old >= GC_OLDER else 1 if middle >= GC_OLDER else 0)
 
 
 class Log:
@@ -106,11 +128,20 @@ class Proxy:
         self.client: ClientSession | None = None
         self.runner: web.AppRunner | None = None
         self.tasks: set[asyncio.Task[Any]] = set()
+        self.parses = ParseCache()
+        self.via: dict[str, tuple[Any, Any]] = {}  # upstream -> (proxy, proxy auth) from the environment, read once
 
     async def start(self, host: str, port: int) -> int:
         self.root.mkdir(parents=True, exist_ok=True)
-        # No timeout of ours: a slow or dead upstream is the client's to give up on.
-        self.client = ClientSession(auto_decompress=False, timeout=ClientTimeout(total=None), trust_env=True,
+        # No timeout of ours: a slow or dead upstream is the client's to give up on. The
+        # environment's HTTP(S)_PROXY is read once here, not per request; no netrc: the proxy
+        # never adds a credential the client did not send.
+        for name, base in self.upstreams.items():
+            try:
+                self.via[name] = get_env_proxy_for_url(URL(base))
+            except LookupError:
+                pass
+        self.client = ClientSession(auto_decompress=False, timeout=ClientTimeout(total=None), trust_env=False,
                                     connector=TCPConnector(limit=0), skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept"))
         app = web.Application(client_max_size=0)
         app.router.add_route("*", "/{tail:.*}", self.handle)
@@ -132,6 +163,12 @@ class Proxy:
     # -- one request -------------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._handle(request)
+        finally:
+            collect_garbage()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         head, whole = await self._read_body(request)
         route = ROUTES.get(request.path)
         prepared: Prepared | None = None
@@ -139,7 +176,10 @@ class Proxy:
             self.log(f"{request.method} {request.path}: body over the cap ({self.body_cap:,} bytes): passed through unprocessed")
         elif route is not None and request.method == "POST" and self.record:
             try:
-                prepared = await self.prepare(route, request, head)
+                if route.count:
+                    head = await self.count_copy(route, request, head)
+                else:
+                    prepared = await self.prepare(route, request, head)
             except Exception as exc:  # fail-open: the original request goes out unchanged
                 self.log(f"{request.method} {request.path}: forwarded unchanged ({type(exc).__name__}: {exc})")
         data: Any = prepared.body if prepared is not None else (head if whole else self._rest(request, head))
@@ -175,7 +215,7 @@ class Proxy:
         if not isinstance(doc, dict):
             raise ValueError("the body is not a JSON object")
         fam = route.family
-        parsed = fam.parse(doc)
+        parsed, digests = self.parses.parse(fam, doc)
         agent, sid = conversation_key(fam.client, request.headers, doc, parsed.items)
         model = doc.get("model") if isinstance(doc.get("model"), str) else None
         beta = request.headers.get("anthropic-beta", "")
@@ -188,15 +228,43 @@ class Proxy:
             previous = conv.runtime.get("recording")
             if previous is not None:  # the previous request and answer are recorded before this one is matched
                 await previous
-            pending = PendingRecord(self.recorder, conv, parsed.items, chain(parsed.items))
+            pending = PendingRecord(self.recorder, conv, parsed.items, digests)
             out = body
             notes: dict[str, Any] = {}
             if self.lifecycle is not None:
-                out, notes = await self.lifecycle.apply(conv, fam, doc, parsed, pending, body, beta)
-            self._after(conv, pending.flush)  # off the request's path
-        return Prepared(out, conv, fam, doc.get("stream") is True, notes)
+                call = (self.upstreams[route.upstream] + request.rel_url.path_qs, client_headers(request.headers))
+                out, notes = await self.lifecycle.apply(conv, fam, doc, parsed, pending, body, beta, call)
+            sent = asyncio.Event()
+            self._after(conv, pending.flush, sent)  # off the request's path: once the answer's first bytes are out
+        return Prepared(out, conv, fam, doc.get("stream") is True, notes, sent)
+
+    async def count_copy(self, route: Route, request: web.Request, body: bytes) -> bytes:
+        """A token count of a conversation the proxy carries counts what its next request
+        would send: BODY with the conversation's repairs, compaction and prune batch applied
+        (nothing recorded, nothing compacted); any other count goes as it came."""
+        if self.lifecycle is None:
+            return body
+        doc = orjson.loads(body)
+        if not isinstance(doc, dict):
+            return body
+        fam = route.family
+        parsed = fam.parse(doc)
+        agent, sid = conversation_key(fam.client, request.headers, doc, parsed.items)
+        conv = self.recorder.open.get(self.recorder.key(agent, sid, parsed.items))
+        if conv is None:
+            return body
+        async with conv.runtime.setdefault("lock", asyncio.Lock()):
+            out: bytes = self.lifecycle.preview(conv, fam, doc, parsed, body)
+            return out
 
     async def forward(self, request: web.Request, upstream: str, data: Any, prepared: Prepared | None) -> web.StreamResponse:
+        try:
+            return await self._forward(request, upstream, data, prepared)
+        finally:
+            if prepared is not None and prepared.sent is not None:
+                prepared.sent.set()
+
+    async def _forward(self, request: web.Request, upstream: str, data: Any, prepared: Prepared | None) -> web.StreamResponse:
         assert self.client is not None
         base = self.upstreams[upstream]
         url = base + request.rel_url.path_qs
@@ -206,7 +274,8 @@ class Proxy:
         if not isinstance(data, bytes) and request.content_length is not None:  # streamed through: the length the client declared
             headers.append(("Content-Length", str(request.content_length)))
         try:
-            up_cm = self.client.request(request.method, url, headers=headers, data=data, allow_redirects=False)
+            via, via_auth = self.via.get(upstream, (None, None))
+            up_cm = self.client.request(request.method, url, headers=headers, data=data, allow_redirects=False, proxy=via, proxy_auth=via_auth)
             up = await up_cm.__aenter__()
         except (ClientError, OSError, asyncio.TimeoutError) as exc:
             self.log(f"{request.method} {request.path}: upstream {redact_url(base)} unreachable ({type(exc).__name__}: {exc})")
@@ -221,9 +290,13 @@ class Proxy:
                 out.content_length = up.content_length
             await out.prepare(request)
             tee = Tee(prepared, up.headers) if prepared is not None and up.status == 200 else None
+            sent = prepared.sent if prepared is not None else None
             try:
                 async for chunk in up.content.iter_any():
                     await out.write(chunk)
+                    if sent is not None:
+                        sent.set()
+                        sent = None
                     if tee is not None:
                         tee.feed(chunk)
                 await out.write_eof()
@@ -237,13 +310,17 @@ class Proxy:
         finally:
             await up_cm.__aexit__(None, None, None)
 
-    def _after(self, conv: Conversation, work: Callable[[], object]) -> None:
-        """Run WORK in a thread after the conversation's earlier recording, in order; a failure is one log line."""
+    def _after(self, conv: Conversation, work: Callable[[], object], gate: asyncio.Event | None = None) -> None:
+        """Run WORK in a thread after the conversation's earlier recording, in order, and once
+        GATE is set (so its disk writes never compete with the request on its way); a failure
+        is one log line."""
         previous = conv.runtime.get("recording")
 
         async def run() -> None:
             if previous is not None:
                 await previous
+            if gate is not None:
+                await gate.wait()
             try:
                 await asyncio.to_thread(work)
             except Exception as exc:
@@ -282,6 +359,7 @@ class Tee:
         self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if enc == "gzip" else zlib.decompressobj() if enc == "deflate" else None
         self.unreadable = enc not in ("", "identity", "gzip", "deflate")
         self.error: Exception | None = None
+        self.header_id = headers.get("request-id")  # (Anthropic's: the agent's transcript names the call by it)
 
     def feed(self, chunk: bytes) -> None:
         if self.unreadable or self.error is not None:
@@ -308,4 +386,6 @@ class Tee:
             if isinstance(doc, dict):
                 self.reader.document(doc)
         result: Answer | None = self.reader.finish()
+        if result is not None and isinstance(self.header_id, str) and self.header_id:
+            result.header_id = self.header_id
         return result

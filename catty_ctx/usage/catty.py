@@ -44,6 +44,7 @@ class _Event(msgspec.Struct, gc=False):
     output: Count = UNSET
     cache_read: Count = UNSET
     cache_write: Count = UNSET
+    cache_write_1h: Count = UNSET
     reasoning: Count = UNSET
     cost_usd: Int64 | float | None = None
     request_id: str | None = None
@@ -88,7 +89,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                 cost = e.cost_usd
                 recs.append(Record(ts, e.model, e.input, e.output, count(e.cache_read), count(e.cache_write), count(e.reasoning),
                                    float(cost) if cost is not None else None, _key(rid, session, e.seq, parent, forked_at, e.prefire_call), False,
-                                   e.agent or MAIN_AGENT, session, cwd, e.incomplete is True, None, None))
+                                   e.agent or MAIN_AGENT, session, cwd, e.incomplete is True, None, None,
+                                   min(count(e.cache_write_1h), count(e.cache_write))))
                 continue
         ev = json_object(line, off, bad)
         if ev is None:
@@ -104,7 +106,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         recs.append(Record(at, ev["model"], ev["input"], ev["output"], count(ev.get("cache_read")), count(ev.get("cache_write")),
                            count(ev.get("reasoning")), float(cost) if cost is not None else None,
                            _key(ev.get("request_id"), session, ev["seq"], parent, forked_at, ev.get("prefire_call")), False,
-                           ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None))
+                           ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None,
+                           min(count(ev.get("cache_write_1h")), count(ev.get("cache_write")))))
     return state
 
 

@@ -5,12 +5,12 @@ Imports nothing heavy at load (a cached answer is returned as a `Ledger`).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from ..defaults import USAGE_BY
 from ..errors import UsageError
 from .blocks import block_keys, describe
 from .copies import dedupe
+from .outcome import Ledger
 from .prices import DAY, TIER_TOKENS, Prices, cost_at, load_prices
 from .times import day_of, iso_week
 
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from datetime import tzinfo
     from typing import Any
 
-    from .filescan import Scan
     from .records import Record
 
     # The buckets of `fold_calls`: plain containers, so that the kept ledger is written with marshal.
@@ -28,42 +27,6 @@ if TYPE_CHECKING:
 
 BY_CHOICES = USAGE_BY
 _FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "calls")
-
-
-class Ledger(NamedTuple):
-    """Rows by one key and their totals, with what the dedupe dropped and the price table's date.
-
-    `rendered` is what a caller of `usage(render=…)` made of it, kept with a cached answer.
-    (A named tuple, not a dataclass: the dataclasses module is too slow to import for a cached answer.)
-    """
-
-    by: str
-    rows: list[dict[str, Any]]
-    totals: dict[str, Any]
-    incomplete: bool
-    calls_read: int
-    duplicates: int
-    prices_date: str | None
-    prices_source: dict[str, Any] | None = None  # the price library and its version, and the user's price files
-    sources: list[dict[str, str]] | None = None  # the homes read when no PATH was named
-    rendered: Any = None
-
-    def with_sources(self, sources: list[dict[str, str]] | None) -> Ledger:
-        return self._replace(sources=sources)
-
-    def kept(self) -> dict[str, Any]:
-        """The fields an answer cache keeps (`rendered` is kept beside them)."""
-        return {name: value for name, value in self._asdict().items() if name != "rendered"}
-
-    def document(self, scan: Scan | None = None) -> dict[str, Any]:
-        doc: dict[str, Any] = {"by": self.by, "rows": self.rows, "totals": self.totals, "incomplete": self.incomplete,
-                               "calls_read": self.calls_read, "duplicates_dropped": self.duplicates, "prices_date": self.prices_date,
-                               "prices": self.prices_source}
-        if self.sources is not None:
-            doc["sources"] = self.sources
-        if scan is not None:
-            doc.update(files=scan.files, files_parsed=scan.files_parsed, bytes_parsed=scan.bytes_parsed, bad_lines=scan.bad_lines)
-        return doc
 
 
 def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | None = None, since: str | None = None,

@@ -122,3 +122,5 @@ def test_print_env_and_a_remote_address() -> None:
     assert 'base_url = "http://127.0.0.1:9001/v1"' in codex and 'wire_api = "responses"' in codex
     refused = run("--listen", "0.0.0.0:0")
     assert refused.returncode == 2 and "--allow-remote" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    bad = run("--listen", "127.0.0.1:0", "--summarizer", "bogus")
+    assert bad.returncode == 2 and "upstream" in bad.stderr and len(bad.stderr.splitlines()) == 1

@@ -8,13 +8,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 from agents.anthropic_fake import FakeAnthropic, text, tool_use
 from support.proxy_checks import anthropic_problems, cached_units, prefix_reuse
-from support.proxy_run import events, listen, post, proxy_env, running_proxy, session_dirs
+from support.proxy_run import Client, events, listen, post, proxy_env, result, running_proxy, session_dirs
 
 pytest.importorskip("aiohttp")
 
@@ -28,41 +27,12 @@ def catty(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "catty_ctx", *args], capture_output=True, text=True, env=proxy_env())
 
 
-class Client:
-    """A scripted agent: keeps its whole history, moves its breakpoint to the last block as Claude Code does."""
-
-    def __init__(self, url: str, up: FakeAnthropic) -> None:
-        self.url, self.up = url, up
-        self.msgs: list[dict[str, Any]] = []
-        self.usage: list[dict[str, int]] = []
-
-    def send(self, reply: Any, *content: Any) -> dict[str, Any]:
-        self.up.push(reply)
-        self.msgs.append({"role": "user", "content": list(content)})
-        body = {"model": "claude-sonnet-4-5", "max_tokens": 1000,
-                "system": [{"type": "text", "text": "You are a careful coding agent.", "cache_control": {"type": "ephemeral"}}],
-                "tools": [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("Bash", "Edit", "TodoWrite")],
-                "messages": [*self.msgs[:-1], {**self.msgs[-1], "content": [*content[:-1], {**content[-1], "cache_control": {"type": "ephemeral"}}]}]}
-        status, _, raw, _ = post(self.url, "/v1/messages?beta=true", body, {"x-api-key": "k", "anthropic-version": "2023-06-01",
-                                                                          "x-claude-code-session-id": SID})
-        assert status == 200, raw
-        answer = orjson.loads(raw)
-        self.usage.append(answer["usage"])
-        self.msgs.append({"role": "assistant", "content": answer["content"]})
-        time.sleep(0.05)
-        return answer
-
-
-def result(call: dict[str, Any], output: str, is_error: bool = False) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": call["content"][-1]["id"], "content": output, "is_error": is_error}
-
-
 def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Path) -> None:
     root = tmp_path / "root"
     # (a window with room for pass 2's note beside the fitted reserve: below about 36,000 tokens
     # `compact --prefire` is refused, since no note of it could ever be used)
     with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "60000") as (url, _):
-        c = Client(url, up)
+        c = Client(url, up, SID)
         todos = {"todos": [{"content": f"todo {n}", "status": "pending", "activeForm": f"doing {n}"} for n in ("alpha", "beta", "gamma")]}
         a = c.send(tool_use("TodoWrite", todos), {"type": "text", "text": f"Fix the parser. Rule: {FORBIDDEN}."})
         a = c.send(tool_use("Bash", {"command": "make"}), result(a, "Todos have been modified"))
@@ -112,3 +82,36 @@ def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Pa
         (u["input_tokens"], u["output_tokens"], u["cache_read_input_tokens"], u["cache_creation_input_tokens"]) for u in c.usage]
     ledger = orjson.loads(catty("usage", str(folder), "--json").stdout)
     assert orjson.dumps(ledger).count(str(sum(u["input_tokens"] for u in c.usage)).encode()) >= 1
+
+
+def test_count_tokens_counts_the_copy_the_next_request_would_send(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "30000", "--no-prefire") as (url, _):
+        c = Client(url, up, SID)
+        a = c.send(tool_use("Bash", {"command": "make"}), {"type": "text", "text": f"Fix the parser. Rule: {FORBIDDEN}."})
+        turn = 0
+        while not any(b"being continued" in orjson.dumps(b) for b in up.bodies()):
+            a = c.send(text(f"Read log {turn}."), result(a, f"log {turn}\n" + ("line of log output\n" * 180)))
+            a = c.send(tool_use("Bash", {"command": f"cat log{turn + 1}.txt"}), {"type": "text", "text": f"turn {turn}: go on. " + NOTE})
+            turn += 1
+            assert turn < 60, "never compacted"
+        time.sleep(0.5)
+        [folder] = session_dirs(root)
+        recorded = (folder / "updates.jsonl").read_bytes()
+        hdr = {"x-api-key": "k", "anthropic-version": "2023-06-01", "x-claude-code-session-id": SID}
+        ask = {"model": "claude-sonnet-4-5", "system": [{"type": "text", "text": "You are a careful coding agent.", "cache_control": {"type": "ephemeral"}}],
+               "tools": [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("Bash", "Edit", "TodoWrite")],
+               "messages": [*c.msgs, {"role": "user", "content": [result(a, "done")]}]}
+        status, _, raw, _ = post(url, "/v1/messages/count_tokens?beta=true", ask, hdr)
+        assert status == 200, raw
+        sent = [r for r in up.requests if r.path == "/v1/messages/count_tokens"]
+        assert len(sent) == 1
+        counted = sent[0].json
+        assert b"being continued" in orjson.dumps(counted["messages"][0]) and b"Fix the parser" not in orjson.dumps(counted["messages"][1:])
+        assert orjson.loads(raw)["input_tokens"] < len(orjson.dumps(ask)) // 4  # smaller than what the client holds
+        # another conversation's count goes as it came
+        other = {**ask, "messages": [{"role": "user", "content": "how long is this?"}]}
+        assert post(url, "/v1/messages/count_tokens", other, {**hdr, "x-claude-code-session-id": "another-session"})[0] == 200
+        assert [r for r in up.requests if r.path == "/v1/messages/count_tokens"][1].body == orjson.dumps(other)
+        time.sleep(0.3)
+    assert (folder / "updates.jsonl").read_bytes() == recorded  # a count records nothing

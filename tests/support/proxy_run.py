@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,8 +36,10 @@ def proxy_env() -> dict[str, str]:
 @contextmanager
 def running_proxy(root: Path, upstream: str, *args: str, wrap: Any = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`catty-ctx proxy` on a free port with both upstreams at UPSTREAM; (its URL, the process)."""
+    # The offline summariser unless the test names one: a fake upstream scripts every model call.
+    offline = () if "--summarizer" in args else ("--summarizer", "extractive")
     argv = [sys.executable, "-m", "catty_ctx", "proxy", "--listen", "127.0.0.1:0", "--root", str(root),
-            "--anthropic-upstream", upstream, "--openai-upstream", upstream, *args]
+            "--anthropic-upstream", upstream, "--openai-upstream", upstream, *offline, *args]
     proc = subprocess.Popen(wrap(argv) if wrap else argv, stdout=subprocess.PIPE, stderr=open(root.parent / "proxy.stderr", "ab"), env=proxy_env())
     try:
         assert proc.stdout is not None
@@ -68,6 +71,35 @@ def post(url: str, path: str, body: bytes | Any, headers: dict[str, str] | None 
         chunks.append(c)
     conn.close()
     return resp.status, {k.lower(): v for k, v in resp.getheaders()}, b"".join(chunks), chunks
+
+
+class Client:
+    """A scripted agent: keeps its whole history, moves its breakpoint to the last block as Claude Code does."""
+
+    def __init__(self, url: str, up: Any, sid: str, key: str = "k") -> None:
+        self.url, self.up, self.sid, self.key = url, up, sid, key
+        self.msgs: list[dict[str, Any]] = []
+        self.usage: list[dict[str, int]] = []
+
+    def send(self, reply: Any, *content: Any) -> dict[str, Any]:
+        self.up.push(reply)
+        self.msgs.append({"role": "user", "content": list(content)})
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 1000,
+                "system": [{"type": "text", "text": "You are a careful coding agent.", "cache_control": {"type": "ephemeral"}}],
+                "tools": [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("Bash", "Edit", "TodoWrite")],
+                "messages": [*self.msgs[:-1], {**self.msgs[-1], "content": [*content[:-1], {**content[-1], "cache_control": {"type": "ephemeral"}}]}]}
+        status, _, raw, _ = post(self.url, "/v1/messages?beta=true", body, {"x-api-key": self.key, "anthropic-version": "2023-06-01",
+                                                                          "x-claude-code-session-id": self.sid})
+        assert status == 200, raw
+        answer = orjson.loads(raw)
+        self.usage.append(answer["usage"])
+        self.msgs.append({"role": "assistant", "content": answer["content"]})
+        time.sleep(0.05)
+        return answer
+
+
+def result(call: dict[str, Any], output: str, is_error: bool = False) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call["content"][-1]["id"], "content": output, "is_error": is_error}
 
 
 def session_dirs(root: Path) -> list[Path]:
