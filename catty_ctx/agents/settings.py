@@ -132,8 +132,9 @@ def json_text(doc: dict[str, Any]) -> bytes:
 def json_bytes(before: bytes | None, doc: dict[str, Any], new: dict[str, Any]) -> bytes:
     """NEW as the bytes of the file that held DOC as BEFORE: the changed entries spliced in or cut
     out, every other byte as it was (its layout, key order, escapes, final newline); the whole
-    document (`json_text`) for a new or empty file, or a change `jsonsplice` does not make in place."""
-    text = before.decode("utf-8") if before is not None and before.strip() else None
+    document (`json_text`) for a new or empty file (`{}` shows no layout to follow), or a change
+    `jsonsplice` does not make in place."""
+    text = before.decode("utf-8") if before is not None and doc else None
     spliced = edited(text, doc, new) if text is not None else None
     return spliced.encode("utf-8", "backslashreplace") if spliced is not None else json_text(new)
 

@@ -116,6 +116,8 @@ def _running(mm: Any, start: int, end: int, owners: list[str]) -> list[str]:
     loop ("") or a subagent (its name) whose last facet lists a subagent with status running."""
     now = dict.fromkeys(owners, True)
     for _off, line in marked_lines(mm, start, end, FACET_MARK):
+        if b'"facet"' not in line:
+            continue  # (a message that speaks of subagents: not decoded)
         try:
             ev = msgspec.json.decode(line)
         except UNDECODABLE:

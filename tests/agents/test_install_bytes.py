@@ -82,6 +82,13 @@ def test_codex_hooks_json_keeps_its_bytes_too(tmp_path: Path, layout: str) -> No
     assert hooks.read_bytes() == before
 
 
+def test_an_empty_object_shows_no_layout_so_ours_is_the_agents_own(tmp_path: Path) -> None:
+    f = tmp_path / "settings.json"
+    f.write_text("{}\n")
+    assert cli("hook", "install", "claude", "--settings", str(f)).returncode == 0
+    assert f.read_text().startswith('{\n  "hooks": {\n    "PreCompact": [\n') and f.read_text().endswith("}\n")
+
+
 def test_our_entry_cut_out_of_a_group_of_the_users_takes_its_separator_with_it() -> None:
     ours = '{"type": "command", "command": "catty-ctx hook claude pre-compact", "timeout": 30}'
     for sep in (", ", ",\n      ", ","):
