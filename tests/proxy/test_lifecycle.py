@@ -57,6 +57,7 @@ def result(call: dict[str, Any], output: str, is_error: bool = False) -> dict[st
     return {"type": "tool_result", "tool_use_id": call["content"][-1]["id"], "content": output, "is_error": is_error}
 
 
+@pytest.mark.long
 def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Path) -> None:
     root = tmp_path / "root"
     # (a window with room for pass 2's note beside the fitted reserve: below about 36,000 tokens
