@@ -145,6 +145,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     agents_setup(item)
 
 
+LONG_TEST = 10.0  # the weight of a test marked `long`: seconds, against ...
+OTHER_TEST = 0.15  # ... any other test's (most take milliseconds, those that start processes a second)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files in the order the workers get them (--dist loadfile, --no-loadscope-reorder):
+    the heaviest first, by the weight of their tests (LONG_TEST, OTHER_TEST), so that the long
+    ones start at once and the run ends on short files; within a file, its own order."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def weight(tests: list[pytest.Item]) -> float:
+        return sum(LONG_TEST if t.get_closest_marker("long") else OTHER_TEST for t in tests)
+
+    items[:] = [item for tests in sorted(files.values(), key=weight, reverse=True) for item in tests]
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test touches the real cache or config folders."""

@@ -1,10 +1,10 @@
 """The install lines of the README and docs/agents.md work from a clean clone and from a wheel,
 each in a fresh virtual environment: catty-ctx and its recall server's SDK then run from it.
 
-The lines run with `--no-deps` added (the dependencies come from this test's environment
-through a .pth file, so the fresh environment gets catty-ctx only from the line itself; pip
-still fetches the build's setuptools, as any install from source does); `pytest -m slow` runs
-them as written."""
+The lines run with `--no-deps` added (the dependencies, and pip itself, come from this test's
+environment through a .pth file, so the fresh environment gets catty-ctx only from the line
+itself; pip still fetches the build's setuptools, as any install from source does); `pytest -m
+slow` runs them as written."""
 from __future__ import annotations
 
 import os
@@ -51,11 +51,16 @@ def _clone(tmp_path: Path) -> Path:
 
 
 def _venv(where: Path, *, deps: bool) -> Path:
-    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, capture_output=True)
+    # With DEPS, pip too comes from this environment (installing a copy of it into every fresh
+    # one costs seconds): its `pip` program, as its own script runs it, with the fresh interpreter.
+    subprocess.run([sys.executable, "-m", "venv", *(["--without-pip"] if deps else []), str(where)], check=True, capture_output=True)
     if deps:  # this environment's packages (not its catty-ctx: a .pth entry's own .pth files are not read)
         site = Path(subprocess.run([str(where / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    check=True, capture_output=True, text=True).stdout.strip())
         (site / "zz_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        pip = where / "bin" / "pip"
+        pip.write_text(f"#!{where / 'bin' / 'python'}\nimport sys\nfrom pip._internal.cli.main import main\nsys.exit(main())\n")
+        pip.chmod(0o755)
     return where
 
 
@@ -74,6 +79,7 @@ def _check(venv: Path, clone: Path) -> None:
     assert server.returncode == 0, server.stderr
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("kind", ["clone", "wheel"])
 def test_the_install_lines_work_from_a_clean_clone_in_a_fresh_environment(tmp_path: Path, kind: str) -> None:
     clone = _clone(tmp_path)

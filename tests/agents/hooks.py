@@ -17,7 +17,7 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PreC
 
 def recorder(log: Path, event: str, reply: dict[str, Any] | None = None) -> str:
     """The command line of a hook that appends its input to `log` (and prints `reply`)."""
-    argv = [sys.executable, str(RECORDER), str(log), event]
+    argv = [sys.executable, "-S", str(RECORDER), str(log), event]  # -S: the standard library is all it needs, site's start-up is not
     if reply is not None:
         argv.append(orjson.dumps(reply).decode())
     return shlex.join(argv)

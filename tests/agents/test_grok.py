@@ -137,6 +137,7 @@ def check_folder(folder: Path, grok_usage: dict[str, Any] | None, grok_export: s
         assert hits and hits[0]["session"] == folder.name and hits[0]["agent"] == "grok"
 
 
+@pytest.mark.long
 @pytest.mark.agents("grok")
 def test_every_folder_the_real_grok_writes_reads_as_grok_says(grok: Grok) -> None:
     w = grok_session(grok)

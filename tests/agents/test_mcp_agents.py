@@ -22,6 +22,7 @@ def _tool_results(body: dict) -> list[dict]:
     return [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(last["content"], list) else []
 
 
+@pytest.mark.long
 @pytest.mark.agents("claude")
 def test_claude_recalls_the_exact_error_an_automatic_compaction_dropped(claude, tmp_path) -> None:
     s = claude.server
@@ -55,6 +56,7 @@ def _outputs(body: dict) -> list[dict]:
     return [i for i in body["input"] if i.get("type") == "function_call_output"]
 
 
+@pytest.mark.long
 @pytest.mark.agents("codex")
 def test_codex_recalls_the_exact_error_its_automatic_compaction_dropped(codex) -> None:
     written = codex_session(codex)

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from support import FIXTURES, ROOT
+from support import FIXTURES, ROOT, forked_cli
 
 from catty_ctx.agents.mcp_start import HANDSHAKE_VERSIONS, Wire, quick_answer
 from catty_ctx.agents.recall import TOOLS, Recall
@@ -89,9 +89,9 @@ main()
 
 
 @contextmanager
-def server(*argv: str, **env: str) -> Iterator[subprocess.Popen[bytes]]:
-    """The server started by ARGV (an interpreter's arguments, then `mcp --session SESSION`), killed if the test leaves it running."""
-    proc = subprocess.Popen([sys.executable, *argv, "mcp", "--session", str(SESSION)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+def server(program: list[str], **env: str) -> Iterator[subprocess.Popen[bytes]]:
+    """The server started by PROGRAM `mcp --session SESSION`, killed if the test leaves it running."""
+    proc = subprocess.Popen([*program, "mcp", "--session", str(SESSION)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
     try:
         yield proc
@@ -124,7 +124,7 @@ def read_answer(proc: subprocess.Popen[bytes], wait: float = 60) -> dict[str, An
 
 def test_the_handshake_is_answered_while_the_sdks_import_is_held(tmp_path: Path) -> None:
     marks = {k: str(tmp_path / k) for k in ("HELD", "RELEASE", "TIMED_OUT")}
-    with server("-c", GATE, **marks) as proc:
+    with server([sys.executable, "-c", GATE], **marks) as proc:
         send(proc, initialize(rid=1, version="2024-11-05", **CLAUDE_CODE_INFO))
         answer = read_answer(proc)
         assert not os.path.exists(marks["RELEASE"])  # the answer came while the SDK could not have loaded
@@ -141,7 +141,7 @@ def test_the_handshake_is_answered_while_the_sdks_import_is_held(tmp_path: Path)
 def test_a_first_line_that_is_no_handshake_gets_the_sdks_answer_alone() -> None:
     lines = ['{"jsonrpc":"2.0","id":"p","method":"ping"}\n', initialize(rid=3), '{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
              '{"jsonrpc":"2.0","id":4,"method":"tools/list"}\n']
-    with server("-m", "catty_ctx") as proc:
+    with server(forked_cli.command(forked_cli.MCP)) as proc:  # (a process forked from one that has imported the SDK)
         answers = []
         for line in lines:  # one at a time, each answer awaited (the SDK can lose a request pipelined behind its first)
             send(proc, line)

@@ -52,6 +52,7 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.long  # (its module's real runs are made for it first)
 @pytest.mark.agents("claude")
 def test_claude_wrote_tool_calls_a_resume_and_both_compactions(claude_written: Written) -> None:
     records = read_jsonl(claude_written.path)

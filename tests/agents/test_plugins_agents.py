@@ -56,6 +56,7 @@ def _compacted_session(claude: Claude) -> str:
     return sid
 
 
+@pytest.mark.long
 @pytest.mark.agents("claude")
 def test_claude_plugin_validates_installs_offline_and_its_hooks_and_server_run(claude, tmp_path: Path) -> None:
     for target in (ROOT, ROOT / "plugins" / "catty-ctx"):
@@ -87,6 +88,7 @@ def test_claude_plugin_validates_installs_offline_and_its_hooks_and_server_run(c
     assert found["session"]["session_id"] == sid and any(m["line"] == ERROR for m in found["matches"])
 
 
+@pytest.mark.long
 @pytest.mark.agents("claude")
 def test_claude_plugin_hooks_leave_the_work_to_hook_installs_and_install_leaves_out_the_plugins(claude, tmp_path: Path) -> None:
     mirrors = _with_plugin(claude, tmp_path)
@@ -124,6 +126,7 @@ def _kept(codex: Codex, *argv: str, run: Any = None) -> None:
     codex.extra_toml += now[len(base):]
 
 
+@pytest.mark.long
 @pytest.mark.agents("codex")
 def test_codex_plugin_installs_offline_and_its_hooks_run_after_the_trust_step(codex, tmp_path: Path) -> None:
     codex.env["PATH"] = f"{installed_catty_ctx(tmp_path / 'bin')}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"

@@ -86,6 +86,7 @@ def check_session(root: Path, sent_usage: list[dict[str, int]]) -> Path:
     return folder
 
 
+@pytest.mark.long
 @pytest.mark.agents("claude")
 def test_claude_code_through_the_proxy(claude: Claude, loopback: Any, tmp_path: Path) -> None:
     root, hooks = tmp_path / "root", tmp_path / "hooks.jsonl"
@@ -94,7 +95,7 @@ def test_claude_code_through_the_proxy(claude: Claude, loopback: Any, tmp_path: 
         relay = Relay(loopback.listen(), loopback.socket, ("127.0.0.1", int(url.rsplit(":", 1)[1])))
         c = Claude(loopback, Front(relay.url), claude.exe, claude.home, claude.cwd,  # type: ignore[arg-type]
                    env={"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1", "CLAUDE_CODE_ENABLE_TASKS": "0"})
-        c.write_settings(recording_hooks(hooks))
+        c.write_settings(recording_hooks(hooks, ("PreCompact", "PostCompact")))  # the events it must never run
         todos = [{"content": f"todo {n}", "status": "pending", "activeForm": f"doing {n}"} for n in ("alpha", "beta", "gamma")]
         up.push(tool_use("TodoWrite", {"todos": todos}),
                 tool_use("Bash", {"command": f"echo '{ERROR}' >&2; exit 3", "description": "build"}),
@@ -165,6 +166,7 @@ def _responses_usage(sent: bytes) -> dict[str, int]:
     raise AssertionError("no usage in an answer")
 
 
+@pytest.mark.long
 @pytest.mark.agents("codex")
 def test_codex_through_the_proxy(codex: Codex, loopback: Any, tmp_path: Path) -> None:
     root = tmp_path / "root"

@@ -229,6 +229,7 @@ def test_local_n_starts_a_cluster_for_the_run(tree: Path) -> None:
     _same(local, _run("repair", "--check", str(tree / "catty"), "--json", "--scheduler", "local:1"))
 
 
+@pytest.mark.long
 def test_a_cluster_started_from_the_shell(tree: Path) -> None:
     """`dask scheduler --port P` and `dask worker tcp://127.0.0.1:P --nworkers 2`, as a user would start them."""
     port = _closed_port()

@@ -80,7 +80,7 @@ def test_pass_two_gives_up_after_the_bound_and_compacts_in_one_pass(tmp_path: Pa
         pre.wait()
     tp = out["two_pass"]
     assert tp == {"hit": False, "stale": False, "pass1_latency_ms": None, "waited_ms": tp["waited_ms"], "in_flight": True, "timed_out": True}
-    assert 400 <= tp["waited_ms"] < 5_000 and out["status"] == "compacted"
+    assert 400 <= tp["waited_ms"] < 20_000 and out["status"] == "compacted"  # not the 30 s pass 1 (a loaded machine's margin)
     # the killed pass 1 left its marker behind; a dead process is not in flight
     assert marker_path(s).exists() and in_flight(s) is None
 

@@ -27,6 +27,7 @@ def catty(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "catty_ctx", *args], capture_output=True, text=True, env=proxy_env())
 
 
+@pytest.mark.long
 def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Path) -> None:
     root = tmp_path / "root"
     # (a window with room for pass 2's note beside the fitted reserve: below about 36,000 tokens
