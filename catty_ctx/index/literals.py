@@ -12,11 +12,16 @@ import importlib
 import re
 import string
 import sys
+import warnings
+from typing import Any
 
 # The standard library's own parser of patterns (re._parser; sre_parse before 3.11).
 sre_parse = importlib.import_module("re._parser" if sys.version_info >= (3, 11) else "sre_parse")
 
-_PLAIN = frozenset(string.ascii_letters + string.digits + " _-.,:;()[]{}=+*#@!?%$'|~^`")
+_FUZZY = re.compile(r"\{(?!\d*,?\d*\})")  # a brace that opens no count: a fuzzy constraint, or a literal one
+# (no brackets or braces: the engine that runs `-E`, `regex`, reads some spellings the standard
+# parser takes for literals as syntax of its own: `[[:alpha:]]`, `x{e<=1}`)
+_PLAIN = frozenset(string.ascii_letters + string.digits + " _-.,:;()=+*#@!?%$'|~^`")
 
 
 def needles(pattern: str, *, regex: bool, ignore_case: bool, needle: bytes | None) -> list[str] | None:
@@ -24,9 +29,10 @@ def needles(pattern: str, *, regex: bool, ignore_case: bool, needle: bytes | Non
     `search` looks for them), or None when none is known."""
     if not regex:
         return None if needle is None else [needle.decode("utf-8")]
-    try:
-        parsed = sre_parse.parse(pattern, re.I if ignore_case else 0)
-    except (re.error, RecursionError):
+    if _FUZZY.search(pattern):
+        return None  # (`regex` reads `x{e<=1}` as a match with one error, the standard parser as literals)
+    parsed = _parse(pattern, re.I if ignore_case else 0)
+    if parsed is None:
         return None
     runs: list[str] = []
     run: list[str] = []
@@ -45,7 +51,15 @@ def needles(pattern: str, *, regex: bool, ignore_case: bool, needle: bytes | Non
 
 def folds_case(pattern: str) -> bool:
     """Whether the regular expression PATTERN sets case folding for all of itself (`(?i)`)."""
-    try:
-        return bool(sre_parse.parse(pattern).state.flags & re.I)
-    except (re.error, RecursionError):
-        return True
+    parsed = _parse(pattern, 0)
+    return parsed is None or bool(parsed.state.flags & re.I)
+
+
+def _parse(pattern: str, flags: int) -> Any:
+    """PATTERN as the standard parser reads it (None: it cannot), its warnings kept from the user."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ("possible nested set": `regex` reads those spellings, not `re`)
+        try:
+            return sre_parse.parse(pattern, flags)
+        except (re.error, RecursionError, OverflowError):
+            return None

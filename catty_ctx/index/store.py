@@ -340,13 +340,12 @@ class Index:
         found: dict[str, float] | None = None
         for needle in usable:
             phrase = '"' + needle.replace('"', '""') + '"'
-            ranks = dict(self.db.execute("select rowid, bm25(body) from body where body match ?", (phrase,)).fetchall())
             scores: dict[str, float] = {}
-            # (rows of files indexed again since are in no chunk: dropped here)
-            for row, path, mtime in self.db.execute("select c.id, c.path, f.mtime_s from chunks c join files f on f.path = c.path"
-                                                    " where c.id in (select rowid from body where body match ?)", (phrase,)):
+            # (one pass over the FTS rows; rows of files indexed again since are in no chunk: dropped by the join)
+            for path, mtime, rank in self.db.execute("select c.path, f.mtime_s, bm25(body) from body join chunks c on c.id = body.rowid"
+                                                     " join files f on f.path = c.path where body match ?", (phrase,)):
                 age_days = max(0.0, (now - (mtime or now)) / 86_400)
-                scores[path] = max(scores.get(path, 0.0), -ranks[row] / (1.0 + age_days / 7.0))
+                scores[path] = max(scores.get(path, 0.0), -rank / (1.0 + age_days / 7.0))
             found = scores if found is None else {p: found[p] + v for p, v in scores.items() if p in found}
         return found
 

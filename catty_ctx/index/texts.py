@@ -84,14 +84,17 @@ class Texts:
                 found.append(at)
                 at = self.body.find(needle, at + 1)
         items = self.events + self.segments
-        starts = [item[4] for item in items]
         picked: set[int] = set()
         for at in found:
-            i = bisect.bisect_right(starts, at) - 1
+            i = bisect.bisect_right(items, at, key=_start) - 1
             if i >= 0 and at + len(needle) <= items[i][5]:
                 picked.add(i)
         n = len(self.events)
         return [items[i] for i in sorted(picked) if i < n], [items[i] for i in sorted(picked) if i >= n]
+
+
+def _start(item: list[Any]) -> int:
+    return int(item[4])
 
 
 class _Writer:

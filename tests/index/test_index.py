@@ -152,3 +152,14 @@ def test_index_from_the_command_line(tmp_path: Path, index_file: Path) -> None:
     dropped = cli("index", "--drop")
     assert dropped.returncode == 0 and not index_file.exists() and not index_file.with_name(index_file.name + ".texts").exists()
     assert cli("index").returncode == 2
+
+
+@pytest.mark.parametrize("pattern", [r"[[:digit:]]]abc", r"(?:quota){e<=1}x"])
+def test_spellings_the_regex_engine_reads_as_its_own_syntax_ask_nothing_of_them(pattern: str) -> None:
+    import regex
+
+    text = {r"[[:digit:]]]abc": "5]abc", r"(?:quota){e<=1}x": "qotax"}[pattern]
+    assert regex.search(pattern, text, regex.VERSION0) is not None  # the engine `search -E` runs matches it ...
+    q = Query(pattern, regex=True)
+    asked = needles(q.pattern, regex=True, ignore_case=False, needle=None) or []
+    assert all(n in text for n in asked)  # ... so no string asked of the index may be missing from it
