@@ -28,7 +28,7 @@ from ..view.pairing import ANSWER_TEXT, PairRepair
 from ..view.tokens import item_tokens
 from .families import Item, Loc, Parsed, native_prefix_fp
 from .recorder import Conversation, PendingRecord
-from .summarize import SPEC, UpstreamSummarizer
+from .summarize import UPSTREAM, UpstreamSummarizer
 
 STEPS = ("repair", "prune", "compact", "prefire")
 # Context windows by model: the first entry whose marker the model name (or the 1M beta) holds.
@@ -168,7 +168,7 @@ class Lifecycle:
     def summarizer(self, conv: Conversation, fam: Any, doc: dict[str, Any], call: tuple[str, dict[str, str]] | None) -> str | UpstreamSummarizer:
         """Who summarises this conversation: `--summarizer` when named, else its own upstream
         (the offline extractive one when the request names no model or the upstream refused)."""
-        if self.opts.summarizer != SPEC:
+        if self.opts.summarizer != UPSTREAM:
             return self.opts.summarizer
         model = doc.get("model")
         if call is None or not isinstance(model, str) or not model or conv.runtime.get("upstream_refused"):

@@ -2,7 +2,7 @@
 (docs/proxy.md#what-it-changes-in-a-request).
 
 `python -m catty_ctx.proxy.pass1` reads one JSON object on its stdin, `{"folder": DIR,
-"summarizer": SPEC}` (SPEC a `--summarizer` string, or the upstream summariser's spec with
+"summarizer": WHO}` (WHO a `--summarizer` string, or the upstream summariser's spec with
 the client's headers), runs `compact --prefire` on the session, and exits as `compact`
 does: 0, or one line on stderr and the documented code. The client's credentials reach it
 through the pipe alone, never its arguments or environment.
