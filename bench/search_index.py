@@ -4,9 +4,11 @@
 
 Builds a ROOT of about MB megabytes (catty sessions, Claude Code transcripts, Codex rollouts,
 about 2 MB each, seeded) with one string planted in one file of each kind, builds the index
-(`catty-ctx index`, timed, and its size), then prints the median of RUNS in-process `search`
-calls through the index (the up-to-date check included: a stat of every file and folder) and of
-RUNS `grep -r -F -l` over the tree, their ratio, and the same for a string no file holds; then
+(`catty-ctx index`, timed, and its size: the FTS index and each session's texts), then prints
+the median of RUNS in-process `search` calls through the index (the up-to-date check included: a
+stat of every file and folder), of RUNS `grep -r -F -l` over the tree and of a few `search` calls
+without the index, with the ratios, for a string one session of each kind holds and for one no
+file holds; then
 the median wall of the `catty-ctx search` command (its interpreter's start-up included), and the
 update after appending to three files. The goal (docs/search.md#the-index): a query in 50 ms or
 less, and 1/20 of grep's time or less.
@@ -117,35 +119,51 @@ def main() -> None:
         make_tree(root, args.mb)
     size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) / 1e6
     files = sum(1 for f in root.rglob("*") if f.is_file())
-    print(f"tree: {size:,.0f} MB in {files:,} files")
+    print(f"tree: {size:,.0f} MB in {files:,} files; load average (1, 5, 15 min): " + "%.2f %.2f %.2f" % os.getloadavg())
     from catty_ctx.index import Index
     from catty_ctx.search import Query, search
 
     t = time.perf_counter()
-    with Index() as idx:
-        report = idx.update([str(root / "catty"), str(root / "claude"), str(root / "codex")])
-    print(f"index: built in {time.perf_counter() - t:,.1f} s ({report.bytes_read / 1e6:,.0f} MB read), "
-          f"{sum(p.stat().st_size for p in index.parent.glob(index.name + '*')) / 1e6:,.0f} MB on disk")
     roots = [str(root / "catty"), str(root / "claude"), str(root / "codex")]
+    with Index() as idx:
+        report = idx.update(roots)
+        built = time.perf_counter() - t
+        report.sessions_read = idx.keep_all(roots)
+    print(f"index: built in {time.perf_counter() - t:,.1f} s (FTS {built:,.1f} s, {report.bytes_read / 1e6:,.0f} MB read; "
+          f"the texts of {report.sessions_read} sessions {time.perf_counter() - t - built:,.1f} s), "
+          f"{sum(p.stat().st_size for p in index.parent.glob(index.name + '*') if p.is_file()) / 1e6:,.0f} MB on disk "
+          f"and {sum(p.stat().st_size for p in index.parent.glob(index.name + '.texts/*')) / 1e6:,.0f} MB of kept texts beside it")
     for label, needle in (("one match each kind", NEEDLE), ("no match", ABSENT)):
         found = list(search(roots, Query(needle)))
         ours = median_ms(lambda needle=needle: list(search(roots, Query(needle))), args.runs)  # type: ignore[misc]
         grep = median_ms(lambda needle=needle: subprocess.run(["grep", "-r", "-F", "-l", needle, str(root)], stdout=subprocess.DEVNULL,
                                                              check=False), max(3, args.runs // 2))  # type: ignore[misc]
-        print(f"{label:20} {len(found)} matches  search (library, indexed) {ours:7.1f} ms   grep -r -F -l {grep:7.1f} ms   "
-              f"ratio {ours / grep:.3f} (1/{grep / ours:.0f})")
+        plain = median_ms(lambda needle=needle: list(search(roots, Query(needle), use_index=False)), 3)  # type: ignore[misc]
+        assert sorted(map(repr, found)) == sorted(map(repr, search(roots, Query(needle), use_index=False)))
+        print(f"{label:20} {len(found)} matches  search (library, indexed) {ours:7.1f} ms   grep -r -F -l {grep:7.1f} ms "
+              f"(ratio {ours / grep:.3f}, 1/{grep / ours:.0f})   search without the index {plain:7.1f} ms "
+              f"(ratio {ours / plain:.3f}, 1/{plain / ours:.0f})")
     cli = median_ms(lambda: subprocess.run([*catty(), "search", *roots, NEEDLE], stdout=subprocess.DEVNULL, env=env, check=False), 5)
     print(f"catty-ctx search (the command, start-up included): {cli:.0f} ms")
     logs = sorted((root / "claude").rglob("*.jsonl"))[:3]
     for log in logs:
+        last = orjson.loads(log.read_bytes().rsplit(b"\n", 2)[-2])  # (the new record answers the last, as Claude Code links them)
         with open(log, "ab") as f:
-            f.write(orjson.dumps({"type": "user", "uuid": "late", "parentUuid": None, "sessionId": log.stem, "timestamp": "2026-11-03T00:00:00Z",
+            f.write(orjson.dumps({"type": "user", "uuid": f"late-{time.time_ns()}", "parentUuid": last["uuid"], "sessionId": log.stem,
+                                  "cwd": "/home/u/p", "timestamp": "2026-11-03T00:00:00Z", "isSidechain": False,
                                   "message": {"role": "user", "content": "LATE_APPENDED_LINE"}}) + b"\n")
     t = time.perf_counter()
     with Index() as idx:
         report = idx.update(roots)
     print(f"after appending to 3 files: {len(report.files_grown)} grown, {len(report.files_read)} read whole, "
           f"{report.bytes_read:,} bytes read, {(time.perf_counter() - t) * 1000:.0f} ms")
+    t = time.perf_counter()
+    first = list(search(roots, Query("LATE_APPENDED_LINE")))
+    first_ms = (time.perf_counter() - t) * 1000
+    late = median_ms(lambda: list(search(roots, Query("LATE_APPENDED_LINE"))), args.runs)
+    print(f"then a search finding the {len(first)} appended lines: the first {first_ms:.0f} ms (it reads those 3 sessions whole and "
+          f"keeps their texts), then {late:.1f} ms")
+    print("load average (1, 5, 15 min): %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -150,34 +150,61 @@ def _load_config() -> None:
         import tomllib
     else:
         import tomli as tomllib
+    data, text = b"", ""
     try:
         with open(path, "rb") as f:
-            doc = tomllib.load(f)
+            data = f.read()
+        text = data.decode()
+        doc = tomllib.loads(text)
+    except UnicodeDecodeError as exc:
+        CONFIG_PROBLEM = f"{path}:{data.count(_NEWLINE, 0, exc.start) + 1}: not a readable TOML file (not UTF-8)"
+        return
     except (OSError, ValueError, RecursionError) as exc:
-        CONFIG_PROBLEM = f"{path}: not a readable TOML file ({exc})"
+        CONFIG_PROBLEM = f"{path}{_decode_line(str(exc), text)}: not a readable TOML file ({exc})"
         return
     values = globals()
     changes: dict[str, object] = {}
     for key, value in doc.items():
         name = str(key).upper()
+        where = f"{path}{_key_line(text, str(key))}"
         if name not in TUNABLE:
-            CONFIG_PROBLEM = f"{path}: unknown setting {key!r} (catty-ctx config show lists them)"
+            CONFIG_PROBLEM = f"{where}: unknown setting {key!r} (catty-ctx config show lists them)"
             return
         kind = type(values[name])
         if kind is float and type(value) is int:
             value = float(value)
         if type(value) is not kind:
-            CONFIG_PROBLEM = f"{path}: {key} must be {kind.__name__}, not {type(value).__name__} ({value!r})"
+            CONFIG_PROBLEM = f"{where}: {key} must be {kind.__name__}, not {type(value).__name__} ({value!r})"
             return
-        changes[name] = value
-    for name, value in changes.items():
         bad = _out_of_range(name, value)
         if bad:
-            CONFIG_PROBLEM = f"{path}: {name.lower()} = {value!r}: {bad}"
+            CONFIG_PROBLEM = f"{where}: {key} = {value!r}: {bad}"
             return
+        changes[name] = value
     values.update(changes)
     SOURCES.update(dict.fromkeys(changes, path))
     CONFIG_FILE = path
+
+
+_NEWLINE = b"\n"
+
+
+def _decode_line(message: str, text: str) -> str:
+    """`:N` for the line a TOML error MESSAGE names ("at line N, column C", or the document's end)."""
+    if "(at end of document)" in message:
+        return f":{len(text.splitlines())}" if text.strip() else ""
+    _, found, rest = message.rpartition("(at line ")
+    number = rest.split(",", 1)[0]
+    return f":{number}" if found and number.isdigit() else ""
+
+
+def _key_line(text: str, key: str) -> str:
+    """`:N` for the line of TEXT that sets KEY at the top level (a bare or quoted key), "" when none does."""
+    for number, line in enumerate(text.splitlines(), 1):
+        head = line.split("=", 1)[0].strip() if "=" in line else line.strip()
+        if head in (key, f'"{key}"', f"'{key}'", f"[{key}]", f"[[{key}]]") or head.startswith((f"{key}.", f"[{key}.")):
+            return f":{number}"
+    return ""
 
 
 # What each kind of setting must be: shares of 1, percents, counts of at least 1, the rest >= 0.

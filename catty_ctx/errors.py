@@ -13,7 +13,7 @@ class ExitCode(enum.IntEnum):
 
     OK = 0
     CHECK_FAILED = 1  # a check found problems (repair --check, compact --check)
-    USAGE = 2  # bad arguments, missing paths
+    USAGE = 2  # bad arguments, missing paths, a config file that cannot be used
     DATA = 65  # bad input data (EX_DATAERR)
     UNAVAILABLE = 69  # the Dask scheduler cannot be reached, or lost the run (EX_UNAVAILABLE)
     INTERNAL = 70  # a bug in catty-ctx, never bad input (EX_SOFTWARE)
@@ -26,7 +26,7 @@ class ExitCode(enum.IntEnum):
 EXIT_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success",
     ExitCode.CHECK_FAILED: "a check found problems (repair --check, compact --check)",
-    ExitCode.USAGE: "usage error (a bad option, a missing path, a ROOT with no session)",
+    ExitCode.USAGE: "usage error (a bad option, a missing path, a ROOT with no session, a config file that cannot be used)",
     ExitCode.DATA: "bad input data (the message names file:line; another agent's file given to a writer)",
     ExitCode.UNAVAILABLE: "the --scheduler cannot be reached (refused, timed out) or lost the run",
     ExitCode.INTERNAL: "internal error (a bug in catty-ctx)",
@@ -67,11 +67,11 @@ class DataError(CattyError):
 
 class NoConversation(DataError):
     """An agent's file holding no conversation (a Claude Code file of a `summary` record alone, a
-    rollout of its header alone): refused when named, skipped with a note under a ROOT
-    (docs/spec.md#a-root-of-sessions)."""
+    rollout of its header alone, Gemini CLI's `logs.json`): refused when named, skipped with a
+    note under a ROOT (docs/spec.md#a-root-of-sessions). WHY: what the file holds instead."""
 
-    def __init__(self, source: object) -> None:
-        super().__init__(f"no conversation in {source} (no message or tool call to import); nothing was written")
+    def __init__(self, source: object, why: str = "no message or tool call to import") -> None:
+        super().__init__(f"no conversation in {source} ({why}); nothing was written")
         self.source = str(source)
 
 

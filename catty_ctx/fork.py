@@ -25,6 +25,7 @@ from .repair.plan import rebuild_summary
 from .session.blobs import inline_images, is_handle
 from .session.create import write_summary
 from .session.events import is_real_user, now_ts
+from .session.jsonl import stderr_warning
 from .session.layout import PART_NAME, STAGING_SUFFIX, SUMMARY_NAME
 from .session.new import building, check_dest_name, check_new_session_dest, place_new_session
 from .session.segments import INDEX_FILES, is_segment_name, read_index, segment_span, write_index
@@ -173,7 +174,7 @@ def fork(
 ) -> ForkResult:
     """Copy turns 1..at_turn (all when None) of SOURCE into a new session at DEST; with AGENT,
     of that subagent's own conversation (`subagents`): the child's parent is SOURCE's session."""
-    session = open_agent(source, agent, warn=None)
+    session = open_agent(source, agent, warn=stderr_warning)  # (a line of a native source it skips is named)
     if session.origin is not None and session.origin.get("directory"):  # a subagent: its blobs and segments are its parent's
         parent_dir = Path(session.origin["directory"])
     elif session.origin is not None:  # another agent's session, imported in memory: the child is a catty session

@@ -21,10 +21,12 @@ from typing import Any
 import orjson
 
 from .errors import CattyError, NoConversation, UsageError
-from .index import Index, Report, index_path, needles, ranked, unit_files
+from .index import Index, Report, Texts, index_path, needles, ranked, read_texts, unit_files
+from .index.literals import folds_case
 from .patterns import Pattern
-from .session.segments import grep_segments
-from .sources import describe, open_session, resolve, root_sessions
+from .session.segments import Match as SegmentLine
+from .session.segments import matching_lines
+from .sources import resolve, root_sessions
 
 CONTEXT_CHARS = 160  # a match's line is cut around the match to this many characters
 
@@ -67,6 +69,13 @@ class Query:
         escaped = orjson.dumps(self.pattern)[1:-1]
         return escaped
 
+    def strings(self) -> tuple[list[str] | None, bool]:
+        """The strings every line that matches holds, as the text says them (None: none known),
+        and whether they are to be found in any case."""
+        if not self.regex:
+            return ([self.pattern] if self.pattern and (self.pattern.isascii() or not self.ignore_case) else None), self.ignore_case
+        return needles(self.pattern, regex=True, ignore_case=self.ignore_case, needle=None), self.ignore_case or folds_case(self.pattern)
+
 
 def _day(value: str | None, what: str) -> float | None:
     if value is None:
@@ -106,24 +115,10 @@ def _cut(line: str, m: Any) -> str:
     return ("…" if start else "") + piece + ("…" if start + CONTEXT_CHARS < len(line) else "")
 
 
-def _texts(ev: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(role or tool, text) of what an event says."""
-    kind = ev["kind"]
-    if kind == "message":
-        yield str(ev.get("role")), str(ev.get("text") or "")
-    elif kind == "tool_call":
-        args = ev.get("args")
-        yield f"tool:{ev.get('name')}", args if isinstance(args, str) else orjson.dumps(args).decode()
-    elif kind == "tool_result":
-        yield "tool result", str(ev.get("output") or "")
-    elif kind == "compaction":
-        yield "compaction", str(ev.get("summary") or "")
-
-
 @dataclass
 class Plan:
-    """What the index gives a search: each ROOT's sessions (as last walked, brought up to date),
-    and the files that may hold a match with their scores (None: every file may)."""
+    """What the index gives a search: each ROOT's sessions (as last walked, brought up to date)
+    that may hold a match, and the files that may with their scores (None: every file may)."""
 
     units: dict[str, list[Any]]
     scores: dict[str, float] | None
@@ -131,28 +126,41 @@ class Plan:
     files: dict[str, list[str]]  # each session's indexed files, by str(session)
 
 
-def plan(roots: list[str], query: Query, *, use_index: bool | None = None) -> Plan | None:
+def plan(roots: list[str], query: Query, *, use_index: bool | None = None, idx: Index | None = None) -> Plan | None:
     """The index's plan for QUERY over ROOTS, when an index (docs/search.md#the-index) covers
-    every ROOT (or USE_INDEX says to build it); None otherwise: the search walks and reads."""
-    if use_index is False or (use_index is None and not index_path().is_file()) or not roots:
+    every ROOT (or USE_INDEX says to build it); None otherwise: the search walks and reads.
+    IDX: the index, open (else it is opened and closed here)."""
+    if use_index is False or (use_index is None and idx is None and not index_path().is_file()) or not roots:
         return None
     if not all(resolve(root).is_root for root in roots):
         return None
-    with Index() as idx:
-        cover = {root: idx.covering(root) or (os.path.abspath(root) if use_index else None) for root in roots}
-        if any(c is None for c in cover.values()):
-            return None
-        report = idx.update(sorted({c for c in cover.values() if c is not None}))
-        units = {root: [u for u in idx.units(str(cover[root])) if _under(u, root)] for root in roots}
-        files = {k: v for c in {c for c in cover.values() if c is not None} for k, v in idx.unit_paths(c).items()}
-        wanted = needles(query.pattern, regex=query.regex, ignore_case=query.ignore_case, needle=query.needle())
-        return Plan(units, None if wanted is None else idx.candidates(wanted), report, files)
+    if idx is None:
+        with Index() as opened:
+            return plan(roots, query, use_index=use_index, idx=opened)
+    cover = {root: idx.covering(root) or (os.path.abspath(root) if use_index else None) for root in roots}
+    if any(c is None for c in cover.values()):
+        return None
+    report = idx.update(sorted({c for c in cover.values() if c is not None}))
+    files = {k: v for c in {c for c in cover.values() if c is not None} for k, v in idx.unit_paths(c).items()}
+    wanted = needles(query.pattern, regex=query.regex, ignore_case=query.ignore_case, needle=query.needle())
+    scores = None if wanted is None else idx.candidates(wanted)
+    units = {root: idx.units(str(cover[root]), _picker(root, scores, files)) for root in roots}
+    return Plan(units, scores, report, files)
 
 
-def _under(unit: Any, root: str) -> bool:
+def _picker(root: str, scores: dict[str, float] | None, files: dict[str, list[str]]) -> Callable[[str, str], bool]:
+    """Whether a session (its key and path, as the index keeps them: absolute) lies under ROOT
+    and may hold a match (a file of it the index returned, or no file the index knows)."""
     top = os.path.abspath(root)
-    where = os.path.abspath(str(getattr(unit, "path", unit)))
-    return where == top or where.startswith(top.rstrip(os.sep) + os.sep)
+    inside = top.rstrip(os.sep) + os.sep
+
+    def pick(key: str, path: str) -> bool:
+        if path != top and not path.startswith(inside):
+            return False
+        known = files.get(key) if scores is not None else None
+        return not known or any(p in scores for p in known)  # type: ignore[operator]
+
+    return pick
 
 
 def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: bool | None = None,
@@ -163,11 +171,23 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
     file that holds no conversation is skipped (a note to WARN), and a session that cannot be
     read goes to ON_ERROR (without it, its error is raised)."""
     rx = query.compile()
+    for day, what in ((query.since, "--since"), (query.until, "--until")):
+        _day(day, what)  # (a bad day is said before the index is opened)
+    roots = list(roots)
+    store = Index() if use_index is True or (use_index is None and index_path().is_file()) else None
+    try:
+        indexed = None if store is None else plan(roots, query, use_index=use_index, idx=store)
+        yield from _search(roots, query, rx, indexed, store if indexed is not None else None, warn, on_error)
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _search(roots: list[str], query: Query, rx: Pattern, indexed: Plan | None, store: Index | None, warn: Any,
+            on_error: Callable[[Any, CattyError], None] | None) -> Iterator[Match]:
     needle = query.needle()
     since, until = _day(query.since, "--since"), _day(query.until, "--until")
     left = query.limit
-    roots = list(roots)
-    indexed = plan(roots, query, use_index=use_index)
     for root in roots:
         if indexed is not None:
             units = indexed.units[root] if indexed.scores is None else list(ranked(indexed.units[root], indexed.scores, indexed.files))
@@ -176,10 +196,6 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
         for unit in units:
             if query.agent is not None and query.agent != getattr(unit, "format", "catty"):
                 continue
-            if indexed is not None and indexed.scores is not None:
-                known = indexed.files.get(str(unit))
-                if known and not any(p in indexed.scores for p in known):
-                    continue  # the index: no file of this session holds the pattern
             files = unit_files(unit)
             if since is not None:
                 try:
@@ -192,7 +208,7 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
                 continue
             rx.reset()  # each session its budget of matching time
             try:
-                found = _matches(unit, rx, query, since, until, warn)
+                found = _matches(read_texts(unit, warn) if store is None else store.texts(unit, warn), rx, query, since, until)
             except NoConversation as exc:
                 if unit is root:
                     raise
@@ -212,33 +228,31 @@ def search(roots: Iterable[str], query: Query, *, warn: Any = None, use_index: b
                         return
 
 
-def _matches(unit: Any, rx: Pattern, query: Query, since: float | None, until: float | None, warn: Any) -> list[Match]:
-    """The matches in one session (read whole before any is shown: a session that fails shows none)."""
-    with open_session(unit, warn=warn) as s:
-        who = describe(s)
-        sid, cwd, last_ts = "", "", None
-        found: list[Match] = []
-        for ev in s.events(warn=warn):
-            ts = ev.get("ts") if isinstance(ev.get("ts"), str) else None
-            last_ts = ts or last_ts
-            if ev["kind"] == "session":
-                sid, cwd = str(ev.get("session_id") or ""), str(ev.get("cwd") or who.get("cwd") or "")
-                continue
-            if (since is not None and ts and _stamp(ts) < since) or (until is not None and ts and _stamp(ts) >= until):
-                continue
-            for role, text in _texts(ev):
-                if not rx.holds(text):
-                    continue
-                for line in text.splitlines():
-                    m = rx.search(line)
-                    if m:
-                        found.append(Match(sid, str(who.get("format")), cwd, ts or "", ev["seq"], role, _cut(line, m), str(who.get("path"))))
-        if query.project is not None and query.project not in cwd:
-            return []
-        if s.directory is not None and (s.directory / "segments").is_dir():
-            for g in grep_segments(s.directory, query.pattern, matcher=rx):
-                found.append(Match(sid, str(who.get("format")), cwd, last_ts or "", g.seq, f"segment {g.segment}", g.line, str(who.get("path"))))
-        return found
+def _matches(texts: Texts, rx: Pattern, query: Query, since: float | None, until: float | None) -> list[Match]:
+    """The matches in one session's TEXTS (read whole before any is shown: a session that fails shows none)."""
+    found: list[Match] = []
+    events, lines = texts.holding(*query.strings())
+    for seq, ts, role, context, start, end in events:
+        if (since is not None and ts and _stamp(ts) < since) or (until is not None and ts and _stamp(ts) >= until):
+            continue
+        text = texts.text(start, end)
+        if not rx.holds(text):
+            continue
+        sid, cwd = texts.contexts[context]
+        for line in text.splitlines():
+            m = rx.search(line)
+            if m:
+                found.append(Match(sid, texts.format, cwd, ts or "", seq, role, _cut(line, m), texts.path))
+    sid, cwd = texts.contexts[-1]
+    if query.project is not None and query.project not in cwd:
+        return []
+    if texts.segments_error is not None:
+        raise texts.segments_error
+    segment_lines = (SegmentLine(segment, seq, role, n, texts.text(start, end)) for segment, seq, role, n, start, end in lines)
+    for g in matching_lines(rx, segment_lines):
+        found.append(Match(sid, texts.format, cwd, texts.last_ts, g.seq, f"segment {g.segment}", g.line, texts.path))
+    return found
+
 
 def _stamp(ts: str) -> float:
     try:

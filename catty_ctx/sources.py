@@ -129,20 +129,24 @@ def import_session(native: NativeSource, *, warn: Warn | None = stderr_warning) 
         "cwd": first.get("cwd"),
         "title": builder.title or "",
         "model": builder.model or first.get("model"),
+        "unread": list(report.invalid),  # (FILE:LINE of each line skipped: a check's finding, `repair.plan`)
     }
     return Session(log_path=log, directory=None, display=str(native), _spool=spool, origin=origin,
                    refusal=native_refusal(origin, str(native)))
 
 
 def import_log(native: NativeSource, log: Path, *, warn: Warn | None = stderr_warning) -> tuple[Any, Any]:
-    """Write NATIVE's events to LOG (a file of a private spool) as `import auto` prints them;
+    """Write NATIVE's events to LOG (a file of a private spool) as `import auto --lenient` prints
+    them: a reader skips a line it cannot read (not JSON, or JSON but no object) with a warning
+    naming it, as `usage` does, where `import` stops unless told (docs/spec.md#the-command-line);
     the import's report and builder."""
     from .importers.pipeline import import_events
 
     with open(log, "wb", buffering=1 << 20) as out:
         write = out.write
         dumps = orjson.dumps
-        return import_events(native.format, native.path, lambda ev: write(dumps(ev) + b"\n"), warn=warn, session_id=native.session_id)
+        return import_events(native.format, native.path, lambda ev: write(dumps(ev) + b"\n"), warn=warn, session_id=native.session_id,
+                             lenient=True)
 
 
 class Found(list[Any]):

@@ -94,14 +94,16 @@ def test_compact_mode_from_the_file_is_compacts_default(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "problem"), [
-    ("bogus = 1\n", b"unknown setting 'bogus'"),
-    ("tool_limit = \"big\"\n", b"tool_limit must be int, not str"),
-    ("default_threshold = [\n", b"not a readable TOML file"),
+    ("bogus = 1\n", b"c.toml:1: unknown setting 'bogus'"),
+    ("# team settings\n\ntool_limit = \"big\"\n", b"c.toml:3: tool_limit must be int, not str"),
+    ("tool_limit = 20000\ndefault_threshold = [\n", b"c.toml:2: not a readable TOML file"),
+    ("tool_limit = 1\n[[[\n", b"c.toml:2: not a readable TOML file"),
+    ("tool_limit = 1\ndefault_threshold = 150.0\n", b"c.toml:2: default_threshold = 150.0: must be a percentage"),
 ])
 def test_a_config_file_that_cannot_be_used_stops_every_command_with_one_line(tmp_path: Path, content: str, problem: bytes) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(content)
     proc = cli("inspect", str(FIXTURES / "sessions" / "demo"), "--config", str(cfg))
-    assert proc.returncode == 65 and proc.stdout == b"" and problem in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert proc.returncode == 2 and proc.stdout == b"" and problem in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
     missing = cli("config", "show", "--config", str(tmp_path / "nope.toml"))
-    assert missing.returncode == 65 and b"no such config file" in missing.stderr
+    assert missing.returncode == 2 and b"no such config file" in missing.stderr

@@ -61,7 +61,8 @@ def _other(key: str) -> str:
 def test_a_value_out_of_range_stops_with_one_line(tmp_path: Path, text: str, problem: str) -> None:
     proc = cli("config", "show", *_config(tmp_path, text))
     err = proc.stderr.decode()
-    assert proc.returncode == 65 and proc.stdout == b"" and problem in err and len(err.splitlines()) == 1, err
+    assert proc.returncode == 2 and proc.stdout == b"" and problem in err and len(err.splitlines()) == 1, err
+    assert ".toml:1: " in err  # the file and the line of the key
 
 
 # -- one behaviour per constant ------------------------------------------------------------------

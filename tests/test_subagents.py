@@ -65,6 +65,18 @@ def test_inspect_agents_lists_both_with_the_usage_ledgers_tokens_and_cost(tmp_pa
     assert (rows["aaa"]["status"], rows["aaa"]["turns"], rows["aaa"]["parent_call"], rows["aaa"]["model"]) == ("completed", 1, "t1", "claude-haiku-4-5")
     assert (rows["bbb"]["status"], rows["bbb"]["parent_call"]) == ("running", "t2")
     ledger = orjson.loads(cli("usage", str(s), "--by", "agent", "--json", "--no-cache").stdout)
+    # bbb still runs: its calls are not all logged, so the bill is incomplete and no cost is shown (issue 42)
+    assert ledger["incomplete"] is True and ledger["totals"]["cost_usd"] is None
+    assert all(r["cost_usd"] is None for r in [*rows.values(), *ledger["rows"]])
+    log = s / "updates.jsonl"
+    seq = len(log.read_bytes().splitlines())
+    done = [{"id": "aaa", "type": "Explore", "description": "find A", "status": "completed"},
+            {"id": "bbb", "type": "Explore", "description": "find B", "status": "completed"}]
+    with log.open("ab") as f:
+        f.write(orjson.dumps({"v": 1, "seq": seq, "ts": "2026-11-01T00:59:00.000Z", "kind": "state", "facet": "subagents", "value": done}) + b"\n")
+    rows = {a["agent"]: a for a in orjson.loads(cli("inspect", str(s), "--agents", "--json").stdout)["agents"]}
+    ledger = orjson.loads(cli("usage", str(s), "--by", "agent", "--json", "--no-cache").stdout)
+    assert ledger["incomplete"] is False
     by = {row["agent"]: row for row in ledger["rows"]}
     for agent, row in rows.items():
         u = by[agent]

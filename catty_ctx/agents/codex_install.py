@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import DataError
 from .plugin import PLUGIN, plugin_json
-from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, codex_home, command_words, hook_command, is_our_hook, is_plugin_hook, json_text, read_json_object, remove_hooks
+from .settings import DEFAULT_COMMAND, RECALL_SERVER, Change, add_hooks, codex_home, command_words, hook_command, is_our_hook, is_plugin_hook, json_bytes, read_json_object, remove_hooks
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -389,7 +389,7 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
         if "SessionStart" in added:
             new["hooks"]["SessionStart"][-1]["hooks"][0]["additionalContextLimit"] = CONTEXT_LIMIT
         if added:
-            changes.append(Change(hooks_path, before, json_text(new), [f"hooks.{e}" for e in added]))
+            changes.append(Change(hooks_path, before, json_bytes(before, doc, new), [f"hooks.{e}" for e in added]))
         trust = our_trust(new, source) if plugin is None else {}
         tables: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
             (("hooks", "state", key), *trust_table(key, digest)) for key, digest in trust.items()]
@@ -402,7 +402,7 @@ def plan_codex(install: bool, *, home: str | None = None, mcp: bool = False, com
     else:
         new, removed = remove_hooks(doc)
         if removed:
-            changes.append(Change(hooks_path, before, json_text(new), [f"hooks.{e}" for e in removed], remove=not new))
+            changes.append(Change(hooks_path, before, json_bytes(before, doc, new), [f"hooks.{e}" for e in removed], remove=not new))
         trust = our_trust(doc, source)
         ours: list[tuple[str, ...]] = [("hooks", "state", key) for key in trust]
         ours += [*stale_trust(ctext, source, trust), *([("mcp_servers", RECALL_SERVER)] if mcp else [])]

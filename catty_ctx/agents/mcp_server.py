@@ -12,11 +12,10 @@ answered while a large session is read.
 from __future__ import annotations
 
 import functools
-import os
-import signal
-from collections.abc import Callable
+import sys
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types as types
@@ -27,8 +26,8 @@ from mcp.shared.exceptions import MCPError
 
 from .._version import __version__
 from ..errors import CattyError
-from ..session.files import clear_dead_spools
 from ..visible import one_line
+from .mcp_start import INSTRUCTIONS, Wire
 from .recall import SEARCH_LIMIT, SEARCH_LIMIT_MAX, SHOW_CHARS, SHOW_CHARS_MAX, Recall, RecallError
 from .recall_all import recall_search
 from .settings import RECALL_SERVER
@@ -176,32 +175,48 @@ def build_server(recall: Recall) -> Server[Any]:
         return await anyio.to_thread.run_sync(functools.partial(answer, recall, tool, params.arguments or {}), limiter=limiter)
 
     return Server(RECALL_SERVER, version=__version__,
-                  instructions="Recall what compactions took out of this session's context: recall_search, then recall_show.",
+                  instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def serve(recall: Recall) -> None:
-    """Answer MCP requests on stdin and stdout until stdin ends. A SIGTERM or SIGHUP ends it
-    too, its temporary copy of a native session removed first (the event loop is not waited
-    for: its thread reading stdin may be blocked for good); one a killed server left is removed
-    at the next start."""
-    clear_dead_spools("native")
+async def _lines(wire: Wire) -> AsyncIterator[str]:
+    """The wire's input lines: those read before the SDK was loaded, then the rest."""
+    for line in wire.replay:
+        yield line
+    async for line in anyio.wrap_file(wire.reader):
+        yield line
 
-    def stop(_sig: int, _frame: Any) -> None:
-        try:
-            recall.close()
-        finally:
-            os._exit(0)
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop)
+class _Output:
+    """The SDK's writes to the wire, less its answer to the replayed first request when the
+    client has one already (`Wire.answered`): the two are the same, or a stderr line says how not."""
+
+    def __init__(self, wire: Wire) -> None:
+        self.out = anyio.wrap_file(wire.writer)
+        self.answered = wire.answered
+
+    async def write(self, text: str) -> None:
+        if self.answered is not None:
+            doc = orjson.loads(text)
+            if type(doc) is dict and doc.get("id") == self.answered["id"] and ("result" in doc or "error" in doc):
+                sent, self.answered = self.answered, None
+                if doc != sent:
+                    sys.stderr.write(f"catty-ctx mcp: the SDK's answer to the first request differs from the one sent: {one_line(text)[:300]}\n")
+                return
+        await self.out.write(text)
+
+    async def flush(self) -> None:
+        await self.out.flush()
+
+
+def run_sdk(recall: Recall, wire: Wire | None) -> None:
+    """Serve RECALL with the SDK's server on WIRE (`mcp_start` took it and may have answered
+    its first request), or on the SDK's own stdio transport when there is none."""
     server = build_server(recall)
 
     async def run() -> None:
-        async with stdio_server() as (read, write):
+        streams = (cast(Any, _lines(wire)), cast(Any, _Output(wire))) if wire is not None else (None, None)
+        async with stdio_server(*streams) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    try:
-        anyio.run(run)
-    finally:
-        recall.close()
+    anyio.run(run)

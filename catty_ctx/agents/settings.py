@@ -2,7 +2,9 @@
 
 The user's file is theirs: every key and hook they have stays where it is, in order; ours are
 appended (a matcher group of their own per event, so no user group is ever edited); a run that
-finds them already there changes nothing (the bytes stay as they are); the previous bytes are
+finds them already there changes nothing (the bytes stay as they are); only the bytes of our
+entries change (`jsonsplice`: your layout, key order, escapes and final newline stay, and an
+uninstall after an install gives the first bytes back); the previous bytes are
 kept beside the file (`NAME.catty-ctx.bak`) before it is replaced atomically; a file that is not
 plain JSON (comments, trailing commas, duplicate keys) or not an object is refused with one line,
 and so is a symbolic link (the rename would replace the link, not its target). Uninstall removes
@@ -27,6 +29,7 @@ from typing import Any
 
 from ..errors import DataError, UsageError
 from ..session.files import clear_dead_temps, replace_file
+from .jsonsplice import edited
 
 SCOPES = ("user", "project", "local")
 RECALL_SERVER = "catty-recall"
@@ -126,6 +129,15 @@ def json_text(doc: dict[str, Any]) -> bytes:
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
 
 
+def json_bytes(before: bytes | None, doc: dict[str, Any], new: dict[str, Any]) -> bytes:
+    """NEW as the bytes of the file that held DOC as BEFORE: the changed entries spliced in or cut
+    out, every other byte as it was (its layout, key order, escapes, final newline); the whole
+    document (`json_text`) for a new or empty file, or a change `jsonsplice` does not make in place."""
+    text = before.decode("utf-8") if before is not None and before.strip() else None
+    spliced = edited(text, doc, new) if text is not None else None
+    return spliced.encode("utf-8", "backslashreplace") if spliced is not None else json_text(new)
+
+
 def apply(changes: list[Change]) -> None:
     """Write each change: the previous bytes to the backup first (with the file's own mode: a
     0600 settings file may hold keys), then the file, each atomically. A file whose bytes are no
@@ -203,7 +215,7 @@ def _change(path: Path, before: bytes | None, doc: dict[str, Any], new: dict[str
     with REMOVE, a NEW that is an empty object removes the file."""
     if new == doc:
         return None
-    return Change(path, before, json_text(new), what, remove=remove and not new)
+    return Change(path, before, json_bytes(before, doc, new), what, remove=remove and not new)
 
 
 # -- the commands we install ---------------------------------------------------------------

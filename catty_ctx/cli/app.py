@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from .. import defaults
 from .._version import __version__
-from ..errors import EXIT_MEANINGS, DataError, ExitCode
+from ..errors import EXIT_MEANINGS, ExitCode, UsageError
 from .errors import exit_code_for, flush_stdout, guard_closed_stdout, run_guarded
 from .registry import BY_NAME, COMMANDS
 
@@ -151,9 +151,11 @@ def main(argv: "list[str] | None" = None) -> None:
 
 
 def _config_usable(args: "list[str]") -> None:
-    """A config file that cannot be used (a value out of its range too) stops every command (it
-    would change what they do), exit 65. The commands an agent runs (its hooks, the status line) fail open instead: one warning line
-    (stderr and the hooks' log), the defaults used (nothing of the file was applied)."""
+    """A config file that cannot be used (missing, unreadable, broken, an unknown key, a wrong type,
+    a value out of its range) stops every command with one line, exit 2: it is part of how the
+    command was called, and would change what it does. The commands an agent runs (its hooks, the
+    status line) fail open instead: one warning line (stderr and the hooks' log), the defaults used
+    (nothing of the file was applied)."""
     if defaults.CONFIG_PROBLEM is None:
         return
     if args[:1] == ["statusline"] or (args[:1] == ["hook"] and args[1:2] in (["claude"], ["codex"])):
@@ -163,7 +165,7 @@ def _config_usable(args: "list[str]") -> None:
         warn(mirrors_root(given), f"{' '.join(args[:3]) if args[0] == 'hook' else args[0]}: the config is not used, the defaults are: "
                                   f"{defaults.CONFIG_PROBLEM}")
         return
-    raise DataError(defaults.CONFIG_PROBLEM)
+    raise UsageError(defaults.CONFIG_PROBLEM)
 
 
 def list_commands() -> None:

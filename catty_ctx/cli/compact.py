@@ -147,7 +147,7 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
             return progress_iter(outcomes, label="sessions", total=total)
     if agent is not None:
         if check:  # a measure of its view, which any session (a native one too) can give
-            with open_agent(target, agent, warn=None) as sub:
+            with open_agent(target, agent, warn=warn) as sub:
                 results = [compact_session(sub, threshold=threshold, force=force, mode=mode, summarizer=summarizer, detail=detail,
                                            summarizer_options=options, redact=not no_redact, check=True, deadline=deadline)]
         else:
@@ -173,7 +173,10 @@ def run(target: str | None = None, threshold: float = DEFAULT_THRESHOLD, force: 
     else:
         rows_out(iter(rows), _COLUMNS, as_json=as_json, key="sessions")
     # The most severe of the sessions' codes (docs/spec.md#a-root-of-sessions).
-    code = most_severe([*(e.exit_code for e in errors), *([ExitCode.CHECK_FAILED] if check and any(r.status == OVER for r in results) else [])])
+    # A check never says "fine" over a ROOT it could not read whole (each folder or file named as the walk met it).
+    unread = bool(getattr(sessions, "unreadable", None))
+    code = most_severe([*(e.exit_code for e in errors),
+                        *([ExitCode.CHECK_FAILED] if check and (unread or any(r.status == OVER for r in results)) else [])])
     if code:
         raise SystemExit(code)
 

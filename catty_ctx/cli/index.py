@@ -21,6 +21,7 @@ DOC = """Index the sessions under the ROOTs for `search`: catty sessions with th
     archives, hook mirrors, and the agents' own files, in one SQLite FTS5 database under the
     cache folder ($XDG_CACHE_HOME/catty-ctx/index, or CATTY_CTX_INDEX).
 
+    Each session's texts are kept too, so that a query that finds something reads no session.
     A second run reads only what changed (of a file that grew, its new lines). Once a ROOT is
     indexed, `search` over it asks the index which sessions may hold the pattern, brings it up
     to date first, and ranks them; deleting the index changes no match, only the time.
@@ -50,21 +51,21 @@ def run(roots: list[str] | None = None, drop: bool = False, as_json: bool = Fals
     with Index() as idx:
         where = idx.path
         if drop:
-            idx.close()
-            for suffix in ("", "-wal", "-shm"):
-                where.with_name(where.name + suffix).unlink(missing_ok=True)
+            idx.drop()
             report = None
         else:
             if not roots:
                 raise UsageError("ROOT: name at least one folder of sessions to index")
             report = idx.update(roots)
+            report.sessions_read = idx.keep_all(roots)
     doc = {"index": str(where), "dropped": drop, "roots": [] if report is None else report.walked,
            "files": 0 if report is None else report.files, "files_read": [] if report is None else report.files_read,
-           "files_grown": [] if report is None else report.files_grown, "bytes_read": 0 if report is None else report.bytes_read}
+           "files_grown": [] if report is None else report.files_grown, "bytes_read": 0 if report is None else report.bytes_read,
+           "sessions_read": 0 if report is None else report.sessions_read}
     if as_json:
         write_json(doc)
     elif report is None:
         sys.stdout.write(f"{where}: deleted\n")
     else:
         sys.stdout.write(f"{where}: {report.files:,} files, {len(report.files_read):,} read whole, {len(report.files_grown):,} grown, "
-                         f"{report.bytes_read:,} bytes read\n")
+                         f"{report.bytes_read:,} bytes read, {report.sessions_read:,} sessions' texts kept\n")

@@ -12,8 +12,9 @@ from pathlib import Path as PathType
 import orjson
 
 from ..defaults import CONNECT_TIMEOUT
-from ..errors import ExitCode, UsageError
+from ..errors import ExitCode, NoConversation, UsageError
 from ..fleet.cluster import engine_for
+from ..fleet.runner import skip_note
 from ..inspect.session import find_event, inspect_root, inspect_session, view_rows
 from ..inspect.stats import root_stats
 from ..sources import open_session, resolve, root_sessions
@@ -120,14 +121,18 @@ def run(target: str, items: bool = False, seq: int | None = None, context: bool 
 
 def _stats(target: str, *, allow_empty: bool, as_json: bool) -> None:
     """`inspect ROOT --stats`: the distributions, a row per quantity (one document with --json)."""
-    found = root_sessions(target, allow_empty=allow_empty) if resolve(target).is_root else [target]
+    root = resolve(target).is_root
+    found = root_sessions(target, allow_empty=allow_empty) if root else [target]
     failed: list[str] = []
 
     def on_error(path: Any, exc: Exception) -> None:
+        if root and isinstance(exc, NoConversation):  # (no session: named, the exit as without it, as every ROOT command)
+            warn(skip_note(exc))
+            return
         failed.append(str(exc))
         warn(str(exc))
 
-    doc = root_stats(progress_iter(iter(found), label="sessions", total=len(found)), open_session=lambda t: open_session(t, warn=None),
+    doc = root_stats(progress_iter(iter(found), label="sessions", total=len(found)), open_session=lambda t: open_session(t, warn=warn),
                      on_error=on_error)
     if as_json:
         write_json(doc)

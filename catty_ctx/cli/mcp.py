@@ -1,12 +1,12 @@
 """`catty-ctx mcp`: the read-only recall server over stdio (docs/agents.md#the-recall-server).
 
 Starts without the CLI framework (see `fastpath`); the MCP SDK (the extra `catty-ctx[mcp]`)
-loads only here, when the server runs.
+loads only here, when the server runs, and while it answers the handshake (`agents.mcp_start`).
 """
 from __future__ import annotations
 
+from ..agents.mcp_start import RunSdk, serve
 from ..agents.recall import Recall
-from ..errors import UsageError
 from .fastpath import Option, parse_one
 from .fastpath import declare as declare_command
 
@@ -47,8 +47,10 @@ def declare() -> None:
 
 def run(session: str | None = None, codex_home: str | None = None) -> None:
     """Serve the recall tools on stdin and stdout until stdin ends."""
-    try:
-        from ..agents.mcp_server import serve
-    except ImportError as exc:
-        raise UsageError(f"the recall server needs the MCP SDK ({exc.name or exc}): install the extra catty-ctx[mcp]") from None
-    serve(Recall(given=session, codex_home=codex_home))
+    serve(Recall(given=session, codex_home=codex_home), _load_sdk)
+
+
+def _load_sdk() -> RunSdk:
+    from ..agents.mcp_server import run_sdk
+
+    return run_sdk

@@ -68,7 +68,7 @@ def report_cmd(
             raise SystemExit(site.exit_code)
         return
 
-    with open_agent(target, agent, warn=None) as session:
+    with open_agent(target, agent, warn=warn) as session:
         rep = build_report(session)
     ref = target if target != "-" else "SESSION"
     data = render(rep, ref=ref).encode("utf-8", "surrogateescape")

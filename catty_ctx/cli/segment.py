@@ -12,6 +12,7 @@ from ..session.segments import grep_segments, list_segments, native_segments, op
 from ..subagents import open_agent
 from ..visible import end, stdout_binary
 from .app import get_app
+from .errors import warn
 from .fastpath import declare as declare_command
 from .fastpath import declare_group, flag, parse_one, shared
 from .output import Column, rows_out
@@ -80,7 +81,7 @@ def run(subcommand: str, **kwargs: Any) -> None:
 
 
 def _session_dir(session: str, agent: str | None = None) -> Path:
-    opened = open_agent(session, agent, warn=None)
+    opened = open_agent(session, agent, warn=warn)
     # Another agent's session, or a subagent's view: its own compactions' spans, derived in its spool.
     if opened.origin is not None:
         _OPENED.append(opened)  # its spool stays until the command ends

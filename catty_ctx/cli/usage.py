@@ -11,7 +11,6 @@ from typing import Annotated
 
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
 from ..errors import UsageError
-from ..usage.ledger import BY_CHOICES
 from ..usage.pipeline import strict_refusal, usage
 from .errors import warn
 from .fastpath import CLUSTER, flag, parse, shared, value
@@ -22,8 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..usage.ledger import Ledger
-    from ..usage.outcome import Scan
+    from ..usage.outcome import Ledger, Scan
 
 BY_HELP = ("Rows by KEY: model, day, week (ISO), month, session, project, agent (main loop vs each subagent) or block "
            "(5-hour windows from each window's first call, with burn rate and the current one's projection).")
@@ -66,8 +64,8 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
         tz: "str | None" = None, allow_empty: bool = False, verbose: bool = False, scheduler: "str | None" = None,
         connect_timeout: float = CONNECT_TIMEOUT) -> None:
     """Scan, fold and print the ledger; warnings and errors go to stderr."""
-    if by not in BY_CHOICES:
-        raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}, not '{by}'")
+    if by not in USAGE_BY:
+        raise UsageError(f"--by must be one of {', '.join(USAGE_BY)}, not '{by}'")
 
     def render(ledger: "Ledger", scan: "Scan") -> "dict[str, bytes]":
         """The two piped forms, kept with a cached answer: printing it again needs no JSON library."""
@@ -105,7 +103,7 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
             warn(f"{sample}; skipped")
         warn(f"{scan.bad_lines} unreadable line{'s' if scan.bad_lines != 1 else ''} skipped")
     if ledger.incomplete:
-        warn("a session's usage is incomplete (a subagent was still running): costs are withheld")
+        warn("a session's usage is incomplete (a subagent is still running, or was when a call was logged): costs are withheld")
     emit_rendered(as_json=as_json, show=lambda: _show(ledger), document=lambda: ledger.document(scan),
                   rendered=lambda: ledger.rendered or render(ledger, scan))
 

@@ -143,7 +143,7 @@ def session_cases(native: Any, label: str) -> list[Case]:
     agent = AGENTS.get(native.format)
     if agent is None:
         return []
-    with import_session(native, warn=None) as s:
+    with import_session(native) as s:  # (a line it cannot read is skipped and named, as every reader of native files does)
         events = list(s.events(warn=None))
         plan = plan_file(s.log_path)
         origin = s.origin or {}

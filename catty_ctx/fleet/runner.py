@@ -22,9 +22,10 @@ SEVERITY = (ExitCode.INTERNAL, ExitCode.CANT_CREATE, ExitCode.UNAVAILABLE, ExitC
 
 
 def most_severe(codes: Iterable[int]) -> int:
-    """The most severe of CODES by SEVERITY (a code not in it ranks first); 0 for none."""
+    """The most severe of CODES by SEVERITY (a code not in it ranks first); 0 for none. A 0 (a
+    file skipped with a note) is no code: it never hides a check's 1."""
     rank = {int(code): i for i, code in enumerate(SEVERITY)}
-    return min(codes, key=lambda c: rank.get(int(c), -1), default=0)
+    return min((c for c in codes if c), key=lambda c: rank.get(int(c), -1), default=0)
 
 
 def _attempt(fn: Callable[..., Any], kwargs: dict[str, Any], item: Any) -> tuple[int, Any]:
@@ -72,11 +73,16 @@ class Skipped(str):
     failure, and picklable, so it crosses a worker's boundary as a result."""
 
 
+def skip_note(exc: NoConversation) -> str:
+    """The one line a ROOT command says of a file that holds no conversation."""
+    return f"skipped {exc.source}: it holds no conversation (no message or tool call)"
+
+
 def _skipping(fn: Callable[..., Any], item: Any, **kwargs: Any) -> Any:
     try:
         return fn(item, **kwargs)
     except NoConversation as exc:
-        return Skipped(f"skipped {exc.source}: it holds no conversation (no message or tool call)")
+        return Skipped(skip_note(exc))
 
 
 class RootRun:

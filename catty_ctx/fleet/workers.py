@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -139,6 +138,8 @@ def _start_dealt(work: Callable[[int], Any], dump: Callable[[Any], bytes], queue
 
 
 def _unlinked_temp() -> int:
+    import tempfile  # (where the system has no memfd_create: the usage scan's start loads no tempfile)
+
     fd, name = tempfile.mkstemp(prefix="catty-ctx-worker-")
     os.unlink(name)
     return fd

@@ -5,8 +5,9 @@ same name, so the usage ledger counts the call once. Claude Code names the reque
 (`requestId`); Codex and Gemini CLI name none, so the name is made of what every copy of the
 record keeps: a Codex `token_count`'s time and cumulative totals (a forked rollout copies both),
 a Gemini CLI reply's id; a Claude Code response without a request id (a gateway or a local
-server gave none) by its Anthropic message id within its session. An import writes the name as
-its `usage` event's `request_id`.
+server gave none) by its Anthropic message id within its session; opencode's by its step-finish
+part's id within its message (a message without steps by its own id: the ids are the same in its storage tree, its
+database and an export). An import writes the name as its `usage` event's `request_id`.
 
 Imports nothing: the importers and the usage parsers both load it.
 """
@@ -38,3 +39,17 @@ def codex_call(stamp: object, totals: Iterable[int]) -> str:
 def gemini_call(reply_id: object) -> str:
     """The name of the Gemini CLI call that wrote the reply REPLY_ID."""
     return f"gemini:{reply_id}"
+
+
+OPENCODE_STEP = "opencode:step:"  # + "<message id>/<part id>" of a step-finish part: one request
+OPENCODE_MESSAGE = "opencode:message:"  # + an assistant message's id: its own tokens, a call only without its steps
+
+
+def opencode_step(message_id: str, part_id: str) -> str:
+    """The name of the opencode call a step-finish part PART_ID of message MESSAGE_ID records."""
+    return f"{OPENCODE_STEP}{message_id}/{part_id}"
+
+
+def opencode_message(message_id: str) -> str:
+    """The name of an opencode message's own tokens (a call only when none of its steps is known)."""
+    return OPENCODE_MESSAGE + message_id

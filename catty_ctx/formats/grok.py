@@ -15,11 +15,12 @@ only (the usage walk and a writer's ownership check reach here).
 """
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 GROK = "grok"  # the format's name in the registry
 LOG = "updates.jsonl"
@@ -66,6 +67,8 @@ def log_is_grok(log: str | os.PathLike[str]) -> bool:
 def _loads(data: bytes) -> Any:
     """DATA as JSON, None when it is not (the standard library's reader: a probe of one line and
     a summary need no faster one, and the usage walk's start-up loads no JSON library of its own)."""
+    import json  # (a walk that meets no grok session loads none)
+
     try:
         return json.loads(data)
     except (ValueError, RecursionError):
@@ -80,7 +83,8 @@ def is_session_dir(folder: str | os.PathLike[str]) -> bool:
 def summary(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """The session's summary.json ({} when missing or unreadable: the log still stands)."""
     try:
-        doc = _loads(Path(folder, SUMMARY).read_bytes())
+        with open(os.path.join(folder, SUMMARY), "rb") as f:
+            doc = _loads(f.read())
     except OSError:
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -95,12 +99,15 @@ def is_child(meta: dict[str, Any]) -> bool:
 def bucket_cwd(bucket: str | os.PathLike[str]) -> str | None:
     """The working directory a bucket folder stands for: its url-decoded name when absolute,
     else the `.cwd` file of a hashed bucket."""
+    from urllib.parse import unquote
+
     name = os.path.basename(os.fspath(bucket).rstrip(os.sep))
     decoded = unquote(name)
     if decoded.startswith("/") or (len(decoded) > 1 and decoded[1] == ":"):
         return decoded
     try:
-        return Path(bucket, ".cwd").read_text(encoding="utf-8").strip() or None
+        with open(os.path.join(bucket, ".cwd"), encoding="utf-8") as f:
+            return f.read().strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -108,6 +115,8 @@ def bucket_cwd(bucket: str | os.PathLike[str]) -> str | None:
 def sessions_under(root: str | os.PathLike[str], *, children: bool = False) -> list[Path]:
     """The grok session folders under ROOT (a home, its sessions/, a bucket or a session), in
     name order; subagent children only when CHILDREN."""
+    from pathlib import Path
+
     root = Path(root)
     if is_session_dir(root):
         return [root]

@@ -50,9 +50,10 @@ def _ours(record: dict[str, Any]) -> bool:
 
 def _detected(value: Any, *, record: bool = False) -> str | None:
     """The importer format of VALUE: a line's RECORD, or a whole document."""
-    if isinstance(value, list) and not any(isinstance(m, dict) and "role" in m for m in value):
+    from ..importers.detect import document_format, is_gemini_prompt_log, record_format
+
+    if isinstance(value, list) and not any(isinstance(m, dict) and "role" in m for m in value) and not is_gemini_prompt_log(value):
         return None  # a list of anything is not yet a messages array
-    from ..importers.detect import document_format, record_format
 
     return record_format(value) if record else document_format(value)
 

@@ -293,10 +293,10 @@ def _pending_prefire(directory: Path, rep: Report) -> None:
 
 def _usage(session: Session, rep: Report) -> None:
     found = scan([str(session.log_path)], use_cache=False, jobs=1)
-    by_model = build_ledger(found.records, by="model")
+    by_model = build_ledger(found.records, by="model", running=found.running)
     rep.usage_by_model = by_model.rows
     rep.usage_totals = by_model.totals
-    rep.usage_by_agent = build_ledger(found.records, by="agent").rows
+    rep.usage_by_agent = build_ledger(found.records, by="agent", running=found.running).rows
 
 
 def _blob_sizes(directory: Path, rep: Report) -> None:
@@ -338,7 +338,7 @@ def gather_path(target: Any) -> Report:
     """The report of a session on disk; one that cannot even be opened still gets a report (one
     that holds no conversation is no session: its error is raised, and a ROOT skips it)."""
     try:
-        with open_session(target, warn=None) as session:
+        with open_session(target) as session:  # (a native session's skipped lines named on stderr)
             return gather(session)
     except NoConversation:
         raise

@@ -29,15 +29,21 @@ def _count(usage: dict[str, Any], key: str) -> int:
 
 
 def usage_fields(usage: Any) -> dict[str, Any] | None:
-    """Anthropic usage → catty-ctx fields (input is uncached input already)."""
+    """Anthropic usage → catty-ctx fields (input is uncached input already; the one-hour cache
+    writes of `cache_creation`, priced apart, kept as `cache_write_1h`)."""
     if not isinstance(usage, dict):
         return None
-    return {
+    fields = {
         "input": _count(usage, "input_tokens"),
         "output": _count(usage, "output_tokens"),
         "cache_read": _count(usage, "cache_read_input_tokens"),
         "cache_write": _count(usage, "cache_creation_input_tokens"),
     }
+    written = usage.get("cache_creation")
+    hour = _count(written, "ephemeral_1h_input_tokens") if isinstance(written, dict) else 0
+    if hour:
+        fields["cache_write_1h"] = hour
+    return fields
 
 
 def no_request(fields: dict[str, Any], request_id: Any) -> bool:

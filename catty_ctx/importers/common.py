@@ -343,6 +343,7 @@ class EventBuilder:
         request_id: str | None = None,
         cost_usd: float | None = None,
         off_branch: bool = False,
+        cache_write_1h: int = 0,
     ) -> Event:
         model = model if isinstance(model, str) and model else None
         fields: dict[str, Any] = {
@@ -353,6 +354,8 @@ class EventBuilder:
             "cache_write": max(int(cache_write), 0),
             "reasoning": max(int(reasoning), 0),
         }
+        if cache_write_1h > 0:  # (of cache_write: the one-hour writes a provider bills apart, docs/format.md)
+            fields["cache_write_1h"] = min(int(cache_write_1h), fields["cache_write"])
         if isinstance(cost_usd, (int, float)) and not isinstance(cost_usd, bool):
             fields["cost_usd"] = cost_usd
         if isinstance(request_id, str) and request_id:

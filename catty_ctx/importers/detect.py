@@ -92,8 +92,17 @@ def is_opencode_export(doc: Any) -> bool:
         and isinstance(first.get("parts"), list)
 
 
+def is_gemini_prompt_log(doc: Any) -> bool:
+    """Gemini CLI's `logs.json` beside its chats: the prompts typed ({sessionId, messageId, type,
+    message, timestamp} each), no conversation."""
+    return isinstance(doc, list) and bool(doc) and all(
+        isinstance(e, dict) and "sessionId" in e and "messageId" in e and "message" in e and "role" not in e for e in doc)
+
+
 def document_format(doc: Any) -> str | None:
     """The format of a whole JSON document (a messages array, a Gemini or opencode file), or None."""
+    if is_gemini_prompt_log(doc):
+        return "gemini"  # (its importer names it: a file of no conversation)
     if isinstance(doc, list):
         return _messages_format(doc)
     if isinstance(doc, dict):

@@ -14,9 +14,10 @@ from typing import Any
 
 import orjson
 
-from ..errors import UsageError
+from ..errors import NoConversation, UsageError
 from ..formats.calls import gemini_call
 from .common import SHAPE_ERRORS, EventBuilder, Warn, not_recognised, shape_error
+from .detect import is_gemini_prompt_log
 from .reading import iter_jsonl, load_json
 
 WHAT = "a Gemini CLI session"
@@ -160,6 +161,8 @@ def convert(source: Path, start: Any, *, lenient: bool = False, warn: Warn | Non
     report = start.report
     if path.suffix == ".json":
         doc = load_json(path)
+        if is_gemini_prompt_log(doc):
+            raise NoConversation(path, "Gemini CLI's log of the prompts typed; its conversations are the chats/session-* files")
         if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
             raise not_recognised(str(path), WHAT)
         records = [r for r in doc["messages"] if isinstance(r, dict)]

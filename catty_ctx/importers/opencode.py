@@ -19,7 +19,9 @@ from typing import Any
 import orjson
 
 from ..errors import DataError
+from ..formats.calls import opencode_message, opencode_step
 from ..formats.database import UNREADABLE, open_read_only
+from ..formats.opencode import fresh_input
 from .common import SHAPE_ERRORS, EventBuilder, Warn, not_recognised, one_session, shape_error, split_data_url
 from .detect import is_opencode_export
 from .reading import load_json
@@ -190,7 +192,10 @@ def _is_sqlite(path: Path) -> bool:
 # -- conversion --------------------------------------------------------------------------------
 
 
-def _usage(b: EventBuilder, tokens: Any, model: Any, cost: Any, ts: Any) -> None:
+def _usage(b: EventBuilder, record: dict[str, Any], model: Any, ts: Any, message_id: str) -> None:
+    """The usage event of RECORD's `tokens` (a step-finish part, or a message without steps, of
+    message MESSAGE_ID), named as `usage` names the record's call (`formats.calls`)."""
+    tokens, cost = record.get("tokens"), record.get("cost")
     if not isinstance(tokens, dict):
         return
 
@@ -201,11 +206,15 @@ def _usage(b: EventBuilder, tokens: Any, model: Any, cost: Any, ts: Any) -> None
     cache = tokens.get("cache")
     # opencode's output excludes the reasoning tokens, which are billed as output: output is
     # output + reasoning, as the usage ledger counts it (docs/usage.md).
-    fields: dict[str, Any] = {"input": n(tokens, "input"), "output": n(tokens, "output") + n(tokens, "reasoning"), "reasoning": n(tokens, "reasoning"),
-              "cache_read": n(cache, "read"), "cache_write": n(cache, "write")}
+    # An early record's input holds its cache reads (`formats.opencode`): the input beside them, as `usage` reads it.
+    fields: dict[str, Any] = {"input": fresh_input(record, n(tokens, "input"), n(cache, "read")),
+                              "output": n(tokens, "output") + n(tokens, "reasoning"), "reasoning": n(tokens, "reasoning"),
+                              "cache_read": n(cache, "read"), "cache_write": n(cache, "write")}
     if not any(fields.values()):
         return
-    b.usage(model if isinstance(model, str) else None, **fields, ts=ts,
+    rid = record.get("id")
+    name = (opencode_step(message_id, rid) if record.get("type") == "step-finish" else opencode_message(message_id)) if isinstance(rid, str) else None
+    b.usage(model if isinstance(model, str) else None, **fields, ts=ts, request_id=name,
             cost_usd=cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
 
 
@@ -238,7 +247,7 @@ def _convert_message(b: EventBuilder, msg: dict[str, Any], parts: list[dict[str,
     if msg.get("summary") is True:
         b.compaction("\n".join(texts), id=mid, ts=ts, summarizer="opencode",
                      trigger=("auto" if pending_compaction.get("auto") else "manual") if pending_compaction else None)
-        _usage(b, msg.get("tokens"), model, msg.get("cost"), ts)
+        _usage(b, msg, model, ts, mid)
         return
     # One assistant message can span several requests (steps): text and tools in part
     # order, a usage per step-finish (before that step's results, which the next request
@@ -279,7 +288,7 @@ def _convert_message(b: EventBuilder, msg: dict[str, Any], parts: list[dict[str,
                 results.append((call_id, out if isinstance(out, str) else orjson.dumps(out).decode(), False, st.get("end") or ts))
         elif ptype == "step-finish":
             steps += 1
-            _usage(b, p.get("tokens"), model, p.get("cost"), ts)
+            _usage(b, p, model, ts, mid)
             flush_results()
         elif ptype in ("step-start", "text"):
             pass
@@ -288,7 +297,7 @@ def _convert_message(b: EventBuilder, msg: dict[str, Any], parts: list[dict[str,
     if not opened:
         b.message("assistant", "", id=mid, ts=ts)
     if not steps:
-        _usage(b, msg.get("tokens"), model, msg.get("cost"), ts)
+        _usage(b, msg, model, ts, mid)
     flush_results()
 
 

@@ -41,3 +41,11 @@ def needles(pattern: str, *, regex: bool, ignore_case: bool, needle: bytes | Non
         runs.append("".join(run))
     found = [r for r in runs if len(r) >= 3]
     return found or None
+
+
+def folds_case(pattern: str) -> bool:
+    """Whether the regular expression PATTERN sets case folding for all of itself (`(?i)`)."""
+    try:
+        return bool(sre_parse.parse(pattern).state.flags & re.I)
+    except (re.error, RecursionError):
+        return True

@@ -20,20 +20,23 @@ from the `chunks` map and so from every answer.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import CattyError
 from ..formats.roots import NativeSource
 from ..session.cursor import NEW, UNCHANGED, Cursor, line_end, look
 from ..session.layout import LOG_NAME
 from ..sources import root_sessions
+from .texts import Texts, forget, keep, kept, read_texts, signed, texts_folder, texts_key
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIN_NEEDLE = 3  # the trigram tokenizer finds strings of at least this many characters
 _SCHEMA = (
     "create table if not exists meta (key text primary key, value text)",
@@ -41,9 +44,10 @@ _SCHEMA = (
     "create table if not exists units (root text, n integer, kind text, format text, path text, sid text, primary key (root, n))",
     "create table if not exists dirs (root text, path text, mtime integer, primary key (root, path))",
     "create table if not exists files (path text primary key, root text, unit text, size integer, mtime integer, dev integer,"
-    " ino integer, offset integer, head integer, tail integer, mtime_s real)",
+    " ino integer, offset integer, head integer, tail integer, mtime_s real, ctime integer)",
     "create table if not exists chunks (id integer primary key, path text)",
     "create index if not exists chunks_path on chunks (path)",
+    "create table if not exists texts (unit text primary key, root text, key blob, meta blob, name text, size integer, digest integer)",
     "create virtual table if not exists body using fts5 (text, content='', tokenize='trigram')",
 )
 
@@ -66,6 +70,7 @@ class Report:
     files_grown: list[str] = field(default_factory=list)  # files whose appended lines alone were read
     bytes_read: int = 0
     files: int = 0
+    sessions_read: int = 0  # sessions whose texts were read whole and kept (`keep_all`)
 
 
 def unit_files(unit: Any) -> list[Path]:
@@ -79,11 +84,6 @@ def unit_files(unit: Any) -> list[Path]:
     if segments.is_dir():
         out += sorted(segments.glob("segment_*.md"))
     return out
-
-
-def _signed(value: int) -> int:
-    """VALUE (a device, an inode, a 64-bit digest) as an SQLite integer holds it (signed)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def _text(data: bytes) -> str:
@@ -101,12 +101,14 @@ class Index:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         self.db.execute("pragma synchronous=normal")  # (a cache: a crash loses at most the last update, read again next time)
+        self.db.execute("pragma mmap_size=17179869184")  # (pages read in place, not copied through read(): a session's kept texts are MBs)
         version = self._meta("version")
         if version == str(SCHEMA_VERSION):
             return  # (a query writes nothing: no write-ahead log to fold back in when it closes)
         if version is not None:
             self.db.close()
             self.path.unlink()
+            shutil.rmtree(texts_folder(self.path), ignore_errors=True)
             self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         self.db.execute("pragma journal_mode=wal")
         for statement in _SCHEMA:
@@ -122,6 +124,13 @@ class Index:
 
     def close(self) -> None:
         self.db.close()
+
+    def drop(self) -> None:
+        """Delete the index: its database (and its write-ahead log) and the kept texts."""
+        self.db.close()
+        for suffix in ("", "-wal", "-shm"):
+            self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        shutil.rmtree(texts_folder(self.path), ignore_errors=True)
 
     def __enter__(self) -> Index:
         return self
@@ -142,10 +151,12 @@ class Index:
                 return indexed
         return None
 
-    def units(self, root: str) -> list[Path | NativeSource]:
+    def units(self, root: str, pick: Callable[[str, str], bool] | None = None) -> list[Path | NativeSource]:
+        """ROOT's sessions in walk order (those PICK takes, given each one's `str` and path)."""
         out: list[Path | NativeSource] = []
         for kind, fmt, path, sid in self.db.execute("select kind, format, path, sid from units where root = ? order by n", (root,)):
-            out.append(Path(path) if kind == "catty" else NativeSource(fmt, Path(path), sid))
+            if pick is None or pick(f"{path}#{sid}" if sid else path, path):
+                out.append(Path(path) if kind == "catty" else NativeSource(fmt, Path(path), sid))
         return out
 
     def unit_paths(self, root: str) -> dict[str, list[str]]:
@@ -170,12 +181,12 @@ class Index:
                         self._refresh(root, str(unit), f, report)
                 continue
             # nothing new under ROOT: a stat of each file it holds tells what changed
-            for path, unit, size, mtime in self.db.execute("select path, unit, size, mtime from files where root = ?", (root,)).fetchall():
+            for path, unit, *known in self.db.execute("select path, unit, size, mtime, ctime, ino from files where root = ?", (root,)).fetchall():
                 report.files += 1
                 try:
                     st = os.stat(path)
-                    if (st.st_size, st.st_mtime_ns) == (size, mtime):
-                        continue  # (a file moved or rewritten in place shows a new mtime: the cursor tells it then)
+                    if [st.st_size, st.st_mtime_ns, st.st_ctime_ns, signed(st.st_ino)] == known:
+                        continue  # (a file written, moved or replaced shows a new ctime or inode: the cursor tells what changed)
                 except OSError:
                     pass
                 self._refresh(root, unit, Path(path), report)
@@ -217,6 +228,9 @@ class Index:
             gone = [p for (p,) in self.db.execute("select path from files where root = ?", (root,)) if p not in keep]
             for p in gone:
                 self._forget(p)
+            sessions = {str(unit) for unit in units}
+            forget(self.db, texts_folder(self.path),
+                   [u for (u,) in self.db.execute("select unit from texts where root = ?", (root,)) if u not in sessions])
             self.db.execute("insert or replace into roots values (?, ?)", (root, time.time()))
 
     def _forget(self, path: str) -> None:
@@ -227,7 +241,7 @@ class Index:
         """Index what F holds that the index lacks: the lines appended since (the one cursor,
         session.cursor, tells a grown file from another), else the whole file again."""
         path = str(f)
-        row = self.db.execute("select size, mtime, dev, ino, offset, head, tail from files where path = ?", (path,)).fetchone()
+        row = self.db.execute("select size, mtime, dev, ino, offset, head, tail, ctime from files where path = ?", (path,)).fetchone()
         try:
             st = os.stat(f)
             fh = open(f, "rb") if stat.S_ISREG(st.st_mode) else None
@@ -247,7 +261,7 @@ class Index:
 
             try:
                 reading = look(None if row is None else Cursor(*(v & 0xFFFF_FFFF_FFFF_FFFF for v in row[2:7])), st, read)
-                if row is not None and reading.verdict == UNCHANGED and (st.st_size, st.st_mtime_ns) == tuple(row[:2]):
+                if row is not None and reading.verdict == UNCHANGED and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (row[0], row[1], row[7]):
                     return
                 data = read(reading.start, st.st_size - reading.start)
                 # (to the end of the last complete line; a line still being written is indexed now and again, whole, next time)
@@ -264,9 +278,54 @@ class Index:
             if data:
                 cur = self.db.execute("insert into chunks (path) values (?)", (path,))
                 self.db.execute("insert into body (rowid, text) values (?, ?)", (cur.lastrowid, _text(data)))
-            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (path, root, unit, st.st_size, st.st_mtime_ns, *(_signed(v) for v in cursor.fields()), st.st_mtime))
+            self.db.execute("insert or replace into files values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (path, root, unit, st.st_size, st.st_mtime_ns, *(signed(v) for v in cursor.fields()), st.st_mtime, st.st_ctime_ns))
         report.bytes_read += len(data)
+
+    # -- each session's texts (index/texts.py) -----------------------------------------------
+
+    def kept_texts(self, unit: str, key: bytes) -> Texts | None:
+        """UNIT's texts as kept, when they were kept under KEY (the files unchanged since)."""
+        return kept(self.db, texts_folder(self.path), unit, key)
+
+    def keep_texts(self, unit: str, key: bytes, texts: Texts) -> None:
+        root = self.db.execute("select root from files where unit = ? limit 1", (unit,)).fetchone()
+        keep(self.db, texts_folder(self.path), unit, None if root is None else root[0], key, texts)
+
+    def texts(self, unit: Any, warn: Callable[[str], None] | None) -> Texts:
+        """UNIT's texts: those kept when their key still holds (what reading it warned said again
+        to WARN), else read whole (its errors raised) and kept."""
+        key = texts_key(unit)
+        if key is not None:
+            kept = self.kept_texts(str(unit), key)
+            if kept is not None:
+                if warn is not None:
+                    for message in kept.warnings:
+                        warn(message)
+                return kept
+        texts = read_texts(unit, warn)
+        if key is not None and texts.segments_error is None and texts_key(unit) == key:
+            try:
+                self.keep_texts(str(unit), key, texts)
+            except (sqlite3.Error, OSError):
+                pass  # (a cache that cannot be written, or is busy: read again next time)
+        return texts
+
+    def keep_all(self, roots: list[str]) -> int:
+        """Read and keep the texts of every session of the indexed ROOTS whose kept texts are
+        missing or stale; how many were read (one that fails is left to `search`, which says why)."""
+        read = 0
+        for root in roots:
+            for unit in self.units(os.path.abspath(root)):
+                key = texts_key(unit)
+                if key is None or self.db.execute("select 1 from texts where unit = ? and key = ?", (str(unit), key)).fetchone():
+                    continue
+                try:
+                    self.texts(unit, None)
+                except CattyError:
+                    continue
+                read += 1
+        return read
 
     # -- queries ----------------------------------------------------------------------------
 

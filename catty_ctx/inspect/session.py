@@ -257,7 +257,7 @@ def find_event(session: Session, seq: int) -> Event:
 def root_row(directory: Any) -> dict[str, Any]:
     """One session's object of `inspect ROOT`: its `inspect S` report, with PATH as given (a catty
     session's folder or a native session, run here or on a cluster worker)."""
-    with open_session(directory, warn=None) as s:
+    with open_session(directory) as s:  # (a native session's skipped lines named, as `search ROOT` names them)
         rep = inspect_session(s)
     rep["path"] = str(directory)
     return rep

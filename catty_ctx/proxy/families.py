@@ -54,7 +54,8 @@ class Answer:
     items: list[Item] = field(default_factory=list)
     usage: dict[str, int] | None = None
     model: str | None = None
-    request_id: str | None = None
+    request_id: str | None = None  # the response's own id (Anthropic's `msg_…`)
+    header_id: str | None = None  # the upstream's `request-id` header, which Claude Code records as `requestId`
 
 
 class Family:
@@ -181,8 +182,12 @@ def usage_fields(u: Any, *, openai: bool) -> dict[str, int] | None:
         return v if type(v) is int and v > 0 else 0
 
     if not openai:
-        return {"input": n(u, "input_tokens"), "output": n(u, "output_tokens"), "cache_read": n(u, "cache_read_input_tokens"),
-                "cache_write": n(u, "cache_creation_input_tokens"), "reasoning": 0}
+        fields = {"input": n(u, "input_tokens"), "output": n(u, "output_tokens"), "cache_read": n(u, "cache_read_input_tokens"),
+                  "cache_write": n(u, "cache_creation_input_tokens"), "reasoning": 0}
+        hour = min(n(u.get("cache_creation"), "ephemeral_1h_input_tokens"), fields["cache_write"])
+        if hour:  # (one-hour cache writes, billed apart: docs/format.md)
+            fields["cache_write_1h"] = hour
+        return fields
     if "prompt_tokens" in u:  # Chat Completions
         cached = n(u.get("prompt_tokens_details"), "cached_tokens")
         return {"input": max(n(u, "prompt_tokens") - cached, 0), "output": n(u, "completion_tokens"), "cache_read": cached,

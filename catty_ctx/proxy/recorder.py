@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from ..formats.calls import claude_call
 from ..importers.common import edited_paths, todos_from
 from ..session.create import create_session
 from ..session.files import replace_file
@@ -200,8 +201,11 @@ class Recorder:
             events.extend(made)
         if answer.usage is not None:
             usage: dict[str, Any] = {"kind": "usage", "model": answer.model or "unknown", **answer.usage}
-            if answer.request_id:
-                usage["request_id"] = answer.request_id
+            # Named as the agent's own log names the call (`formats.calls`), so the transcript, its
+            # mirror and this session count it once; another agent's by the response's id.
+            name = claude_call(answer.header_id, answer.request_id, conv.session_id) if conv.agent == "claude" else None
+            if name or answer.request_id:
+                usage["request_id"] = name or answer.request_id
             events.append(usage)
         if not events:
             return

@@ -365,6 +365,7 @@ class Tee:
         self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if enc == "gzip" else zlib.decompressobj() if enc == "deflate" else None
         self.unreadable = enc not in ("", "identity", "gzip", "deflate")
         self.error: Exception | None = None
+        self.header_id = headers.get("request-id")  # (Anthropic's: the agent's transcript names the call by it)
 
     def feed(self, chunk: bytes) -> None:
         if self.unreadable or self.error is not None:
@@ -391,4 +392,6 @@ class Tee:
             if isinstance(doc, dict):
                 self.reader.document(doc)
         result: Answer | None = self.reader.finish()
+        if result is not None and isinstance(self.header_id, str) and self.header_id:
+            result.header_id = self.header_id
         return result

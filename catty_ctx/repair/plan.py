@@ -51,6 +51,7 @@ class RepairPlan:
     lines: int = 0  # complete lines when analysed
     last_seq: int = -1
     facts: dict[str, Any] = field(default_factory=dict)  # what a rebuilt summary.json needs
+    unread: list[str] = field(default_factory=list)  # a native session's source lines its reading skipped
 
     @property
     def found(self) -> int:
@@ -75,6 +76,8 @@ class RepairPlan:
         for ev in self.events:
             if ev["action"] in ("drop", "answer"):
                 rows.append({k: ev[k] for k in ("action", "reason", "target_seq", "call_id") if k in ev})
+        for where in self.unread:  # (the agent's file is not ours to change: named, never fixed)
+            rows.append({"action": "none", "reason": "unread_source_line", "source": where})
         if self.summary:
             rows.append({"action": "rebuild", "reason": f"{self.summary}_summary", "file": "summary.json"})
         return rows
@@ -407,6 +410,9 @@ def repair_plan(session: Session, *, force: bool = False) -> RepairPlan:
         require_ours(session)
     plan = analyse(session)
     refuse_mostly_invalid(plan, force=force)
+    if session.origin is not None and session.origin.get("unread"):  # a check never says "fine" over what it skipped
+        plan.unread = list(session.origin["unread"])
+        plan.counts["unread_source_line"] = len(plan.unread)
     return plan
 
 

@@ -14,7 +14,6 @@ having cost at most that much memory and time.
 from __future__ import annotations
 
 import os
-import shutil
 
 from ..errors import DataError
 
@@ -32,6 +31,8 @@ NOT_INSTALLED = "compressed with zstd, which catty-ctx reads through the zstd pr
 
 def program() -> str | None:
     """The zstd program on PATH, or None."""
+    import shutil  # (asked only where a compressed rollout is met: the warm usage answer loads none)
+
     return shutil.which("zstd")
 
 

@@ -66,6 +66,7 @@ KIND_RULES: dict[str, _Rules] = {
         "output": _r(_INT),
         "cache_read": _r(_INT, False),
         "cache_write": _r(_INT, False),
+        "cache_write_1h": _r(_INT, False),  # of cache_write: written for an hour (billed 2x input by Anthropic, not 1.25x)
         "reasoning": _r(_INT, False),
         "cost_usd": _r(_NUM, False, True),
         "request_id": _r(_STR, False, True),
@@ -105,7 +106,7 @@ KIND_RULES: dict[str, _Rules] = {
 }
 KINDS = frozenset(KIND_RULES)
 _NON_NEGATIVE = frozenset(
-    {"input", "output", "cache_read", "cache_write", "reasoning", "window", "to_turn", "bytes",
+    {"input", "output", "cache_read", "cache_write", "cache_write_1h", "reasoning", "window", "to_turn", "bytes",
      "through_seq", "tokens_before", "tokens_after", "target_seq", "forked_from_seq"}
 )
 

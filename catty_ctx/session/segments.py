@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -441,26 +441,36 @@ def grep_segments(session_dir: Path, pattern: str, *, ignore_case: bool = False,
     """Lines of every segment matching a fixed string (or a regular expression with regex=True,
     its matching time bounded: `patterns`); MATCHER, a caller's compiled pattern (and budget)."""
     compiled = matcher if matcher is not None else Pattern(pattern, regex=regex, ignore_case=ignore_case)
+    yield from matching_lines(compiled, segment_lines(session_dir))
+
+
+def segment_lines(session_dir: Path) -> Iterator[Match]:
+    """Every line of every segment, with the seq and role of the event it belongs to."""
     for row in list_segments(session_dir):
         path = segment_path(session_dir, row["segment"])
         seq: int | None = None
         role: str | None = None
-        batch: list[Match] = []
         with open_segment(path) as f:
             for n, line in enumerate(f, 1):
                 line = line.rstrip("\n")
                 header = _HEADER.match(line)
                 if header:
                     seq, role = int(header.group(1)), header.group(2).rstrip(":")
-                batch.append(Match(row["segment"], seq, role, n, line))
-                if len(batch) == _GREP_BATCH:
-                    yield from _matching(compiled, batch)
-                    batch = []
-        yield from _matching(compiled, batch)
+                yield Match(row["segment"], seq, role, n, line)
+
+
+def matching_lines(compiled: Pattern, lines: Iterable[Match]) -> Iterator[Match]:
+    """The LINES that match: the pattern is asked of _GREP_BATCH of them at once first (see `Pattern.holds`)."""
+    batch: list[Match] = []
+    for m in lines:
+        batch.append(m)
+        if len(batch) == _GREP_BATCH:
+            yield from _matching(compiled, batch)
+            batch = []
+    yield from _matching(compiled, batch)
 
 
 def _matching(compiled: Pattern, lines: list[Match]) -> Iterator[Match]:
-    """The LINES that match: the pattern is asked of them all at once first (see `Pattern.holds`)."""
     if lines and compiled.holds("\n".join(m.line for m in lines)):
         yield from (m for m in lines if compiled.search(m.line))
 

@@ -1,4 +1,5 @@
-"""Usage records of a catty log: its `usage` events (docs/design.md#m9: `agent` and `incomplete` kept).
+"""Usage records of a catty log: its `usage` events (docs/design.md#m9: `agent` and `incomplete` kept),
+and whether a subagent is running by its `subagents` facets (docs/usage.md#incomplete-and-partial-grok-builds-rules).
 
 Marked lines are decoded into a msgspec Struct of the envelope and the usage fields; only an
 event that is valid as the store checks it (`events.check_event`) is taken from it. Any other
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 MARK = b'"usage"'  # every usage event has it
+FACET_MARK = b'"subagents"'  # every `subagents` facet has it
+RUNNING = 4  # the parser state's place of the owners ("" the main loop) whose last `subagents` facet lists one running
 
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)] | UnsetType  # (null is not allowed: the general reader says so)
 
@@ -41,6 +44,7 @@ class _Event(msgspec.Struct, gc=False):
     output: Count = UNSET
     cache_read: Count = UNSET
     cache_write: Count = UNSET
+    cache_write_1h: Count = UNSET
     reasoning: Count = UNSET
     cost_usd: Int64 | float | None = None
     request_id: str | None = None
@@ -59,13 +63,15 @@ def _general_only(line: bytes) -> _Event:
 def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Record], bad: list[tuple[int, str]], typed: bool = True) -> Any:
     """Append the records of [start, end) to RECS and the bad lines to BAD; returns the state to resume from.
 
-    The state is what the session event says: session id, cwd, parent session, forked_from_seq.
+    The state is what the session event says: session id, cwd, parent session, forked_from_seq;
+    then the owners of a running subagent (`running_session`).
     TYPED False reads every line with the general decoder (what a typed read must equal).
     """
     if state is None:
         nl = mm.find(NL, 0, end)
         state = session_state(mm[0:nl] if nl > 0 else None, path)
-    session, cwd, parent, forked_at = state
+    session, cwd, parent, forked_at = state[:RUNNING]
+    state = [*state[:RUNNING], _running(mm, start, end, state[RUNNING] if len(state) > RUNNING else [])]
     decode = _decode_event if typed else _general_only
     for off, line in marked_lines(mm, start, end, MARK):
         try:
@@ -83,7 +89,8 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                 cost = e.cost_usd
                 recs.append(Record(ts, e.model, e.input, e.output, count(e.cache_read), count(e.cache_write), count(e.reasoning),
                                    float(cost) if cost is not None else None, _key(rid, session, e.seq, parent, forked_at, e.prefire_call), False,
-                                   e.agent or MAIN_AGENT, session, cwd, e.incomplete is True, None, None))
+                                   e.agent or MAIN_AGENT, session, cwd, e.incomplete is True, None, None,
+                                   min(count(e.cache_write_1h), count(e.cache_write))))
                 continue
         ev = json_object(line, off, bad)
         if ev is None:
@@ -99,8 +106,32 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         recs.append(Record(at, ev["model"], ev["input"], ev["output"], count(ev.get("cache_read")), count(ev.get("cache_write")),
                            count(ev.get("reasoning")), float(cost) if cost is not None else None,
                            _key(ev.get("request_id"), session, ev["seq"], parent, forked_at, ev.get("prefire_call")), False,
-                           ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None))
+                           ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, None,
+                           min(count(ev.get("cache_write_1h")), count(ev.get("cache_write")))))
     return state
+
+
+def _running(mm: Any, start: int, end: int, owners: list[str]) -> list[str]:
+    """OWNERS (running before START) as the `subagents` facets of [start, end) leave them: the main
+    loop ("") or a subagent (its name) whose last facet lists a subagent with status running."""
+    now = dict.fromkeys(owners, True)
+    for _off, line in marked_lines(mm, start, end, FACET_MARK):
+        try:
+            ev = msgspec.json.decode(line)
+        except UNDECODABLE:
+            continue  # (not a usage line: the log's own check names it)
+        if type(ev) is dict and ev.get("kind") == "state" and ev.get("facet") == "subagents":
+            value = ev.get("value")
+            now[str(ev.get("agent") or "")] = type(value) is list and any(type(a) is dict and a.get("status") == "running" for a in value)
+    return sorted(owner for owner, running in now.items() if running)
+
+
+def running_session(state: Any) -> str | None:
+    """The session of a catty log's parser STATE when a subagent of it is running (its calls are
+    not all logged yet: the bill is incomplete), else None."""
+    if type(state) is list and len(state) > RUNNING and state[RUNNING]:
+        return str(state[0])
+    return None
 
 
 def session_state(first_line: bytes | None, log_path: str) -> list[str]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+from ..formats.calls import OPENCODE_MESSAGE, OPENCODE_STEP
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -133,6 +135,11 @@ def _trace_forks(records: Iterable[Record]) -> list[Record]:
     return out
 
 
+_OPENCODE = "r\0opencode:"
+_STEP = "r\0" + OPENCODE_STEP
+_MESSAGE = "r\0" + OPENCODE_MESSAGE
+
+
 def _opencode_steps(records: list[Record]) -> list[Record]:
     """An opencode message counts by its steps when any of them is known (its own tokens are only
     the last step's); each step takes its message's model, time and folder (see `opencode`)."""
@@ -141,11 +148,11 @@ def _opencode_steps(records: list[Record]) -> list[Record]:
     steps: list[int] = []
     for i, r in enumerate(records):  # (one pass: most records are other agents')
         k = r.key
-        if k is not None and k[:2] == "o\0":
-            if k[:4] == "o\0p\0":
+        if k is not None and k[:11] == _OPENCODE:  # (an import's copy too: its request id is the same name)
+            if k.startswith(_STEP):
                 steps.append(i)
-            elif k[:4] == "o\0m\0":
-                messages[r.msg_id] = r
+            elif k.startswith(_MESSAGE):
+                messages[k[len(_MESSAGE):]] = r
                 message_at.append(i)
     if not steps:
         return records
@@ -155,11 +162,13 @@ def _opencode_steps(records: list[Record]) -> list[Record]:
     stepped = set()
     for i in steps:
         r = out[i]
-        stepped.add(r.msg_id)
-        m = messages.get(r.msg_id)
-        if m is not None:
+        key = r.key or ""
+        mid = key[len(_STEP):key.rfind("/")]  # (the step's name holds its message's id)
+        stepped.add(mid)
+        m = messages.get(mid)
+        if m is not None and m.msg_id is not None:  # (an import's copy holds its message's model, time and folder already)
             out[i] = replace(r, ts=m.ts, model=m.model, project=m.project, session=r.session or m.session)
-    gone = {i for i in message_at if out[i].msg_id in stepped}
+    gone = {i for i in message_at if (out[i].key or "")[len(_MESSAGE):] in stepped}
     return [r for i, r in enumerate(out) if i not in gone] if gone else out
 
 

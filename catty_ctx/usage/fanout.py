@@ -18,7 +18,7 @@ from ..fleet.workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from . import filescan
 from .opencode import survey_storage_file
 from .records import DECODE_ENTRY, ENCODE, Packed
-from .walk import CATTY, OPENCODE, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
+from .walk import CATTY, OPENCODE, UNLISTED, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -150,6 +150,8 @@ def _plan(args: list[str], listings: Listings) -> list[tuple[str, list[Segment]]
                 for node in level:  # (a whole level or none: the trees left to the workers are alike)
                     listing = listings.get(node.folder)
                     node.kids = [_Node(sub) for sub in folder_logs(node.folder, listing, node.logs)] if listing is not None else []
+                    if listing is None and node.folder in listings.refused:
+                        node.logs.append((node.folder, UNLISTED))
                     below.extend(node.kids)
                 listed += len(level)
                 level = below

@@ -9,10 +9,7 @@ from __future__ import annotations
 import importlib
 import mmap
 import os
-import shutil
-import tempfile
 
-from ..fleet.urlcopy import on_copy
 from ..fleet.urls import filesystem
 from ..fleet.workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from ..formats import registry as formats
@@ -21,13 +18,14 @@ from ..session.cursor import Cursor, line_end, look, may_resume
 from ..session.files import filled
 from ..session.jsonl import marked_lines
 from . import filecache
+from .catty import running_session
 from .codex import PATTERN
 from .copies import collapse_file
 from .lines import json_object, line_number
 from .opencode import scan_storage_file
 from .outcome import Scan
 from .records import DECODE_ENTRY, DECODE_PACKED_ITEM, DECODE_SCANNED, ENCODE, FileEntry
-from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, key_stat, one_document, sniff, sniff_head, survey
+from .walk import CATTY, CLAUDE, CODEX, NOT_A_LOG, OPENCODE, OPENCODE_DB, PREFIRE, UNLISTED, key_stat, one_document, sniff, sniff_head, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -93,6 +91,12 @@ def scan_file(task: Task) -> Scanned:
     (a catty log is checked whole before the scan: `validate_catty_logs`).
     """
     path, kind, prev, strict, key = task
+    if kind == UNLISTED:  # a folder the walk could not list: named as a log that could not be read
+        try:
+            os.listdir(path)
+        except OSError as exc:
+            return path, None, 0, f"cannot read ({exc.strerror or exc})"
+        return path, None, 0, "cannot read (not listed)"
     if kind == OPENCODE and path.endswith(".json") and "://" not in path:
         return scan_storage_file(path, key, BAD_SAMPLES_PER_FILE)
     if path.endswith(_ZST) or kind == PREFIRE or _is_document(path):
@@ -210,6 +214,9 @@ def scan_file_packed(task: Task) -> bytes:
 
 def _fetched(url: str) -> Any:
     """A local temporary copy of the log at URL, open for reading (the parsers search a memory map)."""
+    import shutil
+    import tempfile
+
     fs, path = filesystem(url)
 
     def fetch(copy: IO[bytes]) -> None:
@@ -223,6 +230,7 @@ def validate_catty_logs(found: Survey) -> None:
     """--strict: read every line of each catty log as the store does, not only its usage
     lines, so a corrupt session is a DataError naming file:line even where the ledger would
     not have looked (costs a full parse; the default scan stays a byte search)."""
+    from ..fleet.urlcopy import on_copy
     from ..session.store import Session
 
     def read_all(path: str) -> None:
@@ -326,6 +334,8 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 continue
             logs += 1
             result.records.extend(entry.recs)
+            if entry.kind == CATTY and (session := running_session(entry.state)) is not None:
+                result.running.append(session)
             result.calls_read += entry.read
             result.bad_lines += entry.bad + (1 if entry.torn else 0)
             for line, why in entry.samples:
@@ -431,6 +441,8 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             resumed = earlier is None or (entry.size - nbytes == earlier.off and all(a is b for a, b in zip(entry.recs, before_recs)))
             if not resumed or entry.bad != (earlier.bad if earlier else 0) or entry.torn or (earlier is not None and earlier.torn):
                 return None
+            if entry.kind == CATTY and (running_session(entry.state) or (earlier is not None and running_session(earlier.state))):
+                return None  # (a subagent started or ended: the session's bill changes as a whole)
             out.records.extend(entry.recs[len(before_recs):])
             out.calls_read += entry.read - (earlier.read if earlier is not None else 0)
             out.files_parsed += 1

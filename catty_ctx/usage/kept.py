@@ -137,7 +137,7 @@ def keep(paths_key: str, question: tuple[Any, ...], found: Survey, result: Scan,
             write_cache_file(index_file, marshal.dumps({
                 "gens": gens, "found": found, "hashes": array("Q", sorted(set(_hashes(result.records)))).tobytes(),
                 "calls_read": result.calls_read, "kept": len(kept), "files": result.files, "bad_lines": result.bad_lines,
-                "bad_samples": result.bad_samples, "calls_gens": gens}))
+                "bad_samples": result.bad_samples, "calls_gens": gens, "running": result.running}))
         elif old.get("calls_gens") != gens:  # (an index a run after an append extended: its calls are behind)
             _write_calls(paths_key, gens, kept)
             old["calls_gens"] = gens
@@ -164,7 +164,7 @@ def adjusted(paths_key: str, question: tuple[Any, ...], found: Survey, *, by: st
         if calls is None:
             return None
 
-        fold = {"gens": index["gens"], "folded": fold_calls(calls, by=by, tz=tz, until=until)}
+        fold = {"gens": index["gens"], "folded": fold_calls(calls, by=by, tz=tz, until=until, running=index.get("running", ()))}
     if index.get("gens") != fold.get("gens"):
         return None
     hashes = array("Q")

@@ -5,12 +5,12 @@ Imports nothing heavy at load (a cached answer is returned as a `Ledger`).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from ..defaults import USAGE_BY
 from ..errors import UsageError
 from .blocks import block_keys, describe
 from .copies import dedupe
+from .outcome import Ledger
 from .prices import DAY, TIER_TOKENS, Prices, cost_at, load_prices
 from .times import day_of, iso_week
 
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from datetime import tzinfo
     from typing import Any
 
-    from .filescan import Scan
     from .records import Record
 
     # The buckets of `fold_calls`: plain containers, so that the kept ledger is written with marshal.
@@ -30,72 +29,37 @@ BY_CHOICES = USAGE_BY
 _FIELDS = ("input", "output", "cache_read", "cache_write", "reasoning", "calls")
 
 
-class Ledger(NamedTuple):
-    """Rows by one key and their totals, with what the dedupe dropped and the price table's date.
-
-    `rendered` is what a caller of `usage(render=…)` made of it, kept with a cached answer.
-    (A named tuple, not a dataclass: the dataclasses module is too slow to import for a cached answer.)
-    """
-
-    by: str
-    rows: list[dict[str, Any]]
-    totals: dict[str, Any]
-    incomplete: bool
-    calls_read: int
-    duplicates: int
-    prices_date: str | None
-    prices_source: dict[str, Any] | None = None  # the price library and its version, and the user's price files
-    sources: list[dict[str, str]] | None = None  # the homes read when no PATH was named
-    rendered: Any = None
-
-    def with_sources(self, sources: list[dict[str, str]] | None) -> Ledger:
-        return self._replace(sources=sources)
-
-    def kept(self) -> dict[str, Any]:
-        """The fields an answer cache keeps (`rendered` is kept beside them)."""
-        return {name: value for name, value in self._asdict().items() if name != "rendered"}
-
-    def document(self, scan: Scan | None = None) -> dict[str, Any]:
-        doc: dict[str, Any] = {"by": self.by, "rows": self.rows, "totals": self.totals, "incomplete": self.incomplete,
-                               "calls_read": self.calls_read, "duplicates_dropped": self.duplicates, "prices_date": self.prices_date,
-                               "prices": self.prices_source}
-        if self.sources is not None:
-            doc["sources"] = self.sources
-        if scan is not None:
-            doc.update(files=scan.files, files_parsed=scan.files_parsed, bytes_parsed=scan.bytes_parsed, bad_lines=scan.bad_lines)
-        return doc
-
-
 def build_ledger(records: Iterable[Record], *, by: str = "model", tz: tzinfo | None = None, since: str | None = None,
-                 until: str | None = None, prices: Prices | None = None) -> Ledger:
+                 until: str | None = None, prices: Prices | None = None, running: Iterable[str] = ()) -> Ledger:
     """Fold calls into rows: input, output, cache_read, cache_write, reasoning, calls, cost_usd, partial.
 
     A row is partial when some of its calls have no price (its cost counts the priced ones;
     with none priced it is null).
-    A session holding an `incomplete` usage makes the ledger incomplete: every row with calls of
-    that session is partial and shows no cost, and neither do the totals.
+    A session holding an `incomplete` usage, or RUNNING a subagent, makes the ledger incomplete:
+    every row with calls of that session is partial and shows no cost, and neither do the totals.
     """
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
     records = list(records)
     kept = dedupe(records)
-    folded = fold_calls(kept, by=by, tz=tz, since=since, until=until)
+    folded = fold_calls(kept, by=by, tz=tz, since=since, until=until, running=running)
     return ledger_of(folded, by=by, prices=prices or load_prices(), calls_read=len(records), duplicates=len(records) - len(kept))
 
 
 def fold_calls(kept: list[Record], *, by: str, tz: tzinfo | None = None, since: str | None = None, until: str | None = None,
-               into: Folded | None = None) -> Folded:
+               into: Folded | None = None, running: Iterable[str] = ()) -> Folded:
     """The deduped calls summed into (row, model, tier, unpriced, UTC day) buckets, INTO's when given.
 
     What the rows are made of (`ledger_of`), kept between runs so that calls appended to a log
-    can be added to it (see `kept`). Reported costs are added in call order.
+    can be added to it (see `kept`). Reported costs are added in call order. The sessions
+    RUNNING a subagent (`Scan.running`) are incomplete as a session with an `incomplete` call is.
     """
     folded = into if into is not None else {"buckets": {}, "reported": {}, "incomplete_rows": [], "incomplete_sessions": []}
     day = day_of(tz)
     if since or until:
         lo, hi = since or "0000-00-00", until or "9999-99-99"
         kept = [r for r in kept if lo <= day(r.ts) <= hi]
-    incomplete_sessions = {r.session for r in kept if r.incomplete}
+    incomplete_sessions = {r.session for r in kept if r.incomplete}.union(running)
 
     if by in ("day", "week", "month"):
         keys = [day(r.ts) for r in kept]

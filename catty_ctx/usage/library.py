@@ -16,13 +16,10 @@ priced as Bedrock prices them), Vertex (`claude-…@20250929`), gateway prefixes
 """
 from __future__ import annotations
 
-import importlib.util
 import marshal
 import os
 import re
 import sys
-import types
-from datetime import date
 
 from .cachefiles import cache_file, read_bytes, write_cache_file
 
@@ -42,6 +39,7 @@ TIER_TOKENS = 200_000  # the long-context tier: a call whose prompt is past it i
 _PACKAGE = "genai_prices"
 _DIST_PREFIX = "genai_prices-"
 _version: tuple[str, str] | None = None
+_data_file = ""
 
 
 def version() -> tuple[str, str]:
@@ -50,7 +48,7 @@ def version() -> tuple[str, str]:
     Read from its distribution folder's name beside the package, so the answer cache can name
     the prices it used in one directory listing.
     """
-    global _version
+    global _version, _data_file
     if _version is not None:
         return _version
     _version = ("", "")
@@ -67,8 +65,15 @@ def version() -> tuple[str, str]:
         dist = next((n for n in names if n.startswith(_DIST_PREFIX) and n.endswith(".dist-info")), "")
         found = dist[len(_DIST_PREFIX):-len(".dist-info")] or "unknown"
         _version = (found, f"{found}:{st.st_size}:{st.st_mtime_ns}")
+        _data_file = os.path.join(folder, "data.py")
         break
     return _version
+
+
+def data_file() -> str:
+    """The installed library's data module ("" when it is not installed)."""
+    version()
+    return _data_file
 
 
 def _index_file() -> str:
@@ -88,8 +93,11 @@ def resolve(models: Iterable[str]) -> dict[str, Resolved]:
             index = got
     missing = [m for m in models if m not in index]
     if missing and version()[0]:
+        from . import pricetable
+
+        table = pricetable.load(version()[0], data_file())  # (the library's data as shipped: no import of it)
         for name in missing:
-            index[name] = _from_library(name)
+            index[name] = table.resolve(_candidates(name)) if table is not None else _from_library(name)
         try:
             write_cache_file(_index_file(), marshal.dumps(index))
         except OSError:
@@ -118,10 +126,13 @@ def _candidates(name: str) -> list[tuple[str | None, str]]:
     return out
 
 
-def _snapshot() -> Any:
+def snapshot() -> Any:
     """The library's bundled price data, loaded without its package's front module: that one
     imports the updater (an HTTP client fetching newer prices), which the ledger never runs, so
     it is not even loaded (and its import time is saved)."""
+    import importlib.util
+    import types
+
     stand_in = _PACKAGE not in sys.modules  # (imported by the caller: its front module is there)
     if stand_in:
         spec = importlib.util.find_spec(_PACKAGE)
@@ -141,10 +152,10 @@ def _snapshot() -> Any:
 
 
 def _from_library(name: str) -> Resolved:
-    snapshot = _snapshot()
+    data = snapshot()
     for provider_id, ref in _candidates(name):
         try:
-            provider, model = snapshot.find_provider_model(ref, None, provider_id, None)
+            provider, model = data.find_provider_model(ref, None, provider_id, None)
         except (LookupError, ValueError):
             continue
         periods = _periods(model)
@@ -155,6 +166,8 @@ def _from_library(name: str) -> Resolved:
 
 def _periods(model: Any) -> list[Period]:
     """A model's price periods (prices by time of day, such as off-peak discounts, are left out: the base ones stand)."""
+    from datetime import date
+
     from genai_prices.types import ModelPrice, StartDateConstraint
 
     prices = model.prices
@@ -206,3 +219,23 @@ def rates_on(resolved: Resolved, day: int, above: bool) -> Rates | None:
         if p[0] is None or p[0] <= day:
             chosen = p
     return chosen[2] if above else chosen[1]
+
+
+def build_table(path: str | None = None) -> tuple[str, int, str]:
+    """Write the shipped price table (`pricetable`) of the installed library to PATH (the package's); its stamp."""
+    from . import pricetable
+
+    made = pricetable.stamp(version()[0], data_file()) if version()[0] else None
+    if made is None:
+        raise SystemExit(f"{NAME} is not installed")
+    providers = [[p.id, pricetable.rule(p.provider_match) if p.provider_match is not None else None,
+                  pricetable.rule(p.model_match) if p.model_match is not None else None, list(p.fallback_model_providers or []),
+                  [[m.id, pricetable.rule(m.match), _periods(m)] for m in p.models]]
+                 for p in snapshot().providers]
+    pricetable.write(path or pricetable.FILE, made, providers)
+    return made
+
+
+if __name__ == "__main__":
+    made_from, size, digest = build_table()
+    print(f"price table made from genai-prices {made_from} (data module: {size} bytes, xxh64 {digest})")

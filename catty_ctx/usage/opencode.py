@@ -10,7 +10,7 @@ same ids are the keys in the tree, the database and an export, so a session pres
 than one (a tree migrated into the database) counts once.
 
 `tokens` is `{input, output, reasoning, cache: {read, write}}`: `input` excludes the cached
-tokens and `output` the reasoning ones, which are billed as output, so `output` here is
+tokens (an early record's holds the cache reads: `formats.opencode` takes them out) and `output` the reasoning ones, which are billed as output, so `output` here is
 output + reasoning. A cost opencode recorded (above zero) is kept; a zero cost (a model it had
 no price for, or a subscription) is priced like any other call.
 """
@@ -22,7 +22,8 @@ from typing import Any
 
 import msgspec
 
-from ..formats.database import UNREADABLE, open_read_only
+from ..formats.calls import opencode_message, opencode_step
+from ..formats.opencode import fresh_input
 from .lines import UNDECODABLE, count
 from .records import MAIN_AGENT, UNKNOWN_MODEL, FileEntry, Record
 from .walk import OPENCODE, survey_row
@@ -31,8 +32,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .records import Scanned
 
-MESSAGE_KEY = "o\0m\0"  # a message's own tokens: counted only without its steps
-STEP_KEY = "o\0p\0"  # a step-finish part: one request
 DB_NAME = "opencode.db"
 _decode = msgspec.json.decode
 
@@ -41,14 +40,16 @@ def _ms(v: Any) -> float | None:
     return v / 1000.0 if type(v) in (int, float) and v > 0 else None
 
 
-def _tokens(t: Any) -> tuple[int, int, int, int, int] | None:
-    """(input, output + reasoning, cache read, cache write, reasoning) of a tokens object."""
+def _tokens(t: Any, record: dict[str, Any]) -> tuple[int, int, int, int, int] | None:
+    """(input, output + reasoning, cache read, cache write, reasoning) of RECORD's tokens object T
+    (its input beside the cache: `formats.opencode`)."""
     if type(t) is not dict:
         return None
     cache = t.get("cache")
     cache = cache if type(cache) is dict else {}
     reasoning = count(t.get("reasoning"))
-    return count(t.get("input")), count(t.get("output")) + reasoning, count(cache.get("read")), count(cache.get("write")), reasoning
+    read = count(cache.get("read"))
+    return fresh_input(record, count(t.get("input")), read), count(t.get("output")) + reasoning, read, count(cache.get("write")), reasoning
 
 
 def _cost(v: Any) -> float | None:
@@ -59,7 +60,7 @@ def message_record(m: dict[str, Any], session: Any = None) -> Record | None:
     """The record of an assistant message's own tokens (None: not an assistant message with tokens)."""
     if m.get("role") != "assistant":
         return None
-    got = _tokens(m.get("tokens"))
+    got = _tokens(m.get("tokens"), m)
     mid = m.get("id")
     if got is None or not any(got) or type(mid) is not str:
         return None
@@ -70,7 +71,7 @@ def message_record(m: dict[str, Any], session: Any = None) -> Record | None:
     model = m.get("modelID")
     sid = m.get("sessionID") or session
     return Record(ts or 0.0, model if type(model) is str and model else UNKNOWN_MODEL, got[0], got[1], got[2], got[3], got[4],
-                  _cost(m.get("cost")), MESSAGE_KEY + mid, False, MAIN_AGENT, str(sid or ""), cwd if type(cwd) is str else "",
+                  _cost(m.get("cost")), "r\0" + opencode_message(mid), False, MAIN_AGENT, str(sid or ""), cwd if type(cwd) is str else "",
                   False, mid, None)
 
 
@@ -78,13 +79,13 @@ def step_record(p: dict[str, Any], message: Any = None, session: Any = None, ts:
     """The record of a step-finish part; its model, folder (and time, unless TS) come from its message in `copies.dedupe`."""
     if p.get("type") != "step-finish":
         return None
-    got = _tokens(p.get("tokens"))
+    got = _tokens(p.get("tokens"), p)
     pid = p.get("id")
     mid = p.get("messageID") or message
     if got is None or type(pid) is not str or type(mid) is not str:
         return None
     sid = p.get("sessionID") or session
-    return Record(ts or 0.0, UNKNOWN_MODEL, got[0], got[1], got[2], got[3], got[4], _cost(p.get("cost")), STEP_KEY + pid, False,
+    return Record(ts or 0.0, UNKNOWN_MODEL, got[0], got[1], got[2], got[3], got[4], _cost(p.get("cost")), "r\0" + opencode_step(mid, pid), False,
                   MAIN_AGENT, str(sid or ""), "", False, mid, None)
 
 
@@ -208,6 +209,8 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 def db_records(path: str, bad: list[tuple[int, str]] | None = None) -> list[Record]:
     """The calls of an `opencode.db`, opened read-only (its write-ahead log included); a database
     that cannot be read is one entry of BAD."""
+    from ..formats.database import UNREADABLE, open_read_only  # (sqlite3 only for a database: a scan of logs loads none)
+
     out: list[Record] = []
     try:
         con = open_read_only(path)

@@ -31,17 +31,14 @@ import importlib
 import os
 import sys
 
+from ..defaults import USAGE_BY as BY_CHOICES
 from ..errors import CattyError, DataError, UsageError
 from ..fleet.urls import is_url
 from ..session.compressed import ZSTD_MAGIC, program
-from ..session.jsonl import STDIN_NAME
 from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
 from .cachefiles import cache_file, index_file
-from .copies import dedupe
-from .ledger import BY_CHOICES, Ledger, fold_calls, ledger_of
-from .outcome import Scan
-from .prices import digest_of, load_prices, price_files
-from .times import day_start, parse_day, timezone_named
+from .outcome import Ledger, Scan
+from .prices import digest_of, price_files
 from .walk import AGENTS, Listings, homes, survey
 
 TYPE_CHECKING = False
@@ -108,6 +105,8 @@ def usage(paths: Sequence[str | os.PathLike[str]] = (), *, by: str = "model", si
                       sources=sources)
     import shutil
     import tempfile
+
+    from ..session.jsonl import STDIN_NAME
 
     source = stdin if stdin is not None else sys.stdin.buffer
     with tempfile.TemporaryDirectory(prefix="catty-ctx-") as spool:
@@ -179,8 +178,12 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     (see `filescan.validate_catty_logs`), and reads past both caches."""
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
-    lo = parse_day(since) if since else None
-    hi = parse_day(until) if until else None
+    lo = hi = None
+    if since or until:  # (dates: datetime's import, which an answer to no date needs not)
+        from .times import parse_day
+
+        lo = parse_day(since) if since else None
+        hi = parse_day(until) if until else None
     prices = price_files(prices_file)
     # Strict reads every line: no cache knows them. A URL's files have no inode, and some stores no mtime: not cached.
     use_cache = use_cache and not strict and not any(is_url(p) for p in paths)
@@ -216,6 +219,12 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         if hit is not None:
             scan_info = Scan(files=hit["files"], bad_lines=hit["bad_lines"], bad_samples=list(hit["bad_samples"]))
             return Ledger(**{**hit["ledger"], "rendered": hit.get("rendered")}), scan_info
+    # What an answer from the cache does without: the fold, the dedupe, the prices, the time zones.
+    from .copies import dedupe
+    from .ledger import fold_calls, ledger_of
+    from .prices import load_prices
+    from .times import day_start, timezone_named
+
     tz = timezone_named(timezone_name)
     table = load_prices(prices_file, prices)
     got = None
@@ -240,7 +249,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
                 raise _most_severe([*refusals, *([refusal] if refusal else [])])
         try:
             kept = dedupe(result.records)
-            folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi)
+            folded = fold_calls(kept, by=by, tz=tz, since=lo, until=hi, running=result.running)
         finally:
             result.settle()  # (the per-file caches a thread wrote meanwhile)
         # The workers already collapsed each file's own copies: those count as duplicates too.
@@ -249,7 +258,8 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         # Compressed logs left unread for want of the zstd program are read once it is installed:
         # neither this answer nor this fold is kept (they would stand for the unchanged files).
         use_cache = use_cache and not _zstd_missing(found)
-        if keep_answers and use_cache and lo is None and all(result.logs):  # (an empty PATH is asked again in full: see _refusal)
+        # (an empty PATH is asked again in full: see _refusal; a cold run keeps no fold: see `kept.keep`)
+        if keep_answers and use_cache and lo is None and all(result.logs) and result.from_cache:
             from .kept import keep
 
             warning = keep(answers_file, question, found, result, folded, kept)

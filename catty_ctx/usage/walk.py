@@ -33,6 +33,9 @@ AGENTS = ", ".join(f.agent for f in USAGE_FORMATS) + " or catty-ctx"
 # Not a log: a catty session's prefire cache, holding the usage events of calls no event records
 # yet (see `prefire`), listed after its session's log when the session has a requests folder.
 PREFIRE = "prefire"
+# Not a log: a folder the walk could not list (no permission), kept in the survey so that the scan
+# names it as it names a log it could not read, never passed over without a word.
+UNLISTED = "unlisted"
 _PENDING = os.path.join(REQUESTS_DIR, PREFIRE_NAME)
 _CLAUDE_HOME_MARKS = ("settings.json", "history.jsonl", ".credentials.json", "CLAUDE.md", "todos", "statsig")
 _CODEX_HOME_MARKS = ("config.toml", "auth.json", "history.jsonl", "version.json", "log")
@@ -127,6 +130,8 @@ def walk_tree(root: str, memo: Listings, out: list[tuple[str, str | None]]) -> N
         listing = memo.get(folder)
         if listing is not None:
             stack.extend(reversed(folder_logs(folder, listing, out)))
+        elif folder in memo.refused:
+            out.append((folder, UNLISTED))
 
 
 def folder_logs(folder: str, listing: tuple[list[str], list[str]], out: list[tuple[str, str | None]]) -> list[str]:
@@ -170,6 +175,7 @@ class Listings:
     def __init__(self, known: dict[str, tuple[int, int, list[str], list[str]]] | None = None) -> None:
         self.known = known if type(known) is dict else {}
         self.seen: dict[str, tuple[int, int, list[str], list[str]]] = {}  # what this walk used: what to keep
+        self.refused: set[str] = set()  # folders that exist but could not be listed (see UNLISTED)
 
     def get(self, folder: str) -> tuple[list[str], list[str]] | None:
         old = self.known.get(folder)
@@ -188,6 +194,9 @@ class Listings:
         """FOLDER listed now (its mtime and its entries read through one open of it)."""
         try:
             fd = os.open(folder, _DIRECTORY)
+        except PermissionError:
+            self.refused.add(folder)
+            return None
         except OSError:
             return None
         subdirs: list[str] = []
@@ -434,6 +443,8 @@ def survey_row(path: str, kind: str | None) -> tuple[str, str | None, int, int, 
     is not to be read (gone since the walk, not a regular file, or a prefire cache that is not there)."""
     if kind == PREFIRE and not os.access(path, os.F_OK):
         return None  # (no pass 1 waiting, the usual case: told without raising an exception)
+    if kind == UNLISTED:
+        return path, kind, 0, 0, 0
     try:
         st = os.stat(path)
     except OSError:

@@ -1,6 +1,6 @@
 """Issue 43, fail-open is total: a hook or the status line under a bad, unreadable or
 out-of-range config says so in one line (stderr and the hooks' log), uses the defaults and
-exits 0; every other command refuses it in one line (exit 65). And
+exits 0; every other command refuses it in one line naming the file (exit 2). And
 the smaller findings of the hooks: a session id with a final newline, terminal escapes in a
 warning, a line separator in the status line."""
 from __future__ import annotations
@@ -69,9 +69,12 @@ def test_an_unreadable_config_fails_open_too(tmp_path: Path, monkeypatch: pytest
 
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_any_other_command_refuses_a_bad_config_in_one_line(tmp_path: Path, case: str) -> None:
-    proc = run("--config", str(_config(tmp_path, BAD[case])), "config", "show")
-    assert proc.returncode == 65
-    assert len(proc.stderr.splitlines()) == 1 and b"Traceback" not in proc.stderr
+    path = _config(tmp_path, BAD[case])
+    for argv in (["config", "show"], ["hook", "install", "claude", "--settings", str(tmp_path / "settings.json")]):
+        proc = run("--config", str(path), *argv)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert len(proc.stderr.splitlines()) == 1 and b"Traceback" not in proc.stderr and f"{path}:1: ".encode() in proc.stderr
+    assert not (tmp_path / "settings.json").exists()
 
 
 def test_a_session_id_ending_in_a_newline_is_not_an_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,8 @@ from agents.hooks import recorded, recording_hooks
 from agents.http_fake import Request, Response
 from agents.openai_fake import FakeResponses, Turn, exec_command, function_call, message
 from agents.runner import Claude, Codex
+from catty_ctx.agents.mirror import sync
+from catty_ctx.usage.pipeline import usage
 
 pytest.importorskip("aiohttp")
 
@@ -122,7 +124,19 @@ def test_claude_code_through_the_proxy(claude: Claude, loopback: Any, tmp_path: 
     print(f"claude: {len(bodies)} upstream requests, mean prefix reuse {reuse:.3f}")
     assert reuse >= 0.85
     assert sorted(relay.bodies()) == sorted(up.sent)  # what Claude Code received is what the upstream sent, byte for byte
-    check_session(root, [_anthropic_usage(b) for b in up.sent])
+    folder = check_session(root, [_anthropic_usage(b) for b in up.sent])
+    # One conversation, three copies: Claude Code's transcript, the hooks' mirror of it, the proxy's
+    # session. `usage` over all three counts each call once, as over the transcript alone.
+    transcript = c.transcript(sid)
+    mirror = tmp_path / "mirrors" / sid
+    mirror.parent.mkdir()
+    sync(mirror, str(transcript), "claude", sid)
+    alone = usage([str(transcript)], timezone_name="UTC", use_cache=False)[0]
+    assert alone.totals["calls"] == len(up.sent)
+    together = usage([str(transcript), str(mirror), str(folder)], timezone_name="UTC", use_cache=False)[0]
+    assert {k: together.totals[k] for k in ("calls", "input", "output", "cache_read")} == \
+        {k: alone.totals[k] for k in ("calls", "input", "output", "cache_read")}
+    assert together.duplicates == alone.duplicates + 2 * len(up.sent)
 
 
 def _anthropic_usage(sent: bytes) -> dict[str, int]:

@@ -168,6 +168,25 @@ def test_an_import_with_no_conversation_is_exit_65_and_writes_nothing(fmt: str, 
         assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no session, no staging folder
 
 
+GEMINI_PROMPT_LOG = orjson.dumps([{"sessionId": "7f0e2c1a-0000-4000-8000-000000000001", "messageId": 0, "type": "user", "message": "hi",
+                                   "timestamp": "2026-10-01T10:00:00.000Z"}])  # Gemini CLI's tmp/<hash>/logs.json
+
+
+@pytest.mark.parametrize("command", [["import", "auto", "FILE"], ["import", "gemini", "FILE"], ["inspect", "FILE"], ["report", "-o", "pages", "FILE"],
+                                     ["search", "FILE", "hi"], ["export", "FILE"], ["repair", "--check", "FILE"]])
+def test_gemini_prompt_log_named_is_one_right_explanation(command: list[str], tmp_path: Path) -> None:
+    """Gemini CLI's logs.json (the prompts typed) named alone: one line saying what it is, not
+    "invalid JSON" nor "not an OpenAI messages array"; exit 65, nothing written."""
+    source = tmp_path / "logs.json"
+    source.write_bytes(GEMINI_PROMPT_LOG)
+    proc = cli(*(str(source) if a == "FILE" else a for a in command), cwd=tmp_path)
+    err = proc.stderr.decode()
+    assert proc.returncode == 65 and proc.stdout == b"", err
+    assert err.splitlines() == [f"catty-ctx: error: no conversation in {source} (Gemini CLI's log of the prompts typed; "
+                                "its conversations are the chats/session-* files); nothing was written"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs.json"]
+
+
 @pytest.mark.parametrize("fmt", ["items", "openai", "anthropic"])
 def test_resume_of_an_empty_view_is_exit_65(fmt: str, tmp_path: Path) -> None:
     s = tmp_path / "s"

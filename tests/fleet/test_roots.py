@@ -209,7 +209,7 @@ def test_eval_native_of_a_root_scores_the_readable_sessions(tmp_path: Path) -> N
     bad = good.parent / f"zz{good.name[2:]}"
     bad.write_bytes(b"".join(lines[:2]) + b"{not json\n" + b"".join(lines[2:]))
     proc = cli("eval", "--native", str(tmp_path / "home"), "--json")
-    assert proc.returncode == ExitCode.DATA and len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert f"{bad}:3" in proc.stderr.decode()
+    assert proc.returncode == 0, proc.stderr
+    assert f"{bad}:3: invalid JSON skipped" in proc.stderr.decode()
     scored = {e["session"] for e in orjson.loads(proc.stdout)["native"]["compactions"]}
-    assert str(good) in scored and str(bad) not in scored
+    assert {str(good), str(bad)} <= scored

@@ -103,20 +103,40 @@ def test_every_reading_command_answers_as_the_import_pipe(home: Path) -> None:
     assert _tree_hash(home) == before
 
 
-def test_a_refused_import_is_the_readers_refusal(tmp_path: Path) -> None:
+def test_a_bad_line_is_skipped_and_named_by_readers_and_refused_by_import(tmp_path: Path) -> None:
+    """A line a reader cannot read (not JSON, or JSON but no object) is a bad line like any other:
+    `import` refuses it unless --lenient, a reader of the native file reads as `import --lenient`
+    does, naming the line it skipped (as `usage` does; `usage --strict` refuses)."""
     bad = IMPORT / "claude" / "bad" / "invalid-middle.jsonl"
-    imported = cli("import", "auto", str(bad))
+    assert cli("import", "auto", str(bad)).returncode == 65
+    lenient = cli("import", "auto", "--lenient", str(bad), check=True)
     for cmd in (("inspect",), ("resume",), ("report",), ("segment", "list")):
         r = cli(*cmd, str(bad))
-        assert r.returncode == imported.returncode == 65, cmd
-        assert r.stderr.splitlines()[-1] == imported.stderr.splitlines()[-1], cmd
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert r.stderr.splitlines()[0] == lenient.stderr.splitlines()[0] == f"catty-ctx: warning: {bad}:2: invalid JSON skipped".encode(), cmd
         assert b"field 'v'" not in r.stderr and b"quarantine" not in r.stderr
+    assert cli("usage", "--strict", str(bad)).returncode == 65
     empty = tmp_path / "empty.jsonl"  # a Claude file with no conversation
     empty.write_bytes(orjson.dumps({"type": "summary", "summary": "x", "leafUuid": "u1"}) + b"\n")
     imported = cli("import", "auto", str(empty))
     r = cli("resume", str(empty))
     assert r.returncode == imported.returncode == 65 and r.stderr == imported.stderr
     assert sorted(os.listdir(tmp_path)) == ["empty.jsonl"]
+
+
+def test_a_line_of_json_but_no_object_is_a_bad_line_like_any_other(tmp_path: Path) -> None:
+    """claude-code-log's edge case: a line `[1, 2]` in a Claude Code file. `inspect` reads on past it
+    naming it, `import` and `usage --strict` refuse it, and a check over it is no "fine"."""
+    bad = IMPORT / "claude" / "bad" / "invalid-middle.jsonl"
+    not_object = tmp_path / "not-object.jsonl"  # the same file with its bad line JSON but no object
+    lines = bad.read_bytes().splitlines(keepends=True)
+    not_object.write_bytes(lines[0] + b"[1, 2]\n" + b"".join(lines[2:]))
+    assert cli("import", "auto", str(not_object)).returncode == 65
+    r = cli("inspect", str(not_object))
+    assert r.returncode == 0 and r.stderr.splitlines() == [f"catty-ctx: warning: {not_object}:2: not a JSON object, skipped".encode()]
+    r = cli("repair", "--check", "--json", str(not_object))  # a check over a line it skipped is no "fine"
+    assert r.returncode == 1 and orjson.loads(r.stdout)["problems"] == {"unread_source_line": 1}, r.stderr
+    assert cli("usage", "--strict", str(not_object)).returncode == 65
 
 
 def test_report_names_the_agent(home: Path) -> None:

@@ -3,16 +3,15 @@ files read again (of one that grew, its new lines), and nothing of it needed for
 from __future__ import annotations
 
 import os
-import random
 import shutil
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import FIXTURES, cli
+from support.search_oracle import oracle
 from support.usage_trees import claude_tree
 
 from catty_ctx.index import Index, needles
@@ -58,7 +57,7 @@ def _sample(root: Path) -> list[str]:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(pick=st.integers(0, 10**6), cut=st.integers(0, 12), kind=st.sampled_from(["word", "piece", "random", "regex", "case"]),
+@given(pick=st.integers(0, 10**6), cut=st.integers(0, 12), kind=st.sampled_from(["word", "piece", "random", "regex", "case", "inline"]),
        junk=st.text(min_size=1, max_size=6))
 def test_the_index_gives_the_same_matches_as_reading_every_file(tree: Path, index_file: Path, pick: int, cut: int, kind: str,
                                                                junk: str) -> None:
@@ -72,10 +71,14 @@ def test_the_index_gives_the_same_matches_as_reading_every_file(tree: Path, inde
         query = Query(junk)
     elif kind == "case":
         query = Query(word.swapcase(), ignore_case=True)
+    elif kind == "inline":
+        safe = "".join(c for c in word if c.isalnum()) or "abc"
+        query = Query(f"(?i){safe.swapcase()}", regex=True)
     else:
         safe = "".join(c for c in word if c.isalnum())[:8] or "abc"
-        query = Query(f"{safe[:3]}.?{safe[3:]}" if cut % 2 else f"(?:{safe}|{junk.isalnum() and junk or 'zz'})", regex=True)
-    assert matches(tree, query, True) == matches(tree, query, False)
+        query = Query(f"{safe[:3]}.?{safe[3:]}" if cut % 2 else f"(?:{safe}|{(junk.isalnum() and junk) or 'zz'})", regex=True)
+    got = matches(tree, query, True)
+    assert got == matches(tree, query, False) == oracle(tree, query)
 
 
 def test_only_changed_files_are_read_again_and_of_a_grown_one_its_new_lines(tmp_path: Path, index_file: Path) -> None:
@@ -147,5 +150,5 @@ def test_index_from_the_command_line(tmp_path: Path, index_file: Path) -> None:
     assert second["files_read"] == [] and second["bytes_read"] == 0
     assert cli("search", str(root), "NOT-THERE-7").returncode == 1
     dropped = cli("index", "--drop")
-    assert dropped.returncode == 0 and not index_file.exists()
+    assert dropped.returncode == 0 and not index_file.exists() and not index_file.with_name(index_file.name + ".texts").exists()
     assert cli("index").returncode == 2

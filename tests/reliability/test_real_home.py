@@ -46,6 +46,7 @@ def home(at: Path, *, hostile: bool = True, bad_line: bool = True) -> Path:
     (chats / "logs.json").write_text(json.dumps([{"sessionId": "x", "messageId": 0, "type": "user", "message": "hi",
                                                    "timestamp": "2026-10-01T10:00:00.000Z"}]))
     shutil.copytree(FIXTURES / "import/opencode/storage", at / ".local/share/opencode/storage")
+    shutil.copytree(AGENTS / "grok-1.0.41/tools-compactions-subagent-fork-cancel-rewind/.grok", at / ".grok")
     if not hostile:
         return at
     locked_file = project / "1b1b1b1b-0000-4000-8000-000000000000.jsonl"
@@ -53,9 +54,15 @@ def home(at: Path, *, hostile: bool = True, bad_line: bool = True) -> Path:
     locked_dir = claude / "-home-user-locked"
     locked_dir.mkdir()
     shutil.copyfile(next(project.glob("18b212c6-*.jsonl")), locked_dir / "2c2c2c2c-0000-4000-8000-000000000000.jsonl")
+    locked_rollout = rollout.parent / LOCKED_ROLLOUT
+    shutil.copyfile(rollout, locked_rollout)
     locked_file.chmod(0)
     locked_dir.chmod(0)
+    locked_rollout.chmod(0)
     return at
+
+
+LOCKED_ROLLOUT = "rollout-2026-12-01T23-30-00-3c3c3c3c-0000-7000-8000-000000000001.jsonl"
 
 
 def run(args: list[str], at: Path) -> subprocess.CompletedProcess[bytes]:
@@ -68,11 +75,14 @@ def commands(target: str, out: Path) -> list[tuple[list[str], bool]]:
     """Each reading command over TARGET, and whether it is a check."""
     return [(["usage", target, "--json"], False), (["usage", target], False), (["inspect", target, "--json"], False),
             (["repair", target, "--check", "--json"], True), (["search", "--json", target, "the"], False),
-            (["search", "--json", "-E", target, "te.t"], False), (["report", target, "-o", str(out)], False)]
+            (["search", "--json", "-E", target, "te.t"], False), (["report", target, "-o", str(out)], False),
+            (["inspect", target, "--stats", "--json"], False), (["compact", target, "--check", "--json"], True),
+            (["eval", "--native", target, "--json"], False)]
 
 
 def unlock(at: Path) -> None:
-    for locked in (at / ".claude/projects/-home-user-locked", at / ".claude/projects/-home-user-project/1b1b1b1b-0000-4000-8000-000000000000.jsonl"):
+    for locked in (at / ".claude/projects/-home-user-locked", at / ".claude/projects/-home-user-project/1b1b1b1b-0000-4000-8000-000000000000.jsonl",
+                   *(at / ".codex/sessions").rglob(LOCKED_ROLLOUT)):
         if locked.exists():
             locked.chmod(0o700)
 
@@ -125,15 +135,12 @@ def test_what_a_root_cannot_read_is_named_and_a_check_is_no_fine(tmp_path: Path,
         for args, check, proc in each_run(at, where, tmp_path / "pages"):
             err = proc.stderr.decode("utf-8", "replace")
             assert proc.returncode == (1 if check else 0), (args, proc.returncode, err)
-            if args[0] != "usage":  # (usage names the file it could not read; the folder is outside its walk's words)
-                assert "1b1b1b1b" in err and "-home-user-locked: cannot read (Permission denied)" in err, (args, err)
+            assert "1b1b1b1b" in err and "-home-user-locked: cannot read (Permission denied)" in err, (args, err)
     finally:
         unlock(at)
 
 
-@pytest.mark.xfail(strict=True, reason="not done yet: readers of native files refuse a line that is JSON but no object "
-                                       "(exit 65) where usage skips it with a warning (issue 41, Deliver 3)")
-@pytest.mark.parametrize("where", ["", ".claude"])
+@pytest.mark.parametrize("where", ["", ".claude", ".codex"])
 def test_every_reading_command_reads_a_hostile_home_whole(tmp_path: Path, where: str) -> None:
     at = home(tmp_path / "home")
     try:
@@ -141,8 +148,10 @@ def test_every_reading_command_reads_a_hostile_home_whole(tmp_path: Path, where:
             err = proc.stderr.decode("utf-8", "replace")
             # (a check over what it could not read is no "fine"; the rest exit 0, naming what they skipped)
             assert proc.returncode == (1 if check else 0), (args, proc.returncode, err)
-            if args[0] in ("inspect", "repair", "usage"):
-                assert "1b1b1b1b" in err and "-home-user-locked" in err, (args, err)
+            if where != ".codex":
+                assert "1b1b1b1b" in err and "-home-user-locked: cannot read" in err, (args, err)
+            if where != ".claude":
+                assert f"{LOCKED_ROLLOUT}: cannot read" in err, (args, err)
     finally:
         unlock(at)
 

@@ -8,6 +8,7 @@ ledger must count, computed from the generator's own bookkeeping (not by parsing
 """
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from support import write_log
 
 CLAUDE_MODELS = ("claude-sonnet-4-20250514", "claude-opus-4-1-20250805", "claude-3-5-haiku-20241022", "claude-sonnet-4-5-20250929")
 _WORDS = "the of and to in is that for it as with was on be by this are from at or an but not file test code run".split()
@@ -348,3 +351,33 @@ def opencode_db(path: Path, docs: list[dict[str, Any]]) -> None:
                                                                       orjson.dumps(pd).decode()))
     con.commit()
     con.close()
+
+
+def five_agents(root: Path, seed: int = 41, sessions: int = 3, turns: int = 4) -> list[str]:
+    """Four agents' homes and a ROOT of catty sessions, with a file of no agent's, a FIFO and a bad line among them:
+    the folders, and the Claude Code home's projects folder (inside it) last."""
+    claude_tree(root / "claude", seed=seed, projects=3, sessions=sessions, turns=turns, resumed_copies=True)
+    (root / "claude" / "settings.json").write_text("{}")
+    for day in (1, 2, 3):
+        codex_rollout(root / "codex" / "sessions" / "2026" / "02" / f"{day:02d}" / f"rollout-2026-02-{day:02d}T10-00-00-{day}.jsonl",
+                      [{"ts": f"2026-02-{day:02d}T10:0{k}:00.000Z", "model": "gpt-5-codex",
+                        "last": {"input_tokens": 500 + k, "cached_input_tokens": 100, "output_tokens": 40, "reasoning_output_tokens": 10}}
+                       for k in range(3)], session_id=f"0199a000-0000-7000-8000-00000000000{day}")
+    (root / "codex" / "config.toml").write_text("")
+    gemini_home(root / "gemini", seed=seed + 1, projects=2, sessions=2)
+    gemini_home(root / "gemini", seed=seed + 2, projects=1, sessions=1, form="json")
+    (root / "gemini" / "settings.json").write_text("{}")
+    docs, _truth = opencode_sessions(seed=seed + 3, sessions=3)
+    opencode_storage(root / "opencode", docs)
+    more, _truth = opencode_sessions(seed=seed + 4, sessions=2)
+    opencode_db(root / "opencode" / "opencode.db", more)
+    for i in range(3):
+        write_log(root / "catty" / f"s{i}", [{"kind": "session", "id": f"s{i}", "created_at": "2026-11-01T00:00:00.000Z", "cwd": "/w"},
+                                              {"kind": "usage", "id": f"u{i}", "model": "claude-sonnet-4-5", "input": 10 + i, "output": 5,
+                                               "request_id": f"req_{i}"}])
+    (root / "catty" / "notes.jsonl").write_text('{"a": 1}\n')
+    part = next((root / "opencode" / "storage" / "part").iterdir())
+    os.mkfifo(part / "prt_fifo.json")  # (no regular file: passed over, never waited on)
+    with open(root / "claude" / "projects" / "-home-user-work-proj0" / "odd.jsonl", "wb") as f:
+        f.write(b'{"type": "assistant", "message": {"usage": \n')
+    return [str(root / name) for name in ("claude", "codex", "gemini", "opencode", "catty")] + [str(root / "claude" / "projects")]

@@ -15,7 +15,7 @@ from msgspec.structs import replace
 
 import catty_ctx
 from catty_ctx.usage import pipeline as U
-from catty_ctx.usage import filescan
+from catty_ctx.usage import filescan, library, pricetable
 from support import write_log
 from support.usage_trees import claude_tree, codex_rollout
 
@@ -353,12 +353,14 @@ def test_unknown_models_stay_unpriced_and_the_library_never_reaches_the_network(
 
 def test_a_warm_run_never_imports_the_price_library(tmp_path: Path) -> None:
     """The models a run meets are resolved once and kept in the price index: a later process
-    over new logs of the same models prices them without importing the library."""
+    over new logs of the same models prices them without importing the library; nor does the
+    first one when the package's price table stands for the installed library (`pricetable`)."""
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(Path(catty_ctx.__file__).parent.parent))
     probe = ("import sys; from catty_ctx.usage.pipeline import usage; led, _ = usage([sys.argv[1]], use_cache=False, jobs=1); "
              "print(led.totals['cost_usd'] is not None, 'genai_prices.data' in sys.modules, 'genai_prices.update_prices' in sys.modules)")
     # (the library's updater, its only code that reaches the network, is never even imported)
-    for i, expect in ((0, "True True False"), (1, "True False False")):
+    shipped = pricetable.load(library.version()[0], library.data_file()) is not None
+    for i, expect in ((0, f"True {not shipped} False"), (1, "True False False")):
         write_log(tmp_path / f"r{i}" / "a", [{"kind": "session", "session_id": f"s{i}"}, _usage_ev("claude-opus-4-6", 1000, 100)])
         out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / f"r{i}")], capture_output=True, env=env, text=True, check=True)
         assert out.stdout.split() == expect.split()

@@ -117,10 +117,62 @@ def test_an_opencode_message_without_steps_counts_its_own_tokens(tmp_path: Path)
     folder.mkdir(parents=True)
     (tmp_path / "storage" / "session").mkdir()
     (folder / "msg_1.json").write_bytes(orjson.dumps({
-        "id": "msg_1", "sessionID": "ses_1", "role": "assistant", "modelID": "gpt-5", "time": {"created": 1770000000000},
-        "cost": 0.5, "tokens": {"input": 100, "output": 10, "reasoning": 5, "cache": {"read": 7, "write": 0}}}))
+        "id": "msg_1", "sessionID": "ses_1", "role": "assistant", "modelID": "gpt-5", "providerID": "openai", "parentID": "msg_0",
+        "time": {"created": 1770000000000}, "cost": 0.5, "tokens": {"input": 100, "output": 10, "reasoning": 5, "cache": {"read": 7, "write": 0}}}))
     r = ledger([tmp_path]).rows[0]
     assert (r["input"], r["output"], r["reasoning"], r["cache_read"], r["calls"], r["cost_usd"]) == (100, 15, 5, 7, 1, 0.5)
+
+
+# An opencode 0.6 session as it lies in storage/ (the shape of a real one, September 2025: opencode's own
+# provider, grok-code): the message holds its `system` prompts and no `parentID`, the step-finish part no
+# `reason`; both before 0.15, whose `tokens.input` was the SDK's whole prompt, cache reads included.
+EARLY_MESSAGE = {"id": "msg_95521bfdd001ZM07GcDYAneK54", "sessionID": "ses_6aade4081ffe216ygZUgcUQdR1", "role": "assistant",
+                 "system": ["You are opencode, an interactive CLI tool."], "mode": "build", "path": {"cwd": "/home/user/clown", "root": "/"},
+                 "cost": 0, "tokens": {"input": 9640, "output": 12, "reasoning": 266, "cache": {"write": 0, "read": 9600}},
+                 "modelID": "grok-code", "providerID": "opencode", "time": {"created": 1758069899229, "completed": 1758069901481}}
+EARLY_STEP = {"id": "prt_95521c8a3001evp0nG98h6rQwV", "messageID": "msg_95521bfdd001ZM07GcDYAneK54", "sessionID": "ses_6aade4081ffe216ygZUgcUQdR1",
+              "type": "step-finish", "tokens": {"input": 9640, "output": 12, "reasoning": 266, "cache": {"write": 0, "read": 9600}}, "cost": 0}
+
+
+def _early_storage(at: Path, message: dict[str, Any], step: dict[str, Any] | None) -> Path:
+    storage = at / "storage"
+    (storage / "session" / "global").mkdir(parents=True)
+    (storage / "session" / "global" / f"{message['sessionID']}.json").write_bytes(orjson.dumps(
+        {"id": message["sessionID"], "version": "0.6.10", "title": "pwd", "time": {"created": 1758069899000, "updated": 1758069901481}}))
+    (storage / "message" / message["sessionID"]).mkdir(parents=True)
+    (storage / "message" / message["sessionID"] / f"{message['id']}.json").write_bytes(orjson.dumps(message))
+    (storage / "part" / message["id"]).mkdir(parents=True)
+    user = {"id": "msg_95521bf0a001", "sessionID": message["sessionID"], "role": "user", "time": {"created": 1758069899000}}
+    (storage / "message" / message["sessionID"] / "msg_95521bf0a001.json").write_bytes(orjson.dumps(user))
+    (storage / "part" / "msg_95521bf0a001").mkdir(parents=True)
+    (storage / "part" / "msg_95521bf0a001" / "prt_95521bf0a002.json").write_bytes(orjson.dumps(
+        {"id": "prt_95521bf0a002", "messageID": user["id"], "sessionID": message["sessionID"], "type": "text", "text": "pwd"}))
+    (storage / "part" / message["id"] / "prt_95521c844001.json").write_bytes(orjson.dumps(
+        {"id": "prt_95521c844001", "messageID": message["id"], "sessionID": message["sessionID"], "type": "text", "text": "/home/user/clown"}))
+    if step is not None:
+        (storage / "part" / message["id"] / f"{step['id']}.json").write_bytes(orjson.dumps(step))
+    return storage
+
+
+@pytest.mark.parametrize("with_step", [True, False])
+def test_an_opencode_0_6_record_counts_its_input_without_its_cache_reads(tmp_path: Path, with_step: bool) -> None:
+    """opencode before 0.15 stored the whole prompt as `input` (cache reads inside) for every provider
+    but Anthropic's: 9,640 of which 9,600 read from the cache are 40 fresh tokens, priced so, by
+    `usage` of the tree and of its import alike; a later record, or Anthropic's, is read as it says."""
+    storage = _early_storage(tmp_path / "early", EARLY_MESSAGE, EARLY_STEP if with_step else None)
+    r = ledger([storage]).rows[0]
+    assert (r["input"], r["cache_read"], r["output"], r["reasoning"], r["calls"]) == (40, 9600, 278, 266, 1)
+    imported = tmp_path / "imported"
+    run_cli("import", "opencode", str(storage), "--out", str(imported), check=True)
+    i = ledger([imported]).rows[0]
+    assert (i["input"], i["cache_read"], i["output"], i["calls"]) == (40, 9600, 278, 1)
+    # The same tokens in the later shapes: a step with its `reason`, a message with its `parentID`; and Anthropic's early message.
+    later_step = dict(EARLY_STEP, reason="stop")
+    later_message = dict({k: v for k, v in EARLY_MESSAGE.items() if k != "system"}, parentID="msg_95521bf0a001", agent="build")
+    for at, message, step in (("later", later_message, later_step if with_step else None),
+                              ("anthropic", dict(EARLY_MESSAGE, providerID="anthropic", modelID="claude-sonnet-4-5"), None)):
+        r = ledger([_early_storage(tmp_path / at, message, step)]).rows[0]
+        assert (r["input"], r["cache_read"]) == (9640, 9600), at
 
 
 # -- the agents' homes -------------------------------------------------------------------------

@@ -8,41 +8,11 @@ from typing import Any
 
 import orjson
 import pytest
-from support import write_log
-from support.usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage
+from support.usage_trees import five_agents
 
 from catty_ctx.usage import pipeline as U
 from catty_ctx.usage import fanout, filescan, walk
 from catty_ctx.fleet.workers import can_fork
-
-
-def _mixed(root: Path) -> list[str]:
-    """Four agents' homes and a ROOT of catty sessions, with a file of no agent's, a FIFO and a bad line among them."""
-    claude_tree(root / "claude", seed=41, projects=3, sessions=3, turns=4, resumed_copies=True)
-    (root / "claude" / "settings.json").write_text("{}")
-    for day in (1, 2, 3):
-        codex_rollout(root / "codex" / "sessions" / "2026" / "02" / f"{day:02d}" / f"rollout-2026-02-{day:02d}T10-00-00-{day}.jsonl",
-                      [{"ts": f"2026-02-{day:02d}T10:0{k}:00.000Z", "model": "gpt-5-codex",
-                        "last": {"input_tokens": 500 + k, "cached_input_tokens": 100, "output_tokens": 40, "reasoning_output_tokens": 10}}
-                       for k in range(3)], session_id=f"0199a000-0000-7000-8000-00000000000{day}")
-    (root / "codex" / "config.toml").write_text("")
-    gemini_home(root / "gemini", seed=42, projects=2, sessions=2)
-    gemini_home(root / "gemini", seed=43, projects=1, sessions=1, form="json")
-    (root / "gemini" / "settings.json").write_text("{}")
-    docs, _truth = opencode_sessions(seed=44, sessions=3)
-    opencode_storage(root / "opencode", docs)
-    more, _truth = opencode_sessions(seed=45, sessions=2)
-    opencode_db(root / "opencode" / "opencode.db", more)
-    for i in range(3):
-        write_log(root / "catty" / f"s{i}", [{"kind": "session", "id": f"s{i}", "created_at": "2026-11-01T00:00:00.000Z", "cwd": "/w"},
-                                              {"kind": "usage", "id": f"u{i}", "model": "claude-sonnet-4-5", "input": 10 + i, "output": 5,
-                                               "request_id": f"req_{i}"}])
-    (root / "catty" / "notes.jsonl").write_text('{"a": 1}\n')
-    part = next((root / "opencode" / "storage" / "part").iterdir())
-    os.mkfifo(part / "prt_fifo.json")  # (no regular file: passed over, never waited on)
-    with open(root / "claude" / "projects" / "-home-user-work-proj0" / "odd.jsonl", "wb") as f:
-        f.write(b'{"type": "assistant", "message": {"usage": \n')
-    return [str(root / name) for name in ("claude", "codex", "gemini", "opencode", "catty")] + [str(root / "claude" / "projects")]
 
 
 @pytest.fixture
@@ -56,7 +26,7 @@ def small_plans(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_workers_walk_finds_the_survey_and_reads_the_scan(tmp_path: Path, small_plans: None) -> None:
-    paths = _mixed(tmp_path)
+    paths = five_agents(tmp_path)
     theirs = walk.Listings()
     found = walk.survey(paths, theirs)
     scan = filescan.scan(found, use_cache=False, jobs=1)
@@ -81,7 +51,7 @@ def test_the_workers_walk_finds_the_survey_and_reads_the_scan(tmp_path: Path, sm
 
 def test_a_cold_run_fanned_out_answers_and_caches_as_the_ordinary_one(tmp_path: Path, small_plans: None,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    paths = _mixed(tmp_path / "tree")
+    paths = five_agents(tmp_path / "tree")
     used: list[bool] = []
     real = fanout.survey_and_scan
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from support import cli
 
+from catty_ctx.proxy.families import usage_fields
 from catty_ctx.usage import pipeline as U
 from catty_ctx.usage.prices import load_prices
 
@@ -22,6 +23,7 @@ CLAUDE_HOME = ROOT / "fixtures/agents/claude-2.1.332/tools-resume-compactions"
 CLAUDE_FILE = next((CLAUDE_HOME / "projects/-home-user-project").glob("*.jsonl"))
 CODEX_HOME = ROOT / "fixtures/agents/codex-0.171.0/tools-resume-compactions"
 CODEX_FILE = next((CODEX_HOME / "sessions").rglob("rollout-*.jsonl"))
+OPENCODE_STORAGE = ROOT / "fixtures/import/opencode/storage"  # steps of a message, and messages without steps
 
 
 def ledger(*paths: Path) -> U.Ledger:
@@ -43,7 +45,7 @@ def imported(source: Path, out: Path, fmt: str = "auto") -> Path:
 # -- one identity across copies ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source", [CLAUDE_FILE, CODEX_FILE], ids=["claude", "codex"])
+@pytest.mark.parametrize("source", [CLAUDE_FILE, CODEX_FILE, OPENCODE_STORAGE], ids=["claude", "codex", "opencode"])
 def test_an_import_beside_its_source_counts_each_call_once(tmp_path: Path, source: Path) -> None:
     alone = ledger(source)
     assert alone.totals["calls"] > 0
@@ -51,7 +53,7 @@ def test_an_import_beside_its_source_counts_each_call_once(tmp_path: Path, sourc
     assert totals(ledger(copy)) == totals(alone)  # the import holds the same calls
     both = ledger(source, copy)
     assert totals(both) == totals(alone)
-    assert both.duplicates == alone.totals["calls"]
+    assert both.duplicates == alone.duplicates + alone.totals["calls"]  # (every call of the copy; an opencode message its steps stand for)
 
 
 def test_a_mirrored_home_counts_each_call_once(tmp_path: Path) -> None:
@@ -134,6 +136,15 @@ def test_one_hour_cache_writes_price_at_twice_the_input_rate(tmp_path: Path) -> 
     assert row["cache_write"] == 10_000
     # claude-sonnet-4-5: input $3/M, 5-minute writes 1.25x ($3.75/M), one-hour writes 2x ($6/M)
     assert row["cost_usd"] == pytest.approx(3 * 3e-6 + 4_000 * 3.75e-6 + 6_000 * 6e-6, rel=1e-9)
+    # an import keeps the split on its usage event (`cache_write_1h`), so its ledger prices the same;
+    # so does a proxy session recording the same response
+    copy = imported(log, tmp_path / "imported", "claude")
+    assert b'"cache_write":10000,' in (copy / "updates.jsonl").read_bytes()
+    assert b'"cache_write_1h":6000' in (copy / "updates.jsonl").read_bytes()
+    assert ledger(copy).rows[0]["cost_usd"] == pytest.approx(row["cost_usd"], rel=1e-9)
+    assert totals(ledger(log, copy)) == totals(ledger(log))
+    assert usage_fields(usage, openai=False) == {"input": 3, "output": 0, "cache_read": 0, "cache_write": 10_000, "cache_write_1h": 6_000,
+                                                 "reasoning": 0}
     # a user's table names the one-hour rate as LiteLLM does
     table = tmp_path / "prices.json"
     table.write_text(json.dumps({"claude-sonnet-4-5": {"input_cost_per_token": 1e-6, "output_cost_per_token": 1e-6,
