@@ -9,7 +9,7 @@
   client subtracts it from the time it got it (target: <= 1 ms added, median);
 - the proxy's peak memory with 8 sessions sending such requests at once (target: <= 200 MB).
 
-Run: python bench/proxy.py [--requests N] [--tokens T]
+Run: python bench/proxy.py [--requests N] [--tokens T] [--gap SECONDS]
 """
 from __future__ import annotations
 
@@ -240,6 +240,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=15)
     ap.add_argument("--tokens", type=int, default=150_000)
+    ap.add_argument("--gap", type=float, default=0.2, help="seconds between an answer's end and the next request (an agent's tool run)")
     args = ap.parse_args()
     upstream = start_upstream()
     tmp = Path(tempfile.mkdtemp(prefix="proxy-bench-"))
@@ -254,12 +255,12 @@ def main() -> None:
             runs["direct"].append(request(upstream, data, "bench-direct"))
             before = cpu_s(proc.pid)
             runs["proxy"].append(request(port, data, "bench-one"))
-            time.sleep(0.2)  # the answer's recording, after the stream, counted with its request
+            time.sleep(args.gap)  # the answer's recording, after the stream, counted with its request
             cpu += cpu_s(proc.pid) - before if i else 0.0
             data = responses_body(msgs, i)
             runs["direct-r"].append(request(upstream, data, "bench-direct", "/v1/responses"))
             runs["proxy-r"].append(request(port, data, "bench-codex", "/v1/responses"))
-            time.sleep(0.2)
+            time.sleep(args.gap)
         ttfb = {k: statistics.median(t for t, _ in v[1:]) * 1000 for k, v in runs.items()}
         lat = {k: statistics.median(x for _, ls in v[1:] for x in ls) * 1000 for k, v in runs.items()}
         cold = runs["proxy"][0][0] * 1000

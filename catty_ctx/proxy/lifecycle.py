@@ -27,8 +27,8 @@ from ..view.fold import view
 from ..view.pairing import ANSWER_TEXT, PairRepair
 from ..view.tokens import item_tokens
 from .families import Item, Loc, Parsed, native_prefix_fp
-from .recorder import Conversation, PendingRecord
-from .summarize import SPEC, UpstreamSummarizer
+from .recorder import Conversation, PendingRecord, common_prefix
+from .summarize import UPSTREAM, UpstreamSummarizer
 
 STEPS = ("repair", "prune", "compact", "prefire")
 # Context windows by model: the first entry whose marker the model name (or the 1M beta) holds.
@@ -127,7 +127,7 @@ class Lifecycle:
         tokens = len(out) // 4
         if "compact" in opts.steps and window > 0:
             if tokens * 100 >= opts.threshold * window:
-                await asyncio.to_thread(pending.flush)  # the compaction summarises the log: this request's items in it
+                await pending.written()  # the compaction summarises the log: this request's items in it
                 new = await self._compact(conv, fam, client, parsed.lead, rep, tokens, self.summarizer(conv, fam, doc, call))
                 if new is not None:
                     doc[fam.list_key] = client
@@ -168,7 +168,7 @@ class Lifecycle:
     def summarizer(self, conv: Conversation, fam: Any, doc: dict[str, Any], call: tuple[str, dict[str, str]] | None) -> str | UpstreamSummarizer:
         """Who summarises this conversation: `--summarizer` when named, else its own upstream
         (the offline extractive one when the request names no model or the upstream refused)."""
-        if self.opts.summarizer != SPEC:
+        if self.opts.summarizer != UPSTREAM:
             return self.opts.summarizer
         model = doc.get("model")
         if call is None or not isinstance(model, str) or not model or conv.runtime.get("upstream_refused"):
@@ -253,7 +253,7 @@ class Lifecycle:
 
         async def run() -> None:
             try:
-                await asyncio.to_thread(pending.flush)  # pass 1 reads the log: this request's items in it
+                await pending.written(now=False)  # pass 1 reads the log: this request's items in it
                 proc = await asyncio.create_subprocess_exec(
                     sys.executable, "-m", "catty_ctx.proxy.pass1", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
                     stderr=asyncio.subprocess.PIPE)
@@ -290,8 +290,9 @@ class Lifecycle:
         parsed = fam.parse(doc)
         items: list[Item] = []
         where: dict[str, Loc] = {}
-        known = pending.recorded_prefix()
-        seq_of = {it["call_id"]: s for it, s in zip(pending.items[:known], conv.seqs[:known]) if it.get("role") == "tool"}
+        recorded, seqs = list(conv.digests), list(conv.seqs)  # (a recording thread may be extending them)
+        known = common_prefix(recorded, pending.digests)
+        seq_of = {it["call_id"]: s for it, s in zip(pending.items[:known], seqs[:known]) if it.get("role") == "tool"}
         overhead = {k: v for k, v in doc.items() if k in ("tools", "functions")}
         if overhead:  # the tool schemas count toward the window as much as the items do
             items.append({"role": "system", "text": orjson.dumps(overhead).decode(), "synthetic": "tool_schemas"})

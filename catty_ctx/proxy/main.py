@@ -14,7 +14,7 @@ from ..prune.options import PruneOptions
 from ..redact import redact_url
 from .lifecycle import STEPS, Lifecycle, LifecycleOptions
 from .server import Log, Proxy
-from .summarize import SPEC
+from .summarize import UPSTREAM
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,11 @@ def build(settings: ProxySettings, log: Log | None = None) -> Proxy:
     unknown = sorted(settings.steps - set(STEPS))
     if unknown:
         raise UsageError(f"proxy_steps: unknown step {', '.join(unknown)} (the steps are {', '.join(STEPS)})")
-    if settings.summarizer != SPEC:  # a spec it cannot use is refused now, not at the first compaction
+    if settings.summarizer != UPSTREAM:  # a spec it cannot use is refused now, not at the first compaction
         try:
             get_summarizer(settings.summarizer)
         except UsageError as exc:
-            raise UsageError(f"--summarizer: {exc}; or {SPEC}, the client's own upstream") from None
+            raise UsageError(f"--summarizer: {exc}; or {UPSTREAM}, the client's own upstream") from None
     root = Path(settings.root)
     root.mkdir(parents=True, exist_ok=True)
     log = log or Log(root)

@@ -2,7 +2,7 @@
 (docs/proxy.md#what-it-changes-in-a-request).
 
 `python -m catty_ctx.proxy.pass1` reads one JSON object on its stdin, `{"folder": DIR,
-"summarizer": SPEC}` (SPEC a `--summarizer` string, or the upstream summariser's spec with
+"summarizer": WHO}` (WHO a `--summarizer` string, or the upstream summariser's spec with
 the client's headers), runs `compact --prefire` on the session, and exits as `compact`
 does: 0, or one line on stderr and the documented code. The client's credentials reach it
 through the pipe alone, never its arguments or environment.
@@ -14,7 +14,7 @@ import sys
 import orjson
 
 from ..compact.pipeline import CompactOptions, compact_session
-from ..errors import CattyError
+from ..errors import CattyError, ExitCode
 from ..redact import redact_text
 from ..session.store import Session
 from .summarize import summarizer_of
@@ -30,7 +30,10 @@ def main() -> int:
         return int(exc.exit_code)
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         print(f"catty-ctx: pass 1: a job it cannot read ({type(exc).__name__})", file=sys.stderr)
-        return 2
+        return int(ExitCode.USAGE)
+    except Exception as exc:  # one line for the proxy's log, never a traceback
+        print(f"catty-ctx: pass 1 failed ({type(exc).__name__}: {redact_text(str(exc))[0]})", file=sys.stderr)
+        return int(ExitCode.INTERNAL)
     return 0
 
 

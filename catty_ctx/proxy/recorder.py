@@ -11,7 +11,9 @@ compactions it applies to requests) is `proxy.json` beside the log, replaced who
 """
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,10 +247,20 @@ class PendingRecord:
         self.fixes: list[tuple[str, str]] = []
         self.seqs: list[int] | None = None
         self._lock = threading.Lock()
+        self.task: Awaitable[None] | None = None  # the server's recording of it, in the conversation's order
+        self.gate: asyncio.Event | None = None  # what that recording waits for (the answer's first bytes)
 
-    def recorded_prefix(self) -> int:
-        """How many of the items the log already holds (from earlier requests)."""
-        return common_prefix(self.conv.digests, self.digests)
+    async def written(self, now: bool = True) -> list[int]:
+        """The seqs of the items once the log holds them (and all the conversation recorded
+        before): NOW, or after the answer's first bytes went out."""
+        if self.task is None:
+            return await asyncio.to_thread(self.flush)
+        if now and self.gate is not None:
+            self.gate.set()
+        await asyncio.shield(self.task)
+        if self.seqs is None:
+            raise RuntimeError("the request's items could not be recorded (proxy.log says why)")
+        return self.seqs
 
     def flush(self) -> list[int]:
         with self._lock:

@@ -225,17 +225,22 @@ class Proxy:
             conv = await asyncio.to_thread(self.recorder.conversation, agent, sid, parsed.items, model=model, window=window)
         lock = conv.runtime.setdefault("lock", asyncio.Lock())
         async with lock:
-            previous = conv.runtime.get("recording")
-            if previous is not None:  # the previous request and answer are recorded before this one is matched
-                await previous
+            # The request's items are written in order after what the conversation recorded
+            # before (the previous answer), once this answer's first bytes are out: neither
+            # the earlier writes (fsyncs) nor these delay the request. A compaction or a
+            # pass 1 that needs them in the log asks for them (`PendingRecord.written`).
             pending = PendingRecord(self.recorder, conv, parsed.items, digests)
+            sent = pending.gate = asyncio.Event()
+            pending.task = self._after(conv, pending.flush, sent)
             out = body
             notes: dict[str, Any] = {}
             if self.lifecycle is not None:
                 call = (self.upstreams[route.upstream] + request.rel_url.path_qs, client_headers(request.headers))
-                out, notes = await self.lifecycle.apply(conv, fam, doc, parsed, pending, body, beta, call)
-            sent = asyncio.Event()
-            self._after(conv, pending.flush, sent)  # off the request's path: once the answer's first bytes are out
+                try:
+                    out, notes = await self.lifecycle.apply(conv, fam, doc, parsed, pending, body, beta, call)
+                except BaseException:
+                    sent.set()  # forwarded unchanged: what the client sent is still recorded
+                    raise
         return Prepared(out, conv, fam, doc.get("stream") is True, notes, sent)
 
     async def count_copy(self, route: Route, request: web.Request, body: bytes) -> bytes:
@@ -310,7 +315,7 @@ class Proxy:
         finally:
             await up_cm.__aexit__(None, None, None)
 
-    def _after(self, conv: Conversation, work: Callable[[], object], gate: asyncio.Event | None = None) -> None:
+    def _after(self, conv: Conversation, work: Callable[[], object], gate: asyncio.Event | None = None) -> asyncio.Task[None]:
         """Run WORK in a thread after the conversation's earlier recording, in order, and once
         GATE is set (so its disk writes never compete with the request on its way); a failure
         is one log line."""
@@ -330,6 +335,7 @@ class Proxy:
         conv.runtime["recording"] = task
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
 
     def _record_later(self, conv: Conversation, tee: Tee) -> None:
         def record() -> None:

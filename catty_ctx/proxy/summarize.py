@@ -25,7 +25,7 @@ from .anthropic import ANTHROPIC
 from .openai import CHAT, RESPONSES
 from .sse import SSEReader
 
-SPEC = "upstream"  # the --summarizer value (the default) naming this summariser
+UPSTREAM = "upstream"  # the --summarizer value (the default) naming this summariser
 FAMILIES = {f.name: f for f in (ANTHROPIC, RESPONSES, CHAT)}
 # The client's headers that describe its body or its connection, not who it is: never copied.
 NOT_COPIED = frozenset({"content-type", "content-length", "content-encoding", "accept", "accept-encoding", "transfer-encoding",
@@ -46,7 +46,7 @@ class UpstreamSummarizer(ModelSummarizer):
         super().__init__(**kw)
         self.family = FAMILIES[family]
         self.url, self.headers, self.model = url, headers, model
-        self.id = f"{SPEC}:{model}"
+        self.id = f"{UPSTREAM}:{model}"
         self.timeout = timeout
 
     def __repr__(self) -> str:  # never the headers
