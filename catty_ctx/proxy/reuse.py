@@ -17,7 +17,8 @@ from typing import Any
 from ..view.fingerprint import canonical, extend, seed
 from .families import Item, Parsed
 
-KEEP = 32  # conversations remembered (least recently used dropped)
+KEEP = 32  # conversations remembered (least recently used dropped) ...
+KEEP_BYTES = 16 << 20  # ... and the request bodies they came from at most this long in all (decoded, ~5x that)
 GUESSES = (0, 2, 8, 32)  # how far before the shorter list's end a client's changes usually start
 
 
@@ -29,6 +30,7 @@ class Known:
     head: Any
     parsed: Parsed
     digests: list[bytes]
+    size: int  # bytes of the request body
 
 
 def common_len(a: list[Any], b: list[Any]) -> int:
@@ -73,10 +75,11 @@ class ParseCache:
 
     def __init__(self) -> None:
         self.known: OrderedDict[int, Known] = OrderedDict()
-        self.reused = 0  # messages taken from an earlier parse (the benchmark reports it)
+        self.reused = 0  # messages taken from an earlier parse
+        self.size = 0  # bytes of the bodies remembered
 
-    def parse(self, fam: Any, body: dict[str, Any]) -> tuple[Parsed, list[bytes]]:
-        """(BODY's items as FAM reads them, their fingerprint chain)."""
+    def parse(self, fam: Any, body: dict[str, Any], size: int = 0) -> tuple[Parsed, list[bytes]]:
+        """(BODY's items as FAM reads them, their fingerprint chain); SIZE: the body's bytes."""
         head = fam.head(body)
         msgs = body.get(fam.list_key)
         if not isinstance(msgs, list) or not msgs:
@@ -93,11 +96,12 @@ class ParseCache:
             digests = chain_from([], parsed.items, 0)
         else:
             n, key, k = best
-            self.known.pop(key)
+            self.size -= self.known.pop(key).size
             parsed, fresh = fam.parse_from(body, k.parsed, n)
             digests = chain_from(k.digests, parsed.items, fresh)
             self.reused += n
-        self.known[id(parsed)] = Known(list(msgs), head, parsed, digests)
-        while len(self.known) > KEEP:
-            self.known.popitem(last=False)
+        self.known[id(parsed)] = Known(list(msgs), head, parsed, digests, size)
+        self.size += size
+        while len(self.known) > 1 and (len(self.known) > KEEP or self.size > KEEP_BYTES):
+            self.size -= self.known.popitem(last=False)[1].size
         return parsed, digests

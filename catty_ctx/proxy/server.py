@@ -215,7 +215,7 @@ class Proxy:
         if not isinstance(doc, dict):
             raise ValueError("the body is not a JSON object")
         fam = route.family
-        parsed, digests = self.parses.parse(fam, doc)
+        parsed, digests = self.parses.parse(fam, doc, len(body))
         agent, sid = conversation_key(fam.client, request.headers, doc, parsed.items)
         model = doc.get("model") if isinstance(doc.get("model"), str) else None
         beta = request.headers.get("anthropic-beta", "")

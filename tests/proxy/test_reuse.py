@@ -107,3 +107,18 @@ def test_the_proxy_collects_cyclic_garbage_between_requests() -> None:
         del keep
     finally:
         gc.enable()
+
+
+def test_the_cache_is_bounded_by_conversations_and_bytes() -> None:
+    from catty_ctx.proxy import reuse
+
+    cache = ParseCache()
+    for n in range(reuse.KEEP + 5):
+        cache.parse(CHAT, {"messages": [{"role": "user", "content": f"conversation {n}"}]}, 100)
+    assert len(cache.known) == reuse.KEEP and cache.size == 100 * reuse.KEEP
+    big = reuse.KEEP_BYTES // 2 + 1
+    cache.parse(CHAT, {"messages": [{"role": "user", "content": "a"}]}, big)
+    cache.parse(CHAT, {"messages": [{"role": "user", "content": "b"}]}, big)  # the two are over the bound together
+    assert len(cache.known) == 1 and cache.size == big
+    cache.parse(CHAT, {"messages": [{"role": "user", "content": "c"}]}, 3 * reuse.KEEP_BYTES)  # the newest is always kept
+    assert len(cache.known) == 1 and cache.size == 3 * reuse.KEEP_BYTES
