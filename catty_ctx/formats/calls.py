@@ -9,6 +9,11 @@ server gave none) by its Anthropic message id within its session; opencode's by 
 part's id within its message (a message without steps by its own id: the ids are the same in its storage tree, its
 database and an export). An import writes the name as its `usage` event's `request_id`.
 
+A proxy sees no `token_count` time, so a Codex call also has a second name both sides compute:
+its session id and the session's running totals after it (`codex_running`); the rollout's
+record carries it beside its own name and the proxy writes it as its `usage` event's
+`request_id` (docs/usage.md#counting-each-call-once says when it is written).
+
 Imports nothing: the importers and the usage parsers both load it.
 """
 from __future__ import annotations
@@ -34,6 +39,18 @@ def claude_call(request_id: object, message_id: object, session: object) -> str 
 def codex_call(stamp: object, totals: Iterable[int]) -> str:
     """The name of the Codex call whose `token_count` at STAMP reached TOTALS (`CODEX_TOTALS`' counts)."""
     return f"codex:{stamp}:" + ",".join(map(str, totals))
+
+
+# The running totals of a Codex session that the proxy can sum from the usage it saw: the rollout's
+# `total_token_usage` minus its `total_tokens` (the sum of the others, which a proxy does not record).
+CODEX_RUNNING = CODEX_TOTALS[:4]
+CODEX_SESSION = "codex-session:"  # + "<session id>:<running totals>": `codex_running`'s names
+
+
+def codex_running(session: object, totals: Iterable[int]) -> str:
+    """The name of the Codex call after which session SESSION's running totals are TOTALS
+    (`CODEX_RUNNING`' counts: input with the cached part, cached input, output, reasoning)."""
+    return f"{CODEX_SESSION}{session}:" + ",".join(map(str, totals))
 
 
 def gemini_call(reply_id: object) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ..formats.calls import claude_call
+from ..formats.calls import claude_call, codex_running
 from ..importers.common import edited_paths, todos_from
 from ..session.create import create_session
 from ..session.files import replace_file
@@ -75,6 +75,9 @@ class Conversation:
     edited: list[str] = field(default_factory=list)
     replacements: list[dict[str, Any]] = field(default_factory=list)  # {k, fp, text, compaction}
     prefired_at: int = -1  # recorded items when pass 1 last started
+    # A Codex session's running totals (input with its cached part, cached, output, reasoning) over
+    # the answers recorded: None when the proxy did not see it from its first request (`running_from`).
+    running: list[int] | None = None
     runtime: dict[str, Any] = field(default_factory=dict)  # the server's per-conversation objects (not saved)
 
     @property
@@ -85,7 +88,7 @@ class Conversation:
         return orjson.dumps({"version": 1, "agent": self.agent, "session_id": self.session_id, "first": self.first,
                              "chain": [d.hex() for d in self.digests], "seqs": self.seqs, "turns": self.turns,
                              "done": sorted(self.done), "edited": self.edited, "replacements": self.replacements,
-                             "prefired_at": self.prefired_at})
+                             "prefired_at": self.prefired_at, "running": self.running})
 
     def save(self) -> None:
         replace_file(self.folder / STATE_FILE, self.state_doc(), durable=False)
@@ -131,8 +134,11 @@ class Recorder:
             conv.edited = list(doc.get("edited") or ())
             conv.replacements = list(doc.get("replacements") or ())
             conv.prefired_at = int(doc.get("prefired_at", -1))
+            running = doc.get("running")
+            conv.running = list(running) if isinstance(running, list) and len(running) == 4 and all(type(n) is int for n in running) else None
         else:
             create_session(folder, session_id=folder.name, window=window, model=model)
+            conv.running = running_from(agent, sid, folder, items)
             conv.save()
         self.open[key] = conv
         return conv
@@ -204,6 +210,10 @@ class Recorder:
             # Named as the agent's own log names the call (`formats.calls`), so the transcript, its
             # mirror and this session count it once; another agent's by the response's id.
             name = claude_call(answer.header_id, answer.request_id, conv.session_id) if conv.agent == "claude" else None
+            if conv.running is not None:
+                u = answer.usage
+                conv.running = [a + b for a, b in zip(conv.running, (u["input"] + u["cache_read"], u["cache_read"], u["output"], u["reasoning"]))]
+                name = codex_running(conv.session_id, conv.running)
             if name or answer.request_id:
                 usage["request_id"] = name or answer.request_id
             events.append(usage)
@@ -224,6 +234,15 @@ class Recorder:
         if new:
             conv.session.append([{"kind": "repair", **r} for r in new], warn=None, allow_duplicate_ids=True)
             conv.done.update(f"{r['action']}:{r.get('call_id')}" for r in new)
+
+
+def running_from(agent: str, sid: str, folder: Path, items: list[Item]) -> list[int] | None:
+    """The running totals a new conversation starts with: zeros for a Codex session seen from its
+    first request (nothing answered in ITEMS yet) under its own id, else None: its calls then keep
+    the response's id (docs/usage.md#counting-each-call-once), never a name a rollout could share."""
+    if agent != "codex" or folder.name != sid or any(item["role"] in ("assistant", "tool") for item in items):
+        return None
+    return [0, 0, 0, 0]
 
 
 def repair_events(items: list[Item], seqs: list[int], fixes: list[tuple[str, str]]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import re
 
 import msgspec
 
-from ..formats.calls import CODEX_TOTALS, codex_call
+from ..formats.calls import CODEX_TOTALS, codex_call, codex_running
 from ..session.jsonl import marked_lines
 from .claude import Count
 from .lines import MISMATCH, count, json_object, typed_view
@@ -95,9 +95,10 @@ class _Rollout:
             cached = min(last[1], inp)
             written = min(last[5], inp - cached)
             # A forked rollout copies its parent's history: the copy has the same time and totals (its name, as an import's).
+            # The uuid is the name a proxy gives the call: the session's running totals (`copies.collapse` meets them).
             key = "r\0" + codex_call(stamp, total[:5])
             recs.append(Record(ts, str(self.model or UNKNOWN_MODEL), inp - cached - written, last[2], cached, written, last[3],
-                               None, key, False, MAIN_AGENT, self.session, self.cwd, False, None, None))
+                               None, key, False, MAIN_AGENT, self.session, self.cwd, False, None, codex_running(self.session, total[:4])))
         return None
 
 

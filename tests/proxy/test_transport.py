@@ -179,3 +179,32 @@ def test_an_edited_history_is_recorded_as_a_rewind_and_the_turn_again(tmp_path: 
                      ("rewind", 1), ("message", "second, edited"), ("message", "answer 3")]
     view = subprocess.run([sys.executable, "-m", "catty_ctx", "resume", str(folder)], capture_output=True, text=True, env=proxy_env())
     assert [orjson.loads(x)["text"] for x in view.stdout.splitlines()] == ["first", "answer 1", "second, edited", "answer 3"]
+
+
+def test_a_codex_call_is_named_by_its_sessions_running_totals_when_seen_from_the_first_request(tmp_path: Path) -> None:
+    """The name a rollout gives the call too (docs/usage.md#counting-each-call-once); a Codex
+    session first met mid-way keeps the response's id: its running totals are not known."""
+    def answer(req: Request) -> Response:
+        n = len(up.requests)
+        return json_response({"id": f"resp_{n}", "object": "response", "model": "gpt-5.5", "status": "completed",
+                              "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Answer {n}."}]}],
+                              "usage": {"input_tokens": 100 * n, "input_tokens_details": {"cached_tokens": 40}, "output_tokens": 7,
+                                        "output_tokens_details": {"reasoning_tokens": 3}, "total_tokens": 100 * n + 7}})
+
+    def user(text: str) -> dict[str, Any]:
+        return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+    def said(text: str) -> dict[str, Any]:
+        return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
+    with FakeHTTPServer(listen(), {"POST /v1/responses": answer}) as up, running_proxy(tmp_path / "root", up.origin) as (url, _):
+        def ask(sid: str, items: list[dict[str, Any]]) -> None:
+            status, _, raw, _ = post(url, "/v1/responses", {"model": "gpt-5.5", "instructions": "I", "input": items}, {"session-id": sid})
+            assert status == 200, raw
+            time.sleep(0.3)
+
+        ask("sess-new", [user("one")])
+        ask("sess-new", [user("one"), said("Answer 1."), user("two")])
+        ask("sess-late", [user("zero"), said("Earlier."), user("three")])  # the proxy started after this session's first call
+    names = {d.name: [e["request_id"] for e in events(d) if e["kind"] == "usage"] for d in session_dirs(tmp_path / "root")}
+    assert names == {"sess-new": ["codex-session:sess-new:100,40,7,3", "codex-session:sess-new:300,80,14,6"], "sess-late": ["resp_3"]}

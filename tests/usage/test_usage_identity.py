@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 from support import cli
 
+from catty_ctx.formats.calls import codex_running
 from catty_ctx.proxy.families import usage_fields
+from catty_ctx.session.create import create_session
+from catty_ctx.session.store import Session
 from catty_ctx.usage import pipeline as U
 from catty_ctx.usage.prices import load_prices
 
@@ -67,6 +70,40 @@ def test_a_mirrored_home_counts_each_call_once(tmp_path: Path) -> None:
     for i, source in enumerate((CLAUDE_FILE, CODEX_FILE)):
         imported(source, home / ".catty-ctx/sessions" / f"mirror-{i}")
     assert totals(ledger(home)) == homes_alone
+
+
+def _proxy_session(folder: Path, rollout: Path, skip: int = 0) -> int:
+    """A catty session holding the rollout's calls as the proxy records them: each named by the
+    session's running totals summed from the calls it holds, the first SKIP calls not seen."""
+    lines = [json.loads(line) for line in rollout.read_text().splitlines()]
+    sid = next(d["payload"]["id"] for d in lines if d["type"] == "session_meta")
+    counts = [d["payload"]["info"] for d in lines if d["type"] == "event_msg" and d["payload"].get("type") == "token_count"
+              and d["payload"].get("info")]
+    calls = [c["last_token_usage"] for i, c in enumerate(counts) if i == 0 or c["total_token_usage"] != counts[i - 1]["total_token_usage"]]
+    create_session(folder, session_id=sid)
+    running = [0, 0, 0, 0]
+    events = []
+    for u in calls[skip:]:
+        running = [a + b for a, b in zip(running, (u["input_tokens"], u["cached_input_tokens"], u["output_tokens"], u["reasoning_output_tokens"]))]
+        events.append({"kind": "usage", "model": "gpt-5.5", "input": u["input_tokens"] - u["cached_input_tokens"], "output": u["output_tokens"],
+                       "cache_read": u["cached_input_tokens"], "cache_write": 0, "reasoning": u["reasoning_output_tokens"],
+                       "request_id": codex_running(sid, running)})
+    Session.open(folder).append(events)
+    return len(calls)
+
+
+def test_a_codex_proxy_session_beside_its_rollout_counts_each_call_once(tmp_path: Path) -> None:
+    """The proxy names a Codex call by the session's running totals, which the rollout records too."""
+    alone = ledger(CODEX_FILE)
+    assert _proxy_session(tmp_path / "proxy", CODEX_FILE) == alone.totals["calls"] > 1
+    for paths in ((CODEX_FILE, tmp_path / "proxy"), (tmp_path / "proxy", CODEX_FILE)):
+        both = ledger(*paths)
+        assert (both.totals["calls"], both.totals["input"] + both.totals["cache_read"], both.totals["output"]) == \
+            (alone.totals["calls"], alone.totals["input"] + alone.totals["cache_read"], alone.totals["output"])
+        assert both.duplicates == alone.duplicates + alone.totals["calls"]
+    # A proxy that missed the first call sums short: its names meet none of the rollout's.
+    _proxy_session(tmp_path / "late", CODEX_FILE, skip=1)
+    assert ledger(CODEX_FILE, tmp_path / "late").totals["calls"] == 2 * alone.totals["calls"] - 1
 
 
 def _claude_line(**over: Any) -> dict[str, Any]:
