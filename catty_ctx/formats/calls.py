@@ -36,9 +36,12 @@ def claude_call(request_id: object, message_id: object, session: object) -> str 
     return None
 
 
+CODEX_CALL = "codex:"  # + "<time>:<totals>": `codex_call`'s names
+
+
 def codex_call(stamp: object, totals: Iterable[int]) -> str:
     """The name of the Codex call whose `token_count` at STAMP reached TOTALS (`CODEX_TOTALS`' counts)."""
-    return f"codex:{stamp}:" + ",".join(map(str, totals))
+    return f"{CODEX_CALL}{stamp}:" + ",".join(map(str, totals))
 
 
 # The running totals of a Codex session that the proxy can sum from the usage it saw: the rollout's
@@ -47,7 +50,7 @@ CODEX_RUNNING = CODEX_TOTALS[:4]
 CODEX_SESSION = "codex-session:"  # + "<session id>:<running totals>": `codex_running`'s names
 
 
-def codex_running(session: object, totals: Iterable[int]) -> str:
+def codex_running(session: object, totals: Iterable[object]) -> str:
     """The name of the Codex call after which session SESSION's running totals are TOTALS
     (`CODEX_RUNNING`' counts: input with the cached part, cached input, output, reasoning)."""
     return f"{CODEX_SESSION}{session}:" + ",".join(map(str, totals))

@@ -15,7 +15,7 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ..formats.calls import CODEX_SESSION
+from ..formats.calls import CODEX_CALL, CODEX_RUNNING, CODEX_SESSION, codex_running
 from ..session.events import SCHEMA_VERSION, check_event
 from ..session.jsonl import marked_lines
 from .claude import Int64
@@ -90,7 +90,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
                 cost = e.cost_usd
                 recs.append(Record(ts, e.model, e.input, e.output, count(e.cache_read), count(e.cache_write), count(e.reasoning),
                                    float(cost) if cost is not None else None, _key(rid, session, e.seq, parent, forked_at, e.prefire_call), False,
-                                   e.agent or MAIN_AGENT, session, cwd, e.incomplete is True, None, _alias(rid),
+                                   e.agent or MAIN_AGENT, session, cwd, e.incomplete is True, None, _alias(rid, session),
                                    min(count(e.cache_write_1h), count(e.cache_write))))
                 continue
         ev = json_object(line, off, bad)
@@ -107,7 +107,7 @@ def parse(mm: Any, start: int, end: int, path: str, state: Any, recs: list[Recor
         recs.append(Record(at, ev["model"], ev["input"], ev["output"], count(ev.get("cache_read")), count(ev.get("cache_write")),
                            count(ev.get("reasoning")), float(cost) if cost is not None else None,
                            _key(ev.get("request_id"), session, ev["seq"], parent, forked_at, ev.get("prefire_call")), False,
-                           ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, _alias(ev.get("request_id")),
+                           ev.get("agent") or MAIN_AGENT, session, cwd, ev.get("incomplete") is True, None, _alias(ev.get("request_id"), session),
                            min(count(ev.get("cache_write_1h")), count(ev.get("cache_write")))))
     return state
 
@@ -161,10 +161,17 @@ def _past_int64(ev: dict[str, Any]) -> str | None:
     return None
 
 
-def _alias(rid: Any) -> str | None:
-    """The uuid of a call a proxy named by a Codex session's running totals: the rollout's record of
-    the call carries the same (`formats.calls.codex_running`), so `copies.collapse` counts it once."""
-    return rid if type(rid) is str and rid.startswith(CODEX_SESSION) else None
+def _alias(rid: Any, session: str) -> str | None:
+    """The uuid of a Codex call: the name its session's running totals give it (`formats.calls.codex_running`),
+    which the rollout's record carries too, so `copies.collapse` meets a proxy's copy of it (named so) and
+    an import's (named by its time and totals, in a session of the rollout's id) however they are mixed."""
+    if type(rid) is not str or rid[:5] != "codex":
+        return None
+    if rid.startswith(CODEX_SESSION):
+        return rid
+    if rid.startswith(CODEX_CALL):
+        return codex_running(session, rid.rsplit(":", 1)[1].split(",")[:len(CODEX_RUNNING)])
+    return None
 
 
 def _key(rid: Any, session: str, seq: int, parent: str, forked_at: str, call: Any = None) -> str:

@@ -201,15 +201,18 @@ def test_codex_through_the_proxy(codex: Codex, loopback: Any, tmp_path: Path) ->
     assert reuse >= 0.85
     assert sorted(relay.bodies()) == sorted(up.sent)
     folder = check_session(root, [_responses_usage(b) for b in up.sent])
-    # One conversation, two copies: Codex's rollout and the proxy's session. The proxy names each
-    # call by the session's running totals, which the rollout records too: `usage` over both
-    # counts each call once, as over the rollout alone.
+    # One conversation, three copies: Codex's rollout, the hooks' mirror of it, the proxy's session.
+    # The proxy names each call by the session's running totals, which the rollout records too:
+    # `usage` over any of them together counts each call once, as over the rollout alone.
     rollout = c.rollout(sid)
+    mirror = tmp_path / "mirrors" / sid
+    mirror.parent.mkdir()
+    sync(mirror, str(rollout), "codex", sid)
     alone = usage([str(rollout)], timezone_name="UTC", use_cache=False)[0]
     assert alone.totals["calls"] == len(up.sent)
     assert sum(u["input"] + u["cache_read"] for u in map(_responses_usage, up.sent)) == alone.totals["input"] + alone.totals["cache_read"]
-    for paths in ([rollout, folder], [folder, rollout]):
+    for paths in ([rollout, folder], [folder, rollout], [mirror, folder], [folder, mirror, rollout]):
         together = usage([str(p) for p in paths], timezone_name="UTC", use_cache=False)[0]
         assert {k: together.totals[k] for k in ("calls", "input", "output", "cache_read", "reasoning")} == \
             {k: alone.totals[k] for k in ("calls", "input", "output", "cache_read", "reasoning")}, paths
-        assert together.duplicates == alone.duplicates + len(up.sent)
+        assert together.duplicates == alone.duplicates + (len(paths) - 1) * len(up.sent), paths

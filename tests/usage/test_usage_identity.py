@@ -92,15 +92,17 @@ def _proxy_session(folder: Path, rollout: Path, skip: int = 0) -> int:
     return len(calls)
 
 
-def test_a_codex_proxy_session_beside_its_rollout_counts_each_call_once(tmp_path: Path) -> None:
+def test_a_codex_proxy_session_beside_its_rollout_or_its_import_counts_each_call_once(tmp_path: Path) -> None:
     """The proxy names a Codex call by the session's running totals, which the rollout records too."""
     alone = ledger(CODEX_FILE)
     assert _proxy_session(tmp_path / "proxy", CODEX_FILE) == alone.totals["calls"] > 1
-    for paths in ((CODEX_FILE, tmp_path / "proxy"), (tmp_path / "proxy", CODEX_FILE)):
+    copy = imported(CODEX_FILE, tmp_path / "imported")  # (named by time and totals, as the rollout)
+    for paths in ((CODEX_FILE, tmp_path / "proxy"), (tmp_path / "proxy", CODEX_FILE), (copy, tmp_path / "proxy"),
+                  (tmp_path / "proxy", copy, CODEX_FILE)):
         both = ledger(*paths)
         assert (both.totals["calls"], both.totals["input"] + both.totals["cache_read"], both.totals["output"]) == \
-            (alone.totals["calls"], alone.totals["input"] + alone.totals["cache_read"], alone.totals["output"])
-        assert both.duplicates == alone.duplicates + alone.totals["calls"]
+            (alone.totals["calls"], alone.totals["input"] + alone.totals["cache_read"], alone.totals["output"]), paths
+        assert both.duplicates == alone.duplicates + (len(paths) - 1) * alone.totals["calls"], paths
     # A proxy that missed the first call sums short: its names meet none of the rollout's.
     _proxy_session(tmp_path / "late", CODEX_FILE, skip=1)
     assert ledger(CODEX_FILE, tmp_path / "late").totals["calls"] == 2 * alone.totals["calls"] - 1
