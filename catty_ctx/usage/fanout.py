@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 PLAN_TREES = 64  # folders of a tree left to the workers before this process stops listing it
 PLAN_LISTINGS = 512  # folders this process lists at most
 FEW_FILES = 256  # a tree no larger than this, all listed here, goes the ordinary way (no worker)
-RUN_FILES = 8  # files per segment of a folder's files
+RUN_FILES = 4  # files per segment of a folder's files
 _UNREAD = -1  # the bytes read of a log last written before the day asked about (`--since`): it is passed over
 _DB = filescan.OPENCODE_DB
 _Seen = dict[str, tuple[int, int, list[str], list[str]]]
