@@ -115,6 +115,7 @@ def test_every_readme_line_is_run_or_named_with_why() -> None:
     assert used == set(SKIPPED), f"SKIPPED names lines the README no longer has: {set(SKIPPED) - used}"
 
 
+@pytest.mark.long
 def test_the_readme_examples_run_on_the_bundled_fixtures(tmp_path: Path) -> None:
     if shutil.which("jq") is None:
         pytest.skip("jq is not installed (three of the lines pipe into it)")

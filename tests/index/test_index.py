@@ -145,9 +145,9 @@ def test_index_from_the_command_line(tmp_path: Path, index_file: Path) -> None:
     root = tmp_path / "root"
     claude_tree(root, seed=3, projects=1, sessions=2, turns=3, subagents=False)
     first = orjson.loads(cli("index", str(root), "--json").stdout)
-    assert first["index"] == str(index_file) and first["files"] == len(first["files_read"]) > 0
+    assert first["index"] == str(index_file) and first["files"] == len(first["files_read"]) > 0 and first["sessions_read"] == 2
     second = orjson.loads(cli("index", str(root), "--json").stdout)
-    assert second["files_read"] == [] and second["bytes_read"] == 0
+    assert second["files_read"] == [] and second["bytes_read"] == 0 and second["sessions_read"] == 0
     assert cli("search", str(root), "NOT-THERE-7").returncode == 1
     dropped = cli("index", "--drop")
     assert dropped.returncode == 0 and not index_file.exists() and not index_file.with_name(index_file.name + ".texts").exists()

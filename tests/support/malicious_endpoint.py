@@ -161,7 +161,12 @@ class SilentListener:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept: a close alone leaves the thread blocked in it
+        except OSError:
+            pass
         self.sock.close()
+        self.thread.join(10)
         for c in self.accepted:
             c.close()
 

@@ -149,8 +149,8 @@ class Relay:
         self.received: list[bytearray] = []
         self.threads: list[threading.Thread] = []
         self._threading = threading
-        t = threading.Thread(target=self._accept, daemon=True)
-        t.start()
+        self.acceptor = threading.Thread(target=self._accept, daemon=True)
+        self.acceptor.start()
 
     @property
     def url(self) -> str:
@@ -193,4 +193,11 @@ class Relay:
         return [b for data in self.received for b in http_bodies(bytes(data))]
 
     def close(self) -> None:
+        """Stop accepting: the shutdown wakes the accept (a close alone leaves the thread blocked
+        in it for the life of the test process, and a process with another thread forks no worker)."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()
+        self.acceptor.join(10)
