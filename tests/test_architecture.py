@@ -268,6 +268,7 @@ LOCAL_IMPORTS = {
     ("usage/pipeline.py", "fleet.runner"): "the warm usage answer loads no runner",
     ("usage/pipeline.py", "fanout"): "the warm usage answer scans nothing",
     ("usage/pipeline.py", "filescan"): "the warm usage answer scans nothing",
+    ("usage/pipeline.py", "library"): "the warm usage answer resolves no price",
     ("usage/pipeline.py", "kept"): "a run with --no-cache keeps no ledger",
     ("usage/prices.py", "msgspec"): "prices decoded only when a ledger is priced",
     ("usage/times.py", "msgspec"): "dates decoded only when a ledger is built",

@@ -54,7 +54,7 @@ def start(body: Callable[[], Any]) -> int:
 
 
 def deal(count: int, work: Callable[[int], Any], jobs: int, dump: Callable[[Any], bytes],
-         load: Callable[[bytes], Any]) -> Iterator[tuple[int, Any, bool]]:
+         load: Callable[[bytes], Any], meanwhile: Callable[[], Any] | None = None) -> Iterator[tuple[int, Any, bool]]:
     """(n, work(n), done here) for every work item n < COUNT, in this process and JOBS-1 forked children.
 
     The item numbers are dealt through a queue, a pipe holding them, from which every
@@ -65,7 +65,9 @@ def deal(count: int, work: Callable[[int], Any], jobs: int, dump: Callable[[Any]
     them and, between them, the children's whole results written so far (LOAD), so that
     loading them overlaps the children's work; the rest once each child exited. Whatever a
     child did not report (it failed, or could not start) is worked here: a worker can cost
-    time, never a result.
+    time, never a result. MEANWHILE, when given, runs here once the children started, before this
+    process takes its first item: work the caller needs after the items (imports, tables), which
+    the children's share of the queue then pays for instead of adding to the run.
     """
     children: list[tuple[int, int]] = []
     queue_r = queue_w = -1
@@ -75,6 +77,8 @@ def deal(count: int, work: Callable[[int], Any], jobs: int, dump: Callable[[Any]
         except OSError:
             pass
     if queue_r < 0:
+        if meanwhile is not None:
+            meanwhile()
         for n in range(count):
             yield n, work(n), True
         return
@@ -84,6 +88,8 @@ def deal(count: int, work: Callable[[int], Any], jobs: int, dump: Callable[[Any]
         if child is not None:
             children.append(child)
     os.close(queue_w)
+    if meanwhile is not None:
+        meanwhile()
     done: set[int] = set()
     read = [0] * len(children)  # per child: where its next unread result starts in its file
     with os.fdopen(queue_r, "rb", buffering=0):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import marshal
 import os
 import time
+from array import array
 
 import xxhash
 
@@ -53,8 +54,23 @@ def query_key(found: Survey, query: tuple[Any, ...]) -> str:
     h = xxhash.xxh3_128(repr((CACHE_VERSION, __version__, query)).encode())
     for arg, files in found:
         h.update(arg.encode("utf-8", "surrogateescape"))
-        h.update(repr(files).encode("utf-8", "surrogateescape"))
+        for part in _survey_parts(files):
+            h.update(part)
     return h.hexdigest()
+
+
+def _survey_parts(files: list[tuple[str, str | None, int, int, int]]) -> list[bytes]:
+    """FILES (path, kind, size, mtime, inode) as bytes to hash, column by column in C: the repr of
+    a home's 17,000 rows took a first run 40-80 ms, this a third of it. (Their repr when a number does not fit 64 bits.)"""
+    if not files:
+        return [b"[]"]
+    paths, kinds, sizes, mtimes, inodes = zip(*files)
+    try:
+        numbers = [array("q", sizes).tobytes(), array("q", mtimes).tobytes(), array("Q", inodes).tobytes()]
+    except OverflowError:
+        return [repr(files).encode("utf-8", "surrogateescape")]
+    return [len(files).to_bytes(8, "little"), *numbers, "\0".join(paths).encode("utf-8", "surrogateescape"),  # (a path holds no NUL)
+            b"\0\0", "\0".join(map(str, kinds)).encode()]
 
 
 def local_zone_key() -> tuple[Any, ...]:

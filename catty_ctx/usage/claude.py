@@ -150,7 +150,7 @@ def _whole(mm: Any, start: int, end: int, default_session: str, project: str, st
         if rid is None and not (inp > 0 or out_ > 0 or (cr is not None and cr > 0) or cw > 0):
             continue  # (see `make`: no request made it)
         session = o.sessionId or default_session
-        key = _key(mid, rid, uid, session, ts)
+        key = "r\0" + rid if rid is not None else _key(mid, rid, uid, session, ts)  # (`_key` of a request id, inlined)
         model = intern(model, model) if model else UNKNOWN_MODEL
         cw = cw if cw >= 0 else 0
         hour = cc.ephemeral_1h_input_tokens if cc is not None else None

@@ -22,6 +22,9 @@ from .walk import CATTY, OPENCODE, UNLISTED, USAGE_FORMATS, Listings, folder_log
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from .filescan import Progress
     from .records import Scanned
     from .walk import Survey
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
 PLAN_TREES = 64  # folders of a tree left to the workers before this process stops listing it
 PLAN_LISTINGS = 512  # folders this process lists at most
 FEW_FILES = 256  # a tree no larger than this, all listed here, goes the ordinary way (no worker)
-RUN_FILES = 8  # files per segment of a folder's files
+RUN_FILES = 4  # files per segment of a folder's files
 _UNREAD = -1  # the bytes read of a log last written before the day asked about (`--since`): it is passed over
 _DB = filescan.OPENCODE_DB
 _Seen = dict[str, tuple[int, int, list[str], list[str]]]
@@ -40,10 +43,12 @@ _DECODE = msgspec.msgpack.Decoder(tuple[int, tuple[list[tuple[int, list[tuple[st
 
 
 def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, progress: Progress | None = None,
-                    since_ns: int | None = None) -> tuple[Survey, tuple[list[Scanned], dict[str, bytes]]] | None:
+                    since_ns: int | None = None, meanwhile: Callable[[], Any] | None = None,
+                    ) -> tuple[Survey, tuple[list[Scanned], dict[str, bytes]]] | None:
     """`walk.survey(PATHS, LISTINGS)` and what `filescan.scan` reads of it, as (survey, (scanned, packed
     entries)), on JOBS processes; None when the tree is too small for workers to pay (or none can be had).
-    A log last written before SINCE_NS (epoch nanoseconds) is surveyed, not read, as `filescan.scan` passes it over."""
+    A log last written before SINCE_NS (epoch nanoseconds) is surveyed, not read, as `filescan.scan` passes it over.
+    MEANWHILE runs here while the workers parse (see `workers.deal`); not when None is returned."""
     jobs = jobs or usable_cpus()
     if jobs <= 1 or not can_fork():
         return None
@@ -101,7 +106,7 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
 
     placed: dict[int, tuple[list[Row], list[Scanned]]] = {}
     packed: dict[str, bytes] = {}
-    for finished, (_n, (done, seen), here) in enumerate(deal(len(items), work, jobs, dump, _DECODE), 1):
+    for finished, (_n, (done, seen), here) in enumerate(deal(len(items), work, jobs, dump, _DECODE, meanwhile), 1):
         listings.seen.update(seen)
         for place, rows, scanned in done:
             if here:

@@ -152,16 +152,20 @@ def write_base(arg: str, gen: int, files: dict[str, Any]) -> str | None:
 
 
 class Writing:
-    """The per-file cache of one PATH being written by a thread, while the caller dedupes and folds
-    (the write, megabytes for a large tree, is mostly system time, which holds no lock)."""
+    """The per-file caches of PATHs being written by one thread, while the caller dedupes and folds
+    (the write, megabytes for a large tree, is mostly system time, which holds no lock). One thread
+    for all: each start waits for the GIL that the threads already writing hold between their writes."""
 
-    def __init__(self, arg: str, gen: int, files: dict[str, Any]) -> None:
-        self.warning: str | None = None
-        self.thread = threading.Thread(target=self._run, args=(arg, gen, files), name="catty-ctx-cache")
+    def __init__(self, jobs: list[tuple[int, str, int, dict[str, Any]]]) -> None:
+        self.warnings: list[tuple[int, str]] = []  # (the job's index, why its cache was not written)
+        self.thread = threading.Thread(target=self._run, args=(jobs,), name="catty-ctx-cache")
         self.thread.start()
 
-    def _run(self, arg: str, gen: int, files: dict[str, Any]) -> None:
-        self.warning = write_base(arg, gen, files)
+    def _run(self, jobs: list[tuple[int, str, int, dict[str, Any]]]) -> None:
+        for i, arg, gen, files in jobs:
+            warning = write_base(arg, gen, files)
+            if warning:
+                self.warnings.append((i, warning))
 
 
 DELTA_MAX_BYTES = 1 << 20  # a larger delta is merged into the base file instead

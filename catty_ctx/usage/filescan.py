@@ -311,6 +311,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     else:
         results = _run_on(engine, tasks, sizes, total, progress)
     errored: set[str] = set()
+    behind: list[tuple[int, str, int, dict[str, Any]]] = []  # the caches written by a thread (`write_behind`)
     for path, entry, nbytes, error in results:
         if error is not None:
             compressed.refuse_bomb(error, path)  # a decompression bomb is refused, not skipped (docs/reliability.md)
@@ -349,13 +350,15 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
         if use_cache and (new.keys() != old.keys() or any(p in done for p in files)):  # (old entries of skipped files kept)
             if write_behind and len(done) > WRITE_BEHIND_FILES:
                 gen = filecache.new_generation()
-                result.writing.append((len(result.generations), filecache.Writing(arg, gen, new)))
+                behind.append((len(result.generations), arg, gen, new))
             else:
                 gen, warning = filecache.save_cache(arg, new)
                 if warning:
                     result.warnings.append(warning)
         result.generations.append(gen if use_cache else 0)
         result.logs.append(logs)
+    if behind:
+        result.writing.append(filecache.Writing(behind))
     return result
 
 

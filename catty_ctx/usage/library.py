@@ -93,9 +93,7 @@ def resolve(models: Iterable[str]) -> dict[str, Resolved]:
             index = got
     missing = [m for m in models if m not in index]
     if missing and version()[0]:
-        from . import pricetable
-
-        table = pricetable.load(version()[0], data_file())  # (the library's data as shipped: no import of it)
+        table = _shipped()
         for name in missing:
             index[name] = table.resolve(_candidates(name)) if table is not None else _from_library(name)
         try:
@@ -103,6 +101,27 @@ def resolve(models: Iterable[str]) -> dict[str, Resolved]:
         except OSError:
             pass  # (the index is a shortcut: the library answers again next time)
     return {m: index.get(m) for m in models}
+
+
+_tables: dict[tuple[str, str], Any] = {}
+
+
+def _shipped() -> Any:
+    """The shipped price table made from the installed library (`pricetable.load`: the library's data
+    as shipped, no import of it; None when it was made from another version), loaded once a process."""
+    key = (version()[0], data_file())
+    if key not in _tables:
+        from . import pricetable
+
+        _tables[key] = pricetable.load(*key)
+    return _tables[key]
+
+
+def ahead() -> None:
+    """Load the shipped table now when no price index exists yet (a first run): a cold scan calls
+    this while its workers parse (`workers.deal`), so that resolving the models read is lookups only."""
+    if version()[0] and not os.path.exists(_index_file()):
+        _shipped()
 
 
 def _candidates(name: str) -> list[tuple[str | None, str]]:

@@ -35,7 +35,7 @@ class Scan:
         self.warnings: list[str] = warnings if warnings is not None else []
         self.generations: list[int] = []  # per PATH: the per-file cache's generation now (0: none)
         self.from_cache = 0  # logs whose cached entry was used (unchanged, or read from where it stopped)
-        self.writing: list[tuple[int, Writing]] = []  # (index in generations, its cache being written)
+        self.writing: list[Writing] = []  # the caches being written (each job's index is in generations)
         self.logs: list[int] = []  # per PATH: the files that are an agent's log (or were not read: --since)
         self.not_logs: list[str] = []  # files that are no agent's log
         self.running: list[str] = []  # sessions with a subagent running: their calls are not all logged (incomplete)
@@ -43,11 +43,11 @@ class Scan:
     def settle(self) -> None:
         """Wait for the per-file caches `scan(..., write_behind=True)` is still writing; one that
         could not be written gets generation 0 and a warning."""
-        for i, job in self.writing:
+        for job in self.writing:
             job.thread.join()
-            if job.warning:
+            for i, warning in job.warnings:
                 self.generations[i] = 0
-                self.warnings.append(job.warning)
+                self.warnings.append(warning)
         self.writing = []
 
 

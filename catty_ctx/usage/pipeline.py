@@ -202,8 +202,10 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         since_ns = int(since_at * 1e9)  # (as `filescan.scan` takes it)
     if not strict and engine is None and not cached and _cold(paths, answers_file, use_cache):
         from .fanout import survey_and_scan
+        from .library import ahead
 
-        fanned = survey_and_scan([os.fspath(p) for p in paths], listings, jobs, progress, since_ns)
+        # (the price table the ledger needs afterwards is loaded while the workers parse)
+        fanned = survey_and_scan([os.fspath(p) for p in paths], listings, jobs, progress, since_ns, ahead)
         if fanned is not None:
             found, ran = fanned
     if ran is None:

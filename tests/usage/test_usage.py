@@ -629,9 +629,9 @@ def test_a_cache_written_behind_the_fold_is_whole_when_usage_returns(tmp_path: P
     started: list[str] = []
 
     class Spy(filecache.Writing):
-        def __init__(self, arg: str, gen: int, files: dict[str, Any]) -> None:
-            started.append(arg)
-            super().__init__(arg, gen, files)
+        def __init__(self, jobs: list[tuple[int, str, int, dict[str, Any]]]) -> None:
+            started.extend(arg for _i, arg, _gen, _files in jobs)
+            super().__init__(jobs)
 
     monkeypatch.setattr(filecache, "Writing", Spy)
     one, scan = U.usage([str(tmp_path / "c")], by="day")
