@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-CACHE_VERSION = 12  # bump when a record's shape or a parser's meaning changes
+CACHE_VERSION = 13  # bump when a record's shape or a parser's meaning changes
 
 
 def index_file(paths_key: str) -> str:

@@ -344,8 +344,9 @@ def _sniff_line(line: bytes) -> str | None:
     """The kind a JSON Lines file whose line is LINE is, NOT_A_LOG for an object of no agent's, None: not an object."""
     if grok.MARK in line and grok.is_update(_decoded(line)):
         return GROK
-    if b'"seq"' not in line and b'"payload"' not in line and b'"projectHash"' not in line and any(k in line for k in _CLAUDE_KEYS):
-        return CLAUDE  # (told without decoding the line)
+    if line.lstrip()[:1] == b"{" and b'"seq"' not in line and b'"payload"' not in line and b'"projectHash"' not in line \
+            and any(k in line for k in _CLAUDE_KEYS):
+        return CLAUDE  # (told without decoding the line; an array, Gemini CLI's logs.json say, is no Claude line)
     obj = _decoded(line)
     if type(obj) is not dict:
         return None

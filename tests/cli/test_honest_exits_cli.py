@@ -187,6 +187,17 @@ def test_gemini_prompt_log_named_is_one_right_explanation(command: list[str], tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["logs.json"]
 
 
+def test_usage_of_a_gemini_prompt_log_named_is_no_agents_log(tmp_path: Path) -> None:
+    """`usage` reads calls, and logs.json holds none: named alone it is refused as no agent's log
+    (65, one line), not taken for a Claude Code transcript of one bad line and an empty ledger."""
+    source = tmp_path / "logs.json"
+    source.write_bytes(GEMINI_PROMPT_LOG)
+    proc = cli("usage", str(source))
+    err = proc.stderr.decode()
+    assert proc.returncode == 65 and proc.stdout == b"", err
+    assert err.splitlines() == [f"catty-ctx: error: {source}: not a Claude Code, Codex, opencode, Gemini CLI, Grok Build or catty-ctx log"]
+
+
 @pytest.mark.parametrize("fmt", ["items", "openai", "anthropic"])
 def test_resume_of_an_empty_view_is_exit_65(fmt: str, tmp_path: Path) -> None:
     s = tmp_path / "s"
