@@ -161,7 +161,7 @@ def test_a_root_shows_a_bar_on_a_terminal_and_none_in_a_pipe(tmp_path: Path) -> 
 def test_planted_state_is_in_resume_after_1_and_after_5_compactions(tmp_path: Path) -> None:
     """Todos in progress, edited files, a running job and subagent, the instructions and a
     user constraint: all in `resume`'s output, round after round."""
-    from test_compact import _assert_state_survives, planted
+    from compact.test_compact import _assert_state_survives, planted
 
     s = planted(tmp_path / "s")
     for r in range(1, 6):
