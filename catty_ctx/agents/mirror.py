@@ -164,14 +164,13 @@ def _blob(mirror: Path, data: bytes) -> None:
 def _new_events(events: list[Event], session: Session, *, first: bool, appended: bool) -> list[Event]:
     """What of EVENTS the mirror does not hold. Appended bytes are all new; from a transcript
     imported whole again (rewritten), an event with an id is new when the log lacks the id, and
-    one without (state, usage, reasoning) only once the first new one has come."""
-    if first:
-        return events
-    known = KnownIds(session.log_path, last_newline_end(session.log_path))
+    one without (state, usage, reasoning) only once the first new one has come. An id comes
+    once, as the append keeps it: the number of events named in PENDING is the number written."""
+    known: KnownIds | set[bytes] = set() if first else KnownIds(session.log_path, last_newline_end(session.log_path))
     kept: list[Event] = []
-    fresh = appended
+    fresh = appended or first
     for ev in events:
-        if ev["kind"] == "session" or (appended and ev["kind"] == "state" and ev.get("facet") == "prompt_context"):
+        if not first and (ev["kind"] == "session" or (appended and ev["kind"] == "state" and ev.get("facet") == "prompt_context")):
             continue  # the session's own event and the per-file prompt context are the first import's
         key = event_key(ev)
         if key is not None:
@@ -269,16 +268,16 @@ def sync(mirror: Path, transcript: str | None, fmt: str, session_id: str, *, arc
     stop_at = time.monotonic() + budget if budget is not None else None
     with session.lock(lock_timeout):
         cursor = read_cursor(mirror) or {}
-        had_log = session.log_path.exists() and last_newline_end(session.log_path) > 0
         tracker = AgentContinuation.from_json(cursor.get("continuation")) if cursor else None
         if tracker is None:
             tracker = AgentContinuation()
-            if had_log:  # a mirror from before the cursor: its state from its own events
+            if _log_end(session) > 0:  # a mirror from before the cursor: its state from its own events
                 for ev in session.events(warn=None):
                     tracker.track(ev)
         if PENDING in cursor:
             _settle(mirror, session, cursor, tracker)
-        for folder in (mirror, mirror / "blobs", mirror / "segments"):
+        had_log = _log_end(session) > 0  # (after `_settle`: it may cut a batch cut short back to an empty log)
+        for folder in (mirror, mirror / "blobs", mirror / "segments", session.quarantine_dir):
             clear_dead_temps(folder)  # what a killed hook left half-written
         _instructions(tracker, cwd)
         for step in range(1 << 30):
@@ -312,20 +311,40 @@ def _log_end(session: Session) -> int:
 
 
 def _settle(mirror: Path, session: Session, cursor: dict[str, Any], tracker: AgentContinuation) -> None:
-    """A run killed between naming its append (PENDING) and recording the cursor: when the log
-    grew past the end it named, the batch landed (an append is one write, whole or absent), so
-    the cursor it earned is taken and its events are tracked; else it is dropped and the same
-    bytes are read again. Either way no event is appended twice or lost."""
+    """A run killed between naming its append (PENDING: the log's end before it, the number of
+    events, the cursor it earns) and recording the cursor. When the log holds that many whole
+    lines past the end named, the batch landed: the cursor it earned is taken and its events are
+    tracked. Else the same bytes are read again, from a log cut back to where the batch began:
+    a kill inside the append's one write can leave part of the batch (the system ends a write
+    at a fatal signal between pages: whole lines, then a torn one), which is moved to
+    quarantine, as `store.write_batch` cuts back a short write it outlives. Either way no event
+    is appended twice or lost."""
     pending = cursor.pop(PENDING)
     log_end = pending.get("log_end") if isinstance(pending, dict) else None
-    if type(log_end) is int and isinstance(pending.get("cursor"), dict) and _log_end(session) > log_end:
-        cursor.update(pending["cursor"])
-        with open(session.log_path, "rb") as f:
-            f.seek(log_end)
-            for ev in records(f, session.display, warn=None):
-                if isinstance(ev, dict):
-                    tracker.track(ev)
+    size = session.log_path.stat().st_size if session.log_path.exists() else 0
+    if type(log_end) is int and isinstance(pending.get("cursor"), dict) and 0 <= log_end < size:
+        count = pending.get("events")
+        lines = _lines_past(session, log_end)
+        if lines and (type(count) is not int or lines >= count):  # (a record without a count: every batch taken)
+            cursor.update(pending["cursor"])
+            with open(session.log_path, "rb") as f:
+                f.seek(log_end)
+                for ev in records(f, session.display, warn=None):
+                    if isinstance(ev, dict):
+                        tracker.track(ev)
+        else:
+            session.quarantine_tail(log_end, size, reason="a mirror batch cut short by a killed run (read again from the transcript)")
     _record(mirror, cursor, tracker)
+
+
+def _lines_past(session: Session, start: int) -> int:
+    """The number of whole lines in the log past byte START."""
+    lines = 0
+    with open(session.log_path, "rb") as f:
+        f.seek(start)
+        while block := f.read(BLOCK):
+            lines += block.count(b"\n")
+    return lines
 
 
 def _record(mirror: Path, cursor: dict[str, Any], tracker: AgentContinuation) -> None:
@@ -383,7 +402,8 @@ def _read_transcript(mirror: Path, session: Session, transcript: str | None, fmt
         fresh = _new_events(events, session, first=not had_log, appended=not filtering)
         advanced = {"transcript": path, **moved.as_json()}
         if fresh:  # the cursor the append earns, named before it: a kill between the two is told apart next run
-            _write_json(mirror / CURSOR_NAME, {**cursor, PENDING: {"log_end": _log_end(session), "cursor": advanced}})
+            named = {"log_end": _log_end(session), "events": len(fresh), "cursor": advanced}
+            _write_json(mirror / CURSOR_NAME, {**cursor, "version": CURSOR_VERSION, PENDING: named})  # (the first run's cursor too)
         written = _append(session, fresh)
         report.more = reader.cut and end > start
         report.mode = "first" if not had_log else "rewritten" if not same else "append" if written else "unchanged"

@@ -293,17 +293,20 @@ class Session:
         if size == 0:
             return None
         with open(self.log_path, "rb") as f:
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
+            if os.pread(f.fileno(), 1, size - 1) == b"\n":
                 return None
         offset = last_newline_end(self.log_path)
-        moved = quarantine_bytes(self, offset, size, reason="torn final line")
-        with open(self.log_path, "r+b") as f:
-            f.truncate(offset)
-            f.flush()
-            os.fsync(f.fileno())
+        moved = self.quarantine_tail(offset, size, reason="torn final line")
         if warn:
             warn(f"{self.display}: torn final line ({size - offset} bytes at offset {offset}) moved to {moved}")
+        return moved
+
+    def quarantine_tail(self, offset: int, size: int, *, reason: str) -> Path:
+        """The log's end [OFFSET, SIZE) moved to quarantine (copied there, then cut off; under the lock)."""
+        moved = quarantine_bytes(self, offset, size, reason=reason)
+        with open(self.log_path, "r+b") as f:
+            f.truncate(offset)  # (flushes first)
+            os.fsync(f.fileno())
         return moved
 
     def _summary_before_append(self) -> dict[str, Any] | None:

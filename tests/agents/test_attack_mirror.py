@@ -95,6 +95,80 @@ def test_a_run_stopped_after_its_segment_does_not_archive_the_span_twice(tmp_pat
     assert _segments(stopped) == _segments(whole) and _events(stopped) == _events(whole)
 
 
+# A hook killed -9 inside a write: "torn" and "lines", its batch's one write, which the system
+# ends part way (between pages: whole lines, then a torn one; or whole lines only); "quarantine",
+# the copy of a cut batch into quarantine (by the run settling it), its temp file written.
+KILLED_INSIDE = """
+import os, signal, sys
+from catty_ctx.session import store
+
+where = sys.argv[1]
+
+def write_part(fd, batch, start, display):
+    first = batch.index(b"\\n") + 1
+    second = batch.index(b"\\n", first) + 1
+    os.write(fd, batch[: first + (second - first) // 2 if where == "torn" else second])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def write_then_die(path, fill, **kw):
+    def fill_and_die(f):
+        fill(f)
+        f.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_write_file(path, fill_and_die, **kw)
+
+real_write_file = store.write_file
+if where == "quarantine":
+    store.write_file = write_then_die
+else:
+    store.write_batch = write_part
+sys.argv = ["catty-ctx", *sys.argv[2:]]
+from catty_ctx.__main__ import main
+main()
+"""
+
+
+def _killed_inside(where: str, hook: tuple[str, ...], payload: bytes) -> None:
+    proc = subprocess.run([sys.executable, "-c", KILLED_INSIDE, where, *hook], input=payload, capture_output=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+
+@pytest.mark.parametrize("first", [False, True], ids=["later", "first"])
+@pytest.mark.parametrize("cut", ["torn", "lines", "torn+quarantine"])
+def test_a_batch_the_kill_cut_short_is_appended_whole_by_the_next_run(tmp_path: Path, cut: str, first: bool) -> None:
+    """The log holds part of the killed run's batch (its cursor not recorded): the next run moves
+    that part to quarantine and appends the batch whole (before: it took the cursor the batch
+    would have earned, and the events past the cut were lost for good). A run killed while it
+    copies the part to quarantine leaves a temp file the one after it clears."""
+    t = Transcript(tmp_path / f"{SID}.jsonl")
+    planted(t)
+    mirrors, whole = tmp_path / "mirrors", tmp_path / "whole"
+    mirror = mirrors / "claude" / SID
+    payload = json.dumps({"session_id": SID, "transcript_path": str(t.path), "trigger": "auto"}).encode()
+    hook = ("hook", "claude", "pre-compact", "--mirrors", str(mirrors))
+    if not first:
+        assert cli(*hook, input=payload).returncode == 0
+    for n in range(3):
+        t.call("Bash", {"command": f"step {n}"}, f"output {n} " + "y" * 50_000, is_error=n == 1)
+    before = (mirror / "updates.jsonl").read_bytes() if not first else b""
+    _killed_inside(cut.split("+")[0], hook, payload)
+    pending = orjson.loads((mirror / "mirror.json").read_bytes())["pending"]
+    part = (mirror / "updates.jsonl").read_bytes()[len(before):]
+    assert pending["log_end"] == len(before) and part.count(b"\n") == (2 if cut == "lines" else 1)  # of the 3 calls' events: the window, hit
+    if cut.endswith("+quarantine"):
+        _killed_inside("quarantine", hook, payload)
+        assert [p.name for p in (mirror / "quarantine").iterdir() if p.name.endswith(".tmp")]
+    assert cli(*hook, input=payload).returncode == 0
+    sync(whole, str(t.path), "claude", SID, archive=True)
+    assert _events(mirror) == _events(whole)
+    assert "pending" not in orjson.loads((mirror / "mirror.json").read_bytes())
+    kept = [orjson.loads(line) for line in (mirror / "quarantine" / "index.jsonl").read_bytes().splitlines()]
+    assert [(r["offset"], r["bytes"]) for r in kept] == [(len(before), len(part))]  # the cut part, kept aside
+    assert (mirror / "quarantine" / kept[0]["file"]).read_bytes() == part
+    assert not [p for p in mirror.rglob("*") if p.name.endswith(".tmp")]
+
+
 def _hook_process(payload: dict, mirrors: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "catty_ctx", "hook", "claude", "pre-compact", "--mirrors", str(mirrors)],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
@@ -104,43 +178,86 @@ def _hook_process(payload: dict, mirrors: Path) -> subprocess.Popen[bytes]:
 KILLS = 200  # the campaign's kills (runs that ended before their kill come on top)
 
 
+def _where_killed(mirror: Path) -> str | None:
+    """Where a killed hook stopped in the window of `mirror._settle`, told by what it left: None
+    (no append named), "before" its batch's write, "inside" it (part of the batch in the log)
+    or "after" it (the batch whole, its cursor not recorded)."""
+    try:
+        pending = orjson.loads((mirror / "mirror.json").read_bytes()).get("pending")
+    except OSError:
+        return None
+    if pending is None:
+        return None
+    log = mirror / "updates.jsonl"
+    part = log.read_bytes()[pending["log_end"]:] if log.exists() else b""
+    if not part:
+        return "before"
+    return "after" if part.endswith(b"\n") and part.count(b"\n") >= pending.get("events", 0) else "inside"
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 @pytest.mark.slow
 def test_kill_9_campaign_on_the_pre_compact_hook(tmp_path: Path) -> None:
-    """Hooks killed at random moments until 200 kills landed (issue 43's floor; a hook that ended
-    before its kill counts as a normal run), on a transcript that
-    grows between them: the mirror ends identical to one no kill touched, no temp left behind,
-    no file wider than the transcript. Prints how many kills landed with an append named and not
-    yet recorded (the window of `mirror._settle`)."""
+    """Hooks killed until 200 kills landed (issue 43's floor; a hook that ended before its kill
+    counts as a normal run), on a transcript that grows between them, each run killed in turn
+    5-100 ms after its start, at a random moment of a normal run's length, or aimed: the moment
+    the mirror's log grows (inside or just after the batch's write). The mirror ends identical
+    to one no kill touched, no temp left behind, no file wider than the transcript. Prints how
+    many kills landed with an append named and its cursor not yet recorded (the window of
+    `mirror._settle`): before, inside and after the batch's write."""
     rng = random.Random(43)
     t = Transcript(tmp_path / f"{SID}.jsonl")
     t.path.chmod(0o600)
     mirrors, whole = tmp_path / "mirrors", tmp_path / "whole"
+    log = mirrors / "claude" / SID / "updates.jsonl"
     payload = {"session_id": SID, "transcript_path": str(t.path), "trigger": "auto"}
-    in_window = kills = n = 0
+    window = {"before": 0, "inside": 0, "after": 0}
+    kills = n = 0
+    t.call("Bash", {"command": "start"}, "started")
+    started = time.monotonic()
+    first = _hook_process(payload, mirrors)
+    first.communicate(json.dumps(payload).encode())
+    assert first.returncode == 0
+    span = time.monotonic() - started  # a normal run's length (then the longest run that ended before its kill)
     while kills < KILLS:
         n += 1
         assert n <= 4 * KILLS, f"only {kills} of {n - 1} hooks were still running when killed"
         for _ in range(rng.randint(1, 4)):
             t.call("Bash", {"command": f"step {n}"}, f"output {n} " + "y" * rng.randint(10, 200_000), is_error=rng.random() < 0.2)
+        logged, named = _size(log), (mirrors / "claude" / SID / "mirror.json").read_bytes()
+        started = time.monotonic()
         proc = _hook_process(payload, mirrors)
         assert proc.stdin is not None
         proc.stdin.write(json.dumps(payload).encode())
         proc.stdin.close()
-        time.sleep(rng.uniform(0.005, 0.1))  # (a hook with little to mirror ends within a tenth of a second)
+        if n % 3 == 0:  # aimed: the log grew (the batch's write under way, or just done)
+            while proc.poll() is None and _size(log) == logged and time.monotonic() - started < 10:
+                pass
+        else:
+            time.sleep(rng.uniform(0.005, 0.1) if n % 3 == 1 else rng.uniform(0, span))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
+        else:
+            span = max(span, time.monotonic() - started)
         proc.wait()
-        cursor = mirrors / "claude" / SID / "mirror.json"
-        if cursor.exists() and '"pending"' in cursor.read_text():
-            in_window += 1
+        where = _where_killed(mirrors / "claude" / SID)
+        if where is not None and (mirrors / "claude" / SID / "mirror.json").read_bytes() != named:  # (not an earlier run's)
+            window[where] += 1
     done = cli("hook", "claude", "pre-compact", "--mirrors", str(mirrors), input=json.dumps(payload).encode())
     assert done.returncode == 0
     sync(whole, str(t.path), "claude", SID, archive=True)
     mirror = mirrors / "claude" / SID
-    assert [e for e in _events(mirror) if e["kind"] != "state"] == [e for e in _events(whole) if e["kind"] != "state"]
+    assert _events(mirror) == _events(whole)
     seqs = _segments(mirror)
     assert all(a[1] < b[0] for a, b in itertools.pairwise(seqs))  # no two segments cover the same seqs
     assert not [p for p in mirror.rglob("*") if p.name.endswith(".tmp") or p.name == ".appended.jsonl"]
     assert not [p for p in [mirror, *mirror.rglob("*")] if p.stat().st_mode & 0o077]
-    print(f"kills {kills} of {n} runs, {in_window} with an append named and its cursor not yet recorded")
+    print(f"kills {kills} of {n} runs, {sum(window.values())} with an append named and its cursor not yet recorded "
+          f"({window['before']} before its write, {window['inside']} inside it, {window['after']} after it)")
