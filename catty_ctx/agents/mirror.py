@@ -37,7 +37,7 @@ from ..session.events import SPAN_KINDS, Event
 from ..session.files import clear_dead_temps, replace_file
 from ..session.jsonl import MAX_LINE_BYTES, last_newline_end, records
 from ..session.layout import LOG_NAME
-from ..session.segments import read_index, write_segment
+from ..session.segments import is_segment_name, read_index, write_segment
 from ..session.store import Session, open_log_for_append, session_folder
 from .continuation import VERSION as STATE_VERSION
 from .continuation import AgentContinuation, render
@@ -227,6 +227,7 @@ def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Ag
     if not span:
         return None
     done = read_index(mirror)
+    _drop_unindexed(mirror, done)
     if done and type(done[-1].get("seq_to")) is int:  # a run killed after its segment, before its cursor: not archived twice
         span = [ev for ev in span if ev["seq"] > done[-1]["seq_to"]]
         if not span:
@@ -238,6 +239,17 @@ def _archive(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Ag
     info = write_segment(mirror, span, summary, compaction_id=f"precompact-{span[-1]['seq']}")
     cursor["archived_through"] = span[-1]["seq"]
     return info.segment
+
+
+def _drop_unindexed(mirror: Path, rows: list[dict[str, Any]]) -> None:
+    """Segment files numbered past the index's last row: an archive killed between its segment
+    and the index left them (the span is written again, once; else `segment grep`, which reads
+    every segment file, would meet its seqs twice)."""
+    last = max((r["segment"] for r in rows if type(r.get("segment")) is int), default=-1)
+    folder = session_folder(mirror / "segments")  # never a link out of the mirror
+    for name in os.listdir(folder):
+        if is_segment_name(name) and int(name[len("segment_"):-len(".md")]) > last:
+            os.unlink(folder / name)
 
 
 def _instructions(tracker: AgentContinuation, cwd: str | None) -> None:

@@ -20,7 +20,9 @@ from support import ROOT, cli, unstamped
 from agents.test_agents_hooks import SID, Transcript, planted
 from catty_ctx.agents import mirror as mirror_mod
 from catty_ctx.agents.mirror import sync
+from catty_ctx.session import segments as segments_mod
 from catty_ctx.session.jsonl import MAX_LINE_BYTES
+from catty_ctx.session.segments import segment_span
 
 
 def _events(mirror: Path) -> list[dict]:
@@ -92,6 +94,32 @@ def test_a_run_stopped_after_its_segment_does_not_archive_the_span_twice(tmp_pat
         sync(stopped, str(t.path), "claude", SID, archive=True)
     monkeypatch.setattr(mirror_mod, "_archive", real_archive)
     sync(stopped, str(t.path), "claude", SID, archive=True)
+    assert _segments(stopped) == _segments(whole) and _events(stopped) == _events(whole)
+
+
+def _segment_files(mirror: Path) -> list[tuple[str, tuple[int, int] | None]]:
+    """Every segment file on disk (what `segment grep` reads, in the index or not) and its seqs."""
+    return [(p.name, segment_span(p)) for p in sorted((mirror / "segments").glob("segment_*.md"))]
+
+
+def test_a_run_stopped_between_its_segment_and_the_index_leaves_no_second_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The segment file written, the index not: the next run writes the span once (before: a
+    second segment over the same seqs beside the first, which `segment grep` read twice)."""
+    t = Transcript(tmp_path / "t.jsonl")
+    planted(t)
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    sync(whole, str(t.path), "claude", SID, archive=True)
+
+    def stop_before_the_index(*args: object) -> None:
+        raise Killed
+
+    monkeypatch.setattr(segments_mod, "write_index", stop_before_the_index)
+    with pytest.raises(Killed):
+        sync(stopped, str(t.path), "claude", SID, archive=True)
+    monkeypatch.undo()
+    assert _segment_files(stopped) and not (stopped / "segments" / "index.json").exists()
+    sync(stopped, str(t.path), "claude", SID, archive=True)
+    assert _segment_files(stopped) == _segment_files(whole)
     assert _segments(stopped) == _segments(whole) and _events(stopped) == _events(whole)
 
 
@@ -257,6 +285,7 @@ def test_kill_9_campaign_on_the_pre_compact_hook(tmp_path: Path) -> None:
     assert _events(mirror) == _events(whole)
     seqs = _segments(mirror)
     assert all(a[1] < b[0] for a, b in itertools.pairwise(seqs))  # no two segments cover the same seqs
+    assert [span for _, span in _segment_files(mirror)] == seqs  # (nor a file beside the index)
     assert not [p for p in mirror.rglob("*") if p.name.endswith(".tmp") or p.name == ".appended.jsonl"]
     assert not [p for p in [mirror, *mirror.rglob("*")] if p.stat().st_mode & 0o077]
     print(f"kills {kills} of {n} runs, {sum(window.values())} with an append named and its cursor not yet recorded "
