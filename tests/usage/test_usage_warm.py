@@ -112,6 +112,7 @@ def test_a_log_appended_a_new_log_and_a_log_replaced_are_read_in_full(tmp_path: 
     seen = answered(monkeypatch)
     before = same_as_no_cache(str(root), "--by", "day")
     assert same_as_no_cache(str(root), "--by", "day") == before and seen[-2] is True  # (warm: answered from the cache)
+    since = same_as_no_cache(str(root), "--by", "day", "--since", "2026-01-30")
     logs = sorted(root.rglob("*.jsonl"))
     main_log = next(p for p in logs if "subagents" not in p.parts)
     # Appended: one more call, same file (inode) and a new size.
@@ -120,6 +121,7 @@ def test_a_log_appended_a_new_log_and_a_log_replaced_are_read_in_full(tmp_path: 
         f.write(line.replace(b'"msg_', b'"msg_x').replace(b'"req_', b'"req_x').replace(b'"uuid":"', b'"uuid":"x') + b"\n")
     after = same_as_no_cache(str(root), "--by", "day")
     assert after != before and seen[-2] is False
+    assert same_as_no_cache(str(root), "--by", "day", "--since", "2026-01-30") != since and seen[-2] is False
     # A new log in a sub-folder (a subagent's): its folder's listing is taken again.
     sub = next(p for p in logs if "subagents" in p.parts)
     (sub.parent / "agent-new.jsonl").write_bytes(sub.read_bytes().replace(b'"msg_', b'"msg_n').replace(b'"req_', b'"req_n')
@@ -242,3 +244,21 @@ def test_the_entry_point_reads_a_usage_line_as_the_cli_does_or_not_at_all(argv: 
 
 def test_the_plain_spellings_are_read_by_the_entry_point() -> None:
     assert [entry.plain_usage(a) is not None for a in ARGVS[:7]] == [True] * 7
+
+
+def test_the_homes_read_with_no_path_follow_the_environment(tmp_path: Path) -> None:
+    """With no PATH the homes are found again each run (CLAUDE_CONFIG_DIR, CODEX_HOME, HOME ...):
+    another home is another question."""
+    tree(tmp_path / "home" / ".claude", seed=3)
+    (tmp_path / "home" / ".claude" / "settings.json").write_text("{}")
+    tree(tmp_path / "other", seed=4)
+    base = {"HOME": str(tmp_path / "home"), "TZ": "UTC", "CLAUDE_CONFIG_DIR": "", "CODEX_HOME": "", "XDG_DATA_HOME": str(tmp_path / "data")}
+    args = ["usage", "--by", "day", "--json"]
+    answers = []
+    for env in (base, {**base, "CLAUDE_CONFIG_DIR": str(tmp_path / "other")}, base):
+        run(*args, **env)
+        code, out, err, loaded_cli = run(*args, **env)
+        assert (code, err, loaded_cli) == (0, b"", False)
+        assert read_counts_dropped(out) == read_counts_dropped(run(*args, "--no-cache", **env)[1])
+        answers.append(read_counts_dropped(out))
+    assert answers[0] == answers[2] != answers[1] and answers[1]["sources"][0]["path"] == str(tmp_path / "other")
