@@ -1,8 +1,10 @@
 """The answer cache: a question asked before about files that have not changed is answered from it.
 
 One file per list of PATHs (marshal: it loads without importing anything) holding the last
-ANSWERS_KEPT answers, each under a key made of the question and every file's path, size,
-mtime and inode, and the folder listings of the last walk (see `walk.Listings`).
+ANSWERS_KEPT answers, each under a key made of the question (`question`) and every file's path,
+kind, size, mtime and inode (`query_key`), and the folder listings of the last walk (see
+`walk.Listings`). Light to import (no enum, typing or re): the entry point looks an answer up
+with it before the CLI loads (`warm`), by the same key as the full run (`pipeline`).
 """
 from __future__ import annotations
 
