@@ -9,8 +9,7 @@ import os
 import stat
 import time
 
-from ..errors import UsageError
-from ..fleet.urls import is_url, url_logs
+from ..fleet.urlname import is_url
 from ..formats import grok
 from ..formats import registry as formats
 from ..session.layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
@@ -101,6 +100,8 @@ def start_of(p: str) -> tuple[list[tuple[str, str | None]], list[str]]:
         subagents = join(p[: -len(".jsonl")], "subagents") if name.endswith(".jsonl") else ""
         return [(p, named_kind(name, os.path.dirname(p)))], [subagents] if subagents and os.path.isdir(subagents) else []
     if not os.path.isdir(p):
+        from ..errors import UsageError  # (enum's import: not on the cached answer's path)
+
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):
         return ([(join(p, LOG_NAME), GROK)] if grok.is_session_dir(p) else _session(p)), []
@@ -423,6 +424,8 @@ def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = 
     seen: set[str] = set()
     for raw in paths:
         if is_url(raw):
+            from ..fleet.urls import url_logs
+
             out.append((str(raw), [(url, _url_kind(url), size, mtime, 0) for url, size, mtime in url_logs(str(raw)) if url not in seen]))
             seen.update(f[0] for f in out[-1][1])
             continue
