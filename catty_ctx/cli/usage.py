@@ -12,7 +12,7 @@ from typing import Annotated
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
 from ..errors import UsageError
 from ..usage.pipeline import strict_refusal, usage
-from .errors import warn
+from .errors import end_now, warn
 from .fastpath import CLUSTER, flag, parse, shared, value
 from .fastpath import declare as declare_command
 from .output import ByteProgress, Column, console, emit_rendered, json_bytes, lines_bytes, show, stderr_tty, table
@@ -106,6 +106,7 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
         warn("a session's usage is incomplete (a subagent is still running, or was when a call was logged): costs are withheld")
     emit_rendered(as_json=as_json, show=lambda: _show(ledger), document=lambda: ledger.document(scan),
                   rendered=lambda: ledger.rendered or render(ledger, scan))
+    end_now()  # (the scan's records are freed by the exit, not one by one: see end_now)
 
 
 def declare() -> None:

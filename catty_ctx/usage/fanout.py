@@ -10,6 +10,10 @@ together in the walk's own order, so the answer, and every cache written from it
 """
 from __future__ import annotations
 
+from . import decoder  # noqa: F401  # (first: msgspec without typing_extensions, see decoder)
+
+# isort: split
+
 import os
 
 import msgspec

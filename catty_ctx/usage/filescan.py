@@ -6,6 +6,10 @@ inode) still holds is used without opening the log.
 """
 from __future__ import annotations
 
+from . import decoder  # noqa: F401  # (first: msgspec without typing_extensions, see decoder)
+
+# isort: split
+
 import importlib
 import mmap
 import os
