@@ -314,6 +314,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     results: Iterable[Scanned]
     if ran is not None:
         results, packed = ran
+        result.handed = ran
     elif engine is None:
         results = _run(tasks, sizes, jobs, total, progress, packed)
     else:
