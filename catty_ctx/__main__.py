@@ -111,6 +111,10 @@ def _cached_usage(args: list[str]) -> bool:
         out.flush()
     except BaseException as exc:  # a full, closed or gone stdout, an interrupt: as the CLI ends on them
         _exit_for(exc)
+    from .cli.ending import end, may_end
+
+    if may_end():  # (as the CLI's usage ends: the kept listings are not freed one by one)
+        end(os.EX_OK)
     return True
 
 

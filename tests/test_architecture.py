@@ -202,6 +202,7 @@ LOCAL_IMPORTS = {
     ("__main__.py", "cli.errors"): f"--version is answered before the CLI is imported ({STARTUP})",
     ("__main__.py", "."): f"a cached usage answer is printed before the CLI is imported: the config is checked then ({STARTUP})",
     ("__init__.py", "importlib"): f"a cached usage answer loads no importlib (the API's names only when asked for) ({STARTUP})",
+    ("__main__.py", "cli.ending"): f"a cached usage answer ends as the CLI's usage does, before the CLI is imported ({STARTUP})",
     ("__main__.py", "cli.plain"): f"a usage line is read before the CLI is imported, for a cached answer ({STARTUP})",
     ("__main__.py", "usage.warm"): f"a cached usage answer is looked up only for a usage command line ({STARTUP})",
     ("agents/hooks.py", "mirror"): f"a hook with nothing to do loads no mirror ({STARTUP})",

@@ -73,22 +73,24 @@ def test_segment_grep_and_the_pre_compact_hook_do_not_load_the_compaction_pipeli
 
 def test_a_usage_question_asked_before_is_answered_before_the_cli_loads(tmp_path: Path) -> None:
     """The second `usage` of unchanged files prints the kept answer from the entry point: no module
-    of the CLI but its reader of plain spellings, and none of enum, typing, re, datetime or a JSON
-    library (run as installed: `-S`, the package folders on the path, so that no editable finder
-    loads them first)."""
+    of the CLI but its reader of plain spellings and its way out, and none of enum, typing, re,
+    datetime or a JSON library (run as installed: `-S`, the package folders on the path, so that no
+    editable finder loads them first; what it loaded is told by -X importtime, as it may end with
+    os._exit)."""
     import sysconfig
 
     from support.usage_trees import claude_tree
 
     claude_tree(tmp_path / "c", seed=2, projects=1, sessions=2, turns=4)
-    code = ("import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\ntry:\n    main()\nfinally:\n"
-            "    loaded = sorted(m for m in sys.modules if m.startswith(('catty_ctx.cli', 'typer', 'msgspec', 'orjson'))"
-            " or m in ('enum', 'typing', 're', 'datetime', 'collections'))\n    import json\n    print(json.dumps(loaded), file=sys.stderr)")
+    code = "import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\nmain()"
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), TZ="UTC",
                PYTHONPATH=os.pathsep.join(dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])))
-    runs = [subprocess.run([sys.executable, "-S", "-c", code, "usage", str(tmp_path / "c"), "--by", "day", "--json"], capture_output=True,
-                           cwd=ROOT, env=env, timeout=120, check=False) for _ in range(2)]
+    runs = [subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", code, "usage", str(tmp_path / "c"), "--by", "day", "--json"],
+                           capture_output=True, cwd=ROOT, env=env, timeout=120, check=False) for _ in range(2)]
     first, again = (orjson.loads(r.stdout) for r in runs)
     assert [r.returncode for r in runs] == [0, 0] and again == {**first, "files_parsed": 0, "bytes_parsed": 0}
-    assert "catty_ctx.cli.app" in orjson.loads(runs[0].stderr.rstrip(b"\n").rpartition(b"\n")[2])  # (the first run: the CLI's)
-    assert orjson.loads(runs[1].stderr) == ["catty_ctx.cli", "catty_ctx.cli.plain"]
+    watched = ("typer", "msgspec", "orjson", "enum", "typing", "re", "datetime", "collections")
+    names = [{line.rpartition("|")[2].strip() for line in r.stderr.decode().splitlines() if line.startswith("import time:")} for r in runs]
+    loaded = [{m for m in got if m.split(".")[0] in watched or m.startswith("catty_ctx.cli")} for got in names]
+    assert "catty_ctx.cli.app" in loaded[0]  # (the first run: the CLI's)
+    assert sorted(loaded[1]) == ["catty_ctx.cli", "catty_ctx.cli.ending", "catty_ctx.cli.plain"]

@@ -24,20 +24,27 @@ from support.usage_trees import claude_tree
 import catty_ctx.__main__ as entry
 from catty_ctx.cli import usage as cli_usage
 
-# The program as its installed script runs it, without the site module; the last stderr line says
-# whether a module of the CLI was loaded (but the reader of plain spellings, `cli.plain`).
-PROGRAM = ("import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\ntry:\n    main()\nfinally:\n"
-           "    print(any(m.startswith('catty_ctx.cli.') and m != 'catty_ctx.cli.plain' for m in sys.modules), file=sys.stderr)")
+# The program as its installed script runs it, without the site module (it may end at once, with
+# os._exit: what it loaded is told by -X importtime's lines on stderr).
+PROGRAM = "import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\nmain()"
 FULL = PROGRAM.replace("sys.argv[0] = 'catty-ctx'", "sys.argv[0] = 'catty-ctx'\nimport catty_ctx.__main__ as m\nm._cached_usage = lambda args: False")
+LEAN_CLI = {"catty_ctx.cli", "catty_ctx.cli.plain", "catty_ctx.cli.ending"}  # (what of the CLI the cached answer's path loads)
+
+
+def loaded(stderr: bytes) -> tuple[bytes, set[str]]:
+    """STDERR of a run under -X importtime without those lines, and the modules they name."""
+    lines = stderr.splitlines(keepends=True)
+    names = {ln.split(b"|")[-1].strip().decode() for ln in lines if ln.startswith(b"import time:")}
+    return b"".join(ln for ln in lines if not ln.startswith(b"import time:")), names
 
 
 def run(*args: str, full: bool = False, **env: str) -> tuple[int, bytes, bytes, bool]:
     """`catty-ctx ARGS` in a fresh interpreter (FULL: never answered from the cache before the CLI
     loads): exit code, stdout, stderr, and whether the CLI was loaded."""
-    proc = subprocess.run([sys.executable, "-S", "-c", FULL if full else PROGRAM, *args], capture_output=True, cwd=ROOT, timeout=120,
-                          env={**installed(), **env})
-    head, _, last = proc.stderr.rstrip(b"\n").rpartition(b"\n")
-    return proc.returncode, proc.stdout, head + b"\n" if head else b"", last == b"True"
+    proc = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", FULL if full else PROGRAM, *args], capture_output=True,
+                          cwd=ROOT, timeout=120, env={**installed(), **env})
+    stderr, names = loaded(proc.stderr)
+    return proc.returncode, proc.stdout, stderr, any(n.startswith("catty_ctx.cli") and n not in LEAN_CLI for n in names)
 
 
 def installed() -> dict[str, str]:
@@ -99,12 +106,12 @@ def test_a_warm_run_loads_no_cli_and_prints_what_the_full_run_prints(tmp_path: P
     assert run("usage", str(root), "--by", "day", "--verbose", **env)[3]
     screen, terminal = pty.openpty()
     try:
-        proc = subprocess.run([sys.executable, "-S", "-c", PROGRAM, "usage", str(root), "--by", "day"], stdout=terminal,
+        proc = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", PROGRAM, "usage", str(root), "--by", "day"], stdout=terminal,
                               stderr=subprocess.PIPE, cwd=ROOT, timeout=120, env={**installed(), **env})
     finally:
         os.close(terminal)
         os.close(screen)
-    assert proc.returncode == 0 and proc.stderr.rstrip().endswith(b"True")
+    assert proc.returncode == 0 and "catty_ctx.cli.app" in loaded(proc.stderr)[1]
 
 
 def test_a_log_appended_a_new_log_and_a_log_replaced_are_read_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,11 +215,11 @@ def test_errors_and_output_that_cannot_be_written_end_as_in_the_full_run(tmp_pat
         for code in (PROGRAM, FULL):
             proc = subprocess.run([sys.executable, "-S", "-c", code, *args], stdout=full_disk, stderr=subprocess.PIPE, env=env, cwd=ROOT,
                                   timeout=120)
-            assert proc.returncode == 73 and b"cannot write output" in proc.stderr
+            assert (proc.returncode, proc.stderr) == (73, b"catty-ctx: error: cannot write output (No space left on device)\n")
     for code in (PROGRAM, FULL):  # a closed stdout: the same
         proc = subprocess.run([sys.executable, "-S", "-c", code, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                               cwd=ROOT, timeout=120, preexec_fn=lambda: os.close(1))
-        assert proc.returncode == 73 and b"cannot write output" in proc.stderr
+        assert (proc.returncode, proc.stderr) == (73, b"catty-ctx: error: cannot write output (stdout is closed)\n")
 
 
 def test_unreadable_lines_are_named_by_the_full_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
