@@ -81,9 +81,12 @@ def test_a_usage_question_asked_before_is_answered_before_the_cli_loads(tmp_path
     from support.usage_trees import claude_tree
 
     claude_tree(tmp_path / "c", seed=2, projects=1, sessions=2, turns=4)
-    code = ("import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\ntry:\n    main()\nfinally:\n"
+    # (said also when the program ends at once with its answer out: `os._exit`, cli/errors.py `end_now`)
+    code = ("import os, sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\ndef said():\n"
             "    loaded = sorted(m for m in sys.modules if m.startswith(('catty_ctx.cli', 'typer', 'msgspec', 'orjson'))"
-            " or m in ('enum', 'typing', 're', 'datetime', 'collections'))\n    import json\n    print(json.dumps(loaded), file=sys.stderr)")
+            " or m in ('enum', 'typing', 're', 'datetime', 'collections'))\n    import json\n    print(json.dumps(loaded), file=sys.stderr, flush=True)\n"
+            "me, end = os.getpid(), os._exit\nos._exit = lambda code: (os.getpid() == me and said(), end(code))\n"
+            "try:\n    main()\nfinally:\n    said()")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), TZ="UTC",
                PYTHONPATH=os.pathsep.join(dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])))
     runs = [subprocess.run([sys.executable, "-S", "-c", code, "usage", str(tmp_path / "c"), "--by", "day", "--json"], capture_output=True,

@@ -25,9 +25,12 @@ import catty_ctx.__main__ as entry
 from catty_ctx.cli import usage as cli_usage
 
 # The program as its installed script runs it, without the site module; the last stderr line says
-# whether a module of the CLI was loaded (but the reader of plain spellings, `cli.plain`).
-PROGRAM = ("import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\ntry:\n    main()\nfinally:\n"
-           "    print(any(m.startswith('catty_ctx.cli.') and m != 'catty_ctx.cli.plain' for m in sys.modules), file=sys.stderr)")
+# whether a module of the CLI was loaded (but the reader of plain spellings, `cli.plain`), also when
+# the program ends at once with its answer out (`os._exit`: cli/errors.py `end_now`; its workers' exits say nothing).
+PROGRAM = ("import os, sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\n"
+           "def said():\n    print(any(m.startswith('catty_ctx.cli.') and m != 'catty_ctx.cli.plain' for m in sys.modules), file=sys.stderr, flush=True)\n"
+           "me, end = os.getpid(), os._exit\nos._exit = lambda code: (os.getpid() == me and said(), end(code))\n"
+           "try:\n    main()\nfinally:\n    said()")
 FULL = PROGRAM.replace("sys.argv[0] = 'catty-ctx'", "sys.argv[0] = 'catty-ctx'\nimport catty_ctx.__main__ as m\nm._cached_usage = lambda args: False")
 
 
