@@ -81,19 +81,17 @@ def test_a_usage_question_asked_before_is_answered_before_the_cli_loads(tmp_path
     from support.usage_trees import claude_tree
 
     claude_tree(tmp_path / "c", seed=2, projects=1, sessions=2, turns=4)
-    # (a line on stderr at once when the CLI's app loads: a full usage run ends without the
-    # interpreter's exit, `cli.errors.end_now`, so only a warm answer reaches the `finally`)
-    code = ("import os, sys\nclass Seen:\n    def find_spec(self, name, path=None, target=None):\n"
-            "        if name == 'catty_ctx.cli.app':\n            os.write(2, b'<cli loaded>\\n')\n"
-            "sys.meta_path.insert(0, Seen())\n"
-            "from catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\ntry:\n    main()\nfinally:\n"
+    # (said also when the program ends at once with its answer out: `os._exit`, cli/errors.py `end_now`)
+    code = ("import os, sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\ndef said():\n"
             "    loaded = sorted(m for m in sys.modules if m.startswith(('catty_ctx.cli', 'typer', 'msgspec', 'orjson'))"
-            " or m in ('enum', 'typing', 're', 'datetime', 'collections'))\n    import json\n    print(json.dumps(loaded), file=sys.stderr)")
+            " or m in ('enum', 'typing', 're', 'datetime', 'collections'))\n    import json\n    print(json.dumps(loaded), file=sys.stderr, flush=True)\n"
+            "me, end = os.getpid(), os._exit\nos._exit = lambda code: (os.getpid() == me and said(), end(code))\n"
+            "try:\n    main()\nfinally:\n    said()")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), TZ="UTC",
                PYTHONPATH=os.pathsep.join(dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])))
     runs = [subprocess.run([sys.executable, "-S", "-c", code, "usage", str(tmp_path / "c"), "--by", "day", "--json"], capture_output=True,
                            cwd=ROOT, env=env, timeout=120, check=False) for _ in range(2)]
     first, again = (orjson.loads(r.stdout) for r in runs)
     assert [r.returncode for r in runs] == [0, 0] and again == {**first, "files_parsed": 0, "bytes_parsed": 0}
-    assert b"<cli loaded>\n" in runs[0].stderr  # (the first run: the CLI's)
+    assert "catty_ctx.cli.app" in orjson.loads(runs[0].stderr.rstrip(b"\n").rpartition(b"\n")[2])  # (the first run: the CLI's)
     assert orjson.loads(runs[1].stderr) == ["catty_ctx.cli", "catty_ctx.cli.plain"]
