@@ -77,6 +77,8 @@ def test_an_append_killed_inside_its_write_is_cut_back_whole_by_the_next_append(
     killed_inside(cut, "append", str(s), "-q", input=first)
     part = (s / "updates.jsonl").read_bytes()[len(before):]
     assert part and part.count(b"\n") < 8 and part.endswith(b"\n") == (cut == "lines")  # the window, hit
+    check = cli("repair", "--check", "--json", str(s))  # (before: nothing found when the cut fell between lines)
+    assert check.returncode == 1 and orjson.loads(check.stdout)["problems"]["cut_batch"] == 1
     after = cli("append", str(s), input=events_in(s, 1, 10, "next"))
     assert after.returncode == 0 and ids(s) == ["seed-0", "next-0"]  # the first batch not at all
     assert b"a batch cut short by a killed writer" in after.stderr
