@@ -67,7 +67,8 @@ from support.usage_trees import claude_tree, codex_rollout, gemini_home, opencod
 ENTRY = "import sys; from catty_ctx.__main__ import main; sys.argv[0] = 'catty-ctx'; main()"
 CATTY = [sys.executable, "-S", "-c", ENTRY]
 BARE = [sys.executable, "-S", "-c", "pass"]
-WITH_DECODER = [sys.executable, "-S", "-c", "import msgspec.json, msgspec.msgpack"]
+# (msgspec as usage imports it: without typing_extensions, see catty_ctx/usage/decoder.py)
+WITH_DECODER = [sys.executable, "-S", "-c", "import catty_ctx.usage.decoder, msgspec.json, msgspec.msgpack"]
 
 
 def installed_env(**extra: str) -> dict[str, str]:
@@ -350,7 +351,7 @@ def main() -> int:
         env = installed_env(XDG_CACHE_HOME=str(scratch / "cache-floor"), TZ="UTC")
         floors = {"start": ([*CATTY, "usage", str(empty), "--json", "--no-cache", "--allow-empty"], env), "bare": (BARE, env),
                   "decoder": (WITH_DECODER, env)}
-        names = {"start": "catty-ctx start-up alone (empty folder)", "bare": "  the interpreter alone", "decoder": "  the interpreter + msgspec"}
+        names = {"start": "catty-ctx start-up alone (empty folder)", "bare": "  the interpreter alone", "decoder": "  the interpreter + msgspec (as usage imports it)"}
         results: list[tuple[Home, dict[str, Any]]] = []
         ok = True
         print(f"{os.cpu_count()} CPUs; {args.runs} runs of each case, medians; ccusage {args.ccusage}")

@@ -5,8 +5,6 @@ stays light.
 """
 from __future__ import annotations
 
-import importlib
-
 from ._version import __version__
 
 TYPE_CHECKING = False  # typing costs milliseconds to import; annotations here are strings
@@ -53,5 +51,6 @@ def __getattr__(name: str) -> Any:
         module, attr = _API[name]
     except KeyError:
         raise AttributeError(f"module 'catty_ctx' has no attribute {name!r}") from None
+    import importlib  # (not at the top: a cached usage answer, which needs none of the API, loads no importlib)
 
     return getattr(importlib.import_module(f".{module}", __name__), attr)

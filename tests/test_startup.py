@@ -69,3 +69,31 @@ def test_segment_grep_and_the_pre_compact_hook_do_not_load_the_compaction_pipeli
     mirrors = tmp_path / "mirrors"
     assert plain_run_loads("hook", "claude", "pre-compact", "--mirrors", str(mirrors), input=payload, heavy=PIPELINE) == (0, [])
     assert (mirrors / "claude" / SID / "segments" / "segment_000.md").is_file()
+
+
+def test_a_usage_question_asked_before_is_answered_before_the_cli_loads(tmp_path: Path) -> None:
+    """The second `usage` of unchanged files prints the kept answer from the entry point: no module
+    of the CLI but its reader of plain spellings, and none of enum, typing, re, datetime or a JSON
+    library (run as installed: `-S`, the package folders on the path, so that no editable finder
+    loads them first)."""
+    import sysconfig
+
+    from support.usage_trees import claude_tree
+
+    claude_tree(tmp_path / "c", seed=2, projects=1, sessions=2, turns=4)
+    # (a line on stderr at once when the CLI's app loads: a full usage run ends without the
+    # interpreter's exit, `cli.errors.end_now`, so only a warm answer reaches the `finally`)
+    code = ("import os, sys\nclass Seen:\n    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'catty_ctx.cli.app':\n            os.write(2, b'<cli loaded>\\n')\n"
+            "sys.meta_path.insert(0, Seen())\n"
+            "from catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\ntry:\n    main()\nfinally:\n"
+            "    loaded = sorted(m for m in sys.modules if m.startswith(('catty_ctx.cli', 'typer', 'msgspec', 'orjson'))"
+            " or m in ('enum', 'typing', 're', 'datetime', 'collections'))\n    import json\n    print(json.dumps(loaded), file=sys.stderr)")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), TZ="UTC",
+               PYTHONPATH=os.pathsep.join(dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])))
+    runs = [subprocess.run([sys.executable, "-S", "-c", code, "usage", str(tmp_path / "c"), "--by", "day", "--json"], capture_output=True,
+                           cwd=ROOT, env=env, timeout=120, check=False) for _ in range(2)]
+    first, again = (orjson.loads(r.stdout) for r in runs)
+    assert [r.returncode for r in runs] == [0, 0] and again == {**first, "files_parsed": 0, "bytes_parsed": 0}
+    assert b"<cli loaded>\n" in runs[0].stderr  # (the first run: the CLI's)
+    assert orjson.loads(runs[1].stderr) == ["catty_ctx.cli", "catty_ctx.cli.plain"]

@@ -89,6 +89,34 @@ def flush_stdout(code: Any) -> Any:
     return code
 
 
+# Modules that may leave work for the interpreter's exit: handlers (logging's flush, the pools' joins)
+# and finalizers (weakref.finalize's, a temporary directory's removal). A usage run loads none.
+_LEAVE_WORK = ("logging", "weakref", "tempfile", "multiprocessing", "concurrent.futures", "asyncio")
+
+
+def end_now() -> None:
+    """End the process here once a command's output is written, as the program only: what is left
+    is freeing its objects one by one (a usage scan's: hundreds of thousands, tens of milliseconds)
+    and the interpreter's teardown, which the exit does at once. The program is told by its entry
+    point (`catty_ctx.__main__`, the installed script's) having run, its own stdout and stderr, no
+    other thread, and none of the modules that leave work for the exit (handlers, finalizers:
+    `_LEAVE_WORK`) loaded; any other caller (a test, a library running the CLI in
+    process or a script calling `cli.app.main`) returns here and exits as before. The exit status
+    is flush_stdout's."""
+    threading = sys.modules.get("threading")
+    entry = getattr(sys.modules.get("__main__"), "__spec__", None)  # (`python -m catty_ctx`)
+    if ("catty_ctx.__main__" not in sys.modules and getattr(entry, "name", None) != "catty_ctx.__main__") or sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__ \
+            or any(m in sys.modules for m in _LEAVE_WORK) or (threading is not None and threading.active_count() > 1):
+        return
+    code = flush_stdout(ExitCode.OK)
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+    except BaseException:
+        return  # (the ordinary exit reports it)
+    os._exit(code)
+
+
 def _say(line: str) -> None:
     # Messages quote paths, ids and record types from the data: a control character in them
     # is shown, not sent to the terminal (nor a newline, which would forge a line).

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NamedTuple, TypeAlias
 from ..defaults import CONNECT_TIMEOUT_MIN
 from .app import get_app
 from .errors import handle_errors
+from .plain import read_plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,59 +111,14 @@ def choices(params: Params) -> "dict[str, tuple[str, ...]]":
 def parse(args: "list[str]", params: Params) -> "tuple[dict[str, Any], list[str]] | None":
     """(options by parameter, positional arguments) of ARGS, or None when typer should parse them.
 
-    Takes options before, between and after the positional arguments, `--opt=value`, and `--`;
-    an int is digits only and a float any number, each at least its least value (`minimums`;
-    0 when none) and at most the table's `max`. Anything else (help, an unknown option, a missing or
-    bad value) is left to typer and its messages.
+    Read by `plain.read_plain` from the table: options before, between and after the positional
+    arguments, `--opt=value`, and `--`; an int is digits only and a float any number, each at
+    least its least value (`minimums`; 0 when none) and at most the table's `max`. Anything else
+    (help, an unknown option, a missing or bad value) is left to typer and its messages.
     """
-    table = params
-    known = options(table)
-    least = minimums(table)
-    short = {name for o in table for name in o.names if not name.startswith("--")}
-    kinds = {o.dest: o.kind for o in table}
-    most = {o.dest: o.settings["max"] for o in table if "max" in o.settings}
-    opts: dict[str, Any] = {}
-    positional: list[str] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        i += 1
-        if a == "--":
-            positional.extend(args[i:])
-            break
-        if a == "-" or not a.startswith("-"):
-            positional.append(a)
-            continue
-        name, eq, value = a.partition("=")
-        spec = known.get(name)
-        if spec is None or (eq and not spec[1]) or (name in short and eq):
-            return None
-        dest, takes_value = spec
-        if not takes_value:
-            opts[dest] = True
-            continue
-        if not eq:
-            if i >= len(args):
-                return None
-            value = args[i]
-            i += 1
-        opts[dest] = value
-    for dest, text in list(opts.items()):
-        kind = kinds[dest]
-        if kind is int:
-            if not (text.isascii() and text.isdigit()):
-                return None
-            opts[dest] = int(text)
-        elif kind is float:
-            try:
-                opts[dest] = float(text)
-            except ValueError:
-                return None
-        else:
-            continue
-        if not least.get(dest, 0) <= opts[dest] <= most.get(dest, opts[dest]):  # (nan too)
-            return None
-    return opts, positional
+    short = {name for o in params for name in o.names if not name.startswith("--")}
+    most = {o.dest: o.settings["max"] for o in params if "max" in o.settings}
+    return read_plain(args, options(params), short, {o.dest: o.kind for o in params}, minimums(params), most)
 
 
 def parse_one(args: "list[str]", params: Params, *positional: str, required: "int | None" = None) -> "dict[str, Any] | None":

@@ -6,13 +6,14 @@ files pays for the interpreter and the cached answer only. Both that parser and 
 command `declare` registers are made from one table, `PARAMS`.
 """
 # No `from __future__ import annotations`: typer evaluates the annotations made in `declare`.
+import gc
 import os
 from typing import Annotated
 
 from ..defaults import CONNECT_TIMEOUT, USAGE_BY
 from ..errors import UsageError
 from ..usage.pipeline import strict_refusal, usage
-from .errors import warn
+from .errors import end_now, warn
 from .fastpath import CLUSTER, flag, parse, shared, value
 from .fastpath import declare as declare_command
 from .output import ByteProgress, Column, console, emit_rendered, json_bytes, lines_bytes, show, stderr_tty, table
@@ -67,6 +68,22 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
     if by not in USAGE_BY:
         raise UsageError(f"--by must be one of {', '.join(USAGE_BY)}, not '{by}'")
 
+    bar = _ProgressBar() if stderr_tty() else None
+    # The collector stays paused past the answer (the pipeline pauses it for the scan): let go at
+    # once, the scan's hundreds of thousands of young objects would cost a collection before the
+    # output, for a process that then ends (see end_now). Resumed when this is not the program.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _run(paths, by, since, until, as_json, prices, no_cache, jobs, strict, tz, allow_empty, verbose, scheduler, connect_timeout, bar)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(paths: "list[str] | None", by: str, since: "str | None", until: "str | None", as_json: bool, prices: "str | None", no_cache: bool,
+         jobs: "int | None", strict: bool, tz: "str | None", allow_empty: bool, verbose: bool, scheduler: "str | None",
+         connect_timeout: float, bar: "_ProgressBar | None") -> None:
     def render(ledger: "Ledger", scan: "Scan") -> "dict[str, bytes]":
         """The two piped forms, kept with a cached answer: printing it again needs no JSON library."""
         return {"json": json_bytes(ledger.document(scan)), "lines": lines_bytes(ledger.rows)}
@@ -76,7 +93,6 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
         from ..fleet.cluster import engine_for
 
         engine = engine_for(scheduler, connect_timeout)
-    bar = _ProgressBar() if stderr_tty() else None
     try:
         ledger, scan = usage(paths or (), by=by, since=since, until=until, timezone_name=tz, prices_file=prices, jobs=jobs,
                              use_cache=not no_cache, progress=bar, strict=strict, render=render, allow_empty=allow_empty,
@@ -106,6 +122,7 @@ def run(paths: "list[str] | None" = None, by: str = "model", since: "str | None"
         warn("a session's usage is incomplete (a subagent is still running, or was when a call was logged): costs are withheld")
     emit_rendered(as_json=as_json, show=lambda: _show(ledger), document=lambda: ledger.document(scan),
                   rendered=lambda: ledger.rendered or render(ledger, scan))
+    end_now()  # (the scan's records are freed by the exit, not one by one: see end_now)
 
 
 def declare() -> None:

@@ -13,18 +13,11 @@ import os
 
 from ..errors import UsageError
 from ..session.layout import LOG_NAME, session_dirs
+from .urlname import is_url
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-
-def is_url(target: object) -> bool:
-    """Whether TARGET names a URL (scheme://…) rather than a local path."""
-    if not isinstance(target, str):
-        return False
-    scheme, sep, _ = target.partition("://")
-    return bool(sep) and scheme.isascii() and scheme.replace("+", "").replace("-", "").replace(".", "").isalnum()
 
 
 def filesystem(url: str) -> tuple[Any, str]:

@@ -16,11 +16,11 @@ only (the usage walk and a writer's ownership check reach here).
 from __future__ import annotations
 
 import os
-from typing import Any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 GROK = "grok"  # the format's name in the registry
 LOG = "updates.jsonl"

@@ -10,8 +10,6 @@ import sys
 
 import xxhash
 
-from ..session.files import replace_file, write_file
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,6 +53,8 @@ def write_cache_file(path: str, data: bytes | list[bytes | memoryview]) -> None:
     """temp + rename, without fsync: a cache lost in a crash is only read as empty next time.
 
     DATA may come in parts, written with writev (no joined copy of megabytes first)."""
+    from ..session.files import replace_file, write_file
+
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if not isinstance(data, list):
         replace_file(path, data, durable=False)

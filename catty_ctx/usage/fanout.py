@@ -10,6 +10,10 @@ together in the walk's own order, so the answer, and every cache written from it
 """
 from __future__ import annotations
 
+from . import decoder  # noqa: F401  # (first: msgspec without typing_extensions, see decoder)
+
+# isort: split
+
 import os
 
 import msgspec
@@ -18,7 +22,7 @@ from ..fleet.workers import QUEUE_ITEMS, can_fork, deal, usable_cpus
 from . import filescan
 from .opencode import survey_storage_file
 from .records import DECODE_ENTRY, ENCODE, Packed
-from .walk import CATTY, OPENCODE, UNLISTED, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
+from .walk import CATTY, CLAUDE, OPENCODE, PREFIRE, UNLISTED, USAGE_FORMATS, Listings, folder_logs, start_of, survey_row, walk_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,8 +73,12 @@ def survey_and_scan(paths: list[str], listings: Listings, jobs: int | None, prog
         items[-1].append(s)
         load += w
     items.sort(key=lambda item: -sum(_weight(s) for s in item))  # (the heaviest first: they bound the run)
-    for kind in (CATTY, *(f.name for f in USAGE_FORMATS)):
-        filescan.parser(kind)  # imported once here, not again in every forked worker
+    # The parsers of the kinds the plan met (an untold kind is mostly Claude Code's) are imported once here, not
+    # again in every forked worker; a kind met first by a worker is imported there (a tree of one agent's logs
+    # loads one parser).
+    parsed = {CATTY, PREFIRE, *(f.name for f in USAGE_FORMATS)}
+    for kind in {CLAUDE, *(kind for s in units for _path, kind in s[2] if kind in parsed)}:
+        filescan.parser(kind)
     known = listings.known
 
     def work(n: int) -> tuple[list[tuple[int, list[Row], list[Scanned]]], _Seen]:

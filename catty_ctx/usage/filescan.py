@@ -6,6 +6,10 @@ inode) still holds is used without opening the log.
 """
 from __future__ import annotations
 
+from . import decoder  # noqa: F401  # (first: msgspec without typing_extensions, see decoder)
+
+# isort: split
+
 import importlib
 import mmap
 import os
@@ -18,7 +22,6 @@ from ..session.cursor import Cursor, line_end, look, may_resume
 from ..session.files import filled
 from ..session.jsonl import marked_lines
 from . import filecache
-from .catty import running_session
 from .codex import PATTERN
 from .copies import collapse_file
 from .lines import json_object, line_number
@@ -61,6 +64,11 @@ _PARSERS: dict[str, Any] = {}
 
 def parser(kind: str) -> Callable[..., Any]:
     return _parser_module(kind).parse
+
+
+def _running_session(state: Any) -> str | None:
+    """`catty.running_session` (the catty parser is imported for a catty log only: a tree of other agents' logs needs none of it)."""
+    return _parser_module(CATTY).running_session(state)
 
 
 def _unmarked_bad_lines(mm: Any, start: int, end: int, kind: str) -> list[tuple[int, str]]:
@@ -306,6 +314,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
     results: Iterable[Scanned]
     if ran is not None:
         results, packed = ran
+        result.handed = ran
     elif engine is None:
         results = _run(tasks, sizes, jobs, total, progress, packed)
     else:
@@ -338,7 +347,7 @@ def scan(paths: Sequence[str | os.PathLike[str]] | Survey, *, jobs: int | None =
                 continue
             logs += 1
             result.records.extend(entry.recs)
-            if entry.kind == CATTY and (session := running_session(entry.state)) is not None:
+            if entry.kind == CATTY and (session := _running_session(entry.state)) is not None:
                 result.running.append(session)
             result.calls_read += entry.read
             result.bad_lines += entry.bad + (1 if entry.torn else 0)
@@ -447,7 +456,7 @@ def grown(found: Survey, generations: Sequence[int], before: Survey) -> Growth |
             resumed = earlier is None or (entry.size - nbytes == earlier.off and all(a is b for a, b in zip(entry.recs, before_recs)))
             if not resumed or entry.bad != (earlier.bad if earlier else 0) or entry.torn or (earlier is not None and earlier.torn):
                 return None
-            if entry.kind == CATTY and (running_session(entry.state) or (earlier is not None and running_session(earlier.state))):
+            if entry.kind == CATTY and (_running_session(entry.state) or (earlier is not None and _running_session(earlier.state))):
                 return None  # (a subagent started or ended: the session's bill changes as a whole)
             out.records.extend(entry.recs[len(before_recs):])
             out.calls_read += entry.read - (earlier.read if earlier is not None else 0)

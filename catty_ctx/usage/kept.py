@@ -24,6 +24,10 @@ writes neither: the first run after it that reads a cache does, so a cold scan p
 """
 from __future__ import annotations
 
+from . import decoder  # noqa: F401  # (first: msgspec without typing_extensions, see decoder)
+
+# isort: split
+
 import marshal
 from array import array
 from bisect import bisect_left

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import re
 import sys
 
 from .cachefiles import cache_file, read_bytes, write_cache_file
@@ -126,6 +125,8 @@ def ahead() -> None:
 
 def _candidates(name: str) -> list[tuple[str | None, str]]:
     """(provider id or None: any, model reference) to try for NAME, in order."""
+    import re
+
     n = name.strip().lower()
     out: list[tuple[str | None, str]] = []
     if re.match(r"^(?:[a-z]{2,6}\.)?anthropic\.", n) or ".anthropic." in n:

@@ -39,6 +39,9 @@ class Scan:
         self.logs: list[int] = []  # per PATH: the files that are an agent's log (or were not read: --since)
         self.not_logs: list[str] = []  # files that are no agent's log
         self.running: list[str] = []  # sessions with a subagent running: their calls are not all logged (incomplete)
+        # What the workers handed over (their files' entries, packed and decoded), freed with the Scan rather
+        # than as the scan returns: the CLI prints the answer first, and its exit frees them at once (cli end_now).
+        self.handed: Any = None
 
     def settle(self) -> None:
         """Wait for the per-file caches `scan(..., write_behind=True)` is still writing; one that

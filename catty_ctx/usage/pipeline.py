@@ -14,8 +14,9 @@ One mechanism per module: `walk` (discovery and its remembered listings), `claud
 two-pass pass-1 spend that waits in its prefire cache), `records` (the typed records),
 `filescan` (the scan, workers from `..workers`), `filecache` (the per-file cache), `prices` (and `library`, the
 price library resolved once per model), `copies` (the dedupe rules: one record per call), `ledger` (the fold),
-`kept` (the fold kept between runs, adjusted when logs only grew), `answers` (the answer cache),
-`times`; this module runs them as one call, `usage`.
+`kept` (the fold kept between runs, adjusted when logs only grew), `answers` (the answer cache, keyed
+with `pricefiles`), `warm` (a cached answer found before the rest loads), `times`; this module
+runs them as one call, `usage`.
 
 Speed comes from four things: a byte prefilter (only lines holding a usage marker are
 parsed, found with one C-level search over a memory map), forked workers taking files from a
@@ -35,10 +36,10 @@ from ..defaults import USAGE_BY as BY_CHOICES
 from ..errors import CattyError, DataError, UsageError
 from ..fleet.urls import is_url
 from ..session.compressed import ZSTD_MAGIC, program
-from .answers import answers_path, local_zone_key, query_key, read_answers, write_answers
+from .answers import answers_path, query_key, question, read_answers, write_answers
 from .cachefiles import cache_file, index_file
 from .outcome import Ledger, Scan
-from .prices import digest_of, price_files
+from .pricefiles import price_files
 from .walk import AGENTS, Listings, homes, survey
 
 TYPE_CHECKING = False
@@ -217,12 +218,12 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
 
         validate_catty_logs(found)
     key = ""
-    question = (by, timezone_name or local_zone_key(), lo, hi, digest_of(prices), allow_empty, sources)
+    asked = question(by, timezone_name, lo, hi, prices, allow_empty, sources)
     # Blocks say what runs now (active, projection) and fold all calls at once: neither an answer nor a fold is kept.
     keep_answers = use_cache and by != "block"
     if keep_answers and not empty:
         # An answer is stored only after the question was checked in full (time zone, price table), so a hit needs no checks.
-        key = query_key(found, question)
+        key = query_key(found, asked)
         hit = answers.get(key)
         if hit is not None:
             scan_info = Scan(files=hit["files"], bad_lines=hit["bad_lines"], bad_samples=list(hit["bad_samples"]))
@@ -239,7 +240,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     if keep_answers and lo is None and ran is None and not empty:  # (with --since the files read depend on the day: always the full run)
         from .kept import adjusted
 
-        got = adjusted(answers_file, question, found, by=by, tz=tz, until=hi, prices=table)
+        got = adjusted(answers_file, asked, found, by=by, tz=tz, until=hi, prices=table)
     if got is not None:
         ledger, result = got
         ledger = ledger.with_sources(_named(sources))
@@ -269,7 +270,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         if keep_answers and use_cache and lo is None and all(result.logs) and result.from_cache:
             from .kept import keep
 
-            warning = keep(answers_file, question, found, result, folded, kept)
+            warning = keep(answers_file, asked, found, result, folded, kept)
             if warning:
                 result.warnings.append(warning)
     if keep_answers and use_cache:

@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 import re
 
-import xxhash
-
-from ..errors import DataError, UsageError
+from ..errors import DataError
 from . import library
+from .pricefiles import digest_of, price_files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,12 +25,6 @@ if TYPE_CHECKING:
 TIER_TOKENS = library.TIER_TOKENS  # the long-context tier of the `*_above_200k_tokens` prices
 TIER_SUFFIX = "_above_200k_tokens"
 DAY = 86_400
-
-
-def user_table() -> str:
-    """The user's own price table, read when it exists: $XDG_CONFIG_HOME/catty-ctx/prices.json."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "catty-ctx", "prices.json")
 
 
 class Prices:
@@ -109,33 +102,6 @@ def _price_entries(doc: Any, origin: str) -> dict[str, dict[str, Any]]:
     if type(doc) is not dict:
         raise DataError("a price table is a JSON object of model → prices", path=origin)
     return {k: v for k, v in doc.items() if type(v) is dict and not k.startswith("_") and k != "sample_spec"}
-
-
-def price_files(override: str | os.PathLike[str] | None) -> list[tuple[str, bytes]]:
-    """(name, bytes) of the user's price tables: the configured one when it exists, then OVERRIDE
-    (read, not parsed: their digest keys the answer cache)."""
-    files = []
-    configured = user_table()
-    try:
-        with open(configured, "rb") as f:
-            files.append((configured, f.read()))
-    except OSError:
-        pass
-    if override is not None:
-        path = os.fspath(override)
-        try:
-            with open(path, "rb") as f:
-                files.append((path, f.read()))
-        except OSError as exc:
-            raise UsageError(f"{path}: cannot read price table ({exc.strerror})") from None
-    return files
-
-
-def digest_of(files: list[tuple[str, bytes]]) -> str:
-    h = xxhash.xxh64(library.version()[1].encode())
-    for _name, data in files:
-        h.update(data)
-    return h.hexdigest()
 
 
 def load_prices(override: str | os.PathLike[str] | None = None, files: list[tuple[str, bytes]] | None = None,

@@ -34,7 +34,11 @@ _LITELLM = "litellm"
 
 
 class Table:
-    """The shipped providers, each (id, provider rule, model rule, fallback provider ids, models: (id, rule, periods))."""
+    """The shipped providers, each (id, provider rule, model rule, fallback provider ids, models: (id, rule, periods)).
+
+    A provider's models are kept as their own MessagePack, decoded when a name is first looked up
+    among them: a run prices a few models of a few providers, and decoding the 2,300 models of all
+    was most of the table's load."""
 
     def __init__(self, providers: list[Any], compact_date: str) -> None:
         self.providers = providers
@@ -90,6 +94,8 @@ class Table:
         return self._match_model(provider, spelled, True) if spelled != ref else None
 
     def _match_model(self, provider: Any, ref: str, fall_back: bool) -> Any:
+        if type(provider[4]) is bytes:
+            provider[4] = msgspec.msgpack.decode(provider[4])
         for model in provider[4]:
             if self._match(model[1], ref.lower()):
                 return model
@@ -158,7 +164,8 @@ def load(version: str, data_file: str) -> Table | None:
 
 def write(path: str, made: tuple[str, int, str], providers: list[Any]) -> None:
     """Write the table of PROVIDERS (see `Table`), made from the library MADE names (`stamp`), to PATH."""
-    data = zlib.compress(msgspec.msgpack.encode({"stamp": list(made), "compact_date": COMPACT_DATE, "providers": providers}), 9)
+    packed = [[*p[:4], msgspec.msgpack.encode(p[4])] for p in providers]  # (each provider's models decoded when looked up: see Table)
+    data = zlib.compress(msgspec.msgpack.encode({"stamp": list(made), "compact_date": COMPACT_DATE, "providers": packed}), 9)
     with open(path, "wb") as f:
         f.write(data)
 

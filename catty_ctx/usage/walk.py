@@ -9,8 +9,7 @@ import os
 import stat
 import time
 
-from ..errors import UsageError
-from ..fleet.urls import is_url, url_logs
+from ..fleet.urlname import is_url
 from ..formats import grok
 from ..formats import registry as formats
 from ..session.layout import LOG_NAME, PREFIRE_NAME, REQUESTS_DIR, is_staging
@@ -101,6 +100,8 @@ def start_of(p: str) -> tuple[list[tuple[str, str | None]], list[str]]:
         subagents = join(p[: -len(".jsonl")], "subagents") if name.endswith(".jsonl") else ""
         return [(p, named_kind(name, os.path.dirname(p)))], [subagents] if subagents and os.path.isdir(subagents) else []
     if not os.path.isdir(p):
+        from ..errors import UsageError  # (enum's import: not on the cached answer's path)
+
         raise UsageError(f"{p}: no such file or directory")
     if os.path.isfile(join(p, LOG_NAME)):
         return ([(join(p, LOG_NAME), GROK)] if grok.is_session_dir(p) else _session(p)), []
@@ -191,20 +192,16 @@ class Listings:
         return self._listed(folder)
 
     def _listed(self, folder: str) -> tuple[list[str], list[str]] | None:
-        """FOLDER listed now (its mtime and its entries read through one open of it)."""
-        try:
-            fd = os.open(folder, _DIRECTORY)
-        except PermissionError:
-            self.refused.add(folder)
-            return None
-        except OSError:
-            return None
+        """FOLDER listed now: its mtime taken before its entries are read (a change in between leaves
+        the older mtime with the newer entries, and the next walk lists it again). By its path, not
+        through a descriptor: `scandir` of a descriptor duplicates and rewinds it, eleven system
+        calls a folder instead of five, over the thousands of folders of an opencode tree."""
         subdirs: list[str] = []
         logs: list[str] = []
         try:
-            mtime = os.fstat(fd).st_mtime_ns
+            mtime = os.stat(folder).st_mtime_ns
             listed_at = time.time_ns()
-            with os.scandir(fd) as entries:
+            with os.scandir(folder) as entries:
                 for e in entries:
                     try:
                         is_dir = e.is_dir()
@@ -216,17 +213,15 @@ class Listings:
                             subdirs.append(e.name)
                     elif not is_dir and _listed(e.name):
                         logs.append(e.name)
+        except PermissionError:
+            self.refused.add(folder)
+            return None
         except OSError:
             return None
-        finally:
-            os.close(fd)
         subdirs.sort()
         logs.sort()
         self.seen[folder] = (mtime, listed_at, subdirs, logs)
         return subdirs, logs
-
-
-_DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
 def _is_home(p: str, sub: str, marks: tuple[str, ...], child_ok: Callable[[str], bool]) -> bool:
@@ -423,6 +418,8 @@ def survey(paths: Sequence[str | os.PathLike[str]], listings: Listings | None = 
     seen: set[str] = set()
     for raw in paths:
         if is_url(raw):
+            from ..fleet.urls import url_logs
+
             out.append((str(raw), [(url, _url_kind(url), size, mtime, 0) for url, size, mtime in url_logs(str(raw)) if url not in seen]))
             seen.update(f[0] for f in out[-1][1])
             continue

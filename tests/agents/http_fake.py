@@ -133,22 +133,35 @@ class FakeHTTPServer:
 R = TypeVar("R")
 
 
+@dataclass
+class Until(Generic[R]):
+    """A script entry that waits, as a model would, for what a client gains while it works (an MCP
+    server's tools, which an agent lists once the server has started): while `ready` is false of a
+    request, it answers with `wait()` (a short command the client runs, then it asks again) and stays
+    at the head of the script, at most `tries` times; once true (or the tries spent) the next entry
+    answers that request. In place of one fixed sleep long enough for a loaded machine."""
+
+    ready: Callable[[Request], bool]
+    wait: Callable[[], Any]
+    tries: int = 150
+
+
 class ScriptedModel(FakeHTTPServer, Generic[R]):
     """A model server: each call of `model_route` takes the next script entry (a reply, or a
-    function of the Request returning one); the script spent, `fallback` answers and
+    function of the Request returning one, or an `Until`); the script spent, `fallback` answers and
     `unscripted` counts it. `calls` are those requests in order, `bodies()` their JSON."""
 
     model_route: str
 
     def __init__(self, sock: socket.socket, routes: dict[str, Handler], script: Iterable[R | Callable[[Request], R]],
                  fallback: R | Callable[[Request], R]) -> None:
-        self.script: deque[R | Callable[[Request], R]] = deque(script)
+        self.script: deque[R | Callable[[Request], R] | Until[R]] = deque(script)
         self.fallback = fallback
         self.unscripted = 0
         self._script_lock = threading.Lock()
         super().__init__(sock, routes)
 
-    def push(self, *replies: R | Callable[[Request], R]) -> None:
+    def push(self, *replies: R | Callable[[Request], R] | Until[R]) -> None:
         with self._script_lock:
             self.script.extend(replies)
 
@@ -161,6 +174,11 @@ class ScriptedModel(FakeHTTPServer, Generic[R]):
 
     def next_reply(self, req: Request) -> R:
         with self._script_lock:
+            while self.script and isinstance(head := self.script[0], Until):
+                if head.tries > 0 and not head.ready(req):
+                    head.tries -= 1
+                    return head.wait()  # type: ignore[no-any-return]
+                self.script.popleft()
             entry = self.script.popleft() if self.script else None
             if entry is None:
                 self.unscripted += 1

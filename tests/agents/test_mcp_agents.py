@@ -9,6 +9,7 @@ import pytest
 from support import ROOT
 
 from agents.anthropic_fake import text, tool_use
+from agents.http_fake import Until
 from agents.openai_fake import exec_command, function_call, message
 from agents.runner import catty_ctx_command, toml_value
 from agents.scenarios import CLAUDE_WINDOW_NEAR, ERROR, codex_session
@@ -52,6 +53,11 @@ def test_claude_recalls_the_exact_error_an_automatic_compaction_dropped(claude, 
     assert hit["line"] == ERROR and hit["seq"] <= found["compacted_through_seq"]
 
 
+def _lists_recall(body: dict) -> bool:
+    spaces = [t for t in body.get("tools") or [] if t.get("type") == "namespace" and t.get("name") == CODEX_NAMESPACE]
+    return bool(spaces) and "recall_search" in [t["name"] for t in spaces[0]["tools"]]
+
+
 def _outputs(body: dict) -> list[dict]:
     return [i for i in body["input"] if i.get("type") == "function_call_output"]
 
@@ -68,15 +74,16 @@ def test_codex_recalls_the_exact_error_its_automatic_compaction_dropped(codex) -
     s = codex.server
     before = len(s.bodies())
     # Codex sends its first request without waiting long for MCP servers to start (the SDK's
-    # server takes about a second, more on a loaded machine): a command first, then the call.
-    s.push(exec_command("sleep 12"), function_call("recall_search", {"pattern": "expected 3, got 4"}, namespace=CODEX_NAMESPACE),
+    # server takes about a second, more on a loaded machine): short commands until its requests
+    # list the recall tool, then the call.
+    s.push(Until(lambda req: _lists_recall(req.json), lambda: exec_command("sleep 0.3")),
+           function_call("recall_search", {"pattern": "expected 3, got 4"}, namespace=CODEX_NAMESPACE),
            message("The exact error was found."))
     codex.exec("What exactly did the test print?", resume=written.session_id)
     assert s.unscripted == 0 and s.errors == [], (s.unscripted, s.errors)
 
-    _first, asked, answered = s.bodies()[before:]
-    spaces = [t for t in asked["tools"] if t.get("type") == "namespace" and t.get("name") == CODEX_NAMESPACE]
-    assert spaces and "recall_search" in [t["name"] for t in spaces[0]["tools"]]
+    *_waits, asked, answered = s.bodies()[before:]
+    assert _lists_recall(asked)
     assert ERROR not in orjson.dumps(asked["input"]).decode()  # out of the context after the compaction
     output = _outputs(answered)[-1]["output"]
     blocks = [output] if isinstance(output, str) else [b["text"] for b in output if isinstance(b, dict) and "text" in b]

@@ -16,6 +16,7 @@ import pytest
 from support import ROOT
 
 from agents.anthropic_fake import text, tool_use
+from agents.http_fake import Until
 from agents.openai_fake import exec_command, function_call, message
 from agents.runner import Claude, Codex
 from agents.scenarios import CLAUDE_WINDOW_NEAR, ERROR
@@ -45,6 +46,10 @@ def _with_plugin(claude: Claude, tmp_path: Path) -> Path:
     return mirrors
 
 
+def _tool_names(body: Any) -> list[Any]:
+    return [t.get("name") for t in (body or {}).get("tools") or []]
+
+
 def _compacted_session(claude: Claude) -> str:
     s = claude.server
     s.push(tool_use("Bash", {"command": f"echo '{ERROR}'", "description": "run the tests"}), text("The tests fail."))
@@ -72,14 +77,16 @@ def test_claude_plugin_validates_installs_offline_and_its_hooks_and_server_run(c
     tool = PLUGIN_RECALL_TOOLS["claude"]
     context = orjson.dumps(s.bodies()[-1]["messages"]).decode()
     assert f"catty-ctx segment grep {mirror}" in context and tool in context and ERROR not in context
-    # the model calls the plugin's server: the exact error the compaction dropped (a command
-    # first: the server's start, the MCP SDK's import, may outlast the first request on a loaded machine)
+    # the model calls the plugin's server: the exact error the compaction dropped (short commands
+    # first, until its requests list the tool: the server's start, the MCP SDK's import, may
+    # outlast the first request on a loaded machine)
     before = len(s.bodies())
-    s.push(tool_use("Bash", {"command": "sleep 8", "description": "wait"}), tool_use(tool, {"pattern": "expected 3, got 4"}), text("Found."))
+    s.push(Until(lambda req: tool in _tool_names(req.json), lambda: tool_use("Bash", {"command": "sleep 0.3", "description": "wait"})),
+           tool_use(tool, {"pattern": "expected 3, got 4"}), text("Found."))
     claude.prompt("What exactly did the test print?", resume=sid, env={"ENABLE_TOOL_SEARCH": "false"})
     assert s.unscripted == 0 and s.errors == [], (s.unscripted, s.errors)
-    _first, asked, answered_body = s.bodies()[before:]
-    assert tool in [t["name"] for t in asked["tools"]]
+    *_waits, asked, answered_body = s.bodies()[before:]
+    assert tool in _tool_names(asked)
     answered = answered_body["messages"][-1]["content"]
     (result,) = [b for b in answered if isinstance(b, dict) and b.get("type") == "tool_result"]
     words = result["content"] if isinstance(result["content"], str) else "".join(b.get("text", "") for b in result["content"])
@@ -146,7 +153,8 @@ def test_codex_plugin_installs_offline_and_its_hooks_run_after_the_trust_step(co
     assert not (codex.codex_home / "hooks.json").exists()
     codex.config["model_auto_compact_token_limit"] = 50_000
     s = codex.server
-    s.push(exec_command(f"echo '{ERROR}'", input_tokens=60_000), message("SUMMARY: echoed"), exec_command("sleep 8"),
+    s.push(exec_command(f"echo '{ERROR}'", input_tokens=60_000), message("SUMMARY: echoed"),
+           Until(lambda req: CODEX_NAMESPACE in _tool_names(req.json), lambda: exec_command("sleep 0.3")),
            function_call("recall_search", {"pattern": "expected 3, got 4"}, namespace=CODEX_NAMESPACE), message("Done."))
     ran = codex.exec("Run the tests")
     mirror = mirrors / "codex" / ran.session_id
@@ -156,7 +164,7 @@ def test_codex_plugin_installs_offline_and_its_hooks_run_after_the_trust_step(co
     sent = orjson.dumps(asked["input"]).decode()
     assert f"catty-ctx segment grep {mirror}" in sent and PLUGIN_RECALL_TOOLS["codex"] in sent
     # the plugin's recall server, in the namespace the reminder names
-    assert CODEX_NAMESPACE in [t.get("name") for t in asked["tools"]]
+    assert CODEX_NAMESPACE in _tool_names(asked)
     output = [i for i in answered["input"] if i.get("type") == "function_call_output"][-1]["output"]
     blocks = [output] if isinstance(output, str) else [b["text"] for b in output if isinstance(b, dict) and "text" in b]
     found = orjson.loads(next(b for b in blocks if b.startswith("{")))

@@ -233,6 +233,44 @@ def test_no_usage_run_loads_orjson_cold_or_after_an_append(tmp_path: Path) -> No
     assert loaded == "['msgspec']" and pretty["rows"]
 
 
+def test_a_cold_run_imports_msgspec_without_typing_extensions_and_inspect(tmp_path: Path) -> None:
+    """msgspec's own fallback takes its type-hint helpers from `typing` (usage/decoder.py): typing_extensions
+    and the `inspect` it loads are a quarter of msgspec's import, on every cold run. A later import of
+    typing_extensions in the same process loads it as usual."""
+    claude_tree(tmp_path / "claude", seed=3, projects=1, sessions=2)
+    code = ("import sys\nfrom catty_ctx.cli.app import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    pass\n"
+            "print(sorted(m for m in ('msgspec', 'typing_extensions', 'inspect') if m in sys.modules), file=sys.stderr)\n"
+            "import typing_extensions\nprint(typing_extensions.__name__, file=sys.stderr)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    for extra in ((), ("--no-cache", "--jobs", "1")):  # (the workers' way, and the one-process way)
+        proc = subprocess.run([sys.executable, "-c", code, "usage", str(tmp_path / "claude"), "--json", *extra], capture_output=True, cwd=ROOT,
+                              env=env, check=True)
+        assert proc.stderr.decode().splitlines()[-2:] == ["['msgspec']", "typing_extensions"], extra
+        assert orjson.loads(proc.stdout) == orjson.loads(cli("usage", str(tmp_path / "claude"), "--json", "--no-cache").stdout)
+
+
+def test_the_program_ends_once_the_answer_is_out_without_tearing_down(tmp_path: Path) -> None:
+    """Run as the program (its entry point, its own stdout and stderr), usage ends with the answer
+    written instead of freeing the scan's objects one by one and tearing the interpreter down
+    (cli/errors.py `end_now`): an object's finalizer left for the teardown never runs. The answer
+    and the exit are those of a run in process; stdout on a full disk is still exit 73, said once."""
+    codex = _codex(tmp_path)
+    code = ("import sys\nclass Left:\n    def __del__(self):\n        sys.stderr.write('torn down\\n')\nleft = Left()\n"
+            "sys.argv = ['catty-ctx', *sys.argv[1:]]\nfrom catty_ctx.__main__ import main\nmain()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    for more in ([], ["--no-cache"]):  # (a cold run that writes the caches, one that neither reads nor writes them)
+        proc = subprocess.run([sys.executable, "-c", code, "usage", str(codex), "--json", *more], capture_output=True, cwd=ROOT, env=env)
+        assert (proc.returncode, proc.stderr) == (0, b"") and proc.stdout == cli("usage", str(codex), "--json", "--no-cache").stdout
+    with open(os.devnull, "wb") as sink:  # (an ordinary command still ends through the teardown)
+        proc = subprocess.run([sys.executable, "-c", code, "--version"], stdout=sink, stderr=subprocess.PIPE, cwd=ROOT, env=env)
+    assert (proc.returncode, proc.stderr) == (0, b"torn down\n")
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run([sys.executable, "-c", code, "usage", str(codex), "--json"], stdout=full, stderr=subprocess.PIPE, cwd=ROOT, env=env)
+        said = [line for line in proc.stderr.decode().splitlines() if line != "torn down"]
+        assert proc.returncode == 73 and said == ["catty-ctx: error: cannot write output (No space left on device)"]
+
+
 def test_a_cached_answer_loads_no_decoder_and_no_scan(tmp_path: Path) -> None:
     """The cron path: an answer the cache holds is printed without msgspec, orjson or the parsers
     (each costs more start-up than the whole answer)."""

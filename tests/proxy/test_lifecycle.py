@@ -32,8 +32,8 @@ def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Pa
     root = tmp_path / "root"
     # (a window with room for pass 2's note beside the fitted reserve: below about 36,000 tokens
     # `compact --prefire` is refused, since no note of it could ever be used)
-    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "60000") as (url, _):
-        c = Client(url, up, SID)
+    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "60000") as (url, proxy):
+        c = Client(url, up, SID, proxy=proxy)
         todos = {"todos": [{"content": f"todo {n}", "status": "pending", "activeForm": f"doing {n}"} for n in ("alpha", "beta", "gamma")]}
         a = c.send(tool_use("TodoWrite", todos), {"type": "text", "text": f"Fix the parser. Rule: {FORBIDDEN}."})
         a = c.send(tool_use("Bash", {"command": "make"}), result(a, "Todos have been modified"))
@@ -87,8 +87,8 @@ def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Pa
 
 def test_count_tokens_counts_the_copy_the_next_request_would_send(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "30000", "--no-prefire") as (url, _):
-        c = Client(url, up, SID)
+    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "30000", "--no-prefire") as (url, proxy):
+        c = Client(url, up, SID, proxy=proxy)
         a = c.send(tool_use("Bash", {"command": "make"}), {"type": "text", "text": f"Fix the parser. Rule: {FORBIDDEN}."})
         turn = 0
         while not any(b"being continued" in orjson.dumps(b) for b in up.bodies()):

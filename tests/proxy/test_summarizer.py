@@ -49,8 +49,8 @@ def test_pass_1_and_pass_2_go_to_the_clients_upstream_with_its_credentials(tmp_p
     root = tmp_path / "root"
     with Upstream() as up, FakeHTTPServer(listen(), {"POST /v1/chat/completions": lambda r: json_response({})}) as other, \
             running_proxy(root, up.origin, "--window", "60000", "--no-prune", "--summarizer", "upstream",
-                          "--openai-upstream", other.origin) as (url, _):
-        c = Client(url, up, SID, key=KEY)
+                          "--openai-upstream", other.origin) as (url, proxy):
+        c = Client(url, up, SID, key=KEY, proxy=proxy)
         a = c.send(tool_use("Bash", {"command": "make"}), {"type": "text", "text": "Fix the parser."})
         turn = 0
         while not any(b"UPSTREAM-SUMMARY" in orjson.dumps(b) for b in up.bodies() if not is_summary_request_body(b)):

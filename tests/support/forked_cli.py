@@ -67,10 +67,24 @@ def serve(path: str, preloaded: list[str]) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(path)
     listener.listen(64)
+    # A run's end wakes the loop (SIGCHLD through a wake-up pipe): no polling while idle, and no
+    # poll interval added to each run.
+    woken, wake = os.pipe()
+    os.set_blocking(woken, False)
+    os.set_blocking(wake, False)
+    signal.set_wakeup_fd(wake)
+    signal.signal(signal.SIGCHLD, lambda _sig, _frame: None)
     print("ready", flush=True)
     runs: dict[int, socket.socket] = {}  # pid -> its launcher's connection
     while True:
-        ready, _, _ = select.select([listener, sys.stdin, *runs.values()], [], [], 0.02)
+        ready, _, _ = select.select([listener, sys.stdin, woken, *runs.values()], [], [], 1.0 if runs else None)
+        if woken in ready:
+            ready.remove(woken)
+            try:
+                while os.read(woken, 512):
+                    pass
+            except BlockingIOError:
+                pass
         while runs:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
@@ -95,6 +109,10 @@ def serve(path: str, preloaded: list[str]) -> None:
                 pid = os.fork()
                 if pid == 0:
                     try:
+                        signal.set_wakeup_fd(-1)
+                        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                        os.close(woken)
+                        os.close(wake)
                         _child(request, fds, [listener, conn, *runs.values()])
                     except BaseException:  # the harness's own failure: shown, as the run's
                         import traceback

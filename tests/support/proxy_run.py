@@ -74,10 +74,12 @@ def post(url: str, path: str, body: bytes | Any, headers: dict[str, str] | None 
 
 
 class Client:
-    """A scripted agent: keeps its whole history, moves its breakpoint to the last block as Claude Code does."""
+    """A scripted agent: keeps its whole history, moves its breakpoint to the last block as Claude Code does.
+    Given the PROXY's process, its think time after an answer lasts while the proxy has a process
+    of its own running (a pass 1), as a real agent's turn outlasts it; else 50 ms per turn."""
 
-    def __init__(self, url: str, up: Any, sid: str, key: str = "k") -> None:
-        self.url, self.up, self.sid, self.key = url, up, sid, key
+    def __init__(self, url: str, up: Any, sid: str, key: str = "k", proxy: subprocess.Popen[bytes] | None = None) -> None:
+        self.url, self.up, self.sid, self.key, self.proxy = url, up, sid, key, proxy
         self.msgs: list[dict[str, Any]] = []
         self.usage: list[dict[str, int]] = []
 
@@ -94,8 +96,27 @@ class Client:
         answer = orjson.loads(raw)
         self.usage.append(answer["usage"])
         self.msgs.append({"role": "assistant", "content": answer["content"]})
-        time.sleep(0.05)
+        if self.proxy is None:
+            time.sleep(0.05)
+        else:
+            time.sleep(0.005)  # (a pass 1 starts once the answer went out and its request is in the log)
+            end = time.monotonic() + 60
+            while _has_children(self.proxy.pid) and time.monotonic() < end:
+                time.sleep(0.05)
         return answer
+
+
+def _has_children(pid: int) -> bool:
+    """Whether process PID has a child now."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(b")") + 2:].split(b" ", 2)[1]) == pid:
+                return True
+    return False
 
 
 def result(call: dict[str, Any], output: str, is_error: bool = False) -> dict[str, Any]:

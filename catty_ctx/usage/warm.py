@@ -1,0 +1,62 @@
+"""A question asked before about unchanged files, answered before the rest of catty-ctx loads (docs/usage.md#speed-and-the-cache).
+
+`usage` asks the answer cache first, as `pipeline.usage` does, by the same steps and the same
+key (`answers.question`, `answers.query_key`) over the same walk (`walk.survey`, its folder
+listings kept). This module imports only what that needs (no enum, typing, re, datetime unless
+a date is asked): the command line's entry point calls it before the CLI loads, and prints the
+answer's kept bytes when there is one. Anything else, and any doubt, is the full run's.
+"""
+from __future__ import annotations
+
+from ..fleet.urlname import is_url
+from .answers import answers_path, query_key, question, read_answers
+from .pricefiles import price_files
+from .walk import Listings, homes, survey
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def cached(paths: list[str], *, by: str = "model", since: str | None = None, until: str | None = None,
+           timezone_name: str | None = None, prices_file: str | None = None, allow_empty: bool = False) -> dict[str, Any] | None:
+    """The kept answer `pipeline.usage` would serve (with the cache, not --strict, no cluster) for
+    these arguments: the ledger's fields, the scan's counts and the printed forms (see
+    `pipeline._usage`); None when there is none (or PATHS hold a URL or stdin, which are never cached).
+    An error (a missing PATH, an unreadable price table, a bad date) is raised as the full run
+    would raise it, before anything is looked up."""
+    sources = None
+    if not paths:
+        sources, _looked = homes()
+        if not sources:
+            return None
+        paths = [folder for _agent, folder in sources]
+    if any(p == "-" or is_url(p) for p in paths):
+        return None
+    lo = hi = None
+    if since or until:
+        from .times import parse_day
+
+        lo = parse_day(since) if since else None
+        hi = parse_day(until) if until else None
+    prices = price_files(prices_file)
+    kept = read_answers(answers_path(paths))
+    answers = kept.get("answers")
+    if type(answers) is not dict or not answers:
+        return None
+    found = survey(paths, Listings(kept.get("dirs")))
+    if sources is None and not allow_empty and any(not files for _arg, files in found):
+        return None  # (refused in full)
+    hit = answers.get(query_key(found, question(by, timezone_name, lo, hi, prices, allow_empty, sources)))
+    return hit if type(hit) is dict else None
+
+
+def printed(hit: dict[str, Any] | None, form: str) -> bytes | None:
+    """What `usage` prints to a pipe in FORM ("json": --json, "lines": JSON Lines) for HIT when
+    it prints nothing to stderr (no unreadable line, no incomplete session: their warnings are
+    the full run's), else None."""
+    if hit is None or hit.get("bad_lines") or type(hit.get("ledger")) is not dict or hit["ledger"].get("incomplete") is not False:
+        return None
+    rendered = hit.get("rendered")
+    data = rendered.get(form) if type(rendered) is dict else None
+    return data if type(data) is bytes else None
