@@ -330,7 +330,9 @@ def _settle(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Age
     a kill inside the append's one write can leave part of the batch (the system ends a write
     at a fatal signal between pages: whole lines, then a torn one), which is moved to
     quarantine, as `store.write_batch` cuts back a short write it outlives. Either way no event
-    is appended twice or lost."""
+    is appended twice or lost. (Taking the lock already cut such a part back when the batch
+    crossed a page, `batch.settle`: the log then ends where the batch began, and the same
+    bytes are read again; the cut here stays for any other write a kill ended part way.)"""
     pending = cursor.pop(PENDING)
     log_end = pending.get("log_end") if isinstance(pending, dict) else None
     size = session.log_path.stat().st_size if session.log_path.exists() else 0

@@ -28,10 +28,11 @@ FILES = [
     ("SESSION/updates.jsonl", "the append-only event log, the source of truth"),
     ("SESSION/summary.json", "session metadata; its presence makes SESSION resumable"),
     ("SESSION/updates.jsonl.lock", "the writers' lock"),
+    ("SESSION/updates.jsonl.batch", "while a batch that crosses a page is written, its start and end (the next writer cuts back what a kill left)"),
     ("SESSION/segments/", "the compaction archive: segment_NNN.md, INDEX.md, index.json"),
     ("SESSION/compaction_requests/", "one artifact per compaction: the summariser's exact input and output"),
     ("SESSION/blobs/", "content-addressed large payloads, named by their xxh3-128 hex"),
-    ("SESSION/quarantine/", "bytes moved out of the log (a torn tail, invalid lines), with index.jsonl"),
+    ("SESSION/quarantine/", "bytes moved out of the log (a torn tail, a cut batch, invalid lines), with index.jsonl"),
 ]
 ENVIRONMENT = [
     ("OPENAI_BASE_URL", "base URL of the OpenAI-compatible endpoint used by --summarizer openai:MODEL"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -214,8 +215,15 @@ class Lifecycle:
             self.log(f"{conv.folder.name}: over the threshold ({tokens:,} tokens) but no live tail to keep; not compacted")
             return None
         pending = conv.runtime.get("prefire")
+        wait = self.opts.prefire_wait
+        if pending is not None and not pending.done():
+            # A pass 1 started whose process may not have left its marker yet (its interpreter's
+            # start): the compaction would not see it and run in one pass, its work wasted.
+            began = time.monotonic()
+            await asyncio.wait({pending}, timeout=wait)
+            wait = max(0.0, wait - (time.monotonic() - began))
         opts = CompactOptions(force=True, mode="segments", summarizer=summarizer, two_pass="prefire" in self.opts.steps,
-                              prefire_wait=self.opts.prefire_wait)
+                              prefire_wait=wait)
         try:
             result = await asyncio.to_thread(compact_session, conv.session, opts)
         except SummarizerError as exc:

@@ -15,6 +15,7 @@ import orjson
 
 from ..errors import DataError, ExitCode
 from ..formats.ownership import import_hint, require_ours
+from ..session.batch import cut_span
 from ..session.events import check_event
 from ..session.jsonl import json_problem, last_newline_end, raw_lines
 from ..session.store import Session, new_summary, session_title
@@ -42,6 +43,7 @@ class RepairPlan:
 
     display: str
     torn: tuple[int, int] | None = None  # (offset, bytes) of a torn final line
+    cut: tuple[int, int] | None = None  # (offset, bytes) of a batch a killed writer cut short (settled by any writer's lock)
     bad: list[BadLine] = field(default_factory=list)
     missing: list[int] = field(default_factory=list)  # seqs with no line at all
     events: list[dict[str, Any]] = field(default_factory=list)  # repair events to append
@@ -69,6 +71,8 @@ class RepairPlan:
         rows: list[dict[str, Any]] = []
         if self.torn is not None:
             rows.append({"action": "quarantine", "reason": "torn_line", "offset": self.torn[0], "bytes": self.torn[1]})
+        if self.cut is not None:
+            rows.append({"action": "quarantine", "reason": "cut_batch", "offset": self.cut[0], "bytes": self.cut[1]})
         for b in self.bad:
             rows.append({"action": "quarantine", "reason": "invalid_line", "line": b.lineno, "offset": b.offset, "bytes": b.length, "seq": b.seq, "problem": b.reason})
         for s in self.missing:
@@ -338,7 +342,11 @@ def analyse(
     plan = RepairPlan(display=session.display)
     size = session.log_path.stat().st_size
     complete = last_newline_end(session.log_path)
-    if size > complete:
+    cut = cut_span(session.log_path) if not session.stdin else None
+    if cut is not None:  # (its torn line, if any, is part of it)
+        plan.cut = (cut[0], cut[1] - cut[0])
+        plan._count("cut_batch")
+    elif size > complete:
         plan.torn = (complete, size - complete)
         plan._count("torn_line")
     before = dict(plan.counts)

@@ -22,6 +22,7 @@ import orjson
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from ..errors import DataError, LockBusy, UsageError, WriteError
+from .batch import marked, settle, write_batch
 from .event_ids import KnownIds, event_key, split_known
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, check_replaceable, commit_staged, discard_staged, replace_file, stage_file, write_file
@@ -190,12 +191,13 @@ class Session:
         return None
 
     # -- writing -------------------------------------------------------------------------
-    def lock(self, timeout: float = DEFAULT_LOCK_TIMEOUT) -> SessionLock:
+    def lock(self, timeout: float = DEFAULT_LOCK_TIMEOUT, *, warn: Warn | None = stderr_warning) -> SessionLock:
+        """The writer lock; taking it settles a batch a killed writer left cut short (`batch.settle`)."""
         if self.stdin:
             raise UsageError("cannot write to a stream read from stdin")
         if self.origin is not None:
             raise DataError(self.refusal or "another agent's session read in memory; nothing was changed", path=self.display)
-        return SessionLock(self.lock_path, timeout, self.display)
+        return SessionLock(self.lock_path, timeout, self.display, lambda: settle(self, warn))
 
     def append(
         self,
@@ -213,7 +215,7 @@ class Session:
         ALLOW_DUPLICATE_IDS. Returns the events as written.
         """
         pending = [dict(ev) for ev in events]
-        with self.lock(lock_timeout):
+        with self.lock(lock_timeout, warn=warn):
             return self.append_locked(pending, warn=warn, skip_known_ids=not allow_duplicate_ids)
 
     def append_locked(self, pending: list[dict[str, Any]], *, warn: Warn | None, skip_known_ids: bool = False) -> list[Event]:
@@ -224,7 +226,8 @@ class Session:
         line, the events, summary.json (read, and its replacement staged on disk), the log
         opened for writing (never through a link). Only then is a torn tail moved to
         quarantine and the batch written, as one write; a write the disk cuts short is
-        truncated away, so the log is left as it was. summary.json is renamed in last."""
+        truncated away, so the log is left as it was, and one a kill cuts short is cut back by
+        the next writer (`batch.marked`). summary.json is renamed in last."""
         if not pending:
             return []
         known = None
@@ -257,7 +260,8 @@ class Session:
                 staged = self._stage_summary(written, summary, start + len(batch))
             self.quarantine_torn_tail(warn)
             start = os.lseek(fd, 0, os.SEEK_END)
-            write_batch(fd, batch, start, self.display)
+            with marked(self.log_path, fd, start, len(batch)):  # (a kill inside a write that crosses a page)
+                write_batch(fd, batch, start, self.display)
         except BaseException:
             if staged is not None:
                 discard_staged(staged)
@@ -364,35 +368,13 @@ def open_log_for_append(path: Path, display: str) -> int:
     return fd
 
 
-def write_batch(fd: int, batch: bytes, start: int, display: str) -> None:
-    """BATCH at the end of the log (at START) as one write where the system takes it whole,
-    then fsynced. Anything short of that (a full disk, an I/O error) cuts the log back to
-    START and raises WriteError: the batch commits whole or not at all."""
-    view = memoryview(batch)
-    done = 0
-    try:
-        while done < len(batch):
-            n = os.write(fd, view[done:])
-            if n <= 0:
-                raise OSError(errno.ENOSPC, "short write")
-            done += n
-        os.fsync(fd)
-    except OSError as exc:
-        try:
-            os.ftruncate(fd, start)
-            os.fsync(fd)
-        except OSError:
-            pass
-        what = "short write" if done else "cannot append"
-        raise WriteError(f"{display}: {what} ({exc.strerror}); nothing appended") from None
-
-
 class SessionLock:
     """The per-session writer lock (filelock: readers never need it)."""
-    def __init__(self, path: Path, timeout: float, display: str) -> None:
+    def __init__(self, path: Path, timeout: float, display: str, settle: Callable[[], object] | None = None) -> None:
         self.path = path
         self.timeout = timeout
         self.display = display
+        self.settle = settle  # run once the lock is held, before the holder reads the log
         self._lock: Any = None
 
     def __enter__(self) -> SessionLock:
@@ -407,6 +389,12 @@ class SessionLock:
             ) from None
         except OSError as exc:
             raise WriteError(f"{self.path}: cannot take the session lock ({exc.strerror})") from None
+        if self.settle is not None:
+            try:
+                self.settle()
+            except BaseException:
+                self._lock.release()
+                raise
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -173,3 +173,73 @@ def test_appends_killed_with_sigkill_leave_whole_batches(tmp_path: Path) -> None
         ids = [e["id"] for e in Session.open(s).events() if e["kind"] == "message"]
         assert len([i for i in ids if i.startswith(f"k{trial}-")]) == 50
     print(f"kill -9: {kills} appends killed, every batch whole or absent, every retry once")
+
+
+def _killed_at_growth(s: Path, batch: bytes, env: dict[str, str], delay: float) -> None:
+    """`append` of BATCH killed -9 DELAY seconds after the log first grows (or as it ends)."""
+    log = s / "updates.jsonl"
+    size = log.stat().st_size
+    proc = subprocess.Popen([sys.executable, "-m", "catty_ctx", "append", str(s), "-q"], stdin=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None
+    proc.stdin.write(batch)
+    proc.stdin.close()
+    while proc.poll() is None and log.stat().st_size == size:
+        pass
+    if delay:
+        time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_appends_killed_as_the_log_grows_land_whole_or_not_at_all(tmp_path: Path) -> None:
+    """Kills aimed at the write itself: batches of 200 events of 20 KB (about 4 MB, some 1,000
+    pages), each `append` killed -9 the moment the log grows or up to half a millisecond after.
+    A kill inside the write leaves whole lines then (mostly) a torn one; `repair --check` names
+    the cut batch, the next writer (an `append` of another event) moves it to quarantine and
+    cuts the log back before its own batch, and the retry lands the batch whole, once. A new session every 10 appends keeps the files small. Prints
+    where the kills landed."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    rng = random.Random(43)
+    landed = {"before": 0, "inside": 0, "after": 0}
+    kept_lines = problems = 0
+    for trial in range(60):
+        s = tmp_path / f"s{trial // 10}"
+        if trial % 10 == 0:
+            shutil.rmtree(tmp_path / f"s{trial // 10 - 1}", ignore_errors=True)
+            cli("append", "--create", str(s), "-q", input=_batch("seed", 1, 10), check=True)
+        log = s / "updates.jsonl"
+        batch = _batch(f"g{trial}", 200, 20_000)
+        before = log.stat().st_size
+        _killed_at_growth(s, batch, env, rng.choice([0.0, 0.0, rng.uniform(0, 0.0005)]))
+        part = _past(log, before)
+        where = "before" if not part else "after" if part.count(b"\n") == 200 else "inside"
+        landed[where] += 1
+        if where == "inside":
+            check = cli("repair", "--check", "--json", str(s))
+            problems += check.returncode == 1 and orjson.loads(check.stdout)["problems"].get("cut_batch") == 1
+        cli("append", str(s), "-q", input=_batch(f"n{trial}", 1, 10), check=True)  # the next writer, another batch
+        ids = [orjson.loads(line)["id"] for line in _past(log, before).splitlines()]
+        whole = [f"g{trial}-{i}" for i in range(200)]
+        assert ids == ([*whole, f"n{trial}-0"] if where == "after" else [f"n{trial}-0"]), (trial, where, len(ids))  # whole or not at all
+        cli("append", str(s), "-q", input=batch, check=True)  # the retry, as a runtime would: whole, once
+        ids = [orjson.loads(line)["id"] for line in _past(log, before).splitlines()]
+        assert ids == ([*whole, f"n{trial}-0"] if where == "after" else [f"n{trial}-0", *whole]), (trial, where, len(ids))
+        if where == "inside":
+            kept_lines += part.count(b"\n")
+            rec = orjson.loads((s / "quarantine" / "index.jsonl").read_bytes().splitlines()[-1])
+            assert (rec["offset"], rec["bytes"]) == (before, len(part)), trial
+            assert (s / "quarantine" / rec["file"]).read_bytes() == part, trial
+        if trial % 10 == 9:
+            cli("repair", str(s), check=True)  # (a kill after the write, before summary.json's rename: a stale summary)
+            assert cli("repair", "--check", str(s)).returncode == 0
+    assert landed["inside"] > 0 and problems == landed["inside"]
+    print(f"kill -9 at the log's growth: 60 appends of about 4 MB; killed before the write {landed['before']}, inside it "
+          f"{landed['inside']} ({kept_lines} whole lines of those batches moved to quarantine with their torn tails, "
+          f"none kept), after it {landed['after']}; every retry landed its batch whole, once")
+
+
+def _past(log: Path, offset: int) -> bytes:
+    with open(log, "rb") as f:
+        f.seek(offset)
+        return f.read()

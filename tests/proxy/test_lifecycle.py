@@ -85,6 +85,24 @@ def test_a_session_past_its_window_is_repaired_pruned_and_compacted(tmp_path: Pa
     assert orjson.dumps(ledger).count(str(sum(u["input_tokens"] for u in c.usage)).encode()) >= 1
 
 
+def test_a_pass_1_just_started_at_the_threshold_is_waited_for(tmp_path: Path) -> None:
+    """A client with no think time reaches the threshold while pass 1's process is still starting
+    (no marker yet): the compaction waits for it and uses its note, not one pass."""
+    root = tmp_path / "root"
+    with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "60000", "--no-prune") as (url, _proxy):
+        c = Client(url, up, SID, think=0.0)
+        a = c.send(tool_use("Bash", {"command": "make"}), {"type": "text", "text": "Fix the parser."})
+        turn = 0
+        while not any(e["kind"] == "compaction" for folder in session_dirs(root) for e in events(folder)):
+            a = c.send(text(f"Read log {turn}."), result(a, f"log {turn}\n" + ("line of log output\n" * 180)))
+            a = c.send(tool_use("Bash", {"command": f"cat log{turn + 1}.txt"}), {"type": "text", "text": f"turn {turn}: go on. " + NOTE})
+            turn += 1
+            assert turn < 80, "never compacted"
+    [folder] = session_dirs(root)
+    [comp] = [e for e in events(folder) if e["kind"] == "compaction"]
+    assert comp["two_pass"]["pass1_latency_ms"] is not None, comp["two_pass"]  # pass 1's note was used
+
+
 def test_count_tokens_counts_the_copy_the_next_request_would_send(tmp_path: Path) -> None:
     root = tmp_path / "root"
     with FakeAnthropic(listen()) as up, running_proxy(root, up.origin, "--window", "30000", "--no-prefire") as (url, proxy):

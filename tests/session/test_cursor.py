@@ -143,6 +143,7 @@ _FINGERPRINTS = {"fp", "head", "tail"}
 # Modules that compare a file's identity for a reason of their own.
 _OWN_REASON = {
     "catty_ctx/session/cursor.py": "the cursor",
+    "catty_ctx/session/batch.py": "the record of a batch being written names the log it was written for (catty's own, under its lock)",
     "catty_ctx/session/event_ids.py": "the id index's header names the log it was written for (catty's own, under its lock)",
     "catty_ctx/index/store.py": "the search index asks only whether a file changed since it was indexed (size, mtime, inode), to read it again whole: no resume",
 }

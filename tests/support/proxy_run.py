@@ -76,10 +76,11 @@ def post(url: str, path: str, body: bytes | Any, headers: dict[str, str] | None 
 class Client:
     """A scripted agent: keeps its whole history, moves its breakpoint to the last block as Claude Code does.
     Given the PROXY's process, its think time after an answer lasts while the proxy has a process
-    of its own running (a pass 1), as a real agent's turn outlasts it; else 50 ms per turn."""
+    of its own running (a pass 1), as a real agent's turn outlasts it; else THINK seconds per turn."""
 
-    def __init__(self, url: str, up: Any, sid: str, key: str = "k", proxy: subprocess.Popen[bytes] | None = None) -> None:
-        self.url, self.up, self.sid, self.key, self.proxy = url, up, sid, key, proxy
+    def __init__(self, url: str, up: Any, sid: str, key: str = "k", proxy: subprocess.Popen[bytes] | None = None,
+                 think: float = 0.05) -> None:
+        self.url, self.up, self.sid, self.key, self.proxy, self.think = url, up, sid, key, proxy, think
         self.msgs: list[dict[str, Any]] = []
         self.usage: list[dict[str, int]] = []
 
@@ -97,7 +98,7 @@ class Client:
         self.usage.append(answer["usage"])
         self.msgs.append({"role": "assistant", "content": answer["content"]})
         if self.proxy is None:
-            time.sleep(0.05)
+            time.sleep(self.think)
         else:
             time.sleep(0.005)  # (a pass 1 starts once the answer went out and its request is in the log)
             end = time.monotonic() + 60
