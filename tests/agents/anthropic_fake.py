@@ -43,6 +43,16 @@ def tool_use(name: str, input: dict[str, Any], *, text: str | None = None, id: s
     return Reply(blocks, stop_reason="tool_use", usage=usage)
 
 
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks a request sends after the model's last turn. Not only in its last
+    message: an MCP server that finished connecting during the turn adds its instructions after
+    them, as a message of its own (Claude Code)."""
+    messages = body["messages"]
+    last_turn = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    return [b for m in messages[last_turn + 1:] if isinstance(m.get("content"), list) for b in m["content"]
+            if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
 def error(status: int, message: str, type: str = "invalid_request_error") -> Reply:
     return Reply([], status=status, error={"type": type, "message": message})
 

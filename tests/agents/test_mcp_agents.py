@@ -8,7 +8,7 @@ import orjson
 import pytest
 from support import ROOT
 
-from agents.anthropic_fake import text, tool_use
+from agents.anthropic_fake import text, tool_results, tool_use
 from agents.http_fake import Until
 from agents.openai_fake import exec_command, function_call, message
 from agents.runner import catty_ctx_command, toml_value
@@ -16,11 +16,6 @@ from agents.scenarios import CLAUDE_WINDOW_NEAR, ERROR, codex_session
 from catty_ctx.agents.codex_install import server_table
 from catty_ctx.agents.recall import CODEX_NAMESPACE, RECALL_SEARCH_TOOL
 from catty_ctx.agents.settings import RECALL_SERVER, mcp_entry
-
-
-def _tool_results(body: dict) -> list[dict]:
-    last = body["messages"][-1]
-    return [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(last["content"], list) else []
 
 
 @pytest.mark.long
@@ -44,7 +39,7 @@ def test_claude_recalls_the_exact_error_an_automatic_compaction_dropped(claude, 
     asked, answered = s.bodies()[before:]
     assert RECALL_SEARCH_TOOL in [t["name"] for t in asked["tools"]]
     assert ERROR not in orjson.dumps(asked["messages"]).decode()  # out of the context after the compaction
-    (result,) = _tool_results(answered)
+    (result,) = tool_results(answered)
     words = "".join(b["text"] for b in result["content"] if b.get("type") == "text") if isinstance(result["content"], list) else result["content"]
     assert not result.get("is_error"), words
     found = orjson.loads(words)

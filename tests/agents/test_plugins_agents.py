@@ -15,7 +15,7 @@ import orjson
 import pytest
 from support import ROOT
 
-from agents.anthropic_fake import text, tool_use
+from agents.anthropic_fake import text, tool_results, tool_use
 from agents.http_fake import Until
 from agents.openai_fake import exec_command, function_call, message
 from agents.runner import Claude, Codex
@@ -82,13 +82,13 @@ def test_claude_plugin_validates_installs_offline_and_its_hooks_and_server_run(c
     # outlast the first request on a loaded machine)
     before = len(s.bodies())
     s.push(Until(lambda req: tool in _tool_names(req.json), lambda: tool_use("Bash", {"command": "sleep 0.3", "description": "wait"})),
-           tool_use(tool, {"pattern": "expected 3, got 4"}), text("Found."))
+           tool_use(tool, {"pattern": "expected 3, got 4"}, id="toolu_recall_the_error"), text("Found."))
     claude.prompt("What exactly did the test print?", resume=sid, env={"ENABLE_TOOL_SEARCH": "false"})
     assert s.unscripted == 0 and s.errors == [], (s.unscripted, s.errors)
     *_waits, asked, answered_body = s.bodies()[before:]
     assert tool in _tool_names(asked)
-    answered = answered_body["messages"][-1]["content"]
-    (result,) = [b for b in answered if isinstance(b, dict) and b.get("type") == "tool_result"]
+    (result,) = tool_results(answered_body)
+    assert result["tool_use_id"] == "toolu_recall_the_error"
     words = result["content"] if isinstance(result["content"], str) else "".join(b.get("text", "") for b in result["content"])
     assert not result.get("is_error"), words
     found = orjson.loads(words)

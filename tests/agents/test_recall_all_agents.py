@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from agents.anthropic_fake import text, tool_use
+from agents.anthropic_fake import text, tool_results, tool_use
 from agents.runner import catty_ctx_command
 from catty_ctx.agents.recall import RECALL_SEARCH_TOOL
 from catty_ctx.agents.settings import RECALL_SERVER, mcp_entry
@@ -43,8 +43,7 @@ def test_claude_gets_an_earlier_session_of_its_project_from_recall_search_scope_
 
     asked, answered = s.bodies()[before:]
     assert MARK not in orjson.dumps(asked["messages"]).decode()  # not in this session's context: only the server can tell
-    last = answered["messages"][-1]
-    (result,) = [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    (result,) = tool_results(answered)
     words = "".join(b["text"] for b in result["content"] if b.get("type") == "text") if isinstance(result["content"], list) else result["content"]
     assert not result.get("is_error"), words
     found = orjson.loads(words)
