@@ -41,6 +41,7 @@ from .cachefiles import cache_file, index_file
 from .outcome import Ledger, Scan
 from .pricefiles import price_files
 from .walk import AGENTS, Listings, homes, survey
+from .warm import days_asked, refused_empty
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -179,12 +180,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     (see `filescan.validate_catty_logs`), and reads past both caches."""
     if by not in BY_CHOICES:
         raise UsageError(f"--by must be one of {', '.join(BY_CHOICES)}")
-    lo = hi = None
-    if since or until:  # (dates: datetime's import, which an answer to no date needs not)
-        from .times import parse_day
-
-        lo = parse_day(since) if since else None
-        hi = parse_day(until) if until else None
+    lo, hi = days_asked(since, until)
     prices = price_files(prices_file)
     # Strict reads every line: no cache knows them. A URL's files have no inode, and some stores no mtime: not cached.
     use_cache = use_cache and not strict and not any(is_url(p) for p in paths)
@@ -212,7 +208,7 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     if ran is None:
         found = survey(paths, listings)
     # A PATH holding nothing is refused once the others are read too: the most severe refusal of all stands.
-    empty = sources is None and not allow_empty and any(not files for _arg, files in found)
+    empty = refused_empty(found, sources, allow_empty)
     if strict:
         from .filescan import validate_catty_logs
 

@@ -17,6 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .walk import Survey
+
 
 def cached(paths: list[str], *, by: str = "model", since: str | None = None, until: str | None = None,
            timezone_name: str | None = None, prices_file: str | None = None, allow_empty: bool = False) -> dict[str, Any] | None:
@@ -33,22 +35,33 @@ def cached(paths: list[str], *, by: str = "model", since: str | None = None, unt
         paths = [folder for _agent, folder in sources]
     if any(p == "-" or is_url(p) for p in paths):
         return None
-    lo = hi = None
-    if since or until:
-        from .times import parse_day
-
-        lo = parse_day(since) if since else None
-        hi = parse_day(until) if until else None
+    lo, hi = days_asked(since, until)
     prices = price_files(prices_file)
     kept = read_answers(answers_path(paths))
     answers = kept.get("answers")
     if type(answers) is not dict or not answers:
         return None
     found = survey(paths, Listings(kept.get("dirs")))
-    if sources is None and not allow_empty and any(not files for _arg, files in found):
+    if refused_empty(found, sources, allow_empty):
         return None  # (refused in full)
     hit = answers.get(query_key(found, question(by, timezone_name, lo, hi, prices, allow_empty, sources)))
     return hit if type(hit) is dict else None
+
+
+def days_asked(since: str | None, until: str | None) -> tuple[str | None, str | None]:
+    """The days --since and --until name, checked (`times.parse_day`: a bad one raises); datetime is
+    imported only when a date is asked."""
+    if not (since or until):
+        return None, None
+    from .times import parse_day
+
+    return parse_day(since) if since else None, parse_day(until) if until else None
+
+
+def refused_empty(found: Survey, sources: list[tuple[str, str]] | None, allow_empty: bool) -> bool:
+    """Whether a PATH named (not a home looked for) holds no log and --allow-empty was not given: the
+    full run refuses it (`pipeline._refusal`), once the others are read; no answer is kept for it."""
+    return sources is None and not allow_empty and any(not files for _arg, files in found)
 
 
 def printed(hit: dict[str, Any] | None, form: str) -> bytes | None:
