@@ -94,7 +94,7 @@ def _cached_usage(args: list[str]) -> bool:
         from .usage.warm import cached, printed
 
         data = printed(cached(opts["paths"], by=by, since=opts.get("since"), until=opts.get("until"), timezone_name=opts.get("tz"),
-                              prices_file=opts.get("prices"), allow_empty=bool(opts.get("allow_empty"))),
+                              prices_file=opts.get("prices"), allow_empty=bool(opts.get("allow_empty")), leave_walk=True),
                        "json" if opts.get("as_json") else "lines")
     except KeyboardInterrupt as exc:
         _exit_for(exc)

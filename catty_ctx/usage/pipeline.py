@@ -41,7 +41,7 @@ from .cachefiles import cache_file, index_file
 from .outcome import Ledger, Scan
 from .pricefiles import price_files
 from .walk import AGENTS, Listings, homes, survey
-from .warm import days_asked, refused_empty
+from .warm import days_asked, refused_empty, taken
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -185,11 +185,12 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
     # Strict reads every line: no cache knows them. A URL's files have no inode, and some stores no mtime: not cached.
     use_cache = use_cache and not strict and not any(is_url(p) for p in paths)
     answers_file = answers_path(paths)
-    cached = read_answers(answers_file) if use_cache else {}
+    walked = taken(paths) if use_cache else None  # (the entry point's lookup read and walked them just now)
+    cached = walked[0] if walked is not None else read_answers(answers_file) if use_cache else {}
     answers = cached.get("answers")
     if type(answers) is not dict:
         answers = {}
-    listings = Listings(cached.get("dirs"))
+    listings = walked[1] if walked is not None else Listings(cached.get("dirs"))
     ran = None
     since_at = since_ns = None
     if lo is not None:  # "Since yesterday": a log last written before that day began holds no call of it.
@@ -205,7 +206,9 @@ def _usage(paths: Sequence[str | os.PathLike[str]], *, by: str, since: str | Non
         fanned = survey_and_scan([os.fspath(p) for p in paths], listings, jobs, progress, since_ns, ahead)
         if fanned is not None:
             found, ran = fanned
-    if ran is None:
+    if walked is not None:
+        found = walked[2]
+    elif ran is None:
         found = survey(paths, listings)
     # A PATH holding nothing is refused once the others are read too: the most severe refusal of all stands.
     empty = refused_empty(found, sources, allow_empty)

@@ -8,6 +8,8 @@ answer's kept bytes when there is one. Anything else, and any doubt, is the full
 """
 from __future__ import annotations
 
+import os
+
 from ..fleet.urlname import is_url
 from .answers import answers_path, query_key, question, read_answers
 from .pricefiles import price_files
@@ -15,18 +17,28 @@ from .walk import Listings, homes, survey
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from .walk import Survey
 
 
+# What the entry point's lookup read and walked when it found no answer to print: the full run that
+# follows in the same process takes it (`taken`) rather than reading and walking again.
+_left: tuple[list[str], dict[str, Any], Listings, Survey] | None = None
+
+
 def cached(paths: list[str], *, by: str = "model", since: str | None = None, until: str | None = None,
-           timezone_name: str | None = None, prices_file: str | None = None, allow_empty: bool = False) -> dict[str, Any] | None:
+           timezone_name: str | None = None, prices_file: str | None = None, allow_empty: bool = False,
+           leave_walk: bool = False) -> dict[str, Any] | None:
     """The kept answer `pipeline.usage` would serve (with the cache, not --strict, no cluster) for
     these arguments: the ledger's fields, the scan's counts and the printed forms (see
     `pipeline._usage`); None when there is none (or PATHS hold a URL or stdin, which are never cached).
     An error (a missing PATH, an unreadable price table, a bad date) is raised as the full run
-    would raise it, before anything is looked up."""
+    would raise it, before anything is looked up. LEAVE_WALK (the entry point, whose full run follows
+    at once): when there is no answer, the answer cache as read and the walk are left for `taken`."""
+    global _left
+    _left = None
     sources = None
     if not paths:
         sources, _looked = homes()
@@ -41,11 +53,25 @@ def cached(paths: list[str], *, by: str = "model", since: str | None = None, unt
     answers = kept.get("answers")
     if type(answers) is not dict or not answers:
         return None
-    found = survey(paths, Listings(kept.get("dirs")))
-    if refused_empty(found, sources, allow_empty):
-        return None  # (refused in full)
-    hit = answers.get(query_key(found, question(by, timezone_name, lo, hi, prices, allow_empty, sources)))
-    return hit if type(hit) is dict else None
+    listings = Listings(kept.get("dirs"))
+    found = survey(paths, listings)
+    hit = None if refused_empty(found, sources, allow_empty) else \
+        answers.get(query_key(found, question(by, timezone_name, lo, hi, prices, allow_empty, sources)))  # (an empty PATH: refused in full)
+    if type(hit) is dict:
+        return hit
+    if leave_walk:
+        _left = (list(paths), kept, listings, found)
+    return None
+
+
+def taken(paths: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any], Listings, Survey] | None:
+    """What the entry point's lookup left of PATHS (`cached(leave_walk=True)`): the answer cache as read,
+    the folder listings and the walk; once, then None."""
+    global _left
+    left, _left = _left, None
+    if left is None or left[0] != [os.fspath(p) for p in paths]:
+        return None
+    return left[1], left[2], left[3]
 
 
 def days_asked(since: str | None, until: str | None) -> tuple[str | None, str | None]:

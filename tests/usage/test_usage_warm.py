@@ -148,6 +148,27 @@ def test_a_log_appended_a_new_log_and_a_log_replaced_are_read_in_full(tmp_path: 
     assert same_as_no_cache(str(root), "--by", "day") != newer and seen[-2] is False
 
 
+def test_a_question_the_cache_cannot_answer_walks_the_tree_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The entry point's lookup that finds no answer hands what it read and walked to the full run."""
+    from catty_ctx.usage import pipeline, warm
+
+    root = tree(tmp_path / "c")
+    seen = answered(monkeypatch)
+    before = same_as_no_cache(str(root), "--by", "day")
+    walks: list[str] = []
+    for module in (pipeline, warm):
+        monkeypatch.setattr(module, "survey", lambda paths, listings, own=module.survey, name=module.__name__: walks.append(name) or own(paths, listings))
+    main_log = next(p for p in sorted(root.rglob("*.jsonl")) if "subagents" not in p.parts)
+    line = next(ln for ln in main_log.read_bytes().splitlines() if b'"assistant"' in ln)
+    with main_log.open("ab") as f:  # (one more call: the kept answer no longer holds)
+        f.write(line.replace(b'"msg_', b'"msg_w').replace(b'"req_', b'"req_w').replace(b'"uuid":"', b'"uuid":"w') + b"\n")
+    got = cli("usage", str(root), "--by", "day", "--json")
+    assert got.returncode == 0 and seen[-1] is False and walks == ["catty_ctx.usage.warm"]
+    assert orjson.dumps(read_counts_dropped(got.stdout)) != before
+    assert warm._left is None  # (nothing left behind for a later run)
+    assert same_as_no_cache(str(root), "--by", "day") == orjson.dumps(read_counts_dropped(got.stdout)) and seen[-2] is True
+
+
 def test_another_question_is_answered_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tree(tmp_path / "c")
     seen = answered(monkeypatch)
