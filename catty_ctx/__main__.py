@@ -91,7 +91,7 @@ def _cached_usage(args: list[str]) -> bool:
         by = opts.get("by", "model")
         if defaults.CONFIG_PROBLEM is not None or by not in defaults.USAGE_BY or by == "block":
             return False
-        from .usage.warm import cached, printed
+        from .usage.warm import cached, forget, printed
 
         data = printed(cached(opts["paths"], by=by, since=opts.get("since"), until=opts.get("until"), timezone_name=opts.get("tz"),
                               prices_file=opts.get("prices"), allow_empty=bool(opts.get("allow_empty")), leave_walk=True),
@@ -104,7 +104,8 @@ def _cached_usage(args: list[str]) -> bool:
         if collecting:
             gc.enable()
     if data is None:
-        return False
+        return False  # (the full run takes the walk the lookup made: see `warm.taken`)
+    forget()
     try:
         out = sys.stdout.buffer
         out.write(data)

@@ -36,7 +36,7 @@ def cached(paths: list[str], *, by: str = "model", since: str | None = None, unt
     `pipeline._usage`); None when there is none (or PATHS hold a URL or stdin, which are never cached).
     An error (a missing PATH, an unreadable price table, a bad date) is raised as the full run
     would raise it, before anything is looked up. LEAVE_WALK (the entry point, whose full run follows
-    at once): when there is no answer, the answer cache as read and the walk are left for `taken`."""
+    at once unless it prints the answer, `forget` then): the answer cache as read and the walk are left for `taken`."""
     global _left
     _left = None
     sources = None
@@ -57,11 +57,9 @@ def cached(paths: list[str], *, by: str = "model", since: str | None = None, unt
     found = survey(paths, listings)
     hit = None if refused_empty(found, sources, allow_empty) else \
         answers.get(query_key(found, question(by, timezone_name, lo, hi, prices, allow_empty, sources)))  # (an empty PATH: refused in full)
-    if type(hit) is dict:
-        return hit
     if leave_walk:
         _left = (list(paths), kept, listings, found)
-    return None
+    return hit if type(hit) is dict else None
 
 
 def taken(paths: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any], Listings, Survey] | None:
@@ -72,6 +70,12 @@ def taken(paths: Sequence[str | os.PathLike[str]]) -> tuple[dict[str, Any], List
     if left is None or left[0] != [os.fspath(p) for p in paths]:
         return None
     return left[1], left[2], left[3]
+
+
+def forget() -> None:
+    """Drop what the entry point's lookup left (its answer was printed: no full run follows)."""
+    global _left
+    _left = None
 
 
 def days_asked(since: str | None, until: str | None) -> tuple[str | None, str | None]:

@@ -167,6 +167,14 @@ def test_a_question_the_cache_cannot_answer_walks_the_tree_once(tmp_path: Path, 
     assert orjson.dumps(read_counts_dropped(got.stdout)) != before
     assert warm._left is None  # (nothing left behind for a later run)
     assert same_as_no_cache(str(root), "--by", "day") == orjson.dumps(read_counts_dropped(got.stdout)) and seen[-2] is True
+    assert warm._left is None  # (an answer printed: no full run follows, nothing is left for one)
+    # An answer kept with a warning to print (an unreadable line) is the full run's too, on the same walk.
+    with main_log.open("ab") as f:
+        f.write(b'{"message": {"usage": {"output_tokens": broken\n')
+    assert b"1 unreadable line skipped" in cli("usage", str(root), "--by", "day", "--json").stderr
+    walks.clear()
+    noisy = cli("usage", str(root), "--by", "day", "--json")
+    assert b"1 unreadable line skipped" in noisy.stderr and seen[-1] is False and walks == ["catty_ctx.usage.warm"]
 
 
 def test_another_question_is_answered_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
