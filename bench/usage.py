@@ -48,7 +48,6 @@ import resource  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
-import sysconfig  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from datetime import datetime, timezone  # noqa: E402
@@ -61,11 +60,11 @@ sys.path.append(_HERE)
 from _util import OUT, ROOT, env_with_project  # noqa: E402
 
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+from support import INSTALLED_PROGRAM, installed_path  # noqa: E402
 from support.usage_trees import claude_tree, codex_rollout, gemini_home, opencode_db, opencode_sessions, opencode_storage  # noqa: E402
 
 # The program as its installed script runs it, without the site module (see above).
-ENTRY = "import sys; from catty_ctx.__main__ import main; sys.argv[0] = 'catty-ctx'; main()"
-CATTY = [sys.executable, "-S", "-c", ENTRY]
+CATTY = [sys.executable, "-S", "-c", INSTALLED_PROGRAM]
 BARE = [sys.executable, "-S", "-c", "pass"]
 # (msgspec as usage imports it: without typing_extensions, see catty_ctx/usage/decoder.py)
 WITH_DECODER = [sys.executable, "-S", "-c", "import catty_ctx.usage.decoder, msgspec.json, msgspec.msgpack"]
@@ -74,8 +73,7 @@ WITH_DECODER = [sys.executable, "-S", "-c", "import catty_ctx.usage.decoder, msg
 def installed_env(**extra: str) -> dict[str, str]:
     """`env_with_project` for a run without the site module: the project and the environment's package folders on the path."""
     env = env_with_project(**extra)
-    folders = dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-    env["PYTHONPATH"] = os.pathsep.join(folders)
+    env["PYTHONPATH"] = installed_path()
     return env
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import orjson
-from support import ROOT, plain_run_loads
+from support import INSTALLED_PROGRAM, ROOT, installed_path, plain_run_loads
 
 # Never loaded by a plain read of a catty session.
 HEAVY = ("typer", "click", "rich", "catty_ctx.importers", "catty_ctx.usage", "catty_ctx.compact.pipeline", "catty_ctx.writeback",
@@ -77,14 +77,11 @@ def test_a_usage_question_asked_before_is_answered_before_the_cli_loads(tmp_path
     datetime or a JSON library (run as installed: `-S`, the package folders on the path, so that no
     editable finder loads them first; what it loaded is told by -X importtime, as it may end with
     os._exit)."""
-    import sysconfig
-
     from support.usage_trees import claude_tree
 
     claude_tree(tmp_path / "c", seed=2, projects=1, sessions=2, turns=4)
-    code = "import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\nmain()"
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), TZ="UTC",
-               PYTHONPATH=os.pathsep.join(dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])))
+    code = INSTALLED_PROGRAM
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), TZ="UTC", PYTHONPATH=installed_path())
     runs = [subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", code, "usage", str(tmp_path / "c"), "--by", "day", "--json"],
                            capture_output=True, cwd=ROOT, env=env, timeout=120, check=False) for _ in range(2)]
     first, again = (orjson.loads(r.stdout) for r in runs)

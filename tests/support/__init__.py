@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,14 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXTURES = ROOT / "fixtures"
+# The program as its installed script runs it, for `python -S -c` (see `installed_path`).
+INSTALLED_PROGRAM = "import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\nmain()"
+
+
+def installed_path() -> str:
+    """PYTHONPATH for the program run as installed without the site module (`python -S`): the
+    project, then the environment's package folders (no editable finder)."""
+    return os.pathsep.join(dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
 
 
 def fixture_session(name: str, tmp_path: Path) -> Path:

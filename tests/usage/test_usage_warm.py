@@ -12,13 +12,12 @@ import pty
 import re
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from support import ROOT, cli
+from support import INSTALLED_PROGRAM, ROOT, cli, installed_path
 from support.usage_trees import claude_tree
 
 import catty_ctx.__main__ as entry
@@ -26,7 +25,7 @@ from catty_ctx.cli import usage as cli_usage
 
 # The program as its installed script runs it, without the site module (it may end at once, with
 # os._exit: what it loaded is told by -X importtime's lines on stderr).
-PROGRAM = "import sys\nfrom catty_ctx.__main__ import main\nsys.argv[0] = 'catty-ctx'\nmain()"
+PROGRAM = INSTALLED_PROGRAM
 FULL = PROGRAM.replace("sys.argv[0] = 'catty-ctx'", "sys.argv[0] = 'catty-ctx'\nimport catty_ctx.__main__ as m\nm._cached_usage = lambda args: False")
 LEAN_CLI = {"catty_ctx.cli", "catty_ctx.cli.plain", "catty_ctx.cli.ending"}  # (what of the CLI the cached answer's path loads)
 
@@ -49,8 +48,7 @@ def run(*args: str, full: bool = False, **env: str) -> tuple[int, bytes, bytes, 
 
 def installed() -> dict[str, str]:
     """The environment of the program run as installed (`-S`: the package folders on the path, no editable finder)."""
-    path = os.pathsep.join(dict.fromkeys([str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
-    return {**os.environ, "PYTHONPATH": path}
+    return {**os.environ, "PYTHONPATH": installed_path()}
 
 
 def answered(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
