@@ -252,7 +252,7 @@ class Proxy:
         if not isinstance(doc, dict):
             return body
         fam = route.family
-        parsed = fam.parse(doc)
+        parsed, _ = self.parses.parse(fam, doc, len(body))  # (the history the conversation's last request parsed)
         agent, sid = conversation_key(fam.client, request.headers, doc, parsed.items)
         conv = self.recorder.open.get(self.recorder.key(agent, sid, parsed.items))
         if conv is None:
