@@ -111,6 +111,18 @@ def test_a_writer_killed_between_keeping_the_cut_part_and_cutting_it_leaves_one_
     assert (s / "quarantine" / kept[0]["file"]).read_bytes() == part
 
 
+def test_a_writer_killed_between_keeping_a_torn_tail_and_cutting_it_leaves_one_copy(tmp_path: Path) -> None:
+    """The same window on the torn-tail path (`Session.quarantine_tail` is shared): before, the
+    next append copied the torn line to quarantine a second time."""
+    s = write_log(tmp_path / "s", [session_event(), msg("user", "hi", "u1")], raw_tail=b'{"v":1,"seq":2,"ki')
+    log = (s / "updates.jsonl").read_bytes()
+    killed_inside("kept", "append", str(s), "-q", input=events_in(s, 1, 10, "next"))
+    assert (s / "updates.jsonl").read_bytes() == log and len(quarantined(s)) == 1
+    cli("append", str(s), "-q", input=events_in(s, 1, 10, "next"), check=True)
+    assert ids(s) == ["u1", "next-0"]
+    assert [(r["offset"], r["bytes"]) for r in quarantined(s)] == [(log.rindex(b"\n") + 1, len(b'{"v":1,"seq":2,"ki'))]
+
+
 def test_a_record_that_does_not_describe_the_log_cuts_nothing(tmp_path: Path) -> None:
     """A record left beside a log that was since replaced (another inode), or one that ends
     before the log does, is dropped: only the bytes of the batch it names are ever cut."""
