@@ -40,7 +40,7 @@ def usage_fields(usage: Any) -> dict[str, Any] | None:
         "cache_write": _count(usage, "cache_creation_input_tokens"),
     }
     written = usage.get("cache_creation")
-    hour = _count(written, "ephemeral_1h_input_tokens") if isinstance(written, dict) else 0
+    hour = min(_count(written, "ephemeral_1h_input_tokens"), fields["cache_write"]) if isinstance(written, dict) else 0
     if hour:
         fields["cache_write_1h"] = hour
     return fields

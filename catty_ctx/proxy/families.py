@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from ..importers.claude_events import usage_fields as anthropic_fields
 from ..view.fingerprint import prefix_fp
 
 Item = dict[str, Any]
@@ -182,12 +183,7 @@ def usage_fields(u: Any, *, openai: bool) -> dict[str, int] | None:
         return v if type(v) is int and v > 0 else 0
 
     if not openai:
-        fields = {"input": n(u, "input_tokens"), "output": n(u, "output_tokens"), "cache_read": n(u, "cache_read_input_tokens"),
-                  "cache_write": n(u, "cache_creation_input_tokens"), "reasoning": 0}
-        hour = min(n(u.get("cache_creation"), "ephemeral_1h_input_tokens"), fields["cache_write"])
-        if hour:  # (one-hour cache writes, billed apart: docs/format.md)
-            fields["cache_write_1h"] = hour
-        return fields
+        return {**(anthropic_fields(u) or {}), "reasoning": 0}  # (as an import of the agent's transcript counts it)
     if "prompt_tokens" in u:  # Chat Completions
         cached = n(u.get("prompt_tokens_details"), "cached_tokens")
         return {"input": max(n(u, "prompt_tokens") - cached, 0), "output": n(u, "completion_tokens"), "cache_read": cached,

@@ -156,12 +156,7 @@ class Lifecycle:
             fam.replace_span(doc, rep["lead"], rep["k"], rep["text"])
             changed = True
         if cache and cache["texts"] and cache["rep"] == (rep["compaction"] if rep is not None else None):
-            for it, loc in zip(parsed.items, parsed.locs):
-                text = cache["texts"].get(it["call_id"]) if it.get("role") == "tool" else None
-                at = _moved(loc, rep) if text is not None else None
-                if at is not None:
-                    fam.set_output(doc, at, text)
-                    changed = True
+            changed = _reapply(fam, doc, parsed, rep, cache["texts"]) or changed
         return orjson.dumps(doc) if changed else body
 
     # -- compaction: lookup, new, prefire ----------------------------------------------------------
@@ -289,11 +284,7 @@ class Lifecycle:
         if cache and not repaired and cache["rep"] == rep_id and 0 < n <= len(pending.digests) and pending.digests[n - 1] == cache["digest"]:
             new = sum(item_tokens(it) for it in client.items[n:])
             if (cache["tokens"] + new) * 100 < window * self.opts.prune.high_percent:
-                at = {it["call_id"]: loc for it, loc in zip(client.items, client.locs) if it.get("role") == "tool" and it["call_id"] in cache["texts"]}
-                for cid, text in cache["texts"].items():
-                    loc = _moved(at.get(cid), rep)
-                    if loc is not None:
-                        fam.set_output(doc, loc, text)
+                _reapply(fam, doc, client, rep, cache["texts"])
                 return bool(cache["texts"])
         parsed = fam.parse(doc)
         items: list[Item] = []
@@ -335,6 +326,19 @@ def _unchecked(conv: Conversation, parsed: Parsed, pending: PendingRecord) -> Pa
     while s > 0 and parsed.items[s].get("role") == "tool":
         s -= 1
     return Parsed(parsed.items[s:], parsed.locs[s:], parsed.lead, parsed.call_kinds)
+
+
+def _reapply(fam: Any, doc: dict[str, Any], parsed: Parsed, rep: dict[str, Any] | None, texts: dict[str, str]) -> bool:
+    """Set a prune batch's rewritten outputs TEXTS (by call id) in DOC again, where PARSED's
+    results sit once REP's compaction replaced its span; True when one was set."""
+    changed = False
+    for it, loc in zip(parsed.items, parsed.locs):
+        text = texts.get(it["call_id"]) if it.get("role") == "tool" else None
+        at = _moved(loc, rep) if text is not None else None
+        if at is not None:
+            fam.set_output(doc, at, text)
+            changed = True
+    return changed
 
 
 def _moved(loc: Loc | None, rep: dict[str, Any] | None) -> Loc | None:

@@ -33,11 +33,11 @@ STATE_FILE = "proxy.json"
 ROLES = frozenset({"system", "developer", "user", "assistant"})
 
 
-def chain(items: list[Item]) -> list[bytes]:
-    """fp[1..n] of ITEMS, as digests."""
-    out: list[bytes] = []
-    d = seed()
-    for item in items:
+def chain(items: list[Item], digests: list[bytes] | None = None, start: int = 0) -> list[bytes]:
+    """fp[1..n] of ITEMS, as digests; the first START taken from DIGESTS (an earlier parse's, reuse.py)."""
+    out = digests[:start] if digests is not None else []
+    d = out[-1] if out else seed()
+    for item in items[len(out):]:
         d = extend(d, canonical(item))
         out.append(d)
     return out

@@ -14,8 +14,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..view.fingerprint import canonical, extend, seed
-from .families import Item, Parsed
+from .families import Parsed
+from .recorder import chain
 
 KEEP = 32  # conversations remembered (least recently used dropped) ...
 KEEP_BYTES = 16 << 20  # ... and the request bodies they came from at most this long in all (decoded, ~5x that)
@@ -60,16 +60,6 @@ def common_len(a: list[Any], b: list[Any]) -> int:
     return lo
 
 
-def chain_from(digests: list[bytes], items: list[Item], start: int) -> list[bytes]:
-    """fp[1..n] of ITEMS, the first START digests taken from DIGESTS."""
-    out = digests[:start]
-    d = out[-1] if out else seed()
-    for item in items[start:]:
-        d = extend(d, canonical(item))
-        out.append(d)
-    return out
-
-
 class ParseCache:
     """The last requests' parses; `parse` reads a body as its family does, reusing one of them."""
 
@@ -84,7 +74,7 @@ class ParseCache:
         msgs = body.get(fam.list_key)
         if not isinstance(msgs, list) or not msgs:
             parsed = fam.parse(body)
-            return parsed, chain_from([], parsed.items, 0)
+            return parsed, chain(parsed.items)
         best: tuple[int, int, Known] | None = None
         for key, k in self.known.items():
             if k.head == head and k.messages[0] == msgs[0]:
@@ -93,12 +83,12 @@ class ParseCache:
                     best = (n, key, k)
         if best is None or best[0] == 0:
             parsed = fam.parse(body)
-            digests = chain_from([], parsed.items, 0)
+            digests = chain(parsed.items)
         else:
             n, key, k = best
             self.size -= self.known.pop(key).size
             parsed, fresh = fam.parse_from(body, k.parsed, n)
-            digests = chain_from(k.digests, parsed.items, fresh)
+            digests = chain(parsed.items, k.digests, fresh)
             self.reused += n
         self.known[id(parsed)] = Known(list(msgs), head, parsed, digests, size)
         self.size += size

@@ -14,7 +14,6 @@ import asyncio
 import gc
 import sys
 import time
-import zlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ from .families import Answer, conversation_key
 from .openai import CHAT, RESPONSES
 from .recorder import Conversation, PendingRecord, Recorder
 from .reuse import ParseCache
-from .sse import SSEReader
+from .sse import Tee
 from .summarize import client_headers
 
 # Headers of one hop (connection management), never forwarded, and the ones the HTTP stack sets itself.
@@ -253,7 +252,7 @@ class Proxy:
         if not isinstance(doc, dict):
             return body
         fam = route.family
-        parsed = fam.parse(doc)
+        parsed, _ = self.parses.parse(fam, doc, len(body))  # (the history the conversation's last request parsed)
         agent, sid = conversation_key(fam.client, request.headers, doc, parsed.items)
         conv = self.recorder.open.get(self.recorder.key(agent, sid, parsed.items))
         if conv is None:
@@ -294,7 +293,7 @@ class Proxy:
             if up.content_length is not None:
                 out.content_length = up.content_length
             await out.prepare(request)
-            tee = Tee(prepared, up.headers) if prepared is not None and up.status == 200 else None
+            tee = Tee(prepared.family, up.headers) if prepared is not None and up.status == 200 else None
             sent = prepared.sent if prepared is not None else None
             try:
                 async for chunk in up.content.iter_any():
@@ -350,48 +349,3 @@ class Proxy:
     def _record_answer(self, conv: Conversation, answer: Answer) -> None:
         self.recorder.record_answer(conv, answer)
         conv.save()
-
-
-class Tee:
-    """The side copy of an answer: SSE events read as they come, a JSON body kept to its end
-    (decompressed when the upstream compressed it)."""
-
-    def __init__(self, prepared: Prepared, headers: Any) -> None:
-        self.reader = prepared.family.reader()
-        self.sse = "text/event-stream" in (headers.get("Content-Type") or "")
-        self.events = SSEReader()
-        self.parts: list[bytes] = []
-        enc = (headers.get("Content-Encoding") or "").lower()
-        self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if enc == "gzip" else zlib.decompressobj() if enc == "deflate" else None
-        self.unreadable = enc not in ("", "identity", "gzip", "deflate")
-        self.error: Exception | None = None
-        self.header_id = headers.get("request-id")  # (Anthropic's: the agent's transcript names the call by it)
-
-    def feed(self, chunk: bytes) -> None:
-        if self.unreadable or self.error is not None:
-            return
-        try:
-            if self.inflate is not None:
-                chunk = self.inflate.decompress(chunk)
-            if self.sse:
-                for name, data in self.events.feed(chunk):
-                    self.reader.event(name, data)
-            else:
-                self.parts.append(chunk)
-        except Exception as exc:  # the client has its bytes already; only the record is lost
-            self.error = exc
-
-    def answer(self) -> Answer | None:
-        if self.unreadable or self.error is not None:
-            return None
-        if self.sse:
-            for name, data in self.events.close():
-                self.reader.event(name, data)
-        else:
-            doc = orjson.loads(b"".join(self.parts))
-            if isinstance(doc, dict):
-                self.reader.document(doc)
-        result: Answer | None = self.reader.finish()
-        if result is not None and isinstance(self.header_id, str) and self.header_id:
-            result.header_id = self.header_id
-        return result

@@ -23,7 +23,7 @@ from ..compact.transport import post
 from ..defaults import MAX_RESPONSE_BYTES
 from .anthropic import ANTHROPIC
 from .openai import CHAT, RESPONSES
-from .sse import SSEReader
+from .sse import Tee
 
 UPSTREAM = "upstream"  # the --summarizer value (the default) naming this summariser
 FAMILIES = {f.name: f for f in (ANTHROPIC, RESPONSES, CHAT)}
@@ -70,26 +70,18 @@ class UpstreamSummarizer(ModelSummarizer):
 
     def call_once(self, prompt: Prompt, timer: StreamTimer) -> tuple[str, dict[str, Any] | None]:
         headers = {**self.headers, "Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
-        reader = self.family.reader()
         with post(self.url, self.body(prompt), headers, timeout=self.timeout, max_bytes=MAX_RESPONSE_BYTES) as answer:
             check_status(answer)
-            try:
-                if "text/event-stream" in answer.header("Content-Type"):
-                    events = SSEReader()
-                    for line in answer.lines():
-                        for name, data in events.feed(line):
-                            reader.event(name, data)
-                            timer.delta(time.monotonic())
-                    for name, data in events.close():
-                        reader.event(name, data)
-                else:
-                    doc = orjson.loads(answer.body())
+            tee = Tee(self.family, {k: answer.header(k) for k in ("Content-Type", "Content-Encoding")})
+            for chunk in answer.lines() if tee.sse else (answer.body(),):
+                if tee.feed(chunk) or not tee.sse:  # (a line completes one event at most)
                     timer.delta(time.monotonic())
-                    if isinstance(doc, dict):
-                        reader.document(doc)
+            try:
+                got = tee.answer()
             except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
                 raise Transient(f"malformed answer ({type(exc).__name__})") from None
-        got = reader.finish()
+        if tee.error is not None:
+            raise Transient(f"malformed answer ({type(tee.error).__name__})")
         if got is None:
             raise Transient("the answer ended before its last event")
         text = "\n".join(it.get("text") or "" for it in got.items if it.get("role") == "assistant")

@@ -141,16 +141,26 @@ def test_claude_code_through_the_proxy(claude: Claude, loopback: Any, tmp_path: 
     folder = check_session(root, [_anthropic_usage(b) for b in up.sent])
     # One conversation, three copies: Claude Code's transcript, the hooks' mirror of it, the proxy's
     # session. `usage` over all three counts each call once, as over the transcript alone.
-    transcript = c.transcript(sid)
+    counted_once(tmp_path, "claude", sid, c.transcript(sid), folder, len(up.sent), ("calls", "input", "output", "cache_read"),
+                 [("log", "mirror", "proxy")])
+
+
+def counted_once(tmp_path: Path, agent: str, sid: str, log: Path, folder: Path, calls: int, keys: tuple[str, ...],
+                 orders: list[tuple[str, ...]]) -> Any:
+    """`usage` over the agent's LOG alone counts CALLS calls; over each of ORDERS (of "log", the hooks'
+    "mirror" of it, the "proxy"'s session FOLDER) the same KEYS' totals, each extra copy's calls as
+    duplicates. The report over LOG alone."""
     mirror = tmp_path / "mirrors" / sid
     mirror.parent.mkdir()
-    sync(mirror, str(transcript), "claude", sid)
-    alone = usage([str(transcript)], timezone_name="UTC", use_cache=False)[0]
-    assert alone.totals["calls"] == len(up.sent)
-    together = usage([str(transcript), str(mirror), str(folder)], timezone_name="UTC", use_cache=False)[0]
-    assert {k: together.totals[k] for k in ("calls", "input", "output", "cache_read")} == \
-        {k: alone.totals[k] for k in ("calls", "input", "output", "cache_read")}
-    assert together.duplicates == alone.duplicates + 2 * len(up.sent)
+    sync(mirror, str(log), agent, sid)
+    alone = usage([str(log)], timezone_name="UTC", use_cache=False)[0]
+    assert alone.totals["calls"] == calls
+    copies = {"log": log, "mirror": mirror, "proxy": folder}
+    for order in orders:
+        together = usage([str(copies[name]) for name in order], timezone_name="UTC", use_cache=False)[0]
+        assert {k: together.totals[k] for k in keys} == {k: alone.totals[k] for k in keys}, order
+        assert together.duplicates == alone.duplicates + (len(order) - 1) * calls, order
+    return alone
 
 
 def _anthropic_usage(sent: bytes) -> dict[str, int]:
@@ -216,15 +226,6 @@ def test_codex_through_the_proxy(codex: Codex, loopback: Any, tmp_path: Path) ->
     # One conversation, three copies: Codex's rollout, the hooks' mirror of it, the proxy's session.
     # The proxy names each call by the session's running totals, which the rollout records too:
     # `usage` over any of them together counts each call once, as over the rollout alone.
-    rollout = c.rollout(sid)
-    mirror = tmp_path / "mirrors" / sid
-    mirror.parent.mkdir()
-    sync(mirror, str(rollout), "codex", sid)
-    alone = usage([str(rollout)], timezone_name="UTC", use_cache=False)[0]
-    assert alone.totals["calls"] == len(up.sent)
+    alone = counted_once(tmp_path, "codex", sid, c.rollout(sid), folder, len(up.sent), ("calls", "input", "output", "cache_read", "reasoning"),
+                         [("log", "proxy"), ("proxy", "log"), ("mirror", "proxy"), ("proxy", "mirror", "log")])
     assert sum(u["input"] + u["cache_read"] for u in map(_responses_usage, up.sent)) == alone.totals["input"] + alone.totals["cache_read"]
-    for paths in ([rollout, folder], [folder, rollout], [mirror, folder], [folder, mirror, rollout]):
-        together = usage([str(p) for p in paths], timezone_name="UTC", use_cache=False)[0]
-        assert {k: together.totals[k] for k in ("calls", "input", "output", "cache_read", "reasoning")} == \
-            {k: alone.totals[k] for k in ("calls", "input", "output", "cache_read", "reasoning")}, paths
-        assert together.duplicates == alone.duplicates + (len(paths) - 1) * len(up.sent), paths
