@@ -326,39 +326,31 @@ def _settle(mirror: Path, session: Session, cursor: dict[str, Any], tracker: Age
     """A run killed between naming its append (PENDING: the log's end before it, the number of
     events, the cursor it earns) and recording the cursor. When the log holds that many whole
     lines past the end named, the batch landed: the cursor it earned is taken and its events are
-    tracked. Else the same bytes are read again, from a log cut back to where the batch began:
-    a kill inside the append's one write can leave part of the batch (the system ends a write
-    at a fatal signal between pages: whole lines, then a torn one), which is moved to
-    quarantine, as `store.write_batch` cuts back a short write it outlives. Either way no event
-    is appended twice or lost. (Taking the lock already cut such a part back when the batch
-    crossed a page, `batch.settle`: the log then ends where the batch began, and the same
-    bytes are read again; the cut here stays for any other write a kill ended part way.)"""
+    tracked. Else the same bytes are read again, from a log cut back to where the batch began.
+    A kill inside the append's write never gets here with part of the batch in the log: taking
+    the lock settled it (`batch.settle` cut it back to where the batch began). The cut here is
+    for what that record, not fsynced, does not survive: a crash of the machine that kept part
+    of the batch's pages (and a torn line the log held before the run, which the append would
+    have moved to quarantine the same way). Either way no event is appended twice or lost."""
     pending = cursor.pop(PENDING)
     log_end = pending.get("log_end") if isinstance(pending, dict) else None
     size = session.log_path.stat().st_size if session.log_path.exists() else 0
     if type(log_end) is int and isinstance(pending.get("cursor"), dict) and 0 <= log_end < size:
         count = pending.get("events")
-        lines = _lines_past(session, log_end)
-        if lines and (type(count) is not int or lines >= count):  # (a record without a count: every batch taken)
+        with open(session.log_path, "rb") as f:
+            f.seek(log_end)
+            try:
+                landed = list(records(f, session.display, warn=None))  # (one batch: a step's events)
+            except DataError:  # a line past the end named that is not JSON: not the batch whole
+                landed = []
+        if landed and (type(count) is not int or len(landed) >= count):  # (a record without a count: every batch taken)
             cursor.update(pending["cursor"])
-            with open(session.log_path, "rb") as f:
-                f.seek(log_end)
-                for ev in records(f, session.display, warn=None):
-                    if isinstance(ev, dict):
-                        tracker.track(ev)
+            for ev in landed:
+                if isinstance(ev, dict):
+                    tracker.track(ev)
         else:
-            session.quarantine_tail(log_end, size, reason="a mirror batch cut short by a killed run (read again from the transcript)")
+            session.quarantine_tail(log_end, size, reason="a mirror batch cut short (read again from the transcript)")
     _record(mirror, cursor, tracker)
-
-
-def _lines_past(session: Session, start: int) -> int:
-    """The number of whole lines in the log past byte START."""
-    lines = 0
-    with open(session.log_path, "rb") as f:
-        f.seek(start)
-        while block := f.read(BLOCK):
-            lines += block.count(b"\n")
-    return lines
 
 
 def _record(mirror: Path, cursor: dict[str, Any], tracker: AgentContinuation) -> None:

@@ -295,7 +295,9 @@ class Index:
     def texts(self, unit: Any, warn: Callable[[str], None] | None) -> Texts:
         """UNIT's texts: those kept when their key still holds (what reading it warned said again
         to WARN), else read whole (its errors raised) and kept."""
-        key = texts_key(unit)
+        return self._texts(unit, warn, texts_key(unit))
+
+    def _texts(self, unit: Any, warn: Callable[[str], None] | None, key: bytes | None) -> Texts:
         if key is not None:
             kept = self.kept_texts(str(unit), key)
             if kept is not None:
@@ -321,7 +323,7 @@ class Index:
                 if key is None or self.db.execute("select 1 from texts where unit = ? and key = ?", (str(unit), key)).fetchone():
                     continue
                 try:
-                    self.texts(unit, None)
+                    self._texts(unit, None, key)  # (the key just made: its files' windows not read again)
                 except CattyError:
                     continue
                 read += 1

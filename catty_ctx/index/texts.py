@@ -34,7 +34,7 @@ import xxhash
 
 from ..errors import CattyError
 from ..formats.roots import NativeSource
-from ..session.cursor import WINDOW
+from ..session.cursor import look
 from ..session.files import replace_file
 from ..session.layout import LOG_NAME, QUARANTINE_NAME
 from ..session.segments import segment_lines
@@ -186,21 +186,25 @@ def texts_key(unit: Any) -> bytes | None:
     files = _side_files(unit)
     if files is None:
         return None
-    key: list[Any] = []
-    for f in files:
-        try:
-            with open(f, "rb") if not f.is_dir() else open(os.devnull, "rb") as fh:
-                st = os.stat(f)
-                row = [str(f), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
-                if not f.is_dir():
-                    row.append(xxhash.xxh3_64_intdigest(fh.read(WINDOW)))
-                    if st.st_size > WINDOW:
-                        fh.seek(st.st_size - WINDOW)
-                        row.append(xxhash.xxh3_64_intdigest(fh.read(WINDOW)))
-        except OSError:
-            row = [str(f)]  # (missing: its coming changes the key)
-        key.append(row)
-    return orjson.dumps(key)
+    return orjson.dumps([_file_key(f) for f in files])
+
+
+def _file_key(f: Path) -> list[Any]:
+    """F's stat and, for a file, the cursor of all of it (`session.cursor`: device, inode, size
+    and the fingerprints of its first and last bytes)."""
+    try:
+        if f.is_dir():
+            st = os.stat(f)
+            return [str(f), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+        with open(f, "rb") as fh:
+            st = os.fstat(fh.fileno())
+
+            def read(start: int, length: int) -> bytes:
+                return os.pread(fh.fileno(), length, start)
+
+            return [str(f), st.st_mtime_ns, st.st_ctime_ns, *look(None, st, read).advance(st.st_size, read).fields()]
+    except OSError:
+        return [str(f)]  # (missing: its coming changes the key)
 
 
 # -- kept in the index: the metadata in its database, the body in a file of its own beside it,

@@ -54,9 +54,6 @@ class Log(Protocol):
     log_path: Path
     display: str
 
-    @property
-    def quarantine_dir(self) -> Path: ...
-
     def quarantine_tail(self, offset: int, size: int, *, reason: str) -> Path: ...
 
 
@@ -117,31 +114,27 @@ def settle(session: Log, warn: Warn | None) -> Path | None:
     moved = None
     if cut is not None:
         start, size = cut
-        moved = _kept(session, start, size)
-        if moved is None:
-            moved = session.quarantine_tail(start, size, reason=CUT_REASON)
-        else:  # a writer killed between keeping the part and cutting it off: only the cut is left to do
-            with open(session.log_path, "r+b") as f:
-                f.truncate(start)
-                os.fsync(f.fileno())
+        moved = session.quarantine_tail(start, size, reason=CUT_REASON)
         if warn:
             warn(f"{session.display}: a batch cut short by a killed writer ({size - start} bytes at offset {start}) moved to {moved}")
     _drop(path)
     return moved
 
 
-def _kept(session: Log, start: int, size: int) -> Path | None:
-    """The quarantined copy of log bytes [START, SIZE) when it is the last one indexed (None: none)."""
-    index = session.quarantine_dir / "index.jsonl"
+def kept_copy(quarantine_dir: Path, start: int, size: int, reason: str) -> Path | None:
+    """The quarantined copy of log bytes [START, SIZE) moved there for REASON when it is the
+    last one indexed (None: none): a writer killed between keeping a tail and cutting it off
+    left it, and only the cut is left to do (`store.Session.quarantine_tail`)."""
+    index = quarantine_dir / "index.jsonl"
     if index.is_symlink() or not index.is_file():
         return None
     try:
         last = orjson.loads(read_last_line(index) or b"null")
     except (orjson.JSONDecodeError, DataError):
         return None
-    if not isinstance(last, dict) or (last.get("offset"), last.get("bytes"), last.get("reason")) != (start, size - start, CUT_REASON):
+    if not isinstance(last, dict) or (last.get("offset"), last.get("bytes"), last.get("reason")) != (start, size - start, reason):
         return None
-    copy = session.quarantine_dir / str(last.get("file"))
+    copy = quarantine_dir / str(last.get("file"))
     return copy if copy.is_file() and copy.stat().st_size == size - start else None
 
 

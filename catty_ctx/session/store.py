@@ -22,7 +22,7 @@ import orjson
 
 from ..defaults import DEFAULT_LOCK_TIMEOUT
 from ..errors import DataError, LockBusy, UsageError, WriteError
-from .batch import marked, settle, write_batch
+from .batch import kept_copy, marked, settle, write_batch
 from .event_ids import KnownIds, event_key, split_known
 from .events import DEFAULT_WINDOW, SCHEMA_VERSION, Event, check_event, now_ts
 from .files import FILE_MODE, check_replaceable, commit_staged, discard_staged, replace_file, stage_file, write_file
@@ -306,8 +306,9 @@ class Session:
         return moved
 
     def quarantine_tail(self, offset: int, size: int, *, reason: str) -> Path:
-        """The log's end [OFFSET, SIZE) moved to quarantine (copied there, then cut off; under the lock)."""
-        moved = quarantine_bytes(self, offset, size, reason=reason)
+        """The log's end [OFFSET, SIZE) moved to quarantine (copied there, then cut off; under the
+        lock); a copy a killed writer already made is not made twice (`batch.kept_copy`)."""
+        moved = kept_copy(self.quarantine_dir, offset, size, reason) or quarantine_bytes(self, offset, size, reason=reason)
         with open(self.log_path, "r+b") as f:
             f.truncate(offset)  # (flushes first)
             os.fsync(f.fileno())

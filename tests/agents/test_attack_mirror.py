@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 from support import ROOT, cli, unstamped
+from support.killed_writer import killed_inside
 
 from agents.test_agents_hooks import SID, Transcript, planted
 from catty_ctx.agents import mirror as mirror_mod
@@ -123,52 +124,14 @@ def test_a_run_stopped_between_its_segment_and_the_index_leaves_no_second_copy(t
     assert _segments(stopped) == _segments(whole) and _events(stopped) == _events(whole)
 
 
-# A hook killed -9 inside a write: "torn" and "lines", its batch's one write, which the system
-# ends part way (between pages: whole lines, then a torn one; or whole lines only); "quarantine",
-# the copy of a cut batch into quarantine (by the run settling it), its temp file written.
-KILLED_INSIDE = """
-import os, signal, sys
-from catty_ctx.session import store
-
-where = sys.argv[1]
-
-def write_part(fd, batch, start, display):
-    first = batch.index(b"\\n") + 1
-    second = batch.index(b"\\n", first) + 1
-    os.write(fd, batch[: first + (second - first) // 2 if where == "torn" else second])
-    os.kill(os.getpid(), signal.SIGKILL)
-
-def write_then_die(path, fill, **kw):
-    def fill_and_die(f):
-        fill(f)
-        f.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
-    return real_write_file(path, fill_and_die, **kw)
-
-real_write_file = store.write_file
-if where == "quarantine":
-    store.write_file = write_then_die
-else:
-    store.write_batch = write_part
-sys.argv = ["catty-ctx", *sys.argv[2:]]
-from catty_ctx.__main__ import main
-main()
-"""
-
-
-def _killed_inside(where: str, hook: tuple[str, ...], payload: bytes) -> None:
-    proc = subprocess.run([sys.executable, "-c", KILLED_INSIDE, where, *hook], input=payload, capture_output=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-
-
 @pytest.mark.parametrize("first", [False, True], ids=["later", "first"])
-@pytest.mark.parametrize("cut", ["torn", "lines", "torn+quarantine"])
+@pytest.mark.parametrize("cut", ["torn", "lines", "torn+quarantine", "lines+crash"])
 def test_a_batch_the_kill_cut_short_is_appended_whole_by_the_next_run(tmp_path: Path, cut: str, first: bool) -> None:
     """The log holds part of the killed run's batch (its cursor not recorded): the next run moves
     that part to quarantine and appends the batch whole (before: it took the cursor the batch
     would have earned, and the events past the cut were lost for good). A run killed while it
-    copies the part to quarantine leaves a temp file the one after it clears."""
+    copies the part to quarantine leaves a temp file the one after it clears. Without the
+    store's record of the batch (a crash), the mirror's count of the events named tells the cut."""
     t = Transcript(tmp_path / f"{SID}.jsonl")
     planted(t)
     mirrors, whole = tmp_path / "mirrors", tmp_path / "whole"
@@ -180,12 +143,14 @@ def test_a_batch_the_kill_cut_short_is_appended_whole_by_the_next_run(tmp_path: 
     for n in range(3):
         t.call("Bash", {"command": f"step {n}"}, f"output {n} " + "y" * 50_000, is_error=n == 1)
     before = (mirror / "updates.jsonl").read_bytes() if not first else b""
-    _killed_inside(cut.split("+")[0], hook, payload)
+    killed_inside(cut.split("+")[0], *hook, input=payload)
     pending = orjson.loads((mirror / "mirror.json").read_bytes())["pending"]
     part = (mirror / "updates.jsonl").read_bytes()[len(before):]
-    assert pending["log_end"] == len(before) and part.count(b"\n") == (2 if cut == "lines" else 1)  # of the 3 calls' events: the window, hit
+    assert pending["log_end"] == len(before) and part.count(b"\n") == (2 if cut.startswith("lines") else 1)  # of the 3 calls' events: the window, hit
+    if cut.endswith("+crash"):  # the machine's crash lost the batch's record (not fsynced), not the part: the mirror's own cut
+        (mirror / "updates.jsonl.batch").unlink()
     if cut.endswith("+quarantine"):
-        _killed_inside("quarantine", hook, payload)
+        killed_inside("copying", *hook, input=payload)
         assert [p.name for p in (mirror / "quarantine").iterdir() if p.name.endswith(".tmp")]
     assert cli(*hook, input=payload).returncode == 0
     sync(whole, str(t.path), "claude", SID, archive=True)

@@ -4,53 +4,15 @@ part of the batch in the log (whole lines, or whole lines then a torn one: what 
 when a fatal signal ends a write between pages) and then kills itself with SIGKILL."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from support import call, cli, msg, session_event, write_log
+from support.killed_writer import killed_inside
 
 from catty_ctx.session import batch
 from catty_ctx.session.store import Session
-from support import ROOT, call, cli, msg, session_event, write_log
-
-KILLED_INSIDE = """
-import os, signal, sys
-from catty_ctx.session import store
-
-where = sys.argv[1]
-
-def write_part(fd, batch, start, display):
-    cut = batch.index(b"\\n", len(batch) // 2) + 1  # whole lines past the middle ("lines")
-    if where == "torn":
-        cut += (batch.index(b"\\n", cut) - cut) // 2  # then half a line
-    elif where == "whole":
-        cut = len(batch)  # all of it: killed after the write, before the record is dropped
-    os.write(fd, batch[:cut])
-    os.kill(os.getpid(), signal.SIGKILL)
-
-def kept_then_die(*args, **kw):  # the part copied to quarantine and indexed, the log not cut yet
-    real_quarantine_bytes(*args, **kw)
-    os.kill(os.getpid(), signal.SIGKILL)
-
-real_quarantine_bytes = store.quarantine_bytes
-if where == "quarantine":
-    store.quarantine_bytes = kept_then_die
-else:
-    store.write_batch = write_part
-sys.argv = ["catty-ctx", *sys.argv[2:]]
-from catty_ctx.__main__ import main
-main()
-"""
-
-
-def killed_inside(where: str, *args: str, input: bytes = b"") -> None:
-    proc = subprocess.run([sys.executable, "-c", KILLED_INSIDE, where, *args], input=input, capture_output=True, cwd=ROOT,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 
 def events_in(s: Path, n: int, size: int, tag: str) -> bytes:
@@ -139,7 +101,7 @@ def test_a_writer_killed_between_keeping_the_cut_part_and_cutting_it_leaves_one_
     before = (s / "updates.jsonl").read_bytes()
     killed_inside("torn", "append", str(s), "-q", input=events_in(s, 8, 3000, "k"))
     part = (s / "updates.jsonl").read_bytes()[len(before):]
-    killed_inside("quarantine", "append", str(s), "-q", input=events_in(s, 1, 10, "next"))
+    killed_inside("kept", "append", str(s), "-q", input=events_in(s, 1, 10, "next"))
     assert (s / "updates.jsonl").read_bytes() == before + part and (s / "updates.jsonl.batch").exists()
     assert len(quarantined(s)) == 1
     cli("append", str(s), "-q", input=events_in(s, 1, 10, "next"), check=True)
@@ -147,6 +109,18 @@ def test_a_writer_killed_between_keeping_the_cut_part_and_cutting_it_leaves_one_
     kept = quarantined(s)
     assert [(r["offset"], r["bytes"]) for r in kept] == [(len(before), len(part))]
     assert (s / "quarantine" / kept[0]["file"]).read_bytes() == part
+
+
+def test_a_writer_killed_between_keeping_a_torn_tail_and_cutting_it_leaves_one_copy(tmp_path: Path) -> None:
+    """The same window on the torn-tail path (`Session.quarantine_tail` is shared): before, the
+    next append copied the torn line to quarantine a second time."""
+    s = write_log(tmp_path / "s", [session_event(), msg("user", "hi", "u1")], raw_tail=b'{"v":1,"seq":2,"ki')
+    log = (s / "updates.jsonl").read_bytes()
+    killed_inside("kept", "append", str(s), "-q", input=events_in(s, 1, 10, "next"))
+    assert (s / "updates.jsonl").read_bytes() == log and len(quarantined(s)) == 1
+    cli("append", str(s), "-q", input=events_in(s, 1, 10, "next"), check=True)
+    assert ids(s) == ["u1", "next-0"]
+    assert [(r["offset"], r["bytes"]) for r in quarantined(s)] == [(log.rindex(b"\n") + 1, len(b'{"v":1,"seq":2,"ki'))]
 
 
 def test_a_record_that_does_not_describe_the_log_cuts_nothing(tmp_path: Path) -> None:
