@@ -53,16 +53,17 @@ if TYPE_CHECKING:
 
     Render = Callable[[Ledger, Scan], Any]
 
-# Public names of the submodules, imported when first asked for.
+# Public names of the submodules, imported when first asked for (those imported above are
+# plain attributes: Ledger, Scan, BY_CHOICES).
 _LAZY = {
     "discover": "walk", "survey": "walk", "Listings": "walk", "CATTY": "walk", "CLAUDE": "walk", "CODEX": "walk", "GEMINI": "walk",
     "OPENCODE": "walk", "homes": "walk",
     "Record": "records", "FileEntry": "records", "MAIN_AGENT": "records", "UNKNOWN_MODEL": "records",
-    "scan": "filescan", "scan_file": "filescan", "Scan": "outcome", "validate_catty_logs": "filescan", "BAD_SAMPLES_PER_FILE": "filescan",
+    "scan": "filescan", "scan_file": "filescan", "validate_catty_logs": "filescan", "BAD_SAMPLES_PER_FILE": "filescan",
     "PARALLEL_MIN_BYTES": "filescan",
     "Prices": "prices", "load_prices": "prices", "price_tokens": "prices", "call_cost": "prices", "TIER_TOKENS": "prices",
     "TIER_SUFFIX": "prices",
-    "collapse": "copies", "dedupe": "copies", "build_ledger": "ledger", "Ledger": "ledger", "BY_CHOICES": "ledger",
+    "collapse": "copies", "dedupe": "copies", "build_ledger": "ledger",
     "parse_day": "times", "timezone_named": "times",
     "cache_dir": "cachefiles", "CACHE_VERSION": "cachefiles", "ANSWERS_KEPT": "answers",
 }
